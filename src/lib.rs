@@ -1,0 +1,4 @@
+//! spyglass: a terminal inspector for AI-agent test sessions, and the test-mode runtime
+//! it watches. One crate, two roles; `protocol` is the wire both speak.
+
+pub mod protocol;

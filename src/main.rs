@@ -1,0 +1,110 @@
+//! The command line: parse it, pick a role, run it. Nothing else lives here.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "spyglass",
+    version,
+    about = "A terminal inspector for AI-agent test sessions, and the test-mode runtime it watches",
+    long_about = None
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
+    /// Runtime to inspect (else SPYGLASS_URL, else CODESPAR_BASE_URL; with none, an
+    /// empty runtime is started in-process).
+    #[arg(long, global = true)]
+    url: Option<String>,
+
+    /// API key sent as a Bearer token (else CODESPAR_API_KEY).
+    #[arg(long = "api-key", global = true)]
+    api_key: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Start a runtime in-process with a scripted workload and open the inspector on it.
+    Demo,
+    /// Run the test-mode runtime alone, headless.
+    Serve {
+        /// Address to bind.
+        #[arg(long, default_value = "127.0.0.1:8000")]
+        addr: String,
+        /// Enable test mode (mocks allowed); also CODESPAR_TEST_MODE_ENABLED=true|1.
+        #[arg(long)]
+        test_mode: bool,
+        /// Policy rules, TOML.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+    },
+    /// Run eval suite files on a runtime and print per-suite and per-case results.
+    Eval {
+        /// Suite files (TOML or JSON).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Run every case K times.
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
+        /// Only cases whose id matches this glob.
+        #[arg(long)]
+        case: Option<String>,
+        /// Write JUnit XML here.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Write the results as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Print the observer stream, one line per event.
+    Tail {
+        /// Raw JSON lines instead of readable lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Save the observer stream as JSON lines.
+    Record {
+        /// Output file.
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+    },
+    /// Open the inspector on a recorded file, offline.
+    Replay {
+        file: PathBuf,
+        /// Playback speed multiplier.
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+    },
+}
+
+/// A role this build does not have yet: say so, and which piece of work brings it.
+fn not_yet(what: &str, issue: &str) -> ExitCode {
+    eprintln!("spyglass {what}: not implemented yet ({issue})");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        None => not_yet(
+            "inspector",
+            "Inspector core: stream client, model, and the Sessions view",
+        ),
+        Some(Command::Demo) => not_yet("demo", "Demo and the newcomer's path"),
+        Some(Command::Serve { .. }) => not_yet(
+            "serve",
+            "Runtime: a CodeSpar-compatible test-mode runtime with an observer stream",
+        ),
+        Some(Command::Eval { .. }) => {
+            not_yet("eval", "Evals: suite files, runner, CLI and the Evals view")
+        }
+        Some(Command::Tail { .. })
+        | Some(Command::Record { .. })
+        | Some(Command::Replay { .. }) => {
+            not_yet("tail/record/replay", "Demo and the newcomer's path")
+        }
+    }
+}

@@ -1,0 +1,548 @@
+//! Observer events (protocol v1): every kind on `GET /v1/observe`, its fields, and the
+//! frame codec. Decoding is tolerant: unknown kinds become `Event::Unknown` with their raw
+//! JSON, unknown fields are ignored, and malformed text is a `DecodeError`, never a panic.
+
+use super::envelope::Envelope;
+use super::json::RawJson;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// One event with its stream stamp. `seq` and `ts` are given by the runtime; events posted
+/// to `POST /v1/events` may arrive without them and are stamped on ingest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    pub seq: u64,
+    pub ts: String,
+    pub session_id: Option<String>,
+    pub event: Event,
+}
+
+/// Token usage, as seed 001's SDK reports it (cumulative on step and run events).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Tokens {
+    pub prompt: u64,
+    pub completion: u64,
+    pub total: u64,
+}
+
+/// A tool call inside an agent step (seed 001). `duration` is milliseconds spent in the
+/// tool; there is no start time, so timelines lay a step's calls one after another.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct StepToolCall {
+    pub id: String,
+    pub name: String,
+    pub args: RawJson,
+    pub result: RawJson,
+    pub duration: f64,
+    pub needs_approval: bool,
+}
+
+/// One loop iteration of an agent (seed 001).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Step {
+    pub iteration: u32,
+    pub model: String,
+    pub tokens: Tokens,
+    pub finish_reason: String,
+    pub tool_calls: Vec<StepToolCall>,
+}
+
+/// `agent.step.completed`: fired after each loop iteration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AgentStepCompleted {
+    pub agent_name: String,
+    pub model: String,
+    pub provider: String,
+    pub iteration: u32,
+    pub step: Step,
+    pub tokens: Tokens,
+    pub duration: f64,
+    pub streaming: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+}
+
+/// `agent.completed`, and with `error` set, `agent.failed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AgentRun {
+    pub agent_name: String,
+    pub model: String,
+    pub provider: String,
+    pub input: RawJson,
+    pub output: RawJson,
+    pub steps: Vec<Step>,
+    pub tokens: Tokens,
+    pub duration: f64,
+    pub finish_reason: String,
+    pub streaming: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    pub failover_attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<RawJson>,
+}
+
+/// Outcome of one eval case. Seed 001 knows passed / failed / skipped; seed 003 adds
+/// error: the case produced no result at all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EvalStatus {
+    #[default]
+    Passed,
+    Failed,
+    Error,
+    Skipped,
+}
+
+impl EvalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::Error => "error",
+            Self::Skipped => "skipped",
+        }
+    }
+}
+
+/// One assertion of an eval case with what it expected and what it saw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AssertionResult {
+    pub kind: String,
+    pub pass: bool,
+    pub expected: RawJson,
+    pub actual: RawJson,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `agent.eval.completed`: one per case (seed 001 fields, plus spyglass's own).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AgentEvalCompleted {
+    pub suite: String,
+    pub case: String,
+    pub status: EvalStatus,
+    pub pass: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub tokens: Tokens,
+    pub cost: f64,
+    pub duration: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub assertions: Vec<AssertionResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+}
+
+/// Static mocks return one object on every call; stateful ones are consumed in order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MockMode {
+    #[default]
+    Static,
+    Stateful,
+}
+
+/// A mock a session declared at create time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct DeclaredMock {
+    pub tool: String,
+    pub mode: MockMode,
+    /// Entries in a stateful array; 1 for a static mock.
+    pub entries: u32,
+}
+
+/// A mock's consume counter after a call: `consumed` successful returns; `total` is the
+/// entry count of a stateful mock and absent for a static one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Counter {
+    pub consumed: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<u32>,
+}
+
+/// `session.created`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SessionCreated {
+    pub user_id: String,
+    pub servers: Vec<String>,
+    pub project: String,
+    pub mocks: Vec<DeclaredMock>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// `session.closed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SessionClosed {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// What a tool call returned: the result, or an envelope (`{"envelope": {"code": …}}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Result(RawJson),
+    Envelope(Envelope),
+}
+
+impl Default for Outcome {
+    fn default() -> Self {
+        Self::Result(RawJson::null())
+    }
+}
+
+impl Outcome {
+    pub fn envelope(&self) -> Option<&Envelope> {
+        match self {
+            Self::Envelope(envelope) => Some(envelope),
+            Self::Result(_) => None,
+        }
+    }
+}
+
+/// Where a runtime tool call came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallSource {
+    #[default]
+    Execute,
+    Send,
+}
+
+/// `tool.called`: one dispatch through the gates, with its outcome and the counter after.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ToolCalled {
+    pub call_id: String,
+    pub tool: String,
+    pub input: RawJson,
+    pub outcome: Outcome,
+    /// RFC 3339 instant the call started.
+    pub started_at: String,
+    /// Milliseconds.
+    pub duration: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter: Option<Counter>,
+    pub source: CallSource,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<u32>,
+}
+
+/// `approval.requested`: a call held for a human decision.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApprovalRequested {
+    pub approval_id: String,
+    pub call_id: String,
+    pub tool: String,
+    pub input: RawJson,
+    pub rule_id: String,
+    pub expires_at: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    #[default]
+    Approved,
+    Denied,
+    Expired,
+}
+
+/// `approval.resolved`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApprovalResolved {
+    pub approval_id: String,
+    pub decision: Decision,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// `approval.replayed`: the approved call run again through the mock gate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApprovalReplayed {
+    pub approval_id: String,
+    pub call_id: String,
+    pub tool: String,
+    pub outcome: Outcome,
+    pub duration: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter: Option<Counter>,
+}
+
+/// `eval.run.started`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct EvalRunStarted {
+    pub run_id: String,
+    pub suites: Vec<String>,
+    pub cases: u32,
+    pub repeat: u32,
+}
+
+/// `eval.run.completed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct EvalRunCompleted {
+    pub run_id: String,
+    pub passed: u32,
+    pub failed: u32,
+    pub errored: u32,
+    pub skipped: u32,
+    pub duration: f64,
+}
+
+/// `stream.gap`: events `from..=to` are no longer held; re-read state over REST.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StreamGap {
+    pub from: u64,
+    pub to: u64,
+}
+
+/// Every event kind of protocol v1.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    SessionCreated(SessionCreated),
+    SessionClosed(SessionClosed),
+    ToolCalled(ToolCalled),
+    ApprovalRequested(ApprovalRequested),
+    ApprovalResolved(ApprovalResolved),
+    ApprovalReplayed(ApprovalReplayed),
+    EvalRunStarted(EvalRunStarted),
+    EvalRunCompleted(EvalRunCompleted),
+    StreamGap(StreamGap),
+    AgentStepCompleted(AgentStepCompleted),
+    AgentCompleted(AgentRun),
+    AgentFailed(AgentRun),
+    AgentEvalCompleted(AgentEvalCompleted),
+    /// A kind this build does not know, kept whole.
+    Unknown {
+        kind: String,
+        raw: RawJson,
+    },
+}
+
+/// Every kind this build knows, as written on the wire.
+pub const KINDS: &[&str] = &[
+    "session.created",
+    "session.closed",
+    "tool.called",
+    "approval.requested",
+    "approval.resolved",
+    "approval.replayed",
+    "eval.run.started",
+    "eval.run.completed",
+    "stream.gap",
+    "agent.step.completed",
+    "agent.completed",
+    "agent.failed",
+    "agent.eval.completed",
+];
+
+impl Event {
+    pub fn kind(&self) -> &str {
+        match self {
+            Self::SessionCreated(_) => "session.created",
+            Self::SessionClosed(_) => "session.closed",
+            Self::ToolCalled(_) => "tool.called",
+            Self::ApprovalRequested(_) => "approval.requested",
+            Self::ApprovalResolved(_) => "approval.resolved",
+            Self::ApprovalReplayed(_) => "approval.replayed",
+            Self::EvalRunStarted(_) => "eval.run.started",
+            Self::EvalRunCompleted(_) => "eval.run.completed",
+            Self::StreamGap(_) => "stream.gap",
+            Self::AgentStepCompleted(_) => "agent.step.completed",
+            Self::AgentCompleted(_) => "agent.completed",
+            Self::AgentFailed(_) => "agent.failed",
+            Self::AgentEvalCompleted(_) => "agent.eval.completed",
+            Self::Unknown { kind, .. } => kind,
+        }
+    }
+
+    /// The conversation an external agent event belongs to, if it names one.
+    pub fn conversation_id(&self) -> Option<&str> {
+        match self {
+            Self::AgentStepCompleted(e) => e.conversation_id.as_deref(),
+            Self::AgentCompleted(e) | Self::AgentFailed(e) => e.conversation_id.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The agent an external agent event belongs to, if it names one.
+    pub fn agent_name(&self) -> Option<&str> {
+        let name = match self {
+            Self::AgentStepCompleted(e) => &e.agent_name,
+            Self::AgentCompleted(e) | Self::AgentFailed(e) => &e.agent_name,
+            _ => return None,
+        };
+        (!name.is_empty()).then_some(name.as_str())
+    }
+}
+
+/// Why a frame could not be decoded.
+#[derive(Debug, Error)]
+pub enum DecodeError {
+    #[error("not a JSON object: {0}")]
+    Syntax(serde_json::Error),
+    #[error("frame has no `kind`")]
+    MissingKind,
+    #[error("frame has no `seq`")]
+    MissingSeq,
+    #[error("bad `{kind}` event: {source}")]
+    Fields {
+        kind: String,
+        source: serde_json::Error,
+    },
+}
+
+/// The stamp and kind of a frame, read without building the rest.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+    seq: Option<u64>,
+    ts: Option<String>,
+    #[serde(rename = "sessionId")]
+    session_id: Option<String>,
+}
+
+/// An event read from text that may lack a stamp (ingest), with what stamp it had.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unstamped {
+    pub seq: Option<u64>,
+    pub ts: Option<String>,
+    pub session_id: Option<String>,
+    pub event: Event,
+}
+
+/// Decodes one event from JSON text; `seq` and `ts` may be absent.
+pub fn decode_event(text: &str) -> Result<Unstamped, DecodeError> {
+    let head: Head = serde_json::from_str(text).map_err(DecodeError::Syntax)?;
+    let kind = head.kind.ok_or(DecodeError::MissingKind)?;
+    let fields = |source| DecodeError::Fields {
+        kind: kind.to_string(),
+        source,
+    };
+    let event = match kind.as_ref() {
+        "session.created" => Event::SessionCreated(serde_json::from_str(text).map_err(fields)?),
+        "session.closed" => Event::SessionClosed(serde_json::from_str(text).map_err(fields)?),
+        "tool.called" => Event::ToolCalled(serde_json::from_str(text).map_err(fields)?),
+        "approval.requested" => {
+            Event::ApprovalRequested(serde_json::from_str(text).map_err(fields)?)
+        }
+        "approval.resolved" => Event::ApprovalResolved(serde_json::from_str(text).map_err(fields)?),
+        "approval.replayed" => Event::ApprovalReplayed(serde_json::from_str(text).map_err(fields)?),
+        "eval.run.started" => Event::EvalRunStarted(serde_json::from_str(text).map_err(fields)?),
+        "eval.run.completed" => {
+            Event::EvalRunCompleted(serde_json::from_str(text).map_err(fields)?)
+        }
+        "stream.gap" => Event::StreamGap(serde_json::from_str(text).map_err(fields)?),
+        "agent.step.completed" => {
+            Event::AgentStepCompleted(serde_json::from_str(text).map_err(fields)?)
+        }
+        "agent.completed" => Event::AgentCompleted(serde_json::from_str(text).map_err(fields)?),
+        "agent.failed" => Event::AgentFailed(serde_json::from_str(text).map_err(fields)?),
+        "agent.eval.completed" => {
+            Event::AgentEvalCompleted(serde_json::from_str(text).map_err(fields)?)
+        }
+        other => Event::Unknown {
+            kind: other.to_owned(),
+            raw: RawJson::from_text(text).map_err(DecodeError::Syntax)?,
+        },
+    };
+    Ok(Unstamped {
+        seq: head.seq,
+        ts: head.ts,
+        session_id: head.session_id,
+        event,
+    })
+}
+
+/// Decodes one frame of the observer stream: an event that must carry its `seq`.
+pub fn decode(text: &str) -> Result<Frame, DecodeError> {
+    let un = decode_event(text)?;
+    Ok(Frame {
+        seq: un.seq.ok_or(DecodeError::MissingSeq)?,
+        ts: un.ts.unwrap_or_default(),
+        session_id: un.session_id,
+        event: un.event,
+    })
+}
+
+#[derive(Serialize)]
+struct Out<'a, T: Serialize> {
+    kind: &'a str,
+    seq: u64,
+    ts: &'a str,
+    #[serde(rename = "sessionId", skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
+    #[serde(flatten)]
+    body: &'a T,
+}
+
+fn write<T: Serialize>(frame: &Frame, body: &T) -> String {
+    let out = Out {
+        kind: frame.event.kind(),
+        seq: frame.seq,
+        ts: &frame.ts,
+        session_id: frame.session_id.as_deref(),
+        body,
+    };
+    // Serialising these plain structs into a String cannot fail.
+    serde_json::to_string(&out).unwrap_or_default()
+}
+
+/// Encodes a frame as one JSON object: its fields plus `kind`, `seq`, `ts`, `sessionId`.
+pub fn encode(frame: &Frame) -> String {
+    match &frame.event {
+        Event::SessionCreated(e) => write(frame, e),
+        Event::SessionClosed(e) => write(frame, e),
+        Event::ToolCalled(e) => write(frame, e),
+        Event::ApprovalRequested(e) => write(frame, e),
+        Event::ApprovalResolved(e) => write(frame, e),
+        Event::ApprovalReplayed(e) => write(frame, e),
+        Event::EvalRunStarted(e) => write(frame, e),
+        Event::EvalRunCompleted(e) => write(frame, e),
+        Event::StreamGap(e) => write(frame, e),
+        Event::AgentStepCompleted(e) => write(frame, e),
+        Event::AgentCompleted(e) | Event::AgentFailed(e) => write(frame, e),
+        Event::AgentEvalCompleted(e) => write(frame, e),
+        Event::Unknown { raw, .. } => {
+            // Keep every original field; the stamp fields are replaced by this frame's.
+            let mut value = raw.to_value();
+            if let Some(map) = value.as_object_mut() {
+                map.insert("seq".into(), frame.seq.into());
+                map.insert("ts".into(), frame.ts.clone().into());
+                match &frame.session_id {
+                    Some(id) => map.insert("sessionId".into(), id.clone().into()),
+                    None => map.remove("sessionId"),
+                };
+            }
+            value.to_string()
+        }
+    }
+}

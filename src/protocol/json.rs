@@ -1,0 +1,118 @@
+//! `RawJson`: an arbitrary JSON value kept as its compact text, never parsed into a tree.
+//! Tool inputs, results and agent outputs travel through the stream this way, so folding a
+//! frame costs one validation pass and the retained event stays close to its wire size.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use std::fmt;
+
+/// Any JSON value, stored as its raw text.
+#[derive(Clone)]
+pub struct RawJson(Box<RawValue>);
+
+impl RawJson {
+    /// The JSON `null`.
+    pub fn null() -> Self {
+        Self::from_value(&serde_json::Value::Null)
+    }
+
+    /// Serialises any value; serde_json's own types cannot fail here, a custom `Serialize`
+    /// that fails becomes `null` rather than a panic.
+    pub fn from_value<T: Serialize + ?Sized>(value: &T) -> Self {
+        match serde_json::value::to_raw_value(value) {
+            Ok(raw) => Self(raw),
+            Err(_) => Self::null(),
+        }
+    }
+
+    /// Parses JSON text, keeping it raw.
+    pub fn from_text(text: &str) -> Result<Self, serde_json::Error> {
+        RawValue::from_string(text.to_owned()).map(Self)
+    }
+
+    /// The JSON text as received (compact when produced by spyglass).
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// Parses the text into a `serde_json::Value` (off the hot path: views and assertions).
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::from_str(self.0.get()).unwrap_or(serde_json::Value::Null)
+    }
+
+    pub fn is_null(&self) -> bool {
+        self.0.get() == "null"
+    }
+
+    /// The string's content when the value is a JSON string, else the JSON text itself.
+    pub fn as_text(&self) -> String {
+        let text = self.0.get();
+        if text.starts_with('"') {
+            serde_json::from_str::<String>(text).unwrap_or_else(|_| text.to_owned())
+        } else {
+            text.to_owned()
+        }
+    }
+
+    /// Pretty-printed JSON for detail panes.
+    pub fn pretty(&self) -> String {
+        serde_json::to_string_pretty(&self.to_value()).unwrap_or_else(|_| self.get().to_owned())
+    }
+}
+
+impl Default for RawJson {
+    fn default() -> Self {
+        Self::null()
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get() || self.to_value() == other.to_value()
+    }
+}
+
+impl fmt::Debug for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.get())
+    }
+}
+
+impl fmt::Display for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.get())
+    }
+}
+
+impl From<serde_json::Value> for RawJson {
+    fn from(value: serde_json::Value) -> Self {
+        Self::from_value(&value)
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Box::<RawValue>::deserialize(deserializer).map(Self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_text_and_compares_by_value() {
+        let a = RawJson::from_text(r#"{"a": 1, "b": [true]}"#).unwrap();
+        let b = RawJson::from_value(&serde_json::json!({"a": 1, "b": [true]}));
+        assert_eq!(a, b);
+        assert_eq!(a.to_value()["b"][0], true);
+        assert_eq!(RawJson::from_text(r#""hi""#).unwrap().as_text(), "hi");
+        assert!(RawJson::from_text("{").is_err());
+    }
+}

@@ -1,0 +1,339 @@
+//! REST bodies: the CodeSpar session wire (what the `codespar` SDK sends and reads) and
+//! spyglass's own read routes (sessions, approvals). Snake_case, as the SDK reads them.
+
+use super::events::{Counter, Decision, DeclaredMock, Outcome};
+use super::json::RawJson;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// `POST /v1/sessions`. `mocks` stays a raw value: the runtime validates its shape and
+/// names the bad field by JSON pointer. `model` is spyglass's scripted-model extension.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CreateSession {
+    #[serde(default)]
+    pub servers: Vec<String>,
+    #[serde(default)]
+    pub user_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mocks: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelScript>,
+}
+
+/// A scripted fake model (seed 001's semantics): the Nth model call gets `sequence[N]`;
+/// past the end it answers `default_text`; a `fail_on_step` entry fails that iteration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelScript {
+    #[serde(default)]
+    pub sequence: Vec<ScriptStep>,
+    #[serde(default)]
+    pub fail_on_step: Vec<FailOnStep>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_text: Option<String>,
+}
+
+/// One scripted model answer: tool calls, text, or both.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptStep {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ScriptToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Simulated model latency, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptToolCall {
+    pub name: String,
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+/// Fail the model call of this zero-based iteration with `error`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailOnStep {
+    pub step: u32,
+    pub error: String,
+}
+
+/// 201 answer of `POST /v1/sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionCreatedBody {
+    pub id: String,
+    pub user_id: String,
+    pub servers: Vec<String>,
+    pub status: String,
+    pub created_at: String,
+}
+
+/// `POST /v1/sessions/:id/execute`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ExecuteRequest {
+    pub tool: String,
+    #[serde(default = "empty_object")]
+    pub input: Value,
+}
+
+/// 200 answer of a successful execute, as the SDK reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub success: bool,
+    pub data: Value,
+    pub error: Option<String>,
+    pub duration: u64,
+    pub server: String,
+    pub tool: String,
+    pub tool_call_id: String,
+    pub called_at: String,
+}
+
+/// One tool call of a `send` loop, as the SDK reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    pub id: String,
+    pub tool_name: String,
+    pub server_id: String,
+    pub status: String,
+    pub duration_ms: u64,
+    pub input: Value,
+    pub output: Value,
+    pub error_code: Option<String>,
+}
+
+/// `POST /v1/sessions/:id/send`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SendRequest {
+    pub message: String,
+}
+
+/// JSON answer of `send`, and the `result` of its stream's `done` frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SendResult {
+    pub message: String,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub iterations: u32,
+}
+
+/// `GET /v1/sessions/:id/connections`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Connections {
+    pub servers: Vec<ServerInfo>,
+    pub tools: Vec<ToolInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    pub id: String,
+    pub name: String,
+    pub category: String,
+    pub country: String,
+    pub auth_type: String,
+    pub connected: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub server: String,
+}
+
+/// A mock with its live counter, in session reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MockState {
+    #[serde(flatten)]
+    pub declared: DeclaredMock,
+    pub counter: Counter,
+    pub calls: u32,
+}
+
+/// A row of `GET /v1/sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    pub id: String,
+    pub user_id: String,
+    pub servers: Vec<String>,
+    pub status: String,
+    pub created_at: String,
+    pub last_activity: String,
+    pub calls: u32,
+    pub envelopes: u32,
+    pub mocks: Vec<MockState>,
+}
+
+/// A call in `GET /v1/sessions/:id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallView {
+    pub call_id: String,
+    pub tool: String,
+    pub input: RawJson,
+    pub outcome: Outcome,
+    pub started_at: String,
+    pub duration: f64,
+}
+
+/// `GET /v1/sessions/:id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionDetail {
+    #[serde(flatten)]
+    pub summary: SessionSummary,
+    pub calls: Vec<CallView>,
+}
+
+/// Wrapper of list answers: `{"sessions": [...]}` and the like.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionList {
+    pub sessions: Vec<SessionSummary>,
+}
+
+/// Status of an approval row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalStatus {
+    Pending,
+    Approved,
+    Denied,
+    Expired,
+}
+
+impl From<Decision> for ApprovalStatus {
+    fn from(decision: Decision) -> Self {
+        match decision {
+            Decision::Approved => Self::Approved,
+            Decision::Denied => Self::Denied,
+            Decision::Expired => Self::Expired,
+        }
+    }
+}
+
+/// A row of `GET /v1/approvals`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalView {
+    pub id: String,
+    pub session_id: String,
+    pub call_id: String,
+    pub tool: String,
+    pub input: RawJson,
+    pub rule_id: String,
+    pub status: ApprovalStatus,
+    pub requested_at: String,
+    pub expires_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Outcome>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalList {
+    pub approvals: Vec<ApprovalView>,
+}
+
+/// Optional body of `POST /v1/approvals/:id/approve` and `/deny`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRequest {
+    #[serde(default)]
+    pub by: Option<String>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// One frame of `send` as a server-sent event stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendFrame {
+    UserMessage {
+        content: String,
+    },
+    AssistantText {
+        content: String,
+        iteration: u32,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult(ToolCallRecord),
+    Done(SendResult),
+    Error {
+        error: String,
+        message: String,
+    },
+}
+
+impl SendFrame {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::UserMessage { .. } => "user_message",
+            Self::AssistantText { .. } => "assistant_text",
+            Self::ToolUse { .. } => "tool_use",
+            Self::ToolResult(_) => "tool_result",
+            Self::Done(_) => "done",
+            Self::Error { .. } => "error",
+        }
+    }
+
+    /// The `data:` JSON: `type` plus the frame's fields. `tool_result` and `done` repeat
+    /// their nested record at top level so both SDKs' readers find what they look for.
+    pub fn data(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("type".into(), self.kind().into());
+        let extend = |map: &mut Map<String, Value>, value: Value| {
+            if let Value::Object(fields) = value {
+                map.extend(fields);
+            }
+        };
+        match self {
+            Self::UserMessage { content } => {
+                map.insert("content".into(), content.clone().into());
+            }
+            Self::AssistantText { content, iteration } => {
+                map.insert("content".into(), content.clone().into());
+                map.insert("iteration".into(), (*iteration).into());
+            }
+            Self::ToolUse { id, name, input } => {
+                map.insert("id".into(), id.clone().into());
+                map.insert("name".into(), name.clone().into());
+                map.insert("input".into(), input.clone());
+            }
+            Self::ToolResult(record) => {
+                let value = serde_json::to_value(record).unwrap_or(Value::Null);
+                extend(&mut map, value.clone());
+                map.insert("toolCall".into(), value);
+            }
+            Self::Done(result) => {
+                let value = serde_json::to_value(result).unwrap_or(Value::Null);
+                extend(&mut map, value.clone());
+                map.insert("result".into(), value);
+            }
+            Self::Error { error, message } => {
+                map.insert("error".into(), error.clone().into());
+                map.insert("message".into(), message.clone().into());
+            }
+        }
+        Value::Object(map)
+    }
+
+    /// The frame as SSE text: `event: <type>` and `data: <json>`, blank-line terminated.
+    pub fn to_sse(&self) -> String {
+        format!("event: {}\ndata: {}\n\n", self.kind(), self.data())
+    }
+}
