@@ -475,3 +475,379 @@ impl fmt::Display for JsonPath {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::suite::parse_suite;
+
+    fn case(assert: &str) -> Case {
+        let text =
+            format!("suite = \"s\"\n[[case]]\nid = \"c\"\ninput = \"x\"\n[case.assert]\n{assert}");
+        parse_suite("s.toml", &text).unwrap().cases.remove(0)
+    }
+
+    fn call(name: &str, code: Option<&str>) -> ToolCallRecord {
+        ToolCallRecord {
+            id: "call_1".into(),
+            tool_name: name.into(),
+            server_id: "asaas".into(),
+            status: if code.is_some() { "error" } else { "success" }.into(),
+            duration_ms: 1,
+            input: json!({}),
+            output: json!({}),
+            error_code: code.map(str::to_owned),
+        }
+    }
+
+    fn run(output: &str, calls: Vec<ToolCallRecord>, total: u64) -> CaseRun {
+        CaseRun {
+            output: Some(output.to_owned()),
+            tool_calls: calls,
+            tokens: Tokens {
+                prompt: total / 2,
+                completion: total - total / 2,
+                total,
+            },
+            error: None,
+            duration_ms: 12,
+        }
+    }
+
+    /// Judges and returns (status, [(pass, expected, actual)]).
+    fn judge(assert: &str, run: &CaseRun) -> (EvalStatus, Vec<(bool, Value, Value)>) {
+        let result = evaluate(&case(assert), run);
+        let rows = result
+            .assertions
+            .iter()
+            .map(|a| (a.pass, a.expected.to_value(), a.actual.to_value()))
+            .collect();
+        (result.status, rows)
+    }
+
+    #[test]
+    fn contains_passes_and_fails_per_item() {
+        let r = run("Charged: pay_1", vec![], 10);
+        let (status, rows) = judge("contains = [\"pay_1\", \"pay_2\"]", &r);
+        assert_eq!(status, EvalStatus::Failed);
+        assert_eq!(
+            rows,
+            vec![
+                (true, json!("pay_1"), json!("Charged: pay_1")),
+                (false, json!("pay_2"), json!("Charged: pay_1")),
+            ]
+        );
+        let result = evaluate(&case("contains = \"pay_2\""), &r);
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("contains: \"pay_2\" not found")
+        );
+        assert_eq!(judge("contains = \"pay_1\"", &r).0, EvalStatus::Passed);
+    }
+
+    #[test]
+    fn equals_is_exact() {
+        let r = run("Charged: pay_1", vec![], 10);
+        assert_eq!(
+            judge("equals = \"Charged: pay_1\"", &r),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!("Charged: pay_1"), json!("Charged: pay_1"))]
+            )
+        );
+        assert_eq!(
+            judge("equals = \"Charged: pay_1 \"", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!("Charged: pay_1 "), json!("Charged: pay_1"))]
+            )
+        );
+    }
+
+    #[test]
+    fn regex_matches_the_output() {
+        let r = run("Charged: pay_17", vec![], 10);
+        assert_eq!(
+            judge(r"regex = '^Charged: pay_\d+$'", &r),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!(r"^Charged: pay_\d+$"), json!("Charged: pay_17"))]
+            )
+        );
+        assert_eq!(
+            judge(r"regex = '^Refunded'", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!("^Refunded"), json!("Charged: pay_17"))]
+            )
+        );
+    }
+
+    #[test]
+    fn operation_called_counts_calls() {
+        let r = run(
+            "ok",
+            vec![
+                call("create_payment", None),
+                call("asaas/create_payment", None),
+                call("get_payment", None),
+            ],
+            10,
+        );
+        let counts = json!({"asaas/create_payment": 2, "asaas/get_payment": 1});
+        let (status, rows) = judge(
+            "operation_called = [\"asaas/create_payment\", \"get_payment\", { name = \"asaas/create_payment\", times = 2 }]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed);
+        assert_eq!(
+            rows[0],
+            (true, json!("asaas/create_payment"), counts.clone())
+        );
+        assert_eq!(
+            rows[2],
+            (
+                true,
+                json!({"name": "asaas/create_payment", "times": 2}),
+                counts.clone()
+            )
+        );
+        let (status, rows) = judge(
+            "operation_called = [\"asaas/refund_payment\", { name = \"asaas/get_payment\", times = 2 }]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed);
+        assert_eq!(
+            rows[0],
+            (false, json!("asaas/refund_payment"), counts.clone())
+        );
+        assert_eq!(
+            rows[1],
+            (
+                false,
+                json!({"name": "asaas/get_payment", "times": 2}),
+                counts
+            )
+        );
+        let result = evaluate(
+            &case("operation_called = { name = \"asaas/get_payment\", times = 2 }"),
+            &r,
+        );
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("operation_called: asaas/get_payment called 1 time(s), expected 2")
+        );
+    }
+
+    #[test]
+    fn envelope_and_no_envelope_look_at_codes() {
+        let r = run(
+            "ok",
+            vec![
+                call("a", Some("tool_not_mocked")),
+                call("b", None),
+                call("c", Some("mocks_exhausted")),
+            ],
+            10,
+        );
+        let seen = json!(["tool_not_mocked", "mocks_exhausted"]);
+        assert_eq!(
+            judge("envelope = \"tool_not_mocked\"", &r),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!("tool_not_mocked"), seen.clone())]
+            )
+        );
+        assert_eq!(
+            judge("envelope = \"policy_denied\"", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!("policy_denied"), seen.clone())]
+            )
+        );
+        assert_eq!(
+            judge("no_envelope = true", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!("no envelope"), seen.clone())]
+            )
+        );
+        assert_eq!(
+            judge("no_envelope = [\"policy_denied\"]", &r),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!(["policy_denied"]), seen.clone())]
+            )
+        );
+        assert_eq!(
+            judge("no_envelope = \"mocks_exhausted\"", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!(["mocks_exhausted"]), seen)]
+            )
+        );
+        let clean = run("ok", vec![call("b", None)], 10);
+        assert_eq!(
+            judge("no_envelope = true", &clean),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!("no envelope"), json!([]))]
+            )
+        );
+    }
+
+    #[test]
+    fn json_path_reads_the_output() {
+        let r = run(
+            "```json\n{\"id\": \"pay_1\", \"value\": 5.0, \"items\": [{\"sku\": \"a\"}]}\n```",
+            vec![],
+            10,
+        );
+        let (status, rows) = judge(
+            "json_path = [{ path = \"$.id\", equals = \"pay_1\" }, { path = \"$.value\", equals = 5 }, { path = \"$.items[0].sku\", equals = \"a\" }]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed, "{rows:?}");
+        assert_eq!(
+            rows[0],
+            (
+                true,
+                json!({"path": "$.id", "equals": "pay_1"}),
+                json!("pay_1")
+            )
+        );
+        assert_eq!(rows[2].2, json!("a"));
+
+        let (status, rows) = judge(
+            "json_path = [{ path = \"$.id\", equals = \"pay_2\" }, { path = \"$.items[3]\", equals = 1 }]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed);
+        assert_eq!(
+            rows[0],
+            (
+                false,
+                json!({"path": "$.id", "equals": "pay_2"}),
+                json!("pay_1")
+            )
+        );
+        assert_eq!(
+            rows[1],
+            (
+                false,
+                json!({"path": "$.items[3]", "equals": 1}),
+                Value::Null
+            )
+        );
+
+        let prose = run("Charged pay_1", vec![], 10);
+        let result = evaluate(
+            &case("json_path = { path = \"$.id\", equals = \"pay_1\" }"),
+            &prose,
+        );
+        assert_eq!(result.status, EvalStatus::Failed);
+        assert_eq!(
+            result.assertions[0].actual.to_value(),
+            json!("Charged pay_1")
+        );
+        assert!(
+            result
+                .reason
+                .unwrap()
+                .starts_with("json_path: the output is not JSON")
+        );
+    }
+
+    #[test]
+    fn max_tokens_compares_the_total() {
+        let r = run("ok", vec![], 46);
+        assert_eq!(
+            judge("max_tokens = 46", &r),
+            (EvalStatus::Passed, vec![(true, json!(46), json!(46))])
+        );
+        assert_eq!(
+            judge("max_tokens = 45", &r),
+            (EvalStatus::Failed, vec![(false, json!(45), json!(46))])
+        );
+    }
+
+    #[test]
+    fn no_result_is_an_error_not_a_failure() {
+        let c = case("contains = \"pay_1\"");
+        let failed = CaseRun {
+            error: Some("model failed on step 0: Rate limited".into()),
+            ..CaseRun::default()
+        };
+        let result = evaluate(&c, &failed);
+        assert_eq!(result.status, EvalStatus::Error);
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("model failed on step 0: Rate limited")
+        );
+        assert!(
+            result.assertions.is_empty(),
+            "nothing is judged without a result"
+        );
+        let silent = evaluate(&c, &CaseRun::default());
+        assert_eq!(silent.status, EvalStatus::Error);
+        // With a result that misses, it is a failure instead.
+        let missed = evaluate(&c, &run("nothing", vec![], 1));
+        assert_eq!(missed.status, EvalStatus::Failed);
+    }
+
+    #[test]
+    fn skipped_and_assertion_free_cases() {
+        let suite = parse_suite(
+            "s.toml",
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nskip = \"later\"\n[[case]]\nid = \"b\"\ninput = \"x\"",
+        )
+        .unwrap();
+        let result = evaluate(&suite.cases[0], &run("ok", vec![], 1));
+        assert_eq!(
+            (result.status, result.reason.as_deref()),
+            (EvalStatus::Skipped, Some("later"))
+        );
+        assert_eq!(
+            evaluate(&suite.cases[1], &run("ok", vec![], 1)).status,
+            EvalStatus::Passed
+        );
+    }
+
+    #[test]
+    fn event_carries_status_score_and_assertions() {
+        let result = evaluate(&case("contains = [\"a\", \"b\"]"), &run("a", vec![], 7));
+        let event = result.to_event("payments", "c");
+        assert_eq!(event.status, EvalStatus::Failed);
+        assert!(!event.pass);
+        assert_eq!(event.score, Some(0.5));
+        assert_eq!(event.tokens.total, 7);
+        assert_eq!(event.duration, 12.0);
+        assert_eq!(event.assertions.len(), 2);
+        assert_eq!(
+            result.first_failure().map(|a| a.expected.to_value()),
+            Some(json!("b"))
+        );
+    }
+
+    #[test]
+    fn json_paths_parse_and_print() {
+        let path = JsonPath::parse("$.a.b[0][\"c d\"]['e']").unwrap();
+        assert_eq!(
+            path.segments,
+            vec![
+                PathSegment::Key("a".into()),
+                PathSegment::Key("b".into()),
+                PathSegment::Index(0),
+                PathSegment::Key("c d".into()),
+                PathSegment::Key("e".into()),
+            ]
+        );
+        assert_eq!(path.to_string(), "$.a.b[0][\"c d\"].e");
+        let doc = json!({"a": {"b": [{"c d": {"e": 3}}]}});
+        assert_eq!(path.lookup(&doc), Some(&json!(3)));
+        assert_eq!(JsonPath::parse("$").unwrap().lookup(&doc), Some(&doc));
+        for bad in ["a.b", "$.", "$[x]", "$[0", "$a", "$..a"] {
+            assert!(JsonPath::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -308,3 +308,197 @@ fn case_summary(case: &CaseHistory) -> CaseSummary {
         last_assertions: case.last.assertions.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(suite: &str, case: &str, status: EvalStatus, run: Option<&str>) -> AgentEvalCompleted {
+        AgentEvalCompleted {
+            suite: suite.into(),
+            case: case.into(),
+            status,
+            pass: status == EvalStatus::Passed,
+            run_id: run.map(str::to_owned),
+            duration: 5.0,
+            ..AgentEvalCompleted::default()
+        }
+    }
+
+    fn case<'a>(summary: &'a EvalSummary, suite: &str, name: &str) -> &'a CaseSummary {
+        summary
+            .suites
+            .iter()
+            .find(|s| s.suite == suite)
+            .and_then(|s| s.cases.iter().find(|c| c.case == name))
+            .unwrap()
+    }
+
+    use EvalStatus::{Error, Failed, Passed, Skipped};
+
+    #[test]
+    fn pass_rates_per_suite_and_case() {
+        let mut history = EvalHistory::new(HistorySettings::default());
+        let mut seq = 0;
+        let mut add = |h: &mut EvalHistory, case: &str, status, run: &str| {
+            seq += 1;
+            h.record(
+                seq,
+                Some("ses_x"),
+                &event("payments", case, status, Some(run)),
+            )
+        };
+        add(&mut history, "a", Passed, "r1");
+        add(&mut history, "b", Failed, "r1");
+        add(&mut history, "c", Skipped, "r1");
+        add(&mut history, "a", Passed, "r2");
+        add(&mut history, "b", Passed, "r2");
+        add(&mut history, "c", Error, "r2");
+        let summary = history.summary();
+        let suite = &summary.suites[0];
+        assert_eq!(suite.runs, 2);
+        assert_eq!(
+            (suite.passed, suite.failed, suite.errored, suite.skipped),
+            (3, 1, 1, 1)
+        );
+        assert_eq!(suite.pass_rate, Some(0.6), "skips left out: 3 of 5");
+        assert_eq!(suite.trend, vec![Some(0.5), Some(2.0 / 3.0)]);
+        assert_eq!(suite.last_run_id.as_deref(), Some("r2"));
+        let names: Vec<&str> = suite.cases.iter().map(|c| c.case.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"], "cases in first-seen order");
+        assert_eq!(case(&summary, "payments", "a").pass_rate, Some(1.0));
+        let b = case(&summary, "payments", "b");
+        assert_eq!((b.pass_rate, b.runs, b.flaky), (Some(0.5), 2, true));
+        assert_eq!(b.last_status, Passed);
+        assert_eq!(b.last_session_id.as_deref(), Some("ses_x"));
+        let c = case(&summary, "payments", "c");
+        assert_eq!(c.pass_rate, Some(0.0));
+        assert!(!c.flaky, "error and skip, never a pass: not flaky");
+    }
+
+    #[test]
+    fn window_bounds_runs_and_counts_what_it_drops() {
+        let mut history = EvalHistory::new(HistorySettings {
+            window: 3,
+            max_outcomes_per_case: 100,
+        });
+        // Run 1 fails, runs 2..=5 pass: after the window slides past run 1, the case
+        // is no longer flaky and its rate is 100%.
+        for run in 1..=5u64 {
+            let status = if run == 1 { Failed } else { Passed };
+            history.record(
+                run,
+                None,
+                &event("s", "a", status, Some(&format!("r{run}"))),
+            );
+            if run == 3 {
+                let summary = history.summary();
+                assert!(case(&summary, "s", "a").flaky);
+                assert_eq!(case(&summary, "s", "a").pass_rate, Some(2.0 / 3.0));
+            }
+        }
+        let summary = history.summary();
+        assert_eq!(summary.window, 3);
+        assert_eq!(summary.suites[0].runs, 3);
+        assert_eq!(summary.suites[0].trend.len(), 3);
+        let a = case(&summary, "s", "a");
+        assert_eq!((a.runs, a.passed, a.failed, a.flaky), (3, 3, 0, false));
+        assert_eq!(a.pass_rate, Some(1.0));
+        assert_eq!(summary.dropped, 2);
+    }
+
+    #[test]
+    fn repeat_in_one_run_makes_a_case_flaky() {
+        let mut history = EvalHistory::new(HistorySettings::default());
+        for (attempt, status) in [(1, Passed), (2, Failed), (3, Passed), (4, Failed)] {
+            let mut e = event("payments", "flaky confirmation", status, Some("r1"));
+            e.attempt = Some(attempt);
+            history.record(0, None, &e);
+        }
+        let summary = history.summary();
+        let c = case(&summary, "payments", "flaky confirmation");
+        assert_eq!((c.runs, c.passed, c.failed, c.flaky), (1, 2, 2, true));
+        assert_eq!(c.pass_rate, Some(0.5));
+        assert_eq!(summary.suites[0].runs, 1);
+    }
+
+    #[test]
+    fn per_case_bound_holds_memory() {
+        let mut history = EvalHistory::new(HistorySettings {
+            window: 10,
+            max_outcomes_per_case: 4,
+        });
+        for _ in 0..10 {
+            history.record(0, None, &event("s", "a", Passed, Some("r1")));
+        }
+        let summary = history.summary();
+        assert_eq!(case(&summary, "s", "a").passed, 4);
+        assert_eq!(summary.dropped, 6);
+    }
+
+    #[test]
+    fn external_events_without_run_id_count_too() {
+        let mut history = EvalHistory::new(HistorySettings::default());
+        // Another runner reports one suite run (a, b), then a second (a, b).
+        for (seq, (name, status)) in [("a", Passed), ("b", Failed), ("a", Passed), ("b", Passed)]
+            .into_iter()
+            .enumerate()
+        {
+            history.record(seq as u64 + 1, None, &event("support", name, status, None));
+        }
+        let summary = history.summary();
+        let suite = &summary.suites[0];
+        assert_eq!(
+            suite.runs, 2,
+            "a case repeating starts the next external run"
+        );
+        assert_eq!(suite.trend, vec![Some(0.5), Some(1.0)]);
+        assert_eq!(suite.last_run_id, None);
+        assert!(case(&summary, "support", "b").flaky);
+        // A runner's run of the same suite counts in the same rates.
+        history.record(10, None, &event("support", "a", Failed, Some("r9")));
+        let summary = history.summary();
+        assert_eq!(summary.suites[0].runs, 3);
+        assert_eq!(case(&summary, "support", "a").pass_rate, Some(2.0 / 3.0));
+    }
+
+    #[test]
+    fn frames_fold_once_and_other_kinds_are_ignored() {
+        let mut history = EvalHistory::new(HistorySettings::default());
+        let frame = |seq, event| Frame {
+            seq,
+            ts: String::new(),
+            session_id: Some("ses_1".into()),
+            event,
+        };
+        let eval = Event::AgentEvalCompleted(event("s", "a", Passed, Some("r1")));
+        assert!(history.apply_frame(&frame(1, eval.clone())));
+        assert!(
+            !history.apply_frame(&frame(1, eval)),
+            "a replayed frame is not counted twice"
+        );
+        assert!(!history.apply_frame(&frame(2, Event::SessionClosed(Default::default()))));
+        let summary = history.summary();
+        assert_eq!(case(&summary, "s", "a").passed, 1);
+        assert_eq!(
+            case(&summary, "s", "a").last_session_id.as_deref(),
+            Some("ses_1")
+        );
+        assert!(history.suite("s").is_some() && history.suite("t").is_none());
+    }
+
+    #[test]
+    fn summary_serialises_as_the_rest_body() {
+        let mut history = EvalHistory::new(HistorySettings::default());
+        history.record(0, None, &event("b", "x", Skipped, Some("r1")));
+        history.record(0, None, &event("a", "y", Passed, Some("r1")));
+        let value = serde_json::to_value(history.summary()).unwrap();
+        assert_eq!(value["window"], 20);
+        assert_eq!(value["suites"][0]["suite"], "a", "suites sorted by name");
+        assert_eq!(value["suites"][1]["pass_rate"], serde_json::Value::Null);
+        assert_eq!(value["suites"][1]["trend"], serde_json::json!([null]));
+        assert_eq!(value["suites"][0]["cases"][0]["last_status"], "passed");
+        let back: EvalSummary = serde_json::from_value(value).unwrap();
+        assert_eq!(back, history.summary());
+    }
+}

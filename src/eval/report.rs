@@ -288,3 +288,269 @@ pub fn junit_xml(records: &[EvalCaseRecord]) -> String {
 pub fn json_results(detail: &EvalRunDetail) -> String {
     serde_json::to_string_pretty(detail).unwrap_or_else(|_| "{}".to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::RawJson;
+    use crate::protocol::events::AgentEvalCompleted;
+    use serde_json::json;
+
+    fn record(suite: &str, case: &str, status: EvalStatus, reason: Option<&str>) -> EvalCaseRecord {
+        let assertions = if status == EvalStatus::Failed {
+            vec![
+                AssertionResult {
+                    kind: "equals".into(),
+                    pass: true,
+                    expected: RawJson::from(json!("x")),
+                    actual: RawJson::from(json!("x")),
+                    message: None,
+                },
+                AssertionResult {
+                    kind: "contains".into(),
+                    pass: false,
+                    expected: RawJson::from(json!("pay_1")),
+                    actual: RawJson::from(json!("Charged pay_2")),
+                    message: Some("contains: \"pay_1\" not found".into()),
+                },
+            ]
+        } else {
+            Vec::new()
+        };
+        EvalCaseRecord {
+            session_id: Some("ses_1".into()),
+            result: AgentEvalCompleted {
+                suite: suite.into(),
+                case: case.into(),
+                status,
+                pass: status == EvalStatus::Passed,
+                reason: reason.map(str::to_owned),
+                duration: 12.0,
+                assertions,
+                ..AgentEvalCompleted::default()
+            },
+        }
+    }
+
+    fn sample() -> Vec<EvalCaseRecord> {
+        vec![
+            record("payments", "charge small amount", EvalStatus::Passed, None),
+            record("payments", "refund", EvalStatus::Failed, Some("contains")),
+            record(
+                "payments",
+                "outage",
+                EvalStatus::Error,
+                Some("model failed on step 0: Rate limited"),
+            ),
+            record(
+                "payments",
+                "qr",
+                EvalStatus::Skipped,
+                Some("not mocked yet"),
+            ),
+            record("billing", "invoice", EvalStatus::Passed, None),
+        ]
+    }
+
+    #[test]
+    fn summary_line_and_exit_rule() {
+        let counts = Counts::of(&sample());
+        assert_eq!(
+            counts.summary_line(),
+            "2 passed, 1 failed, 1 errored, 1 skipped"
+        );
+        assert!(!counts.success());
+        let only_skips = Counts {
+            passed: 3,
+            skipped: 2,
+            ..Counts::default()
+        };
+        assert!(only_skips.success(), "skips do not fail a run");
+        let errored = Counts {
+            passed: 3,
+            errored: 1,
+            ..Counts::default()
+        };
+        assert!(
+            !errored.success(),
+            "an error fails a run even with no failure"
+        );
+    }
+
+    #[test]
+    fn table_shows_each_suite_then_one_summary_line() {
+        let table = render_table(&sample());
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines.last(),
+            Some(&"2 passed, 1 failed, 1 errored, 1 skipped")
+        );
+        assert_eq!(
+            table.matches(" passed, ").count(),
+            3,
+            "one line per suite header plus the run's summary:\n{table}"
+        );
+        assert_eq!(
+            lines[0],
+            "payments  (1 passed, 1 failed, 1 errored, 1 skipped)"
+        );
+        let refund = lines.iter().find(|l| l.contains("refund")).unwrap();
+        assert!(refund.trim_start().starts_with("failed"), "{refund}");
+        assert!(refund.contains("12ms"), "{refund}");
+        assert!(
+            refund.contains("contains: expected \"pay_1\", actual \"Charged pay_2\""),
+            "the first failing assertion, not the passing one before it: {refund}"
+        );
+        let outage = lines.iter().find(|l| l.contains("outage")).unwrap();
+        assert!(
+            outage.contains("error: model failed on step 0: Rate limited"),
+            "{outage}"
+        );
+        let qr = lines.iter().find(|l| l.contains(" qr")).unwrap();
+        assert!(qr.contains("not mocked yet"), "{qr}");
+        assert!(lines.iter().any(|l| l.starts_with("billing  (1 passed")));
+    }
+
+    #[test]
+    fn repeated_attempts_are_numbered() {
+        let mut records = sample();
+        records[0].result.attempt = Some(1);
+        let mut again = records[0].clone();
+        again.result.attempt = Some(2);
+        records.push(again);
+        let table = render_table(&records);
+        assert!(table.contains("charge small amount #2"), "{table}");
+        assert!(junit_xml(&records).contains("name=\"charge small amount #2\""));
+    }
+
+    /// Attribute `name` of the first tag in `tag_text`.
+    fn attr(tag_text: &str, name: &str) -> String {
+        let needle = format!(" {name}=\"");
+        let start = tag_text.find(&needle).unwrap() + needle.len();
+        let end = tag_text[start..].find('"').unwrap() + start;
+        tag_text[start..end].to_owned()
+    }
+
+    /// Each `<testsuite ...>` opening tag with the text up to its closing tag.
+    fn suites(xml: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut rest = xml;
+        while let Some(at) = rest.find("<testsuite ") {
+            let tail = &rest[at..];
+            let open_end = tail.find('>').unwrap();
+            let close = tail.find("</testsuite>").unwrap();
+            out.push((
+                tail[..open_end].to_owned(),
+                tail[open_end..close].to_owned(),
+            ));
+            rest = &tail[close..];
+        }
+        out
+    }
+
+    #[test]
+    fn junit_counts_keep_failures_and_errors_apart() {
+        let xml = junit_xml(&sample());
+        assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"));
+        let root_end = xml.find("<testsuites ").unwrap();
+        let root = &xml[root_end..root_end + xml[root_end..].find('>').unwrap()];
+        assert_eq!(
+            (
+                attr(root, "tests"),
+                attr(root, "failures"),
+                attr(root, "errors"),
+                attr(root, "skipped")
+            ),
+            ("5".into(), "1".into(), "1".into(), "1".into())
+        );
+        let found = suites(&xml);
+        assert_eq!(found.len(), 2);
+        let (open, body) = &found[0];
+        assert_eq!(attr(open, "name"), "payments");
+        assert_eq!(
+            (
+                attr(open, "tests"),
+                attr(open, "failures"),
+                attr(open, "errors"),
+                attr(open, "skipped")
+            ),
+            ("4".into(), "1".into(), "1".into(), "1".into())
+        );
+        assert_eq!(body.matches("<testcase ").count(), 4);
+        assert_eq!(body.matches("<failure ").count(), 1);
+        assert_eq!(body.matches("<error ").count(), 1);
+        assert_eq!(body.matches("<skipped ").count(), 1);
+        let failure = &body[body.find("<failure ").unwrap()..];
+        assert_eq!(
+            attr(failure, "message"),
+            "contains: expected &quot;pay_1&quot;, actual &quot;Charged pay_2&quot;"
+        );
+        let error = &body[body.find("<error ").unwrap()..];
+        assert_eq!(
+            attr(error, "message"),
+            "model failed on step 0: Rate limited"
+        );
+        let (open, body) = &found[1];
+        assert_eq!(attr(open, "name"), "billing");
+        assert_eq!(
+            (attr(open, "tests"), attr(open, "failures")),
+            ("1".into(), "0".into())
+        );
+        assert_eq!(body.matches("<testcase ").count(), 1);
+        // Tags balance: every element opened is closed.
+        assert_eq!(xml.matches("<testcase ").count(), 5);
+        let self_closed = xml
+            .lines()
+            .filter(|l| l.trim_start().starts_with("<testcase ") && l.ends_with("/>"))
+            .count();
+        assert_eq!(self_closed, 2, "the two passed cases");
+        assert_eq!(xml.matches("</testcase>").count() + self_closed, 5);
+        assert_eq!(xml.matches("</testsuite>").count(), 2);
+        assert_eq!(xml.matches("</testsuites>").count(), 1);
+    }
+
+    #[test]
+    fn junit_escapes_everything() {
+        let mut records = vec![record(
+            "a<b>&\"c'",
+            "x\u{1}y\nz",
+            EvalStatus::Error,
+            Some("<boom> & \"quotes\""),
+        )];
+        records[0].result.case.push_str("]]>");
+        let xml = junit_xml(&records);
+        let open = &xml[xml.find("<testsuite ").unwrap()..];
+        assert_eq!(attr(open, "name"), "a&lt;b&gt;&amp;&quot;c&apos;");
+        let case = &xml[xml.find("<testcase ").unwrap()..];
+        assert_eq!(attr(case, "name"), "x\u{FFFD}y&#10;z]]&gt;");
+        assert!(xml.contains("&lt;boom&gt; &amp; &quot;quotes&quot;"));
+        // No raw markup from the data survived anywhere.
+        assert!(!xml.contains("<boom>") && !xml.contains("a<b>") && !xml.contains('\u{1}'));
+    }
+
+    #[test]
+    fn json_results_round_trip() {
+        let detail = EvalRunDetail {
+            run_id: "run_1".into(),
+            status: "completed".into(),
+            suites: vec!["payments".into()],
+            repeat: 1,
+            passed: 2,
+            failed: 1,
+            errored: 1,
+            skipped: 1,
+            duration_ms: 60.0,
+            cases: sample(),
+        };
+        let text = json_results(&detail);
+        let back: EvalRunDetail = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, detail);
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["cases"][1]["sessionId"], "ses_1");
+        assert_eq!(value["cases"][1]["status"], "failed");
+        assert_eq!(
+            value["cases"][1]["assertions"][1]["actual"],
+            "Charged pay_2"
+        );
+    }
+}

@@ -698,6 +698,7 @@ fn read_assertion(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion
                         .last()
                         .unwrap_or("")
                         .trim()
+                        .trim_start_matches("error: ")
                         .to_owned();
                     at.invalid(Some(kind), &format!("invalid regex {pattern:?}: {detail}"))
                 })?;
@@ -859,5 +860,321 @@ impl Suite {
             .iter()
             .filter(|case| glob.is_none_or(|glob| glob_match(glob, &case.id)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+suite = "payments"
+[defaults]
+servers = ["asaas"]
+metadata = { team = "billing", env = "test" }
+timeout_ms = 5000
+mocks = { "asaas/create_payment" = { id = "pay_1" }, "asaas/get_payment" = { id = "pay_1" } }
+
+[[case]]
+id = "charge small amount"
+input = "Charge R$5 via Pix"
+mocks = { "asaas/create_payment" = { id = "pay_9" } }
+metadata = { env = "ci" }
+model = { sequence = [ { tool_calls = [ { name = "asaas/create_payment", arguments = { value = 5 } } ] }, { text = "Charged: pay_9" } ] }
+[case.assert]
+contains = ["pay_9", "Charged"]
+operation_called = [ "asaas/create_payment", { name = "asaas/get_payment", times = 0 } ]
+no_envelope = true
+json_path = { path = "$.a[0]", equals = 1 }
+max_tokens = 100
+
+[[case]]
+id = "skipped"
+input = "x"
+skip = true
+servers = []
+timeout_ms = 10
+
+[[case]]
+id = "variants"
+input = "y"
+skip = "not ready"
+model_variants = [ { default_text = "one" }, { default_text = "two" } ]
+[case.assert]
+envelope = ["tool_not_mocked"]
+no_envelope = "policy_denied"
+regex = '^two$'
+equals = "two"
+"#;
+
+    fn err(text: &str) -> SuiteError {
+        match parse_suite("payments.toml", text) {
+            Ok(suite) => panic!("expected an error, got {} cases", suite.cases.len()),
+            Err(err) => err,
+        }
+    }
+
+    #[test]
+    fn reads_a_good_toml_suite_with_defaults_merged() {
+        let suite = parse_suite("payments.toml", GOOD).unwrap();
+        assert_eq!(suite.name, "payments");
+        assert_eq!(suite.cases.len(), 3);
+        let first = &suite.cases[0];
+        assert_eq!(first.id, "charge small amount");
+        assert_eq!(first.input, "Charge R$5 via Pix");
+        // Mocks merge per tool, the case's own entry wins.
+        let mocks = first.mocks.as_ref().unwrap();
+        assert_eq!(mocks["asaas/create_payment"]["id"], "pay_9");
+        assert_eq!(mocks["asaas/get_payment"]["id"], "pay_1");
+        assert_eq!(first.metadata["env"], "ci");
+        assert_eq!(first.metadata["team"], "billing");
+        assert_eq!(first.servers, vec!["asaas".to_owned()]);
+        assert_eq!(first.timeout_ms, Some(5000));
+        assert_eq!(first.models.len(), 1);
+        assert_eq!(first.models[0].sequence.len(), 2);
+        assert_eq!(
+            first.models[0].sequence[1].text.as_deref(),
+            Some("Charged: pay_9")
+        );
+        let kinds: Vec<&str> = first
+            .assertions
+            .iter()
+            .map(|a| match a {
+                Assertion::Contains(_) => "contains",
+                Assertion::OperationCalled(_) => "operation_called",
+                Assertion::NoEnvelope(NoEnvelope::Any) => "no_envelope",
+                Assertion::JsonPath(_) => "json_path",
+                Assertion::MaxTokens(100) => "max_tokens",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "contains",
+                "operation_called",
+                "no_envelope",
+                "json_path",
+                "max_tokens"
+            ]
+        );
+        match &first.assertions[1] {
+            Assertion::OperationCalled(ops) => assert_eq!(
+                ops,
+                &vec![
+                    OperationExpectation {
+                        name: "asaas/create_payment".into(),
+                        times: None
+                    },
+                    OperationExpectation {
+                        name: "asaas/get_payment".into(),
+                        times: Some(0)
+                    }
+                ]
+            ),
+            other => panic!("{other:?}"),
+        }
+
+        let skipped = &suite.cases[1];
+        assert_eq!(skipped.skip.as_deref(), Some("skipped in the suite file"));
+        assert!(
+            skipped.servers.is_empty(),
+            "a case's own list replaces the default"
+        );
+        assert_eq!(skipped.timeout_ms, Some(10));
+        assert!(skipped.models.is_empty());
+
+        let variants = &suite.cases[2];
+        assert_eq!(variants.skip.as_deref(), Some("not ready"));
+        let text = |attempt| {
+            variants
+                .model_for_attempt(attempt)
+                .and_then(|m| m.default_text.clone())
+        };
+        assert_eq!(text(1).as_deref(), Some("one"));
+        assert_eq!(text(2).as_deref(), Some("two"));
+        assert_eq!(text(3).as_deref(), Some("one"));
+    }
+
+    #[test]
+    fn reads_json_by_extension_and_by_content() {
+        let text = r#"{"suite": "s", "cases": [{"id": "a", "input": "hi",
+            "model": {"sequence": [{"text": "{\"id\": 1}"}]},
+            "assert": {"json_path": [{"path": "$.id", "equals": 1}], "equals": "{\"id\": 1}"}}]}"#;
+        for name in ["s.json", "from-a-request"] {
+            let suite = parse_suite(name, text).unwrap();
+            assert_eq!(suite.name, "s");
+            assert_eq!(suite.cases[0].id, "a");
+            assert_eq!(suite.cases[0].assertions.len(), 2);
+        }
+    }
+
+    #[test]
+    fn not_toml_names_the_file_and_the_line() {
+        let e = err("suite = \"x\"\n[[case]\nid = 1");
+        assert_eq!(e.kind, SuiteErrorKind::Syntax);
+        assert_eq!(e.file, "payments.toml");
+        assert!(
+            e.to_string()
+                .starts_with("payments.toml: not valid TOML (line 2"),
+            "{e}"
+        );
+        let e = parse_suite("s.json", "{\"suite\": ").unwrap_err();
+        assert_eq!(e.kind, SuiteErrorKind::Syntax);
+        assert!(e.to_string().starts_with("s.json: not valid JSON"), "{e}");
+    }
+
+    #[test]
+    fn missing_suite_and_missing_cases() {
+        let e = err("[[case]]\nid = \"a\"\ninput = \"b\"");
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (SuiteErrorKind::Missing, Some("suite"))
+        );
+        assert_eq!(e.case, None);
+        let e = err("suite = \"s\"");
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (SuiteErrorKind::Missing, Some("case"))
+        );
+        let e = err("suite = \"s\"\n[[case]]\ninput = \"b\"");
+        assert_eq!(e.case, Some(CaseRef::Index(1)));
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case #1: id: missing: every case has an id"
+        );
+    }
+
+    #[test]
+    fn bad_field_types_name_case_and_field() {
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = 5");
+        assert_eq!(e.kind, SuiteErrorKind::Invalid);
+        assert_eq!(e.case, Some(CaseRef::Id("a".into())));
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case \"a\": input: expected a string, found an integer"
+        );
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nmax_tokens = -3",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.max_tokens"));
+        assert!(e.message.contains("non-negative integer"), "{e}");
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmodel = { sequence = [ { txt = \"hi\" } ] }",
+        );
+        assert_eq!(e.field.as_deref(), Some("model"));
+        assert!(e.message.contains("txt"), "{e}");
+        let e = err(
+            "suite = \"s\"\n[defaults]\nservers = \"asaas\"\n[[case]]\nid = \"a\"\ninput = \"x\"",
+        );
+        assert_eq!(
+            (e.case.clone(), e.field.as_deref()),
+            (None, Some("defaults.servers"))
+        );
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\noperation_called = [\"a/b\", { name = \"a/c\", times = \"2\" }]",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.operation_called[1].times"));
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nskip = 1");
+        assert_eq!(e.field.as_deref(), Some("skip"));
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nno_envelope = false",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.no_envelope"));
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\njson_path = { path = \"id\", equals = 1 }",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.json_path.path"));
+        assert!(e.message.contains("must start with `$`"), "{e}");
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\njson_path = [{ path = \"$.id\" }]",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.json_path[0].equals"));
+        assert_eq!(e.kind, SuiteErrorKind::Missing);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\ncontain = \"pay_1\"",
+        );
+        assert_eq!(e.kind, SuiteErrorKind::Unknown);
+        assert_eq!(e.field.as_deref(), Some("assert.contain"));
+        assert!(
+            e.to_string()
+                .starts_with("payments.toml: case \"a\": assert.contain: unknown assertion kind"),
+            "{e}"
+        );
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nimput = \"y\"");
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (SuiteErrorKind::Unknown, Some("imput"))
+        );
+        let e = err("suite = \"s\"\nowner = \"me\"\n[[case]]\nid = \"a\"\ninput = \"x\"");
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (SuiteErrorKind::Unknown, Some("owner"))
+        );
+    }
+
+    #[test]
+    fn bad_regex_is_named() {
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"charge small amount\"\ninput = \"x\"\n[case.assert]\nregex = \"pay_(\"",
+        );
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case \"charge small amount\": assert.regex: invalid regex \"pay_(\": unclosed group"
+        );
+    }
+
+    #[test]
+    fn duplicate_ids_are_errors() {
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[[case]]\nid = \"b\"\ninput = \"x\"\n[[case]]\nid = \"a\"\ninput = \"y\"",
+        );
+        assert_eq!(e.kind, SuiteErrorKind::Duplicate);
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case \"a\": id: duplicate case id (case #1 has it too)"
+        );
+    }
+
+    #[test]
+    fn model_and_variants_are_exclusive() {
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmodel = {}\nmodel_variants = [{}]",
+        );
+        assert_eq!(e.field.as_deref(), Some("model_variants"));
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmodel_variants = []");
+        assert_eq!(e.field.as_deref(), Some("model_variants"));
+    }
+
+    #[test]
+    fn unreadable_file_is_an_io_error_naming_it() {
+        let e = load_suite(Path::new("/nonexistent/suite.toml")).unwrap_err();
+        assert_eq!(e.kind, SuiteErrorKind::Io);
+        assert!(
+            e.to_string()
+                .starts_with("/nonexistent/suite.toml: cannot read the file")
+        );
+    }
+
+    #[test]
+    fn glob_selects_cases() {
+        assert!(glob_match("charge*", "charge small amount"));
+        assert!(glob_match("*small*", "charge small amount"));
+        assert!(glob_match("ch?rge*t", "charge small amount"));
+        assert!(!glob_match("refund*", "charge small amount"));
+        assert!(!glob_match("charge", "charge small amount"));
+        assert!(glob_match("*", ""));
+        let suite = parse_suite("payments.toml", GOOD).unwrap();
+        let ids: Vec<&str> = suite
+            .select(Some("*a*"))
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(ids, ["charge small amount", "variants"]);
+        assert_eq!(suite.select(None).len(), 3);
     }
 }
