@@ -572,7 +572,7 @@ impl Resolved {
             "spyglass configuration (flags > environment > config file > defaults)\n\nsettings:\n",
         );
         let mut line = |name: &str, value: &str, source: &dyn fmt::Display| {
-            let _ = writeln!(out, "  {name:<22} {value:<36} ({source})");
+            let _ = writeln!(out, "  {name:<26} {value:<36} ({source})");
         };
         let url = self
             .url
@@ -612,7 +612,7 @@ impl Resolved {
             };
             let _ = writeln!(
                 out,
-                "  {:<22} {:<36} ({source})",
+                "  {:<26} {:<36} ({source})",
                 format!("keys.{}", action.name()),
                 self.keys.describe(action)
             );
@@ -632,20 +632,20 @@ impl Resolved {
         };
         let _ = writeln!(
             out,
-            "  {:<22} {} ({config_note})",
+            "  {:<26} {} ({config_note})",
             "config file",
             path_or(&self.paths.config_file)
         );
         let _ = writeln!(
             out,
-            "  {:<22} {}",
+            "  {:<26} {}",
             "theme dir",
             path_or(&self.paths.theme_dir)
         );
-        let _ = writeln!(out, "  {:<22} {}", "theme in use", self.theme_source);
+        let _ = writeln!(out, "  {:<26} {}", "theme in use", self.theme_source);
         let _ = writeln!(
             out,
-            "  {:<22} {}",
+            "  {:<26} {}",
             "log file",
             path_or(&self.paths.log_file)
         );
@@ -1015,5 +1015,31 @@ next_tab = "Tab"
             )
             .unwrap();
         assert_eq!(r.keys.describe(KeyAction::Sort), "(unbound)");
+    }
+
+    #[test]
+    fn the_config_doc_matches_the_code() {
+        let doc =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/CONFIG.md"))
+                .unwrap();
+        let map = KeyMap::default();
+        for action in KeyAction::ALL {
+            let keys: Vec<String> = map
+                .describe(action)
+                .split(", ")
+                .map(|k| format!("`{k}`"))
+                .collect();
+            let row = format!("| `{}` | {} |", action.name(), keys.join(", "));
+            assert!(doc.contains(&row), "docs/CONFIG.md lacks the row {row}");
+        }
+        for role in theme::Role::ALL {
+            let row = format!("| `{}` | {} |", role.key(), role.meaning());
+            assert!(doc.contains(&row), "docs/CONFIG.md lacks the row {row}");
+        }
+        let defaults = History::default();
+        for key in History::KEYS {
+            let line = format!("{key} = {}", defaults.get(key).unwrap());
+            assert!(doc.contains(&line), "docs/CONFIG.md lacks `{line}`");
+        }
     }
 }
