@@ -4,6 +4,7 @@
 
 use regex::{Captures, Regex};
 use std::borrow::Cow;
+use std::io::{self, Write};
 use std::sync::LazyLock;
 
 /// What a masked secret becomes.
@@ -112,6 +113,26 @@ fn replace<'a>(
     }
 }
 
+/// A writer that masks what passes through it, for the log file. tracing's fmt layer
+/// writes each event with one `write_all`, so a secret is never split across two writes;
+/// bytes that are not UTF-8 pass through unchanged.
+#[derive(Debug)]
+pub struct MaskingWriter<W: Write>(pub W);
+
+impl<W: Write> Write for MaskingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match std::str::from_utf8(buf) {
+            Ok(text) => self.0.write_all(mask(text).as_bytes())?,
+            Err(_) => self.0.write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,5 +223,17 @@ mod tests {
         assert_eq!(mask_secret("Bearer xyz"), "Bearer ****");
         assert_eq!(mask_secret(""), "");
         assert_eq!(mask_secret("****"), "****");
+    }
+
+    #[test]
+    fn the_log_writer_masks_each_line() {
+        let mut w = MaskingWriter(Vec::new());
+        w.write_all(b"INFO hydrate url=http://x authorization: Bearer sekrit\n")
+            .unwrap();
+        w.write_all(&[0xff, 0xfe, b'\n']).unwrap();
+        assert_eq!(
+            w.0,
+            b"INFO hydrate url=http://x authorization: Bearer ****\n\xff\xfe\n".to_vec()
+        );
     }
 }
