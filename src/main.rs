@@ -1,6 +1,7 @@
 //! The command line: parse it, pick a role, run it. Nothing else lives here.
 
 use clap::{Parser, Subcommand};
+use spyglass::config::{CliOverrides, Config, Env};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -23,6 +24,31 @@ struct Cli {
     /// API key sent as a Bearer token (else CODESPAR_API_KEY).
     #[arg(long = "api-key", global = true)]
     api_key: Option<String>,
+
+    /// Colour theme: dark, light, high-contrast, a NAME.toml in the user theme dir, or a
+    /// path to a theme file (else the config file's `theme`, else dark).
+    #[arg(long, global = true, value_name = "NAME")]
+    theme: Option<String>,
+
+    /// Leave the mouse to the terminal (select and copy text natively).
+    #[arg(long = "no-mouse", global = true)]
+    no_mouse: bool,
+
+    /// Print the resolved configuration, where each value came from and every path
+    /// spyglass uses, then exit.
+    #[arg(long = "print-config", global = true)]
+    print_config: bool,
+}
+
+impl Cli {
+    fn overrides(&self) -> CliOverrides {
+        CliOverrides {
+            url: self.url.clone(),
+            api_key: self.api_key.clone(),
+            theme: self.theme.clone(),
+            no_mouse: self.no_mouse,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -88,6 +114,18 @@ fn not_yet(what: &str, issue: &str) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.print_config {
+        return match Config::resolve(&cli.overrides(), &Env::from_process()) {
+            Ok(resolved) => {
+                print!("{}", resolved.print_config());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("spyglass: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match cli.command {
         None => not_yet(
             "inspector",

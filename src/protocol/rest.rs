@@ -58,6 +58,10 @@ pub struct ScriptToolCall {
     pub arguments: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// Simulated time the tool takes, milliseconds (the runtime waits this long before
+    /// answering), so test timelines can show a realistic spread of durations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
 }
 
 fn empty_object() -> Value {
