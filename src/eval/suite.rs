@@ -823,6 +823,78 @@ fn read_operation(
     }
 }
 
+/// A suite as `POST /v1/evals/runs` carries it: a suite document (an object with
+/// `suite`), suite file text, or `{ "file": name, "text": text }`. Without a file name
+/// the suite is named `suites[index]` in errors.
+pub fn suite_from_request(index: usize, value: &Value) -> Result<Suite, SuiteError> {
+    let fallback = format!("suites[{index}]");
+    match value {
+        Value::String(text) => parse_suite(&fallback, text),
+        Value::Object(map) if !map.contains_key("suite") && map.contains_key("text") => {
+            let file = match map.get("file") {
+                None => fallback,
+                Some(Value::String(file)) if !file.is_empty() => file.clone(),
+                Some(_) => {
+                    return Err(SuiteError {
+                        file: fallback,
+                        case: None,
+                        field: Some("file".into()),
+                        kind: SuiteErrorKind::Invalid,
+                        message: "expected the file name as a string".into(),
+                    });
+                }
+            };
+            if let Some(key) = map.keys().find(|key| *key != "file" && *key != "text") {
+                return Err(SuiteError {
+                    file,
+                    case: None,
+                    field: Some(key.clone()),
+                    kind: SuiteErrorKind::Unknown,
+                    message: "unknown key; expected file, text".into(),
+                });
+            }
+            match map.get("text") {
+                Some(Value::String(text)) => parse_suite(&file, text),
+                _ => Err(SuiteError {
+                    file,
+                    case: None,
+                    field: Some("text".into()),
+                    kind: SuiteErrorKind::Invalid,
+                    message: "expected the suite file's text as a string".into(),
+                }),
+            }
+        }
+        other => suite_from_value(&fallback, other),
+    }
+}
+
+/// One attempt of one case, in the order a run executes them.
+#[derive(Debug, Clone, Copy)]
+pub struct PlannedCase<'a> {
+    pub suite: &'a Suite,
+    pub case: &'a Case,
+    /// 1-based.
+    pub attempt: u32,
+}
+
+/// Every attempt a run makes: suite by suite, case by case (those matching `glob`),
+/// each case's `repeat` attempts together.
+pub fn plan<'a>(suites: &'a [Suite], repeat: u32, glob: Option<&str>) -> Vec<PlannedCase<'a>> {
+    let mut out = Vec::new();
+    for suite in suites {
+        for case in suite.select(glob) {
+            for attempt in 1..=repeat.max(1) {
+                out.push(PlannedCase {
+                    suite,
+                    case,
+                    attempt,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// `*` matches any run of characters, `?` any one; everything else is literal.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
     let pattern: Vec<char> = pattern.chars().collect();
@@ -1176,5 +1248,48 @@ equals = "two"
             .collect();
         assert_eq!(ids, ["charge small amount", "variants"]);
         assert_eq!(suite.select(None).len(), 3);
+    }
+    #[test]
+    fn request_suites_in_every_form() {
+        let doc = serde_json::json!({"suite": "a", "case": [{"id": "x", "input": "hi"}]});
+        assert_eq!(suite_from_request(0, &doc).unwrap().name, "a");
+        let text = Value::String("suite = \"b\"\n[[case]]\nid = \"x\"\ninput = \"hi\"".into());
+        assert_eq!(suite_from_request(1, &text).unwrap().name, "b");
+        let named =
+            serde_json::json!({"file": "c.toml", "text": "suite = \"c\"\n[[case]]\nid = 3"});
+        let e = suite_from_request(2, &named).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.toml: case #1: id: expected a string, found an integer"
+        );
+        let e = suite_from_request(3, &serde_json::json!({"case": []})).unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.field.as_deref()),
+            ("suites[3]", Some("suite"))
+        );
+        let e = suite_from_request(4, &serde_json::json!({"text": 5})).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("text"));
+        let e = suite_from_request(5, &serde_json::json!(7)).unwrap_err();
+        assert_eq!(e.file, "suites[5]");
+    }
+
+    #[test]
+    fn plan_orders_attempts_and_filters_cases() {
+        let suites = vec![parse_suite("payments.toml", GOOD).unwrap()];
+        let planned: Vec<(&str, u32)> = plan(&suites, 2, Some("*a*"))
+            .iter()
+            .map(|p| (p.case.id.as_str(), p.attempt))
+            .collect();
+        assert_eq!(
+            planned,
+            [
+                ("charge small amount", 1),
+                ("charge small amount", 2),
+                ("variants", 1),
+                ("variants", 2)
+            ]
+        );
+        assert_eq!(plan(&suites, 0, None).len(), 3, "repeat 0 still runs once");
+        assert!(plan(&suites, 1, Some("nothing")).is_empty());
     }
 }

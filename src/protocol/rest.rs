@@ -450,3 +450,22 @@ pub struct CaseSummary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub last_assertions: Vec<AssertionResult>,
 }
+
+/// `POST /v1/evals/runs`. Each suite is a suite document (an object with `suite`), suite
+/// file text (TOML or JSON), or `{ "file": "payments.toml", "text": "…" }` so errors can
+/// name the file. `case` is a glob on case ids; `repeat` runs every case that many times.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalRunRequest {
+    pub suites: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
+}
+
+/// 202 answer of `POST /v1/evals/runs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalRunCreated {
+    pub run_id: String,
+}
