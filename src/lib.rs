@@ -3,6 +3,7 @@
 
 pub mod clipboard;
 pub mod config;
+pub mod demo;
 pub mod eval;
 pub mod mask;
 pub mod protocol;
