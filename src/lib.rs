@@ -1,5 +1,6 @@
 //! spyglass: a terminal inspector for AI-agent test sessions, and the test-mode runtime
 //! it watches. One crate, two roles; `protocol` is the wire both speak.
 
+pub mod client;
 pub mod model;
 pub mod protocol;
