@@ -4,3 +4,4 @@
 pub mod client;
 pub mod model;
 pub mod protocol;
+pub mod ui;

@@ -1,6 +1,8 @@
 //! The command line: parse it, pick a role, run it. Nothing else lives here.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use spyglass::model::Limits;
+use spyglass::ui::{InspectorConfig, logfile};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -86,13 +88,83 @@ fn not_yet(what: &str, issue: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Logs go to a file so nothing reaches the screen the inspector draws on.
+fn init_logging() -> anyhow::Result<std::path::PathBuf> {
+    let path = logfile::log_file();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)?;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SPYGLASS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
+        .init();
+    Ok(path)
+}
+
+/// First non-empty of: the flag, then each environment variable in order.
+fn first_set(flag: Option<String>, vars: &[&str]) -> Option<String> {
+    flag.filter(|v| !v.trim().is_empty()).or_else(|| {
+        vars.iter()
+            .filter_map(|v| std::env::var(v).ok())
+            .find(|v| !v.trim().is_empty())
+    })
+}
+
+fn inspect(url: Option<String>, api_key: Option<String>) -> anyhow::Result<ExitCode> {
+    let url = first_set(url, &["SPYGLASS_URL", "CODESPAR_BASE_URL"]);
+    let api_key = first_set(api_key, &["CODESPAR_API_KEY"]);
+    let Some(url) = url else {
+        eprintln!(
+            "spyglass: no runtime to inspect. Pass --url http://HOST:PORT (or set SPYGLASS_URL \
+             or CODESPAR_BASE_URL). This build cannot start an embedded runtime yet."
+        );
+        return Ok(ExitCode::from(2));
+    };
+    let log = init_logging().map_err(|e| {
+        anyhow::anyhow!(
+            "cannot open the log file {}: {e}",
+            logfile::log_file().display()
+        )
+    })?;
+    tracing::info!(%url, log = %log.display(), "inspector starting");
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(spyglass::ui::run(InspectorConfig {
+        url,
+        api_key,
+        limits: Limits::default(),
+    }))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_cli() -> Cli {
+    let help = format!(
+        "Logs are written to {} (SPYGLASS_LOG sets the level), never to the screen.",
+        logfile::log_file().display()
+    );
+    let matches = Cli::command().after_help(help).get_matches();
+    match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(err) => err.exit(),
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     match cli.command {
-        None => not_yet(
-            "inspector",
-            "Inspector core: stream client, model, and the Sessions view",
-        ),
+        None => match inspect(cli.url, cli.api_key) {
+            Ok(code) => code,
+            Err(err) => {
+                eprintln!("spyglass: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
         Some(Command::Demo) => not_yet("demo", "Demo and the newcomer's path"),
         Some(Command::Serve { .. }) => not_yet(
             "serve",
