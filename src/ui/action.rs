@@ -92,6 +92,21 @@ impl Action {
         }
     }
 
+    /// What the key does where it is bound (help lines are per context).
+    pub fn describe_in(self, context: crate::ui::keymap::Context) -> &'static str {
+        use crate::ui::keymap::Context;
+        match (context, self) {
+            (Context::FilterInput, Self::Open) => "keep the filter, back to the list",
+            (Context::FilterInput, Self::Back) => "clear the filter",
+            (Context::Detail, Self::Up) => "scroll up",
+            (Context::Detail, Self::Down) => "scroll down",
+            (Context::Detail, Self::Top) => "scroll to the top",
+            (Context::Detail, Self::Bottom) => "scroll to the end",
+            (Context::Detail, Self::Back) => "close the call",
+            _ => self.describe(),
+        }
+    }
+
     /// What the help overlay says the key does.
     pub fn describe(self) -> &'static str {
         match self {

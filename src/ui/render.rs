@@ -144,7 +144,7 @@ fn render_help(frame: &mut Frame, area: Rect, app: &App) {
         for (action, keys) in seen {
             lines.push(Line::from(vec![
                 Span::styled(format!("  {:<16}", keys.join(" ")), theme.accent()),
-                Span::raw(action.describe()),
+                Span::raw(action.describe_in(ctx)),
             ]));
         }
         if ctx == Context::FilterInput {

@@ -212,7 +212,8 @@ impl SessionsState {
     pub fn dispatch(&mut self, action: Action, model: &Model) {
         if let Some(detail) = &mut self.detail {
             let page = self.timeline_height.max(1);
-            let last = detail.lines.len().saturating_sub(1);
+            // Scrolling stops when the last line reaches the bottom, not the top.
+            let last = detail.lines.len().saturating_sub(page);
             match action {
                 Action::Up => detail.scroll = detail.scroll.saturating_sub(1),
                 Action::Down => detail.scroll = (detail.scroll + 1).min(last),
@@ -433,7 +434,7 @@ fn detail_lines(call: &Call) -> Vec<(bool, String)> {
 
 pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
     let [left, right] =
-        Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
+        Layout::horizontal([Constraint::Percentage(42), Constraint::Percentage(58)]).areas(area);
     render_list(frame, left, app);
     let state = &mut app.sessions;
     let model = &app.model;
@@ -523,11 +524,10 @@ fn render_list(frame: &mut Frame, area: Rect, app: &mut App) {
     let now = app.clock.wall_ms();
     let rows = (state.list_offset..len.min(state.list_offset + height)).filter_map(|row| {
         let s = state.list_row(model, row)?;
-        let id = if s.external {
-            format!("↗{}", s.id)
-        } else {
-            s.id.clone()
-        };
+        // A marker as well as the colour, so the selection survives a monochrome terminal.
+        let mark = if row == sel { "›" } else { " " };
+        let ext = if s.external { "↗" } else { "" };
+        let id = format!("{mark}{ext}{}", s.id);
         let status_style = match s.status {
             crate::model::SessionStatus::Failed => theme.error(),
             crate::model::SessionStatus::Active => theme.ok(),
@@ -558,15 +558,15 @@ fn render_list(frame: &mut Frame, area: Rect, app: &mut App) {
             r
         })
     });
-    let header = Row::new(["ID", "USER", "STATUS", "CALLS", "ENV", "LAST"]).style(theme.muted());
+    let header = Row::new([" ID", "USER", "STATUS", "CALLS", "ENV", "LAST"]).style(theme.muted());
     let table = Table::new(
         rows,
         [
-            Constraint::Min(10),
-            Constraint::Length(10),
+            Constraint::Min(9),
+            Constraint::Length(8),
             Constraint::Length(9),
             Constraint::Length(5),
-            Constraint::Length(4),
+            Constraint::Length(3),
             Constraint::Length(4),
         ],
     )
@@ -602,36 +602,16 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
     }
     let visible = inner.height.saturating_sub(1) as usize;
     let rows = session.mocks.iter().take(visible).map(|m| {
-        let (consumed, note, style) = match m.mode {
-            MockMode::Stateful => {
-                let note = if m.exhausted() {
-                    "exhausted"
-                } else if m.never_called() {
-                    "○ never called"
-                } else {
-                    ""
-                };
-                let style = if m.exhausted() {
-                    theme.error()
-                } else if m.never_called() {
-                    theme.muted()
-                } else {
-                    Style::default()
-                };
-                (gauge(m.consumed, m.entries, 8), note, style)
-            }
-            MockMode::Static => {
-                let (note, style) = if m.never_called() {
-                    ("○ never called", theme.muted())
-                } else {
-                    ("", Style::default())
-                };
-                ("same every call".to_owned(), note, style)
-            }
+        let (mode, consumed) = match m.mode {
+            MockMode::Stateful => ("stateful", gauge(m.consumed, m.entries, 6)),
+            MockMode::Static => ("static", "—".to_owned()),
         };
-        let mode = match m.mode {
-            MockMode::Static => "static",
-            MockMode::Stateful => "stateful",
+        let (note, style) = if m.exhausted() {
+            (" exhausted", theme.error())
+        } else if m.never_called() {
+            (" ○ never called", theme.muted())
+        } else {
+            ("", Style::default())
         };
         let gauge_style = if m.exhausted() {
             theme.error()
@@ -641,30 +621,30 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
         Row::new(vec![
             Cell::from(m.tool.clone()),
             Cell::from(mode),
-            Cell::from(Span::styled(consumed, gauge_style)),
+            Cell::from(Line::from(vec![
+                Span::styled(consumed, gauge_style),
+                Span::raw(note),
+            ])),
             Cell::from(Line::from(m.calls.to_string()).right_aligned()),
-            Cell::from(note),
         ])
         .style(style)
     });
-    let header = Row::new(["TOOL", "MODE", "CONSUMED", "CALLS", ""]).style(theme.muted());
+    let header = Row::new(["TOOL", "MODE", "CONSUMED", "CALLS"]).style(theme.muted());
     let table = Table::new(
         rows,
         [
             Constraint::Min(14),
             Constraint::Length(8),
-            Constraint::Length(15),
+            Constraint::Length(26),
             Constraint::Length(5),
-            Constraint::Length(14),
         ],
     )
     .header(header);
     frame.render_widget(table, inner);
 }
 
-const LABEL_W: usize = 24;
 const DUR_W: usize = 7;
-const OUT_W: usize = 20;
+const OUT_W: usize = 16;
 
 fn render_timeline(
     frame: &mut Frame,
@@ -695,7 +675,9 @@ fn render_timeline(
         return;
     }
     let width = inner.width as usize;
-    let bar_w = width.saturating_sub(LABEL_W + DUR_W + OUT_W + 3).max(4);
+    // The label gives way first: the bars are the point of a waterfall.
+    let label_w = (width / 3).clamp(12, 28);
+    let bar_w = width.saturating_sub(label_w + DUR_W + OUT_W + 4).max(4);
     let span = (cache.t1 - cache.t0).max(f64::EPSILON);
     let height = inner.height.saturating_sub(1) as usize;
     state.timeline_height = height;
@@ -712,7 +694,7 @@ fn render_timeline(
     let right = format!("+{}", fmt_ms(cache.t1 - cache.t0));
     let axis_fill = bar_w.saturating_sub(left.len() + right.chars().count() + 2);
     lines.push(Line::from(vec![
-        Span::styled(format!("{:<LABEL_W$} ", "STEP / CALL"), theme.muted()),
+        Span::styled(format!(" {:<label_w$} ", "STEP / CALL"), theme.muted()),
         Span::styled(
             format!("{left} {} {right}", "─".repeat(axis_fill)),
             theme.muted(),
@@ -800,12 +782,18 @@ fn render_timeline(
                 theme.muted(),
             )],
         };
-        let mut spans = vec![Span::raw(format!("{:<LABEL_W$} ", fit(&label, LABEL_W)))];
+        let mut spans = vec![Span::raw(format!("{:<label_w$} ", fit(&label, label_w)))];
         spans.extend(bar);
         spans.push(Span::raw(format!(" {:>DUR_W$} ", fmt_ms(dur))));
         spans.push(outcome);
+        let selected = row == state.timeline_sel && state.focus == Focus::Timeline;
+        if selected {
+            spans.insert(0, Span::raw("›"));
+        } else {
+            spans.insert(0, Span::raw(" "));
+        }
         let mut line = Line::from(spans);
-        if row == state.timeline_sel && state.focus == Focus::Timeline {
+        if selected {
             line = line.style(theme.selection());
         }
         lines.push(line);
