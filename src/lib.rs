@@ -2,3 +2,4 @@
 //! it watches. One crate, two roles; `protocol` is the wire both speak.
 
 pub mod protocol;
+pub mod runtime;
