@@ -4,4 +4,5 @@
 pub mod client;
 pub mod model;
 pub mod protocol;
+pub mod runtime;
 pub mod ui;
