@@ -4,6 +4,7 @@
 
 pub mod observer;
 pub mod rest;
+pub mod tail;
 
 pub use observer::{ObserverConfig, spawn_observer};
 pub use rest::RestClient;
