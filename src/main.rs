@@ -1,6 +1,7 @@
 //! The command line: parse it, pick a role, run it. Nothing else lives here.
 
 use clap::{Parser, Subcommand};
+use spyglass::config::{CliOverrides, Config, Env};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -25,6 +26,31 @@ struct Cli {
     /// SPYGLASS_API_KEYS, comma-separated).
     #[arg(long = "api-key", global = true, action = clap::ArgAction::Append)]
     api_key: Vec<String>,
+
+    /// Colour theme: dark, light, high-contrast, a NAME.toml in the user theme dir, or a
+    /// path to a theme file (else the config file's `theme`, else dark).
+    #[arg(long, global = true, value_name = "NAME")]
+    theme: Option<String>,
+
+    /// Leave the mouse to the terminal (select and copy text natively).
+    #[arg(long = "no-mouse", global = true)]
+    no_mouse: bool,
+
+    /// Print the resolved configuration, where each value came from and every path
+    /// spyglass uses, then exit.
+    #[arg(long = "print-config", global = true)]
+    print_config: bool,
+}
+
+impl Cli {
+    fn overrides(&self) -> CliOverrides {
+        CliOverrides {
+            url: self.url.clone(),
+            api_key: self.api_key.last().cloned(),
+            theme: self.theme.clone(),
+            no_mouse: self.no_mouse,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -159,6 +185,18 @@ fn serve(
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.print_config {
+        return match Config::resolve(&cli.overrides(), &Env::from_process()) {
+            Ok(resolved) => {
+                print!("{}", resolved.print_config());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("spyglass: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match cli.command {
         None => not_yet(
             "inspector",

@@ -1,7 +1,9 @@
 //! REST bodies: the CodeSpar session wire (what the `codespar` SDK sends and reads) and
 //! spyglass's own read routes (sessions, approvals). Snake_case, as the SDK reads them.
 
-use super::events::{Counter, Decision, DeclaredMock, Outcome};
+use super::events::{
+    AgentEvalCompleted, AssertionResult, Counter, Decision, DeclaredMock, EvalStatus, Outcome,
+};
 use super::json::RawJson;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -56,6 +58,10 @@ pub struct ScriptToolCall {
     pub arguments: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// Simulated time the tool takes, milliseconds (the runtime waits this long before
+    /// answering), so test timelines can show a realistic spread of durations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
 }
 
 fn empty_object() -> Value {
@@ -336,4 +342,130 @@ impl SendFrame {
     pub fn to_sse(&self) -> String {
         format!("event: {}\ndata: {}\n\n", self.kind(), self.data())
     }
+}
+
+/// One judged attempt of an eval case: the `agent.eval.completed` body plus the session
+/// it ran in (`sessionId` beside the event's fields). Items of `GET /v1/evals/runs/:id`
+/// and of `spyglass eval --json`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EvalCaseRecord {
+    pub session_id: Option<String>,
+    pub result: AgentEvalCompleted,
+}
+
+// By hand rather than `#[serde(flatten)]`: flatten buffers the fields, and the buffered
+// form cannot rebuild the `RawJson` values inside the assertions.
+impl Serialize for EvalCaseRecord {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut value = serde_json::to_value(&self.result).map_err(serde::ser::Error::custom)?;
+        if let (Some(id), Some(map)) = (&self.session_id, value.as_object_mut()) {
+            map.insert("sessionId".into(), Value::String(id.clone()));
+        }
+        value.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for EvalCaseRecord {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut value = Value::deserialize(deserializer)?;
+        let session_id = match value
+            .as_object_mut()
+            .and_then(|map| map.remove("sessionId"))
+        {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) => Some(id),
+            Some(_) => return Err(serde::de::Error::custom("`sessionId` must be a string")),
+        };
+        let result = serde_json::from_value(value).map_err(serde::de::Error::custom)?;
+        Ok(Self { session_id, result })
+    }
+}
+
+/// `GET /v1/evals/runs/:id`, and the file `spyglass eval --json` writes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvalRunDetail {
+    pub run_id: String,
+    /// `running` or `completed`.
+    pub status: String,
+    pub suites: Vec<String>,
+    pub repeat: u32,
+    pub passed: u32,
+    pub failed: u32,
+    pub errored: u32,
+    pub skipped: u32,
+    pub duration_ms: f64,
+    pub cases: Vec<EvalCaseRecord>,
+}
+
+/// `GET /v1/evals/summary`: pass rates over the last `window` runs, per suite and case.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvalSummary {
+    /// How many runs per suite (and per case) the rates look back over.
+    pub window: u32,
+    /// Outcomes no longer held (older than the window or past the per-case bound).
+    pub dropped: u64,
+    pub suites: Vec<SuiteSummary>,
+}
+
+/// One suite's pass rate over its last runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SuiteSummary {
+    pub suite: String,
+    /// Runs held (at most the window).
+    pub runs: u32,
+    /// passed / (passed + failed + errored) over the held runs; `None` when nothing ran.
+    pub pass_rate: Option<f64>,
+    pub passed: u32,
+    pub failed: u32,
+    pub errored: u32,
+    pub skipped: u32,
+    /// Pass rate of each held run, oldest first (a sparkline's series); `None` for a run
+    /// whose cases were all skipped.
+    pub trend: Vec<Option<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run_id: Option<String>,
+    pub cases: Vec<CaseSummary>,
+}
+
+/// One case's pass rate over its last runs, with its latest outcome in full.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaseSummary {
+    pub case: String,
+    pub runs: u32,
+    pub pass_rate: Option<f64>,
+    pub passed: u32,
+    pub failed: u32,
+    pub errored: u32,
+    pub skipped: u32,
+    /// Both passed and did not (failed or errored) within the window.
+    pub flaky: bool,
+    pub last_status: EvalStatus,
+    pub last_duration: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_assertions: Vec<AssertionResult>,
+}
+
+/// `POST /v1/evals/runs`. Each suite is a suite document (an object with `suite`), suite
+/// file text (TOML or JSON), or `{ "file": "payments.toml", "text": "…" }` so errors can
+/// name the file. `case` is a glob on case ids; `repeat` runs every case that many times.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalRunRequest {
+    pub suites: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
+}
+
+/// 202 answer of `POST /v1/evals/runs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalRunCreated {
+    pub run_id: String,
 }

@@ -1,0 +1,513 @@
+//! Key bindings by action name: the one keymap that both dispatches keys and generates
+//! the help text, so they cannot disagree. Parses key strings ("q", "ctrl-c",
+//! "shift-tab", "f5") from the config's `[keys]` table.
+
+use super::ConfigError;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// A key as bound: code plus modifiers, normalised (see [`normalize`]).
+pub type Key = (KeyCode, KeyModifiers);
+
+/// Every action a key can be bound to, named as in the config's `[keys]` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyAction {
+    Quit,
+    Help,
+    NextTab,
+    PrevTab,
+    TabSessions,
+    TabApprovals,
+    TabEvals,
+    TabEvents,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    Open,
+    Back,
+    Filter,
+    Sort,
+    Approve,
+    Deny,
+    Confirm,
+    Note,
+    Follow,
+    Copy,
+    RerunCase,
+    RerunSuite,
+    JumpToSession,
+}
+
+impl KeyAction {
+    pub const ALL: [KeyAction; 27] = [
+        KeyAction::Quit,
+        KeyAction::Help,
+        KeyAction::NextTab,
+        KeyAction::PrevTab,
+        KeyAction::TabSessions,
+        KeyAction::TabApprovals,
+        KeyAction::TabEvals,
+        KeyAction::TabEvents,
+        KeyAction::Up,
+        KeyAction::Down,
+        KeyAction::PageUp,
+        KeyAction::PageDown,
+        KeyAction::Top,
+        KeyAction::Bottom,
+        KeyAction::Open,
+        KeyAction::Back,
+        KeyAction::Filter,
+        KeyAction::Sort,
+        KeyAction::Approve,
+        KeyAction::Deny,
+        KeyAction::Confirm,
+        KeyAction::Note,
+        KeyAction::Follow,
+        KeyAction::Copy,
+        KeyAction::RerunCase,
+        KeyAction::RerunSuite,
+        KeyAction::JumpToSession,
+    ];
+
+    /// The action's name in the config file.
+    pub fn name(self) -> &'static str {
+        self.info().0
+    }
+
+    /// One line for the help overlay.
+    pub fn description(self) -> &'static str {
+        self.info().1
+    }
+
+    /// The keys bound when the config does not say otherwise.
+    pub fn default_keys(self) -> &'static [&'static str] {
+        self.info().2
+    }
+
+    pub fn from_name(name: &str) -> Option<KeyAction> {
+        KeyAction::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    fn info(self) -> (&'static str, &'static str, &'static [&'static str]) {
+        match self {
+            KeyAction::Quit => ("quit", "quit", &["q", "ctrl-c"]),
+            KeyAction::Help => ("help", "show or hide this help", &["?"]),
+            KeyAction::NextTab => ("next_tab", "next tab", &["tab"]),
+            KeyAction::PrevTab => ("prev_tab", "previous tab", &["shift-tab"]),
+            KeyAction::TabSessions => ("tab_sessions", "Sessions tab", &["1"]),
+            KeyAction::TabApprovals => ("tab_approvals", "Approvals tab", &["2"]),
+            KeyAction::TabEvals => ("tab_evals", "Evals tab", &["3"]),
+            KeyAction::TabEvents => ("tab_events", "Events tab", &["4"]),
+            KeyAction::Up => ("up", "move up", &["up", "k"]),
+            KeyAction::Down => ("down", "move down", &["down", "j"]),
+            KeyAction::PageUp => ("page_up", "page up", &["pageup"]),
+            KeyAction::PageDown => ("page_down", "page down", &["pagedown"]),
+            KeyAction::Top => ("top", "first row", &["home", "g"]),
+            KeyAction::Bottom => ("bottom", "last row", &["end", "G"]),
+            KeyAction::Open => ("open", "open the selected item", &["enter"]),
+            KeyAction::Back => ("back", "close the pane, clear the filter", &["esc"]),
+            KeyAction::Filter => ("filter", "filter the list", &["/"]),
+            KeyAction::Sort => ("sort", "sort calls by start or duration", &["s"]),
+            KeyAction::Approve => ("approve", "approve the selected call", &["a"]),
+            KeyAction::Deny => ("deny", "deny the selected call", &["d"]),
+            KeyAction::Confirm => ("confirm", "confirm an approve or deny", &["y"]),
+            KeyAction::Note => ("note", "add a note before confirming", &["n"]),
+            KeyAction::Follow => ("follow", "events: follow the stream or hold", &["f"]),
+            KeyAction::Copy => ("copy", "copy the selected item as JSON", &["y"]),
+            KeyAction::RerunCase => ("rerun_case", "rerun the selected eval case", &["r"]),
+            KeyAction::RerunSuite => ("rerun_suite", "rerun the selected suite", &["R"]),
+            KeyAction::JumpToSession => (
+                "jump_to_session",
+                "show the case's session timeline",
+                &["t"],
+            ),
+        }
+    }
+}
+
+/// Which key does what. Built from the defaults, then the config's `[keys]` table
+/// replaces the keys of each action it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyMap {
+    bindings: Vec<(KeyAction, Vec<Key>)>,
+}
+
+impl Default for KeyMap {
+    fn default() -> KeyMap {
+        let bindings = KeyAction::ALL
+            .into_iter()
+            .map(|action| {
+                let keys = action
+                    .default_keys()
+                    .iter()
+                    .filter_map(|s| parse_key(s).ok())
+                    .collect();
+                (action, keys)
+            })
+            .collect();
+        KeyMap { bindings }
+    }
+}
+
+impl KeyMap {
+    /// Replace the keys of one action.
+    pub fn bind(&mut self, action: KeyAction, keys: Vec<Key>) {
+        if let Some(slot) = self.bindings.iter_mut().find(|(a, _)| *a == action) {
+            slot.1 = keys;
+        }
+    }
+
+    pub fn keys(&self, action: KeyAction) -> &[Key] {
+        self.bindings
+            .iter()
+            .find(|(a, _)| *a == action)
+            .map_or(&[], |(_, keys)| keys.as_slice())
+    }
+
+    /// Does this key press trigger `action`?
+    pub fn matches(&self, action: KeyAction, event: &KeyEvent) -> bool {
+        let pressed = normalize(event.code, event.modifiers);
+        self.keys(action).contains(&pressed)
+    }
+
+    /// Every action bound to this key press, in [`KeyAction::ALL`] order. More than one
+    /// when the actions live in different contexts (`y` confirms in a prompt, copies
+    /// elsewhere); the caller picks by context.
+    pub fn actions_for(&self, event: &KeyEvent) -> Vec<KeyAction> {
+        let pressed = normalize(event.code, event.modifiers);
+        self.bindings
+            .iter()
+            .filter(|(_, keys)| keys.contains(&pressed))
+            .map(|(a, _)| *a)
+            .collect()
+    }
+
+    /// The keys of an action as help text: "q, ctrl-c".
+    pub fn describe(&self, action: KeyAction) -> String {
+        let keys: Vec<String> = self
+            .keys(action)
+            .iter()
+            .map(|(c, m)| format_key(*c, *m))
+            .collect();
+        if keys.is_empty() {
+            "(unbound)".to_string()
+        } else {
+            keys.join(", ")
+        }
+    }
+
+    /// (keys, description) for every action, for the help overlay.
+    pub fn help_lines(&self) -> Vec<(String, &'static str)> {
+        KeyAction::ALL
+            .into_iter()
+            .map(|a| (self.describe(a), a.description()))
+            .collect()
+    }
+}
+
+/// Make a key press comparable with a binding. Terminals disagree on whether `Q` or `?`
+/// arrives with SHIFT set, and Shift-Tab arrives as BackTab with or without it: for
+/// characters the case already says it, so SHIFT is dropped.
+pub fn normalize(code: KeyCode, modifiers: KeyModifiers) -> Key {
+    match code {
+        KeyCode::Char(_) | KeyCode::BackTab => (code, modifiers - KeyModifiers::SHIFT),
+        _ => (code, modifiers),
+    }
+}
+
+/// Parse a key string: an optional chain of modifiers (`ctrl-`, `alt-`, `shift-`,
+/// `super-`; `+` works as a separator too) and a key: one character, or a name such as
+/// `enter`, `esc`, `tab`, `space`, `up`, `pageup`, `f5`.
+pub fn parse_key(text: &str) -> Result<Key, ConfigError> {
+    let bad = |reason: String| ConfigError::BadKey {
+        value: text.to_string(),
+        reason,
+    };
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(bad("empty key".to_string()));
+    }
+    let mut modifiers = KeyModifiers::NONE;
+    loop {
+        let lower = rest.to_ascii_lowercase();
+        let found = [
+            ("ctrl", KeyModifiers::CONTROL),
+            ("control", KeyModifiers::CONTROL),
+            ("alt", KeyModifiers::ALT),
+            ("meta", KeyModifiers::ALT),
+            ("shift", KeyModifiers::SHIFT),
+            ("super", KeyModifiers::SUPER),
+        ]
+        .into_iter()
+        .find_map(|(name, m)| {
+            let after = lower.strip_prefix(name)?;
+            // The separator must be followed by a key: "ctrl--" is ctrl and '-'.
+            let sep_then_key =
+                after.len() >= 2 && (after.starts_with('-') || after.starts_with('+'));
+            sep_then_key.then_some((name.len() + 1, m))
+        });
+        match found {
+            Some((skip, m)) => {
+                modifiers |= m;
+                rest = &rest[skip..];
+            }
+            None => break,
+        }
+    }
+
+    let mut chars = rest.chars();
+    let code = match (chars.next(), chars.next()) {
+        (Some(c), None) => KeyCode::Char(c),
+        _ => match rest.to_ascii_lowercase().as_str() {
+            "enter" | "return" => KeyCode::Enter,
+            "esc" | "escape" => KeyCode::Esc,
+            "tab" => KeyCode::Tab,
+            "backtab" => KeyCode::BackTab,
+            "space" => KeyCode::Char(' '),
+            "backspace" => KeyCode::Backspace,
+            "delete" | "del" => KeyCode::Delete,
+            "insert" | "ins" => KeyCode::Insert,
+            "home" => KeyCode::Home,
+            "end" => KeyCode::End,
+            "pageup" | "pgup" => KeyCode::PageUp,
+            "pagedown" | "pgdn" => KeyCode::PageDown,
+            "up" => KeyCode::Up,
+            "down" => KeyCode::Down,
+            "left" => KeyCode::Left,
+            "right" => KeyCode::Right,
+            name => match name.strip_prefix('f').and_then(|n| n.parse::<u8>().ok()) {
+                Some(n @ 1..=24) => KeyCode::F(n),
+                _ => {
+                    return Err(bad(format!(
+                        "`{rest}` is not a key: use one character, or one of enter, esc, tab, \
+                         space, backspace, delete, insert, home, end, pageup, pagedown, up, \
+                         down, left, right, f1-f24, with optional ctrl-, alt-, shift-"
+                    )));
+                }
+            },
+        },
+    };
+
+    // Shift is carried by the character's case, and Shift-Tab is its own key code.
+    let code = match code {
+        KeyCode::Char(c) if modifiers.contains(KeyModifiers::SHIFT) => {
+            KeyCode::Char(c.to_uppercase().next().unwrap_or(c))
+        }
+        KeyCode::Tab if modifiers.contains(KeyModifiers::SHIFT) => KeyCode::BackTab,
+        other => other,
+    };
+    Ok(normalize(code, modifiers))
+}
+
+/// A key as the help text shows it; the inverse of [`parse_key`].
+pub fn format_key(code: KeyCode, modifiers: KeyModifiers) -> String {
+    let mut out = String::new();
+    for (m, name) in [
+        (KeyModifiers::CONTROL, "ctrl-"),
+        (KeyModifiers::ALT, "alt-"),
+        (KeyModifiers::SUPER, "super-"),
+    ] {
+        if modifiers.contains(m) {
+            out.push_str(name);
+        }
+    }
+    let shifted_named =
+        modifiers.contains(KeyModifiers::SHIFT) && !matches!(code, KeyCode::Char(_));
+    if shifted_named {
+        out.push_str("shift-");
+    }
+    let key = match code {
+        KeyCode::Char(' ') => "space".to_string(),
+        KeyCode::Char(c) => c.to_string(),
+        KeyCode::Enter => "enter".to_string(),
+        KeyCode::Esc => "esc".to_string(),
+        KeyCode::Tab => "tab".to_string(),
+        KeyCode::BackTab => "shift-tab".to_string(),
+        KeyCode::Backspace => "backspace".to_string(),
+        KeyCode::Delete => "delete".to_string(),
+        KeyCode::Insert => "insert".to_string(),
+        KeyCode::Home => "home".to_string(),
+        KeyCode::End => "end".to_string(),
+        KeyCode::PageUp => "pageup".to_string(),
+        KeyCode::PageDown => "pagedown".to_string(),
+        KeyCode::Up => "up".to_string(),
+        KeyCode::Down => "down".to_string(),
+        KeyCode::Left => "left".to_string(),
+        KeyCode::Right => "right".to_string(),
+        KeyCode::F(n) => format!("f{n}"),
+        other => format!("{other:?}").to_lowercase(),
+    };
+    out.push_str(&key);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::crossterm::event::{KeyEventKind, KeyEventState};
+
+    fn press(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent {
+            code,
+            modifiers,
+            kind: KeyEventKind::Press,
+            state: KeyEventState::NONE,
+        }
+    }
+
+    #[test]
+    fn parses_the_documented_key_strings() {
+        let none = KeyModifiers::NONE;
+        let cases = [
+            ("q", (KeyCode::Char('q'), none)),
+            ("Q", (KeyCode::Char('Q'), none)),
+            ("shift-q", (KeyCode::Char('Q'), none)),
+            ("ctrl-c", (KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            ("Ctrl+C", (KeyCode::Char('C'), KeyModifiers::CONTROL)),
+            (
+                "alt-ctrl-x",
+                (
+                    KeyCode::Char('x'),
+                    KeyModifiers::CONTROL | KeyModifiers::ALT,
+                ),
+            ),
+            ("shift-tab", (KeyCode::BackTab, none)),
+            ("backtab", (KeyCode::BackTab, none)),
+            ("tab", (KeyCode::Tab, none)),
+            ("enter", (KeyCode::Enter, none)),
+            ("Esc", (KeyCode::Esc, none)),
+            ("up", (KeyCode::Up, none)),
+            ("shift-up", (KeyCode::Up, KeyModifiers::SHIFT)),
+            ("f5", (KeyCode::F(5), none)),
+            ("F12", (KeyCode::F(12), none)),
+            ("space", (KeyCode::Char(' '), none)),
+            ("/", (KeyCode::Char('/'), none)),
+            ("?", (KeyCode::Char('?'), none)),
+            ("-", (KeyCode::Char('-'), none)),
+            ("ctrl--", (KeyCode::Char('-'), KeyModifiers::CONTROL)),
+            ("f", (KeyCode::Char('f'), none)),
+            ("pgdn", (KeyCode::PageDown, none)),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_key(text).unwrap(), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_key_strings_are_errors_naming_the_string() {
+        for text in [
+            "", "  ", "ctrl-", "hyper-q", "f0", "f25", "qq", "page up", "ctrl-foo",
+        ] {
+            let err = parse_key(text).unwrap_err();
+            assert!(
+                matches!(&err, ConfigError::BadKey { value, .. } if value == text),
+                "{text:?}: {err}"
+            );
+        }
+        let msg = parse_key("enterr").unwrap_err().to_string();
+        assert!(msg.contains("enterr") && msg.contains("pageup"), "{msg}");
+    }
+
+    #[test]
+    fn format_round_trips_through_parse() {
+        for text in [
+            "q",
+            "Q",
+            "ctrl-c",
+            "alt-x",
+            "shift-tab",
+            "tab",
+            "enter",
+            "esc",
+            "up",
+            "shift-up",
+            "f5",
+            "space",
+            "/",
+            "?",
+            "pageup",
+            "pagedown",
+            "home",
+            "end",
+            "ctrl-alt-delete",
+        ] {
+            let (code, mods) = parse_key(text).unwrap();
+            let shown = format_key(code, mods);
+            assert_eq!(
+                parse_key(&shown).unwrap(),
+                (code, mods),
+                "{text} -> {shown}"
+            );
+        }
+        assert_eq!(
+            format_key(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            "ctrl-c"
+        );
+        assert_eq!(
+            format_key(KeyCode::BackTab, KeyModifiers::NONE),
+            "shift-tab"
+        );
+    }
+
+    #[test]
+    fn terminal_shift_reports_do_not_matter() {
+        let map = KeyMap::default();
+        // Some terminals send '?' and 'G' with SHIFT set, some without.
+        for mods in [KeyModifiers::NONE, KeyModifiers::SHIFT] {
+            assert!(map.matches(KeyAction::Help, &press(KeyCode::Char('?'), mods)));
+            assert!(map.matches(KeyAction::Bottom, &press(KeyCode::Char('G'), mods)));
+            assert!(map.matches(KeyAction::PrevTab, &press(KeyCode::BackTab, mods)));
+        }
+        assert!(!map.matches(
+            KeyAction::Top,
+            &press(KeyCode::Char('G'), KeyModifiers::NONE)
+        ));
+        assert!(map.matches(
+            KeyAction::Quit,
+            &press(KeyCode::Char('c'), KeyModifiers::CONTROL)
+        ));
+        assert!(!map.matches(
+            KeyAction::Quit,
+            &press(KeyCode::Char('c'), KeyModifiers::NONE)
+        ));
+    }
+
+    #[test]
+    fn defaults_cover_every_action_and_help_lists_them() {
+        let map = KeyMap::default();
+        for action in KeyAction::ALL {
+            assert!(!map.keys(action).is_empty(), "{} has no key", action.name());
+            assert_eq!(
+                map.keys(action).len(),
+                action.default_keys().len(),
+                "a default key of {} does not parse",
+                action.name()
+            );
+            assert_eq!(KeyAction::from_name(action.name()), Some(action));
+        }
+        let help = map.help_lines();
+        assert_eq!(help.len(), KeyAction::ALL.len());
+        assert!(help.contains(&("q, ctrl-c".to_string(), "quit")));
+        // `y` is both confirm (in the prompt) and copy (elsewhere).
+        let y = map.actions_for(&press(KeyCode::Char('y'), KeyModifiers::NONE));
+        assert_eq!(y, vec![KeyAction::Confirm, KeyAction::Copy]);
+    }
+
+    #[test]
+    fn rebinding_replaces_that_actions_keys_only() {
+        let mut map = KeyMap::default();
+        map.bind(KeyAction::Quit, vec![parse_key("ctrl-q").unwrap()]);
+        assert!(!map.matches(
+            KeyAction::Quit,
+            &press(KeyCode::Char('q'), KeyModifiers::NONE)
+        ));
+        assert!(map.matches(
+            KeyAction::Quit,
+            &press(KeyCode::Char('q'), KeyModifiers::CONTROL)
+        ));
+        assert_eq!(map.describe(KeyAction::Quit), "ctrl-q");
+        assert_eq!(map.describe(KeyAction::Help), "?");
+    }
+}

@@ -1,0 +1,853 @@
+//! Judging a case: its assertions against what the case produced (`CaseRun`), into a
+//! `CaseResult` whose every assertion keeps what it expected and what it saw. Also the
+//! small JSON path language of `json_path` (`$.a.b[0]`).
+
+use super::suite::{Assertion, Case, NoEnvelope};
+use crate::protocol::RawJson;
+use crate::protocol::events::{AgentEvalCompleted, AssertionResult, EvalStatus, Tokens};
+use crate::protocol::rest::ToolCallRecord;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::fmt;
+use thiserror::Error;
+
+/// What one attempt of a case produced.
+#[derive(Debug, Clone, Default)]
+pub struct CaseRun {
+    /// The loop's final text; `None` when it produced none.
+    pub output: Option<String>,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub tokens: Tokens,
+    /// Why the loop produced no result (model failed on a step, engine error, timeout).
+    pub error: Option<String>,
+    pub duration_ms: u64,
+}
+
+/// The judged outcome of one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseResult {
+    pub status: EvalStatus,
+    pub assertions: Vec<AssertionResult>,
+    /// Why it failed, errored or was skipped.
+    pub reason: Option<String>,
+    pub tokens: Tokens,
+    pub duration_ms: u64,
+}
+
+impl CaseResult {
+    /// The first assertion that did not hold.
+    pub fn first_failure(&self) -> Option<&AssertionResult> {
+        self.assertions.iter().find(|a| !a.pass)
+    }
+
+    /// The `agent.eval.completed` body for this result (no run id or attempt yet).
+    pub fn to_event(&self, suite: &str, case: &str) -> AgentEvalCompleted {
+        let total = self.assertions.len();
+        let passed = self.assertions.iter().filter(|a| a.pass).count();
+        AgentEvalCompleted {
+            suite: suite.to_owned(),
+            case: case.to_owned(),
+            status: self.status,
+            pass: self.status == EvalStatus::Passed,
+            score: (total > 0).then(|| passed as f64 / total as f64),
+            reason: self.reason.clone(),
+            tokens: self.tokens,
+            cost: 0.0,
+            duration: self.duration_ms as f64,
+            run_id: None,
+            assertions: self.assertions.clone(),
+            attempt: None,
+        }
+    }
+}
+
+/// The result of a case the file marks `skip`.
+pub fn skipped(case: &Case) -> CaseResult {
+    CaseResult {
+        status: EvalStatus::Skipped,
+        assertions: Vec::new(),
+        reason: Some(case.skip.clone().unwrap_or_else(|| "skipped".to_owned())),
+        tokens: Tokens::default(),
+        duration_ms: 0,
+    }
+}
+
+/// Judges one attempt: error when it produced no result, else passed or failed by its
+/// assertions.
+pub fn evaluate(case: &Case, run: &CaseRun) -> CaseResult {
+    if case.skip.is_some() {
+        return skipped(case);
+    }
+    let base = |status, assertions, reason| CaseResult {
+        status,
+        assertions,
+        reason,
+        tokens: run.tokens,
+        duration_ms: run.duration_ms,
+    };
+    if let Some(error) = &run.error {
+        return base(EvalStatus::Error, Vec::new(), Some(error.clone()));
+    }
+    let Some(output) = &run.output else {
+        return base(
+            EvalStatus::Error,
+            Vec::new(),
+            Some("the case produced no final output".to_owned()),
+        );
+    };
+    let facts = Facts::new(output, run);
+    let mut results = Vec::new();
+    for assertion in &case.assertions {
+        check(assertion, &facts, &mut results);
+    }
+    match results.iter().find(|a| !a.pass) {
+        Some(failure) => {
+            let reason = failure
+                .message
+                .clone()
+                .unwrap_or_else(|| format!("{} did not hold", failure.kind));
+            base(EvalStatus::Failed, results, Some(reason))
+        }
+        None => base(EvalStatus::Passed, results, None),
+    }
+}
+
+/// What the assertions look at, computed once per run.
+struct Facts<'a> {
+    output: &'a str,
+    /// Called operations (canonical `server/tool` names) with their counts.
+    calls: BTreeMap<String, u32>,
+    /// Envelope codes the calls returned, in call order.
+    codes: Vec<String>,
+    tokens: Tokens,
+}
+
+impl<'a> Facts<'a> {
+    fn new(output: &'a str, run: &CaseRun) -> Self {
+        let mut calls = BTreeMap::new();
+        for call in &run.tool_calls {
+            *calls.entry(canonical_name(call)).or_insert(0) += 1;
+        }
+        let codes = run
+            .tool_calls
+            .iter()
+            .filter_map(|call| call.error_code.clone())
+            .collect();
+        Facts {
+            output,
+            calls,
+            codes,
+            tokens: run.tokens,
+        }
+    }
+
+    fn calls_json(&self) -> Value {
+        Value::Object(
+            self.calls
+                .iter()
+                .map(|(name, count)| (name.clone(), json!(count)))
+                .collect::<Map<_, _>>(),
+        )
+    }
+
+    /// Times `name` was called; a bare tool name (no server) matches any server's.
+    fn count(&self, name: &str) -> u32 {
+        if name.contains('/') {
+            return self.calls.get(name).copied().unwrap_or(0);
+        }
+        self.calls
+            .iter()
+            .filter(|(called, _)| called.rsplit('/').next() == Some(name))
+            .map(|(_, count)| count)
+            .sum()
+    }
+}
+
+/// `server/tool`, whether the record carries the server in its name or beside it.
+fn canonical_name(call: &ToolCallRecord) -> String {
+    if call.tool_name.contains('/') || call.server_id.is_empty() {
+        call.tool_name.clone()
+    } else {
+        format!("{}/{}", call.server_id, call.tool_name)
+    }
+}
+
+fn result(
+    kind: &str,
+    pass: bool,
+    expected: Value,
+    actual: Value,
+    message: Option<String>,
+) -> AssertionResult {
+    AssertionResult {
+        kind: kind.to_owned(),
+        pass,
+        expected: RawJson::from(expected),
+        actual: RawJson::from(actual),
+        message,
+    }
+}
+
+fn check(assertion: &Assertion, facts: &Facts<'_>, out: &mut Vec<AssertionResult>) {
+    let text = Value::String(facts.output.to_owned());
+    match assertion {
+        Assertion::Contains(needles) => {
+            for needle in needles {
+                let pass = facts.output.contains(needle.as_str());
+                let message = (!pass).then(|| format!("contains: {needle:?} not found"));
+                out.push(result(
+                    "contains",
+                    pass,
+                    json!(needle),
+                    text.clone(),
+                    message,
+                ));
+            }
+        }
+        Assertion::Equals(expected) => {
+            let pass = facts.output == expected;
+            let message = (!pass).then(|| "equals: the output differs".to_owned());
+            out.push(result("equals", pass, json!(expected), text, message));
+        }
+        Assertion::Regex(patterns) => {
+            for regex in patterns {
+                let pass = regex.is_match(facts.output);
+                let message =
+                    (!pass).then(|| format!("regex: /{}/ does not match", regex.as_str()));
+                out.push(result(
+                    "regex",
+                    pass,
+                    json!(regex.as_str()),
+                    text.clone(),
+                    message,
+                ));
+            }
+        }
+        Assertion::OperationCalled(expectations) => {
+            for expectation in expectations {
+                let count = facts.count(&expectation.name);
+                let (pass, expected, message) = match expectation.times {
+                    None => (
+                        count > 0,
+                        json!(expectation.name),
+                        format!("operation_called: {} was not called", expectation.name),
+                    ),
+                    Some(times) => (
+                        count == times,
+                        json!({"name": expectation.name, "times": times}),
+                        format!(
+                            "operation_called: {} called {count} time(s), expected {times}",
+                            expectation.name
+                        ),
+                    ),
+                };
+                out.push(result(
+                    "operation_called",
+                    pass,
+                    expected,
+                    facts.calls_json(),
+                    (!pass).then_some(message),
+                ));
+            }
+        }
+        Assertion::Envelope(codes) => {
+            for code in codes {
+                let pass = facts.codes.iter().any(|seen| seen == code);
+                let message = (!pass).then(|| format!("envelope: no call returned {code}"));
+                out.push(result(
+                    "envelope",
+                    pass,
+                    json!(code),
+                    json!(facts.codes),
+                    message,
+                ));
+            }
+        }
+        Assertion::NoEnvelope(forbidden) => {
+            let (pass, expected, message) = match forbidden {
+                NoEnvelope::Any => (
+                    facts.codes.is_empty(),
+                    json!("no envelope"),
+                    format!("no_envelope: calls returned {}", facts.codes.join(", ")),
+                ),
+                NoEnvelope::Codes(codes) => {
+                    let hit: Vec<&String> = facts
+                        .codes
+                        .iter()
+                        .filter(|seen| codes.contains(seen))
+                        .collect();
+                    let names: Vec<&str> = hit.iter().map(|s| s.as_str()).collect();
+                    (
+                        hit.is_empty(),
+                        json!(codes),
+                        format!("no_envelope: calls returned {}", names.join(", ")),
+                    )
+                }
+            };
+            out.push(result(
+                "no_envelope",
+                pass,
+                expected,
+                json!(facts.codes),
+                (!pass).then_some(message),
+            ));
+        }
+        Assertion::JsonPath(checks) => {
+            let parsed = parse_output_json(facts.output);
+            for check in checks {
+                let expected = json!({"path": check.path.to_string(), "equals": check.equals});
+                let (pass, actual, message) = match &parsed {
+                    Err(err) => (
+                        false,
+                        text.clone(),
+                        Some(format!("json_path: the output is not JSON ({err})")),
+                    ),
+                    Ok(document) => match check.path.lookup(document) {
+                        None => (
+                            false,
+                            Value::Null,
+                            Some(format!("json_path: nothing at {}", check.path)),
+                        ),
+                        Some(found) => {
+                            let pass = json_equal(found, &check.equals);
+                            let message = (!pass).then(|| {
+                                format!(
+                                    "json_path: {} is {found}, expected {}",
+                                    check.path, check.equals
+                                )
+                            });
+                            (pass, found.clone(), message)
+                        }
+                    },
+                };
+                out.push(result("json_path", pass, expected, actual, message));
+            }
+        }
+        Assertion::MaxTokens(max) => {
+            let used = facts.tokens.total;
+            let pass = used <= *max;
+            let message = (!pass).then(|| format!("max_tokens: used {used}, limit {max}"));
+            out.push(result("max_tokens", pass, json!(max), json!(used), message));
+        }
+    }
+}
+
+/// The output as JSON, allowing the ```json fences models like to wrap it in.
+fn parse_output_json(output: &str) -> Result<Value, serde_json::Error> {
+    let trimmed = output.trim();
+    let unfenced = trimmed
+        .strip_prefix("```")
+        .and_then(|rest| rest.strip_suffix("```"))
+        .map(|inner| {
+            inner
+                .trim_start_matches(|c: char| c.is_ascii_alphanumeric())
+                .trim()
+        })
+        .unwrap_or(trimmed);
+    serde_json::from_str(unfenced)
+}
+
+/// JSON equality where `5` and `5.0` are the same number.
+pub fn json_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            (Some(x), Some(y)) if x.is_finite() && y.is_finite() => x == y,
+            _ => x == y,
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_equal(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(key, value)| y.get(key).is_some_and(|other| json_equal(value, other)))
+        }
+        _ => a == b,
+    }
+}
+
+/// One step of a JSON path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathSegment {
+    Key(String),
+    Index(usize),
+}
+
+/// A JSON path: `$`, then `.key`, `[index]` or `["key"]` steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonPath {
+    pub segments: Vec<PathSegment>,
+}
+
+/// Why a JSON path could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("invalid JSON path {path:?}: {reason}")]
+pub struct JsonPathError {
+    pub path: String,
+    pub reason: String,
+}
+
+impl JsonPath {
+    pub fn parse(text: &str) -> Result<Self, JsonPathError> {
+        let fail = |reason: &str| JsonPathError {
+            path: text.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let rest = text
+            .strip_prefix('$')
+            .ok_or_else(|| fail("it must start with `$`"))?;
+        let chars: Vec<char> = rest.chars().collect();
+        let mut segments = Vec::new();
+        let mut i = 0;
+        while i < chars.len() {
+            match chars[i] {
+                '.' => {
+                    let start = i + 1;
+                    let mut end = start;
+                    while end < chars.len() && chars[end] != '.' && chars[end] != '[' {
+                        end += 1;
+                    }
+                    if end == start {
+                        return Err(fail("a `.` must be followed by a key"));
+                    }
+                    segments.push(PathSegment::Key(chars[start..end].iter().collect()));
+                    i = end;
+                }
+                '[' => {
+                    let close = chars[i..]
+                        .iter()
+                        .position(|&c| c == ']')
+                        .map(|at| at + i)
+                        .ok_or_else(|| fail("unclosed `[`"))?;
+                    let inner: String = chars[i + 1..close].iter().collect();
+                    let inner = inner.trim();
+                    let quoted = ['"', '\''].iter().find_map(|q| {
+                        inner
+                            .strip_prefix(*q)
+                            .and_then(|s| s.strip_suffix(*q))
+                            .filter(|_| inner.len() >= 2)
+                    });
+                    match quoted {
+                        Some(key) => segments.push(PathSegment::Key(key.to_owned())),
+                        None => {
+                            let index = inner.parse::<usize>().map_err(|_| {
+                                fail("brackets hold an index (`[0]`) or a quoted key (`[\"a b\"]`)")
+                            })?;
+                            segments.push(PathSegment::Index(index));
+                        }
+                    }
+                    i = close + 1;
+                }
+                _ => return Err(fail("expected `.key` or `[index]` after `$`")),
+            }
+        }
+        Ok(Self { segments })
+    }
+
+    /// The value at this path, if there is one.
+    pub fn lookup<'v>(&self, value: &'v Value) -> Option<&'v Value> {
+        self.segments
+            .iter()
+            .try_fold(value, |current, segment| match segment {
+                PathSegment::Key(key) => current.as_object()?.get(key),
+                PathSegment::Index(index) => current.as_array()?.get(*index),
+            })
+    }
+}
+
+impl fmt::Display for JsonPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("$")?;
+        for segment in &self.segments {
+            match segment {
+                PathSegment::Key(key)
+                    if !key.is_empty()
+                        && key
+                            .chars()
+                            .all(|c| c.is_alphanumeric() || c == '_' || c == '-') =>
+                {
+                    write!(f, ".{key}")?
+                }
+                PathSegment::Key(key) => write!(f, "[{key:?}]")?,
+                PathSegment::Index(index) => write!(f, "[{index}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::suite::parse_suite;
+
+    fn case(assert: &str) -> Case {
+        let text =
+            format!("suite = \"s\"\n[[case]]\nid = \"c\"\ninput = \"x\"\n[case.assert]\n{assert}");
+        parse_suite("s.toml", &text).unwrap().cases.remove(0)
+    }
+
+    fn call(name: &str, code: Option<&str>) -> ToolCallRecord {
+        ToolCallRecord {
+            id: "call_1".into(),
+            tool_name: name.into(),
+            server_id: "asaas".into(),
+            status: if code.is_some() { "error" } else { "success" }.into(),
+            duration_ms: 1,
+            input: json!({}),
+            output: json!({}),
+            error_code: code.map(str::to_owned),
+        }
+    }
+
+    fn run(output: &str, calls: Vec<ToolCallRecord>, total: u64) -> CaseRun {
+        CaseRun {
+            output: Some(output.to_owned()),
+            tool_calls: calls,
+            tokens: Tokens {
+                prompt: total / 2,
+                completion: total - total / 2,
+                total,
+            },
+            error: None,
+            duration_ms: 12,
+        }
+    }
+
+    /// Judges and returns (status, [(pass, expected, actual)]).
+    fn judge(assert: &str, run: &CaseRun) -> (EvalStatus, Vec<(bool, Value, Value)>) {
+        let result = evaluate(&case(assert), run);
+        let rows = result
+            .assertions
+            .iter()
+            .map(|a| (a.pass, a.expected.to_value(), a.actual.to_value()))
+            .collect();
+        (result.status, rows)
+    }
+
+    #[test]
+    fn contains_passes_and_fails_per_item() {
+        let r = run("Charged: pay_1", vec![], 10);
+        let (status, rows) = judge("contains = [\"pay_1\", \"pay_2\"]", &r);
+        assert_eq!(status, EvalStatus::Failed);
+        assert_eq!(
+            rows,
+            vec![
+                (true, json!("pay_1"), json!("Charged: pay_1")),
+                (false, json!("pay_2"), json!("Charged: pay_1")),
+            ]
+        );
+        let result = evaluate(&case("contains = \"pay_2\""), &r);
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("contains: \"pay_2\" not found")
+        );
+        assert_eq!(judge("contains = \"pay_1\"", &r).0, EvalStatus::Passed);
+    }
+
+    #[test]
+    fn equals_is_exact() {
+        let r = run("Charged: pay_1", vec![], 10);
+        assert_eq!(
+            judge("equals = \"Charged: pay_1\"", &r),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!("Charged: pay_1"), json!("Charged: pay_1"))]
+            )
+        );
+        assert_eq!(
+            judge("equals = \"Charged: pay_1 \"", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!("Charged: pay_1 "), json!("Charged: pay_1"))]
+            )
+        );
+    }
+
+    #[test]
+    fn regex_matches_the_output() {
+        let r = run("Charged: pay_17", vec![], 10);
+        assert_eq!(
+            judge(r"regex = '^Charged: pay_\d+$'", &r),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!(r"^Charged: pay_\d+$"), json!("Charged: pay_17"))]
+            )
+        );
+        assert_eq!(
+            judge(r"regex = '^Refunded'", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!("^Refunded"), json!("Charged: pay_17"))]
+            )
+        );
+    }
+
+    #[test]
+    fn operation_called_counts_calls() {
+        let r = run(
+            "ok",
+            vec![
+                call("create_payment", None),
+                call("asaas/create_payment", None),
+                call("get_payment", None),
+            ],
+            10,
+        );
+        let counts = json!({"asaas/create_payment": 2, "asaas/get_payment": 1});
+        let (status, rows) = judge(
+            "operation_called = [\"asaas/create_payment\", \"get_payment\", { name = \"asaas/create_payment\", times = 2 }]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed);
+        assert_eq!(
+            rows[0],
+            (true, json!("asaas/create_payment"), counts.clone())
+        );
+        assert_eq!(
+            rows[2],
+            (
+                true,
+                json!({"name": "asaas/create_payment", "times": 2}),
+                counts.clone()
+            )
+        );
+        let (status, rows) = judge(
+            "operation_called = [\"asaas/refund_payment\", { name = \"asaas/get_payment\", times = 2 }]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed);
+        assert_eq!(
+            rows[0],
+            (false, json!("asaas/refund_payment"), counts.clone())
+        );
+        assert_eq!(
+            rows[1],
+            (
+                false,
+                json!({"name": "asaas/get_payment", "times": 2}),
+                counts
+            )
+        );
+        let result = evaluate(
+            &case("operation_called = { name = \"asaas/get_payment\", times = 2 }"),
+            &r,
+        );
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("operation_called: asaas/get_payment called 1 time(s), expected 2")
+        );
+    }
+
+    #[test]
+    fn envelope_and_no_envelope_look_at_codes() {
+        let r = run(
+            "ok",
+            vec![
+                call("a", Some("tool_not_mocked")),
+                call("b", None),
+                call("c", Some("mocks_exhausted")),
+            ],
+            10,
+        );
+        let seen = json!(["tool_not_mocked", "mocks_exhausted"]);
+        assert_eq!(
+            judge("envelope = \"tool_not_mocked\"", &r),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!("tool_not_mocked"), seen.clone())]
+            )
+        );
+        assert_eq!(
+            judge("envelope = \"policy_denied\"", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!("policy_denied"), seen.clone())]
+            )
+        );
+        assert_eq!(
+            judge("no_envelope = true", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!("no envelope"), seen.clone())]
+            )
+        );
+        assert_eq!(
+            judge("no_envelope = [\"policy_denied\"]", &r),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!(["policy_denied"]), seen.clone())]
+            )
+        );
+        assert_eq!(
+            judge("no_envelope = \"mocks_exhausted\"", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!(["mocks_exhausted"]), seen)]
+            )
+        );
+        let clean = run("ok", vec![call("b", None)], 10);
+        assert_eq!(
+            judge("no_envelope = true", &clean),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!("no envelope"), json!([]))]
+            )
+        );
+    }
+
+    #[test]
+    fn json_path_reads_the_output() {
+        let r = run(
+            "```json\n{\"id\": \"pay_1\", \"value\": 5.0, \"items\": [{\"sku\": \"a\"}]}\n```",
+            vec![],
+            10,
+        );
+        let (status, rows) = judge(
+            "json_path = [{ path = \"$.id\", equals = \"pay_1\" }, { path = \"$.value\", equals = 5 }, { path = \"$.items[0].sku\", equals = \"a\" }]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed, "{rows:?}");
+        assert_eq!(
+            rows[0],
+            (
+                true,
+                json!({"path": "$.id", "equals": "pay_1"}),
+                json!("pay_1")
+            )
+        );
+        assert_eq!(rows[2].2, json!("a"));
+
+        let (status, rows) = judge(
+            "json_path = [{ path = \"$.id\", equals = \"pay_2\" }, { path = \"$.items[3]\", equals = 1 }]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed);
+        assert_eq!(
+            rows[0],
+            (
+                false,
+                json!({"path": "$.id", "equals": "pay_2"}),
+                json!("pay_1")
+            )
+        );
+        assert_eq!(
+            rows[1],
+            (
+                false,
+                json!({"path": "$.items[3]", "equals": 1}),
+                Value::Null
+            )
+        );
+
+        let prose = run("Charged pay_1", vec![], 10);
+        let result = evaluate(
+            &case("json_path = { path = \"$.id\", equals = \"pay_1\" }"),
+            &prose,
+        );
+        assert_eq!(result.status, EvalStatus::Failed);
+        assert_eq!(
+            result.assertions[0].actual.to_value(),
+            json!("Charged pay_1")
+        );
+        assert!(
+            result
+                .reason
+                .unwrap()
+                .starts_with("json_path: the output is not JSON")
+        );
+    }
+
+    #[test]
+    fn max_tokens_compares_the_total() {
+        let r = run("ok", vec![], 46);
+        assert_eq!(
+            judge("max_tokens = 46", &r),
+            (EvalStatus::Passed, vec![(true, json!(46), json!(46))])
+        );
+        assert_eq!(
+            judge("max_tokens = 45", &r),
+            (EvalStatus::Failed, vec![(false, json!(45), json!(46))])
+        );
+    }
+
+    #[test]
+    fn no_result_is_an_error_not_a_failure() {
+        let c = case("contains = \"pay_1\"");
+        let failed = CaseRun {
+            error: Some("model failed on step 0: Rate limited".into()),
+            ..CaseRun::default()
+        };
+        let result = evaluate(&c, &failed);
+        assert_eq!(result.status, EvalStatus::Error);
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("model failed on step 0: Rate limited")
+        );
+        assert!(
+            result.assertions.is_empty(),
+            "nothing is judged without a result"
+        );
+        let silent = evaluate(&c, &CaseRun::default());
+        assert_eq!(silent.status, EvalStatus::Error);
+        // With a result that misses, it is a failure instead.
+        let missed = evaluate(&c, &run("nothing", vec![], 1));
+        assert_eq!(missed.status, EvalStatus::Failed);
+    }
+
+    #[test]
+    fn skipped_and_assertion_free_cases() {
+        let suite = parse_suite(
+            "s.toml",
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nskip = \"later\"\n[[case]]\nid = \"b\"\ninput = \"x\"",
+        )
+        .unwrap();
+        let result = evaluate(&suite.cases[0], &run("ok", vec![], 1));
+        assert_eq!(
+            (result.status, result.reason.as_deref()),
+            (EvalStatus::Skipped, Some("later"))
+        );
+        assert_eq!(
+            evaluate(&suite.cases[1], &run("ok", vec![], 1)).status,
+            EvalStatus::Passed
+        );
+    }
+
+    #[test]
+    fn event_carries_status_score_and_assertions() {
+        let result = evaluate(&case("contains = [\"a\", \"b\"]"), &run("a", vec![], 7));
+        let event = result.to_event("payments", "c");
+        assert_eq!(event.status, EvalStatus::Failed);
+        assert!(!event.pass);
+        assert_eq!(event.score, Some(0.5));
+        assert_eq!(event.tokens.total, 7);
+        assert_eq!(event.duration, 12.0);
+        assert_eq!(event.assertions.len(), 2);
+        assert_eq!(
+            result.first_failure().map(|a| a.expected.to_value()),
+            Some(json!("b"))
+        );
+    }
+
+    #[test]
+    fn json_paths_parse_and_print() {
+        let path = JsonPath::parse("$.a.b[0][\"c d\"]['e']").unwrap();
+        assert_eq!(
+            path.segments,
+            vec![
+                PathSegment::Key("a".into()),
+                PathSegment::Key("b".into()),
+                PathSegment::Index(0),
+                PathSegment::Key("c d".into()),
+                PathSegment::Key("e".into()),
+            ]
+        );
+        assert_eq!(path.to_string(), "$.a.b[0][\"c d\"].e");
+        let doc = json!({"a": {"b": [{"c d": {"e": 3}}]}});
+        assert_eq!(path.lookup(&doc), Some(&json!(3)));
+        assert_eq!(JsonPath::parse("$").unwrap().lookup(&doc), Some(&doc));
+        for bad in ["a.b", "$.", "$[x]", "$[0", "$a", "$..a"] {
+            assert!(JsonPath::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

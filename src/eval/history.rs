@@ -1,0 +1,504 @@
+//! Eval history: per (suite, case) outcomes of the last N runs, folded from
+//! `agent.eval.completed` events, giving pass rates, flaky cases and a trend per suite.
+//! Pure (no IO): the runtime serves its `summary()` and the inspector's model folds too.
+
+use crate::protocol::Frame;
+use crate::protocol::events::{AgentEvalCompleted, EvalStatus, Event};
+use crate::protocol::rest::{CaseSummary, EvalSummary, SuiteSummary};
+use std::collections::{HashSet, VecDeque};
+
+/// Bounds of the history; both are settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistorySettings {
+    /// Runs per suite the rates look back over; older runs are dropped.
+    pub window: usize,
+    /// Outcomes held per case at most (a run with `repeat` adds several).
+    pub max_outcomes_per_case: usize,
+}
+
+impl Default for HistorySettings {
+    fn default() -> Self {
+        Self {
+            window: 20,
+            max_outcomes_per_case: 200,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Tally {
+    passed: u32,
+    failed: u32,
+    errored: u32,
+    skipped: u32,
+}
+
+impl Tally {
+    fn add(&mut self, status: EvalStatus) {
+        match status {
+            EvalStatus::Passed => self.passed += 1,
+            EvalStatus::Failed => self.failed += 1,
+            EvalStatus::Error => self.errored += 1,
+            EvalStatus::Skipped => self.skipped += 1,
+        }
+    }
+
+    /// Skipped cases say nothing about the agent, so they are left out of the rate.
+    fn rate(&self) -> Option<f64> {
+        let judged = self.passed + self.failed + self.errored;
+        (judged > 0).then(|| f64::from(self.passed) / f64::from(judged))
+    }
+}
+
+/// One run of a suite: a runner's run id, or a batch of external events.
+#[derive(Debug, Clone)]
+struct RunEntry {
+    ordinal: u64,
+    run_id: Option<String>,
+    tally: Tally,
+}
+
+#[derive(Debug, Clone)]
+struct Outcome {
+    ordinal: u64,
+    status: EvalStatus,
+}
+
+#[derive(Debug, Clone)]
+struct CaseHistory {
+    name: String,
+    outcomes: VecDeque<Outcome>,
+    last: AgentEvalCompleted,
+    last_session_id: Option<String>,
+}
+
+/// External events (no run id) of one suite count as one run until a case repeats.
+#[derive(Debug, Clone)]
+struct ExternalBatch {
+    ordinal: u64,
+    seen: HashSet<String>,
+}
+
+#[derive(Debug, Clone)]
+struct SuiteHistory {
+    name: String,
+    runs: VecDeque<RunEntry>,
+    cases: Vec<CaseHistory>,
+    next_ordinal: u64,
+    external: Option<ExternalBatch>,
+}
+
+impl SuiteHistory {
+    fn new(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            runs: VecDeque::new(),
+            cases: Vec::new(),
+            next_ordinal: 0,
+            external: None,
+        }
+    }
+
+    fn open_run(&mut self, run_id: Option<String>) -> u64 {
+        let ordinal = self.next_ordinal;
+        self.next_ordinal += 1;
+        self.runs.push_back(RunEntry {
+            ordinal,
+            run_id,
+            tally: Tally::default(),
+        });
+        ordinal
+    }
+
+    /// The run this event belongs to, opened if new.
+    fn run_for(&mut self, event: &AgentEvalCompleted) -> u64 {
+        match &event.run_id {
+            Some(id) => match self.runs.iter().find(|r| r.run_id.as_ref() == Some(id)) {
+                Some(run) => run.ordinal,
+                None => self.open_run(Some(id.clone())),
+            },
+            None => {
+                if let Some(batch) = &mut self.external
+                    && batch.seen.insert(event.case.clone())
+                    && self.runs.iter().any(|r| r.ordinal == batch.ordinal)
+                {
+                    return batch.ordinal;
+                }
+                let ordinal = self.open_run(None);
+                self.external = Some(ExternalBatch {
+                    ordinal,
+                    seen: HashSet::from([event.case.clone()]),
+                });
+                ordinal
+            }
+        }
+    }
+}
+
+/// Outcomes per (suite, case) over the last `window` runs.
+#[derive(Debug, Clone, Default)]
+pub struct EvalHistory {
+    settings: HistorySettings,
+    suites: Vec<SuiteHistory>,
+    last_seq: u64,
+    dropped: u64,
+}
+
+impl EvalHistory {
+    pub fn new(settings: HistorySettings) -> Self {
+        Self {
+            settings: HistorySettings {
+                window: settings.window.max(1),
+                max_outcomes_per_case: settings.max_outcomes_per_case.max(1),
+            },
+            ..Self::default()
+        }
+    }
+
+    pub fn settings(&self) -> HistorySettings {
+        self.settings
+    }
+
+    /// Folds a stream frame; only `agent.eval.completed` counts. Returns whether it did.
+    pub fn apply_frame(&mut self, frame: &Frame) -> bool {
+        match &frame.event {
+            Event::AgentEvalCompleted(event) => {
+                self.record(frame.seq, frame.session_id.as_deref(), event)
+            }
+            _ => false,
+        }
+    }
+
+    /// Folds one case outcome. `seq` is its stream sequence: a frame seen again (a
+    /// replay after reconnecting) is ignored; 0 means "not from a stream", always taken.
+    pub fn record(
+        &mut self,
+        seq: u64,
+        session_id: Option<&str>,
+        event: &AgentEvalCompleted,
+    ) -> bool {
+        if seq != 0 {
+            if seq <= self.last_seq {
+                return false;
+            }
+            self.last_seq = seq;
+        }
+        let settings = self.settings;
+        let index = match self.suites.iter().position(|s| s.name == event.suite) {
+            Some(index) => index,
+            None => {
+                self.suites.push(SuiteHistory::new(&event.suite));
+                self.suites.len() - 1
+            }
+        };
+        let suite = &mut self.suites[index];
+        let ordinal = suite.run_for(event);
+        if let Some(run) = suite.runs.iter_mut().find(|r| r.ordinal == ordinal) {
+            run.tally.add(event.status);
+        }
+        let case = match suite.cases.iter().position(|c| c.name == event.case) {
+            Some(at) => &mut suite.cases[at],
+            None => {
+                suite.cases.push(CaseHistory {
+                    name: event.case.clone(),
+                    outcomes: VecDeque::new(),
+                    last: AgentEvalCompleted::default(),
+                    last_session_id: None,
+                });
+                let last = suite.cases.len() - 1;
+                &mut suite.cases[last]
+            }
+        };
+        case.outcomes.push_back(Outcome {
+            ordinal,
+            status: event.status,
+        });
+        case.last = event.clone();
+        case.last_session_id = session_id.map(str::to_owned);
+        let mut dropped = 0;
+        while case.outcomes.len() > settings.max_outcomes_per_case {
+            case.outcomes.pop_front();
+            dropped += 1;
+        }
+        while suite.runs.len() > settings.window {
+            if let Some(old) = suite.runs.pop_front() {
+                for case in &mut suite.cases {
+                    while case
+                        .outcomes
+                        .front()
+                        .is_some_and(|o| o.ordinal <= old.ordinal)
+                    {
+                        case.outcomes.pop_front();
+                        dropped += 1;
+                    }
+                }
+            }
+        }
+        self.dropped += dropped;
+        true
+    }
+
+    /// Pass rates per suite (by name) and per case (in first-seen order).
+    pub fn summary(&self) -> EvalSummary {
+        let mut suites: Vec<SuiteSummary> = self.suites.iter().map(suite_summary).collect();
+        suites.sort_by(|a, b| a.suite.cmp(&b.suite));
+        EvalSummary {
+            window: u32::try_from(self.settings.window).unwrap_or(u32::MAX),
+            dropped: self.dropped,
+            suites,
+        }
+    }
+
+    /// One suite's summary, if it has any outcome.
+    pub fn suite(&self, name: &str) -> Option<SuiteSummary> {
+        self.suites
+            .iter()
+            .find(|s| s.name == name)
+            .map(suite_summary)
+    }
+}
+
+fn suite_summary(suite: &SuiteHistory) -> SuiteSummary {
+    let mut total = Tally::default();
+    for run in &suite.runs {
+        total.passed += run.tally.passed;
+        total.failed += run.tally.failed;
+        total.errored += run.tally.errored;
+        total.skipped += run.tally.skipped;
+    }
+    SuiteSummary {
+        suite: suite.name.clone(),
+        runs: u32::try_from(suite.runs.len()).unwrap_or(u32::MAX),
+        pass_rate: total.rate(),
+        passed: total.passed,
+        failed: total.failed,
+        errored: total.errored,
+        skipped: total.skipped,
+        trend: suite.runs.iter().map(|run| run.tally.rate()).collect(),
+        last_run_id: suite.runs.back().and_then(|run| run.run_id.clone()),
+        cases: suite.cases.iter().map(case_summary).collect(),
+    }
+}
+
+fn case_summary(case: &CaseHistory) -> CaseSummary {
+    let mut tally = Tally::default();
+    let mut runs = 0u32;
+    let mut previous = None;
+    for outcome in &case.outcomes {
+        tally.add(outcome.status);
+        if previous != Some(outcome.ordinal) {
+            runs += 1;
+            previous = Some(outcome.ordinal);
+        }
+    }
+    CaseSummary {
+        case: case.name.clone(),
+        runs,
+        pass_rate: tally.rate(),
+        passed: tally.passed,
+        failed: tally.failed,
+        errored: tally.errored,
+        skipped: tally.skipped,
+        flaky: tally.passed > 0 && tally.failed + tally.errored > 0,
+        last_status: case.last.status,
+        last_duration: case.last.duration,
+        last_run_id: case.last.run_id.clone(),
+        last_session_id: case.last_session_id.clone(),
+        last_reason: case.last.reason.clone(),
+        last_assertions: case.last.assertions.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(suite: &str, case: &str, status: EvalStatus, run: Option<&str>) -> AgentEvalCompleted {
+        AgentEvalCompleted {
+            suite: suite.into(),
+            case: case.into(),
+            status,
+            pass: status == EvalStatus::Passed,
+            run_id: run.map(str::to_owned),
+            duration: 5.0,
+            ..AgentEvalCompleted::default()
+        }
+    }
+
+    fn case<'a>(summary: &'a EvalSummary, suite: &str, name: &str) -> &'a CaseSummary {
+        summary
+            .suites
+            .iter()
+            .find(|s| s.suite == suite)
+            .and_then(|s| s.cases.iter().find(|c| c.case == name))
+            .unwrap()
+    }
+
+    use EvalStatus::{Error, Failed, Passed, Skipped};
+
+    #[test]
+    fn pass_rates_per_suite_and_case() {
+        let mut history = EvalHistory::new(HistorySettings::default());
+        let mut seq = 0;
+        let mut add = |h: &mut EvalHistory, case: &str, status, run: &str| {
+            seq += 1;
+            h.record(
+                seq,
+                Some("ses_x"),
+                &event("payments", case, status, Some(run)),
+            )
+        };
+        add(&mut history, "a", Passed, "r1");
+        add(&mut history, "b", Failed, "r1");
+        add(&mut history, "c", Skipped, "r1");
+        add(&mut history, "a", Passed, "r2");
+        add(&mut history, "b", Passed, "r2");
+        add(&mut history, "c", Error, "r2");
+        let summary = history.summary();
+        let suite = &summary.suites[0];
+        assert_eq!(suite.runs, 2);
+        assert_eq!(
+            (suite.passed, suite.failed, suite.errored, suite.skipped),
+            (3, 1, 1, 1)
+        );
+        assert_eq!(suite.pass_rate, Some(0.6), "skips left out: 3 of 5");
+        assert_eq!(suite.trend, vec![Some(0.5), Some(2.0 / 3.0)]);
+        assert_eq!(suite.last_run_id.as_deref(), Some("r2"));
+        let names: Vec<&str> = suite.cases.iter().map(|c| c.case.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"], "cases in first-seen order");
+        assert_eq!(case(&summary, "payments", "a").pass_rate, Some(1.0));
+        let b = case(&summary, "payments", "b");
+        assert_eq!((b.pass_rate, b.runs, b.flaky), (Some(0.5), 2, true));
+        assert_eq!(b.last_status, Passed);
+        assert_eq!(b.last_session_id.as_deref(), Some("ses_x"));
+        let c = case(&summary, "payments", "c");
+        assert_eq!(c.pass_rate, Some(0.0));
+        assert!(!c.flaky, "error and skip, never a pass: not flaky");
+    }
+
+    #[test]
+    fn window_bounds_runs_and_counts_what_it_drops() {
+        let mut history = EvalHistory::new(HistorySettings {
+            window: 3,
+            max_outcomes_per_case: 100,
+        });
+        // Run 1 fails, runs 2..=5 pass: after the window slides past run 1, the case
+        // is no longer flaky and its rate is 100%.
+        for run in 1..=5u64 {
+            let status = if run == 1 { Failed } else { Passed };
+            history.record(
+                run,
+                None,
+                &event("s", "a", status, Some(&format!("r{run}"))),
+            );
+            if run == 3 {
+                let summary = history.summary();
+                assert!(case(&summary, "s", "a").flaky);
+                assert_eq!(case(&summary, "s", "a").pass_rate, Some(2.0 / 3.0));
+            }
+        }
+        let summary = history.summary();
+        assert_eq!(summary.window, 3);
+        assert_eq!(summary.suites[0].runs, 3);
+        assert_eq!(summary.suites[0].trend.len(), 3);
+        let a = case(&summary, "s", "a");
+        assert_eq!((a.runs, a.passed, a.failed, a.flaky), (3, 3, 0, false));
+        assert_eq!(a.pass_rate, Some(1.0));
+        assert_eq!(summary.dropped, 2);
+    }
+
+    #[test]
+    fn repeat_in_one_run_makes_a_case_flaky() {
+        let mut history = EvalHistory::new(HistorySettings::default());
+        for (attempt, status) in [(1, Passed), (2, Failed), (3, Passed), (4, Failed)] {
+            let mut e = event("payments", "flaky confirmation", status, Some("r1"));
+            e.attempt = Some(attempt);
+            history.record(0, None, &e);
+        }
+        let summary = history.summary();
+        let c = case(&summary, "payments", "flaky confirmation");
+        assert_eq!((c.runs, c.passed, c.failed, c.flaky), (1, 2, 2, true));
+        assert_eq!(c.pass_rate, Some(0.5));
+        assert_eq!(summary.suites[0].runs, 1);
+    }
+
+    #[test]
+    fn per_case_bound_holds_memory() {
+        let mut history = EvalHistory::new(HistorySettings {
+            window: 10,
+            max_outcomes_per_case: 4,
+        });
+        for _ in 0..10 {
+            history.record(0, None, &event("s", "a", Passed, Some("r1")));
+        }
+        let summary = history.summary();
+        assert_eq!(case(&summary, "s", "a").passed, 4);
+        assert_eq!(summary.dropped, 6);
+    }
+
+    #[test]
+    fn external_events_without_run_id_count_too() {
+        let mut history = EvalHistory::new(HistorySettings::default());
+        // Another runner reports one suite run (a, b), then a second (a, b).
+        for (seq, (name, status)) in [("a", Passed), ("b", Failed), ("a", Passed), ("b", Passed)]
+            .into_iter()
+            .enumerate()
+        {
+            history.record(seq as u64 + 1, None, &event("support", name, status, None));
+        }
+        let summary = history.summary();
+        let suite = &summary.suites[0];
+        assert_eq!(
+            suite.runs, 2,
+            "a case repeating starts the next external run"
+        );
+        assert_eq!(suite.trend, vec![Some(0.5), Some(1.0)]);
+        assert_eq!(suite.last_run_id, None);
+        assert!(case(&summary, "support", "b").flaky);
+        // A runner's run of the same suite counts in the same rates.
+        history.record(10, None, &event("support", "a", Failed, Some("r9")));
+        let summary = history.summary();
+        assert_eq!(summary.suites[0].runs, 3);
+        assert_eq!(case(&summary, "support", "a").pass_rate, Some(2.0 / 3.0));
+    }
+
+    #[test]
+    fn frames_fold_once_and_other_kinds_are_ignored() {
+        let mut history = EvalHistory::new(HistorySettings::default());
+        let frame = |seq, event| Frame {
+            seq,
+            ts: String::new(),
+            session_id: Some("ses_1".into()),
+            event,
+        };
+        let eval = Event::AgentEvalCompleted(event("s", "a", Passed, Some("r1")));
+        assert!(history.apply_frame(&frame(1, eval.clone())));
+        assert!(
+            !history.apply_frame(&frame(1, eval)),
+            "a replayed frame is not counted twice"
+        );
+        assert!(!history.apply_frame(&frame(2, Event::SessionClosed(Default::default()))));
+        let summary = history.summary();
+        assert_eq!(case(&summary, "s", "a").passed, 1);
+        assert_eq!(
+            case(&summary, "s", "a").last_session_id.as_deref(),
+            Some("ses_1")
+        );
+        assert!(history.suite("s").is_some() && history.suite("t").is_none());
+    }
+
+    #[test]
+    fn summary_serialises_as_the_rest_body() {
+        let mut history = EvalHistory::new(HistorySettings::default());
+        history.record(0, None, &event("b", "x", Skipped, Some("r1")));
+        history.record(0, None, &event("a", "y", Passed, Some("r1")));
+        let value = serde_json::to_value(history.summary()).unwrap();
+        assert_eq!(value["window"], 20);
+        assert_eq!(value["suites"][0]["suite"], "a", "suites sorted by name");
+        assert_eq!(value["suites"][1]["pass_rate"], serde_json::Value::Null);
+        assert_eq!(value["suites"][1]["trend"], serde_json::json!([null]));
+        assert_eq!(value["suites"][0]["cases"][0]["last_status"], "passed");
+        let back: EvalSummary = serde_json::from_value(value).unwrap();
+        assert_eq!(back, history.summary());
+    }
+}

@@ -1,0 +1,13 @@
+//! Evals without IO of their own: suite files and their checks, judging a case's run,
+//! the CLI's printouts (table, JUnit XML, JSON) and the bounded pass-rate history.
+//! The runner that drives the runtime lives in the runtime; these pieces are shared.
+
+pub mod assert;
+pub mod history;
+pub mod report;
+pub mod suite;
+
+pub use assert::{CaseResult, CaseRun, evaluate};
+
+pub use history::{EvalHistory, HistorySettings};
+pub use suite::{Case, Suite, SuiteError, load_suite, parse_suite};

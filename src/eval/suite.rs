@@ -1,0 +1,1295 @@
+//! Eval suite files: one suite per file, TOML or JSON, read into checked `Suite`/`Case`
+//! values. Every problem is a `SuiteError` naming the file, the case and the field.
+//!
+//! # Format
+//!
+//! ```toml
+//! suite = "payments"            # required
+//!
+//! [defaults]                    # optional; merged into every case, the case's own values win
+//! mocks = { "asaas/create_payment" = { id = "pay_1", status = "PENDING" } }  # per tool
+//! servers = ["asaas"]           # replaced whole by a case's own list
+//! metadata = { team = "billing" } # merged per key
+//! model = { default_text = "ok" } # replaced whole by a case's `model` or `model_variants`
+//! timeout_ms = 5000
+//!
+//! [[case]]                      # `cases` is accepted too (handy in JSON)
+//! id = "charge small amount"    # required, unique in the suite
+//! input = "Charge R$5 via Pix"  # required: the user message
+//! model = { sequence = [ { tool_calls = [ { name = "asaas/create_payment", arguments = { value = 5 } } ] },
+//!                        { text = "Charged: pay_1" } ] }
+//! skip = "reason"               # or `skip = true`
+//! timeout_ms = 2000
+//! [case.assert]
+//! contains = ["pay_1"]
+//! ```
+//!
+//! `model` is the runtime's scripted model (`sequence`, `fail_on_step`, `default_text`).
+//! `model_variants = [ {...}, {...} ]` instead gives one script per attempt: attempt 1
+//! uses the first, attempt 2 the second, cycling — so a case run with `repeat` can be
+//! made to pass on some attempts and fail on others (a flaky case on purpose).
+//!
+//! Assertion kinds under `[case.assert]`: `contains` (string or list), `equals`, `regex`
+//! (string or list), `operation_called` (name, `{ name, times }`, or a list of either),
+//! `envelope` (code or list: some call returned it), `no_envelope` (`true`: no call
+//! returned any envelope; a code or list: none of those), `json_path` (`{ path = "$.id",
+//! equals = ... }` or a list of them, on a final output that is JSON), `max_tokens`.
+//! Unknown keys anywhere are errors, not silently ignored.
+
+use super::assert::JsonPath;
+use crate::protocol::rest::ModelScript;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use thiserror::Error;
+
+/// A parsed suite file.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    pub name: String,
+    /// The file it came from, as given (used in messages).
+    pub file: String,
+    pub cases: Vec<Case>,
+}
+
+/// One case with the suite's defaults already merged in.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub id: String,
+    pub input: String,
+    /// The session's `mocks` map, passed to the runtime as is (it checks the shape).
+    pub mocks: Option<Value>,
+    /// One script per attempt, cycling; empty means the runtime's default model.
+    pub models: Vec<ModelScript>,
+    pub servers: Vec<String>,
+    pub metadata: Map<String, Value>,
+    /// `Some(reason)` when the case is skipped.
+    pub skip: Option<String>,
+    pub timeout_ms: Option<u64>,
+    pub assertions: Vec<Assertion>,
+}
+
+impl Case {
+    /// The model script of a 1-based attempt (`model_variants` cycle by attempt number).
+    pub fn model_for_attempt(&self, attempt: u32) -> Option<&ModelScript> {
+        if self.models.is_empty() {
+            return None;
+        }
+        let index = (attempt.max(1) as usize - 1) % self.models.len();
+        self.models.get(index)
+    }
+}
+
+/// An operation that must have been called: at least once, or exactly `times`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperationExpectation {
+    pub name: String,
+    pub times: Option<u32>,
+}
+
+/// One `json_path` check.
+#[derive(Debug, Clone)]
+pub struct JsonPathCheck {
+    pub path: JsonPath,
+    pub equals: Value,
+}
+
+/// What `no_envelope` forbids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoEnvelope {
+    Any,
+    Codes(Vec<String>),
+}
+
+/// One assertion kind of a case, checked when the file is read.
+#[derive(Debug, Clone)]
+pub enum Assertion {
+    Contains(Vec<String>),
+    Equals(String),
+    Regex(Vec<regex::Regex>),
+    OperationCalled(Vec<OperationExpectation>),
+    Envelope(Vec<String>),
+    NoEnvelope(NoEnvelope),
+    JsonPath(Vec<JsonPathCheck>),
+    MaxTokens(u64),
+}
+
+/// Assertion keys in the order they are evaluated and reported.
+pub const ASSERTION_KINDS: &[&str] = &[
+    "contains",
+    "equals",
+    "regex",
+    "operation_called",
+    "envelope",
+    "no_envelope",
+    "json_path",
+    "max_tokens",
+];
+
+const SUITE_KEYS: &[&str] = &["suite", "defaults", "case", "cases"];
+const DEFAULT_KEYS: &[&str] = &[
+    "mocks",
+    "model",
+    "model_variants",
+    "servers",
+    "metadata",
+    "timeout_ms",
+];
+const CASE_KEYS: &[&str] = &[
+    "id",
+    "input",
+    "mocks",
+    "model",
+    "model_variants",
+    "servers",
+    "metadata",
+    "skip",
+    "timeout_ms",
+    "assert",
+];
+
+/// Which case an error is about: its id when it has one, else its 1-based position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaseRef {
+    Id(String),
+    Index(usize),
+}
+
+impl fmt::Display for CaseRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Id(id) => write!(f, "case {id:?}"),
+            Self::Index(index) => write!(f, "case #{index}"),
+        }
+    }
+}
+
+/// The class of a suite file problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuiteErrorKind {
+    /// The file could not be read.
+    Io,
+    /// Not TOML / not JSON.
+    Syntax,
+    /// A required field is absent.
+    Missing,
+    /// A field has the wrong type or an invalid value.
+    Invalid,
+    /// A key this format does not have.
+    Unknown,
+    /// Two cases share an id.
+    Duplicate,
+}
+
+/// A suite file problem: `payments.toml: case "charge": assert.regex: invalid regex …`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{}", self.describe())]
+pub struct SuiteError {
+    pub file: String,
+    pub case: Option<CaseRef>,
+    pub field: Option<String>,
+    pub kind: SuiteErrorKind,
+    pub message: String,
+}
+
+impl SuiteError {
+    fn describe(&self) -> String {
+        let mut out = self.file.clone();
+        if let Some(case) = &self.case {
+            out.push_str(&format!(": {case}"));
+        }
+        if let Some(field) = &self.field {
+            out.push_str(&format!(": {field}"));
+        }
+        out.push_str(&format!(": {}", self.message));
+        out
+    }
+}
+
+/// Reads and parses one suite file; JSON when the name ends in `.json` or the text starts
+/// with `{`, else TOML.
+pub fn load_suite(path: &Path) -> Result<Suite, SuiteError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|err| SuiteError {
+        file: file.clone(),
+        case: None,
+        field: None,
+        kind: SuiteErrorKind::Io,
+        message: format!("cannot read the file: {err}"),
+    })?;
+    parse_suite(&file, &text)
+}
+
+/// Parses suite text; `file` names it in errors and picks the format by extension.
+pub fn parse_suite(file: &str, text: &str) -> Result<Suite, SuiteError> {
+    let lower = file.to_ascii_lowercase();
+    let json = if lower.ends_with(".json") {
+        true
+    } else if lower.ends_with(".toml") {
+        false
+    } else {
+        text.trim_start().starts_with('{')
+    };
+    let value = if json {
+        serde_json::from_str::<Value>(text).map_err(|err| SuiteError {
+            file: file.to_owned(),
+            case: None,
+            field: None,
+            kind: SuiteErrorKind::Syntax,
+            message: format!("not valid JSON: {err}"),
+        })?
+    } else {
+        toml::from_str::<Value>(text).map_err(|err| SuiteError {
+            file: file.to_owned(),
+            case: None,
+            field: None,
+            kind: SuiteErrorKind::Syntax,
+            message: toml_message(text, &err),
+        })?
+    };
+    suite_from_value(file, &value)
+}
+
+fn toml_message(text: &str, err: &toml::de::Error) -> String {
+    let message = err.message().trim();
+    match err.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |at| at + 1) + 1;
+            format!("not valid TOML (line {line}, column {column}): {message}")
+        }
+        None => format!("not valid TOML: {message}"),
+    }
+}
+
+/// Builds a suite from an already-parsed document (a JSON body, say).
+pub fn suite_from_value(file: &str, value: &Value) -> Result<Suite, SuiteError> {
+    let at = Place {
+        file,
+        case: None,
+        prefix: String::new(),
+    };
+    let root = value
+        .as_object()
+        .ok_or_else(|| at.invalid(None, "a suite file is a table (object) at top level"))?;
+    at.no_unknown(root, SUITE_KEYS)?;
+    let name = match root.get("suite") {
+        None => {
+            return Err(at.error(
+                Some("suite"),
+                SuiteErrorKind::Missing,
+                "missing: every file names its suite (`suite = \"name\"`)",
+            ));
+        }
+        Some(value) => at.non_empty_string(value, "suite")?,
+    };
+    let defaults = match root.get("defaults") {
+        None => Defaults::default(),
+        Some(value) => read_defaults(&at.nested("defaults"), value)?,
+    };
+    let cases = match (root.get("case"), root.get("cases")) {
+        (Some(_), Some(_)) => {
+            return Err(at.invalid(Some("cases"), "use `case` or `cases`, not both"));
+        }
+        (Some(value), None) => (value, "case"),
+        (None, Some(value)) => (value, "cases"),
+        (None, None) => {
+            return Err(at.error(
+                Some("case"),
+                SuiteErrorKind::Missing,
+                "missing: a suite has at least one `[[case]]`",
+            ));
+        }
+    };
+    let list = cases
+        .0
+        .as_array()
+        .ok_or_else(|| at.invalid(Some(cases.1), "expected an array of case tables"))?;
+    if list.is_empty() {
+        return Err(at.error(
+            Some(cases.1),
+            SuiteErrorKind::Missing,
+            "a suite has at least one case",
+        ));
+    }
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut out = Vec::with_capacity(list.len());
+    for (index, value) in list.iter().enumerate() {
+        let case = read_case(file, index + 1, value, &defaults)?;
+        if let Some(first) = seen.insert(case.id.clone(), index + 1) {
+            return Err(SuiteError {
+                file: file.to_owned(),
+                case: Some(CaseRef::Id(case.id.clone())),
+                field: Some("id".into()),
+                kind: SuiteErrorKind::Duplicate,
+                message: format!("duplicate case id (case #{first} has it too)"),
+            });
+        }
+        out.push(case);
+    }
+    Ok(Suite {
+        name,
+        file: file.to_owned(),
+        cases: out,
+    })
+}
+
+#[derive(Debug, Default)]
+struct Defaults {
+    mocks: Option<Map<String, Value>>,
+    models: Vec<ModelScript>,
+    servers: Option<Vec<String>>,
+    metadata: Map<String, Value>,
+    timeout_ms: Option<u64>,
+}
+
+/// Where in the file a value sits, for error messages.
+struct Place<'a> {
+    file: &'a str,
+    case: Option<CaseRef>,
+    prefix: String,
+}
+
+impl Place<'_> {
+    fn nested(&self, name: &str) -> Self {
+        Place {
+            file: self.file,
+            case: self.case.clone(),
+            prefix: self.field(name),
+        }
+    }
+
+    fn field(&self, name: &str) -> String {
+        if self.prefix.is_empty() {
+            name.to_owned()
+        } else if name.starts_with('[') {
+            format!("{}{name}", self.prefix)
+        } else {
+            format!("{}.{name}", self.prefix)
+        }
+    }
+
+    fn error(&self, field: Option<&str>, kind: SuiteErrorKind, message: &str) -> SuiteError {
+        let field = match field {
+            Some(name) => Some(self.field(name)),
+            None if self.prefix.is_empty() => None,
+            None => Some(self.prefix.clone()),
+        };
+        SuiteError {
+            file: self.file.to_owned(),
+            case: self.case.clone(),
+            field,
+            kind,
+            message: message.to_owned(),
+        }
+    }
+
+    fn invalid(&self, field: Option<&str>, message: &str) -> SuiteError {
+        self.error(field, SuiteErrorKind::Invalid, message)
+    }
+
+    fn no_unknown(&self, map: &Map<String, Value>, known: &[&str]) -> Result<(), SuiteError> {
+        match map.keys().find(|key| !known.contains(&key.as_str())) {
+            None => Ok(()),
+            Some(key) => Err(self.error(
+                Some(key),
+                SuiteErrorKind::Unknown,
+                &format!("unknown key; expected one of: {}", known.join(", ")),
+            )),
+        }
+    }
+
+    fn non_empty_string(&self, value: &Value, field: &str) -> Result<String, SuiteError> {
+        match value.as_str() {
+            Some(text) if !text.trim().is_empty() => Ok(text.to_owned()),
+            Some(_) => Err(self.invalid(Some(field), "must not be empty")),
+            None => Err(self.invalid(
+                Some(field),
+                &format!("expected a string, found {}", type_name(value)),
+            )),
+        }
+    }
+
+    fn string(&self, value: &Value, field: &str) -> Result<String, SuiteError> {
+        value.as_str().map(str::to_owned).ok_or_else(|| {
+            self.invalid(
+                Some(field),
+                &format!("expected a string, found {}", type_name(value)),
+            )
+        })
+    }
+
+    /// A string or a non-empty list of strings.
+    fn strings(&self, value: &Value, field: &str) -> Result<Vec<String>, SuiteError> {
+        match value {
+            Value::String(text) => Ok(vec![text.clone()]),
+            Value::Array(items) if !items.is_empty() => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| self.string(item, &format!("{field}[{i}]")))
+                .collect(),
+            Value::Array(_) => Err(self.invalid(Some(field), "the list is empty")),
+            other => Err(self.invalid(
+                Some(field),
+                &format!(
+                    "expected a string or a list of strings, found {}",
+                    type_name(other)
+                ),
+            )),
+        }
+    }
+
+    fn unsigned(&self, value: &Value, field: &str) -> Result<u64, SuiteError> {
+        value.as_u64().ok_or_else(|| {
+            self.invalid(
+                Some(field),
+                &format!(
+                    "expected a non-negative integer, found {}",
+                    type_name(value)
+                ),
+            )
+        })
+    }
+
+    fn table<'v>(
+        &self,
+        value: &'v Value,
+        field: &str,
+    ) -> Result<&'v Map<String, Value>, SuiteError> {
+        value.as_object().ok_or_else(|| {
+            self.invalid(
+                Some(field),
+                &format!("expected a table, found {}", type_name(value)),
+            )
+        })
+    }
+
+    fn model(&self, value: &Value, field: &str) -> Result<ModelScript, SuiteError> {
+        self.table(value, field)?;
+        serde_json::from_value::<ModelScript>(value.clone())
+            .map_err(|err| self.invalid(Some(field), &format!("bad model script: {err}")))
+    }
+
+    fn models(&self, map: &Map<String, Value>) -> Result<Option<Vec<ModelScript>>, SuiteError> {
+        match (map.get("model"), map.get("model_variants")) {
+            (Some(_), Some(_)) => Err(self.invalid(
+                Some("model_variants"),
+                "use `model` or `model_variants`, not both",
+            )),
+            (Some(model), None) => Ok(Some(vec![self.model(model, "model")?])),
+            (None, Some(Value::Array(items))) if !items.is_empty() => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| self.model(item, &format!("model_variants[{i}]")))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            (None, Some(other)) => Err(self.invalid(
+                Some("model_variants"),
+                &format!(
+                    "expected a non-empty list of model scripts, found {}",
+                    type_name(other)
+                ),
+            )),
+            (None, None) => Ok(None),
+        }
+    }
+
+    fn servers(&self, value: &Value) -> Result<Vec<String>, SuiteError> {
+        let items = value.as_array().ok_or_else(|| {
+            self.invalid(
+                Some("servers"),
+                &format!("expected a list of strings, found {}", type_name(value)),
+            )
+        })?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| self.string(item, &format!("servers[{i}]")))
+            .collect()
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_f64() => "a float",
+        Value::Number(n) if n.as_i64().is_some_and(|n| n < 0) => "a negative integer",
+        Value::Number(_) => "an integer",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a table",
+    }
+}
+
+fn read_defaults(at: &Place<'_>, value: &Value) -> Result<Defaults, SuiteError> {
+    let map = value.as_object().ok_or_else(|| {
+        at.invalid(
+            None,
+            &format!("expected a table, found {}", type_name(value)),
+        )
+    })?;
+    at.no_unknown(map, DEFAULT_KEYS)?;
+    Ok(Defaults {
+        mocks: map
+            .get("mocks")
+            .map(|v| at.table(v, "mocks").cloned())
+            .transpose()?,
+        models: at.models(map)?.unwrap_or_default(),
+        servers: map.get("servers").map(|v| at.servers(v)).transpose()?,
+        metadata: map
+            .get("metadata")
+            .map(|v| at.table(v, "metadata").cloned())
+            .transpose()?
+            .unwrap_or_default(),
+        timeout_ms: map
+            .get("timeout_ms")
+            .map(|v| at.unsigned(v, "timeout_ms"))
+            .transpose()?,
+    })
+}
+
+fn read_case(
+    file: &str,
+    index: usize,
+    value: &Value,
+    defaults: &Defaults,
+) -> Result<Case, SuiteError> {
+    let mut at = Place {
+        file,
+        case: Some(CaseRef::Index(index)),
+        prefix: String::new(),
+    };
+    let map = value.as_object().ok_or_else(|| {
+        at.invalid(
+            None,
+            &format!("a case is a table, found {}", type_name(value)),
+        )
+    })?;
+    // Name the case by its id as soon as it has a usable one.
+    if let Some(Value::String(id)) = map.get("id")
+        && !id.trim().is_empty()
+    {
+        at.case = Some(CaseRef::Id(id.clone()));
+    }
+    at.no_unknown(map, CASE_KEYS)?;
+    let id = match map.get("id") {
+        None => {
+            return Err(at.error(
+                Some("id"),
+                SuiteErrorKind::Missing,
+                "missing: every case has an id",
+            ));
+        }
+        Some(value) => at.non_empty_string(value, "id")?,
+    };
+    let input = match map.get("input") {
+        None => {
+            return Err(at.error(
+                Some("input"),
+                SuiteErrorKind::Missing,
+                "missing: the user message the case sends",
+            ));
+        }
+        Some(value) => at.string(value, "input")?,
+    };
+    let mocks = match map.get("mocks") {
+        None => defaults.mocks.clone().map(Value::Object),
+        Some(value) => {
+            let own = at.table(value, "mocks")?;
+            let mut merged = defaults.mocks.clone().unwrap_or_default();
+            merged.extend(own.clone());
+            Some(Value::Object(merged))
+        }
+    };
+    let models = at.models(map)?.unwrap_or_else(|| defaults.models.clone());
+    let servers = match map.get("servers") {
+        Some(value) => at.servers(value)?,
+        None => defaults.servers.clone().unwrap_or_default(),
+    };
+    let mut metadata = defaults.metadata.clone();
+    if let Some(value) = map.get("metadata") {
+        metadata.extend(at.table(value, "metadata")?.clone());
+    }
+    let skip = match map.get("skip") {
+        None | Some(Value::Bool(false)) => None,
+        Some(Value::Bool(true)) => Some("skipped in the suite file".to_owned()),
+        Some(Value::String(reason)) if !reason.trim().is_empty() => Some(reason.clone()),
+        Some(other) => {
+            return Err(at.invalid(
+                Some("skip"),
+                &format!(
+                    "expected true or a reason (a non-empty string), found {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    let timeout_ms = match map.get("timeout_ms") {
+        Some(value) => Some(at.unsigned(value, "timeout_ms")?),
+        None => defaults.timeout_ms,
+    };
+    if timeout_ms == Some(0) {
+        return Err(at.invalid(Some("timeout_ms"), "must be greater than 0"));
+    }
+    let assertions = match map.get("assert") {
+        None => Vec::new(),
+        Some(value) => read_assertions(&at.nested("assert"), value)?,
+    };
+    Ok(Case {
+        id,
+        input,
+        mocks,
+        models,
+        servers,
+        metadata,
+        skip,
+        timeout_ms,
+        assertions,
+    })
+}
+
+fn read_assertions(at: &Place<'_>, value: &Value) -> Result<Vec<Assertion>, SuiteError> {
+    let map = value.as_object().ok_or_else(|| {
+        at.invalid(
+            None,
+            &format!("expected a table, found {}", type_name(value)),
+        )
+    })?;
+    if let Some(key) = map
+        .keys()
+        .find(|key| !ASSERTION_KINDS.contains(&key.as_str()))
+    {
+        return Err(at.error(
+            Some(key),
+            SuiteErrorKind::Unknown,
+            &format!(
+                "unknown assertion kind; expected one of: {}",
+                ASSERTION_KINDS.join(", ")
+            ),
+        ));
+    }
+    let mut out = Vec::new();
+    for kind in ASSERTION_KINDS {
+        let Some(value) = map.get(*kind) else {
+            continue;
+        };
+        out.push(read_assertion(at, kind, value)?);
+    }
+    Ok(out)
+}
+
+fn read_assertion(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    Ok(match kind {
+        "contains" => Assertion::Contains(at.strings(value, kind)?),
+        "equals" => Assertion::Equals(at.string(value, kind)?),
+        "regex" => {
+            let patterns = at.strings(value, kind)?;
+            let mut compiled = Vec::with_capacity(patterns.len());
+            for pattern in &patterns {
+                let regex = regex::Regex::new(pattern).map_err(|err| {
+                    // The regex crate's message spans lines with a caret diagram; keep
+                    // it on one line so it reads after the file/case/field prefix.
+                    let detail = err
+                        .to_string()
+                        .lines()
+                        .last()
+                        .unwrap_or("")
+                        .trim()
+                        .trim_start_matches("error: ")
+                        .to_owned();
+                    at.invalid(Some(kind), &format!("invalid regex {pattern:?}: {detail}"))
+                })?;
+                compiled.push(regex);
+            }
+            Assertion::Regex(compiled)
+        }
+        "operation_called" => {
+            let items: Vec<(String, &Value)> = match value {
+                Value::Array(items) if !items.is_empty() => items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| (format!("{kind}[{i}]"), item))
+                    .collect(),
+                Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
+                single => vec![(kind.to_owned(), single)],
+            };
+            let mut expectations = Vec::with_capacity(items.len());
+            for (field, item) in items {
+                expectations.push(read_operation(at, &field, item)?);
+            }
+            Assertion::OperationCalled(expectations)
+        }
+        "envelope" => Assertion::Envelope(at.strings(value, kind)?),
+        "no_envelope" => match value {
+            Value::Bool(true) => Assertion::NoEnvelope(NoEnvelope::Any),
+            Value::String(_) | Value::Array(_) => {
+                Assertion::NoEnvelope(NoEnvelope::Codes(at.strings(value, kind)?))
+            }
+            other => {
+                return Err(at.invalid(
+                    Some(kind),
+                    &format!(
+                        "expected true, a code or a list of codes, found {}",
+                        type_name(other)
+                    ),
+                ));
+            }
+        },
+        "json_path" => {
+            let items: Vec<(String, &Value)> = match value {
+                Value::Array(items) if !items.is_empty() => items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| (format!("{kind}[{i}]"), item))
+                    .collect(),
+                Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
+                single => vec![(kind.to_owned(), single)],
+            };
+            let mut checks = Vec::with_capacity(items.len());
+            for (field, item) in items {
+                let inner = at.nested(&field);
+                let map = at.table(item, &field)?;
+                inner.no_unknown(map, &["path", "equals"])?;
+                let path_text = match map.get("path") {
+                    Some(path) => inner.string(path, "path")?,
+                    None => {
+                        return Err(inner.error(
+                            Some("path"),
+                            SuiteErrorKind::Missing,
+                            "missing: a path like \"$.id\"",
+                        ));
+                    }
+                };
+                let path = JsonPath::parse(&path_text)
+                    .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
+                let equals = map.get("equals").cloned().ok_or_else(|| {
+                    inner.error(
+                        Some("equals"),
+                        SuiteErrorKind::Missing,
+                        "missing: the value expected at the path",
+                    )
+                })?;
+                checks.push(JsonPathCheck { path, equals });
+            }
+            Assertion::JsonPath(checks)
+        }
+        _ => Assertion::MaxTokens(at.unsigned(value, kind)?),
+    })
+}
+
+fn read_operation(
+    at: &Place<'_>,
+    field: &str,
+    value: &Value,
+) -> Result<OperationExpectation, SuiteError> {
+    match value {
+        Value::String(name) if !name.trim().is_empty() => Ok(OperationExpectation {
+            name: name.clone(),
+            times: None,
+        }),
+        Value::Object(map) => {
+            let inner = at.nested(field);
+            inner.no_unknown(map, &["name", "times"])?;
+            let name = match map.get("name") {
+                Some(name) => inner.non_empty_string(name, "name")?,
+                None => {
+                    return Err(inner.error(
+                        Some("name"),
+                        SuiteErrorKind::Missing,
+                        "missing: the operation's name",
+                    ));
+                }
+            };
+            let times = map
+                .get("times")
+                .map(|t| {
+                    inner.unsigned(t, "times").and_then(|t| {
+                        u32::try_from(t).map_err(|_| inner.invalid(Some("times"), "too large"))
+                    })
+                })
+                .transpose()?;
+            Ok(OperationExpectation { name, times })
+        }
+        other => Err(at.invalid(
+            Some(field),
+            &format!(
+                "expected an operation name or {{ name, times }}, found {}",
+                type_name(other)
+            ),
+        )),
+    }
+}
+
+/// A suite as `POST /v1/evals/runs` carries it: a suite document (an object with
+/// `suite`), suite file text, or `{ "file": name, "text": text }`. Without a file name
+/// the suite is named `suites[index]` in errors.
+pub fn suite_from_request(index: usize, value: &Value) -> Result<Suite, SuiteError> {
+    let fallback = format!("suites[{index}]");
+    match value {
+        Value::String(text) => parse_suite(&fallback, text),
+        Value::Object(map) if !map.contains_key("suite") && map.contains_key("text") => {
+            let file = match map.get("file") {
+                None => fallback,
+                Some(Value::String(file)) if !file.is_empty() => file.clone(),
+                Some(_) => {
+                    return Err(SuiteError {
+                        file: fallback,
+                        case: None,
+                        field: Some("file".into()),
+                        kind: SuiteErrorKind::Invalid,
+                        message: "expected the file name as a string".into(),
+                    });
+                }
+            };
+            if let Some(key) = map.keys().find(|key| *key != "file" && *key != "text") {
+                return Err(SuiteError {
+                    file,
+                    case: None,
+                    field: Some(key.clone()),
+                    kind: SuiteErrorKind::Unknown,
+                    message: "unknown key; expected file, text".into(),
+                });
+            }
+            match map.get("text") {
+                Some(Value::String(text)) => parse_suite(&file, text),
+                _ => Err(SuiteError {
+                    file,
+                    case: None,
+                    field: Some("text".into()),
+                    kind: SuiteErrorKind::Invalid,
+                    message: "expected the suite file's text as a string".into(),
+                }),
+            }
+        }
+        other => suite_from_value(&fallback, other),
+    }
+}
+
+/// One attempt of one case, in the order a run executes them.
+#[derive(Debug, Clone, Copy)]
+pub struct PlannedCase<'a> {
+    pub suite: &'a Suite,
+    pub case: &'a Case,
+    /// 1-based.
+    pub attempt: u32,
+}
+
+/// Every attempt a run makes: suite by suite, case by case (those matching `glob`),
+/// each case's `repeat` attempts together.
+pub fn plan<'a>(suites: &'a [Suite], repeat: u32, glob: Option<&str>) -> Vec<PlannedCase<'a>> {
+    let mut out = Vec::new();
+    for suite in suites {
+        for case in suite.select(glob) {
+            for attempt in 1..=repeat.max(1) {
+                out.push(PlannedCase {
+                    suite,
+                    case,
+                    attempt,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// `*` matches any run of characters, `?` any one; everything else is literal.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let pattern: Vec<char> = pattern.chars().collect();
+    let text: Vec<char> = text.chars().collect();
+    let (mut p, mut t) = (0, 0);
+    // Position of the last `*` and the text index it was tried against, for backtracking.
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some('*') => {
+                star = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == '?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    p = sp + 1;
+                    t = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == '*')
+}
+
+impl Suite {
+    /// The cases whose id matches `glob` (all of them without one).
+    pub fn select(&self, glob: Option<&str>) -> Vec<&Case> {
+        self.cases
+            .iter()
+            .filter(|case| glob.is_none_or(|glob| glob_match(glob, &case.id)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+suite = "payments"
+[defaults]
+servers = ["asaas"]
+metadata = { team = "billing", env = "test" }
+timeout_ms = 5000
+mocks = { "asaas/create_payment" = { id = "pay_1" }, "asaas/get_payment" = { id = "pay_1" } }
+
+[[case]]
+id = "charge small amount"
+input = "Charge R$5 via Pix"
+mocks = { "asaas/create_payment" = { id = "pay_9" } }
+metadata = { env = "ci" }
+model = { sequence = [ { tool_calls = [ { name = "asaas/create_payment", arguments = { value = 5 } } ] }, { text = "Charged: pay_9" } ] }
+[case.assert]
+contains = ["pay_9", "Charged"]
+operation_called = [ "asaas/create_payment", { name = "asaas/get_payment", times = 0 } ]
+no_envelope = true
+json_path = { path = "$.a[0]", equals = 1 }
+max_tokens = 100
+
+[[case]]
+id = "skipped"
+input = "x"
+skip = true
+servers = []
+timeout_ms = 10
+
+[[case]]
+id = "variants"
+input = "y"
+skip = "not ready"
+model_variants = [ { default_text = "one" }, { default_text = "two" } ]
+[case.assert]
+envelope = ["tool_not_mocked"]
+no_envelope = "policy_denied"
+regex = '^two$'
+equals = "two"
+"#;
+
+    fn err(text: &str) -> SuiteError {
+        match parse_suite("payments.toml", text) {
+            Ok(suite) => panic!("expected an error, got {} cases", suite.cases.len()),
+            Err(err) => err,
+        }
+    }
+
+    #[test]
+    fn reads_a_good_toml_suite_with_defaults_merged() {
+        let suite = parse_suite("payments.toml", GOOD).unwrap();
+        assert_eq!(suite.name, "payments");
+        assert_eq!(suite.cases.len(), 3);
+        let first = &suite.cases[0];
+        assert_eq!(first.id, "charge small amount");
+        assert_eq!(first.input, "Charge R$5 via Pix");
+        // Mocks merge per tool, the case's own entry wins.
+        let mocks = first.mocks.as_ref().unwrap();
+        assert_eq!(mocks["asaas/create_payment"]["id"], "pay_9");
+        assert_eq!(mocks["asaas/get_payment"]["id"], "pay_1");
+        assert_eq!(first.metadata["env"], "ci");
+        assert_eq!(first.metadata["team"], "billing");
+        assert_eq!(first.servers, vec!["asaas".to_owned()]);
+        assert_eq!(first.timeout_ms, Some(5000));
+        assert_eq!(first.models.len(), 1);
+        assert_eq!(first.models[0].sequence.len(), 2);
+        assert_eq!(
+            first.models[0].sequence[1].text.as_deref(),
+            Some("Charged: pay_9")
+        );
+        let kinds: Vec<&str> = first
+            .assertions
+            .iter()
+            .map(|a| match a {
+                Assertion::Contains(_) => "contains",
+                Assertion::OperationCalled(_) => "operation_called",
+                Assertion::NoEnvelope(NoEnvelope::Any) => "no_envelope",
+                Assertion::JsonPath(_) => "json_path",
+                Assertion::MaxTokens(100) => "max_tokens",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "contains",
+                "operation_called",
+                "no_envelope",
+                "json_path",
+                "max_tokens"
+            ]
+        );
+        match &first.assertions[1] {
+            Assertion::OperationCalled(ops) => assert_eq!(
+                ops,
+                &vec![
+                    OperationExpectation {
+                        name: "asaas/create_payment".into(),
+                        times: None
+                    },
+                    OperationExpectation {
+                        name: "asaas/get_payment".into(),
+                        times: Some(0)
+                    }
+                ]
+            ),
+            other => panic!("{other:?}"),
+        }
+
+        let skipped = &suite.cases[1];
+        assert_eq!(skipped.skip.as_deref(), Some("skipped in the suite file"));
+        assert!(
+            skipped.servers.is_empty(),
+            "a case's own list replaces the default"
+        );
+        assert_eq!(skipped.timeout_ms, Some(10));
+        assert!(skipped.models.is_empty());
+
+        let variants = &suite.cases[2];
+        assert_eq!(variants.skip.as_deref(), Some("not ready"));
+        let text = |attempt| {
+            variants
+                .model_for_attempt(attempt)
+                .and_then(|m| m.default_text.clone())
+        };
+        assert_eq!(text(1).as_deref(), Some("one"));
+        assert_eq!(text(2).as_deref(), Some("two"));
+        assert_eq!(text(3).as_deref(), Some("one"));
+    }
+
+    #[test]
+    fn reads_json_by_extension_and_by_content() {
+        let text = r#"{"suite": "s", "cases": [{"id": "a", "input": "hi",
+            "model": {"sequence": [{"text": "{\"id\": 1}"}]},
+            "assert": {"json_path": [{"path": "$.id", "equals": 1}], "equals": "{\"id\": 1}"}}]}"#;
+        for name in ["s.json", "from-a-request"] {
+            let suite = parse_suite(name, text).unwrap();
+            assert_eq!(suite.name, "s");
+            assert_eq!(suite.cases[0].id, "a");
+            assert_eq!(suite.cases[0].assertions.len(), 2);
+        }
+    }
+
+    #[test]
+    fn not_toml_names_the_file_and_the_line() {
+        let e = err("suite = \"x\"\n[[case]\nid = 1");
+        assert_eq!(e.kind, SuiteErrorKind::Syntax);
+        assert_eq!(e.file, "payments.toml");
+        assert!(
+            e.to_string()
+                .starts_with("payments.toml: not valid TOML (line 2"),
+            "{e}"
+        );
+        let e = parse_suite("s.json", "{\"suite\": ").unwrap_err();
+        assert_eq!(e.kind, SuiteErrorKind::Syntax);
+        assert!(e.to_string().starts_with("s.json: not valid JSON"), "{e}");
+    }
+
+    #[test]
+    fn missing_suite_and_missing_cases() {
+        let e = err("[[case]]\nid = \"a\"\ninput = \"b\"");
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (SuiteErrorKind::Missing, Some("suite"))
+        );
+        assert_eq!(e.case, None);
+        let e = err("suite = \"s\"");
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (SuiteErrorKind::Missing, Some("case"))
+        );
+        let e = err("suite = \"s\"\n[[case]]\ninput = \"b\"");
+        assert_eq!(e.case, Some(CaseRef::Index(1)));
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case #1: id: missing: every case has an id"
+        );
+    }
+
+    #[test]
+    fn bad_field_types_name_case_and_field() {
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = 5");
+        assert_eq!(e.kind, SuiteErrorKind::Invalid);
+        assert_eq!(e.case, Some(CaseRef::Id("a".into())));
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case \"a\": input: expected a string, found an integer"
+        );
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nmax_tokens = -3",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.max_tokens"));
+        assert!(e.message.contains("non-negative integer"), "{e}");
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmodel = { sequence = [ { txt = \"hi\" } ] }",
+        );
+        assert_eq!(e.field.as_deref(), Some("model"));
+        assert!(e.message.contains("txt"), "{e}");
+        let e = err(
+            "suite = \"s\"\n[defaults]\nservers = \"asaas\"\n[[case]]\nid = \"a\"\ninput = \"x\"",
+        );
+        assert_eq!(
+            (e.case.clone(), e.field.as_deref()),
+            (None, Some("defaults.servers"))
+        );
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\noperation_called = [\"a/b\", { name = \"a/c\", times = \"2\" }]",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.operation_called[1].times"));
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nskip = 1");
+        assert_eq!(e.field.as_deref(), Some("skip"));
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nno_envelope = false",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.no_envelope"));
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\njson_path = { path = \"id\", equals = 1 }",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.json_path.path"));
+        assert!(e.message.contains("must start with `$`"), "{e}");
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\njson_path = [{ path = \"$.id\" }]",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.json_path[0].equals"));
+        assert_eq!(e.kind, SuiteErrorKind::Missing);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\ncontain = \"pay_1\"",
+        );
+        assert_eq!(e.kind, SuiteErrorKind::Unknown);
+        assert_eq!(e.field.as_deref(), Some("assert.contain"));
+        assert!(
+            e.to_string()
+                .starts_with("payments.toml: case \"a\": assert.contain: unknown assertion kind"),
+            "{e}"
+        );
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nimput = \"y\"");
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (SuiteErrorKind::Unknown, Some("imput"))
+        );
+        let e = err("suite = \"s\"\nowner = \"me\"\n[[case]]\nid = \"a\"\ninput = \"x\"");
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (SuiteErrorKind::Unknown, Some("owner"))
+        );
+    }
+
+    #[test]
+    fn bad_regex_is_named() {
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"charge small amount\"\ninput = \"x\"\n[case.assert]\nregex = \"pay_(\"",
+        );
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case \"charge small amount\": assert.regex: invalid regex \"pay_(\": unclosed group"
+        );
+    }
+
+    #[test]
+    fn duplicate_ids_are_errors() {
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[[case]]\nid = \"b\"\ninput = \"x\"\n[[case]]\nid = \"a\"\ninput = \"y\"",
+        );
+        assert_eq!(e.kind, SuiteErrorKind::Duplicate);
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case \"a\": id: duplicate case id (case #1 has it too)"
+        );
+    }
+
+    #[test]
+    fn model_and_variants_are_exclusive() {
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmodel = {}\nmodel_variants = [{}]",
+        );
+        assert_eq!(e.field.as_deref(), Some("model_variants"));
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmodel_variants = []");
+        assert_eq!(e.field.as_deref(), Some("model_variants"));
+    }
+
+    #[test]
+    fn unreadable_file_is_an_io_error_naming_it() {
+        let e = load_suite(Path::new("/nonexistent/suite.toml")).unwrap_err();
+        assert_eq!(e.kind, SuiteErrorKind::Io);
+        assert!(
+            e.to_string()
+                .starts_with("/nonexistent/suite.toml: cannot read the file")
+        );
+    }
+
+    #[test]
+    fn glob_selects_cases() {
+        assert!(glob_match("charge*", "charge small amount"));
+        assert!(glob_match("*small*", "charge small amount"));
+        assert!(glob_match("ch?rge*t", "charge small amount"));
+        assert!(!glob_match("refund*", "charge small amount"));
+        assert!(!glob_match("charge", "charge small amount"));
+        assert!(glob_match("*", ""));
+        let suite = parse_suite("payments.toml", GOOD).unwrap();
+        let ids: Vec<&str> = suite
+            .select(Some("*a*"))
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(ids, ["charge small amount", "variants"]);
+        assert_eq!(suite.select(None).len(), 3);
+    }
+    #[test]
+    fn request_suites_in_every_form() {
+        let doc = serde_json::json!({"suite": "a", "case": [{"id": "x", "input": "hi"}]});
+        assert_eq!(suite_from_request(0, &doc).unwrap().name, "a");
+        let text = Value::String("suite = \"b\"\n[[case]]\nid = \"x\"\ninput = \"hi\"".into());
+        assert_eq!(suite_from_request(1, &text).unwrap().name, "b");
+        let named =
+            serde_json::json!({"file": "c.toml", "text": "suite = \"c\"\n[[case]]\nid = 3"});
+        let e = suite_from_request(2, &named).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.toml: case #1: id: expected a string, found an integer"
+        );
+        let e = suite_from_request(3, &serde_json::json!({"case": []})).unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.field.as_deref()),
+            ("suites[3]", Some("suite"))
+        );
+        let e = suite_from_request(4, &serde_json::json!({"text": 5})).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("text"));
+        let e = suite_from_request(5, &serde_json::json!(7)).unwrap_err();
+        assert_eq!(e.file, "suites[5]");
+    }
+
+    #[test]
+    fn plan_orders_attempts_and_filters_cases() {
+        let suites = vec![parse_suite("payments.toml", GOOD).unwrap()];
+        let planned: Vec<(&str, u32)> = plan(&suites, 2, Some("*a*"))
+            .iter()
+            .map(|p| (p.case.id.as_str(), p.attempt))
+            .collect();
+        assert_eq!(
+            planned,
+            [
+                ("charge small amount", 1),
+                ("charge small amount", 2),
+                ("variants", 1),
+                ("variants", 2)
+            ]
+        );
+        assert_eq!(plan(&suites, 0, None).len(), 3, "repeat 0 still runs once");
+        assert!(plan(&suites, 1, Some("nothing")).is_empty());
+    }
+}
