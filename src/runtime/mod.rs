@@ -231,7 +231,8 @@ pub async fn start(config: RuntimeConfig, addr: SocketAddr) -> std::io::Result<S
     Runtime::new(config).serve(addr).await
 }
 
-/// A running server over a runtime's state.
+/// A running server over a runtime's state. Dropping the handle leaves the server
+/// running (until the tokio runtime ends); `shutdown` is the only way to stop it.
 pub struct ServerHandle {
     pub addr: SocketAddr,
     runtime: Runtime,
