@@ -1,6 +1,7 @@
 //! The command line: parse it, pick a role, run it. Nothing else lives here.
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use spyglass::client::tail::{self, Format, Sink};
 use spyglass::config::{CliOverrides, Config, Env};
 use spyglass::model::Limits;
 use spyglass::ui::{InspectorConfig, logfile};
@@ -143,6 +144,21 @@ fn first_set(flag: Option<String>, vars: &[&str]) -> Option<String> {
             .filter_map(|v| std::env::var(v).ok())
             .find(|v| !v.trim().is_empty())
     })
+}
+
+/// `tail` and `record`: the stream of the runtime at --url / SPYGLASS_URL / CODESPAR_BASE_URL.
+fn stream_role(
+    url: Option<String>,
+    api_key: Option<String>,
+    format: Format,
+    sink: Sink,
+) -> ExitCode {
+    let Some(url) = first_set(url, &["SPYGLASS_URL", "CODESPAR_BASE_URL"]) else {
+        eprintln!("spyglass: no runtime to follow: pass --url URL or set SPYGLASS_URL");
+        return ExitCode::from(2);
+    };
+    let api_key = first_set(api_key, &["CODESPAR_API_KEY"]);
+    ExitCode::from(tail::run_cli(&url, api_key.as_deref(), format, sink))
 }
 
 fn inspect(url: Option<String>, api_key: Option<String>) -> anyhow::Result<ExitCode> {
@@ -305,10 +321,20 @@ fn main() -> ExitCode {
         Some(Command::Eval { .. }) => {
             not_yet("eval", "Evals: suite files, runner, CLI and the Evals view")
         }
-        Some(Command::Tail { .. })
-        | Some(Command::Record { .. })
-        | Some(Command::Replay { .. }) => {
-            not_yet("tail/record/replay", "Demo and the newcomer's path")
+        Some(Command::Tail { json }) => {
+            let format = if json {
+                Format::JsonLines
+            } else {
+                Format::Readable
+            };
+            stream_role(cli.url, cli.api_key.last().cloned(), format, Sink::Stdout)
         }
+        Some(Command::Record { output }) => stream_role(
+            cli.url,
+            cli.api_key.last().cloned(),
+            Format::JsonLines,
+            Sink::File(output),
+        ),
+        Some(Command::Replay { .. }) => not_yet("replay", "Demo and the newcomer's path"),
     }
 }
