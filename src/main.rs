@@ -2,9 +2,9 @@
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use spyglass::client::tail::{self, Format, Sink};
-use spyglass::config::{CliOverrides, Config, Env};
-use spyglass::model::Limits;
-use spyglass::ui::{InspectorConfig, logfile};
+use spyglass::config::{CliOverrides, Config, Env, Resolved};
+use spyglass::runtime::headless::{self, ServeArgs};
+use spyglass::ui::{launch, logfile};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -117,90 +117,26 @@ fn not_yet(what: &str, issue: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Logs go to a file so nothing reaches the screen the inspector draws on.
-fn init_logging() -> anyhow::Result<std::path::PathBuf> {
-    let path = logfile::log_file();
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)?;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SPYGLASS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(file))
-        .init();
-    Ok(path)
-}
-
-/// First non-empty of: the flag, then each environment variable in order.
-fn first_set(flag: Option<String>, vars: &[&str]) -> Option<String> {
-    flag.filter(|v| !v.trim().is_empty()).or_else(|| {
-        vars.iter()
-            .filter_map(|v| std::env::var(v).ok())
-            .find(|v| !v.trim().is_empty())
+/// The resolved config (flags > env > file > defaults), or the reason it cannot be had.
+fn resolve(cli: &Cli) -> Result<Resolved, ExitCode> {
+    Config::resolve(&cli.overrides(), &Env::from_process()).map_err(|e| {
+        eprintln!("spyglass: {e}");
+        ExitCode::from(2)
     })
 }
 
-/// `tail` and `record`: the stream of the runtime at --url / SPYGLASS_URL / CODESPAR_BASE_URL.
-fn stream_role(
-    url: Option<String>,
-    api_key: Option<String>,
-    format: Format,
-    sink: Sink,
-) -> ExitCode {
-    let Some(url) = first_set(url, &["SPYGLASS_URL", "CODESPAR_BASE_URL"]) else {
+/// `tail` and `record`: the stream of the runtime the config names.
+fn stream_role(cli: &Cli, format: Format, sink: Sink) -> ExitCode {
+    let config = match resolve(cli) {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    let Some(url) = config.url.value else {
         eprintln!("spyglass: no runtime to follow: pass --url URL or set SPYGLASS_URL");
         return ExitCode::from(2);
     };
-    let api_key = first_set(api_key, &["CODESPAR_API_KEY"]);
-    ExitCode::from(tail::run_cli(&url, api_key.as_deref(), format, sink))
-}
-
-fn inspect(url: Option<String>, api_key: Option<String>) -> anyhow::Result<ExitCode> {
-    let url = first_set(url, &["SPYGLASS_URL", "CODESPAR_BASE_URL"]);
-    let api_key = first_set(api_key, &["CODESPAR_API_KEY"]);
-    let log = init_logging().map_err(|e| {
-        anyhow::anyhow!(
-            "cannot open the log file {}: {e}",
-            logfile::log_file().display()
-        )
-    })?;
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async move {
-        // With no runtime named, start an empty one in-process (test mode on) and show its
-        // URL in the status bar, so tests can be pointed at it.
-        let (url, embedded) = match url {
-            Some(url) => (url, None),
-            None => {
-                let config = spyglass::runtime::RuntimeConfig {
-                    test_mode: true,
-                    ..spyglass::runtime::RuntimeConfig::default()
-                };
-                let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-                let handle = spyglass::runtime::start(config, addr).await.map_err(|e| {
-                    anyhow::anyhow!("cannot start the embedded runtime on 127.0.0.1: {e}")
-                })?;
-                (handle.url(), Some(handle))
-            }
-        };
-        tracing::info!(%url, embedded = embedded.is_some(), log = %log.display(), "inspector starting");
-        let result = spyglass::ui::run(InspectorConfig {
-            url,
-            api_key,
-            limits: Limits::default(),
-        })
-        .await;
-        if let Some(handle) = embedded {
-            handle.shutdown().await;
-        }
-        result.map_err(anyhow::Error::from)
-    })?;
-    Ok(ExitCode::SUCCESS)
+    let key = config.api_key.value.as_ref().map(|k| k.expose().to_owned());
+    ExitCode::from(tail::run_cli(&url, key.as_deref(), format, sink))
 }
 
 fn parse_cli() -> Cli {
@@ -215,126 +151,62 @@ fn parse_cli() -> Cli {
     }
 }
 
-/// `CODESPAR_TEST_MODE_ENABLED`: `true` or `1`, in any case, turns test mode on.
-fn env_test_mode() -> bool {
-    std::env::var("CODESPAR_TEST_MODE_ENABLED")
-        .map(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1"))
-        .unwrap_or(false)
-}
-
-/// `--api-key` flags plus `SPYGLASS_API_KEYS` (comma-separated), blanks dropped.
-fn api_keys(flags: Vec<String>) -> Vec<String> {
-    let env = std::env::var("SPYGLASS_API_KEYS").unwrap_or_default();
-    flags
-        .into_iter()
-        .chain(env.split(',').map(str::to_owned))
-        .map(|k| k.trim().to_owned())
-        .filter(|k| !k.is_empty())
-        .collect()
-}
-
-fn serve(
-    addr: &str,
-    test_mode: bool,
-    policy: Option<PathBuf>,
-    keys: Vec<String>,
-) -> anyhow::Result<()> {
-    use anyhow::Context;
-    use spyglass::runtime::{Policy, RuntimeConfig};
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
-    let addr: std::net::SocketAddr = addr
-        .parse()
-        .with_context(|| format!("--addr {addr} is not HOST:PORT (e.g. 127.0.0.1:8000)"))?;
-    let policy = match policy {
-        Some(path) => Policy::load(&path)?,
-        None => Policy::default(),
-    };
-    let config = RuntimeConfig {
-        test_mode: test_mode || env_test_mode(),
-        policy,
-        api_keys: api_keys(keys),
-        ..RuntimeConfig::default()
-    };
-    let test_mode = config.test_mode;
-    let auth = !config.api_keys.is_empty();
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    runtime.block_on(async move {
-        let handle = spyglass::runtime::start(config, addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
-        eprintln!(
-            "spyglass runtime on {} (test mode {}, auth {}); observe at {}",
-            handle.url(),
-            if test_mode { "on" } else { "off" },
-            if auth { "on" } else { "off" },
-            handle.observe_url()
-        );
-        tokio::signal::ctrl_c()
-            .await
-            .context("cannot listen for Ctrl-C")?;
-        eprintln!("spyglass runtime: shutting down");
-        handle.shutdown().await;
-        Ok(())
-    })
-}
-
 fn main() -> ExitCode {
     let cli = parse_cli();
     if cli.print_config {
-        return match Config::resolve(&cli.overrides(), &Env::from_process()) {
+        return match resolve(&cli) {
             Ok(resolved) => {
                 print!("{}", resolved.print_config());
                 ExitCode::SUCCESS
             }
-            Err(e) => {
-                eprintln!("spyglass: {e}");
-                ExitCode::from(2)
-            }
+            Err(code) => code,
         };
     }
-    match cli.command {
-        None => match inspect(cli.url, cli.api_key.last().cloned()) {
-            Ok(code) => code,
-            Err(err) => {
-                eprintln!("spyglass: {err:#}");
-                ExitCode::FAILURE
-            }
+    match &cli.command {
+        None => match resolve(&cli) {
+            Ok(config) => match launch::inspect(config) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("spyglass: {err}");
+                    ExitCode::FAILURE
+                }
+            },
+            Err(code) => code,
         },
         Some(Command::Demo) => not_yet("demo", "Demo and the newcomer's path"),
         Some(Command::Serve {
             addr,
             test_mode,
             policy,
-        }) => match serve(&addr, test_mode, policy, cli.api_key) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(err) => {
-                eprintln!("spyglass serve: {err:#}");
-                ExitCode::from(2)
+        }) => {
+            let args = ServeArgs {
+                addr: addr.clone(),
+                test_mode: *test_mode,
+                policy: policy.clone(),
+                api_keys: cli.api_key.clone(),
+            };
+            match headless::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("spyglass serve: {err}");
+                    ExitCode::from(2)
+                }
             }
-        },
+        }
         Some(Command::Eval { .. }) => {
             not_yet("eval", "Evals: suite files, runner, CLI and the Evals view")
         }
         Some(Command::Tail { json }) => {
-            let format = if json {
+            let format = if *json {
                 Format::JsonLines
             } else {
                 Format::Readable
             };
-            stream_role(cli.url, cli.api_key.last().cloned(), format, Sink::Stdout)
+            stream_role(&cli, format, Sink::Stdout)
         }
-        Some(Command::Record { output }) => stream_role(
-            cli.url,
-            cli.api_key.last().cloned(),
-            Format::JsonLines,
-            Sink::File(output),
-        ),
+        Some(Command::Record { output }) => {
+            stream_role(&cli, Format::JsonLines, Sink::File(output.clone()))
+        }
         Some(Command::Replay { .. }) => not_yet("replay", "Demo and the newcomer's path"),
     }
 }

@@ -10,9 +10,10 @@ pub use observer::{ObserverConfig, spawn_observer};
 pub use rest::RestClient;
 
 use crate::protocol::Frame;
-use crate::protocol::rest::{ApprovalList, SessionList};
+use crate::protocol::rest::{ApprovalList, DecisionRequest, SessionList};
 use std::time::Duration;
 use thiserror::Error;
+use tokio::sync::mpsc;
 
 /// Everything the network side tells the UI loop.
 #[derive(Debug)]
@@ -56,6 +57,61 @@ pub enum ClientError {
     WebSocket(String),
     #[error("bad API key: {0}")]
     Key(String),
+}
+
+/// Requests the UI sends without waiting for them: each runs in its own task and only a
+/// failure comes back, as `ClientMsg::RestError`. Success shows up as stream events, so
+/// the UI never changes its state on the answer itself.
+#[derive(Debug, Clone)]
+pub struct Outbox {
+    rest: RestClient,
+    tx: mpsc::Sender<ClientMsg>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Outbox {
+    /// An outbox spawning on the current tokio runtime; `None` outside one.
+    pub fn new(rest: RestClient, tx: mpsc::Sender<ClientMsg>) -> Option<Self> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        Some(Self { rest, tx, runtime })
+    }
+
+    /// `POST /v1/approvals/:id/approve|deny` in a task.
+    pub fn decide(&self, approval_id: &str, approve: bool, body: DecisionRequest) {
+        let (rest, tx, id) = (self.rest.clone(), self.tx.clone(), approval_id.to_owned());
+        self.runtime.spawn(async move {
+            if let Err(err) = rest.decide(&id, approve, &body).await {
+                tracing::info!(%id, approve, %err, "decision refused");
+                let _ = tx
+                    .send(ClientMsg::RestError(decision_error(&id, approve, &err)))
+                    .await;
+            }
+        });
+    }
+}
+
+/// What the status line says when a decision did not go through, and that nothing changed.
+pub fn decision_error(approval_id: &str, approve: bool, err: &ClientError) -> String {
+    let verb = if approve { "approve" } else { "deny" };
+    match err {
+        ClientError::Api {
+            status,
+            code,
+            message,
+        } => {
+            let why = match (*status, code.as_str()) {
+                (409, _) | (_, "approval_already_decided") => "already decided",
+                (410, _) | (_, "approval_expired") => "expired",
+                (404, _) => "no such approval",
+                _ => "refused",
+            };
+            format!("{verb} {approval_id}: {why} ({status} {code}: {message}); nothing changed")
+        }
+        ClientError::Http(e) => {
+            format!("{verb} {approval_id}: runtime unreachable ({e}); nothing changed")
+        }
+        other => format!("{verb} {approval_id}: {other}; nothing changed"),
+    }
 }
 
 /// The observer URL for a runtime base URL: http -> ws, https -> wss, `since` appended.
@@ -112,6 +168,24 @@ mod tests {
             observe_url("http://", 0),
             Err(ClientError::Url(_))
         ));
+    }
+
+    #[test]
+    fn decision_errors_say_why_and_that_nothing_changed() {
+        let conflict = ClientError::Api {
+            status: 409,
+            code: "approval_already_decided".into(),
+            message: "approval apr_1 is already approved".into(),
+        };
+        let text = decision_error("apr_1", true, &conflict);
+        assert!(text.starts_with("approve apr_1: already decided (409 approval_already_decided"));
+        assert!(text.ends_with("nothing changed"), "{text}");
+        let gone = ClientError::Api {
+            status: 410,
+            code: "approval_expired".into(),
+            message: "expired".into(),
+        };
+        assert!(decision_error("apr_2", false, &gone).starts_with("deny apr_2: expired (410"));
     }
 
     #[test]

@@ -1,16 +1,57 @@
-//! Key bindings by action name: the one keymap that both dispatches keys and generates
-//! the help text, so they cannot disagree. Parses key strings ("q", "ctrl-c",
-//! "shift-tab", "f5") from the config's `[keys]` table.
+//! The one keymap: every action a user can ask for, where it applies, its default keys,
+//! and the bindings the config's `[keys]` table changes by action name. The UI dispatches
+//! through it and the help overlay is generated from it, so the two cannot disagree.
 
 use super::ConfigError;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// A key as bound: code plus modifiers, normalised (see [`normalize`]).
 pub type Key = (KeyCode, KeyModifiers);
 
+/// Where an action applies. A key press is looked up in the active scopes, most specific
+/// first, so the same key may mean different things in different places (`y` confirms in
+/// the approve/deny prompt and copies elsewhere).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Global,
+    /// Every list and scrollable pane.
+    List,
+    Sessions,
+    Approvals,
+    Evals,
+    Events,
+    /// The approve/deny confirmation prompt.
+    Prompt,
+}
+
+impl Scope {
+    /// In the order the help overlay lists them.
+    pub const ALL: [Scope; 7] = [
+        Scope::Global,
+        Scope::List,
+        Scope::Sessions,
+        Scope::Approvals,
+        Scope::Evals,
+        Scope::Events,
+        Scope::Prompt,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Scope::Global => "Everywhere",
+            Scope::List => "Lists and panes",
+            Scope::Sessions => "Sessions",
+            Scope::Approvals => "Approvals",
+            Scope::Evals => "Evals",
+            Scope::Events => "Events",
+            Scope::Prompt => "Approve / deny prompt",
+        }
+    }
+}
+
 /// Every action a key can be bound to, named as in the config's `[keys]` table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum KeyAction {
+pub enum Action {
     Quit,
     Help,
     NextTab,
@@ -28,47 +69,51 @@ pub enum KeyAction {
     Open,
     Back,
     Filter,
+    Copy,
     Sort,
+    FocusLeft,
+    FocusRight,
     Approve,
     Deny,
     Confirm,
     Note,
     Follow,
-    Copy,
     RerunCase,
     RerunSuite,
     JumpToSession,
 }
 
-impl KeyAction {
-    pub const ALL: [KeyAction; 27] = [
-        KeyAction::Quit,
-        KeyAction::Help,
-        KeyAction::NextTab,
-        KeyAction::PrevTab,
-        KeyAction::TabSessions,
-        KeyAction::TabApprovals,
-        KeyAction::TabEvals,
-        KeyAction::TabEvents,
-        KeyAction::Up,
-        KeyAction::Down,
-        KeyAction::PageUp,
-        KeyAction::PageDown,
-        KeyAction::Top,
-        KeyAction::Bottom,
-        KeyAction::Open,
-        KeyAction::Back,
-        KeyAction::Filter,
-        KeyAction::Sort,
-        KeyAction::Approve,
-        KeyAction::Deny,
-        KeyAction::Confirm,
-        KeyAction::Note,
-        KeyAction::Follow,
-        KeyAction::Copy,
-        KeyAction::RerunCase,
-        KeyAction::RerunSuite,
-        KeyAction::JumpToSession,
+impl Action {
+    pub const ALL: [Action; 29] = [
+        Action::Quit,
+        Action::Help,
+        Action::NextTab,
+        Action::PrevTab,
+        Action::TabSessions,
+        Action::TabApprovals,
+        Action::TabEvals,
+        Action::TabEvents,
+        Action::Up,
+        Action::Down,
+        Action::PageUp,
+        Action::PageDown,
+        Action::Top,
+        Action::Bottom,
+        Action::Open,
+        Action::Back,
+        Action::Filter,
+        Action::Copy,
+        Action::Sort,
+        Action::FocusLeft,
+        Action::FocusRight,
+        Action::Approve,
+        Action::Deny,
+        Action::Confirm,
+        Action::Note,
+        Action::Follow,
+        Action::RerunCase,
+        Action::RerunSuite,
+        Action::JumpToSession,
     ];
 
     /// The action's name in the config file.
@@ -86,42 +131,66 @@ impl KeyAction {
         self.info().2
     }
 
-    pub fn from_name(name: &str) -> Option<KeyAction> {
-        KeyAction::ALL.into_iter().find(|a| a.name() == name)
+    /// Where the action applies.
+    pub fn scope(self) -> Scope {
+        self.info().3
     }
 
-    fn info(self) -> (&'static str, &'static str, &'static [&'static str]) {
+    pub fn from_name(name: &str) -> Option<Action> {
+        Action::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    fn info(self) -> (&'static str, &'static str, &'static [&'static str], Scope) {
+        use Scope::*;
         match self {
-            KeyAction::Quit => ("quit", "quit", &["q", "ctrl-c"]),
-            KeyAction::Help => ("help", "show or hide this help", &["?"]),
-            KeyAction::NextTab => ("next_tab", "next tab", &["tab"]),
-            KeyAction::PrevTab => ("prev_tab", "previous tab", &["shift-tab"]),
-            KeyAction::TabSessions => ("tab_sessions", "Sessions tab", &["1"]),
-            KeyAction::TabApprovals => ("tab_approvals", "Approvals tab", &["2"]),
-            KeyAction::TabEvals => ("tab_evals", "Evals tab", &["3"]),
-            KeyAction::TabEvents => ("tab_events", "Events tab", &["4"]),
-            KeyAction::Up => ("up", "move up", &["up", "k"]),
-            KeyAction::Down => ("down", "move down", &["down", "j"]),
-            KeyAction::PageUp => ("page_up", "page up", &["pageup"]),
-            KeyAction::PageDown => ("page_down", "page down", &["pagedown"]),
-            KeyAction::Top => ("top", "first row", &["home", "g"]),
-            KeyAction::Bottom => ("bottom", "last row", &["end", "G"]),
-            KeyAction::Open => ("open", "open the selected item", &["enter"]),
-            KeyAction::Back => ("back", "close the pane, clear the filter", &["esc"]),
-            KeyAction::Filter => ("filter", "filter the list", &["/"]),
-            KeyAction::Sort => ("sort", "sort calls by start or duration", &["s"]),
-            KeyAction::Approve => ("approve", "approve the selected call", &["a"]),
-            KeyAction::Deny => ("deny", "deny the selected call", &["d"]),
-            KeyAction::Confirm => ("confirm", "confirm an approve or deny", &["y"]),
-            KeyAction::Note => ("note", "add a note before confirming", &["n"]),
-            KeyAction::Follow => ("follow", "events: follow the stream or hold", &["f"]),
-            KeyAction::Copy => ("copy", "copy the selected item as JSON", &["y"]),
-            KeyAction::RerunCase => ("rerun_case", "rerun the selected eval case", &["r"]),
-            KeyAction::RerunSuite => ("rerun_suite", "rerun the selected suite", &["R"]),
-            KeyAction::JumpToSession => (
+            Action::Quit => ("quit", "quit", &["q", "ctrl-c"], Global),
+            Action::Help => ("help", "show or hide this help", &["?"], Global),
+            Action::NextTab => ("next_tab", "next tab", &["tab"], Global),
+            Action::PrevTab => ("prev_tab", "previous tab", &["shift-tab"], Global),
+            Action::TabSessions => ("tab_sessions", "Sessions tab", &["1"], Global),
+            Action::TabApprovals => ("tab_approvals", "Approvals tab", &["2"], Global),
+            Action::TabEvals => ("tab_evals", "Evals tab", &["3"], Global),
+            Action::TabEvents => ("tab_events", "Events tab", &["4"], Global),
+            Action::Up => ("up", "move up", &["up", "k"], List),
+            Action::Down => ("down", "move down", &["down", "j"], List),
+            Action::PageUp => ("page_up", "page up", &["pageup"], List),
+            Action::PageDown => ("page_down", "page down", &["pagedown"], List),
+            Action::Top => ("top", "first row", &["home", "g"], List),
+            Action::Bottom => ("bottom", "last row", &["end", "G"], List),
+            Action::Open => ("open", "open the selected item", &["enter"], List),
+            Action::Back => ("back", "close the pane, clear the filter", &["esc"], List),
+            Action::Filter => ("filter", "filter the list", &["/"], List),
+            Action::Copy => ("copy", "copy the selected item as JSON", &["y"], List),
+            Action::Sort => ("sort", "sort calls by start or duration", &["s"], Sessions),
+            Action::FocusLeft => (
+                "focus_left",
+                "focus the session list",
+                &["left", "h"],
+                Sessions,
+            ),
+            Action::FocusRight => (
+                "focus_right",
+                "focus the timeline",
+                &["right", "l"],
+                Sessions,
+            ),
+            Action::Approve => ("approve", "approve the selected call", &["a"], Approvals),
+            Action::Deny => ("deny", "deny the selected call", &["d"], Approvals),
+            Action::Confirm => ("confirm", "confirm an approve or deny", &["y"], Prompt),
+            Action::Note => ("note", "add a note before confirming", &["n"], Prompt),
+            Action::Follow => (
+                "follow",
+                "events: follow the stream or hold",
+                &["f"],
+                Events,
+            ),
+            Action::RerunCase => ("rerun_case", "rerun the selected eval case", &["r"], Evals),
+            Action::RerunSuite => ("rerun_suite", "rerun the selected suite", &["R"], Evals),
+            Action::JumpToSession => (
                 "jump_to_session",
                 "show the case's session timeline",
                 &["t"],
+                Evals,
             ),
         }
     }
@@ -131,12 +200,12 @@ impl KeyAction {
 /// replaces the keys of each action it names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyMap {
-    bindings: Vec<(KeyAction, Vec<Key>)>,
+    bindings: Vec<(Action, Vec<Key>)>,
 }
 
 impl Default for KeyMap {
     fn default() -> KeyMap {
-        let bindings = KeyAction::ALL
+        let bindings = Action::ALL
             .into_iter()
             .map(|action| {
                 let keys = action
@@ -153,29 +222,31 @@ impl Default for KeyMap {
 
 impl KeyMap {
     /// Replace the keys of one action.
-    pub fn bind(&mut self, action: KeyAction, keys: Vec<Key>) {
+    pub fn bind(&mut self, action: Action, keys: Vec<Key>) {
         if let Some(slot) = self.bindings.iter_mut().find(|(a, _)| *a == action) {
             slot.1 = keys;
         }
     }
 
-    pub fn keys(&self, action: KeyAction) -> &[Key] {
+    pub fn keys(&self, action: Action) -> &[Key] {
         self.bindings
             .iter()
             .find(|(a, _)| *a == action)
             .map_or(&[], |(_, keys)| keys.as_slice())
     }
 
-    /// Does this key press trigger `action`?
-    pub fn matches(&self, action: KeyAction, event: &KeyEvent) -> bool {
+    /// Does this key press trigger `action`? Releases and repeats never do: some
+    /// terminals report all three for one press.
+    pub fn matches(&self, action: Action, event: &KeyEvent) -> bool {
+        if event.kind != KeyEventKind::Press {
+            return false;
+        }
         let pressed = normalize(event.code, event.modifiers);
         self.keys(action).contains(&pressed)
     }
 
-    /// Every action bound to this key press, in [`KeyAction::ALL`] order. More than one
-    /// when the actions live in different contexts (`y` confirms in a prompt, copies
-    /// elsewhere); the caller picks by context.
-    pub fn actions_for(&self, event: &KeyEvent) -> Vec<KeyAction> {
+    /// Every action bound to this key press, in [`Action::ALL`] order.
+    pub fn actions_for(&self, event: &KeyEvent) -> Vec<Action> {
         let pressed = normalize(event.code, event.modifiers);
         self.bindings
             .iter()
@@ -184,8 +255,23 @@ impl KeyMap {
             .collect()
     }
 
+    /// The action a key press means in the active scopes, most specific first. Only
+    /// presses count.
+    pub fn lookup(&self, scopes: &[Scope], event: &KeyEvent) -> Option<Action> {
+        if event.kind != KeyEventKind::Press {
+            return None;
+        }
+        let pressed = normalize(event.code, event.modifiers);
+        scopes.iter().find_map(|scope| {
+            self.bindings
+                .iter()
+                .find(|(a, keys)| a.scope() == *scope && keys.contains(&pressed))
+                .map(|(a, _)| *a)
+        })
+    }
+
     /// The keys of an action as help text: "q, ctrl-c".
-    pub fn describe(&self, action: KeyAction) -> String {
+    pub fn describe(&self, action: Action) -> String {
         let keys: Vec<String> = self
             .keys(action)
             .iter()
@@ -198,9 +284,14 @@ impl KeyMap {
         }
     }
 
+    /// The first key of an action, for one-line hints ("a approve"); `None` if unbound.
+    pub fn hint(&self, action: Action) -> Option<String> {
+        self.keys(action).first().map(|(c, m)| format_key(*c, *m))
+    }
+
     /// (keys, description) for every action, for the help overlay.
     pub fn help_lines(&self) -> Vec<(String, &'static str)> {
-        KeyAction::ALL
+        Action::ALL
             .into_iter()
             .map(|a| (self.describe(a), a.description()))
             .collect()
@@ -456,28 +547,22 @@ mod tests {
         let map = KeyMap::default();
         // Some terminals send '?' and 'G' with SHIFT set, some without.
         for mods in [KeyModifiers::NONE, KeyModifiers::SHIFT] {
-            assert!(map.matches(KeyAction::Help, &press(KeyCode::Char('?'), mods)));
-            assert!(map.matches(KeyAction::Bottom, &press(KeyCode::Char('G'), mods)));
-            assert!(map.matches(KeyAction::PrevTab, &press(KeyCode::BackTab, mods)));
+            assert!(map.matches(Action::Help, &press(KeyCode::Char('?'), mods)));
+            assert!(map.matches(Action::Bottom, &press(KeyCode::Char('G'), mods)));
+            assert!(map.matches(Action::PrevTab, &press(KeyCode::BackTab, mods)));
         }
-        assert!(!map.matches(
-            KeyAction::Top,
-            &press(KeyCode::Char('G'), KeyModifiers::NONE)
-        ));
+        assert!(!map.matches(Action::Top, &press(KeyCode::Char('G'), KeyModifiers::NONE)));
         assert!(map.matches(
-            KeyAction::Quit,
+            Action::Quit,
             &press(KeyCode::Char('c'), KeyModifiers::CONTROL)
         ));
-        assert!(!map.matches(
-            KeyAction::Quit,
-            &press(KeyCode::Char('c'), KeyModifiers::NONE)
-        ));
+        assert!(!map.matches(Action::Quit, &press(KeyCode::Char('c'), KeyModifiers::NONE)));
     }
 
     #[test]
     fn defaults_cover_every_action_and_help_lists_them() {
         let map = KeyMap::default();
-        for action in KeyAction::ALL {
+        for action in Action::ALL {
             assert!(!map.keys(action).is_empty(), "{} has no key", action.name());
             assert_eq!(
                 map.keys(action).len(),
@@ -485,29 +570,72 @@ mod tests {
                 "a default key of {} does not parse",
                 action.name()
             );
-            assert_eq!(KeyAction::from_name(action.name()), Some(action));
+            assert_eq!(Action::from_name(action.name()), Some(action));
         }
         let help = map.help_lines();
-        assert_eq!(help.len(), KeyAction::ALL.len());
+        assert_eq!(help.len(), Action::ALL.len());
         assert!(help.contains(&("q, ctrl-c".to_string(), "quit")));
         // `y` is both confirm (in the prompt) and copy (elsewhere).
         let y = map.actions_for(&press(KeyCode::Char('y'), KeyModifiers::NONE));
-        assert_eq!(y, vec![KeyAction::Confirm, KeyAction::Copy]);
+        assert_eq!(y, vec![Action::Copy, Action::Confirm]);
+    }
+
+    #[test]
+    fn a_key_means_the_action_of_the_most_specific_active_scope() {
+        let map = KeyMap::default();
+        let y = press(KeyCode::Char('y'), KeyModifiers::NONE);
+        let list = [Scope::Approvals, Scope::List, Scope::Global];
+        assert_eq!(map.lookup(&list, &y), Some(Action::Copy));
+        assert_eq!(map.lookup(&[Scope::Prompt], &y), Some(Action::Confirm));
+        let a = press(KeyCode::Char('a'), KeyModifiers::NONE);
+        assert_eq!(map.lookup(&list, &a), Some(Action::Approve));
+        let events = [Scope::Events, Scope::List, Scope::Global];
+        assert_eq!(map.lookup(&events, &a), None, "approve only on Approvals");
+        let mut release = press(KeyCode::Char('q'), KeyModifiers::NONE);
+        release.kind = KeyEventKind::Release;
+        assert_eq!(map.lookup(&list, &release), None);
+        assert!(!map.matches(Action::Quit, &release));
+    }
+
+    #[test]
+    fn no_default_key_means_two_things_in_one_place() {
+        // Scopes that can be active at once: a tab's own, the lists', the global one.
+        let together = |a: Scope, b: Scope| {
+            let shared = [Scope::Global, Scope::List];
+            a == b
+                || (a != Scope::Prompt
+                    && b != Scope::Prompt
+                    && (shared.contains(&a) || shared.contains(&b)))
+        };
+        let map = KeyMap::default();
+        for (i, a) in Action::ALL.iter().enumerate() {
+            for b in &Action::ALL[i + 1..] {
+                if !together(a.scope(), b.scope()) {
+                    continue;
+                }
+                for key in map.keys(*a) {
+                    assert!(
+                        !map.keys(*b).contains(key),
+                        "{} and {} share {:?}",
+                        a.name(),
+                        b.name(),
+                        key
+                    );
+                }
+            }
+        }
     }
 
     #[test]
     fn rebinding_replaces_that_actions_keys_only() {
         let mut map = KeyMap::default();
-        map.bind(KeyAction::Quit, vec![parse_key("ctrl-q").unwrap()]);
-        assert!(!map.matches(
-            KeyAction::Quit,
-            &press(KeyCode::Char('q'), KeyModifiers::NONE)
-        ));
+        map.bind(Action::Quit, vec![parse_key("ctrl-q").unwrap()]);
+        assert!(!map.matches(Action::Quit, &press(KeyCode::Char('q'), KeyModifiers::NONE)));
         assert!(map.matches(
-            KeyAction::Quit,
+            Action::Quit,
             &press(KeyCode::Char('q'), KeyModifiers::CONTROL)
         ));
-        assert_eq!(map.describe(KeyAction::Quit), "ctrl-q");
-        assert_eq!(map.describe(KeyAction::Help), "?");
+        assert_eq!(map.describe(Action::Quit), "ctrl-q");
+        assert_eq!(map.describe(Action::Help), "?");
     }
 }

@@ -6,7 +6,7 @@ pub mod keys;
 pub mod theme;
 
 use crate::mask::mask_secret;
-use keys::{Key, KeyAction, KeyMap, parse_key};
+use keys::{Action, Key, KeyMap, parse_key};
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
@@ -137,7 +137,7 @@ pub struct Config {
     /// Only the bounds the file sets.
     pub history: Vec<(&'static str, usize)>,
     /// Only the actions the file rebinds.
-    pub keys: Vec<(KeyAction, Vec<Key>)>,
+    pub keys: Vec<(Action, Vec<Key>)>,
 }
 
 impl Config {
@@ -236,8 +236,8 @@ impl Config {
                         .ok_or_else(|| bad(key, value, "expected a table: [keys]"))?;
                     for (name, v) in t {
                         let full = format!("keys.{name}");
-                        let Some(action) = KeyAction::from_name(name) else {
-                            let names: Vec<&str> = KeyAction::ALL.map(KeyAction::name).to_vec();
+                        let Some(action) = Action::from_name(name) else {
+                            let names: Vec<&str> = Action::ALL.map(Action::name).to_vec();
                             return Err(unknown(full, &names));
                         };
                         let texts: Vec<&str> = match v {
@@ -408,7 +408,7 @@ pub struct Resolved {
     pub history: History,
     history_from_file: Vec<&'static str>,
     pub keys: KeyMap,
-    keys_from_file: Vec<KeyAction>,
+    keys_from_file: Vec<Action>,
     pub paths: Paths,
     /// Whether the config file existed (a missing file is not an error).
     pub config_file_found: bool,
@@ -604,7 +604,7 @@ impl Resolved {
         }
 
         out.push_str("\nkeys:\n");
-        for action in KeyAction::ALL {
+        for action in Action::ALL {
             let source = if self.keys_from_file.contains(&action) {
                 Source::File
             } else {
@@ -735,16 +735,16 @@ next_tab = "Tab"
             }
         );
         assert_eq!(
-            r.keys.keys(KeyAction::Quit),
+            r.keys.keys(Action::Quit),
             &[
                 (KeyCode::Char('q'), KeyModifiers::CONTROL),
                 (KeyCode::Char('Q'), KeyModifiers::NONE)
             ]
         );
-        assert_eq!(r.keys.describe(KeyAction::Approve), "A");
-        assert_eq!(r.keys.describe(KeyAction::Help), "f1");
+        assert_eq!(r.keys.describe(Action::Approve), "A");
+        assert_eq!(r.keys.describe(Action::Help), "f1");
         // Untouched actions keep their defaults.
-        assert_eq!(r.keys.describe(KeyAction::Deny), "d");
+        assert_eq!(r.keys.describe(Action::Deny), "d");
         assert!(r.warnings.is_empty());
     }
 
@@ -1014,7 +1014,7 @@ next_tab = "Tab"
                 true,
             )
             .unwrap();
-        assert_eq!(r.keys.describe(KeyAction::Sort), "(unbound)");
+        assert_eq!(r.keys.describe(Action::Sort), "(unbound)");
     }
 
     #[test]
@@ -1023,13 +1023,14 @@ next_tab = "Tab"
             std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/CONFIG.md"))
                 .unwrap();
         let map = KeyMap::default();
-        for action in KeyAction::ALL {
+        for action in Action::ALL {
             let keys: Vec<String> = map
                 .describe(action)
                 .split(", ")
                 .map(|k| format!("`{k}`"))
                 .collect();
             let row = format!("| `{}` | {} |", action.name(), keys.join(", "));
+            let row = row.trim_end_matches(" |").to_owned() + " | ";
             assert!(doc.contains(&row), "docs/CONFIG.md lacks the row {row}");
         }
         for role in theme::Role::ALL {

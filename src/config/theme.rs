@@ -2,7 +2,7 @@
 //! colours. The built-in themes are the files in `themes/`, compiled in; a user theme file
 //! names a `base` and overrides only the roles it sets.
 
-use ratatui::style::{Color, Style};
+use ratatui::style::{Color, Modifier, Style};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -438,6 +438,54 @@ impl Theme {
     /// The status bar.
     pub fn status_bar(&self) -> Style {
         Style::new().fg(self.status_fg).bg(self.status_bg)
+    }
+
+    // Shorthands for the roles views use most; each is `style(role)`.
+
+    pub fn text(&self) -> Style {
+        self.style(Role::Text)
+    }
+
+    pub fn muted(&self) -> Style {
+        self.style(Role::Muted)
+    }
+
+    pub fn accent(&self) -> Style {
+        self.style(Role::Accent)
+    }
+
+    pub fn ok(&self) -> Style {
+        self.style(Role::Ok)
+    }
+
+    pub fn warn(&self) -> Style {
+        self.style(Role::Warn)
+    }
+
+    pub fn error(&self) -> Style {
+        self.style(Role::Error)
+    }
+
+    pub fn bar(&self) -> Style {
+        self.style(Role::Bar)
+    }
+
+    pub fn border(&self) -> Style {
+        self.style(Role::Border)
+    }
+
+    /// Block titles: the title colour, bold.
+    pub fn title(&self) -> Style {
+        self.style(Role::Title).add_modifier(Modifier::BOLD)
+    }
+
+    /// The colour an envelope code (or a plain success, `None`) is shown in.
+    pub fn outcome(&self, code: Option<&str>) -> Style {
+        match code {
+            None => self.ok(),
+            Some("approval_required") => self.warn(),
+            Some(_) => self.error(),
+        }
     }
 }
 

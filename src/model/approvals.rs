@@ -32,6 +32,8 @@ pub struct Approvals {
     by_id: HashMap<String, Approval>,
     order: VecDeque<String>,
     pending: usize,
+    /// Bumped on every change, so a view can rebuild its rows only when needed.
+    rev: u64,
 }
 
 impl Approvals {
@@ -51,6 +53,11 @@ impl Approvals {
         self.pending
     }
 
+    /// Changes whenever any approval does.
+    pub fn rev(&self) -> u64 {
+        self.rev
+    }
+
     /// Oldest first; views take only the window they show.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Approval> {
         self.order.iter().filter_map(|id| self.by_id.get(id))
@@ -63,6 +70,7 @@ impl Approvals {
 
     /// Inserts or replaces; returns how many old approvals were dropped to stay in bound.
     pub(crate) fn upsert(&mut self, approval: Approval, max: usize) -> u64 {
+        self.rev += 1;
         if approval.status == ApprovalStatus::Pending {
             self.pending += 1;
         }
@@ -90,6 +98,7 @@ impl Approvals {
     }
 
     pub(crate) fn get_mut(&mut self, id: &str) -> Option<&mut Approval> {
+        self.rev += 1;
         self.by_id.get_mut(id)
     }
 
@@ -98,6 +107,7 @@ impl Approvals {
         let Some(approval) = self.by_id.get_mut(id) else {
             return false;
         };
+        self.rev += 1;
         if approval.status == ApprovalStatus::Pending && status != ApprovalStatus::Pending {
             self.pending -= 1;
         } else if approval.status != ApprovalStatus::Pending && status == ApprovalStatus::Pending {

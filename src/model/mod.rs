@@ -4,10 +4,12 @@
 
 pub mod approvals;
 pub mod evals;
+pub mod events;
 pub mod session;
 
 pub use approvals::{Approval, Approvals};
 pub use evals::{CaseStats, EvalRun, Evals, SuiteStats};
+pub use events::EventLog;
 pub use session::{Call, MockRow, Replay, Session, SessionStatus, StepRow, Timeline};
 
 use crate::protocol::events::{AgentRun, Event, MockMode, Outcome, ToolCalled};
@@ -25,6 +27,8 @@ pub struct Limits {
     /// Results kept per eval case for pass rates and flakiness.
     pub eval_window: usize,
     pub eval_runs: usize,
+    /// Raw frames kept for the Events tab.
+    pub events: usize,
 }
 
 impl Default for Limits {
@@ -36,6 +40,7 @@ impl Default for Limits {
             approvals: 5_000,
             eval_window: 20,
             eval_runs: 200,
+            events: 20_000,
         }
     }
 }
@@ -49,6 +54,7 @@ pub struct Dropped {
     pub approvals: u64,
     pub eval_results: u64,
     pub eval_runs: u64,
+    pub events: u64,
 }
 
 impl Dropped {
@@ -59,6 +65,7 @@ impl Dropped {
             + self.approvals
             + self.eval_results
             + self.eval_runs
+            + self.events
     }
 }
 
@@ -90,6 +97,8 @@ pub struct Model {
     base: u64,
     pub approvals: Approvals,
     pub evals: Evals,
+    /// The raw stream, most recent frames, for the Events tab.
+    pub events: EventLog,
 }
 
 /// RFC 3339 to epoch milliseconds; an unreadable stamp places nothing rather than failing.
@@ -182,13 +191,26 @@ impl Model {
         self.sessions.get_mut((abs - self.base) as usize)
     }
 
-    /// Folds one frame. Frames at or below the last seq are duplicates (a resume that
-    /// overlapped) and change nothing but the duplicate count.
-    pub fn apply(&mut self, frame: &Frame) {
+    /// Folds one frame and keeps it in the event log. The frame is moved in, not copied:
+    /// this is the stream's hot path.
+    pub fn fold(&mut self, frame: Box<Frame>) {
+        if self.apply(&frame) {
+            self.counters.dropped.events += self.events.push(frame, self.limits.events);
+        }
+    }
+
+    /// Folds one frame; false for a duplicate. Frames at or below the last seq are
+    /// duplicates (a resume that overlapped) and change nothing but the duplicate count.
+    pub fn apply(&mut self, frame: &Frame) -> bool {
         if frame.seq <= self.counters.last_seq && self.counters.applied > 0 {
             self.counters.duplicates += 1;
-            return;
+            return false;
         }
+        self.apply_new(frame);
+        true
+    }
+
+    fn apply_new(&mut self, frame: &Frame) {
         self.counters.last_seq = frame.seq;
         self.counters.applied += 1;
         let at = parse_ms(&frame.ts);

@@ -342,3 +342,28 @@ fn hydrate_takes_the_runtimes_counters_and_keeps_timelines() {
     assert_eq!(m.sessions_len(), 2);
     assert_eq!(m.approvals.pending_count(), 1);
 }
+
+#[test]
+fn the_event_log_keeps_the_newest_frames_within_its_bound_and_counts_drops() {
+    let mut m = Model::new(Limits {
+        events: 3,
+        ..Limits::default()
+    });
+    m.fold(Box::new(created(1, "ses_1")));
+    for seq in 2..=5 {
+        m.fold(Box::new(nfe(seq, &format!("call_{seq}"), 1)));
+    }
+    // A resume that overlaps sends an old frame again: folded once, logged once.
+    m.fold(Box::new(nfe(4, "call_4", 1)));
+    assert_eq!(m.events.len(), 3);
+    assert_eq!((m.events.first_abs(), m.events.end_abs()), (2, 5));
+    let seqs: Vec<u64> = (2..5)
+        .filter_map(|a| m.events.get(a))
+        .map(|f| f.seq)
+        .collect();
+    assert_eq!(seqs, vec![3, 4, 5]);
+    assert!(m.events.get(1).is_none(), "dropped frames are gone");
+    assert_eq!(m.counters.dropped.events, 2);
+    assert_eq!(m.counters.duplicates, 1);
+    assert_eq!(m.session("ses_1").unwrap().calls, 4);
+}

@@ -516,6 +516,31 @@ fn write<T: Serialize>(frame: &Frame, body: &T) -> String {
     serde_json::to_string(&out).unwrap_or_default()
 }
 
+/// An event's own fields as one JSON object, without the stream stamp (`kind`, `seq`,
+/// `ts`, `sessionId`): what a view shows beside columns that already hold the stamp. An
+/// unknown kind is shown as it arrived.
+pub fn encode_fields(event: &Event) -> String {
+    fn body<T: Serialize>(e: &T) -> String {
+        // Serialising these plain structs into a String cannot fail.
+        serde_json::to_string(e).unwrap_or_default()
+    }
+    match event {
+        Event::SessionCreated(e) => body(e),
+        Event::SessionClosed(e) => body(e),
+        Event::ToolCalled(e) => body(e),
+        Event::ApprovalRequested(e) => body(e),
+        Event::ApprovalResolved(e) => body(e),
+        Event::ApprovalReplayed(e) => body(e),
+        Event::EvalRunStarted(e) => body(e),
+        Event::EvalRunCompleted(e) => body(e),
+        Event::StreamGap(e) => body(e),
+        Event::AgentStepCompleted(e) => body(e),
+        Event::AgentCompleted(e) | Event::AgentFailed(e) => body(e),
+        Event::AgentEvalCompleted(e) => body(e),
+        Event::Unknown { raw, .. } => raw.get().to_owned(),
+    }
+}
+
 /// Encodes a frame as one JSON object: its fields plus `kind`, `seq`, `ts`, `sessionId`.
 pub fn encode(frame: &Frame) -> String {
     match &frame.event {

@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod approvals;
+pub mod headless;
 pub mod http;
 pub mod log;
 pub mod mocks;

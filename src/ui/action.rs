@@ -1,5 +1,8 @@
-//! The one enum of things a user can ask for. Keys map to these (see `keymap`), the help
-//! overlay describes them, and a config can rebind them by `name()`.
+//! The tabs, and the one enum of things a user can ask for. `Action` and its keymap live in
+//! `config::keys` (the config file rebinds actions by name); they are re-exported here so
+//! the UI speaks of `ui::Action`.
+
+pub use crate::config::keys::{Action, KeyMap, Scope};
 
 /// The four tabs, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,98 +41,25 @@ impl Tab {
     pub fn prev(self) -> Self {
         Self::ALL[(self.index() + 3) % 4]
     }
-}
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Action {
-    Quit,
-    Help,
-    NextTab,
-    PrevTab,
-    GoTab(Tab),
-    Up,
-    Down,
-    PageUp,
-    PageDown,
-    Top,
-    Bottom,
-    /// Move focus to the pane on the left (the session list).
-    FocusLeft,
-    /// Move focus to the pane on the right (the timeline).
-    FocusRight,
-    /// Enter: open what is selected.
-    Open,
-    /// Esc: close the innermost thing open, or leave filter input.
-    Back,
-    Filter,
-    ToggleSort,
-}
-
-impl Action {
-    /// Stable name for config files (`[keys] quit = "q"`).
-    pub fn name(self) -> &'static str {
+    /// The keys that apply on this tab besides the list and global ones.
+    pub fn scope(self) -> Scope {
         match self {
-            Self::Quit => "quit",
-            Self::Help => "help",
-            Self::NextTab => "next_tab",
-            Self::PrevTab => "prev_tab",
-            Self::GoTab(Tab::Sessions) => "tab_sessions",
-            Self::GoTab(Tab::Approvals) => "tab_approvals",
-            Self::GoTab(Tab::Evals) => "tab_evals",
-            Self::GoTab(Tab::Events) => "tab_events",
-            Self::Up => "up",
-            Self::Down => "down",
-            Self::PageUp => "page_up",
-            Self::PageDown => "page_down",
-            Self::Top => "top",
-            Self::Bottom => "bottom",
-            Self::FocusLeft => "focus_left",
-            Self::FocusRight => "focus_right",
-            Self::Open => "open",
-            Self::Back => "back",
-            Self::Filter => "filter",
-            Self::ToggleSort => "toggle_sort",
+            Self::Sessions => Scope::Sessions,
+            Self::Approvals => Scope::Approvals,
+            Self::Evals => Scope::Evals,
+            Self::Events => Scope::Events,
         }
     }
 
-    /// What the key does where it is bound (help lines are per context).
-    pub fn describe_in(self, context: crate::ui::keymap::Context) -> &'static str {
-        use crate::ui::keymap::Context;
-        match (context, self) {
-            (Context::FilterInput, Self::Open) => "keep the filter, back to the list",
-            (Context::FilterInput, Self::Back) => "clear the filter",
-            (Context::Detail, Self::Up) => "scroll up",
-            (Context::Detail, Self::Down) => "scroll down",
-            (Context::Detail, Self::Top) => "scroll to the top",
-            (Context::Detail, Self::Bottom) => "scroll to the end",
-            (Context::Detail, Self::Back) => "close the call",
-            _ => self.describe(),
-        }
-    }
-
-    /// What the help overlay says the key does.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Self::Quit => "quit",
-            Self::Help => "show or hide this help",
-            Self::NextTab => "next tab",
-            Self::PrevTab => "previous tab",
-            Self::GoTab(Tab::Sessions) => "Sessions tab",
-            Self::GoTab(Tab::Approvals) => "Approvals tab",
-            Self::GoTab(Tab::Evals) => "Evals tab",
-            Self::GoTab(Tab::Events) => "Events tab",
-            Self::Up => "move up",
-            Self::Down => "move down",
-            Self::PageUp => "page up",
-            Self::PageDown => "page down",
-            Self::Top => "first row",
-            Self::Bottom => "last row",
-            Self::FocusLeft => "focus the session list",
-            Self::FocusRight => "focus the timeline",
-            Self::Open => "open: session -> timeline, call -> input/output",
-            Self::Back => "close / back",
-            Self::Filter => "filter sessions by id or user",
-            Self::ToggleSort => "sort calls by start or by duration",
+    /// The tab a "go to tab" action goes to.
+    pub fn of_action(action: Action) -> Option<Tab> {
+        match action {
+            Action::TabSessions => Some(Self::Sessions),
+            Action::TabApprovals => Some(Self::Approvals),
+            Action::TabEvals => Some(Self::Evals),
+            Action::TabEvents => Some(Self::Events),
+            _ => None,
         }
     }
 }

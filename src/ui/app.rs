@@ -1,15 +1,22 @@
 //! App state: the model, the connection as the client last reported it, which tab and row
-//! is selected, and what is open. Key presses become `Action`s through the keymap; client
-//! messages are folded into the model. Either marks the app dirty; nothing here draws.
+//! is selected, and what is open. Key presses and mouse events become `Action`s through
+//! the one keymap; client messages are folded into the model. Either marks the app dirty;
+//! nothing here draws, and nothing here does network IO (requests go out via `Outbox`).
 
-use super::action::{Action, Tab};
+use super::action::{Action, KeyMap, Scope, Tab};
 use super::clock::Clock;
-use super::keymap::{Context, Keymap};
 use super::theme::Theme;
+use super::views::approvals::ApprovalsState;
+use super::views::events::EventsState;
 use super::views::sessions::SessionsState;
-use crate::client::ClientMsg;
+use crate::client::{ClientMsg, Outbox};
+use crate::clipboard::CopyOutcome;
 use crate::model::{Limits, Model};
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crate::protocol::rest::DecisionRequest;
+use crossterm::event::{
+    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+use ratatui::layout::{Position, Rect};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,19 +67,34 @@ impl Rate {
     }
 }
 
+/// Puts text on the user's clipboard; swapped for a fake in tests.
+pub type Copier = Box<dyn FnMut(&str) -> CopyOutcome + Send>;
+
+/// Where the tab titles were drawn, for mouse clicks.
+#[derive(Debug, Clone, Default)]
+pub struct TabHits(pub Vec<(Rect, Tab)>);
+
 pub struct App {
     pub model: Model,
     pub tab: Tab,
     pub conn: Conn,
     pub url: String,
     pub theme: Theme,
-    pub keymap: Keymap,
+    pub keymap: KeyMap,
     pub clock: Arc<dyn Clock>,
     pub sessions: SessionsState,
+    pub approvals: ApprovalsState,
+    pub events: EventsState,
     pub show_help: bool,
     /// A one-line message for the status bar (a REST error, say); cleared by the next key.
     pub notice: Option<String>,
+    /// Who decisions are sent as (`by` in the request body).
+    pub user: String,
     pub quit: bool,
+    /// Where REST requests go; `None` when there is no runtime to send to.
+    pub outbox: Option<Outbox>,
+    pub copier: Copier,
+    pub tab_hits: TabHits,
     dirty: bool,
     rate: Rate,
 }
@@ -86,12 +108,18 @@ impl App {
             conn: Conn::Connecting { attempt: 0 },
             url: url.to_owned(),
             theme: Theme::default(),
-            keymap: Keymap::default(),
+            keymap: KeyMap::default(),
             clock,
             sessions: SessionsState::default(),
+            approvals: ApprovalsState::default(),
+            events: EventsState::default(),
             show_help: false,
             notice: None,
+            user: "spyglass".to_owned(),
             quit: false,
+            outbox: None,
+            copier: Box::new(|_| CopyOutcome::Failed("no clipboard attached".into())),
+            tab_hits: TabHits::default(),
             dirty: true,
             rate: Rate::new(now),
         }
@@ -126,7 +154,7 @@ impl App {
             }
             ClientMsg::Connected => self.conn = Conn::Connected,
             ClientMsg::Frame(frame) => {
-                self.model.apply(&frame);
+                self.model.fold(frame);
                 self.rate.hit(now);
             }
             ClientMsg::ParseError(err) => {
@@ -148,6 +176,8 @@ impl App {
             ClientMsg::RestError(err) => self.notice = Some(err),
         }
         self.sessions.after_model_change(&self.model);
+        self.approvals.after_model_change(&self.model);
+        self.events.after_model_change(&self.model);
         self.dirty = true;
     }
 
@@ -163,26 +193,21 @@ impl App {
         self.rate.roll(self.clock.now());
         let time_shown = matches!(self.conn, Conn::Reconnecting { .. })
             || self.model.sessions_len() > 0
+            || self.model.approvals.pending_count() > 0
             || before != self.rate.last;
         if time_shown {
             self.dirty = true;
         }
     }
 
-    /// Contexts for key lookup, most specific first.
-    fn contexts(&self) -> Vec<Context> {
-        let mut contexts = Vec::with_capacity(3);
-        if self.tab == Tab::Sessions {
-            if self.sessions.editing_filter {
-                contexts.push(Context::FilterInput);
-            } else if self.sessions.detail.is_some() {
-                contexts.push(Context::Detail);
-            } else {
-                contexts.push(Context::Sessions);
-            }
+    /// Which text field keys are typed into, if any.
+    fn typing(&self) -> bool {
+        match self.tab {
+            Tab::Sessions => self.sessions.editing_filter,
+            Tab::Events => self.events.editing_filter,
+            Tab::Approvals => self.approvals.editing_note(),
+            Tab::Evals => false,
         }
-        contexts.push(Context::Global);
-        contexts
     }
 
     pub fn on_key(&mut self, key: KeyEvent) {
@@ -193,41 +218,165 @@ impl App {
         self.notice = None;
         if self.show_help {
             // Any key closes help; the quit keys still quit.
-            if let Some(Action::Quit) = self.keymap.lookup(&[Context::Global], key) {
+            if self.keymap.matches(Action::Quit, &key) {
                 self.quit = true;
             }
             self.show_help = false;
             return;
         }
-        let contexts = self.contexts();
-        if contexts[0] == Context::FilterInput {
-            let ctrl_c =
-                key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
-            match self.keymap.lookup(&[Context::FilterInput], key) {
-                Some(action) => self.dispatch(action),
-                None if ctrl_c => self.quit = true,
-                None => self.sessions.filter_key(key, &self.model),
+        if self.typing() {
+            self.on_text_key(key);
+            return;
+        }
+        if self.tab == Tab::Approvals && self.approvals.prompt.is_some() {
+            match self.keymap.lookup(&[Scope::Prompt], &key) {
+                Some(Action::Confirm) => self.send_decision(),
+                Some(Action::Note) => self.approvals.start_note(),
+                _ => {
+                    self.approvals.prompt = None;
+                    self.notice = Some("cancelled: nothing sent".into());
+                }
             }
             return;
         }
-        if let Some(action) = self.keymap.lookup(&contexts, key) {
+        let scopes = [self.tab.scope(), Scope::List, Scope::Global];
+        if let Some(action) = self.keymap.lookup(&scopes, &key) {
             self.dispatch(action);
+        }
+    }
+
+    /// A key while typing a filter or a note: the `open` key keeps the text, `back`
+    /// discards it, a control-quit still quits, anything else is text.
+    fn on_text_key(&mut self, key: KeyEvent) {
+        let open = self.keymap.matches(Action::Open, &key);
+        let back = self.keymap.matches(Action::Back, &key);
+        if !open && !back {
+            if key.modifiers.contains(KeyModifiers::CONTROL)
+                && self.keymap.matches(Action::Quit, &key)
+            {
+                self.quit = true;
+                return;
+            }
+            if !matches!(key.code, KeyCode::Char(_) | KeyCode::Backspace) {
+                return;
+            }
+        }
+        match self.tab {
+            Tab::Sessions => match (open, back) {
+                (true, _) => self.sessions.dispatch(Action::Open, &self.model),
+                (_, true) => self.sessions.dispatch(Action::Back, &self.model),
+                _ => self.sessions.filter_key(key, &self.model),
+            },
+            Tab::Events => match (open, back) {
+                (true, _) => self.events.dispatch(Action::Open, &self.model),
+                (_, true) => self.events.dispatch(Action::Back, &self.model),
+                _ => self.events.filter_key(key, &self.model),
+            },
+            Tab::Approvals => self.approvals.note_key(key, open, back),
+            Tab::Evals => {}
         }
     }
 
     pub fn dispatch(&mut self, action: Action) {
         self.dirty = true;
+        if let Some(tab) = Tab::of_action(action) {
+            self.tab = tab;
+            return;
+        }
         match action {
             Action::Quit => self.quit = true,
             Action::Help => self.show_help = !self.show_help,
             Action::NextTab => self.tab = self.tab.next(),
             Action::PrevTab => self.tab = self.tab.prev(),
-            Action::GoTab(tab) => self.tab = tab,
-            other => {
-                if self.tab == Tab::Sessions {
-                    self.sessions.dispatch(other, &self.model);
+            Action::Copy => self.copy_selected(),
+            other => match self.tab {
+                Tab::Sessions => self.sessions.dispatch(other, &self.model),
+                Tab::Approvals => {
+                    let now = self.clock.wall_ms();
+                    if let Some(notice) = self.approvals.dispatch(other, &self.model, now) {
+                        self.notice = Some(notice);
+                    }
+                }
+                Tab::Events => self.events.dispatch(other, &self.model),
+                Tab::Evals => {}
+            },
+        }
+    }
+
+    /// The confirmed decision goes out over REST in a task; the view changes only when
+    /// the runtime's `approval.resolved` / `approval.replayed` events arrive.
+    fn send_decision(&mut self) {
+        let Some(prompt) = self.approvals.prompt.take() else {
+            return;
+        };
+        let verb = if prompt.approve { "approve" } else { "deny" };
+        let Some(outbox) = &self.outbox else {
+            self.notice = Some(format!(
+                "{verb} {}: no runtime to send it to; nothing sent",
+                prompt.approval_id
+            ));
+            return;
+        };
+        let note = prompt.note.trim();
+        let body = DecisionRequest {
+            by: Some(self.user.clone()),
+            note: (!note.is_empty()).then(|| note.to_owned()),
+        };
+        outbox.decide(&prompt.approval_id, prompt.approve, body);
+        self.notice = Some(format!(
+            "{verb} {} sent; waiting for the runtime",
+            prompt.approval_id
+        ));
+    }
+
+    /// `y`: the selected thing as JSON (masked by the clipboard), and which way it went.
+    fn copy_selected(&mut self) {
+        let picked = match self.tab {
+            Tab::Sessions => self.sessions.copy_text(&self.model),
+            Tab::Approvals => self.approvals.copy_text(&self.model),
+            Tab::Events => self.events.copy_text(&self.model),
+            Tab::Evals => None,
+        };
+        self.notice = Some(match picked {
+            Some((what, text)) => format!("{what}: {}", (self.copier)(&text).status()),
+            None => "nothing selected to copy".to_owned(),
+        });
+    }
+
+    /// Clicks select tabs and rows; the wheel scrolls what is under the pointer.
+    pub fn on_mouse(&mut self, event: MouseEvent) {
+        let at = Position::new(event.column, event.row);
+        match event.kind {
+            MouseEventKind::Down(MouseButton::Left) => {
+                self.show_help = false;
+                if let Some((_, tab)) = self.tab_hits.0.iter().find(|(r, _)| r.contains(at)) {
+                    self.tab = *tab;
+                    self.approvals.prompt = None;
+                } else {
+                    match self.tab {
+                        Tab::Sessions => self.sessions.click(at, &self.model),
+                        Tab::Approvals => self.approvals.click(at),
+                        Tab::Events => self.events.click(at, &self.model),
+                        Tab::Evals => {}
+                    }
                 }
             }
+            MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
+                let action = if event.kind == MouseEventKind::ScrollUp {
+                    Action::Up
+                } else {
+                    Action::Down
+                };
+                if self.tab == Tab::Sessions {
+                    self.sessions.focus_at(at);
+                }
+                // Three rows a notch, as most terminals scroll text.
+                for _ in 0..3 {
+                    self.dispatch(action);
+                }
+            }
+            _ => return,
         }
+        self.dirty = true;
     }
 }

@@ -1,10 +1,11 @@
 //! The terminal UI (ratatui): `App` (state + input -> `Action`), one module per view, the
-//! keymap that both dispatches keys and writes the help, the theme, and the event loop.
+//! event loop, and the inspector role's start-up (`launch`). Keys and theme come resolved
+//! from `config`.
 
 pub mod action;
 pub mod app;
 pub mod clock;
-pub mod keymap;
+pub mod launch;
 pub mod logfile;
 pub mod render;
 pub mod run;
@@ -12,7 +13,8 @@ pub mod terminal;
 pub mod theme;
 pub mod views;
 
-pub use action::{Action, Tab};
+pub use action::{Action, KeyMap, Scope, Tab};
 pub use app::{App, Conn};
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use run::{InspectorConfig, UiError, run};
+pub use theme::Theme;

@@ -11,10 +11,10 @@
 //! └───────────────────────────────────────────────────────────────┘
 //! ```
 
-use super::action::Tab;
+use super::action::{Action, Scope, Tab};
 use super::app::{App, Conn};
-use super::keymap::{Context, label};
 use super::views;
+use crate::mask::mask;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -31,6 +31,8 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     render_tabs(frame, tabs, app);
     match app.tab {
         Tab::Sessions => views::sessions::render(frame, body, app),
+        Tab::Approvals => views::approvals::render(frame, body, app),
+        Tab::Events => views::events::render(frame, body, app),
         other => views::placeholder::render(frame, body, other, &app.theme),
     }
     render_status(frame, status, app);
@@ -39,21 +41,38 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     }
 }
 
-fn render_tabs(frame: &mut Frame, area: Rect, app: &App) {
+fn render_tabs(frame: &mut Frame, area: Rect, app: &mut App) {
     let mut spans = vec![Span::raw(" ")];
+    let mut x = area.x + 1;
+    app.tab_hits.0.clear();
     for (i, tab) in Tab::ALL.iter().enumerate() {
         if i > 0 {
             spans.push(Span::styled(" │ ", app.theme.muted()));
+            x += 3;
         }
         let mut title = format!("{} {}", i + 1, tab.title());
+        // The pending count shows from every tab: a held call is waiting on someone.
         if *tab == Tab::Approvals && app.model.approvals.pending_count() > 0 {
             title.push_str(&format!(" ({})", app.model.approvals.pending_count()));
         }
         let style = if *tab == app.tab {
             app.theme.selection().add_modifier(Modifier::BOLD)
+        } else if *tab == Tab::Approvals && app.model.approvals.pending_count() > 0 {
+            app.theme.warn()
         } else {
             Style::default()
         };
+        let width = title.chars().count() as u16;
+        app.tab_hits.0.push((
+            Rect {
+                x,
+                y: area.y,
+                width,
+                height: 1,
+            },
+            *tab,
+        ));
+        x += width;
         spans.push(Span::styled(title, style));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
@@ -107,55 +126,73 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         sep(),
     ];
     match &app.notice {
-        Some(notice) => spans.push(Span::styled(notice.clone(), theme.warn())),
-        None => spans.push(Span::styled("? help  q quit", theme.muted())),
+        Some(notice) => spans.push(Span::styled(mask(notice).into_owned(), theme.warn())),
+        None => {
+            let hint = |a: Action, word: &str| {
+                app.keymap
+                    .hint(a)
+                    .map(|k| format!("{k} {word}"))
+                    .unwrap_or_default()
+            };
+            spans.push(Span::styled(
+                format!(
+                    "{}  {}",
+                    hint(Action::Help, "help"),
+                    hint(Action::Quit, "quit")
+                ),
+                theme.muted(),
+            ));
+        }
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    frame.render_widget(
+        Paragraph::new(Line::from(spans)).style(theme.status_bar()),
+        area,
+    );
 }
 
-/// Help is the keymap itself, grouped by where each key applies.
+/// Help is the keymap itself, grouped by where each key applies, two columns when tall.
 fn render_help(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
     let mut lines = vec![];
-    for ctx in [
-        Context::Global,
-        Context::Sessions,
-        Context::Detail,
-        Context::FilterInput,
-    ] {
-        let bindings: Vec<_> = app
-            .keymap
-            .bindings()
-            .iter()
-            .filter(|b| b.context == ctx)
-            .collect();
-        if bindings.is_empty() {
-            continue;
-        }
-        lines.push(Line::from(Span::styled(ctx.title(), theme.title())));
-        // Keys for the same action share a line: "↑ k  move up".
-        let mut seen: Vec<(super::action::Action, Vec<String>)> = vec![];
-        for b in bindings {
-            match seen.iter_mut().find(|(a, _)| *a == b.action) {
-                Some((_, keys)) => keys.push(label(b)),
-                None => seen.push((b.action, vec![label(b)])),
-            }
-        }
-        for (action, keys) in seen {
+    for scope in Scope::ALL {
+        lines.push(Line::from(Span::styled(scope.title(), theme.title())));
+        for action in Action::ALL.into_iter().filter(|a| a.scope() == scope) {
             lines.push(Line::from(vec![
-                Span::styled(format!("  {:<16}", keys.join(" ")), theme.accent()),
-                Span::raw(action.describe_in(ctx)),
-            ]));
-        }
-        if ctx == Context::FilterInput {
-            lines.push(Line::from(vec![
-                Span::styled(format!("  {:<16}", "other keys"), theme.accent()),
-                Span::raw("type the filter (Backspace deletes)"),
+                Span::styled(
+                    format!("  {:<16}", app.keymap.describe(action)),
+                    theme.accent(),
+                ),
+                Span::raw(action.description()),
             ]));
         }
     }
-    let width = area.width.min(72);
-    let height = (lines.len() as u16 + 2).min(area.height);
+    lines.push(Line::from(Span::styled(
+        "Typing a filter or a note",
+        theme.title(),
+    )));
+    for (action, what) in [
+        (Action::Open, "keep the text"),
+        (Action::Back, "discard the text"),
+    ] {
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("  {:<16}", app.keymap.describe(action)),
+                theme.accent(),
+            ),
+            Span::raw(what),
+        ]));
+    }
+    lines.push(Line::from(vec![
+        Span::styled(format!("  {:<16}", "other keys"), theme.accent()),
+        Span::raw("type (backspace deletes)"),
+    ]));
+    let two = lines.len() as u16 + 2 > area.height && area.width >= 100;
+    let (width, rows) = if two {
+        (area.width.min(110), lines.len().div_ceil(2))
+    } else {
+        (area.width.min(72), lines.len())
+    };
+    let height = (rows as u16 + 2).min(area.height);
     let popup = Rect {
         x: area.x + (area.width - width) / 2,
         y: area.y + (area.height - height) / 2,
@@ -167,5 +204,15 @@ fn render_help(frame: &mut Frame, area: Rect, app: &App) {
         .borders(Borders::ALL)
         .border_style(theme.accent())
         .title(Span::styled(" Keys · any key closes ", theme.title()));
-    frame.render_widget(Paragraph::new(lines).block(block), popup);
+    let inner = block.inner(popup);
+    frame.render_widget(block, popup);
+    if two {
+        let right = lines.split_off(rows);
+        let [l, r] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+            .areas(inner);
+        frame.render_widget(Paragraph::new(lines), l);
+        frame.render_widget(Paragraph::new(right), r);
+    } else {
+        frame.render_widget(Paragraph::new(lines), inner);
+    }
 }

@@ -2,11 +2,13 @@
 //! tick. It redraws only when something changed, at most 30 times a second, each frame in
 //! a synchronized update; with nothing happening it sleeps.
 
+use super::action::KeyMap;
 use super::app::App;
 use super::clock::SystemClock;
 use super::render::draw;
 use super::terminal::TerminalGuard;
-use crate::client::{ClientError, ObserverConfig, RestClient, spawn_observer};
+use super::theme::Theme;
+use crate::client::{ClientError, ObserverConfig, Outbox, RestClient, spawn_observer};
 use crate::model::Limits;
 use crossterm::event::{Event, EventStream};
 use crossterm::execute;
@@ -32,11 +34,18 @@ pub enum UiError {
     Client(#[from] ClientError),
 }
 
+/// Everything the inspector runs with, resolved (see `config::Config::resolve`).
 #[derive(Debug, Clone)]
 pub struct InspectorConfig {
     pub url: String,
     pub api_key: Option<String>,
     pub limits: Limits,
+    pub theme: Theme,
+    pub keys: KeyMap,
+    /// Capture the mouse; false leaves selection to the terminal.
+    pub mouse: bool,
+    /// Who decisions are sent as.
+    pub user: String,
 }
 
 pub async fn run(config: InspectorConfig) -> Result<(), UiError> {
@@ -44,12 +53,18 @@ pub async fn run(config: InspectorConfig) -> Result<(), UiError> {
     let (tx, mut rx) = mpsc::channel(BATCH);
     let observer = spawn_observer(
         ObserverConfig::new(&config.url, config.api_key.as_deref()),
-        rest,
-        tx,
+        rest.clone(),
+        tx.clone(),
     );
     let mut app = App::new(&config.url, config.limits, Arc::new(SystemClock));
+    app.theme = config.theme;
+    app.keymap = config.keys;
+    app.user = config.user;
+    app.outbox = Outbox::new(rest, tx);
+    // OSC 52 goes to the terminal the inspector draws on; it is invisible there.
+    app.copier = Box::new(|text| crate::clipboard::copy(text, &mut stdout()));
     let result = {
-        let _guard = TerminalGuard::enter(false)?;
+        let _guard = TerminalGuard::enter(config.mouse)?;
         let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
         terminal.clear()?;
         event_loop(&mut terminal, &mut app, &mut rx).await
@@ -87,6 +102,7 @@ async fn event_loop(
         tokio::select! {
             event = input.next() => match event {
                 Some(Ok(Event::Key(key))) => app.on_key(key),
+                Some(Ok(Event::Mouse(mouse))) => app.on_mouse(mouse),
                 Some(Ok(Event::Resize(..))) => app.mark_dirty(),
                 Some(Ok(_)) => {}
                 Some(Err(err)) => return Err(err.into()),

@@ -1,8 +1,19 @@
 //! One module per tab. Each exposes a `render` that reads the app and draws only what is
 //! visible; tabs whose issue has not landed show a placeholder naming it.
 
+pub mod approvals;
+pub mod events;
 pub mod placeholder;
 pub mod sessions;
+
+use ratatui::layout::{Position, Rect};
+
+/// The list row under a click: `rows` is where the rows were drawn, `offset` the first
+/// row shown. `None` outside them.
+pub fn row_at(rows: Rect, at: Position, offset: usize) -> Option<usize> {
+    rows.contains(at)
+        .then(|| offset + usize::from(at.y - rows.y))
+}
 
 /// Fits text into `width` columns, with an ellipsis when cut.
 pub fn fit(text: &str, width: usize) -> String {

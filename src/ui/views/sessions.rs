@@ -13,7 +13,8 @@
 //! └───────────────────────────────────┘└────────────────────────────────────────┘
 //! ```
 
-use super::{fit, fmt_age, fmt_ms};
+use super::{fit, fmt_age, fmt_ms, row_at};
+use crate::mask::mask;
 use crate::model::{Call, Model, Session};
 use crate::protocol::events::MockMode;
 use crate::ui::action::Action;
@@ -21,7 +22,7 @@ use crate::ui::app::App;
 use crate::ui::theme::Theme;
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
@@ -86,6 +87,9 @@ pub struct SessionsState {
     timeline_offset: usize,
     timeline_height: usize,
     cache: Option<TimelineCache>,
+    /// Where the list's and the timeline's rows were last drawn, for mouse clicks.
+    list_rows: Rect,
+    timeline_rows: Rect,
 }
 
 fn matches_filter(session: &Session, needle_lower: &str) -> bool {
@@ -244,7 +248,7 @@ impl SessionsState {
                 self.editing_filter = true;
                 self.focus = Focus::List;
             }
-            Action::ToggleSort => {
+            Action::Sort => {
                 self.sort = match self.sort {
                     CallSort::Start => CallSort::Duration,
                     CallSort::Duration => CallSort::Start,
@@ -288,6 +292,71 @@ impl SessionsState {
         }
     }
 
+    /// A click on a list row selects it; on a timeline row focuses the timeline there.
+    pub fn click(&mut self, at: Position, model: &Model) {
+        if self.detail.is_some() {
+            return;
+        }
+        if let Some(row) = row_at(self.list_rows, at, self.list_offset) {
+            self.focus = Focus::List;
+            if row < self.list_len(model) {
+                self.select_row(model, row);
+            }
+        } else if let Some(row) = row_at(self.timeline_rows, at, self.timeline_offset) {
+            self.focus = Focus::Timeline;
+            if row < self.timeline_len() {
+                self.timeline_sel = row;
+            }
+        }
+    }
+
+    /// The wheel scrolls the pane under the pointer.
+    pub fn focus_at(&mut self, at: Position) {
+        if self.detail.is_some() {
+            return;
+        }
+        if self.list_rows.contains(at) {
+            self.focus = Focus::List;
+        } else if self.timeline_rows.contains(at) && self.selected.is_some() {
+            self.focus = Focus::Timeline;
+        }
+    }
+
+    /// The call under the cursor: the open one, else the selected timeline row.
+    fn selected_call<'m>(&self, model: &'m Model) -> Option<&'m Call> {
+        let session = model.session(self.selected.as_deref()?)?;
+        if let Some(detail) = &self.detail {
+            return session.timeline.call(&detail.call_id);
+        }
+        if self.focus != Focus::Timeline {
+            return None;
+        }
+        let cache = self.cache.as_ref().filter(|c| c.session_id == session.id)?;
+        match cache.rows.get(self.timeline_sel)? {
+            TimelineRow::Call(i) => session.timeline.calls().get(*i),
+            TimelineRow::Step(_) => None,
+        }
+    }
+
+    /// What `copy` takes here: the selected call (input and output), else the session id.
+    pub fn copy_text(&self, model: &Model) -> Option<(String, String)> {
+        if let Some(call) = self.selected_call(model) {
+            let mut value = serde_json::json!({
+                "callId": call.id,
+                "tool": call.tool,
+                "input": call.input,
+                "output": call.outcome,
+            });
+            if let Some(replay) = &call.replay {
+                value["replay"] = serde_json::json!(replay.outcome);
+            }
+            return Some((format!("call {}", call.id), pretty(&value)));
+        }
+        let id = self.selected.as_deref()?;
+        let value = serde_json::json!({ "sessionId": id });
+        Some((format!("session {id}"), pretty(&value)))
+    }
+
     fn open_detail(&mut self, model: &Model) {
         let (Some(cache), Some(session)) = (
             &self.cache,
@@ -311,7 +380,7 @@ impl SessionsState {
 }
 
 /// Moves a cursor in a list of `len` rows.
-fn step(cur: usize, len: usize, action: Action, page: usize) -> usize {
+pub(crate) fn step(cur: usize, len: usize, action: Action, page: usize) -> usize {
     if len == 0 {
         return 0;
     }
@@ -329,7 +398,7 @@ fn step(cur: usize, len: usize, action: Action, page: usize) -> usize {
 }
 
 /// Keeps `sel` inside the window `[offset, offset + height)`.
-fn scroll_to(offset: usize, sel: usize, height: usize) -> usize {
+pub(crate) fn scroll_to(offset: usize, sel: usize, height: usize) -> usize {
     if height == 0 {
         return offset;
     }
@@ -418,12 +487,13 @@ fn detail_lines(call: &Call) -> Vec<(bool, String)> {
         lines.extend(text.lines().map(|l| (false, l.to_owned())));
         lines.push((false, String::new()));
     };
-    section("Input", call.input.pretty());
-    section("Output", pretty(&call.outcome));
+    // Masked once here, so every line the pane shows is already safe.
+    section("Input", mask(&call.input.pretty()).into_owned());
+    section("Output", mask(&pretty(&call.outcome)).into_owned());
     if let Some(replay) = &call.replay {
         section(
             &format!("Replay after approval ({})", fmt_ms(replay.duration_ms)),
-            pretty(&replay.outcome),
+            mask(&pretty(&replay.outcome)).into_owned(),
         );
     }
     lines.pop();
@@ -474,7 +544,7 @@ fn focused_block<'a>(title: Line<'a>, focused: bool, theme: &Theme) -> Block<'a>
     let border = if focused {
         theme.accent()
     } else {
-        Style::default()
+        theme.border()
     };
     Block::default()
         .borders(Borders::ALL)
@@ -519,6 +589,11 @@ fn render_list(frame: &mut Frame, area: Rect, app: &mut App) {
     }
     let height = inner.height.saturating_sub(1) as usize;
     state.list_height = height;
+    state.list_rows = Rect {
+        y: inner.y + 1,
+        height: inner.height.saturating_sub(1),
+        ..inner
+    };
     let sel = state.selected_row(model).unwrap_or(0);
     state.list_offset = scroll_to(state.list_offset.min(len.saturating_sub(1)), sel, height);
     let now = app.clock.wall_ms();
@@ -527,7 +602,7 @@ fn render_list(frame: &mut Frame, area: Rect, app: &mut App) {
         // A marker as well as the colour, so the selection survives a monochrome terminal.
         let mark = if row == sel { "›" } else { " " };
         let ext = if s.external { "↗" } else { "" };
-        let id = format!("{mark}{ext}{}", s.id);
+        let id = format!("{mark}{ext}{}", mask(&s.id));
         let status_style = match s.status {
             crate::model::SessionStatus::Failed => theme.error(),
             crate::model::SessionStatus::Active => theme.ok(),
@@ -540,7 +615,7 @@ fn render_list(frame: &mut Frame, area: Rect, app: &mut App) {
         };
         let r = Row::new(vec![
             Cell::from(id),
-            Cell::from(s.user.clone()),
+            Cell::from(mask(&s.user).into_owned()),
             Cell::from(Span::styled(s.status.as_str(), status_style)),
             Cell::from(Line::from(s.calls.to_string()).right_aligned()),
             Cell::from(
@@ -681,6 +756,11 @@ fn render_timeline(
     let span = (cache.t1 - cache.t0).max(f64::EPSILON);
     let height = inner.height.saturating_sub(1) as usize;
     state.timeline_height = height;
+    state.timeline_rows = Rect {
+        y: inner.y + 1,
+        height: inner.height.saturating_sub(1),
+        ..inner
+    };
     let len = cache.rows.len();
     state.timeline_sel = state.timeline_sel.min(len - 1);
     state.timeline_offset = scroll_to(

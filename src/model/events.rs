@@ -1,0 +1,52 @@
+//! The raw stream as the Events tab shows it: a bounded ring of the frames folded, oldest
+//! dropped first and counted. Frames are kept as decoded (no re-encoding, no JSON tree on
+//! the fold path); views encode only the rows they draw.
+
+use crate::protocol::Frame;
+use std::collections::VecDeque;
+
+/// Recent frames by absolute position: positions are never reused, so a view can hold on
+/// to one while older frames fall off the front.
+#[derive(Debug, Clone, Default)]
+pub struct EventLog {
+    frames: VecDeque<Box<Frame>>,
+    /// Absolute position of `frames[0]`.
+    base: u64,
+}
+
+impl EventLog {
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// `[first_abs, end_abs)` spans the retained frames.
+    pub fn first_abs(&self) -> u64 {
+        self.base
+    }
+
+    pub fn end_abs(&self) -> u64 {
+        self.base + self.frames.len() as u64
+    }
+
+    /// The frame at absolute position `abs`, if still retained.
+    pub fn get(&self, abs: u64) -> Option<&Frame> {
+        let i = abs.checked_sub(self.base)?;
+        self.frames.get(usize::try_from(i).ok()?).map(|f| &**f)
+    }
+
+    /// Appends; returns how many old frames were dropped to stay within `max`.
+    pub(crate) fn push(&mut self, frame: Box<Frame>, max: usize) -> u64 {
+        self.frames.push_back(frame);
+        let mut dropped = 0;
+        while self.frames.len() > max.max(1) {
+            self.frames.pop_front();
+            self.base += 1;
+            dropped += 1;
+        }
+        dropped
+    }
+}

@@ -1,0 +1,499 @@
+//! The Approvals tab: calls held for a human, pending first (oldest first, with the time
+//! left until `expires_at` counting down on the app's clock), then decided ones (newest
+//! first) with their decision and the replay's outcome beside the original call. `a`/`d`
+//! open a confirm prompt; the decision goes out through the app, never into the model.
+//!
+//! ```text
+//! ┌ Approvals · 1 pending · a approve · d deny · y copy ─────────────────────────────┐
+//! │ SESSION       TOOL                  INPUT          RULE          STATE    REPLAY │
+//! │›ses_01        asaas/create_payment  {"value":5}    payments      4m 59s          │
+//! │ ses_00        asaas/create_payment  {"value":9}    payments      approved → {"id"…│
+//! ├──────────────────────────────────────────────────────────────────────────────────┤
+//! │ apr_… · call call_… · requested … · expires … (or the prompt while confirming)   │
+//! └──────────────────────────────────────────────────────────────────────────────────┘
+//! ```
+
+use super::{fit, row_at};
+use crate::mask::mask;
+use crate::model::{Approval, Model};
+use crate::protocol::events::Outcome;
+use crate::protocol::rest::{ApprovalStatus, ApprovalView};
+use crate::ui::action::Action;
+use crate::ui::app::App;
+use crate::ui::theme::Theme;
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Position, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+
+/// An approve or deny waiting for `y`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub approval_id: String,
+    pub approve: bool,
+    pub note: String,
+    pub editing_note: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ApprovalsState {
+    /// Selection by approval id, so rows arriving never move it.
+    pub selected: Option<String>,
+    pub prompt: Option<Prompt>,
+    /// Display order (ids): pending oldest first, then decided newest first.
+    rows: Vec<String>,
+    pending_rows: usize,
+    built_rev: Option<u64>,
+    offset: usize,
+    height: usize,
+    table_rows: Rect,
+}
+
+/// Whole seconds until `expires_ms` at `now_ms`; `None` once past (or unreadable).
+pub fn seconds_left(expires_ms: Option<f64>, now_ms: f64) -> Option<u64> {
+    let left = (expires_ms? - now_ms) / 1000.0;
+    (left > 0.0).then(|| left.ceil() as u64)
+}
+
+/// `1h 02m`, `4m 05s`, `59s`.
+pub fn fmt_left(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m {:02}s", secs / 60, secs % 60),
+        _ => format!("{}h {:02}m", secs / 3600, (secs % 3600) / 60),
+    }
+}
+
+/// A replay's outcome in one cell: the result's JSON, or the envelope's code.
+pub fn outcome_summary(outcome: &Outcome) -> (String, Option<&str>) {
+    match outcome {
+        Outcome::Result(raw) => (mask(raw.get()).into_owned(), None),
+        Outcome::Envelope(env) => (env.code().to_owned(), Some(env.code())),
+    }
+}
+
+impl ApprovalsState {
+    pub fn editing_note(&self) -> bool {
+        self.prompt.as_ref().is_some_and(|p| p.editing_note)
+    }
+
+    pub fn start_note(&mut self) {
+        if let Some(prompt) = &mut self.prompt {
+            prompt.editing_note = true;
+        }
+    }
+
+    /// A key while typing the note: `open` keeps it and returns to the prompt, `back`
+    /// drops it and returns to the prompt.
+    pub fn note_key(&mut self, key: KeyEvent, open: bool, back: bool) {
+        let Some(prompt) = &mut self.prompt else {
+            return;
+        };
+        if open {
+            prompt.editing_note = false;
+        } else if back {
+            prompt.editing_note = false;
+            prompt.note.clear();
+        } else {
+            match key.code {
+                KeyCode::Char(c) => prompt.note.push(c),
+                KeyCode::Backspace => {
+                    prompt.note.pop();
+                }
+                _ => {}
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Rebuilds the row order when the approvals changed, and keeps the selection on the
+    /// same approval (the first row when there was none or it is gone).
+    pub fn after_model_change(&mut self, model: &Model) {
+        let approvals = &model.approvals;
+        if self.built_rev != Some(approvals.rev()) {
+            self.rows.clear();
+            self.rows.extend(
+                approvals
+                    .iter()
+                    .filter(|a| a.status == ApprovalStatus::Pending)
+                    .map(|a| a.id.clone()),
+            );
+            self.pending_rows = self.rows.len();
+            self.rows.extend(
+                approvals
+                    .iter()
+                    .rev()
+                    .filter(|a| a.status != ApprovalStatus::Pending)
+                    .map(|a| a.id.clone()),
+            );
+            self.built_rev = Some(approvals.rev());
+        }
+        let still_there = self
+            .selected
+            .as_ref()
+            .is_some_and(|id| self.rows.contains(id));
+        if !still_there {
+            self.selected = self.rows.first().cloned();
+        }
+    }
+
+    fn selected_row(&self) -> usize {
+        self.selected
+            .as_ref()
+            .and_then(|id| self.rows.iter().position(|r| r == id))
+            .unwrap_or(0)
+    }
+
+    pub fn selected<'m>(&self, model: &'m Model) -> Option<&'m Approval> {
+        model.approvals.get(self.selected.as_deref()?)
+    }
+
+    /// Navigation and `a`/`d`; returns a line for the status bar when there is something
+    /// to say (e.g. the selected approval is already decided).
+    pub fn dispatch(&mut self, action: Action, model: &Model, now_ms: f64) -> Option<String> {
+        let len = self.rows.len();
+        let cur = self.selected_row();
+        let last = len.saturating_sub(1);
+        let page = self.height.max(1);
+        let row = match action {
+            Action::Up => cur.saturating_sub(1),
+            Action::Down => (cur + 1).min(last),
+            Action::PageUp => cur.saturating_sub(page),
+            Action::PageDown => (cur + page).min(last),
+            Action::Top => 0,
+            Action::Bottom => last,
+            Action::Approve | Action::Deny => {
+                let approve = action == Action::Approve;
+                let Some(approval) = self.selected(model) else {
+                    return Some("no approval selected".into());
+                };
+                if approval.status != ApprovalStatus::Pending {
+                    return Some(format!(
+                        "{} is already {}: only a pending call can be decided",
+                        approval.id,
+                        status_word(approval.status)
+                    ));
+                }
+                self.prompt = Some(Prompt {
+                    approval_id: approval.id.clone(),
+                    approve,
+                    note: String::new(),
+                    editing_note: false,
+                });
+                // Past its expiry by our clock the runtime will most likely answer 410;
+                // it is the judge, so the request still goes out if confirmed.
+                if seconds_left(approval.expires_ms, now_ms).is_none() {
+                    return Some(format!("{} looks expired by this clock", approval.id));
+                }
+                return None;
+            }
+            _ => return None,
+        };
+        self.selected = self.rows.get(row).cloned();
+        None
+    }
+
+    pub fn click(&mut self, at: Position) {
+        if let Some(row) = row_at(self.table_rows, at, self.offset)
+            && let Some(id) = self.rows.get(row)
+        {
+            self.selected = Some(id.clone());
+            self.prompt = None;
+        }
+    }
+
+    /// What `copy` takes here: the selected approval as the REST API shows it.
+    pub fn copy_text(&self, model: &Model) -> Option<(String, String)> {
+        let a = self.selected(model)?;
+        let view = ApprovalView {
+            id: a.id.clone(),
+            session_id: a.session_id.clone(),
+            call_id: a.call_id.clone(),
+            tool: a.tool.clone(),
+            input: a.input.clone(),
+            rule_id: a.rule_id.clone(),
+            status: a.status,
+            requested_at: a.requested_at.clone(),
+            expires_at: a.expires_at.clone(),
+            decided_by: a.decided_by.clone(),
+            note: a.note.clone(),
+            replay: a.replay.clone(),
+        };
+        let text = serde_json::to_string_pretty(&view).ok()?;
+        Some((format!("approval {}", a.id), text))
+    }
+}
+
+fn status_word(status: ApprovalStatus) -> &'static str {
+    match status {
+        ApprovalStatus::Pending => "pending",
+        ApprovalStatus::Approved => "approved",
+        ApprovalStatus::Denied => "denied",
+        ApprovalStatus::Expired => "expired",
+    }
+}
+
+// ---- rendering ---------------------------------------------------------------------------
+
+pub fn render(frame: &mut Frame, area: Rect, app: &mut App) {
+    let [table_area, footer] =
+        Layout::vertical([Constraint::Min(4), Constraint::Length(4)]).areas(area);
+    render_table(frame, table_area, app);
+    render_footer(frame, footer, app);
+}
+
+fn render_table(frame: &mut Frame, area: Rect, app: &mut App) {
+    let theme = &app.theme;
+    let model = &app.model;
+    let state = &mut app.approvals;
+    let pending = model.approvals.pending_count();
+    let title = Line::from(vec![
+        Span::styled(" Approvals ", theme.title()),
+        Span::styled(format!("· {pending} pending "), theme.warn()),
+        Span::styled(format!("· {} ", hints_text(&app.keymap)), theme.muted()),
+    ]);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border())
+        .title(title);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if state.rows.is_empty() {
+        frame.render_widget(
+            Paragraph::new(Span::styled(
+                "No approvals yet. Calls a policy holds for a human appear here.",
+                theme.muted(),
+            )),
+            inner,
+        );
+        state.table_rows = Rect::default();
+        return;
+    }
+    let height = inner.height.saturating_sub(1) as usize;
+    state.height = height;
+    state.table_rows = Rect {
+        y: inner.y + 1,
+        height: inner.height.saturating_sub(1),
+        ..inner
+    };
+    let len = state.rows.len();
+    let sel = state.selected_row();
+    state.offset = super::sessions::scroll_to(state.offset.min(len - 1), sel, height);
+    let now = app.clock.wall_ms();
+    let input_w = (inner.width as usize)
+        .saturating_sub(16 + 22 + 18 + 10 + 22 + 6)
+        .max(8);
+    let rows = state
+        .rows
+        .iter()
+        .enumerate()
+        .skip(state.offset)
+        .take(height)
+        .filter_map(|(row, id)| {
+            let a = model.approvals.get(id)?;
+            let mark = if row == sel { "›" } else { " " };
+            let input = fit(&mask(a.input.get()), input_w);
+            let (state_cell, replay_cell, row_style) = match a.status {
+                ApprovalStatus::Pending => match seconds_left(a.expires_ms, now) {
+                    Some(left) => (
+                        Span::styled(fmt_left(left), theme.warn()),
+                        Span::raw(""),
+                        Style::default(),
+                    ),
+                    // Greyed as soon as our clock says so, before the runtime's event.
+                    None => (
+                        Span::styled("expired", theme.muted()),
+                        Span::raw(""),
+                        theme.muted(),
+                    ),
+                },
+                ApprovalStatus::Approved => {
+                    let replay = match &a.replay {
+                        Some(outcome) => {
+                            let (text, code) = outcome_summary(outcome);
+                            Span::styled(format!("→ {text}"), theme.outcome(code))
+                        }
+                        None => Span::styled("replaying…", theme.muted()),
+                    };
+                    (
+                        Span::styled("approved", theme.ok()),
+                        replay,
+                        Style::default(),
+                    )
+                }
+                ApprovalStatus::Denied => (
+                    Span::styled("denied", theme.error()),
+                    Span::styled("—", theme.muted()),
+                    Style::default(),
+                ),
+                ApprovalStatus::Expired => (
+                    Span::styled("expired", theme.muted()),
+                    Span::styled("—", theme.muted()),
+                    theme.muted(),
+                ),
+            };
+            let r = Row::new(vec![
+                Cell::from(format!("{mark}{}", mask(&a.session_id))),
+                Cell::from(a.tool.clone()),
+                Cell::from(input),
+                Cell::from(a.rule_id.clone()),
+                Cell::from(state_cell),
+                Cell::from(replay_cell),
+            ])
+            .style(row_style);
+            Some(if row == sel {
+                r.style(theme.selection())
+            } else {
+                r
+            })
+        });
+    let header =
+        Row::new([" SESSION", "TOOL", "INPUT", "RULE", "STATE", "REPLAY"]).style(theme.muted());
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(16),
+            Constraint::Length(22),
+            Constraint::Min(8),
+            Constraint::Length(18),
+            Constraint::Length(10),
+            Constraint::Length(22),
+        ],
+    )
+    .header(header);
+    frame.render_widget(table, inner);
+}
+
+fn hints_text(keymap: &crate::ui::action::KeyMap) -> String {
+    [
+        (Action::Approve, "approve"),
+        (Action::Deny, "deny"),
+        (Action::Copy, "copy"),
+    ]
+    .into_iter()
+    .filter_map(|(a, word)| keymap.hint(a).map(|k| format!("{k} {word}")))
+    .collect::<Vec<_>>()
+    .join(" · ")
+}
+
+fn render_footer(frame: &mut Frame, area: Rect, app: &App) {
+    let theme = &app.theme;
+    let state = &app.approvals;
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(if state.prompt.is_some() {
+            theme.accent()
+        } else {
+            theme.border()
+        });
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let selected = state.selected(&app.model);
+    let lines = match (&state.prompt, selected) {
+        (Some(prompt), _) => prompt_lines(prompt, app, theme),
+        (None, Some(a)) => detail_lines(a, theme),
+        (None, None) => vec![],
+    };
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+fn prompt_lines<'a>(prompt: &Prompt, app: &App, theme: &Theme) -> Vec<Line<'a>> {
+    let verb = if prompt.approve { "Approve" } else { "Deny" };
+    let what = app
+        .model
+        .approvals
+        .get(&prompt.approval_id)
+        .map(|a| format!("{} for {}", a.tool, mask(&a.session_id)))
+        .unwrap_or_default();
+    let key = |a: Action| app.keymap.hint(a).unwrap_or_else(|| "?".into());
+    let first = Line::from(vec![
+        Span::styled(
+            format!("{verb} {what} ({})? ", prompt.approval_id),
+            theme.warn().add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(
+            format!(
+                "{} confirm · {} add a note · any other key cancels",
+                key(Action::Confirm),
+                key(Action::Note)
+            ),
+            theme.muted(),
+        ),
+    ]);
+    let note = if prompt.editing_note {
+        Line::from(vec![
+            Span::styled("note: ", theme.accent()),
+            Span::raw(format!("{}▏", prompt.note)),
+            Span::styled(
+                format!(
+                    "  ({} keeps it, {} drops it)",
+                    key(Action::Open),
+                    key(Action::Back)
+                ),
+                theme.muted(),
+            ),
+        ])
+    } else if prompt.note.is_empty() {
+        Line::from("")
+    } else {
+        Line::from(vec![
+            Span::styled("note: ", theme.accent()),
+            Span::raw(mask(&prompt.note).into_owned()),
+        ])
+    };
+    vec![first, note]
+}
+
+fn detail_lines<'a>(a: &Approval, theme: &Theme) -> Vec<Line<'a>> {
+    let mut first = format!(
+        "{} · call {} · requested {} · expires {}",
+        a.id,
+        a.call_id,
+        clock_part(&a.requested_at),
+        clock_part(&a.expires_at)
+    );
+    if let Some(by) = &a.decided_by {
+        first.push_str(&format!(" · by {}", mask(by)));
+    }
+    let second = match &a.note {
+        Some(note) => format!("note: {}", mask(note)),
+        None => String::new(),
+    };
+    vec![
+        Line::from(Span::styled(first, theme.muted())),
+        Line::from(second),
+    ]
+}
+
+/// The time of day of an RFC 3339 stamp as written (UTC from the runtime): no timezone
+/// conversion, so what is shown does not depend on where spyglass runs.
+pub fn clock_part(ts: &str) -> &str {
+    ts.split_once('T')
+        .map_or(ts, |(_, t)| t.trim_end_matches('Z'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn countdown_is_whole_seconds_and_none_once_past() {
+        assert_eq!(seconds_left(Some(10_000.0), 0.0), Some(10));
+        assert_eq!(seconds_left(Some(10_000.0), 9_001.0), Some(1));
+        assert_eq!(seconds_left(Some(10_000.0), 10_000.0), None);
+        assert_eq!(seconds_left(None, 0.0), None);
+        assert_eq!(fmt_left(59), "59s");
+        assert_eq!(fmt_left(299), "4m 59s");
+        assert_eq!(fmt_left(3_725), "1h 02m");
+        assert_eq!(clock_part("2026-11-22T21:44:00.000Z"), "21:44:00.000");
+    }
+}

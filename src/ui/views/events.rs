@@ -1,0 +1,432 @@
+//! The Events tab: the raw stream from the model's bounded event log, newest at the
+//! bottom. It follows the stream by default; `f` holds the view still (selection and rows
+//! kept by absolute position) while frames keep being folded. `/` filters by kind,
+//! session or text; Enter shows one frame as pretty JSON. Rows are encoded (and masked)
+//! only when drawn, so the fold path never pays for this view.
+//!
+//! ```text
+//! ┌ Events 1,204 · following (f) · /tool ──────────────────────────────────────┐
+//! │ SEQ    TIME          KIND                  SESSION        FIELDS           │
+//! │ 1203   21:43:31.000  tool.called           ses_01         {"callId":…}     │
+//! │›1204   21:43:31.020  approval.requested    ses_01         {"approvalId":…} │
+//! └────────────────────────────────────────────────────────────────────────────┘
+//! ```
+
+use super::approvals::clock_part;
+use super::sessions::{scroll_to, step};
+use super::{fit, row_at};
+use crate::mask::mask;
+use crate::model::{EventLog, Model};
+use crate::protocol::Frame;
+use crate::protocol::events::{encode, encode_fields};
+use crate::ui::action::Action;
+use crate::ui::app::App;
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::Frame as TermFrame;
+use ratatui::layout::{Constraint, Position, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+
+/// One frame opened as pretty JSON.
+#[derive(Debug, Clone)]
+pub struct EventDetail {
+    pub seq: u64,
+    lines: Vec<String>,
+    pub scroll: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct EventsState {
+    pub follow: bool,
+    pub filter: String,
+    pub editing_filter: bool,
+    pub detail: Option<EventDetail>,
+    /// Absolute log position of the selected frame.
+    selected: Option<u64>,
+    /// Absolute log position of the top row while held still.
+    top: u64,
+    /// Matching positions, ascending; extended as frames arrive.
+    matches: Vec<u64>,
+    scanned_to: u64,
+    height: usize,
+    table_rows: Rect,
+}
+
+impl Default for EventsState {
+    fn default() -> Self {
+        Self {
+            follow: true,
+            filter: String::new(),
+            editing_filter: false,
+            detail: None,
+            selected: None,
+            top: 0,
+            matches: Vec::new(),
+            scanned_to: 0,
+            height: 0,
+            table_rows: Rect::default(),
+        }
+    }
+}
+
+/// A filter: `kind:X`, `session:X`, or text matched against kind, session and fields.
+fn matches_filter(frame: &Frame, needle: &str) -> bool {
+    let kind = frame.event.kind().to_lowercase();
+    let session = frame.session_id.as_deref().unwrap_or("").to_lowercase();
+    if let Some(k) = needle.strip_prefix("kind:") {
+        return kind.contains(k.trim());
+    }
+    if let Some(s) = needle.strip_prefix("session:") {
+        return session.contains(s.trim());
+    }
+    // Matched against what is shown (masked), so a search cannot find a hidden secret.
+    kind.contains(needle)
+        || session.contains(needle)
+        || mask(&encode_fields(&frame.event))
+            .to_lowercase()
+            .contains(needle)
+}
+
+impl EventsState {
+    fn filtering(&self) -> bool {
+        !self.filter.is_empty()
+    }
+
+    /// Rows in view order (the whole log, or the matches).
+    pub fn len(&self, log: &EventLog) -> usize {
+        if self.filtering() {
+            self.matches.len()
+        } else {
+            log.len()
+        }
+    }
+
+    pub fn is_empty(&self, log: &EventLog) -> bool {
+        self.len(log) == 0
+    }
+
+    fn row_abs(&self, log: &EventLog, row: usize) -> Option<u64> {
+        if self.filtering() {
+            self.matches.get(row).copied()
+        } else {
+            (row < log.len()).then(|| log.first_abs() + row as u64)
+        }
+    }
+
+    /// The row of `abs`, or of the first retained row after it.
+    fn row_of(&self, log: &EventLog, abs: u64) -> usize {
+        if self.filtering() {
+            self.matches.partition_point(|m| *m < abs)
+        } else {
+            abs.saturating_sub(log.first_abs()) as usize
+        }
+    }
+
+    fn selected_row(&self, log: &EventLog) -> usize {
+        let len = self.len(log);
+        match self.selected {
+            Some(abs) if !self.follow => self.row_of(log, abs).min(len.saturating_sub(1)),
+            _ => len.saturating_sub(1),
+        }
+    }
+
+    /// The selected frame.
+    pub fn selected_frame<'m>(&self, log: &'m EventLog) -> Option<&'m Frame> {
+        self.row_abs(log, self.selected_row(log))
+            .and_then(|abs| log.get(abs))
+    }
+
+    fn refresh_matches(&mut self, log: &EventLog, rescan: bool) {
+        let first = log.first_abs();
+        if rescan {
+            self.matches.clear();
+            self.scanned_to = first;
+        }
+        let stale = self.matches.partition_point(|abs| *abs < first);
+        self.matches.drain(..stale);
+        if !self.filtering() {
+            self.scanned_to = log.end_abs();
+            return;
+        }
+        let needle = self.filter.to_lowercase();
+        for abs in self.scanned_to.max(first)..log.end_abs() {
+            if log.get(abs).is_some_and(|f| matches_filter(f, &needle)) {
+                self.matches.push(abs);
+            }
+        }
+        self.scanned_to = log.end_abs();
+    }
+
+    /// New frames are checked against the filter once, as they arrive. Held still, the
+    /// selection and the top row stay where they are.
+    pub fn after_model_change(&mut self, model: &Model) {
+        self.refresh_matches(&model.events, false);
+    }
+
+    pub fn filter_key(&mut self, key: KeyEvent, model: &Model) {
+        match key.code {
+            KeyCode::Char(c) => self.filter.push(c),
+            KeyCode::Backspace => {
+                self.filter.pop();
+            }
+            _ => return,
+        }
+        self.refresh_matches(&model.events, true);
+    }
+
+    /// Holds the view where it is now: the selection and the top row by position.
+    fn hold(&mut self, log: &EventLog) {
+        if self.follow {
+            let len = self.len(log);
+            let sel = len.saturating_sub(1);
+            self.selected = self.row_abs(log, sel);
+            let top = len.saturating_sub(self.height.max(1));
+            self.top = self.row_abs(log, top).unwrap_or(log.first_abs());
+            self.follow = false;
+        }
+    }
+
+    pub fn dispatch(&mut self, action: Action, model: &Model) {
+        let log = &model.events;
+        if let Some(detail) = &mut self.detail {
+            let page = self.height.max(1);
+            let last = detail.lines.len().saturating_sub(page);
+            match action {
+                Action::Up => detail.scroll = detail.scroll.saturating_sub(1),
+                Action::Down => detail.scroll = (detail.scroll + 1).min(last),
+                Action::PageUp => detail.scroll = detail.scroll.saturating_sub(page),
+                Action::PageDown => detail.scroll = (detail.scroll + page).min(last),
+                Action::Top => detail.scroll = 0,
+                Action::Bottom => detail.scroll = last,
+                Action::Back | Action::Open => self.detail = None,
+                _ => {}
+            }
+            return;
+        }
+        if self.editing_filter {
+            match action {
+                Action::Open => self.editing_filter = false,
+                Action::Back => {
+                    self.editing_filter = false;
+                    self.filter.clear();
+                    self.refresh_matches(log, true);
+                }
+                _ => {}
+            }
+            return;
+        }
+        match action {
+            Action::Follow => {
+                if self.follow {
+                    self.hold(log);
+                } else {
+                    self.follow = true;
+                }
+            }
+            Action::Filter => self.editing_filter = true,
+            Action::Back if self.filtering() => {
+                self.filter.clear();
+                self.refresh_matches(log, true);
+            }
+            Action::Open => {
+                if let Some(frame) = self.selected_frame(log) {
+                    self.detail = Some(EventDetail {
+                        seq: frame.seq,
+                        lines: pretty_lines(frame),
+                        scroll: 0,
+                    });
+                }
+            }
+            Action::Bottom => self.follow = true,
+            Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::Top => {
+                // Moving through the stream means reading it: hold still.
+                self.hold(log);
+                let len = self.len(log);
+                let row = step(self.selected_row(log), len, action, self.height);
+                self.selected = self.row_abs(log, row);
+            }
+            _ => {}
+        }
+    }
+
+    pub fn click(&mut self, at: Position, model: &Model) {
+        if self.detail.is_some() {
+            return;
+        }
+        let log = &model.events;
+        let first_row = if self.follow {
+            self.len(log).saturating_sub(self.height)
+        } else {
+            self.row_of(log, self.top)
+        };
+        if let Some(row) = row_at(self.table_rows, at, first_row)
+            && row < self.len(log)
+        {
+            self.hold(log);
+            self.selected = self.row_abs(log, row);
+        }
+    }
+
+    /// What `copy` takes here: the selected frame as JSON.
+    pub fn copy_text(&self, model: &Model) -> Option<(String, String)> {
+        let frame = self.selected_frame(&model.events)?;
+        Some((
+            format!("event seq {}", frame.seq),
+            pretty_lines(frame).join("\n"),
+        ))
+    }
+}
+
+/// The frame as pretty JSON, masked. Only when opened or copied: never on the fold path.
+fn pretty_lines(frame: &Frame) -> Vec<String> {
+    let text = encode(frame);
+    let pretty = serde_json::from_str::<serde_json::Value>(&text)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or(text);
+    mask(&pretty).lines().map(str::to_owned).collect()
+}
+
+// ---- rendering ---------------------------------------------------------------------------
+
+pub fn render(frame: &mut TermFrame, area: Rect, app: &mut App) {
+    let theme = &app.theme;
+    let log = &app.model.events;
+    let state = &mut app.events;
+    if let Some(detail) = &state.detail {
+        let title = Line::from(vec![
+            Span::styled(format!(" Event seq {} ", detail.seq), theme.title()),
+            Span::styled(
+                format!(
+                    "· line {}/{} · Esc back ",
+                    detail.scroll + 1,
+                    detail.lines.len()
+                ),
+                theme.muted(),
+            ),
+        ]);
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.accent())
+            .title(title);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        state.height = inner.height as usize;
+        let lines: Vec<Line> = detail
+            .lines
+            .iter()
+            .skip(detail.scroll)
+            .take(inner.height as usize)
+            .map(|l| Line::from(l.as_str()))
+            .collect();
+        frame.render_widget(Paragraph::new(lines), inner);
+        return;
+    }
+    let len = state.len(log);
+    let mut title = vec![
+        Span::styled(" Events ", theme.title()),
+        Span::raw(if state.filtering() {
+            format!("{len}/{} ", log.len())
+        } else {
+            format!("{len} ")
+        }),
+    ];
+    let block_inner_h = area.height.saturating_sub(3) as usize;
+    if state.follow {
+        title.push(Span::styled("· following (f) ", theme.ok()));
+    } else {
+        let top_row = state.row_of(log, state.top);
+        let below = len.saturating_sub(top_row + block_inner_h);
+        title.push(Span::styled(
+            format!("· held, {below} more below (f follows) "),
+            theme.warn(),
+        ));
+    }
+    if state.filtering() || state.editing_filter {
+        let cursor = if state.editing_filter { "▏" } else { "" };
+        title.push(Span::styled(
+            format!("· /{}{cursor} ", state.filter),
+            theme.warn(),
+        ));
+    }
+    let dropped = app.model.counters.dropped.events;
+    if dropped > 0 {
+        title.push(Span::styled(
+            format!("· {dropped} older dropped "),
+            theme.muted(),
+        ));
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border())
+        .title(Line::from(title));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if len == 0 {
+        let msg = if state.filtering() {
+            format!(
+                "No event matches “{}” (kind:X, session:X or any text). Esc clears the filter.",
+                state.filter
+            )
+        } else {
+            "No events yet.".to_owned()
+        };
+        frame.render_widget(Paragraph::new(Span::styled(msg, theme.muted())), inner);
+        state.table_rows = Rect::default();
+        return;
+    }
+    let height = inner.height.saturating_sub(1) as usize;
+    state.height = height;
+    state.table_rows = Rect {
+        y: inner.y + 1,
+        height: inner.height.saturating_sub(1),
+        ..inner
+    };
+    let sel = state.selected_row(log);
+    let top = if state.follow {
+        len.saturating_sub(height)
+    } else {
+        let top = scroll_to(state.row_of(log, state.top).min(len - 1), sel, height);
+        state.top = state.row_abs(log, top).unwrap_or(log.first_abs());
+        top
+    };
+    let fields_w = (inner.width as usize)
+        .saturating_sub(8 + 14 + 22 + 18 + 5)
+        .max(8);
+    let rows = (top..len.min(top + height)).filter_map(|row| {
+        let f = log.get(state.row_abs(log, row)?)?;
+        let mark = if row == sel { "›" } else { " " };
+        let kind_style = match f.event.kind() {
+            "agent.failed" | "stream.gap" => theme.error(),
+            k if k.starts_with("approval.") => theme.warn(),
+            _ => theme.accent(),
+        };
+        // Encoded for this row only, now that it is on screen; masked before shown.
+        let fields = encode_fields(&f.event);
+        let r = Row::new(vec![
+            Cell::from(format!("{mark}{}", f.seq)),
+            Cell::from(clock_part(&f.ts).to_owned()),
+            Cell::from(Span::styled(f.event.kind().to_owned(), kind_style)),
+            Cell::from(mask(f.session_id.as_deref().unwrap_or("-")).into_owned()),
+            Cell::from(fit(&mask(&fields), fields_w)),
+        ]);
+        Some(if row == sel && !state.follow {
+            r.style(theme.selection())
+        } else {
+            r.style(Style::default())
+        })
+    });
+    let header = Row::new([" SEQ", "TIME", "KIND", "SESSION", "FIELDS"]).style(theme.muted());
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(8),
+            Constraint::Length(14),
+            Constraint::Length(22),
+            Constraint::Length(18),
+            Constraint::Min(8),
+        ],
+    )
+    .header(header);
+    frame.render_widget(table, inner);
+}
