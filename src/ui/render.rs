@@ -110,10 +110,14 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
     } else {
         Style::default()
     };
-    let mut spans = vec![
-        Span::raw(" "),
-        conn,
-        sep(),
+    let mut spans = vec![Span::raw(" "), conn, sep()];
+    // A notice (a refused decision, a copy) comes first: it answers what the user just
+    // did, and the line is cut at the right on narrow terminals.
+    if let Some(notice) = &app.notice {
+        spans.push(Span::styled(mask(notice).into_owned(), theme.warn()));
+        spans.push(sep());
+    }
+    spans.extend([
         Span::raw(app.url.clone()),
         sep(),
         Span::raw(format!("seq {}", c.last_seq)),
@@ -123,26 +127,23 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         Span::styled(format!("parse errors {}", c.parse_errors), errors),
         sep(),
         Span::styled(format!("dropped {}", c.dropped.total()), dropped),
-        sep(),
-    ];
-    match &app.notice {
-        Some(notice) => spans.push(Span::styled(mask(notice).into_owned(), theme.warn())),
-        None => {
-            let hint = |a: Action, word: &str| {
-                app.keymap
-                    .hint(a)
-                    .map(|k| format!("{k} {word}"))
-                    .unwrap_or_default()
-            };
-            spans.push(Span::styled(
-                format!(
-                    "{}  {}",
-                    hint(Action::Help, "help"),
-                    hint(Action::Quit, "quit")
-                ),
-                theme.muted(),
-            ));
-        }
+    ]);
+    if app.notice.is_none() {
+        let hint = |a: Action, word: &str| {
+            app.keymap
+                .hint(a)
+                .map(|k| format!("{k} {word}"))
+                .unwrap_or_default()
+        };
+        spans.push(sep());
+        spans.push(Span::styled(
+            format!(
+                "{}  {}",
+                hint(Action::Help, "help"),
+                hint(Action::Quit, "quit")
+            ),
+            theme.muted(),
+        ));
     }
     frame.render_widget(
         Paragraph::new(Line::from(spans)).style(theme.status_bar()),

@@ -289,9 +289,9 @@ fn render_table(frame: &mut Frame, area: Rect, app: &mut App) {
     let sel = state.selected_row();
     state.offset = super::sessions::scroll_to(state.offset.min(len - 1), sel, height);
     let now = app.clock.wall_ms();
-    let input_w = (inner.width as usize)
-        .saturating_sub(16 + 22 + 18 + 10 + 22 + 6)
-        .max(8);
+    // INPUT and REPLAY share what the fixed columns leave (5 one-column gaps).
+    let free = (inner.width as usize).saturating_sub(16 + 22 + 18 + 10 + 5);
+    let (input_w, replay_w) = ((free / 2).max(8), (free - free / 2).max(8));
     let rows = state
         .rows
         .iter()
@@ -320,7 +320,7 @@ fn render_table(frame: &mut Frame, area: Rect, app: &mut App) {
                     let replay = match &a.replay {
                         Some(outcome) => {
                             let (text, code) = outcome_summary(outcome);
-                            Span::styled(format!("→ {text}"), theme.outcome(code))
+                            Span::styled(fit(&format!("→ {text}"), replay_w), theme.outcome(code))
                         }
                         None => Span::styled("replaying…", theme.muted()),
                     };
@@ -363,10 +363,10 @@ fn render_table(frame: &mut Frame, area: Rect, app: &mut App) {
         [
             Constraint::Length(16),
             Constraint::Length(22),
-            Constraint::Min(8),
+            Constraint::Length(input_w as u16),
             Constraint::Length(18),
             Constraint::Length(10),
-            Constraint::Length(22),
+            Constraint::Length(replay_w as u16),
         ],
     )
     .header(header);
