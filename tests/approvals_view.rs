@@ -288,3 +288,44 @@ fn clicks_select_tabs_and_rows() {
     app.on_mouse(click(10, y));
     assert_eq!(app.approvals.selected.as_deref(), Some("apr_02"));
 }
+
+#[test]
+fn the_config_rebinds_keys_by_action_name_for_dispatch_and_help() {
+    use spyglass::config::{CliOverrides, Config, Env, Paths};
+    use std::path::Path;
+    let file = Config::parse(
+        "theme = \"light\"\nmouse = false\n[history]\nevents = 7\n[keys]\napprove = \"A\"\nconfirm = \"enter\"\n",
+        Path::new("config.toml"),
+    )
+    .unwrap();
+    let env = Env::default();
+    let resolved = file
+        .resolve_with(&CliOverrides::default(), &env, Paths::from_env(&env), true)
+        .unwrap();
+    let config = spyglass::ui::launch::inspector_config("http://127.0.0.1:8000".into(), &resolved);
+    assert_eq!(config.limits.events, 7);
+    assert!(!config.mouse);
+    let (mut app, _) = app();
+    app.keymap = config.keys;
+    app.theme = config.theme;
+    session(&mut app, 1, "ses_01");
+    held(&mut app, 2, "ses_01", 1, 5, "2026-11-22T21:49:00.000Z");
+    key(&mut app, KeyCode::Char('2'));
+    key(&mut app, KeyCode::Char('a'));
+    assert!(app.approvals.prompt.is_none(), "`a` no longer approves");
+    key(&mut app, KeyCode::Char('A'));
+    assert!(app.approvals.prompt.is_some(), "`A` does");
+    let text = screen(&mut app, 120, 14);
+    assert!(
+        text.contains("A approve") && text.contains("enter confirm"),
+        "{text}"
+    );
+    key(&mut app, KeyCode::Esc); // cancels the prompt
+    key(&mut app, KeyCode::Char('?'));
+    let help = screen(&mut app, 110, 44);
+    assert!(
+        help.contains("A               approve the selected call"),
+        "{help}"
+    );
+    assert_eq!(app.theme.name, "light");
+}

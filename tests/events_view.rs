@@ -55,7 +55,11 @@ fn screen(app: &mut App, width: u16, height: u16) -> String {
 
 /// Frame `seq`: sessions ses_a / ses_b alternate; every third is a session creation.
 fn frame(seq: u64) -> String {
-    let sid = if seq.is_multiple_of(2) { "ses_a" } else { "ses_b" };
+    let sid = if seq.is_multiple_of(2) {
+        "ses_a"
+    } else {
+        "ses_b"
+    };
     let ts = format!("2026-11-22T21:43:{:02}.{:03}Z", seq / 10, (seq % 10) * 100);
     if seq.is_multiple_of(3) {
         format!(

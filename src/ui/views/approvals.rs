@@ -44,7 +44,6 @@ pub struct ApprovalsState {
     pub prompt: Option<Prompt>,
     /// Display order (ids): pending oldest first, then decided newest first.
     rows: Vec<String>,
-    pending_rows: usize,
     built_rev: Option<u64>,
     offset: usize,
     height: usize,
@@ -119,24 +118,25 @@ impl ApprovalsState {
     /// same approval (the first row when there was none or it is gone).
     pub fn after_model_change(&mut self, model: &Model) {
         let approvals = &model.approvals;
-        if self.built_rev != Some(approvals.rev()) {
-            self.rows.clear();
-            self.rows.extend(
-                approvals
-                    .iter()
-                    .filter(|a| a.status == ApprovalStatus::Pending)
-                    .map(|a| a.id.clone()),
-            );
-            self.pending_rows = self.rows.len();
-            self.rows.extend(
-                approvals
-                    .iter()
-                    .rev()
-                    .filter(|a| a.status != ApprovalStatus::Pending)
-                    .map(|a| a.id.clone()),
-            );
-            self.built_rev = Some(approvals.rev());
+        // Most frames are not about approvals: then there is nothing to do at all.
+        if self.built_rev == Some(approvals.rev()) {
+            return;
         }
+        self.rows.clear();
+        self.rows.extend(
+            approvals
+                .iter()
+                .filter(|a| a.status == ApprovalStatus::Pending)
+                .map(|a| a.id.clone()),
+        );
+        self.rows.extend(
+            approvals
+                .iter()
+                .rev()
+                .filter(|a| a.status != ApprovalStatus::Pending)
+                .map(|a| a.id.clone()),
+        );
+        self.built_rev = Some(approvals.rev());
         let still_there = self
             .selected
             .as_ref()
