@@ -248,6 +248,12 @@ fn secrets_are_masked_in_every_rendered_pane_and_in_copies() {
             "a bearer token reached the screen:\n{text}"
         );
     }
+    // `y` on an open call copies its input and output.
+    key(&mut app, KeyCode::Char('y'));
+    let call: serde_json::Value = serde_json::from_str(&copied.lock().unwrap()).unwrap();
+    assert_eq!(call["callId"], "call_s");
+    assert_eq!(call["input"]["api_key"], "csk_test_****");
+    assert_eq!(call["output"]["result"]["echo"], "csk_test_****");
     assert!(shown[1].contains("csk_test_****"), "{}", shown[1]);
     assert!(shown[2].contains("csk_test_****"), "{}", shown[2]);
     assert!(!copied.lock().unwrap().contains("9f8e7d6c5b4a"));
