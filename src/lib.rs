@@ -7,3 +7,4 @@ pub mod demo;
 pub mod eval;
 pub mod mask;
 pub mod protocol;
+pub mod runtime;

@@ -21,9 +21,11 @@ struct Cli {
     #[arg(long, global = true)]
     url: Option<String>,
 
-    /// API key sent as a Bearer token (else CODESPAR_API_KEY).
-    #[arg(long = "api-key", global = true)]
-    api_key: Option<String>,
+    /// API key. The inspector sends the last one given as a Bearer token (else
+    /// CODESPAR_API_KEY); `serve` accepts every one given (repeatable; also
+    /// SPYGLASS_API_KEYS, comma-separated).
+    #[arg(long = "api-key", global = true, action = clap::ArgAction::Append)]
+    api_key: Vec<String>,
 
     /// Colour theme: dark, light, high-contrast, a NAME.toml in the user theme dir, or a
     /// path to a theme file (else the config file's `theme`, else dark).
@@ -44,7 +46,7 @@ impl Cli {
     fn overrides(&self) -> CliOverrides {
         CliOverrides {
             url: self.url.clone(),
-            api_key: self.api_key.clone(),
+            api_key: self.api_key.last().cloned(),
             theme: self.theme.clone(),
             no_mouse: self.no_mouse,
         }
@@ -112,6 +114,75 @@ fn not_yet(what: &str, issue: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// `CODESPAR_TEST_MODE_ENABLED`: `true` or `1`, in any case, turns test mode on.
+fn env_test_mode() -> bool {
+    std::env::var("CODESPAR_TEST_MODE_ENABLED")
+        .map(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1"))
+        .unwrap_or(false)
+}
+
+/// `--api-key` flags plus `SPYGLASS_API_KEYS` (comma-separated), blanks dropped.
+fn api_keys(flags: Vec<String>) -> Vec<String> {
+    let env = std::env::var("SPYGLASS_API_KEYS").unwrap_or_default();
+    flags
+        .into_iter()
+        .chain(env.split(',').map(str::to_owned))
+        .map(|k| k.trim().to_owned())
+        .filter(|k| !k.is_empty())
+        .collect()
+}
+
+fn serve(
+    addr: &str,
+    test_mode: bool,
+    policy: Option<PathBuf>,
+    keys: Vec<String>,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use spyglass::runtime::{Policy, RuntimeConfig};
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let addr: std::net::SocketAddr = addr
+        .parse()
+        .with_context(|| format!("--addr {addr} is not HOST:PORT (e.g. 127.0.0.1:8000)"))?;
+    let policy = match policy {
+        Some(path) => Policy::load(&path)?,
+        None => Policy::default(),
+    };
+    let config = RuntimeConfig {
+        test_mode: test_mode || env_test_mode(),
+        policy,
+        api_keys: api_keys(keys),
+        ..RuntimeConfig::default()
+    };
+    let test_mode = config.test_mode;
+    let auth = !config.api_keys.is_empty();
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let handle = spyglass::runtime::start(config, addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        eprintln!(
+            "spyglass runtime on {} (test mode {}, auth {}); observe at {}",
+            handle.url(),
+            if test_mode { "on" } else { "off" },
+            if auth { "on" } else { "off" },
+            handle.observe_url()
+        );
+        tokio::signal::ctrl_c()
+            .await
+            .context("cannot listen for Ctrl-C")?;
+        eprintln!("spyglass runtime: shutting down");
+        handle.shutdown().await;
+        Ok(())
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if cli.print_config {
@@ -132,10 +203,17 @@ fn main() -> ExitCode {
             "Inspector core: stream client, model, and the Sessions view",
         ),
         Some(Command::Demo) => not_yet("demo", "Demo and the newcomer's path"),
-        Some(Command::Serve { .. }) => not_yet(
-            "serve",
-            "Runtime: a CodeSpar-compatible test-mode runtime with an observer stream",
-        ),
+        Some(Command::Serve {
+            addr,
+            test_mode,
+            policy,
+        }) => match serve(&addr, test_mode, policy, cli.api_key) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("spyglass serve: {err:#}");
+                ExitCode::from(2)
+            }
+        },
         Some(Command::Eval { .. }) => {
             not_yet("eval", "Evals: suite files, runner, CLI and the Evals view")
         }

@@ -1,0 +1,270 @@
+//! The scripted model loop behind `send` (seed 001's fake provider): the session's Nth
+//! model call answers `sequence[N]`, `fail_on_step` fails that call, past the end the
+//! default text. Tool calls go through the same dispatch as `execute`.
+
+use super::sessions::{Dispatched, server_of};
+use super::{ApiErrorWithStatus, Runtime, lock};
+use crate::protocol::events::{
+    AgentRun, AgentStepCompleted, CallSource, Step, StepToolCall, Tokens,
+};
+use crate::protocol::rest::{ScriptStep, SendFrame, SendResult, ToolCallRecord};
+use crate::protocol::{Event, RawJson};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+pub const AGENT_NAME: &str = "spyglass-fake";
+pub const PROVIDER: &str = "fake";
+pub const MODEL: &str = "fake-model";
+const DEFAULT_TEXT: &str = "fake response";
+
+/// How one `send` ended: the final text, every tool call, usage, and the error if the
+/// run failed (a scripted failure, or the iteration cap).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentRunResult {
+    pub message: String,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub tokens: Tokens,
+    pub iterations: u32,
+    pub steps: Vec<Step>,
+    pub duration_ms: f64,
+    pub error: Option<String>,
+}
+
+impl AgentRunResult {
+    pub fn send_result(&self) -> SendResult {
+        SendResult {
+            message: self.message.clone(),
+            tool_calls: self.tool_calls.clone(),
+            iterations: self.iterations,
+        }
+    }
+}
+
+/// What the fake model answers for one call.
+enum Answer {
+    Step(ScriptStep),
+    Fail(String),
+}
+
+fn approx_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+fn record(call: &Dispatched) -> ToolCallRecord {
+    ToolCallRecord {
+        id: call.call_id.clone(),
+        tool_name: call.tool.clone(),
+        server_id: server_of(&call.tool).to_owned(),
+        status: if call.outcome.is_ok() {
+            "success"
+        } else {
+            "error"
+        }
+        .to_owned(),
+        duration_ms: call.duration_ms.round() as u64,
+        input: call.input.clone(),
+        output: call.output(),
+        error_code: call.outcome.as_ref().err().map(|e| e.code().to_owned()),
+    }
+}
+
+impl Runtime {
+    /// `POST /v1/sessions/:id/send` without streaming.
+    pub async fn send(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        message: &str,
+    ) -> Result<AgentRunResult, ApiErrorWithStatus> {
+        self.run_agent(tenant, session_id, message, None).await
+    }
+
+    /// The model loop. Frames for an SSE answer go to `frames` as they happen; a gone
+    /// receiver does not stop the run (its events still reach the stream).
+    pub async fn run_agent(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        message: &str,
+        frames: Option<mpsc::Sender<SendFrame>>,
+    ) -> Result<AgentRunResult, ApiErrorWithStatus> {
+        let session = self.open_session(tenant, session_id)?;
+        let out = |frame: SendFrame| {
+            let frames = frames.clone();
+            async move {
+                if let Some(frames) = frames {
+                    let _ = frames.send(frame).await;
+                }
+            }
+        };
+        out(SendFrame::UserMessage {
+            content: message.to_owned(),
+        })
+        .await;
+        let clock = Instant::now();
+        let max = self.inner.config.max_iterations.max(1);
+        let mut result = AgentRunResult {
+            message: String::new(),
+            tool_calls: Vec::new(),
+            tokens: Tokens::default(),
+            iterations: 0,
+            steps: Vec::new(),
+            duration_ms: 0.0,
+            error: None,
+        };
+        let mut prompt_tokens = approx_tokens(message) + 8;
+        let mut finished = false;
+        for iteration in 0..max {
+            let answer = {
+                let mut s = lock(&session);
+                let call = s.model_calls;
+                s.model_calls = s.model_calls.saturating_add(1);
+                match s.model.fail_on_step.iter().find(|f| f.step == call) {
+                    Some(fail) => Answer::Fail(fail.error.clone()),
+                    None => {
+                        Answer::Step(s.model.sequence.get(call as usize).cloned().unwrap_or_else(
+                            || {
+                                ScriptStep {
+                                    text: Some(
+                                        s.model
+                                            .default_text
+                                            .clone()
+                                            .unwrap_or_else(|| DEFAULT_TEXT.to_owned()),
+                                    ),
+                                    ..ScriptStep::default()
+                                }
+                            },
+                        ))
+                    }
+                }
+            };
+            result.iterations = iteration + 1;
+            let step = match answer {
+                Answer::Fail(error) => {
+                    result.error = Some(error);
+                    break;
+                }
+                Answer::Step(step) => step,
+            };
+            if let Some(delay) = step.delay_ms {
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+            }
+            let text = step.text.clone().unwrap_or_default();
+            if !text.is_empty() {
+                out(SendFrame::AssistantText {
+                    content: text.clone(),
+                    iteration,
+                })
+                .await;
+            }
+            let mut step_calls = Vec::new();
+            for call in &step.tool_calls {
+                let dispatched = self.dispatch(
+                    &session,
+                    &call.name,
+                    call.arguments.clone(),
+                    CallSource::Send,
+                    Some(iteration),
+                );
+                out(SendFrame::ToolUse {
+                    id: dispatched.call_id.clone(),
+                    name: dispatched.tool.clone(),
+                    input: dispatched.input.clone(),
+                })
+                .await;
+                let rec = record(&dispatched);
+                out(SendFrame::ToolResult(rec.clone())).await;
+                step_calls.push(StepToolCall {
+                    id: dispatched.call_id.clone(),
+                    name: dispatched.tool.clone(),
+                    args: RawJson::from_value(&dispatched.input),
+                    result: RawJson::from_value(&rec.output),
+                    duration: dispatched.duration_ms,
+                    needs_approval: rec.error_code.as_deref() == Some("approval_required"),
+                });
+                result.tool_calls.push(rec);
+            }
+            let completion = approx_tokens(&text) + 8 * step.tool_calls.len() as u64;
+            let step_tokens = Tokens {
+                prompt: prompt_tokens,
+                completion,
+                total: prompt_tokens + completion,
+            };
+            result.tokens.prompt += step_tokens.prompt;
+            result.tokens.completion += step_tokens.completion;
+            result.tokens.total += step_tokens.total;
+            prompt_tokens += completion + 4 * step_calls.len() as u64;
+            let done = step.tool_calls.is_empty();
+            let step_event = Step {
+                iteration,
+                model: MODEL.to_owned(),
+                tokens: step_tokens,
+                finish_reason: if done { "stop" } else { "tool_calls" }.to_owned(),
+                tool_calls: step_calls,
+            };
+            result.steps.push(step_event.clone());
+            self.emit(
+                Some(session_id.to_owned()),
+                Event::AgentStepCompleted(AgentStepCompleted {
+                    agent_name: AGENT_NAME.to_owned(),
+                    model: MODEL.to_owned(),
+                    provider: PROVIDER.to_owned(),
+                    iteration,
+                    step: step_event,
+                    tokens: result.tokens,
+                    duration: clock.elapsed().as_secs_f64() * 1000.0,
+                    streaming: frames.is_some(),
+                    conversation_id: Some(session_id.to_owned()),
+                }),
+            );
+            if !text.is_empty() {
+                result.message = text;
+            }
+            if done {
+                finished = true;
+                break;
+            }
+        }
+        if !finished && result.error.is_none() {
+            result.error = Some(format!(
+                "the model was still calling tools after {max} iterations"
+            ));
+        }
+        result.duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
+        let run = AgentRun {
+            agent_name: AGENT_NAME.to_owned(),
+            model: MODEL.to_owned(),
+            provider: PROVIDER.to_owned(),
+            input: RawJson::from_value(message),
+            output: RawJson::from_value(&result.message),
+            steps: result.steps.clone(),
+            tokens: result.tokens,
+            duration: result.duration_ms,
+            finish_reason: match (&result.error, result.steps.last()) {
+                (Some(_), _) => "error".to_owned(),
+                (None, Some(step)) => step.finish_reason.clone(),
+                (None, None) => "stop".to_owned(),
+            },
+            streaming: frames.is_some(),
+            conversation_id: Some(session_id.to_owned()),
+            failover_attempts: 0,
+            error: result.error.as_ref().map(RawJson::from_value),
+        };
+        let event = match result.error {
+            Some(_) => Event::AgentFailed(run),
+            None => Event::AgentCompleted(run),
+        };
+        self.emit(Some(session_id.to_owned()), event);
+        match &result.error {
+            Some(error) => {
+                out(SendFrame::Error {
+                    error: "agent_failed".to_owned(),
+                    message: error.clone(),
+                })
+                .await
+            }
+            None => out(SendFrame::Done(result.send_result())).await,
+        }
+        Ok(result)
+    }
+}

@@ -1,0 +1,304 @@
+//! The approval queue: calls a policy rule held for a human, their expiry, and the
+//! decision. Approving replays the recorded call through the mock gate only (the policy
+//! already spoke); a replay whose mock or session is gone is `mocks_engine_error`.
+
+use super::sessions::new_id;
+use super::{ApiErrorWithStatus, Runtime, lock};
+use crate::protocol::envelope::codes;
+use crate::protocol::events::{
+    ApprovalReplayed, ApprovalRequested, ApprovalResolved, Decision, Outcome,
+};
+use crate::protocol::rest::{ApprovalList, ApprovalStatus, ApprovalView};
+use crate::protocol::{Envelope, Event, RawJson, now_rfc3339};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::time::Instant;
+
+struct Row {
+    view: ApprovalView,
+    tenant: String,
+    expires: DateTime<Utc>,
+}
+
+#[derive(Default)]
+pub(crate) struct ApprovalQueue {
+    rows: HashMap<String, Row>,
+    order: Vec<String>,
+}
+
+/// What `dispatch` needs back from queueing a call.
+pub(crate) struct Queued {
+    pub approval_id: String,
+    pub expires_at: String,
+    message: String,
+    view: ApprovalView,
+}
+
+/// Which way a human decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Approve,
+    Deny,
+}
+
+/// Which approvals `GET /v1/approvals` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StatusFilter {
+    #[default]
+    Pending,
+    All,
+}
+
+fn rfc3339(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+impl Runtime {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn queue_approval(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        call_id: &str,
+        tool: &str,
+        input: &Value,
+        rule_id: &str,
+        message: &str,
+    ) -> Queued {
+        let now = Utc::now();
+        let ttl = chrono::Duration::from_std(self.inner.config.approval_ttl)
+            .unwrap_or(chrono::Duration::minutes(15));
+        let expires = now + ttl;
+        let view = ApprovalView {
+            id: new_id("apr_"),
+            session_id: session_id.to_owned(),
+            call_id: call_id.to_owned(),
+            tool: tool.to_owned(),
+            input: RawJson::from_value(input),
+            rule_id: rule_id.to_owned(),
+            status: ApprovalStatus::Pending,
+            requested_at: rfc3339(now),
+            expires_at: rfc3339(expires),
+            decided_by: None,
+            note: None,
+            replay: None,
+        };
+        let queued = Queued {
+            approval_id: view.id.clone(),
+            expires_at: view.expires_at.clone(),
+            message: message.to_owned(),
+            view: view.clone(),
+        };
+        let mut queue = lock(&self.inner.approvals);
+        queue.order.push(view.id.clone());
+        queue.rows.insert(
+            view.id.clone(),
+            Row {
+                view,
+                tenant: tenant.to_owned(),
+                expires,
+            },
+        );
+        queued
+    }
+
+    pub(crate) fn announce_approval(&self, tenant: &str, session_id: &str, queued: Queued) {
+        self.emit_for(
+            tenant,
+            Some(session_id.to_owned()),
+            Event::ApprovalRequested(ApprovalRequested {
+                approval_id: queued.approval_id,
+                call_id: queued.view.call_id,
+                tool: queued.view.tool,
+                input: queued.view.input,
+                rule_id: queued.view.rule_id,
+                expires_at: queued.expires_at,
+                message: queued.message,
+            }),
+        );
+    }
+
+    /// Marks every pending approval past its `expires_at` as expired, announcing each.
+    pub fn expire_due_approvals(&self) {
+        let now = Utc::now();
+        let expired: Vec<(String, String, String)> = {
+            let mut queue = lock(&self.inner.approvals);
+            queue
+                .rows
+                .values_mut()
+                .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
+                .map(|row| {
+                    row.view.status = ApprovalStatus::Expired;
+                    (
+                        row.tenant.clone(),
+                        row.view.session_id.clone(),
+                        row.view.id.clone(),
+                    )
+                })
+                .collect()
+        };
+        for (tenant, session_id, approval_id) in expired {
+            self.emit_for(
+                &tenant,
+                Some(session_id),
+                Event::ApprovalResolved(ApprovalResolved {
+                    approval_id,
+                    decision: Decision::Expired,
+                    by: None,
+                    note: None,
+                }),
+            );
+        }
+    }
+
+    /// `GET /v1/approvals`: this tenant's approvals, oldest first.
+    pub fn list_approvals(&self, tenant: &str, filter: StatusFilter) -> ApprovalList {
+        self.expire_due_approvals();
+        let queue = lock(&self.inner.approvals);
+        ApprovalList {
+            approvals: queue
+                .order
+                .iter()
+                .filter_map(|id| queue.rows.get(id))
+                .filter(|row| row.tenant == tenant)
+                .filter(|row| {
+                    filter == StatusFilter::All || row.view.status == ApprovalStatus::Pending
+                })
+                .map(|row| row.view.clone())
+                .collect(),
+        }
+    }
+
+    /// `POST /v1/approvals/:id/approve|deny`. A second decision is 409; a decision after
+    /// `expires_at` is 410 and leaves the row expired.
+    pub fn decide(
+        &self,
+        tenant: &str,
+        approval_id: &str,
+        verdict: Verdict,
+        by: Option<String>,
+        note: Option<String>,
+    ) -> Result<ApprovalView, ApiErrorWithStatus> {
+        self.expire_due_approvals();
+        let view = {
+            let mut queue = lock(&self.inner.approvals);
+            let row = match queue.rows.get_mut(approval_id) {
+                Some(row) if row.tenant == tenant => row,
+                _ => {
+                    return Err(ApiErrorWithStatus::not_found(format!(
+                        "no approval {approval_id}"
+                    )));
+                }
+            };
+            match row.view.status {
+                ApprovalStatus::Pending => {}
+                ApprovalStatus::Expired => {
+                    return Err(ApiErrorWithStatus::new(
+                        410,
+                        codes::EXPIRED,
+                        format!("approval {approval_id} expired at {}", row.view.expires_at),
+                    ));
+                }
+                decided => {
+                    return Err(ApiErrorWithStatus::new(
+                        409,
+                        codes::ALREADY_DECIDED,
+                        format!(
+                            "approval {approval_id} was already {}",
+                            serde_json::to_value(decided)
+                                .ok()
+                                .and_then(|v| v.as_str().map(str::to_owned))
+                                .unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+            row.view.status = match verdict {
+                Verdict::Approve => ApprovalStatus::Approved,
+                Verdict::Deny => ApprovalStatus::Denied,
+            };
+            row.view.decided_by = by.clone();
+            row.view.note = note.clone();
+            row.view.clone()
+        };
+        self.emit_for(
+            tenant,
+            Some(view.session_id.clone()),
+            Event::ApprovalResolved(ApprovalResolved {
+                approval_id: view.id.clone(),
+                decision: match verdict {
+                    Verdict::Approve => Decision::Approved,
+                    Verdict::Deny => Decision::Denied,
+                },
+                by,
+                note,
+            }),
+        );
+        if verdict == Verdict::Deny {
+            return Ok(view);
+        }
+        let outcome = self.replay(tenant, &view);
+        let mut queue = lock(&self.inner.approvals);
+        let row = queue
+            .rows
+            .get_mut(approval_id)
+            .map(|row| {
+                row.view.replay = Some(outcome.clone());
+                row.view.clone()
+            })
+            .unwrap_or_else(|| ApprovalView {
+                replay: Some(outcome),
+                ..view
+            });
+        Ok(row)
+    }
+
+    /// Runs an approved call again through the mock gate and announces the outcome,
+    /// under the session lock so its counter is ordered with the session's calls.
+    fn replay(&self, tenant: &str, view: &ApprovalView) -> Outcome {
+        let clock = Instant::now();
+        let session = self.session(tenant, &view.session_id).ok();
+        let mut guard = session.as_ref().map(|session| lock(session));
+        let (result, counter) = match guard.as_mut() {
+            None => (
+                Err(Envelope::MocksEngineError {
+                    message: format!("replay of {}: its session is gone", view.tool),
+                }),
+                None,
+            ),
+            Some(s) if s.closed => (
+                Err(Envelope::MocksEngineError {
+                    message: format!(
+                        "replay of {}: session {} is closed",
+                        view.tool, view.session_id
+                    ),
+                }),
+                s.mocks.counter(&view.tool),
+            ),
+            Some(s) => {
+                let result = s.mocks.consume(&view.tool, true);
+                s.last_activity = now_rfc3339();
+                (result, s.mocks.counter(&view.tool))
+            }
+        };
+        let outcome = match result {
+            Ok(value) => Outcome::Result(RawJson::from_value(&value)),
+            Err(envelope) => Outcome::Envelope(envelope),
+        };
+        self.emit_for(
+            tenant,
+            Some(view.session_id.clone()),
+            Event::ApprovalReplayed(ApprovalReplayed {
+                approval_id: view.id.clone(),
+                call_id: view.call_id.clone(),
+                tool: view.tool.clone(),
+                outcome: outcome.clone(),
+                duration: clock.elapsed().as_secs_f64() * 1000.0,
+                counter,
+            }),
+        );
+        drop(guard);
+        outcome
+    }
+}

@@ -1,0 +1,139 @@
+//! The event log: stamps every event with the next `seq` and a `ts`, keeps the newest
+//! `retained_events` in a ring, and broadcasts each to live subscribers. Stamping and
+//! broadcasting happen under one lock so the broadcast order is the seq order.
+
+use crate::protocol::{Event, Frame, encode, now_rfc3339};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::broadcast;
+
+/// A stamped event as the log keeps it: the frame, its wire text (encoded once) and the
+/// tenant whose stream shows it.
+#[derive(Debug)]
+pub struct Logged {
+    pub frame: Frame,
+    pub text: String,
+    pub tenant: String,
+}
+
+struct Ring {
+    next_seq: u64,
+    events: VecDeque<Arc<Logged>>,
+}
+
+/// What a read of the log returned: the events, and the range it no longer holds.
+#[derive(Debug, Default)]
+pub struct Slice {
+    /// `(from, to)` inclusive: seqs after `since` that were dropped from the ring.
+    pub gap: Option<(u64, u64)>,
+    pub events: Vec<Arc<Logged>>,
+}
+
+pub struct EventLog {
+    ring: Mutex<Ring>,
+    capacity: usize,
+    live: broadcast::Sender<Arc<Logged>>,
+}
+
+impl EventLog {
+    pub fn new(capacity: usize, subscriber_queue: usize) -> Self {
+        let (live, _) = broadcast::channel(subscriber_queue.max(1));
+        Self {
+            ring: Mutex::new(Ring {
+                next_seq: 1,
+                events: VecDeque::new(),
+            }),
+            capacity: capacity.max(1),
+            live,
+        }
+    }
+
+    fn ring(&self) -> MutexGuard<'_, Ring> {
+        // A poisoned lock only means another thread panicked mid-push; the ring is still
+        // a valid deque, so keep serving rather than take the runtime down.
+        self.ring
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Stamps, retains and broadcasts one event.
+    pub fn append(&self, tenant: String, session_id: Option<String>, event: Event) -> Frame {
+        let mut ring = self.ring();
+        let frame = Frame {
+            seq: ring.next_seq,
+            ts: now_rfc3339(),
+            session_id,
+            event,
+        };
+        ring.next_seq += 1;
+        let logged = Arc::new(Logged {
+            text: encode(&frame),
+            frame: frame.clone(),
+            tenant,
+        });
+        if ring.events.len() >= self.capacity {
+            ring.events.pop_front();
+        }
+        ring.events.push_back(logged.clone());
+        // No receivers is not an error for the log: nobody is watching yet.
+        let _ = self.live.send(logged);
+        frame
+    }
+
+    /// A receiver of every event appended from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Logged>> {
+        self.live.subscribe()
+    }
+
+    /// The seq the next event will get.
+    pub fn next_seq(&self) -> u64 {
+        self.ring().next_seq
+    }
+
+    /// Up to `limit` retained events with seq > `since`, and the gap when the ring no
+    /// longer holds `since + 1`.
+    pub fn since(&self, since: u64, limit: usize) -> Slice {
+        let ring = self.ring();
+        let mut slice = Slice::default();
+        let newest = ring.next_seq.saturating_sub(1);
+        if since >= newest {
+            return slice;
+        }
+        let oldest = ring.events.front().map_or(ring.next_seq, |e| e.frame.seq);
+        if since + 1 < oldest {
+            slice.gap = Some((since + 1, oldest - 1));
+        }
+        // Seqs in the ring are contiguous, so the start index is arithmetic.
+        let skip =
+            usize::try_from(since.saturating_add(1).saturating_sub(oldest)).unwrap_or(usize::MAX);
+        slice.events = ring.events.iter().skip(skip).take(limit).cloned().collect();
+        slice
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::events::SessionClosed;
+
+    fn closed() -> Event {
+        Event::SessionClosed(SessionClosed::default())
+    }
+
+    #[test]
+    fn ring_drops_oldest_and_reports_gap() {
+        let log = EventLog::new(3, 8);
+        for _ in 0..5 {
+            log.append("default".into(), None, closed());
+        }
+        let slice = log.since(0, 10);
+        assert_eq!(slice.gap, Some((1, 2)));
+        let seqs: Vec<u64> = slice.events.iter().map(|e| e.frame.seq).collect();
+        assert_eq!(seqs, vec![3, 4, 5]);
+        let slice = log.since(3, 10);
+        assert_eq!(slice.gap, None);
+        assert_eq!(slice.events.len(), 2);
+        assert!(log.since(5, 10).events.is_empty());
+        assert_eq!(log.since(2, 1).events[0].frame.seq, 3);
+    }
+}

@@ -1,0 +1,240 @@
+//! The test-mode runtime: one `Runtime` value owns every piece of state (sessions, mocks
+//! and counters, approvals, the event log and its broadcast) and can be served over HTTP
+//! any number of times; `ServerHandle::shutdown` stops one server, the state lives on.
+
+pub mod agent;
+pub mod approvals;
+pub mod http;
+pub mod log;
+pub mod mocks;
+pub mod observe;
+pub mod policy;
+pub mod sessions;
+
+pub use agent::AgentRunResult;
+pub use policy::{Policy, PolicyError};
+pub use sessions::ExecuteReply;
+
+use crate::protocol::{ApiError, Event, Frame};
+use log::EventLog;
+use sessions::SessionMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+use thiserror::Error;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Everything a runtime can be told at start.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Mocks allowed (`--test-mode`, `CODESPAR_TEST_MODE_ENABLED`); off, creating a
+    /// session with mocks answers 501 `mocks_not_permitted`.
+    pub test_mode: bool,
+    pub policy: Policy,
+    /// When non-empty every /v1 route needs `Authorization: Bearer <one of these>`.
+    pub api_keys: Vec<String>,
+    /// How many events the log keeps for `since=` resume and `GET /v1/events`.
+    pub retained_events: usize,
+    /// How long an approval waits before a decision gets 410.
+    pub approval_ttl: Duration,
+    /// Events a live subscriber may fall behind before it has to catch up from the log.
+    pub subscriber_queue: usize,
+    pub ping_interval: Duration,
+    /// Request bodies above this answer 413 `payload_too_large`.
+    pub max_body_bytes: usize,
+    /// Model-loop iterations per `send` before the run fails.
+    pub max_iterations: u32,
+    /// Calls kept per session for `GET /v1/sessions/:id` (counters count them all).
+    pub retained_calls: usize,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            test_mode: false,
+            policy: Policy::default(),
+            api_keys: Vec::new(),
+            retained_events: 100_000,
+            approval_ttl: Duration::from_secs(15 * 60),
+            subscriber_queue: 4096,
+            ping_interval: Duration::from_secs(15),
+            max_body_bytes: 1024 * 1024,
+            max_iterations: 16,
+            retained_calls: 1000,
+        }
+    }
+}
+
+/// A REST error with its HTTP status: what every route answers on failure.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("{status} {}: {}", error.code, error.message)]
+pub struct ApiErrorWithStatus {
+    pub status: u16,
+    pub error: ApiError,
+}
+
+impl ApiErrorWithStatus {
+    pub fn new(status: u16, code: &str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            error: ApiError::new(code, message),
+        }
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(404, crate::protocol::envelope::codes::NOT_FOUND, message)
+    }
+
+    pub fn invalid_body(message: impl Into<String>) -> Self {
+        Self::new(400, crate::protocol::envelope::codes::INVALID_BODY, message)
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: RuntimeConfig,
+    pub(crate) log: EventLog,
+    pub(crate) sessions: RwLock<SessionMap>,
+    pub(crate) approvals: Mutex<approvals::ApprovalQueue>,
+}
+
+/// The runtime's state; cheap to clone (all clones share it).
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// Locks a mutex, treating poison as usable: every critical section here leaves its data
+/// consistent before anything that could panic.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+/// The default tenant when a request names no `x-codespar-project`.
+pub const DEFAULT_TENANT: &str = "default";
+
+impl Runtime {
+    pub fn new(config: RuntimeConfig) -> Runtime {
+        let log = EventLog::new(config.retained_events, config.subscriber_queue);
+        Runtime {
+            inner: Arc::new(Inner {
+                config,
+                log,
+                sessions: RwLock::new(SessionMap::default()),
+                approvals: Mutex::new(approvals::ApprovalQueue::default()),
+            }),
+        }
+    }
+
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    /// Stamps an event with the next seq and `ts`, retains it and broadcasts it. The
+    /// tenant whose stream shows it is its session's, else the default tenant.
+    pub fn emit(&self, session_id: Option<String>, event: Event) -> Frame {
+        let tenant = session_id
+            .as_deref()
+            .and_then(|id| self.session_tenant(id))
+            .unwrap_or_else(|| DEFAULT_TENANT.to_owned());
+        self.inner.log.append(tenant, session_id, event)
+    }
+
+    pub(crate) fn emit_for(&self, tenant: &str, session_id: Option<String>, event: Event) -> Frame {
+        self.inner.log.append(tenant.to_owned(), session_id, event)
+    }
+
+    /// Up to `limit` retained events with seq > `since`, oldest first.
+    pub fn events_since(&self, since: u64, limit: usize) -> Vec<Frame> {
+        self.inner
+            .log
+            .since(since, limit)
+            .events
+            .iter()
+            .map(|logged| logged.frame.clone())
+            .collect()
+    }
+
+    /// Binds `addr` (SO_REUSEADDR, so a restart can take the same port at once) and serves
+    /// the HTTP and WebSocket routes until `ServerHandle::shutdown`.
+    pub async fn serve(&self, addr: SocketAddr) -> std::io::Result<ServerHandle> {
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        let listener = socket.listen(1024)?;
+        let bound = listener.local_addr()?;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let app = http::router(self.clone(), stop_rx.clone());
+        let mut signal = stop_rx;
+        let task = tokio::spawn(async move {
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(async move {
+                // A dropped handle leaves the server running: only `shutdown` stops it.
+                if signal.wait_for(|stop| *stop).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            })
+            .await
+        });
+        tracing::info!(addr = %bound, "runtime listening");
+        Ok(ServerHandle {
+            addr: bound,
+            runtime: self.clone(),
+            stop: stop_tx,
+            task,
+        })
+    }
+}
+
+/// Creates a runtime and serves it on `addr` (use `127.0.0.1:0` for any free port).
+pub async fn start(config: RuntimeConfig, addr: SocketAddr) -> std::io::Result<ServerHandle> {
+    Runtime::new(config).serve(addr).await
+}
+
+/// A running server over a runtime's state.
+pub struct ServerHandle {
+    pub addr: SocketAddr,
+    runtime: Runtime,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+/// How long in-flight requests get to finish on shutdown before they are cut.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+impl ServerHandle {
+    /// `http://ADDR`, e.g. `http://127.0.0.1:8000`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `ws://ADDR/v1/observe`.
+    pub fn observe_url(&self) -> String {
+        format!("ws://{}/v1/observe", self.addr)
+    }
+
+    pub fn runtime(&self) -> Runtime {
+        self.runtime.clone()
+    }
+
+    /// Stops accepting, closes every open WebSocket, waits (bounded) for in-flight
+    /// requests and releases the port. The runtime's state is untouched.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let mut task = self.task;
+        if tokio::time::timeout(SHUTDOWN_GRACE, &mut task)
+            .await
+            .is_err()
+        {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}

@@ -1,0 +1,526 @@
+//! Sessions and the dispatch path: create (with the three mock gates), read, close, and
+//! every tool call through deny-list, policy and mock store, with its `tool.called`
+//! event. A session's counters change only under that session's lock.
+
+use super::mocks::{MAX_MOCKS_BYTES, MockTable, MocksRejection};
+use super::policy::Verdict;
+use super::{ApiErrorWithStatus, Runtime, lock};
+use crate::protocol::envelope::codes;
+use crate::protocol::events::{
+    CallSource, Counter, Outcome, SessionClosed, SessionCreated, ToolCalled,
+};
+use crate::protocol::rest::{
+    CallView, Connections, CreateSession, ModelScript, ServerInfo, SessionCreatedBody,
+    SessionDetail, SessionList, SessionSummary, ToolInfo, ToolResult,
+};
+use crate::protocol::{ApiError, Envelope, Event, RawJson, now_rfc3339};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The built-in introspection tool: it bypasses policy and the mock store.
+pub const LIST_TOOLS: &str = "codespar_list_tools";
+
+/// Random id with a readable prefix: `ses_…`, `call_…`, `apr_…`.
+pub fn new_id(prefix: &str) -> String {
+    let tail: String = std::iter::repeat_with(fastrand::alphanumeric)
+        .take(20)
+        .collect();
+    format!("{prefix}{tail}")
+}
+
+pub(crate) struct Session {
+    pub id: String,
+    pub tenant: String,
+    pub user_id: String,
+    pub servers: Vec<String>,
+    pub created_at: String,
+    pub last_activity: String,
+    pub closed: bool,
+    pub mocks: MockTable,
+    pub calls: VecDeque<CallView>,
+    pub call_count: u32,
+    pub envelope_count: u32,
+    pub model: ModelScript,
+    /// Model calls made so far: the Nth answers `model.sequence[N]` (seed 001).
+    pub model_calls: u32,
+}
+
+impl Session {
+    fn summary(&self) -> SessionSummary {
+        SessionSummary {
+            id: self.id.clone(),
+            user_id: self.user_id.clone(),
+            servers: self.servers.clone(),
+            status: if self.closed { "closed" } else { "active" }.to_owned(),
+            created_at: self.created_at.clone(),
+            last_activity: self.last_activity.clone(),
+            calls: self.call_count,
+            envelopes: self.envelope_count,
+            mocks: self.mocks.states(),
+        }
+    }
+
+    fn record(&mut self, call: CallView, retained: usize) {
+        self.call_count = self.call_count.saturating_add(1);
+        if call.outcome.envelope().is_some() {
+            self.envelope_count = self.envelope_count.saturating_add(1);
+        }
+        self.last_activity = now_rfc3339();
+        if self.calls.len() >= retained.max(1) {
+            self.calls.pop_front();
+        }
+        self.calls.push_back(call);
+    }
+
+    fn tools(&self) -> Vec<ToolInfo> {
+        let mut tools: Vec<ToolInfo> = self
+            .mocks
+            .slots
+            .iter()
+            .map(|(name, slot)| {
+                let declared = slot.declared(name);
+                let description = match declared.mode {
+                    crate::protocol::events::MockMode::Static => {
+                        "Mocked in this session (static fixture)".to_owned()
+                    }
+                    crate::protocol::events::MockMode::Stateful => format!(
+                        "Mocked in this session (stateful, {} entries)",
+                        declared.entries
+                    ),
+                };
+                ToolInfo {
+                    name: name.clone(),
+                    description,
+                    input_schema: json!({"type": "object"}),
+                    server: server_of(name).to_owned(),
+                }
+            })
+            .collect();
+        tools.push(ToolInfo {
+            name: LIST_TOOLS.to_owned(),
+            description: "List the tools available in this session".to_owned(),
+            input_schema: json!({"type": "object", "properties": {}}),
+            server: "codespar".to_owned(),
+        });
+        tools
+    }
+
+    fn connections(&self) -> Connections {
+        let mut servers: Vec<String> = Vec::new();
+        let mocked: BTreeSet<&str> = self.mocks.slots.keys().map(|k| server_of(k)).collect();
+        for server in self.servers.iter().map(String::as_str).chain(mocked) {
+            if !servers.iter().any(|s| s == server) {
+                servers.push(server.to_owned());
+            }
+        }
+        Connections {
+            servers: servers
+                .into_iter()
+                .map(|id| ServerInfo {
+                    name: id.clone(),
+                    id,
+                    category: "mock".to_owned(),
+                    country: String::new(),
+                    auth_type: "none".to_owned(),
+                    connected: true,
+                })
+                .collect(),
+            tools: self.tools(),
+        }
+    }
+}
+
+/// The server part of a canonical `server/tool` name (the whole name when it has none).
+pub fn server_of(tool: &str) -> &str {
+    tool.split_once('/').map_or(tool, |(server, _)| server)
+}
+
+#[derive(Default)]
+pub(crate) struct SessionMap {
+    by_id: HashMap<String, Arc<Mutex<Session>>>,
+    order: Vec<String>,
+}
+
+/// What `execute` answered: the SDK's ToolResult, or an envelope (with its own status).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExecuteReply {
+    Ok(ToolResult),
+    Envelope(Envelope),
+}
+
+impl ExecuteReply {
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Ok(_) => 200,
+            Self::Envelope(envelope) => envelope.http_status(),
+        }
+    }
+
+    /// The response body: the ToolResult, or the envelope JSON itself.
+    pub fn body(&self) -> Value {
+        match self {
+            Self::Ok(result) => serde_json::to_value(result).unwrap_or(Value::Null),
+            Self::Envelope(envelope) => serde_json::to_value(envelope).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// One call through the gates, as both `execute` and the model loop see it.
+#[derive(Debug, Clone)]
+pub struct Dispatched {
+    pub call_id: String,
+    pub tool: String,
+    pub input: Value,
+    pub outcome: Result<Value, Envelope>,
+    pub started_at: String,
+    pub duration_ms: f64,
+    pub counter: Option<Counter>,
+}
+
+impl Dispatched {
+    /// The result, or the envelope whole, as one JSON value.
+    pub fn output(&self) -> Value {
+        match &self.outcome {
+            Ok(value) => value.clone(),
+            Err(envelope) => serde_json::to_value(envelope).unwrap_or(Value::Null),
+        }
+    }
+}
+
+fn metadata_strings(metadata: &Map<String, Value>) -> BTreeMap<String, String> {
+    metadata
+        .iter()
+        .map(|(key, value)| {
+            let text = match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            (key.clone(), text)
+        })
+        .collect()
+}
+
+/// The model script: `model` on the body, else a JSON string in `metadata.model_script`.
+fn model_script(req: &CreateSession) -> Result<ModelScript, ApiErrorWithStatus> {
+    if let Some(model) = &req.model {
+        return Ok(model.clone());
+    }
+    let Some(raw) = req.metadata.as_ref().and_then(|m| m.get("model_script")) else {
+        return Ok(ModelScript::default());
+    };
+    let parsed = match raw {
+        Value::String(text) => serde_json::from_str::<ModelScript>(text),
+        other => serde_json::from_value::<ModelScript>(other.clone()),
+    };
+    parsed.map_err(|err| ApiErrorWithStatus {
+        status: 400,
+        error: ApiError::new(
+            codes::INVALID_BODY,
+            format!("metadata.model_script is not a model script: {err}"),
+        )
+        .with_field("/metadata/model_script"),
+    })
+}
+
+impl Runtime {
+    pub(crate) fn session(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Arc<Mutex<Session>>, ApiErrorWithStatus> {
+        let sessions = self
+            .inner
+            .sessions
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner());
+        match sessions.by_id.get(id) {
+            // Another tenant's session is indistinguishable from a missing one.
+            Some(session) if lock(session).tenant == tenant => Ok(session.clone()),
+            _ => Err(ApiErrorWithStatus::not_found(format!("no session {id}"))),
+        }
+    }
+
+    pub(crate) fn session_tenant(&self, id: &str) -> Option<String> {
+        let sessions = self
+            .inner
+            .sessions
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner());
+        sessions.by_id.get(id).map(|s| lock(s).tenant.clone())
+    }
+
+    /// `POST /v1/sessions`: the three mock gates in order, then the session and its
+    /// `session.created` event.
+    pub fn create_session(
+        &self,
+        tenant: &str,
+        req: CreateSession,
+    ) -> Result<SessionCreatedBody, ApiErrorWithStatus> {
+        let mocks = match &req.mocks {
+            None | Some(Value::Null) => MockTable::default(),
+            Some(_) if !self.inner.config.test_mode => {
+                return Err(ApiErrorWithStatus::new(
+                    501,
+                    codes::MOCKS_NOT_PERMITTED,
+                    "mocks need test mode; start the runtime with --test-mode or CODESPAR_TEST_MODE_ENABLED=true",
+                ));
+            }
+            Some(value) => MockTable::from_payload(value).map_err(|rejection| match rejection {
+                MocksRejection::TooLarge { bytes } => ApiErrorWithStatus::new(
+                    413,
+                    codes::MOCKS_PAYLOAD_TOO_LARGE,
+                    format!("serialized mocks are {bytes} bytes; the cap is {MAX_MOCKS_BYTES}"),
+                ),
+                MocksRejection::Invalid { field, message } => ApiErrorWithStatus {
+                    status: 400,
+                    error: ApiError::new(codes::MOCKS_INVALID, message).with_field(field),
+                },
+            })?,
+        };
+        let model = model_script(&req)?;
+        let metadata = req.metadata.clone().unwrap_or_default();
+        let now = now_rfc3339();
+        let session = Session {
+            id: new_id("ses_"),
+            tenant: tenant.to_owned(),
+            user_id: req.user_id.clone(),
+            servers: req.servers.clone(),
+            created_at: now.clone(),
+            last_activity: now,
+            closed: false,
+            mocks,
+            calls: VecDeque::new(),
+            call_count: 0,
+            envelope_count: 0,
+            model,
+            model_calls: 0,
+        };
+        let body = SessionCreatedBody {
+            id: session.id.clone(),
+            user_id: session.user_id.clone(),
+            servers: session.servers.clone(),
+            status: "active".to_owned(),
+            created_at: session.created_at.clone(),
+        };
+        let event = Event::SessionCreated(SessionCreated {
+            user_id: session.user_id.clone(),
+            servers: session.servers.clone(),
+            project: tenant.to_owned(),
+            mocks: session.mocks.declared(),
+            metadata: metadata_strings(&metadata),
+        });
+        let id = session.id.clone();
+        {
+            let mut sessions = self
+                .inner
+                .sessions
+                .write()
+                .unwrap_or_else(|poison| poison.into_inner());
+            sessions.order.push(id.clone());
+            sessions
+                .by_id
+                .insert(id.clone(), Arc::new(Mutex::new(session)));
+        }
+        self.emit_for(tenant, Some(id), event);
+        Ok(body)
+    }
+
+    /// `GET /v1/sessions`: this tenant's sessions, oldest first.
+    pub fn list_sessions(&self, tenant: &str) -> SessionList {
+        let sessions = self
+            .inner
+            .sessions
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner());
+        SessionList {
+            sessions: sessions
+                .order
+                .iter()
+                .filter_map(|id| sessions.by_id.get(id))
+                .filter_map(|session| {
+                    let session = lock(session);
+                    (session.tenant == tenant).then(|| session.summary())
+                })
+                .collect(),
+        }
+    }
+
+    pub fn session_detail(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<SessionDetail, ApiErrorWithStatus> {
+        let session = self.session(tenant, id)?;
+        let session = lock(&session);
+        Ok(SessionDetail {
+            summary: session.summary(),
+            calls: session.calls.iter().cloned().collect(),
+        })
+    }
+
+    pub fn connections(&self, tenant: &str, id: &str) -> Result<Connections, ApiErrorWithStatus> {
+        let session = self.session(tenant, id)?;
+        let connections = lock(&session).connections();
+        Ok(connections)
+    }
+
+    /// `DELETE /v1/sessions/:id`: idempotent; `session.closed` is emitted once.
+    pub fn close_session(&self, tenant: &str, id: &str) -> Result<(), ApiErrorWithStatus> {
+        let session = self.session(tenant, id)?;
+        let mut session = lock(&session);
+        if session.closed {
+            return Ok(());
+        }
+        session.closed = true;
+        session.last_activity = now_rfc3339();
+        // Emitted under the session lock so no call of this session can follow its close.
+        self.emit_for(
+            tenant,
+            Some(id.to_owned()),
+            Event::SessionClosed(SessionClosed { reason: None }),
+        );
+        Ok(())
+    }
+
+    /// `POST /v1/sessions/:id/execute`.
+    pub async fn execute(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        tool: &str,
+        input: Value,
+    ) -> Result<ExecuteReply, ApiErrorWithStatus> {
+        let session = self.open_session(tenant, session_id)?;
+        let call = self.dispatch(&session, tool, input, CallSource::Execute, None);
+        Ok(match call.outcome {
+            Ok(data) => ExecuteReply::Ok(ToolResult {
+                success: true,
+                data,
+                error: None,
+                duration: call.duration_ms.round() as u64,
+                server: server_of(&call.tool).to_owned(),
+                tool: call.tool,
+                tool_call_id: call.call_id,
+                called_at: call.started_at,
+            }),
+            Err(envelope) => ExecuteReply::Envelope(envelope),
+        })
+    }
+
+    pub(crate) fn open_session(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Arc<Mutex<Session>>, ApiErrorWithStatus> {
+        let session = self.session(tenant, id)?;
+        if lock(&session).closed {
+            return Err(ApiErrorWithStatus::not_found(format!(
+                "session {id} is closed"
+            )));
+        }
+        Ok(session)
+    }
+
+    /// One call through deny-list, policy and mock store, recorded and emitted as
+    /// `tool.called`. The counter moves only on a returned entry, under the session lock.
+    pub(crate) fn dispatch(
+        &self,
+        session: &Arc<Mutex<Session>>,
+        tool: &str,
+        input: Value,
+        source: CallSource,
+        iteration: Option<u32>,
+    ) -> Dispatched {
+        let call_id = new_id("call_");
+        let started_at = now_rfc3339();
+        let clock = Instant::now();
+        let (session_id, tenant) = {
+            let s = lock(session);
+            (s.id.clone(), s.tenant.clone())
+        };
+        let verdict = if tool == LIST_TOOLS {
+            Verdict::Allow
+        } else {
+            self.inner.config.policy.evaluate(tool, &input)
+        };
+        let mut approval = None;
+        let gated: Option<Envelope> = match verdict {
+            Verdict::Allow => None,
+            Verdict::Deny { rule_id, message } => Some(Envelope::PolicyDenied { rule_id, message }),
+            Verdict::Approval { rule_id, message } => {
+                let row = self.queue_approval(
+                    &tenant,
+                    &session_id,
+                    &call_id,
+                    tool,
+                    &input,
+                    &rule_id,
+                    &message,
+                );
+                let envelope = Envelope::ApprovalRequired {
+                    approval_id: row.approval_id.clone(),
+                    expires_at: row.expires_at.clone(),
+                    message,
+                };
+                approval = Some(row);
+                Some(envelope)
+            }
+        };
+        let mut s = lock(session);
+        let outcome = match gated {
+            Some(envelope) => Err(envelope),
+            None if tool == LIST_TOOLS => Ok(json!({ "tools": s.tools() })),
+            None => s.mocks.consume(tool, false),
+        };
+        let counter = s.mocks.note_call(tool);
+        let duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
+        let event_outcome = match &outcome {
+            Ok(value) => Outcome::Result(RawJson::from_value(value)),
+            Err(envelope) => Outcome::Envelope(envelope.clone()),
+        };
+        let input_raw = RawJson::from_value(&input);
+        s.record(
+            CallView {
+                call_id: call_id.clone(),
+                tool: tool.to_owned(),
+                input: input_raw.clone(),
+                outcome: event_outcome.clone(),
+                started_at: started_at.clone(),
+                duration: duration_ms,
+            },
+            self.inner.config.retained_calls,
+        );
+        // Emitted under the session lock so the counters in this session's `tool.called`
+        // events rise in seq order.
+        self.emit_for(
+            &tenant,
+            Some(session_id.clone()),
+            Event::ToolCalled(ToolCalled {
+                call_id: call_id.clone(),
+                tool: tool.to_owned(),
+                input: input_raw,
+                outcome: event_outcome,
+                started_at: started_at.clone(),
+                duration: duration_ms,
+                counter,
+                source,
+                iteration,
+            }),
+        );
+        drop(s);
+        if let Some(row) = approval {
+            self.announce_approval(&tenant, &session_id, row);
+        }
+        Dispatched {
+            call_id,
+            tool: tool.to_owned(),
+            input,
+            outcome,
+            started_at,
+            duration_ms,
+            counter,
+        }
+    }
+}
