@@ -254,3 +254,25 @@ async fn bad_decisions_and_unknown_ids() {
     let (_, pending) = api.get("/v1/approvals").await;
     assert_eq!(pending["approvals"][0]["status"], "pending");
 }
+
+#[tokio::test]
+async fn expiry_is_announced_on_the_stream_without_a_read() {
+    let handle = server(RuntimeConfig {
+        approval_ttl: Duration::from_millis(100),
+        ..config()
+    })
+    .await;
+    let api = Api::new(&handle);
+    let sid = api
+        .session(json!({"asaas/create_payment": {"id": "p"}}))
+        .await;
+    let mut ws = observe(&handle, "?kinds=approval.*").await;
+    let id = queue(&api, &sid).await;
+    let requested = next_frame(&mut ws, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(requested["kind"], "approval.requested");
+    // Nobody lists or decides: the runtime's own sweep expires the row.
+    let resolved = next_frame(&mut ws, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(resolved["kind"], "approval.resolved");
+    assert_eq!(resolved["decision"], "expired");
+    assert_eq!(resolved["approvalId"], id.as_str());
+}

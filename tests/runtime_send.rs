@@ -167,7 +167,7 @@ async fn fail_on_step_and_iteration_cap_fail_the_run() {
             json!({"message": "go"}),
         )
         .await;
-    assert_eq!(status, 502);
+    assert_eq!(status, 503);
     assert_eq!(body["code"], "agent_failed");
     assert_eq!(body["message"], "Rate limited");
     let all = events(&handle);
@@ -191,7 +191,7 @@ async fn fail_on_step_and_iteration_cap_fail_the_run() {
             json!({"message": "go"}),
         )
         .await;
-    assert_eq!(status, 502);
+    assert_eq!(status, 503);
     assert!(
         body["message"].as_str().unwrap().contains("16 iterations"),
         "{body}"
@@ -340,4 +340,46 @@ async fn send_bodies_are_checked() {
         .post("/v1/sessions/ses_nope/send", json!({"message": "x"}))
         .await;
     assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn the_demo_workload_runs_against_the_runtime() {
+    let handle = server(RuntimeConfig {
+        policy: Policy::from_toml(spyglass::demo::POLICY).unwrap(),
+        ..test_config()
+    })
+    .await;
+    let pace = spyglass::demo::Pace {
+        step: std::time::Duration::ZERO,
+        round: std::time::Duration::ZERO,
+        rounds: Some(4),
+        eval_every: 0,
+    };
+    spyglass::demo::drive(&handle.url(), None, pace)
+        .await
+        .unwrap();
+    let all = events(&handle);
+    let count = |kind: &str| all.iter().filter(|e| e["kind"] == kind).count();
+    assert_eq!(count("session.created"), 8);
+    // Three own runs completed plus two forwarded from the external agent.
+    assert_eq!(count("agent.completed"), 5);
+    assert_eq!(count("agent.failed"), 1);
+    assert_eq!(count("approval.requested"), 4);
+    let codes: std::collections::BTreeSet<&str> = all
+        .iter()
+        .filter_map(|e| e["outcome"]["envelope"]["code"].as_str())
+        .collect();
+    for code in [
+        "policy_denied",
+        "approval_required",
+        "tool_not_mocked",
+        "mocks_exhausted",
+    ] {
+        assert!(codes.contains(code), "{code} missing from {codes:?}");
+    }
+    // The external agent's events arrived without a session.
+    assert!(
+        all.iter()
+            .any(|e| e["agentName"] == "SupportAgent" && e.get("sessionId").is_none())
+    );
 }

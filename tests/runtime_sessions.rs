@@ -443,7 +443,7 @@ async fn no_mocks_at_all_means_tool_not_mocked() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_consume_is_exact() {
     let handle = server(test_config()).await;
     let api = std::sync::Arc::new(Api::new(&handle));

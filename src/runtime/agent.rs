@@ -2,7 +2,7 @@
 //! model call answers `sequence[N]`, `fail_on_step` fails that call, past the end the
 //! default text. Tool calls go through the same dispatch as `execute`.
 
-use super::sessions::{Dispatched, server_of};
+use super::sessions::{CallStart, Dispatched, server_of};
 use super::{ApiErrorWithStatus, Runtime, lock};
 use crate::protocol::events::{
     AgentRun, AgentStepCompleted, CallSource, Step, StepToolCall, Tokens,
@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 pub const AGENT_NAME: &str = "spyglass-fake";
 pub const PROVIDER: &str = "fake";
-pub const MODEL: &str = "fake-model";
+pub const MODEL: &str = "fake";
 const DEFAULT_TEXT: &str = "fake response";
 
 /// How one `send` ended: the final text, every tool call, usage, and the error if the
@@ -159,12 +159,17 @@ impl Runtime {
             }
             let mut step_calls = Vec::new();
             for call in &step.tool_calls {
+                let start = CallStart::now();
+                if let Some(latency) = call.latency_ms {
+                    tokio::time::sleep(Duration::from_millis(latency)).await;
+                }
                 let dispatched = self.dispatch(
                     &session,
                     &call.name,
                     call.arguments.clone(),
                     CallSource::Send,
                     Some(iteration),
+                    start,
                 );
                 out(SendFrame::ToolUse {
                     id: dispatched.call_id.clone(),

@@ -312,9 +312,11 @@ async fn send(
 ) -> Result<Response, ApiErrorWithStatus> {
     if !wants_sse(&headers) {
         let result = state.rt.send(&tenant, &id, &req.message).await?;
+        // A failed model call is the provider being unavailable, as a real runtime would
+        // answer when its LLM is rate limited: 503 with the model's error as message.
         return Ok(match &result.error {
             Some(error) => {
-                ApiErrorWithStatus::new(502, "agent_failed", error.clone()).into_response()
+                ApiErrorWithStatus::new(503, "agent_failed", error.clone()).into_response()
             }
             None => Json(result.send_result()).into_response(),
         });

@@ -191,6 +191,7 @@ impl Runtime {
         let bound = listener.local_addr()?;
         let (stop_tx, stop_rx) = watch::channel(false);
         let app = http::router(self.clone(), stop_rx.clone());
+        self.spawn_expiry_sweep(stop_rx.clone());
         let mut signal = stop_rx;
         let task = tokio::spawn(async move {
             axum::serve(
@@ -215,12 +216,45 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// Expires overdue approvals on a timer while a server runs, so the stream announces
+    /// an expiry when it happens rather than when someone next reads the queue.
+    fn spawn_expiry_sweep(&self, mut stop: watch::Receiver<bool>) {
+        let rt = self.clone();
+        let every = self
+            .inner
+            .config
+            .approval_ttl
+            .clamp(Duration::from_millis(50), Duration::from_secs(1));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => rt.expire_due_approvals(),
+                    stopped = async { stop.wait_for(|stop| *stop).await.is_ok() } => {
+                        if stopped {
+                            return;
+                        }
+                        // The handle was dropped without a stop: the server runs on, so
+                        // does the sweep (ticks only from here).
+                        loop {
+                            tick.tick().await;
+                            rt.expire_due_approvals();
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
 /// Creates a runtime and serves it on `addr` (use `127.0.0.1:0` for any free port).
 pub async fn start(config: RuntimeConfig, addr: SocketAddr) -> std::io::Result<ServerHandle> {
     Runtime::new(config).serve(addr).await
 }
 
-/// A running server over a runtime's state.
+/// A running server over a runtime's state. Dropping the handle leaves the server
+/// running (until the tokio runtime ends); `shutdown` is the only way to stop it.
 pub struct ServerHandle {
     pub addr: SocketAddr,
     runtime: Runtime,

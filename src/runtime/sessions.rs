@@ -189,6 +189,22 @@ impl Dispatched {
     }
 }
 
+/// When a call started: its RFC 3339 stamp and a clock for its duration. The model loop
+/// takes it before a scripted tool latency so the wait counts as the tool's time.
+pub struct CallStart {
+    pub at: String,
+    pub clock: Instant,
+}
+
+impl CallStart {
+    pub fn now() -> CallStart {
+        CallStart {
+            at: now_rfc3339(),
+            clock: Instant::now(),
+        }
+    }
+}
+
 fn metadata_strings(metadata: &Map<String, Value>) -> BTreeMap<String, String> {
     metadata
         .iter()
@@ -393,7 +409,14 @@ impl Runtime {
         input: Value,
     ) -> Result<ExecuteReply, ApiErrorWithStatus> {
         let session = self.open_session(tenant, session_id)?;
-        let call = self.dispatch(&session, tool, input, CallSource::Execute, None);
+        let call = self.dispatch(
+            &session,
+            tool,
+            input,
+            CallSource::Execute,
+            None,
+            CallStart::now(),
+        );
         Ok(match call.outcome {
             Ok(data) => ExecuteReply::Ok(ToolResult {
                 success: true,
@@ -432,10 +455,13 @@ impl Runtime {
         input: Value,
         source: CallSource,
         iteration: Option<u32>,
+        start: CallStart,
     ) -> Dispatched {
         let call_id = new_id("call_");
-        let started_at = now_rfc3339();
-        let clock = Instant::now();
+        let CallStart {
+            at: started_at,
+            clock,
+        } = start;
         let (session_id, tenant) = {
             let s = lock(session);
             (s.id.clone(), s.tenant.clone())

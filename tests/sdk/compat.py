@@ -203,7 +203,7 @@ async def send_paths(cs):
         await session.send("hi again")
         check(False, "a failing send raises")
     except ApiError as exc:
-        check(exc.status == 502 and exc.code == "agent_failed", "send failure code", (exc.status, exc.code))
+        check(exc.status == 503 and exc.code == "agent_failed", "send failure code", (exc.status, exc.code))
     await session.close()
 
 

@@ -1,0 +1,116 @@
+//! `spyglass serve` as a user runs it: a bad policy file stops startup naming file, rule
+//! and field; a good start prints the bound URL on stderr and honours the test-mode env.
+
+use serde_json::json;
+use spyglass::runtime::Policy;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+const BAD_POLICY: &str = r#"
+[[rule]]
+id = "fine"
+tool = "*/refund_*"
+action = "deny"
+
+[[rule]]
+id = "payments_require_approval"
+tool = "*/create_payment"
+action = "approve"
+"#;
+
+#[test]
+fn a_bad_policy_file_names_file_rule_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.toml");
+    std::fs::write(&path, BAD_POLICY).unwrap();
+    let err = Policy::load(&path).unwrap_err();
+    assert_eq!(err.file.as_deref(), Some(path.as_path()));
+    assert_eq!(err.rule_index, Some(1));
+    assert_eq!(err.rule_id.as_deref(), Some("payments_require_approval"));
+    assert_eq!(err.field.as_deref(), Some("action"));
+
+    let out = Command::new(env!("CARGO_BIN_EXE_spyglass"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--policy"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("rule #2 (id \"payments_require_approval\")"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("field `action`"), "{stderr}");
+
+    let missing = dir.path().join("nope.toml");
+    let err = Policy::load(&missing).unwrap_err();
+    assert!(err.to_string().contains("nope.toml"), "{err}");
+    std::fs::write(&path, "[[rule]\nid=").unwrap();
+    let err = Policy::load(&path).unwrap_err();
+    assert_eq!(err.file.as_deref(), Some(path.as_path()));
+}
+
+/// Kills the server it started when the test ends, pass or fail.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn serve_prints_its_url_and_reads_the_test_mode_env() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[rule]]\nid = \"no\"\ntool = \"*/refund\"\naction = \"deny\"\n",
+    )
+    .unwrap();
+    let mut child = Child(
+        Command::new(env!("CARGO_BIN_EXE_spyglass"))
+            .args([
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--api-key",
+                "csk_a",
+                "--policy",
+            ])
+            .arg(&policy)
+            .env("CODESPAR_TEST_MODE_ENABLED", "TrUe")
+            .env("SPYGLASS_API_KEYS", "csk_b, csk_c")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let stderr = child.0.stderr.take().unwrap();
+    let url = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stderr).lines();
+        lines
+            .find_map(|line| {
+                let line = line.ok()?;
+                let at = line.find("http://")?;
+                line[at..].split_whitespace().next().map(str::to_owned)
+            })
+            .unwrap_or_default()
+    })
+    .await
+    .unwrap();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let client = reqwest::Client::new();
+    let create = |key: &str| {
+        client
+            .post(format!("{url}/v1/sessions"))
+            .bearer_auth(key)
+            .json(&json!({"servers": [], "user_id": "u", "mocks": {"a/refund": {}}}))
+            .send()
+    };
+    assert_eq!(create("csk_c").await.unwrap().status().as_u16(), 201);
+    assert_eq!(create("csk_a").await.unwrap().status().as_u16(), 201);
+    assert_eq!(create("csk_z").await.unwrap().status().as_u16(), 401);
+}
