@@ -159,6 +159,11 @@ impl EvalHistory {
         self.settings
     }
 
+    /// Outcomes no longer held, in total (the inspector shows it among its drops).
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
     /// Folds a stream frame; only `agent.eval.completed` counts. Returns whether it did.
     pub fn apply_frame(&mut self, frame: &Frame) -> bool {
         match &frame.event {
