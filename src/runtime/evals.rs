@@ -12,7 +12,8 @@ use crate::eval::suite::{PlannedCase, Suite, plan, suite_from_request};
 use crate::protocol::envelope::codes;
 use crate::protocol::events::{EvalRunCompleted, EvalRunStarted, EvalStatus, Event};
 use crate::protocol::rest::{
-    CreateSession, EvalCaseRecord, EvalRunCreated, EvalRunDetail, EvalRunRequest, EvalSummary,
+    CreateSession, EvalCaseRecord, EvalRunCreated, EvalRunDetail, EvalRunRequest,
+    EvalSuiteDocument, EvalSummary,
 };
 use crate::protocol::{ApiError, Frame};
 use axum::Json;
@@ -20,7 +21,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use std::collections::{HashMap, VecDeque};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -47,6 +49,8 @@ struct RunTable {
 pub(crate) struct EvalState {
     runs: Mutex<RunTable>,
     history: Mutex<HashMap<String, EvalHistory>>,
+    /// Per tenant, each suite as its latest run request gave it, for reruns by name.
+    documents: Mutex<HashMap<String, BTreeMap<String, Value>>>,
     settings: HistorySettings,
     retained_runs: usize,
 }
@@ -56,6 +60,7 @@ impl EvalState {
         Self {
             runs: Mutex::new(RunTable::default()),
             history: Mutex::new(HashMap::new()),
+            documents: Mutex::new(HashMap::new()),
             settings,
             retained_runs: retained_runs.max(1),
         }
@@ -74,6 +79,23 @@ impl EvalState {
         // seq 0: frames may reach here slightly out of seq order across threads, and the
         // log never replays, so the history's replay guard must not drop any of them.
         history.record(0, frame.session_id.as_deref(), event);
+    }
+
+    /// Remembers each suite of a run request under its name (the latest one wins).
+    fn keep_documents(&self, tenant: &str, suites: &[Suite], request: &EvalRunRequest) {
+        let mut documents = lock(&self.documents);
+        let documents = documents.entry(tenant.to_owned()).or_default();
+        for (suite, document) in suites.iter().zip(&request.suites) {
+            if !documents.contains_key(&suite.name) && documents.len() >= MAX_SUITE_DOCUMENTS {
+                // Bounded like every other table; the name sorted first gives way.
+                documents.pop_first();
+            }
+            documents.insert(suite.name.clone(), document.clone());
+        }
+    }
+
+    fn document(&self, tenant: &str, suite: &str) -> Option<Value> {
+        lock(&self.documents).get(tenant)?.get(suite).cloned()
     }
 
     fn insert(&self, run_id: &str, entry: RunEntry) {
@@ -121,6 +143,8 @@ impl EvalState {
 }
 
 const RUNNING: &str = "running";
+/// Suite documents kept per tenant for `GET /v1/evals/suites/:name`.
+const MAX_SUITE_DOCUMENTS: usize = 1000;
 const COMPLETED: &str = "completed";
 
 /// An attempt that produced no result, and why.
@@ -212,6 +236,7 @@ impl Runtime {
                 ),
             ));
         }
+        self.inner.evals.keep_documents(tenant, &suites, &request);
         let attempts = u32::try_from(planned.len()).unwrap_or(u32::MAX);
         let run_id = new_id("run_");
         let names: Vec<String> = suites.iter().map(|s| s.name.clone()).collect();
@@ -440,6 +465,24 @@ pub async fn run_detail(
     Id(id): Id,
 ) -> Result<Response, ApiErrorWithStatus> {
     Ok(Json(state.rt.eval_run(&tenant, &id)?).into_response())
+}
+
+/// `GET /v1/evals/suites/:name`: a suite as its latest run request gave it.
+pub async fn suite_document(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Id(name): Id,
+) -> Result<Response, ApiErrorWithStatus> {
+    match state.rt.inner.evals.document(&tenant, &name) {
+        Some(document) => Ok(Json(EvalSuiteDocument {
+            suite: name,
+            document,
+        })
+        .into_response()),
+        None => Err(ApiErrorWithStatus::not_found(format!(
+            "no suite named {name:?} has run on this runtime; run it once with POST /v1/evals/runs or `spyglass eval`"
+        ))),
+    }
 }
 
 #[derive(Deserialize)]

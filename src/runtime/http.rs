@@ -199,6 +199,7 @@ pub fn router(rt: Runtime, stop: watch::Receiver<bool>) -> Router {
         .route("/v1/evals/runs", post(evals::create_run))
         .route("/v1/evals/runs/{id}", get(evals::run_detail))
         .route("/v1/evals/summary", get(evals::summary))
+        .route("/v1/evals/suites/{name}", get(evals::suite_document))
         .route("/v1/observe", get(observe::observe))
         .route(
             "/v1/events",
