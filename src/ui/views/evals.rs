@@ -429,11 +429,13 @@ fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)> {
             ));
             continue;
         }
-        let message = assertion
-            .message
-            .as_deref()
-            .map_or(String::new(), |m| format!(" — {m}"));
-        lines.push((Tone::Fail, format!("✗ {}{message}", assertion.kind)));
+        // Runner messages already start with the kind (`equals: the output differs`).
+        let headline = match assertion.message.as_deref() {
+            Some(m) if m.starts_with(&format!("{}:", assertion.kind)) => format!("✗ {m}"),
+            Some(m) => format!("✗ {} — {m}", assertion.kind),
+            None => format!("✗ {}", assertion.kind),
+        };
+        lines.push((Tone::Fail, headline));
         assertion_diff(assertion, &mut lines);
         lines.push((Tone::Plain, String::new()));
     }
@@ -645,7 +647,13 @@ fn render_suites(frame: &mut Frame, area: Rect, app: &mut App) {
                 r
             }
         });
-    let header = Row::new([" SUITE", "PASS", "TREND", "RUNS"]).style(theme.muted());
+    let header = Row::new(vec![
+        Cell::from(" SUITE"),
+        Cell::from("PASS"),
+        Cell::from("TREND"),
+        Cell::from(Line::from("RUNS").right_aligned()),
+    ])
+    .style(theme.muted());
     let table = Table::new(
         rows,
         [
@@ -734,7 +742,14 @@ fn render_cases(
                 r
             }
         });
-    let header = Row::new([" STATUS", "CASE", "PASS", "", "DUR"]).style(theme.muted());
+    let header = Row::new(vec![
+        Cell::from(" STATUS"),
+        Cell::from("CASE"),
+        Cell::from("PASS"),
+        Cell::from(""),
+        Cell::from(Line::from("DUR").right_aligned()),
+    ])
+    .style(theme.muted());
     let table = Table::new(
         rows,
         [
