@@ -8,7 +8,7 @@
 //! │›payments   ██████░░░  67%  ▅█        2││ trend ▅█  (oldest → newest, window 20)          │
 //! │ support    █████████ 100%  ██        2││  STATUS    CASE                PASS       DUR   │
 //! │                                       ││›✗ failed   confirm payment      50% 1/2 flaky … │
-//! └ ⟳ run_9 running: 1 case ──────────────┘└───────────────────────────────────────────────┘
+//! └ ⟳ a run is going: 1 case(s) ─────────┘└───────────────────────────────────────────────┘
 //! ```
 //!
 //! `r` reruns the selected case and `R` its suite (a REST task; results come back on the
@@ -580,14 +580,14 @@ fn render_suites(frame: &mut Frame, area: Rect, app: &mut App) {
     let mut block = focused_block(title, state.focus == EvalFocus::Suites, theme);
     if let Some(run) = evals.running() {
         block = block.title_bottom(Line::from(Span::styled(
-            format!(" ⟳ {} running: {} case(s) ", run.run_id, run.cases),
+            format!(" ⟳ a run is going: {} case(s) ", run.cases),
             theme.warn(),
         )));
     } else if let Some(done) = evals.runs.back().and_then(|r| r.completed.as_ref()) {
         block = block.title_bottom(Line::from(Span::styled(
             format!(
-                " last run {}: {} passed, {} failed, {} errored ",
-                done.run_id, done.passed, done.failed, done.errored
+                " last run: {} passed, {} failed, {} errored ",
+                done.passed, done.failed, done.errored
             ),
             theme.muted(),
         )));
