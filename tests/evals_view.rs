@@ -419,3 +419,43 @@ fn help_on_the_evals_tab_lists_its_keys() {
     assert!(text.contains("r") && text.contains("rerun the selected case on the runtime"));
     insta::assert_snapshot!(text);
 }
+
+#[test]
+fn a_long_case_list_keeps_the_selection_on_screen() {
+    let mut app = app();
+    for i in 0..500u64 {
+        feed(
+            &mut app,
+            &eval(
+                i + 1,
+                "ses_x",
+                "big",
+                &format!("case {i:03}"),
+                "passed",
+                "run_1",
+                1.0,
+                "[]",
+            ),
+        );
+    }
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::End);
+    assert_eq!(app.evals.case.as_deref(), Some("case 499"));
+    let text = screen(&mut app, 110, 12);
+    assert!(row_with(&text, "›✓").contains("case 499"), "{text}");
+    assert!(
+        !text.contains("case 000"),
+        "rows above the window are not drawn"
+    );
+    key(&mut app, KeyCode::PageUp);
+    let text = screen(&mut app, 110, 12);
+    let selected = row_with(&text, "›✓");
+    assert!(selected.contains("case 49"), "{text}");
+    assert_ne!(app.evals.case.as_deref(), Some("case 499"));
+}
+
+fn row_with<'a>(text: &'a str, needle: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_default()
+}

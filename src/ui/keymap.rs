@@ -297,6 +297,27 @@ mod tests {
     }
 
     #[test]
+    fn eval_keys_live_only_on_the_evals_tab() {
+        let km = Keymap::default();
+        let none = KeyModifiers::NONE;
+        for ctx in [Context::Evals, Context::EvalCase] {
+            let at = |code| km.lookup(&[ctx, Context::Global], press(code, none));
+            assert_eq!(at(KeyCode::Char('r')), Some(Action::RerunCase));
+            assert_eq!(at(KeyCode::Char('R')), Some(Action::RerunSuite));
+            assert_eq!(at(KeyCode::Char('t')), Some(Action::JumpToSession));
+        }
+        let sessions = [Context::Sessions, Context::Global];
+        assert_eq!(km.lookup(&sessions, press(KeyCode::Char('r'), none)), None);
+        assert_eq!(km.lookup(&sessions, press(KeyCode::Char('t'), none)), None);
+        let mut km = km;
+        km.rebind("rerun_case", "x").unwrap();
+        assert_eq!(
+            km.lookup(&[Context::Evals], press(KeyCode::Char('x'), none)),
+            Some(Action::RerunCase)
+        );
+    }
+
+    #[test]
     fn rebinding_by_action_name_moves_the_key() {
         let mut km = Keymap::default();
         km.rebind("quit", "x").unwrap();

@@ -818,6 +818,7 @@ fn render_detail(frame: &mut Frame, area: Rect, detail: &CaseDetail, theme: &The
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn gauges_and_sparklines() {
@@ -827,5 +828,87 @@ mod tests {
         assert_eq!(pct(None), "   —");
         assert_eq!(sparkline(&[Some(0.0), None, Some(1.0)], 8), "▁·█");
         assert_eq!(sparkline(&[Some(0.0), Some(0.5), Some(1.0)], 2), "▅█");
+    }
+
+    fn failed(kind: &str, expected: Value, actual: Value) -> Vec<(Tone, String)> {
+        let assertion = AssertionResult {
+            kind: kind.into(),
+            pass: false,
+            expected: expected.into(),
+            actual: actual.into(),
+            message: None,
+        };
+        let mut lines = vec![];
+        assertion_diff(&assertion, &mut lines);
+        lines
+    }
+
+    fn texts(lines: &[(Tone, String)]) -> Vec<&str> {
+        lines.iter().map(|(_, t)| t.as_str()).collect()
+    }
+
+    #[test]
+    fn a_partial_match_shows_both_values_not_a_whole_text_diff() {
+        let lines = failed("contains", json!("pay_2"), json!("Charged pay_1\nbye"));
+        assert_eq!(
+            texts(&lines),
+            [
+                "  expected:",
+                "    pay_2",
+                "  actual:",
+                "    Charged pay_1",
+                "    bye"
+            ]
+        );
+        assert_eq!(lines[1].0, Tone::Removed);
+        assert_eq!(lines[3].0, Tone::Added);
+    }
+
+    #[test]
+    fn odd_shapes_never_fail_the_view() {
+        // json_path whose expectation lacks `equals`: shown whole, rooted at `$`.
+        let lines = failed("json_path", json!({"path": "$.id"}), Value::Null);
+        assert_eq!(lines[0].1, "  expected:");
+        assert!(texts(&lines).contains(&"  actual:"));
+        // json_path on a scalar: both values, named by the path.
+        let lines = failed(
+            "json_path",
+            json!({"path": "$.total", "equals": 5}),
+            json!(6),
+        );
+        assert_eq!(
+            texts(&lines),
+            ["  expected at $.total:", "    5", "  actual:", "    6"]
+        );
+        // Equal composite values (a judge that disagrees with us): said plainly.
+        let lines = failed("equals", json!([1]), json!([1.0]));
+        assert_eq!(lines[1].1, "  the values are equal");
+        // An empty expected text is still visible.
+        let lines = failed("regex", json!(""), json!("x"));
+        assert_eq!(lines[1].1, "    \"\"");
+    }
+
+    #[test]
+    fn a_case_without_a_message_or_session_still_reads_well() {
+        let case = CaseSummary {
+            case: "c".into(),
+            runs: 1,
+            failed: 1,
+            pass_rate: Some(0.0),
+            last_status: EvalStatus::Failed,
+            last_assertions: vec![AssertionResult {
+                kind: "equals".into(),
+                pass: false,
+                expected: json!("a").into(),
+                actual: json!("b").into(),
+                message: None,
+            }],
+            ..CaseSummary::default()
+        };
+        let lines = case_lines("s", &case);
+        let texts = texts(&lines);
+        assert_eq!(texts[2], "session - · run -");
+        assert!(texts.contains(&"✗ equals"));
+        assert!(texts.contains(&"  - a") && texts.contains(&"  + b"));
     }
 }
