@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use spyglass::config::{CliOverrides, Config, Env};
+use spyglass::eval::run_cli::{self, EvalArgs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -70,12 +71,18 @@ enum Command {
         policy: Option<PathBuf>,
     },
     /// Run eval suite files on a runtime and print per-suite and per-case results.
+    ///
+    /// Runs on the runtime given by --url only (SPYGLASS_URL and CODESPAR_BASE_URL are not
+    /// read, so a stray variable never sends CI's evals elsewhere); without --url it starts
+    /// an embedded runtime with test mode on. Exit status: 0 when nothing failed or
+    /// errored, 1 when something did, 2 for bad usage or a bad suite file, 3 when the
+    /// runtime cannot be reached.
     Eval {
         /// Suite files (TOML or JSON).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Run every case K times.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
         /// Only cases whose id matches this glob.
         #[arg(long)]
@@ -183,6 +190,33 @@ fn serve(
     })
 }
 
+/// `CODESPAR_API_KEY`, when set and not blank.
+fn env_api_key() -> Option<String> {
+    std::env::var("CODESPAR_API_KEY")
+        .ok()
+        .map(|k| k.trim().to_owned())
+        .filter(|k| !k.is_empty())
+}
+
+fn eval(args: EvalArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("spyglass eval: cannot start the async runtime: {err}");
+            return ExitCode::from(run_cli::EXIT_USAGE);
+        }
+    };
+    let mut out = std::io::stdout();
+    let mut log = std::io::stderr();
+    match runtime.block_on(run_cli::run(&args, &mut out, &mut log)) {
+        Ok(detail) => ExitCode::from(run_cli::exit_code(&detail)),
+        Err(err) => {
+            eprintln!("spyglass eval: {err}");
+            ExitCode::from(err.exit_code())
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if cli.print_config {
@@ -214,9 +248,21 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Some(Command::Eval { .. }) => {
-            not_yet("eval", "Evals: suite files, runner, CLI and the Evals view")
-        }
+        Some(Command::Eval {
+            paths,
+            repeat,
+            case,
+            junit,
+            json,
+        }) => eval(EvalArgs {
+            paths,
+            api_key: cli.api_key.last().cloned().or_else(env_api_key),
+            url: cli.url,
+            repeat,
+            case,
+            junit,
+            json,
+        }),
         Some(Command::Tail { .. })
         | Some(Command::Record { .. })
         | Some(Command::Replay { .. }) => {
