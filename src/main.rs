@@ -146,6 +146,21 @@ fn first_set(flag: Option<String>, vars: &[&str]) -> Option<String> {
     })
 }
 
+fn demo() -> ExitCode {
+    let result = init_logging().and_then(|_| {
+        let runtime = tokio::runtime::Runtime::new()?;
+        runtime.block_on(spyglass::demo::run(Limits::default()))?;
+        Ok(())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("spyglass demo: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// `tail` and `record`: the stream of the runtime at --url / SPYGLASS_URL / CODESPAR_BASE_URL.
 fn stream_role(
     url: Option<String>,
@@ -306,7 +321,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Some(Command::Demo) => not_yet("demo", "Demo and the newcomer's path"),
+        Some(Command::Demo) => demo(),
         Some(Command::Serve {
             addr,
             test_mode,
