@@ -1,10 +1,13 @@
 //! spyglass: a terminal inspector for AI-agent test sessions, and the test-mode runtime
 //! it watches. One crate, two roles; `protocol` is the wire both speak.
 
+pub mod client;
 pub mod clipboard;
 pub mod config;
 pub mod demo;
 pub mod eval;
 pub mod mask;
+pub mod model;
 pub mod protocol;
 pub mod runtime;
+pub mod ui;

@@ -1,8 +1,11 @@
 //! The command line: parse it, pick a role, run it. Nothing else lives here.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use spyglass::client::tail::{self, Format, Sink};
 use spyglass::config::{CliOverrides, Config, Env};
 use spyglass::eval::run_cli::{self, EvalArgs};
+use spyglass::model::Limits;
+use spyglass::ui::{InspectorConfig, logfile};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -121,6 +124,119 @@ fn not_yet(what: &str, issue: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Logs go to a file so nothing reaches the screen the inspector draws on.
+fn init_logging() -> anyhow::Result<std::path::PathBuf> {
+    let path = logfile::log_file();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)?;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SPYGLASS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
+        .init();
+    Ok(path)
+}
+
+/// First non-empty of: the flag, then each environment variable in order.
+fn first_set(flag: Option<String>, vars: &[&str]) -> Option<String> {
+    flag.filter(|v| !v.trim().is_empty()).or_else(|| {
+        vars.iter()
+            .filter_map(|v| std::env::var(v).ok())
+            .find(|v| !v.trim().is_empty())
+    })
+}
+
+fn demo() -> ExitCode {
+    let result = init_logging().and_then(|_| {
+        let runtime = tokio::runtime::Runtime::new()?;
+        runtime.block_on(spyglass::demo::run(Limits::default()))?;
+        Ok(())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("spyglass demo: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `tail` and `record`: the stream of the runtime at --url / SPYGLASS_URL / CODESPAR_BASE_URL.
+fn stream_role(
+    url: Option<String>,
+    api_key: Option<String>,
+    format: Format,
+    sink: Sink,
+) -> ExitCode {
+    let Some(url) = first_set(url, &["SPYGLASS_URL", "CODESPAR_BASE_URL"]) else {
+        eprintln!("spyglass: no runtime to follow: pass --url URL or set SPYGLASS_URL");
+        return ExitCode::from(2);
+    };
+    let api_key = first_set(api_key, &["CODESPAR_API_KEY"]);
+    ExitCode::from(tail::run_cli(&url, api_key.as_deref(), format, sink))
+}
+
+fn inspect(url: Option<String>, api_key: Option<String>) -> anyhow::Result<ExitCode> {
+    let url = first_set(url, &["SPYGLASS_URL", "CODESPAR_BASE_URL"]);
+    let api_key = first_set(api_key, &["CODESPAR_API_KEY"]);
+    let log = init_logging().map_err(|e| {
+        anyhow::anyhow!(
+            "cannot open the log file {}: {e}",
+            logfile::log_file().display()
+        )
+    })?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async move {
+        // With no runtime named, start an empty one in-process (test mode on) and show its
+        // URL in the status bar, so tests can be pointed at it.
+        let (url, embedded) = match url {
+            Some(url) => (url, None),
+            None => {
+                let config = spyglass::runtime::RuntimeConfig {
+                    test_mode: true,
+                    ..spyglass::runtime::RuntimeConfig::default()
+                };
+                let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+                let handle = spyglass::runtime::start(config, addr).await.map_err(|e| {
+                    anyhow::anyhow!("cannot start the embedded runtime on 127.0.0.1: {e}")
+                })?;
+                (handle.url(), Some(handle))
+            }
+        };
+        tracing::info!(%url, embedded = embedded.is_some(), log = %log.display(), "inspector starting");
+        let result = spyglass::ui::run(InspectorConfig {
+            url,
+            api_key,
+            limits: Limits::default(),
+        })
+        .await;
+        if let Some(handle) = embedded {
+            handle.shutdown().await;
+        }
+        result.map_err(anyhow::Error::from)
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_cli() -> Cli {
+    let help = format!(
+        "Logs are written to {} (SPYGLASS_LOG sets the level), never to the screen.",
+        logfile::log_file().display()
+    );
+    let matches = Cli::command().after_help(help).get_matches();
+    match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(err) => err.exit(),
+    }
+}
+
 /// `CODESPAR_TEST_MODE_ENABLED`: `true` or `1`, in any case, turns test mode on.
 fn env_test_mode() -> bool {
     std::env::var("CODESPAR_TEST_MODE_ENABLED")
@@ -190,14 +306,6 @@ fn serve(
     })
 }
 
-/// `CODESPAR_API_KEY`, when set and not blank.
-fn env_api_key() -> Option<String> {
-    std::env::var("CODESPAR_API_KEY")
-        .ok()
-        .map(|k| k.trim().to_owned())
-        .filter(|k| !k.is_empty())
-}
-
 fn eval(args: EvalArgs) -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
@@ -218,7 +326,7 @@ fn eval(args: EvalArgs) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     if cli.print_config {
         return match Config::resolve(&cli.overrides(), &Env::from_process()) {
             Ok(resolved) => {
@@ -232,11 +340,14 @@ fn main() -> ExitCode {
         };
     }
     match cli.command {
-        None => not_yet(
-            "inspector",
-            "Inspector core: stream client, model, and the Sessions view",
-        ),
-        Some(Command::Demo) => not_yet("demo", "Demo and the newcomer's path"),
+        None => match inspect(cli.url, cli.api_key.last().cloned()) {
+            Ok(code) => code,
+            Err(err) => {
+                eprintln!("spyglass: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Some(Command::Demo) => demo(),
         Some(Command::Serve {
             addr,
             test_mode,
@@ -256,17 +367,27 @@ fn main() -> ExitCode {
             json,
         }) => eval(EvalArgs {
             paths,
-            api_key: cli.api_key.last().cloned().or_else(env_api_key),
+            api_key: first_set(cli.api_key.last().cloned(), &["CODESPAR_API_KEY"]),
             url: cli.url,
             repeat,
             case,
             junit,
             json,
         }),
-        Some(Command::Tail { .. })
-        | Some(Command::Record { .. })
-        | Some(Command::Replay { .. }) => {
-            not_yet("tail/record/replay", "Demo and the newcomer's path")
+        Some(Command::Tail { json }) => {
+            let format = if json {
+                Format::JsonLines
+            } else {
+                Format::Readable
+            };
+            stream_role(cli.url, cli.api_key.last().cloned(), format, Sink::Stdout)
         }
+        Some(Command::Record { output }) => stream_role(
+            cli.url,
+            cli.api_key.last().cloned(),
+            Format::JsonLines,
+            Sink::File(output),
+        ),
+        Some(Command::Replay { .. }) => not_yet("replay", "Demo and the newcomer's path"),
     }
 }

@@ -1,0 +1,162 @@
+//! The observer stream task: connect to `/v1/observe?since=N`, decode frames, resume from
+//! the last seq after any drop (exponential backoff with jitter), treat 45 s of silence as
+//! a drop, and re-read state over REST when the runtime reports a `stream.gap`.
+
+use super::{ClientError, ClientMsg, RestClient, backoff, observe_url};
+use crate::protocol::{Event, decode};
+use futures_util::StreamExt;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+
+#[derive(Debug, Clone)]
+pub struct ObserverConfig {
+    pub base_url: String,
+    pub api_key: Option<String>,
+    /// Resume point: only frames with a larger seq are asked for.
+    pub since: u64,
+    /// Silence after which the connection is presumed dead (the runtime pings every 15 s).
+    pub heartbeat: Duration,
+}
+
+impl ObserverConfig {
+    pub fn new(base_url: &str, api_key: Option<&str>) -> Self {
+        Self {
+            base_url: base_url.to_owned(),
+            api_key: api_key.map(str::to_owned),
+            since: 0,
+            heartbeat: Duration::from_secs(45),
+        }
+    }
+}
+
+/// Starts the observer task; it ends when the receiving side of `tx` is dropped.
+pub fn spawn_observer(
+    config: ObserverConfig,
+    rest: RestClient,
+    tx: mpsc::Sender<ClientMsg>,
+) -> JoinHandle<()> {
+    tokio::spawn(run(config, rest, tx))
+}
+
+async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMsg>) {
+    let mut last_seq = config.since;
+    let mut attempt: u32 = 0;
+    loop {
+        if tx.send(ClientMsg::Connecting { attempt }).await.is_err() {
+            return;
+        }
+        let reason = match connect(&config, last_seq).await {
+            Ok(ws) => {
+                attempt = 0;
+                if tx.send(ClientMsg::Connected).await.is_err() {
+                    return;
+                }
+                match read(ws, &config, &rest, &tx, &mut last_seq).await {
+                    Some(reason) => reason,
+                    None => return,
+                }
+            }
+            Err(err) => err.to_string(),
+        };
+        attempt = attempt.saturating_add(1);
+        let retry_in = backoff(attempt, fastrand::f64());
+        tracing::info!(attempt, ?retry_in, %reason, "observer disconnected");
+        let msg = ClientMsg::Disconnected {
+            attempt,
+            retry_in,
+            reason,
+        };
+        if tx.send(msg).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(retry_in).await;
+    }
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(config: &ObserverConfig, since: u64) -> Result<Ws, ClientError> {
+    let url = observe_url(&config.base_url, since)?;
+    let mut request = url
+        .into_client_request()
+        .map_err(|e| ClientError::WebSocket(e.to_string()))?;
+    if let Some(key) = &config.api_key {
+        let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
+            .map_err(|e| ClientError::Key(e.to_string()))?;
+        value.set_sensitive(true);
+        request.headers_mut().insert("authorization", value);
+    }
+    let dial = tokio_tungstenite::connect_async(request);
+    match tokio::time::timeout(Duration::from_secs(10), dial).await {
+        Ok(Ok((ws, _))) => Ok(ws),
+        Ok(Err(e)) => Err(ClientError::WebSocket(e.to_string())),
+        Err(_) => Err(ClientError::WebSocket(
+            "connect timed out after 10 s".into(),
+        )),
+    }
+}
+
+/// Reads until the stream drops (returns why) or the UI is gone (returns `None`).
+async fn read(
+    mut ws: Ws,
+    config: &ObserverConfig,
+    rest: &RestClient,
+    tx: &mpsc::Sender<ClientMsg>,
+    last_seq: &mut u64,
+) -> Option<String> {
+    loop {
+        let next = match tokio::time::timeout(config.heartbeat, ws.next()).await {
+            Err(_) => {
+                return Some(format!(
+                    "no frame or ping for {} s",
+                    config.heartbeat.as_secs()
+                ));
+            }
+            Ok(None) => return Some("stream closed".into()),
+            Ok(Some(Err(e))) => return Some(e.to_string()),
+            Ok(Some(Ok(message))) => message,
+        };
+        let text = match next {
+            Message::Text(text) => text,
+            Message::Binary(bytes) => match std::str::from_utf8(&bytes) {
+                Ok(text) => text.into(),
+                Err(_) => {
+                    tx.send(ClientMsg::ParseError("binary frame is not UTF-8".into()))
+                        .await
+                        .ok()?;
+                    continue;
+                }
+            },
+            Message::Close(_) => return Some("runtime closed the stream".into()),
+            // Pings and pongs only prove the line is alive; the timeout above restarts.
+            _ => continue,
+        };
+        let frame = match decode(&text) {
+            Ok(frame) => frame,
+            Err(err) => {
+                tracing::warn!(%err, "undecodable frame");
+                tx.send(ClientMsg::ParseError(err.to_string())).await.ok()?;
+                continue;
+            }
+        };
+        *last_seq = (*last_seq).max(frame.seq);
+        let gap = matches!(frame.event, Event::StreamGap(_));
+        tx.send(ClientMsg::Frame(Box::new(frame))).await.ok()?;
+        if gap {
+            // Read before going on, so the re-read lands before the frames that follow it.
+            let msg = match tokio::try_join!(rest.sessions(), rest.approvals()) {
+                Ok((sessions, approvals)) => ClientMsg::Hydrated {
+                    sessions,
+                    approvals,
+                },
+                Err(err) => ClientMsg::RestError(format!("re-read after stream gap: {err}")),
+            };
+            tx.send(msg).await.ok()?;
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! REST calls to a runtime through reqwest: the state re-read (sessions, approvals), the
+//! approval decisions and eval reruns. Non-2xx answers become `ClientError::Api` with the
+//! runtime's `code` and `message`.
+
+use super::ClientError;
+use crate::protocol::ApiError;
+use crate::protocol::rest::{ApprovalList, ApprovalView, DecisionRequest, SessionList};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use serde::de::DeserializeOwned;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct RestClient {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl RestClient {
+    pub fn new(base: &str, api_key: Option<&str>) -> Result<Self, ClientError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|e| ClientError::Key(e.to_string()))?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .timeout(Duration::from_secs(15))
+            .build()?;
+        let base = base.trim_end_matches('/');
+        // REST always goes over http(s), even when the user gave the ws:// address.
+        let base = match base.split_once("://") {
+            Some(("ws", rest)) => format!("http://{rest}"),
+            Some(("wss", rest)) => format!("https://{rest}"),
+            Some(("http" | "https", _)) => base.to_owned(),
+            _ => return Err(ClientError::Url(base.to_owned())),
+        };
+        Ok(Self { base, http })
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    async fn read<T: DeserializeOwned>(response: reqwest::Response) -> Result<T, ClientError> {
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response.json::<T>().await?);
+        }
+        let text = response.text().await.unwrap_or_default();
+        let (code, message) = match serde_json::from_str::<ApiError>(&text) {
+            Ok(err) => (err.code, err.message),
+            Err(_) => ("http_error".to_owned(), text.chars().take(200).collect()),
+        };
+        Err(ClientError::Api {
+            status: status.as_u16(),
+            code,
+            message,
+        })
+    }
+
+    /// `GET /v1/sessions`.
+    pub async fn sessions(&self) -> Result<SessionList, ClientError> {
+        let response = self
+            .http
+            .get(format!("{}/v1/sessions", self.base))
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+
+    /// `GET /v1/approvals?status=all`.
+    pub async fn approvals(&self) -> Result<ApprovalList, ClientError> {
+        let response = self
+            .http
+            .get(format!("{}/v1/approvals?status=all", self.base))
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+
+    /// `POST /v1/approvals/:id/approve` or `/deny`; the effect arrives on the stream.
+    pub async fn decide(
+        &self,
+        approval_id: &str,
+        approve: bool,
+        body: &DecisionRequest,
+    ) -> Result<ApprovalView, ClientError> {
+        let verb = if approve { "approve" } else { "deny" };
+        let response = self
+            .http
+            .post(format!("{}/v1/approvals/{approval_id}/{verb}", self.base))
+            .json(body)
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+
+    /// `POST /v1/evals/runs` with `{suites, case?}`; answers the runtime's run body.
+    pub async fn rerun(
+        &self,
+        suites: &[String],
+        case: Option<&str>,
+    ) -> Result<serde_json::Value, ClientError> {
+        let mut body = serde_json::json!({ "suites": suites });
+        if let Some(case) = case {
+            body["case"] = case.into();
+        }
+        let response = self
+            .http
+            .post(format!("{}/v1/evals/runs", self.base))
+            .json(&body)
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+}

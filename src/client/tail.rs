@@ -1,0 +1,362 @@
+//! `spyglass tail` and `spyglass record`: the observer stream as lines, for pipes, CI logs
+//! and files. Readable lines or raw JSON lines; a closed pipe or Ctrl-C ends it cleanly.
+
+use super::{ClientMsg, ObserverConfig, RestClient, spawn_observer};
+use crate::mask::mask;
+use crate::protocol::events::{Counter, Event, Outcome};
+use crate::protocol::{Frame, encode};
+use std::io::{ErrorKind, Write};
+use tokio::sync::mpsc;
+
+/// How a tail run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TailEnd {
+    /// The reader closed the pipe (e.g. `| head`).
+    PipeClosed,
+    /// Ctrl-C, or the stop future resolved.
+    Stopped,
+    /// `--count` frames were written.
+    Count,
+}
+
+/// Line format of the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Readable,
+    JsonLines,
+}
+
+fn counter_text(counter: &Option<Counter>) -> String {
+    match counter {
+        Some(Counter {
+            consumed,
+            total: Some(total),
+        }) => format!(" [{consumed}/{total}]"),
+        Some(Counter {
+            consumed,
+            total: None,
+        }) => format!(" [{consumed}]"),
+        None => String::new(),
+    }
+}
+
+fn outcome_text(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Result(value) => {
+            let text = value.get();
+            if text.len() > 80 {
+                format!("ok {}…", &text[..text.floor_char_boundary(79)])
+            } else {
+                format!("ok {text}")
+            }
+        }
+        Outcome::Envelope(envelope) => envelope.code().to_owned(),
+    }
+}
+
+/// One readable line: seq, time, kind, session, and what happened.
+pub fn readable(frame: &Frame) -> String {
+    let time = frame.ts.get(11..23).unwrap_or(&frame.ts);
+    let session = frame.session_id.as_deref().unwrap_or("-");
+    let what = match &frame.event {
+        Event::SessionCreated(e) => {
+            let mocks: Vec<String> = e
+                .mocks
+                .iter()
+                .map(|m| match m.mode {
+                    crate::protocol::events::MockMode::Static => m.tool.clone(),
+                    crate::protocol::events::MockMode::Stateful => {
+                        format!("{}×{}", m.tool, m.entries)
+                    }
+                })
+                .collect();
+            format!("user={} mocks=[{}]", e.user_id, mocks.join(", "))
+        }
+        Event::SessionClosed(_) => "closed".to_owned(),
+        Event::ToolCalled(e) => format!(
+            "{} -> {} ({:.1} ms){}",
+            e.tool,
+            outcome_text(&e.outcome),
+            e.duration,
+            counter_text(&e.counter)
+        ),
+        Event::ApprovalRequested(e) => format!(
+            "{} {} waits for approval (rule {}, until {})",
+            e.approval_id, e.tool, e.rule_id, e.expires_at
+        ),
+        Event::ApprovalResolved(e) => format!("{} {:?}", e.approval_id, e.decision).to_lowercase(),
+        Event::ApprovalReplayed(e) => format!(
+            "{} replayed {} -> {}{}",
+            e.approval_id,
+            e.tool,
+            outcome_text(&e.outcome),
+            counter_text(&e.counter)
+        ),
+        Event::EvalRunStarted(e) => format!(
+            "{} suites=[{}] cases={} repeat={}",
+            e.run_id,
+            e.suites.join(", "),
+            e.cases,
+            e.repeat
+        ),
+        Event::EvalRunCompleted(e) => format!(
+            "{} {} passed, {} failed, {} errored, {} skipped",
+            e.run_id, e.passed, e.failed, e.errored, e.skipped
+        ),
+        Event::StreamGap(e) => format!("events {}..={} are no longer held", e.from, e.to),
+        Event::AgentStepCompleted(e) => {
+            let tools: Vec<&str> = e.step.tool_calls.iter().map(|c| c.name.as_str()).collect();
+            format!(
+                "{} step {} {} tools=[{}]",
+                e.agent_name,
+                e.iteration,
+                e.step.finish_reason,
+                tools.join(", ")
+            )
+        }
+        Event::AgentCompleted(e) => format!(
+            "{} done in {:.0} ms: {}",
+            e.agent_name,
+            e.duration,
+            e.output.as_text()
+        ),
+        Event::AgentFailed(e) => format!(
+            "{} failed: {}",
+            e.agent_name,
+            e.error.as_ref().map(|x| x.as_text()).unwrap_or_default()
+        ),
+        Event::AgentEvalCompleted(e) => format!(
+            "{} / {} {}{}",
+            e.suite,
+            e.case,
+            e.status.as_str(),
+            e.reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ),
+        Event::Unknown { raw, .. } => raw.get().to_owned(),
+    };
+    let line = format!(
+        "#{:<6} {time} {:<20} {session:<14} {what}",
+        frame.seq,
+        frame.event.kind()
+    );
+    mask(&line).into_owned()
+}
+
+/// The frame as written to a JSON-lines file (what `replay` reads back).
+pub fn json_line(frame: &Frame) -> String {
+    mask(&encode(frame)).into_owned()
+}
+
+/// Streams frames from `url` into `out` until the pipe closes, `stop` resolves, or
+/// `count` frames were written. Connection news goes to `status` (stderr), never `out`.
+pub async fn tail<W: Write, S: Write>(
+    url: &str,
+    api_key: Option<&str>,
+    format: Format,
+    count: Option<u64>,
+    mut out: W,
+    mut status: S,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<TailEnd, super::ClientError> {
+    let rest = RestClient::new(url, api_key)?;
+    let (tx, mut rx) = mpsc::channel(1024);
+    let observer = spawn_observer(ObserverConfig::new(url, api_key), rest, tx);
+    tokio::pin!(stop);
+    let mut written = 0u64;
+    let end = loop {
+        let msg = tokio::select! {
+            msg = rx.recv() => msg,
+            () = &mut stop => break TailEnd::Stopped,
+        };
+        let Some(msg) = msg else {
+            break TailEnd::Stopped;
+        };
+        let line = match msg {
+            ClientMsg::Frame(frame) => match format {
+                Format::Readable => readable(&frame),
+                Format::JsonLines => json_line(&frame),
+            },
+            ClientMsg::Connected => {
+                let _ = writeln!(status, "spyglass tail: connected to {url}");
+                continue;
+            }
+            ClientMsg::Disconnected {
+                attempt,
+                retry_in,
+                reason,
+            } => {
+                let _ = writeln!(
+                    status,
+                    "spyglass tail: {reason}; retrying in {:.1} s (attempt {attempt})",
+                    retry_in.as_secs_f64()
+                );
+                continue;
+            }
+            ClientMsg::ParseError(error) => {
+                let _ = writeln!(status, "spyglass tail: unreadable frame skipped: {error}");
+                continue;
+            }
+            ClientMsg::RestError(error) => {
+                let _ = writeln!(status, "spyglass tail: {error}");
+                continue;
+            }
+            ClientMsg::Connecting { .. } | ClientMsg::Hydrated { .. } => continue,
+        };
+        let wrote = writeln!(out, "{line}").and_then(|()| {
+            // Flush per frame only when the reader is waiting on the channel's last one,
+            // so a pipe sees each line at once without a syscall per frame under load.
+            if rx.is_empty() { out.flush() } else { Ok(()) }
+        });
+        match wrote {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::BrokenPipe => break TailEnd::PipeClosed,
+            Err(e) => {
+                let _ = writeln!(status, "spyglass tail: cannot write: {e}");
+                break TailEnd::PipeClosed;
+            }
+        }
+        written += 1;
+        if count.is_some_and(|n| written >= n) {
+            break TailEnd::Count;
+        }
+    };
+    observer.abort();
+    let _ = out.flush();
+    Ok(end)
+}
+
+/// Where `spyglass tail` / `spyglass record` write.
+pub enum Sink {
+    Stdout,
+    File(std::path::PathBuf),
+}
+
+/// Runs `tail` or `record` to the end (closed pipe or Ctrl-C) on its own tokio runtime.
+/// Returns the process exit status: 0 on a clean end, 2 when the output cannot be opened.
+pub fn run_cli(url: &str, api_key: Option<&str>, format: Format, sink: Sink) -> u8 {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("spyglass: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let stop = async {
+        // No Ctrl-C handler (rare) means only a closed pipe ends it.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let stderr = std::io::stderr();
+    let result = match sink {
+        Sink::Stdout => {
+            let out = std::io::BufWriter::new(std::io::stdout().lock());
+            runtime.block_on(tail(url, api_key, format, None, out, stderr, stop))
+        }
+        Sink::File(path) => {
+            let file = match std::fs::File::create(&path) {
+                Ok(file) => file,
+                Err(e) => {
+                    eprintln!("spyglass record: cannot create {}: {e}", path.display());
+                    return 2;
+                }
+            };
+            eprintln!(
+                "spyglass record: writing {} from {url}; Ctrl-C stops",
+                path.display()
+            );
+            let out = std::io::BufWriter::new(file);
+            runtime.block_on(tail(url, api_key, format, None, out, stderr, stop))
+        }
+    };
+    // The observer task may be mid-dial; do not wait for it.
+    runtime.shutdown_background();
+    match result {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("spyglass: {e}");
+            2
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::RawJson;
+    use crate::protocol::envelope::Envelope;
+    use crate::protocol::events::{CallSource, ToolCalled};
+
+    fn called(outcome: Outcome, counter: Option<Counter>) -> Frame {
+        Frame {
+            seq: 42,
+            ts: "2026-11-22T21:43:31.123Z".into(),
+            session_id: Some("ses_1".into()),
+            event: Event::ToolCalled(ToolCalled {
+                call_id: "call_1".into(),
+                tool: "asaas/create_payment".into(),
+                input: RawJson::from(serde_json::json!({"key": "csk_test_abcdef123456"})),
+                outcome,
+                started_at: String::new(),
+                duration: 1.25,
+                counter,
+                source: CallSource::Execute,
+                iteration: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_readable_line_says_what_happened() {
+        let ok = called(
+            Outcome::Result(RawJson::from(serde_json::json!({"id": "nfe_1"}))),
+            Some(Counter {
+                consumed: 1,
+                total: Some(2),
+            }),
+        );
+        let line = readable(&ok);
+        assert!(
+            line.starts_with("#42     21:43:31.123 tool.called"),
+            "{line}"
+        );
+        assert!(line.contains("ses_1"));
+        assert!(
+            line.ends_with(r#"asaas/create_payment -> ok {"id":"nfe_1"} (1.2 ms) [1/2]"#),
+            "{line}"
+        );
+
+        let denied = called(
+            Outcome::Envelope(Envelope::ToolNotMocked {
+                tool_name: "asaas/create_payment".into(),
+                message: "m".into(),
+            }),
+            None,
+        );
+        assert!(readable(&denied).ends_with("asaas/create_payment -> tool_not_mocked (1.2 ms)"));
+    }
+
+    #[test]
+    fn json_lines_are_frames_with_secrets_masked() {
+        let frame = called(Outcome::Result(RawJson::null()), None);
+        let line = json_line(&frame);
+        assert!(!line.contains("csk_test_abcdef123456"), "{line}");
+        let back = crate::protocol::decode(&line).unwrap();
+        assert_eq!(back.seq, 42);
+        assert_eq!(back.event.kind(), "tool.called");
+    }
+
+    #[test]
+    fn a_long_result_is_cut_on_a_char_boundary() {
+        let long = "é".repeat(100);
+        let frame = called(
+            Outcome::Result(RawJson::from(serde_json::json!(long))),
+            None,
+        );
+        let line = readable(&frame);
+        assert!(line.contains("…"));
+    }
+}

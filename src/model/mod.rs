@@ -1,0 +1,522 @@
+//! The inspector's pure state: `Model::apply` folds observer frames into sessions, mocks
+//! and counters, timelines, approvals and eval stats; `hydrate` merges a REST re-read.
+//! No IO and no terminal here; every history is bounded by `Limits`, drops are counted.
+
+pub mod approvals;
+pub mod evals;
+pub mod session;
+
+pub use approvals::{Approval, Approvals};
+pub use evals::{CaseStats, EvalRun, Evals, SuiteStats};
+pub use session::{Call, MockRow, Replay, Session, SessionStatus, StepRow, Timeline};
+
+use crate::protocol::events::{AgentRun, Event, MockMode, Outcome, ToolCalled};
+use crate::protocol::rest::{ApprovalList, ApprovalStatus, ApprovalView, SessionList};
+use crate::protocol::{Envelope, Frame};
+use std::collections::{HashMap, VecDeque};
+
+/// Bounds on every history that grows with the stream. Each is a setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub sessions: usize,
+    pub calls_per_session: usize,
+    pub steps_per_session: usize,
+    pub approvals: usize,
+    /// Results kept per eval case for pass rates and flakiness.
+    pub eval_window: usize,
+    pub eval_runs: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            sessions: 20_000,
+            calls_per_session: 5_000,
+            steps_per_session: 1_000,
+            approvals: 5_000,
+            eval_window: 20,
+            eval_runs: 200,
+        }
+    }
+}
+
+/// What fell off a bounded history, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dropped {
+    pub sessions: u64,
+    pub calls: u64,
+    pub steps: u64,
+    pub approvals: u64,
+    pub eval_results: u64,
+    pub eval_runs: u64,
+}
+
+impl Dropped {
+    pub fn total(&self) -> u64 {
+        self.sessions
+            + self.calls
+            + self.steps
+            + self.approvals
+            + self.eval_results
+            + self.eval_runs
+    }
+}
+
+/// Stream bookkeeping the status bar shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Highest seq folded; a frame at or below it is a duplicate.
+    pub last_seq: u64,
+    pub applied: u64,
+    pub duplicates: u64,
+    pub unknown_kinds: u64,
+    pub parse_errors: u64,
+    /// Agent events that named no session, conversation or agent, so fit nowhere.
+    pub orphans: u64,
+    pub gaps: u64,
+    pub hydrations: u64,
+    pub dropped: Dropped,
+}
+
+/// Everything the inspector shows, folded from the stream.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    pub limits: Limits,
+    pub counters: Counters,
+    /// Oldest first; the list view reads it from the back.
+    sessions: VecDeque<Session>,
+    index: HashMap<String, u64>,
+    /// Absolute position of `sessions[0]`.
+    base: u64,
+    pub approvals: Approvals,
+    pub evals: Evals,
+}
+
+/// RFC 3339 to epoch milliseconds; an unreadable stamp places nothing rather than failing.
+pub fn parse_ms(ts: &str) -> Option<f64> {
+    chrono::DateTime::parse_from_rfc3339(ts)
+        .ok()
+        .map(|t| t.timestamp_micros() as f64 / 1000.0)
+}
+
+impl Model {
+    pub fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            ..Self::default()
+        }
+    }
+
+    // ---- reads -------------------------------------------------------------------------
+
+    pub fn sessions_len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    pub fn session(&self, id: &str) -> Option<&Session> {
+        let abs = *self.index.get(id)?;
+        self.sessions.get((abs - self.base) as usize)
+    }
+
+    /// Row `row` of the newest-first list.
+    pub fn session_newest(&self, row: usize) -> Option<&Session> {
+        let len = self.sessions.len();
+        (row < len).then(|| &self.sessions[len - 1 - row])
+    }
+
+    /// Where a session sits in the newest-first list.
+    pub fn newest_row_of(&self, id: &str) -> Option<usize> {
+        let abs = *self.index.get(id)?;
+        Some(self.sessions.len() - 1 - (abs - self.base) as usize)
+    }
+
+    /// Absolute positions never reused: `[first_abs, end_abs)` spans the retained sessions.
+    pub fn first_abs(&self) -> u64 {
+        self.base
+    }
+
+    pub fn end_abs(&self) -> u64 {
+        self.base + self.sessions.len() as u64
+    }
+
+    pub fn abs_of(&self, id: &str) -> Option<u64> {
+        self.index.get(id).copied()
+    }
+
+    pub fn session_abs(&self, abs: u64) -> Option<&Session> {
+        abs.checked_sub(self.base)
+            .and_then(|i| self.sessions.get(i as usize))
+    }
+
+    // ---- writes ------------------------------------------------------------------------
+
+    /// The client could not decode a frame: counted, shown, never fatal.
+    pub fn note_parse_error(&mut self) {
+        self.counters.parse_errors += 1;
+    }
+
+    fn session_mut_or_new(&mut self, id: &str) -> &mut Session {
+        let abs = match self.index.get(id) {
+            Some(abs) => *abs,
+            None => {
+                let abs = self.end_abs();
+                self.index.insert(id.to_owned(), abs);
+                self.sessions.push_back(Session::new(id));
+                while self.sessions.len() > self.limits.sessions.max(1) {
+                    if let Some(old) = self.sessions.pop_front() {
+                        self.index.remove(&old.id);
+                        self.counters.dropped.sessions += 1;
+                        self.counters.dropped.calls += old.timeline.calls().len() as u64;
+                    }
+                    self.base += 1;
+                }
+                abs
+            }
+        };
+        let i = (abs - self.base) as usize;
+        &mut self.sessions[i]
+    }
+
+    fn session_mut(&mut self, id: &str) -> Option<&mut Session> {
+        let abs = *self.index.get(id)?;
+        self.sessions.get_mut((abs - self.base) as usize)
+    }
+
+    /// Folds one frame. Frames at or below the last seq are duplicates (a resume that
+    /// overlapped) and change nothing but the duplicate count.
+    pub fn apply(&mut self, frame: &Frame) {
+        if frame.seq <= self.counters.last_seq && self.counters.applied > 0 {
+            self.counters.duplicates += 1;
+            return;
+        }
+        self.counters.last_seq = frame.seq;
+        self.counters.applied += 1;
+        let at = parse_ms(&frame.ts);
+        let sid = frame.session_id.as_deref();
+        match &frame.event {
+            Event::SessionCreated(created) => {
+                let Some(id) = sid else {
+                    self.counters.orphans += 1;
+                    return;
+                };
+                let session = self.session_mut_or_new(id);
+                session.user.clone_from(&created.user_id);
+                session.status = SessionStatus::Active;
+                if let Some(at) = at {
+                    session.created_ms = Some(at);
+                }
+                if session.mocks.is_empty() {
+                    session.mocks = created
+                        .mocks
+                        .iter()
+                        .map(|m| MockRow {
+                            tool: m.tool.clone(),
+                            mode: m.mode,
+                            entries: if m.mode == MockMode::Static {
+                                1
+                            } else {
+                                m.entries
+                            },
+                            consumed: 0,
+                            calls: 0,
+                            saw_exhausted: false,
+                        })
+                        .collect();
+                }
+                session.touch(at);
+            }
+            Event::SessionClosed(_) => {
+                if let Some(session) = sid.and_then(|id| self.session_mut(id)) {
+                    session.status = SessionStatus::Closed;
+                    session.touch(at);
+                }
+            }
+            Event::ToolCalled(called) => match sid {
+                Some(id) => self.tool_called(id, called, at),
+                None => self.counters.orphans += 1,
+            },
+            Event::ApprovalRequested(req) => {
+                let approval = Approval {
+                    id: req.approval_id.clone(),
+                    session_id: sid.unwrap_or_default().to_owned(),
+                    call_id: req.call_id.clone(),
+                    tool: req.tool.clone(),
+                    input: req.input.clone(),
+                    rule_id: req.rule_id.clone(),
+                    status: ApprovalStatus::Pending,
+                    requested_at: frame.ts.clone(),
+                    expires_at: req.expires_at.clone(),
+                    expires_ms: parse_ms(&req.expires_at),
+                    decided_by: None,
+                    note: None,
+                    replay: None,
+                    replay_counter: None,
+                };
+                self.counters.dropped.approvals +=
+                    self.approvals.upsert(approval, self.limits.approvals);
+                if let Some(session) = sid.and_then(|id| self.session_mut(id)) {
+                    if let Some(call) = session.timeline.call_mut(&req.call_id) {
+                        call.approval_id = Some(req.approval_id.clone());
+                    }
+                    session.touch(at);
+                }
+            }
+            Event::ApprovalResolved(res) => {
+                self.approvals
+                    .set_status(&res.approval_id, res.decision.into());
+                if let Some(approval) = self.approvals.get_mut(&res.approval_id) {
+                    approval.decided_by.clone_from(&res.by);
+                    approval.note.clone_from(&res.note);
+                }
+                if let Some(session) = sid.and_then(|id| self.session_mut(id)) {
+                    session.touch(at);
+                }
+            }
+            Event::ApprovalReplayed(rep) => {
+                if let Some(approval) = self.approvals.get_mut(&rep.approval_id) {
+                    approval.replay = Some(rep.outcome.clone());
+                    approval.replay_counter = rep.counter;
+                }
+                if let Some(session) = sid.and_then(|id| self.session_mut(id)) {
+                    if let Some(call) = session.timeline.call_mut(&rep.call_id) {
+                        call.replay = Some(Replay {
+                            outcome: rep.outcome.clone(),
+                            duration_ms: rep.duration,
+                            counter: rep.counter,
+                        });
+                    }
+                    let exhausted = is_exhausted(&rep.outcome);
+                    if let Some(mock) = session.mock_mut(&rep.tool) {
+                        mock.calls += 1;
+                        if let Some(counter) = rep.counter {
+                            mock.consumed = counter.consumed;
+                        }
+                        mock.saw_exhausted |= exhausted;
+                    }
+                    session.touch(at);
+                }
+            }
+            Event::EvalRunStarted(run) => {
+                let run = EvalRun {
+                    run_id: run.run_id.clone(),
+                    suites: run.suites.clone(),
+                    cases: run.cases,
+                    completed: None,
+                };
+                self.counters.dropped.eval_runs +=
+                    self.evals.run_started(run, self.limits.eval_runs);
+            }
+            Event::EvalRunCompleted(done) => self.evals.run_completed(done),
+            Event::AgentEvalCompleted(result) => {
+                self.counters.dropped.eval_results +=
+                    self.evals.record(result, sid, self.limits.eval_window);
+            }
+            Event::StreamGap(_) => self.counters.gaps += 1,
+            Event::AgentStepCompleted(step) => {
+                let Some((id, external)) = self.agent_session(frame) else {
+                    self.counters.orphans += 1;
+                    return;
+                };
+                let limits = self.limits;
+                let session = self.session_mut_or_new(&id);
+                session.external |= external;
+                let end = at.or(session.last_activity_ms).unwrap_or(0.0);
+                let (added, dropped_calls, dropped_steps) =
+                    session
+                        .timeline
+                        .push_step(&step.step, end, step.duration, &limits);
+                session.calls += added;
+                session.touch(at);
+                self.counters.dropped.calls += dropped_calls;
+                self.counters.dropped.steps += dropped_steps;
+            }
+            Event::AgentCompleted(run) => self.agent_run(frame, run, SessionStatus::Completed, at),
+            Event::AgentFailed(run) => self.agent_run(frame, run, SessionStatus::Failed, at),
+            Event::Unknown { .. } => self.counters.unknown_kinds += 1,
+        }
+    }
+
+    /// The session an agent event belongs to: its `sessionId`, else an external session
+    /// keyed by conversation, else by agent name.
+    fn agent_session(&self, frame: &Frame) -> Option<(String, bool)> {
+        if let Some(id) = &frame.session_id {
+            return Some((id.clone(), false));
+        }
+        let key = frame
+            .event
+            .conversation_id()
+            .filter(|c| !c.is_empty())
+            .or_else(|| frame.event.agent_name())?;
+        Some((key.to_owned(), true))
+    }
+
+    fn agent_run(&mut self, frame: &Frame, run: &AgentRun, status: SessionStatus, at: Option<f64>) {
+        let Some((id, external)) = self.agent_session(frame) else {
+            self.counters.orphans += 1;
+            return;
+        };
+        let limits = self.limits;
+        let session = self.session_mut_or_new(&id);
+        session.external |= external;
+        if external || session.status == SessionStatus::Active {
+            session.status = status;
+        }
+        // A sender that forwards only the final event still gets a timeline; one that sent
+        // every step already has it, and the join by id keeps calls single either way.
+        if session.timeline.steps.is_empty() && !run.steps.is_empty() {
+            let end = at.unwrap_or(0.0);
+            let total: f64 = run.steps.len() as f64;
+            let per_step = if total > 0.0 {
+                run.duration / total
+            } else {
+                0.0
+            };
+            let mut dropped = (0, 0);
+            for (i, step) in run.steps.iter().enumerate() {
+                let step_end = end - run.duration + per_step * (i as f64 + 1.0);
+                let (added, dc, ds) = session.timeline.push_step(
+                    step,
+                    step_end,
+                    per_step * (i as f64 + 1.0),
+                    &limits,
+                );
+                session.calls += added;
+                dropped.0 += dc;
+                dropped.1 += ds;
+            }
+            self.counters.dropped.calls += dropped.0;
+            self.counters.dropped.steps += dropped.1;
+            // Re-borrow after the counters update.
+            if let Some(session) = self.session_mut(&id) {
+                session.touch(at);
+            }
+            return;
+        }
+        session.touch(at);
+    }
+
+    fn tool_called(&mut self, id: &str, called: &ToolCalled, at: Option<f64>) {
+        let limits = self.limits;
+        let session = self.session_mut_or_new(id);
+        let start = parse_ms(&called.started_at).or(at.map(|t| t - called.duration));
+        let is_envelope = called.outcome.envelope().is_some();
+        let mut dropped = 0;
+        match session.timeline.call_mut(&called.call_id) {
+            Some(call) => {
+                // Told first by a step: the runtime's account is the precise one.
+                call.outcome = called.outcome.clone();
+                call.start_ms = start.or(call.start_ms);
+                call.duration_ms = called.duration;
+                call.counter = called.counter;
+                call.from_runtime = true;
+                if is_envelope {
+                    session.envelopes += 1;
+                }
+            }
+            None => {
+                let call = Call {
+                    id: called.call_id.clone(),
+                    tool: called.tool.clone(),
+                    input: called.input.clone(),
+                    outcome: called.outcome.clone(),
+                    start_ms: start,
+                    duration_ms: called.duration,
+                    counter: called.counter,
+                    iteration: called.iteration,
+                    from_runtime: true,
+                    approval_id: match called.outcome.envelope() {
+                        Some(Envelope::ApprovalRequired { approval_id, .. }) => {
+                            Some(approval_id.clone())
+                        }
+                        _ => None,
+                    },
+                    replay: None,
+                };
+                dropped = session.timeline.push_call(call, limits.calls_per_session);
+                session.calls += 1;
+                if is_envelope {
+                    session.envelopes += 1;
+                }
+            }
+        }
+        let exhausted = is_exhausted(&called.outcome);
+        if let Some(mock) = session.mock_mut(&called.tool) {
+            mock.calls += 1;
+            if let Some(counter) = called.counter {
+                mock.consumed = counter.consumed;
+                if let Some(total) = counter.total {
+                    mock.entries = total;
+                }
+            }
+            mock.saw_exhausted |= exhausted;
+        }
+        session.touch(at);
+        self.counters.dropped.calls += dropped;
+    }
+
+    /// Merges a REST re-read (after `stream.gap`): summaries and counters from the runtime
+    /// replace what the stream had told, timelines already folded are kept.
+    pub fn hydrate(&mut self, sessions: SessionList, approvals: ApprovalList) {
+        self.counters.hydrations += 1;
+        for summary in sessions.sessions {
+            let session = self.session_mut_or_new(&summary.id);
+            session.user = summary.user_id;
+            session.status = SessionStatus::from_wire(&summary.status);
+            session.created_ms = parse_ms(&summary.created_at).or(session.created_ms);
+            session.last_activity_ms =
+                parse_ms(&summary.last_activity).or(session.last_activity_ms);
+            session.calls = summary.calls;
+            session.envelopes = summary.envelopes;
+            session.mocks = summary
+                .mocks
+                .into_iter()
+                .map(|m| {
+                    let entries = match m.declared.mode {
+                        MockMode::Static => 1,
+                        MockMode::Stateful => m.counter.total.unwrap_or(m.declared.entries),
+                    };
+                    MockRow {
+                        tool: m.declared.tool,
+                        mode: m.declared.mode,
+                        entries,
+                        consumed: m.counter.consumed,
+                        calls: m.calls,
+                        saw_exhausted: false,
+                    }
+                })
+                .collect();
+            session.rev += 1;
+        }
+        for view in approvals.approvals {
+            let approval = approval_from_view(view);
+            self.counters.dropped.approvals +=
+                self.approvals.upsert(approval, self.limits.approvals);
+        }
+    }
+}
+
+fn is_exhausted(outcome: &Outcome) -> bool {
+    matches!(outcome.envelope(), Some(Envelope::MocksExhausted { .. }))
+}
+
+fn approval_from_view(view: ApprovalView) -> Approval {
+    Approval {
+        expires_ms: parse_ms(&view.expires_at),
+        id: view.id,
+        session_id: view.session_id,
+        call_id: view.call_id,
+        tool: view.tool,
+        input: view.input,
+        rule_id: view.rule_id,
+        status: view.status,
+        requested_at: view.requested_at,
+        expires_at: view.expires_at,
+        decided_by: view.decided_by,
+        note: view.note,
+        replay: view.replay,
+        replay_counter: None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

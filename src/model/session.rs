@@ -1,0 +1,271 @@
+//! One session as the inspector sees it: its summary row, declared mocks with their
+//! consume counters, and a bounded timeline of agent steps and tool calls joined by call id.
+
+use crate::protocol::RawJson;
+use crate::protocol::events::{Counter, MockMode, Outcome, Step};
+use std::collections::{HashMap, VecDeque};
+
+/// Lifecycle of a session as the stream has told it so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SessionStatus {
+    #[default]
+    Active,
+    Closed,
+    Completed,
+    Failed,
+}
+
+impl SessionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Closed => "closed",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub(crate) fn from_wire(status: &str) -> Self {
+        match status {
+            "closed" => Self::Closed,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            _ => Self::Active,
+        }
+    }
+}
+
+/// A declared mock and how far it has been consumed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockRow {
+    pub tool: String,
+    pub mode: MockMode,
+    /// Entries of a stateful mock (1 for a static one).
+    pub entries: u32,
+    /// Successful returns so far.
+    pub consumed: u32,
+    /// Every call that reached this mock, including envelopes.
+    pub calls: u32,
+    /// A call came back `mocks_exhausted`, even if the counter says otherwise.
+    pub saw_exhausted: bool,
+}
+
+impl MockRow {
+    pub fn exhausted(&self) -> bool {
+        self.saw_exhausted || (self.mode == MockMode::Stateful && self.consumed >= self.entries)
+    }
+
+    pub fn never_called(&self) -> bool {
+        self.calls == 0
+    }
+
+    /// Fraction consumed, for a gauge: stateful only (a static mock never runs out).
+    pub fn ratio(&self) -> Option<f64> {
+        match self.mode {
+            MockMode::Stateful if self.entries > 0 => {
+                Some((f64::from(self.consumed) / f64::from(self.entries)).min(1.0))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The outcome of an approved call's replay, kept beside the original call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replay {
+    pub outcome: Outcome,
+    pub duration_ms: f64,
+    pub counter: Option<Counter>,
+}
+
+/// One tool call, whichever events told of it (`tool.called`, a step's `toolCalls[]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub id: String,
+    pub tool: String,
+    pub input: RawJson,
+    pub outcome: Outcome,
+    /// Epoch milliseconds; `None` until placed (seed-001 calls are placed inside their step).
+    pub start_ms: Option<f64>,
+    pub duration_ms: f64,
+    pub counter: Option<Counter>,
+    /// Iteration of the agent step it belongs to, when it belongs to one.
+    pub iteration: Option<u32>,
+    /// `tool.called` told of it: its start is the runtime's own, not a guess.
+    pub from_runtime: bool,
+    pub approval_id: Option<String>,
+    pub replay: Option<Replay>,
+}
+
+impl Call {
+    pub fn envelope_code(&self) -> Option<&str> {
+        self.outcome.envelope().map(|e| e.code())
+    }
+}
+
+/// One agent loop iteration on the time axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRow {
+    pub iteration: u32,
+    pub model: String,
+    pub finish_reason: String,
+    pub tokens_total: u64,
+    pub start_ms: f64,
+    pub duration_ms: f64,
+    pub call_ids: Vec<String>,
+}
+
+/// Steps and calls of one session, each a ring bounded by `Limits`. Calls are found by id
+/// through an index of absolute positions, so a join or an update is O(1).
+#[derive(Debug, Clone, Default)]
+pub struct Timeline {
+    pub steps: VecDeque<StepRow>,
+    calls: VecDeque<Call>,
+    index: HashMap<String, u64>,
+    /// Absolute position of `calls[0]`: how many calls were dropped from the front.
+    base: u64,
+    /// Cumulative agent duration at the end of the last step (seed-001 `duration`).
+    last_cumulative_ms: f64,
+}
+
+impl Timeline {
+    pub fn calls(&self) -> &VecDeque<Call> {
+        &self.calls
+    }
+
+    pub fn call(&self, id: &str) -> Option<&Call> {
+        let abs = *self.index.get(id)?;
+        self.calls.get((abs - self.base) as usize)
+    }
+
+    pub fn call_mut(&mut self, id: &str) -> Option<&mut Call> {
+        let abs = *self.index.get(id)?;
+        self.calls.get_mut((abs - self.base) as usize)
+    }
+
+    /// Adds a call, dropping the oldest past `max`; returns how many were dropped.
+    pub(crate) fn push_call(&mut self, call: Call, max: usize) -> u64 {
+        let abs = self.base + self.calls.len() as u64;
+        self.index.insert(call.id.clone(), abs);
+        self.calls.push_back(call);
+        let mut dropped = 0;
+        while self.calls.len() > max.max(1) {
+            if let Some(old) = self.calls.pop_front() {
+                self.index.remove(&old.id);
+            }
+            self.base += 1;
+            dropped += 1;
+        }
+        dropped
+    }
+
+    /// Folds a seed-001 step: its calls, new or already told by `tool.called`, are joined
+    /// by id; calls with no start of their own are laid one after another from the step's
+    /// start. Returns (new calls, dropped calls, dropped steps).
+    pub(crate) fn push_step(
+        &mut self,
+        step: &Step,
+        end_ms: f64,
+        cumulative_ms: f64,
+        limits: &super::Limits,
+    ) -> (u32, u64, u64) {
+        let own = if cumulative_ms >= self.last_cumulative_ms && step.iteration > 0 {
+            cumulative_ms - self.last_cumulative_ms
+        } else {
+            cumulative_ms
+        };
+        self.last_cumulative_ms = cumulative_ms;
+        let calls_ms: f64 = step.tool_calls.iter().map(|c| c.duration.max(0.0)).sum();
+        let duration_ms = own.max(calls_ms);
+        let start_ms = end_ms - duration_ms;
+        let mut cursor = start_ms;
+        let (mut added, mut dropped_calls) = (0, 0);
+        let mut call_ids = Vec::with_capacity(step.tool_calls.len());
+        for tc in &step.tool_calls {
+            call_ids.push(tc.id.clone());
+            let duration = tc.duration.max(0.0);
+            if let Some(call) = self.call_mut(&tc.id) {
+                call.iteration.get_or_insert(step.iteration);
+                if call.start_ms.is_none() {
+                    call.start_ms = Some(cursor);
+                }
+                if !call.from_runtime {
+                    call.duration_ms = duration;
+                }
+            } else {
+                let call = Call {
+                    id: tc.id.clone(),
+                    tool: tc.name.clone(),
+                    input: tc.args.clone(),
+                    outcome: Outcome::Result(tc.result.clone()),
+                    start_ms: Some(cursor),
+                    duration_ms: duration,
+                    counter: None,
+                    iteration: Some(step.iteration),
+                    from_runtime: false,
+                    approval_id: None,
+                    replay: None,
+                };
+                dropped_calls += self.push_call(call, limits.calls_per_session);
+                added += 1;
+            }
+            cursor += duration;
+        }
+        self.steps.push_back(StepRow {
+            iteration: step.iteration,
+            model: step.model.clone(),
+            finish_reason: step.finish_reason.clone(),
+            tokens_total: step.tokens.total,
+            start_ms,
+            duration_ms,
+            call_ids,
+        });
+        let mut dropped_steps = 0;
+        while self.steps.len() > limits.steps_per_session.max(1) {
+            self.steps.pop_front();
+            dropped_steps += 1;
+        }
+        (added, dropped_calls, dropped_steps)
+    }
+}
+
+/// A session row and everything the inspector knows of it.
+#[derive(Debug, Clone, Default)]
+pub struct Session {
+    pub id: String,
+    pub user: String,
+    pub status: SessionStatus,
+    /// Epoch milliseconds.
+    pub created_ms: Option<f64>,
+    pub last_activity_ms: Option<f64>,
+    pub calls: u32,
+    pub envelopes: u32,
+    /// Grouped from agent events that named no session (by conversation, else agent).
+    pub external: bool,
+    pub mocks: Vec<MockRow>,
+    pub timeline: Timeline,
+    /// Bumped on every change, so views can cache what they derive from this session.
+    pub rev: u64,
+}
+
+impl Session {
+    pub(crate) fn new(id: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            ..Self::default()
+        }
+    }
+
+    /// Mocks are a handful per session: a scan beats a map here.
+    pub fn mock_mut(&mut self, tool: &str) -> Option<&mut MockRow> {
+        self.mocks.iter_mut().find(|m| m.tool == tool)
+    }
+
+    pub(crate) fn touch(&mut self, at_ms: Option<f64>) {
+        if let Some(at) = at_ms {
+            self.last_activity_ms = Some(self.last_activity_ms.map_or(at, |t| t.max(at)));
+            self.created_ms.get_or_insert(at);
+        }
+        self.rev += 1;
+    }
+}

@@ -1,0 +1,344 @@
+//! Event sequences in, state out: the model's behaviour with no terminal and no network.
+
+use super::*;
+use crate::protocol::decode;
+use crate::protocol::events::EvalStatus;
+use crate::protocol::rest::{MockState, SessionSummary};
+
+fn frame(json: &str) -> Frame {
+    decode(json).unwrap()
+}
+
+fn created(seq: u64, id: &str) -> Frame {
+    frame(&format!(
+        r#"{{"kind":"session.created","seq":{seq},"ts":"2026-11-22T21:43:31.000Z","sessionId":"{id}","userId":"user_{seq}","servers":["nuvem-fiscal"],"project":"default","mocks":[{{"tool":"nuvem-fiscal/create_nfe","mode":"stateful","entries":2}},{{"tool":"asaas/create_payment","mode":"static","entries":1}}]}}"#
+    ))
+}
+
+fn called(seq: u64, sid: &str, call: &str, tool: &str, outcome: &str, counter: &str) -> Frame {
+    frame(&format!(
+        r#"{{"kind":"tool.called","seq":{seq},"ts":"2026-11-22T21:43:32.000Z","sessionId":"{sid}","callId":"{call}","tool":"{tool}","input":{{"value":5}},"outcome":{outcome},"startedAt":"2026-11-22T21:43:31.{seq:03}Z","duration":3.5{counter},"source":"execute"}}"#
+    ))
+}
+
+const NFE: &str = "nuvem-fiscal/create_nfe";
+
+fn nfe(seq: u64, call: &str, consumed: u32) -> Frame {
+    called(
+        seq,
+        "ses_1",
+        call,
+        NFE,
+        r#"{"result":{"id":"nfe"}}"#,
+        &format!(r#","counter":{{"consumed":{consumed},"total":2}}"#),
+    )
+}
+
+#[test]
+fn stateful_counter_moves_then_exhausts_and_unmocked_calls_count_as_envelopes() {
+    let mut m = Model::default();
+    m.apply(&created(1, "ses_1"));
+    m.apply(&nfe(2, "call_1", 1));
+    let mock = &m.session("ses_1").unwrap().mocks[0];
+    assert_eq!(
+        (mock.consumed, mock.entries, mock.exhausted()),
+        (1, 2, false)
+    );
+    m.apply(&nfe(3, "call_2", 2));
+    m.apply(&called(
+        4,
+        "ses_1",
+        "call_3",
+        NFE,
+        r#"{"envelope":{"code":"mocks_exhausted","message":"all 2 entries consumed"}}"#,
+        r#","counter":{"consumed":2,"total":2}"#,
+    ));
+    m.apply(&called(
+        5,
+        "ses_1",
+        "call_4",
+        "asaas/create_paymet",
+        r#"{"envelope":{"code":"tool_not_mocked","tool_name":"asaas/create_paymet","message":"no mock"}}"#,
+        "",
+    ));
+    let s = m.session("ses_1").unwrap();
+    assert_eq!(s.calls, 4);
+    assert_eq!(s.envelopes, 2);
+    assert_eq!(s.user, "user_1");
+    let nfe = &s.mocks[0];
+    assert_eq!((nfe.consumed, nfe.calls), (2, 3));
+    assert!(nfe.exhausted());
+    assert!(
+        s.mocks[1].never_called(),
+        "the static mock was declared and never called"
+    );
+    assert_eq!(
+        s.timeline.call("call_4").unwrap().envelope_code(),
+        Some("tool_not_mocked")
+    );
+}
+
+fn step(
+    seq: u64,
+    sid: Option<&str>,
+    conv: &str,
+    iteration: u32,
+    calls: &str,
+    cumulative: f64,
+) -> Frame {
+    let sid = sid
+        .map(|s| format!(r#""sessionId":"{s}","#))
+        .unwrap_or_default();
+    frame(&format!(
+        r#"{{"kind":"agent.step.completed","seq":{seq},"ts":"2026-11-22T21:44:01.000Z",{sid}"agentName":"bot","model":"fake","provider":"fake","iteration":{iteration},"step":{{"iteration":{iteration},"model":"fake","tokens":{{"prompt":1,"completion":1,"total":2}},"finishReason":"tool_calls","toolCalls":[{calls}]}},"tokens":{{"prompt":1,"completion":1,"total":2}},"duration":{cumulative},"streaming":false,"conversationId":"{conv}"}}"#
+    ))
+}
+
+#[test]
+fn a_call_told_by_tool_called_and_by_its_step_is_one_call() {
+    let mut m = Model::default();
+    m.apply(&created(1, "ses_1"));
+    m.apply(&nfe(2, "call_1", 1));
+    m.apply(&step(
+        3,
+        Some("ses_1"),
+        "ses_1",
+        0,
+        r#"{"id":"call_1","name":"nuvem-fiscal/create_nfe","args":{},"result":{"id":"nfe"},"duration":1.0,"needsApproval":false},{"id":"call_x","name":"x/y","args":{},"result":1,"duration":2.0,"needsApproval":false}"#,
+        50.0,
+    ));
+    let s = m.session("ses_1").unwrap();
+    assert_eq!(s.calls, 2, "call_1 joined, call_x new");
+    assert_eq!(s.timeline.calls().len(), 2);
+    let joined = s.timeline.call("call_1").unwrap();
+    assert_eq!(joined.iteration, Some(0));
+    assert_eq!(joined.duration_ms, 3.5, "the runtime's duration wins");
+    assert_eq!(joined.start_ms, parse_ms("2026-11-22T21:43:31.002Z"));
+    assert_eq!(s.timeline.steps.len(), 1);
+
+    // The other order: the step first, then the runtime's own account of the same call.
+    let mut m = Model::default();
+    m.apply(&created(1, "ses_1"));
+    m.apply(&step(
+        2,
+        Some("ses_1"),
+        "ses_1",
+        0,
+        r#"{"id":"call_1","name":"nuvem-fiscal/create_nfe","args":{},"result":{"id":"nfe"},"duration":1.0,"needsApproval":false}"#,
+        10.0,
+    ));
+    m.apply(&nfe(3, "call_1", 1));
+    let s = m.session("ses_1").unwrap();
+    assert_eq!((s.calls, s.timeline.calls().len()), (1, 1));
+    assert_eq!(s.mocks[0].consumed, 1);
+}
+
+#[test]
+fn seed_001_calls_are_laid_one_after_another_inside_their_step() {
+    let mut m = Model::default();
+    let calls = r#"{"id":"a","name":"t/a","args":{},"result":1,"duration":10,"needsApproval":false},{"id":"b","name":"t/b","args":{},"result":2,"duration":20,"needsApproval":false}"#;
+    m.apply(&step(1, None, "conv_9", 0, calls, 50.0));
+    let s = m.session("conv_9").unwrap();
+    assert!(s.external);
+    let end = parse_ms("2026-11-22T21:44:01.000Z").unwrap();
+    let first = &s.timeline.steps[0];
+    assert_eq!((first.start_ms, first.duration_ms), (end - 50.0, 50.0));
+    assert_eq!(s.timeline.call("a").unwrap().start_ms, Some(end - 50.0));
+    assert_eq!(s.timeline.call("b").unwrap().start_ms, Some(end - 40.0));
+    // A second step's own duration is the cumulative difference.
+    m.apply(&step(2, None, "conv_9", 1, "", 80.0));
+    let s = m.session("conv_9").unwrap();
+    assert_eq!(s.timeline.steps[1].duration_ms, 30.0);
+}
+
+#[test]
+fn external_events_group_by_conversation_else_agent_name() {
+    let mut m = Model::default();
+    m.apply(&step(1, None, "", 0, "", 1.0));
+    assert!(m.session("bot").unwrap().external);
+    m.apply(&step(2, None, "conv_1", 0, "", 1.0));
+    assert!(m.session("conv_1").unwrap().external);
+    assert_eq!(m.sessions_len(), 2);
+    // The runtime's own agent events name their session and are not external.
+    m.apply(&created(3, "ses_1"));
+    m.apply(&step(4, Some("ses_1"), "ses_1", 0, "", 1.0));
+    assert!(!m.session("ses_1").unwrap().external);
+}
+
+#[test]
+fn duplicates_by_seq_are_ignored_and_counted() {
+    let mut m = Model::default();
+    m.apply(&created(1, "ses_1"));
+    m.apply(&nfe(2, "call_1", 1));
+    m.apply(&nfe(2, "call_1", 1));
+    m.apply(&created(1, "ses_1"));
+    m.apply(&nfe(3, "call_2", 2));
+    let s = m.session("ses_1").unwrap();
+    assert_eq!(s.calls, 2);
+    assert_eq!(s.mocks[0].calls, 2);
+    assert_eq!(m.counters.duplicates, 2);
+    assert_eq!((m.counters.applied, m.counters.last_seq), (3, 3));
+}
+
+#[test]
+fn bounds_drop_the_oldest_and_count_it() {
+    let limits = Limits {
+        sessions: 2,
+        calls_per_session: 2,
+        ..Limits::default()
+    };
+    let mut m = Model::new(limits);
+    m.apply(&created(1, "ses_1"));
+    m.apply(&nfe(2, "call_1", 1));
+    m.apply(&nfe(3, "call_2", 2));
+    m.apply(&nfe(4, "call_3", 2));
+    let s = m.session("ses_1").unwrap();
+    assert_eq!(
+        s.calls, 3,
+        "the call count is not a history: it keeps counting"
+    );
+    assert!(s.timeline.call("call_1").is_none());
+    assert_eq!(s.timeline.call("call_3").unwrap().id, "call_3");
+    assert_eq!(m.counters.dropped.calls, 1);
+    m.apply(&created(5, "ses_2"));
+    m.apply(&created(6, "ses_3"));
+    assert!(m.session("ses_1").is_none());
+    assert_eq!(m.sessions_len(), 2);
+    assert_eq!(m.counters.dropped.sessions, 1);
+    assert_eq!(
+        m.counters.dropped.calls, 3,
+        "ses_1's two retained calls went with it"
+    );
+    assert_eq!(m.session_newest(0).unwrap().id, "ses_3");
+    assert_eq!(m.newest_row_of("ses_2"), Some(1));
+    assert_eq!(m.counters.dropped.total(), 4);
+}
+
+#[test]
+fn unknown_kinds_are_counted_not_dropped_silently() {
+    let mut m = Model::default();
+    m.apply(&frame(r#"{"kind":"future.thing","seq":1,"ts":"x","x":1}"#));
+    m.apply(&frame(r#"{"kind":"future.other","seq":2,"ts":"x"}"#));
+    assert_eq!(m.counters.unknown_kinds, 2);
+    assert_eq!(m.counters.last_seq, 2);
+    m.note_parse_error();
+    assert_eq!(m.counters.parse_errors, 1);
+}
+
+#[test]
+fn approval_replay_sits_beside_the_original_call_and_moves_the_counter() {
+    let mut m = Model::default();
+    m.apply(&created(1, "ses_1"));
+    m.apply(&called(
+        2,
+        "ses_1",
+        "call_3",
+        NFE,
+        r#"{"envelope":{"code":"approval_required","approval_id":"apr_1","expires_at":"2026-11-22T21:58:32.000Z","message":"needs approval"}}"#,
+        "",
+    ));
+    m.apply(&frame(r#"{"kind":"approval.requested","seq":3,"ts":"2026-11-22T21:43:32.000Z","sessionId":"ses_1","approvalId":"apr_1","callId":"call_3","tool":"nuvem-fiscal/create_nfe","input":{"value":5000},"ruleId":"r1","expiresAt":"2026-11-22T21:58:32.000Z","message":"m"}"#));
+    assert_eq!(m.approvals.pending_count(), 1);
+    m.apply(&frame(r#"{"kind":"approval.resolved","seq":4,"ts":"2026-11-22T21:44:00.000Z","sessionId":"ses_1","approvalId":"apr_1","decision":"approved","by":"ana"}"#));
+    assert_eq!(m.approvals.pending_count(), 0);
+    m.apply(&frame(r#"{"kind":"approval.replayed","seq":5,"ts":"2026-11-22T21:44:00.010Z","sessionId":"ses_1","approvalId":"apr_1","callId":"call_3","tool":"nuvem-fiscal/create_nfe","outcome":{"result":{"id":"nfe_1"}},"duration":0.4,"counter":{"consumed":1,"total":2}}"#));
+    let a = m.approvals.get("apr_1").unwrap();
+    assert_eq!(a.status, ApprovalStatus::Approved);
+    assert_eq!(a.decided_by.as_deref(), Some("ana"));
+    assert!(matches!(a.replay, Some(Outcome::Result(_))));
+    let s = m.session("ses_1").unwrap();
+    let call = s.timeline.call("call_3").unwrap();
+    assert_eq!(call.envelope_code(), Some("approval_required"));
+    assert_eq!(call.approval_id.as_deref(), Some("apr_1"));
+    assert!(call.replay.is_some());
+    assert_eq!(s.mocks[0].consumed, 1);
+    assert_eq!(s.calls, 1, "a replay is not a second call");
+}
+
+fn eval(seq: u64, case: &str, status: &str) -> Frame {
+    frame(&format!(
+        r#"{{"kind":"agent.eval.completed","seq":{seq},"ts":"2026-11-22T21:45:00.000Z","suite":"payments","case":"{case}","status":"{status}","pass":false,"tokens":{{"prompt":0,"completion":0,"total":0}},"cost":0,"duration":12}}"#
+    ))
+}
+
+#[test]
+fn eval_pass_rates_over_a_bounded_window() {
+    let mut m = Model::new(Limits {
+        eval_window: 3,
+        ..Limits::default()
+    });
+    for (seq, status) in [(1, "failed"), (2, "passed"), (3, "passed"), (4, "failed")] {
+        m.apply(&eval(seq, "a", status));
+    }
+    m.apply(&eval(5, "b", "error"));
+    m.apply(&eval(6, "b", "skipped"));
+    let suite = &m.evals.suites["payments"];
+    let a = &suite.cases["a"];
+    assert_eq!(a.recent.len(), 3);
+    assert_eq!(a.pass_rate(), Some(2.0 / 3.0));
+    assert!(a.flaky());
+    assert_eq!(suite.cases["b"].pass_rate(), Some(0.0));
+    assert_eq!(
+        suite.cases["b"].last.as_ref().unwrap().status,
+        EvalStatus::Skipped
+    );
+    assert_eq!(suite.pass_rate(), Some(2.0 / 4.0));
+    assert_eq!(m.counters.dropped.eval_results, 1);
+}
+
+#[test]
+fn hydrate_takes_the_runtimes_counters_and_keeps_timelines() {
+    let mut m = Model::default();
+    m.apply(&created(1, "ses_1"));
+    m.apply(&nfe(2, "call_1", 1));
+    let summary = |id: &str, calls| SessionSummary {
+        id: id.into(),
+        user_id: "u".into(),
+        servers: vec![],
+        status: "active".into(),
+        created_at: "2026-11-22T21:43:31.000Z".into(),
+        last_activity: "2026-11-22T21:50:00.000Z".into(),
+        calls,
+        envelopes: 0,
+        mocks: vec![MockState {
+            declared: crate::protocol::events::DeclaredMock {
+                tool: NFE.into(),
+                mode: MockMode::Stateful,
+                entries: 2,
+            },
+            counter: crate::protocol::events::Counter {
+                consumed: 2,
+                total: Some(2),
+            },
+            calls: 2,
+        }],
+    };
+    let approvals = ApprovalList {
+        approvals: vec![ApprovalView {
+            id: "apr_9".into(),
+            session_id: "ses_2".into(),
+            call_id: "c".into(),
+            tool: NFE.into(),
+            input: crate::protocol::RawJson::null(),
+            rule_id: "r".into(),
+            status: ApprovalStatus::Pending,
+            requested_at: String::new(),
+            expires_at: String::new(),
+            decided_by: None,
+            note: None,
+            replay: None,
+        }],
+    };
+    m.hydrate(
+        SessionList {
+            sessions: vec![summary("ses_1", 2), summary("ses_2", 0)],
+        },
+        approvals,
+    );
+    let s = m.session("ses_1").unwrap();
+    assert_eq!(s.calls, 2);
+    assert!(s.mocks[0].exhausted());
+    assert_eq!(s.timeline.calls().len(), 1, "the folded timeline stays");
+    assert_eq!(m.sessions_len(), 2);
+    assert_eq!(m.approvals.pending_count(), 1);
+}

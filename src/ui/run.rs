@@ -1,0 +1,115 @@
+//! The inspector's loop: one `select!` over terminal input, client messages and a 1 Hz
+//! tick. It redraws only when something changed, at most 30 times a second, each frame in
+//! a synchronized update; with nothing happening it sleeps.
+
+use super::app::App;
+use super::clock::SystemClock;
+use super::render::draw;
+use super::terminal::TerminalGuard;
+use crate::client::{ClientError, ObserverConfig, RestClient, spawn_observer};
+use crate::model::Limits;
+use crossterm::event::{Event, EventStream};
+use crossterm::execute;
+use crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
+use futures_util::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use std::io::stdout;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+use tokio::sync::mpsc;
+
+const FRAME: Duration = Duration::from_millis(33);
+/// Messages folded per wake before drawing gets a chance, so a flood cannot starve input.
+const BATCH: usize = 4096;
+
+#[derive(Debug, Error)]
+pub enum UiError {
+    #[error("terminal: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+#[derive(Debug, Clone)]
+pub struct InspectorConfig {
+    pub url: String,
+    pub api_key: Option<String>,
+    pub limits: Limits,
+}
+
+pub async fn run(config: InspectorConfig) -> Result<(), UiError> {
+    let rest = RestClient::new(&config.url, config.api_key.as_deref())?;
+    let (tx, mut rx) = mpsc::channel(BATCH);
+    let observer = spawn_observer(
+        ObserverConfig::new(&config.url, config.api_key.as_deref()),
+        rest,
+        tx,
+    );
+    let mut app = App::new(&config.url, config.limits, Arc::new(SystemClock));
+    let result = {
+        let _guard = TerminalGuard::enter(false)?;
+        let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
+        terminal.clear()?;
+        event_loop(&mut terminal, &mut app, &mut rx).await
+    };
+    observer.abort();
+    result
+}
+
+async fn event_loop(
+    terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    app: &mut App,
+    rx: &mut mpsc::Receiver<crate::client::ClientMsg>,
+) -> Result<(), UiError> {
+    let mut input = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut last_draw: Option<Instant> = None;
+    let mut client_open = true;
+    loop {
+        if app.is_dirty() {
+            let due = last_draw.is_none_or(|t| t.elapsed() >= FRAME);
+            if due {
+                execute!(terminal.backend_mut(), BeginSynchronizedUpdate)?;
+                let drawn = terminal.draw(|frame| draw(frame, app)).map(|_| ());
+                execute!(terminal.backend_mut(), EndSynchronizedUpdate)?;
+                drawn?;
+                app.mark_drawn();
+                last_draw = Some(Instant::now());
+            }
+        }
+        if app.quit {
+            return Ok(());
+        }
+        let next_frame = last_draw.map_or_else(Instant::now, |t| t + FRAME);
+        tokio::select! {
+            event = input.next() => match event {
+                Some(Ok(Event::Key(key))) => app.on_key(key),
+                Some(Ok(Event::Resize(..))) => app.mark_dirty(),
+                Some(Ok(_)) => {}
+                Some(Err(err)) => return Err(err.into()),
+                None => return Ok(()),
+            },
+            msg = rx.recv(), if client_open => match msg {
+                Some(msg) => {
+                    app.on_client(msg);
+                    for _ in 0..BATCH {
+                        match rx.try_recv() {
+                            Ok(msg) => app.on_client(msg),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                None => {
+                    client_open = false;
+                    app.on_client_closed();
+                }
+            },
+            _ = tick.tick() => app.on_tick(),
+            // Only armed while a redraw is pending, so an idle inspector truly sleeps.
+            _ = tokio::time::sleep_until(next_frame.into()), if app.is_dirty() => {}
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The observer client against a scripted WebSocket server on loopback: broken frames are
+//! counted not fatal, a dropped stream is redialled with `since` = the last seq seen, the
+//! Bearer key is sent, and a `stream.gap` triggers the REST re-read.
+
+use axum::extract::ws::{Message, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use spyglass::client::{ClientMsg, ObserverConfig, RestClient, spawn_observer};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+#[derive(Default)]
+struct Seen {
+    since: Vec<String>,
+    auth: Vec<String>,
+}
+
+type Shared = Arc<Mutex<Seen>>;
+
+async fn observe(
+    ws: WebSocketUpgrade,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    State(seen): State<Shared>,
+) -> impl IntoResponse {
+    let since = q.get("since").cloned().unwrap_or_default();
+    {
+        let mut seen = seen.lock().unwrap();
+        seen.since.push(since.clone());
+        seen.auth.push(
+            headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned(),
+        );
+    }
+    ws.on_upgrade(move |mut socket| async move {
+        let frames: Vec<String> = if since == "0" {
+            vec![
+                "{not json".into(),
+                r#"{"kind":"session.closed","ts":"x"}"#.into(),
+                r#"{"kind":"session.closed","seq":1,"ts":"2026-11-22T21:43:31.000Z","sessionId":"s"}"#.into(),
+                r#"{"kind":"session.closed","seq":2,"ts":"2026-11-22T21:43:31.000Z","sessionId":"s"}"#.into(),
+            ]
+        } else {
+            vec![r#"{"kind":"stream.gap","seq":10,"ts":"2026-11-22T21:43:31.000Z","from":3,"to":10}"#.into()]
+        };
+        for f in frames {
+            if socket.send(Message::Text(f.into())).await.is_err() {
+                return;
+            }
+        }
+        if since == "0" {
+            // Drop the connection: the client must come back with since=2.
+            let _ = socket.send(Message::Close(None)).await;
+        } else {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        }
+    })
+}
+
+async fn sessions() -> Json<serde_json::Value> {
+    Json(
+        serde_json::json!({"sessions": [{"id":"ses_r","user_id":"u","servers":[],"status":"active","created_at":"2026-11-22T21:43:31.000Z","last_activity":"2026-11-22T21:43:31.000Z","calls":7,"envelopes":1,"mocks":[]}]}),
+    )
+}
+
+async fn approvals() -> Json<serde_json::Value> {
+    Json(serde_json::json!({"approvals": []}))
+}
+
+async fn next(rx: &mut mpsc::Receiver<ClientMsg>) -> ClientMsg {
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("a client message within 10 s")
+        .expect("channel open")
+}
+
+#[tokio::test]
+async fn broken_frames_are_reported_and_the_stream_resumes_from_the_last_seq() {
+    let seen: Shared = Arc::default();
+    let app = Router::new()
+        .route("/v1/observe", get(observe))
+        .route("/v1/sessions", get(sessions))
+        .route("/v1/approvals", get(approvals))
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let (tx, mut rx) = mpsc::channel(64);
+    let rest = RestClient::new(&url, Some("csk_test_k")).unwrap();
+    let task = spawn_observer(ObserverConfig::new(&url, Some("csk_test_k")), rest, tx);
+
+    assert!(matches!(
+        next(&mut rx).await,
+        ClientMsg::Connecting { attempt: 0 }
+    ));
+    assert!(matches!(next(&mut rx).await, ClientMsg::Connected));
+    assert!(matches!(next(&mut rx).await, ClientMsg::ParseError(e) if e.contains("JSON")));
+    assert!(matches!(next(&mut rx).await, ClientMsg::ParseError(e) if e.contains("seq")));
+    assert!(matches!(next(&mut rx).await, ClientMsg::Frame(f) if f.seq == 1));
+    assert!(matches!(next(&mut rx).await, ClientMsg::Frame(f) if f.seq == 2));
+    match next(&mut rx).await {
+        ClientMsg::Disconnected {
+            attempt, retry_in, ..
+        } => {
+            assert_eq!(attempt, 1);
+            assert!(retry_in <= Duration::from_millis(250));
+        }
+        other => panic!("expected Disconnected, got {other:?}"),
+    }
+    assert!(matches!(
+        next(&mut rx).await,
+        ClientMsg::Connecting { attempt: 1 }
+    ));
+    assert!(matches!(next(&mut rx).await, ClientMsg::Connected));
+    assert!(matches!(next(&mut rx).await, ClientMsg::Frame(f) if f.seq == 10));
+    match next(&mut rx).await {
+        ClientMsg::Hydrated { sessions, .. } => assert_eq!(sessions.sessions[0].calls, 7),
+        other => panic!("expected Hydrated, got {other:?}"),
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.since, ["0", "2"]);
+    assert!(seen.auth.iter().all(|a| a == "Bearer csk_test_k"));
+    task.abort();
+}
+
+#[tokio::test]
+async fn an_unreachable_runtime_is_retried_with_growing_attempt_numbers() {
+    // Bind then drop, so the port is (almost certainly) closed.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let (tx, mut rx) = mpsc::channel(64);
+    let rest = RestClient::new(&url, None).unwrap();
+    let task = spawn_observer(ObserverConfig::new(&url, None), rest, tx);
+    let mut attempts = vec![];
+    while attempts.len() < 2 {
+        if let ClientMsg::Disconnected { attempt, .. } = next(&mut rx).await {
+            attempts.push(attempt);
+        }
+    }
+    assert_eq!(attempts, [1, 2]);
+    task.abort();
+}
+
+#[tokio::test]
+async fn rest_errors_carry_the_runtimes_code() {
+    let app = Router::new().route(
+        "/v1/approvals/{id}/approve",
+        axum::routing::post(|| async {
+            (
+                axum::http::StatusCode::CONFLICT,
+                Json(serde_json::json!({"code":"approval_already_decided","message":"already approved"})),
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let rest = RestClient::new(&url, None).unwrap();
+    let err = rest
+        .decide("apr_1", true, &Default::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, spyglass::client::ClientError::Api { status: 409, code, .. } if code == "approval_already_decided"),
+        "{err}"
+    );
+    assert!(RestClient::new("localhost:1", None).is_err());
+}
