@@ -1,9 +1,9 @@
 //! The command line: parse it, pick a role, run it. Nothing else lives here.
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use spyglass::client::eval::{self as eval_cli, EvalArgs};
 use spyglass::client::tail::{self, Format, Sink};
 use spyglass::config::{CliOverrides, Config, Env};
-use spyglass::eval::run_cli::{self, EvalArgs};
 use spyglass::model::Limits;
 use spyglass::ui::{InspectorConfig, logfile};
 use std::path::PathBuf;
@@ -306,23 +306,55 @@ fn serve(
     })
 }
 
-fn eval(args: EvalArgs) -> ExitCode {
+/// `spyglass eval`: check the files, then run them on `url`, else on a runtime started
+/// here (test mode on, loopback port) through the same REST calls.
+fn eval(args: EvalArgs, url: Option<String>) -> ExitCode {
+    let fail = |err: eval_cli::EvalCliError| {
+        eprintln!("spyglass eval: {err}");
+        ExitCode::from(err.exit_code())
+    };
+    let prepared = match eval_cli::prepare(&args) {
+        Ok(prepared) => prepared,
+        Err(err) => return fail(err),
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("spyglass eval: cannot start the async runtime: {err}");
-            return ExitCode::from(run_cli::EXIT_USAGE);
+            return ExitCode::from(eval_cli::EXIT_USAGE);
         }
     };
-    let mut out = std::io::stdout();
-    let mut log = std::io::stderr();
-    match runtime.block_on(run_cli::run(&args, &mut out, &mut log)) {
-        Ok(detail) => ExitCode::from(run_cli::exit_code(&detail)),
-        Err(err) => {
-            eprintln!("spyglass eval: {err}");
-            ExitCode::from(err.exit_code())
+    runtime.block_on(async move {
+        let (url, embedded) = match url {
+            Some(url) => (url, None),
+            None => {
+                let config = spyglass::runtime::RuntimeConfig {
+                    test_mode: true,
+                    ..spyglass::runtime::RuntimeConfig::default()
+                };
+                let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+                match spyglass::runtime::start(config, addr).await {
+                    Ok(handle) => {
+                        eprintln!("spyglass eval: embedded runtime on {}", handle.url());
+                        (handle.url(), Some(handle))
+                    }
+                    Err(err) => {
+                        eprintln!("spyglass eval: cannot start the embedded runtime: {err}");
+                        return ExitCode::from(eval_cli::EXIT_USAGE);
+                    }
+                }
+            }
+        };
+        let (mut out, mut log) = (std::io::stdout(), std::io::stderr());
+        let result = eval_cli::run(&args, &prepared, &url, &mut out, &mut log).await;
+        if let Some(handle) = embedded {
+            handle.shutdown().await;
         }
-    }
+        match result {
+            Ok(detail) => ExitCode::from(eval_cli::exit_code(&detail)),
+            Err(err) => fail(err),
+        }
+    })
 }
 
 fn main() -> ExitCode {
@@ -365,15 +397,17 @@ fn main() -> ExitCode {
             case,
             junit,
             json,
-        }) => eval(EvalArgs {
-            paths,
-            api_key: first_set(cli.api_key.last().cloned(), &["CODESPAR_API_KEY"]),
-            url: cli.url,
-            repeat,
-            case,
-            junit,
-            json,
-        }),
+        }) => eval(
+            EvalArgs {
+                paths,
+                api_key: first_set(cli.api_key.last().cloned(), &["CODESPAR_API_KEY"]),
+                repeat,
+                case,
+                junit,
+                json,
+            },
+            cli.url,
+        ),
         Some(Command::Tail { json }) => {
             let format = if json {
                 Format::JsonLines

@@ -106,7 +106,7 @@ fn an_all_pass_suite_exits_zero_with_its_table_and_summary_line() {
         "2 passed, 0 failed, 0 errored, 0 skipped"
     );
     assert!(
-        text(&out.stderr).contains("(embedded)"),
+        text(&out.stderr).contains("embedded runtime on http://127.0.0.1:"),
         "without --url the runtime is embedded"
     );
 }

@@ -2,6 +2,7 @@
 //! re-read after `stream.gap`) and the REST calls. Tasks here send `ClientMsg` values on a
 //! channel and never touch UI state.
 
+pub mod eval;
 pub mod observer;
 pub mod rest;
 pub mod tail;

@@ -4,7 +4,10 @@
 
 use super::ClientError;
 use crate::protocol::ApiError;
-use crate::protocol::rest::{ApprovalList, ApprovalView, DecisionRequest, SessionList};
+use crate::protocol::rest::{
+    ApprovalList, ApprovalView, DecisionRequest, EvalRunCreated, EvalRunDetail, EvalRunRequest,
+    EvalSummary, SessionList,
+};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde::de::DeserializeOwned;
 use std::time::Duration;
@@ -92,6 +95,42 @@ impl RestClient {
             .http
             .post(format!("{}/v1/approvals/{approval_id}/{verb}", self.base))
             .json(body)
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+
+    /// `POST /v1/evals/runs`: starts a run; its results arrive on the stream and at
+    /// `eval_run`.
+    pub async fn start_eval_run(
+        &self,
+        request: &EvalRunRequest,
+    ) -> Result<EvalRunCreated, ClientError> {
+        let response = self
+            .http
+            .post(format!("{}/v1/evals/runs", self.base))
+            .json(request)
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+
+    /// `GET /v1/evals/runs/:id`: the run so far (`status` running or completed).
+    pub async fn eval_run(&self, run_id: &str) -> Result<EvalRunDetail, ClientError> {
+        let response = self
+            .http
+            .get(format!("{}/v1/evals/runs/{run_id}", self.base))
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+
+    /// `GET /v1/evals/summary[?window=N]`.
+    pub async fn eval_summary(&self, window: Option<u32>) -> Result<EvalSummary, ClientError> {
+        let query = window.map(|n| format!("?window={n}")).unwrap_or_default();
+        let response = self
+            .http
+            .get(format!("{}/v1/evals/summary{query}", self.base))
             .send()
             .await?;
         Self::read(response).await

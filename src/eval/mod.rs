@@ -1,11 +1,10 @@
-//! Evals: suite files and their checks, judging a case's run, the CLI's printouts (table,
-//! JUnit XML, JSON) and the bounded pass-rate history, all without IO; the runner that
-//! drives them lives in the runtime, and `run_cli` (the one part with IO) is its client.
+//! Evals without IO of their own: suite files and their checks, judging a case's run,
+//! the CLI's printouts (table, JUnit XML, JSON) and the bounded pass-rate history.
+//! The runner that drives the runtime lives in the runtime; these pieces are shared.
 
 pub mod assert;
 pub mod history;
 pub mod report;
-pub mod run_cli;
 pub mod suite;
 
 pub use assert::{CaseResult, CaseRun, evaluate};

@@ -1,13 +1,11 @@
-//! `spyglass eval`'s client side, the one eval piece with IO: read and check every suite
-//! file, post them to a runtime (the `--url` one, else one started in-process on a loopback
-//! port, over the same HTTP path), follow the run to its end, print and write the results.
+//! `spyglass eval`'s client side: read and check every suite file, post them to a runtime
+//! over REST, follow the run to its end, print the table and write the JUnit / JSON files.
+//! The caller picks the runtime (the `--url` one, or one it started in-process).
 
-use super::report::{Counts, json_results, junit_xml, render_table};
-use super::suite::{Suite, SuiteError, SuiteErrorKind, parse_suite, plan};
-use crate::protocol::ApiError;
-use crate::protocol::rest::{EvalRunCreated, EvalRunDetail, EvalRunRequest};
-use crate::runtime::RuntimeConfig;
-use serde::de::DeserializeOwned;
+use super::{ClientError, RestClient};
+use crate::eval::report::{Counts, json_results, junit_xml, render_table};
+use crate::eval::suite::{Suite, SuiteError, SuiteErrorKind, parse_suite, plan};
+use crate::protocol::rest::{EvalRunDetail, EvalRunRequest};
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,9 +14,6 @@ use thiserror::Error;
 
 /// How often the run is polled while it goes.
 const POLL_EVERY: Duration = Duration::from_millis(100);
-/// One request's limit: a runtime that accepted the connection but never answers is as
-/// unreachable as one that refused it.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Exit status: every case passed or was skipped.
 pub const EXIT_OK: u8 = 0;
@@ -33,9 +28,7 @@ pub const EXIT_UNREACHABLE: u8 = 3;
 #[derive(Debug, Clone, Default)]
 pub struct EvalArgs {
     pub paths: Vec<PathBuf>,
-    /// The runtime to run on; `None` starts an embedded one with test mode on.
-    pub url: Option<String>,
-    /// Sent as a Bearer token to `url`.
+    /// Sent as a Bearer token to the runtime.
     pub api_key: Option<String>,
     pub repeat: u32,
     pub case: Option<String>,
@@ -59,8 +52,6 @@ pub enum EvalCliError {
         code: String,
         message: String,
     },
-    #[error("cannot start the embedded runtime: {0}")]
-    Embedded(std::io::Error),
     #[error("cannot write {}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -117,13 +108,17 @@ fn read_one(path: &Path) -> Result<(Suite, String), SuiteError> {
     Ok((suite, text))
 }
 
-/// Runs the suites and prints the table to `out` (progress lines go to `log`); writes
-/// `--junit` / `--json` files. Answers the finished run; `exit_code` gives its status.
-pub async fn run(
-    args: &EvalArgs,
-    out: &mut dyn Write,
-    log: &mut dyn Write,
-) -> Result<EvalRunDetail, EvalCliError> {
+/// A checked run request, ready to post.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub request: EvalRunRequest,
+    pub suites: usize,
+    /// Case attempts the run will make (cases matching `--case`, times `--repeat`).
+    pub attempts: usize,
+}
+
+/// Reads and checks every file and the case filter; nothing is sent yet.
+pub fn prepare(args: &EvalArgs) -> Result<Prepared, EvalCliError> {
     let read = read_suites(&args.paths)?;
     let suites: Vec<Suite> = read.iter().map(|(suite, _)| suite.clone()).collect();
     let attempts = plan(&suites, args.repeat, args.case.as_deref()).len();
@@ -134,43 +129,71 @@ pub async fn run(
             None => "the suites have no cases".to_owned(),
         }));
     }
-    let request = EvalRunRequest {
-        suites: read
-            .iter()
-            .map(|(suite, text)| json!({"file": suite.file, "text": text}))
-            .collect(),
-        repeat: Some(args.repeat.max(1)),
-        case: args.case.clone(),
-    };
-    let (url, embedded) = match &args.url {
-        Some(url) => (checked_url(url)?, None),
-        None => {
-            let config = RuntimeConfig {
-                test_mode: true,
-                ..RuntimeConfig::default()
-            };
-            let handle = crate::runtime::start(config, ([127, 0, 0, 1], 0).into())
-                .await
-                .map_err(EvalCliError::Embedded)?;
-            (handle.url(), Some(handle))
-        }
-    };
+    Ok(Prepared {
+        request: EvalRunRequest {
+            suites: read
+                .iter()
+                .map(|(suite, text)| json!({"file": suite.file, "text": text}))
+                .collect(),
+            repeat: Some(args.repeat.max(1)),
+            case: args.case.clone(),
+        },
+        suites: suites.len(),
+        attempts,
+    })
+}
+
+/// Runs a prepared request on the runtime at `url`, prints the table to `out` (a progress
+/// line goes to `log`) and writes `--junit` / `--json`. Answers the finished run;
+/// `exit_code` gives its status.
+pub async fn run(
+    args: &EvalArgs,
+    prepared: &Prepared,
+    url: &str,
+    out: &mut dyn Write,
+    log: &mut dyn Write,
+) -> Result<EvalRunDetail, EvalCliError> {
+    let url = checked_url(url)?;
+    let client = RestClient::new(&url, args.api_key.as_deref()).map_err(|err| match err {
+        ClientError::Key(reason) => EvalCliError::Usage(format!("--api-key: {reason}")),
+        other => EvalCliError::Usage(other.to_string()),
+    })?;
     let _ = writeln!(
         log,
-        "spyglass eval: {attempts} case attempt(s) from {} suite(s) on {url}{}",
-        suites.len(),
-        if embedded.is_some() {
-            " (embedded)"
-        } else {
-            ""
-        }
+        "spyglass eval: {} case attempt(s) from {} suite(s) on {url}",
+        prepared.attempts, prepared.suites
     );
-    let client = Client::new(&url, args.api_key.as_deref());
-    let result = client.run(&request).await;
-    if let Some(handle) = embedded {
-        handle.shutdown().await;
-    }
-    let detail = result?;
+    let failed = |err: ClientError| match err {
+        ClientError::Api {
+            status,
+            code,
+            message,
+        } => EvalCliError::Refused {
+            url: url.clone(),
+            status,
+            code,
+            message,
+        },
+        ClientError::Http(err) => EvalCliError::Unreachable {
+            url: url.clone(),
+            reason: describe(&err),
+        },
+        other => EvalCliError::Unreachable {
+            url: url.clone(),
+            reason: other.to_string(),
+        },
+    };
+    let created = client
+        .start_eval_run(&prepared.request)
+        .await
+        .map_err(failed)?;
+    let detail = loop {
+        let detail = client.eval_run(&created.run_id).await.map_err(failed)?;
+        if detail.status == "completed" {
+            break detail;
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    };
     let _ = write!(out, "{}", render_table(&detail.cases));
     if let Some(path) = &args.junit {
         write_file(path, &junit_xml(&detail.cases))?;
@@ -198,85 +221,6 @@ fn write_file(path: &Path, text: &str) -> Result<(), EvalCliError> {
     })
 }
 
-/// The REST calls of one run against one runtime.
-struct Client {
-    http: reqwest::Client,
-    base: String,
-    key: Option<String>,
-}
-
-impl Client {
-    fn new(base: &str, key: Option<&str>) -> Self {
-        Self {
-            http: reqwest::Client::builder()
-                .timeout(REQUEST_TIMEOUT)
-                .build()
-                .unwrap_or_default(),
-            base: base.to_owned(),
-            key: key.map(str::to_owned),
-        }
-    }
-
-    async fn run(&self, request: &EvalRunRequest) -> Result<EvalRunDetail, EvalCliError> {
-        let created: EvalRunCreated = self
-            .call(
-                self.http
-                    .post(format!("{}/v1/evals/runs", self.base))
-                    .json(request),
-            )
-            .await?;
-        let path = format!("{}/v1/evals/runs/{}", self.base, created.run_id);
-        loop {
-            let detail: EvalRunDetail = self.call(self.http.get(&path)).await?;
-            if detail.status == "completed" {
-                return Ok(detail);
-            }
-            tokio::time::sleep(POLL_EVERY).await;
-        }
-    }
-
-    async fn call<T: DeserializeOwned>(
-        &self,
-        request: reqwest::RequestBuilder,
-    ) -> Result<T, EvalCliError> {
-        let request = match &self.key {
-            Some(key) => request.bearer_auth(key),
-            None => request,
-        };
-        let unreachable = |reason: String| EvalCliError::Unreachable {
-            url: self.base.clone(),
-            reason,
-        };
-        let response = request
-            .send()
-            .await
-            .map_err(|err| unreachable(describe(&err)))?;
-        let status = response.status();
-        let text = response
-            .text()
-            .await
-            .map_err(|err| unreachable(describe(&err)))?;
-        if !status.is_success() {
-            let (code, message) = match serde_json::from_str::<ApiError>(&text) {
-                Ok(error) => (error.code, error.message),
-                Err(_) => ("unknown".to_owned(), excerpt(&text)),
-            };
-            return Err(EvalCliError::Refused {
-                url: self.base.clone(),
-                status: status.as_u16(),
-                code,
-                message,
-            });
-        }
-        serde_json::from_str(&text).map_err(|err| EvalCliError::Refused {
-            url: self.base.clone(),
-            status: status.as_u16(),
-            code: "unexpected_body".to_owned(),
-            message: format!("not a spyglass answer ({err}): {}", excerpt(&text)),
-        })
-    }
-}
-
 /// reqwest's top-level message ("error sending request") hides the cause; show the chain.
 fn describe(err: &reqwest::Error) -> String {
     let mut out = err.to_string();
@@ -287,14 +231,6 @@ fn describe(err: &reqwest::Error) -> String {
         source = cause.source();
     }
     out
-}
-
-fn excerpt(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(200) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
 }
 
 #[cfg(test)]
@@ -338,13 +274,5 @@ mod tests {
         );
         assert_eq!(err.exit_code(), EXIT_USAGE);
         assert_eq!(read_suites(&[good]).unwrap().len(), 1);
-    }
-
-    #[test]
-    fn long_bodies_are_cut_in_messages() {
-        let long = "é".repeat(500);
-        let cut = excerpt(&long);
-        assert_eq!(cut.chars().count(), 201);
-        assert_eq!(excerpt(" short "), "short");
     }
 }
