@@ -4,6 +4,7 @@
 
 pub mod eval;
 pub mod observer;
+pub mod replay;
 pub mod rest;
 pub mod tail;
 
