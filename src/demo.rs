@@ -316,3 +316,51 @@ async fn run_suite(http: &Http) -> Result<(), DemoError> {
     }
     Ok(())
 }
+
+/// Why `spyglass demo` could not run.
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error("the demo policy does not parse: {0}")]
+    Policy(#[from] crate::runtime::PolicyError),
+    #[error("cannot start the demo runtime on 127.0.0.1: {0}")]
+    Start(std::io::Error),
+    #[error(transparent)]
+    Ui(#[from] crate::ui::UiError),
+}
+
+/// The demo runtime's settings: test mode, the demo policy, and approvals that expire
+/// after two minutes so an unanswered one visibly runs out.
+pub fn runtime_config() -> Result<crate::runtime::RuntimeConfig, RunError> {
+    Ok(crate::runtime::RuntimeConfig {
+        test_mode: true,
+        policy: crate::runtime::Policy::from_toml(POLICY)?,
+        approval_ttl: Duration::from_secs(120),
+        ..crate::runtime::RuntimeConfig::default()
+    })
+}
+
+/// `spyglass demo`: a runtime on a free loopback port, the workload driving it in the
+/// background, and the inspector on it until the user quits.
+pub async fn run(limits: crate::model::Limits) -> Result<(), RunError> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let handle = crate::runtime::start(runtime_config()?, addr)
+        .await
+        .map_err(RunError::Start)?;
+    let url = handle.url();
+    tracing::info!(%url, "demo runtime listening");
+    let workload_url = url.clone();
+    let workload = tokio::spawn(async move {
+        if let Err(e) = drive(&workload_url, None, Pace::default()).await {
+            tracing::warn!(error = %e, "demo workload stopped");
+        }
+    });
+    let result = crate::ui::run(crate::ui::InspectorConfig {
+        url,
+        api_key: None,
+        limits,
+    })
+    .await;
+    workload.abort();
+    handle.shutdown().await;
+    result.map_err(RunError::from)
+}

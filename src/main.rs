@@ -1,6 +1,8 @@
 //! The command line: parse it, pick a role, run it. Nothing else lives here.
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use spyglass::client::eval::{self as eval_cli, EvalArgs};
+use spyglass::client::tail::{self, Format, Sink};
 use spyglass::config::{CliOverrides, Config, Env};
 use spyglass::model::Limits;
 use spyglass::ui::{InspectorConfig, logfile};
@@ -72,12 +74,18 @@ enum Command {
         policy: Option<PathBuf>,
     },
     /// Run eval suite files on a runtime and print per-suite and per-case results.
+    ///
+    /// Runs on the runtime given by --url only (SPYGLASS_URL and CODESPAR_BASE_URL are not
+    /// read, so a stray variable never sends CI's evals elsewhere); without --url it starts
+    /// an embedded runtime with test mode on. Exit status: 0 when nothing failed or
+    /// errored, 1 when something did, 2 for bad usage or a bad suite file, 3 when the
+    /// runtime cannot be reached.
     Eval {
         /// Suite files (TOML or JSON).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Run every case K times.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
         /// Only cases whose id matches this glob.
         #[arg(long)]
@@ -143,6 +151,36 @@ fn first_set(flag: Option<String>, vars: &[&str]) -> Option<String> {
             .filter_map(|v| std::env::var(v).ok())
             .find(|v| !v.trim().is_empty())
     })
+}
+
+fn demo() -> ExitCode {
+    let result = init_logging().and_then(|_| {
+        let runtime = tokio::runtime::Runtime::new()?;
+        runtime.block_on(spyglass::demo::run(Limits::default()))?;
+        Ok(())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("spyglass demo: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `tail` and `record`: the stream of the runtime at --url / SPYGLASS_URL / CODESPAR_BASE_URL.
+fn stream_role(
+    url: Option<String>,
+    api_key: Option<String>,
+    format: Format,
+    sink: Sink,
+) -> ExitCode {
+    let Some(url) = first_set(url, &["SPYGLASS_URL", "CODESPAR_BASE_URL"]) else {
+        eprintln!("spyglass: no runtime to follow: pass --url URL or set SPYGLASS_URL");
+        return ExitCode::from(2);
+    };
+    let api_key = first_set(api_key, &["CODESPAR_API_KEY"]);
+    ExitCode::from(tail::run_cli(&url, api_key.as_deref(), format, sink))
 }
 
 fn inspect(url: Option<String>, api_key: Option<String>) -> anyhow::Result<ExitCode> {
@@ -268,6 +306,57 @@ fn serve(
     })
 }
 
+/// `spyglass eval`: check the files, then run them on `url`, else on a runtime started
+/// here (test mode on, loopback port) through the same REST calls.
+fn eval(args: EvalArgs, url: Option<String>) -> ExitCode {
+    let fail = |err: eval_cli::EvalCliError| {
+        eprintln!("spyglass eval: {err}");
+        ExitCode::from(err.exit_code())
+    };
+    let prepared = match eval_cli::prepare(&args) {
+        Ok(prepared) => prepared,
+        Err(err) => return fail(err),
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("spyglass eval: cannot start the async runtime: {err}");
+            return ExitCode::from(eval_cli::EXIT_USAGE);
+        }
+    };
+    runtime.block_on(async move {
+        let (url, embedded) = match url {
+            Some(url) => (url, None),
+            None => {
+                let config = spyglass::runtime::RuntimeConfig {
+                    test_mode: true,
+                    ..spyglass::runtime::RuntimeConfig::default()
+                };
+                let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+                match spyglass::runtime::start(config, addr).await {
+                    Ok(handle) => {
+                        eprintln!("spyglass eval: embedded runtime on {}", handle.url());
+                        (handle.url(), Some(handle))
+                    }
+                    Err(err) => {
+                        eprintln!("spyglass eval: cannot start the embedded runtime: {err}");
+                        return ExitCode::from(eval_cli::EXIT_USAGE);
+                    }
+                }
+            }
+        };
+        let (mut out, mut log) = (std::io::stdout(), std::io::stderr());
+        let result = eval_cli::run(&args, &prepared, &url, &mut out, &mut log).await;
+        if let Some(handle) = embedded {
+            handle.shutdown().await;
+        }
+        match result {
+            Ok(detail) => ExitCode::from(eval_cli::exit_code(&detail)),
+            Err(err) => fail(err),
+        }
+    })
+}
+
 fn main() -> ExitCode {
     let cli = parse_cli();
     if cli.print_config {
@@ -290,7 +379,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Some(Command::Demo) => not_yet("demo", "Demo and the newcomer's path"),
+        Some(Command::Demo) => demo(),
         Some(Command::Serve {
             addr,
             test_mode,
@@ -302,13 +391,37 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Some(Command::Eval { .. }) => {
-            not_yet("eval", "Evals: suite files, runner, CLI and the Evals view")
+        Some(Command::Eval {
+            paths,
+            repeat,
+            case,
+            junit,
+            json,
+        }) => eval(
+            EvalArgs {
+                paths,
+                api_key: first_set(cli.api_key.last().cloned(), &["CODESPAR_API_KEY"]),
+                repeat,
+                case,
+                junit,
+                json,
+            },
+            cli.url,
+        ),
+        Some(Command::Tail { json }) => {
+            let format = if json {
+                Format::JsonLines
+            } else {
+                Format::Readable
+            };
+            stream_role(cli.url, cli.api_key.last().cloned(), format, Sink::Stdout)
         }
-        Some(Command::Tail { .. })
-        | Some(Command::Record { .. })
-        | Some(Command::Replay { .. }) => {
-            not_yet("tail/record/replay", "Demo and the newcomer's path")
-        }
+        Some(Command::Record { output }) => stream_role(
+            cli.url,
+            cli.api_key.last().cloned(),
+            Format::JsonLines,
+            Sink::File(output),
+        ),
+        Some(Command::Replay { .. }) => not_yet("replay", "Demo and the newcomer's path"),
     }
 }

@@ -6,6 +6,7 @@ mod runtime_support;
 
 use runtime_support::*;
 use serde_json::{Value, json};
+use spyglass::client::{ClientError, RestClient};
 use spyglass::protocol::rest::EvalRunRequest;
 use spyglass::runtime::{RuntimeConfig, ServerHandle};
 use std::collections::{BTreeMap, HashSet};
@@ -704,8 +705,20 @@ async fn the_in_process_api_starts_a_run_and_awaits_it() {
         rt.wait_eval_run("other", &id).await.unwrap_err().status,
         404
     );
-    // The same run over HTTP.
-    let (_, over_http) = Api::new(&handle).get(&format!("/v1/evals/runs/{id}")).await;
-    assert_eq!(over_http["passed"], 3);
+    // The same run through the REST client the CLI and the inspector use.
+    let client = RestClient::new(&handle.url(), None).unwrap();
+    let over_http = client.eval_run(&id).await.unwrap();
+    assert_eq!(over_http.cases, detail.cases);
+    assert_eq!((over_http.passed, over_http.failed), (3, 1));
+    let summary = client.eval_summary(Some(1)).await.unwrap();
+    assert_eq!(summary, rt.eval_summary("default", Some(1)));
+    assert_eq!(summary.suites[0].cases[0].case, "flaky");
+    assert!(summary.suites[0].cases[0].flaky);
+    match client.eval_run("run_nope").await {
+        Err(ClientError::Api { status, code, .. }) => {
+            assert_eq!((status, code.as_str()), (404, "not_found"))
+        }
+        other => panic!("{other:?}"),
+    }
     handle.shutdown().await;
 }

@@ -5,7 +5,8 @@
 use super::ClientError;
 use crate::protocol::ApiError;
 use crate::protocol::rest::{
-    ApprovalList, ApprovalView, DecisionRequest, EvalRunCreated, EvalSuiteDocument, SessionList,
+    ApprovalList, ApprovalView, DecisionRequest, EvalRunCreated, EvalRunDetail, EvalRunRequest,
+    EvalSuiteDocument, EvalSummary, SessionList,
 };
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde::de::DeserializeOwned;
@@ -99,24 +100,55 @@ impl RestClient {
         Self::read(response).await
     }
 
+    /// `POST /v1/evals/runs`: starts a run; its results arrive on the stream and at
+    /// `eval_run`.
+    pub async fn start_eval_run(
+        &self,
+        request: &EvalRunRequest,
+    ) -> Result<EvalRunCreated, ClientError> {
+        let response = self
+            .http
+            .post(format!("{}/v1/evals/runs", self.base))
+            .json(request)
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+
+    /// `GET /v1/evals/runs/:id`: the run so far (`status` running or completed).
+    pub async fn eval_run(&self, run_id: &str) -> Result<EvalRunDetail, ClientError> {
+        let response = self
+            .http
+            .get(format!("{}/v1/evals/runs/{run_id}", self.base))
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+
+    /// `GET /v1/evals/summary[?window=N]`.
+    pub async fn eval_summary(&self, window: Option<u32>) -> Result<EvalSummary, ClientError> {
+        let query = window.map(|n| format!("?window={n}")).unwrap_or_default();
+        let response = self
+            .http
+            .get(format!("{}/v1/evals/summary{query}", self.base))
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+
     /// `POST /v1/evals/runs` with `{suites, case?}` (suite documents or file text); the
     /// results arrive on the stream.
     pub async fn rerun(
         &self,
-        suites: &[serde_json::Value],
+        suites: Vec<serde_json::Value>,
         case: Option<&str>,
     ) -> Result<EvalRunCreated, ClientError> {
-        let mut body = serde_json::json!({ "suites": suites });
-        if let Some(case) = case {
-            body["case"] = case.into();
-        }
-        let response = self
-            .http
-            .post(format!("{}/v1/evals/runs", self.base))
-            .json(&body)
-            .send()
-            .await?;
-        Self::read(response).await
+        let request = EvalRunRequest {
+            suites,
+            repeat: None,
+            case: case.map(str::to_owned),
+        };
+        self.start_eval_run(&request).await
     }
 
     /// `GET /v1/evals/suites/:name`: the suite as the runtime last ran it.
@@ -141,7 +173,7 @@ impl RestClient {
         case: Option<&str>,
     ) -> Result<EvalRunCreated, ClientError> {
         let document = self.suite_document(suite).await?.document;
-        self.rerun(&[document], case).await
+        self.rerun(vec![document], case).await
     }
 }
 
