@@ -1,6 +1,7 @@
 //! The command line: parse it, pick a role, run it. Nothing else lives here.
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use spyglass::client::eval::{self as eval_cli, EvalArgs};
 use spyglass::client::tail::{self, Format, Sink};
 use spyglass::config::{CliOverrides, Config, Env, Resolved};
 use spyglass::runtime::headless::{self, ServeArgs};
@@ -73,12 +74,18 @@ enum Command {
         policy: Option<PathBuf>,
     },
     /// Run eval suite files on a runtime and print per-suite and per-case results.
+    ///
+    /// Runs on the runtime given by --url only (SPYGLASS_URL and CODESPAR_BASE_URL are not
+    /// read, so a stray variable never sends CI's evals elsewhere); without --url it starts
+    /// an embedded runtime with test mode on. Exit status: 0 when nothing failed or
+    /// errored, 1 when something did, 2 for bad usage or a bad suite file, 3 when the
+    /// runtime cannot be reached.
     Eval {
         /// Suite files (TOML or JSON).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Run every case K times.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
         /// Only cases whose id matches this glob.
         #[arg(long)]
@@ -173,7 +180,16 @@ fn main() -> ExitCode {
             },
             Err(code) => code,
         },
-        Some(Command::Demo) => not_yet("demo", "Demo and the newcomer's path"),
+        Some(Command::Demo) => match resolve(&cli) {
+            Ok(config) => match launch::demo(config) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("spyglass demo: {err}");
+                    ExitCode::FAILURE
+                }
+            },
+            Err(code) => code,
+        },
         Some(Command::Serve {
             addr,
             test_mode,
@@ -193,8 +209,27 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Some(Command::Eval { .. }) => {
-            not_yet("eval", "Evals: suite files, runner, CLI and the Evals view")
+        Some(Command::Eval {
+            paths,
+            repeat,
+            case,
+            junit,
+            json,
+        }) => {
+            let args = EvalArgs {
+                paths: paths.clone(),
+                api_key: cli.api_key.last().cloned().or_else(|| {
+                    Env::from_process()
+                        .get("CODESPAR_API_KEY")
+                        .map(str::to_owned)
+                }),
+                repeat: *repeat,
+                case: case.clone(),
+                junit: junit.clone(),
+                json: json.clone(),
+            };
+            // --url only: a stray SPYGLASS_URL must never send CI's evals elsewhere.
+            ExitCode::from(eval_cli::run_cli(&args, cli.url.clone()))
         }
         Some(Command::Tail { json }) => {
             let format = if *json {

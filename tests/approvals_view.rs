@@ -329,3 +329,31 @@ fn the_config_rebinds_keys_by_action_name_for_dispatch_and_help() {
     );
     assert_eq!(app.theme.name, "light");
 }
+
+#[test]
+fn help_on_the_approvals_tab_lists_its_keys_and_the_prompts() {
+    let (mut app, _) = app();
+    key(&mut app, KeyCode::Char('2'));
+    key(&mut app, KeyCode::Char('?'));
+    let text = screen(&mut app, 100, 40);
+    for shown in [
+        "approve the selected call",
+        "deny the selected call",
+        "confirm an approve or deny",
+        "add a note before confirming",
+        "Typing a filter or a note",
+        "copy the selected item as JSON",
+    ] {
+        assert!(text.contains(shown), "{shown} missing: {text}");
+    }
+    for other in [
+        "rerun the selected suite",
+        "sort calls by start",
+        "follow the stream",
+    ] {
+        assert!(
+            !text.contains(other),
+            "{other} belongs to another tab: {text}"
+        );
+    }
+}

@@ -2,7 +2,9 @@
 //! re-read after `stream.gap`) and the REST calls. Tasks here send `ClientMsg` values on a
 //! channel and never touch UI state.
 
+pub mod eval;
 pub mod observer;
+pub mod replay;
 pub mod rest;
 pub mod tail;
 
@@ -85,6 +87,23 @@ impl Outbox {
                 let _ = tx
                     .send(ClientMsg::RestError(decision_error(&id, approve, &err)))
                     .await;
+            }
+        });
+    }
+
+    /// Runs `suite` again as the runtime last ran it, one case of it or all, in a task.
+    /// Results arrive as eval events on the stream.
+    pub fn rerun(&self, suite: String, case: Option<String>) {
+        let (rest, tx) = (self.rest.clone(), self.tx.clone());
+        self.runtime.spawn(async move {
+            if let Err(err) = rest.rerun_by_name(&suite, case.as_deref()).await {
+                tracing::info!(%suite, ?case, %err, "rerun refused");
+                let what = match &case {
+                    Some(case) => format!("rerun of {suite} / {case} failed: {err}"),
+                    None => format!("rerun of suite {suite} failed: {err}"),
+                };
+                // The UI may be gone already; then nobody needs the message.
+                let _ = tx.send(ClientMsg::RestError(what)).await;
             }
         });
     }

@@ -49,6 +49,14 @@ impl Scope {
     }
 }
 
+/// An action's config name, help line, default keys and the scopes it applies in.
+type ActionInfo = (
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static [Scope],
+);
+
 /// Every action a key can be bound to, named as in the config's `[keys]` table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
@@ -131,66 +139,85 @@ impl Action {
         self.info().2
     }
 
-    /// Where the action applies.
-    pub fn scope(self) -> Scope {
+    /// Where the action applies: one scope, or the tabs that share it (pane focus).
+    pub fn scopes(self) -> &'static [Scope] {
         self.info().3
+    }
+
+    pub fn applies_in(self, scope: Scope) -> bool {
+        self.scopes().contains(&scope)
     }
 
     pub fn from_name(name: &str) -> Option<Action> {
         Action::ALL.into_iter().find(|a| a.name() == name)
     }
 
-    fn info(self) -> (&'static str, &'static str, &'static [&'static str], Scope) {
+    fn info(self) -> ActionInfo {
         use Scope::*;
         match self {
-            Action::Quit => ("quit", "quit", &["q", "ctrl-c"], Global),
-            Action::Help => ("help", "show or hide this help", &["?"], Global),
-            Action::NextTab => ("next_tab", "next tab", &["tab"], Global),
-            Action::PrevTab => ("prev_tab", "previous tab", &["shift-tab"], Global),
-            Action::TabSessions => ("tab_sessions", "Sessions tab", &["1"], Global),
-            Action::TabApprovals => ("tab_approvals", "Approvals tab", &["2"], Global),
-            Action::TabEvals => ("tab_evals", "Evals tab", &["3"], Global),
-            Action::TabEvents => ("tab_events", "Events tab", &["4"], Global),
-            Action::Up => ("up", "move up", &["up", "k"], List),
-            Action::Down => ("down", "move down", &["down", "j"], List),
-            Action::PageUp => ("page_up", "page up", &["pageup"], List),
-            Action::PageDown => ("page_down", "page down", &["pagedown"], List),
-            Action::Top => ("top", "first row", &["home", "g"], List),
-            Action::Bottom => ("bottom", "last row", &["end", "G"], List),
-            Action::Open => ("open", "open the selected item", &["enter"], List),
-            Action::Back => ("back", "close the pane, clear the filter", &["esc"], List),
-            Action::Filter => ("filter", "filter the list", &["/"], List),
-            Action::Copy => ("copy", "copy the selected item as JSON", &["y"], List),
-            Action::Sort => ("sort", "sort calls by start or duration", &["s"], Sessions),
+            Action::Quit => ("quit", "quit", &["q", "ctrl-c"], &[Global]),
+            Action::Help => ("help", "show or hide this help", &["?"], &[Global]),
+            Action::NextTab => ("next_tab", "next tab", &["tab"], &[Global]),
+            Action::PrevTab => ("prev_tab", "previous tab", &["shift-tab"], &[Global]),
+            Action::TabSessions => ("tab_sessions", "Sessions tab", &["1"], &[Global]),
+            Action::TabApprovals => ("tab_approvals", "Approvals tab", &["2"], &[Global]),
+            Action::TabEvals => ("tab_evals", "Evals tab", &["3"], &[Global]),
+            Action::TabEvents => ("tab_events", "Events tab", &["4"], &[Global]),
+            Action::Up => ("up", "move up", &["up", "k"], &[List]),
+            Action::Down => ("down", "move down", &["down", "j"], &[List]),
+            Action::PageUp => ("page_up", "page up", &["pageup"], &[List]),
+            Action::PageDown => ("page_down", "page down", &["pagedown"], &[List]),
+            Action::Top => ("top", "first row", &["home", "g"], &[List]),
+            Action::Bottom => ("bottom", "last row", &["end", "G"], &[List]),
+            Action::Open => ("open", "open the selected item", &["enter"], &[List]),
+            Action::Back => (
+                "back",
+                "close the pane, clear the filter",
+                &["esc"],
+                &[List],
+            ),
+            Action::Filter => ("filter", "filter the list", &["/"], &[List]),
+            Action::Copy => ("copy", "copy the selected item as JSON", &["y"], &[List]),
+            Action::Sort => (
+                "sort",
+                "sort calls by start or duration",
+                &["s"],
+                &[Sessions],
+            ),
             Action::FocusLeft => (
                 "focus_left",
-                "focus the session list",
+                "focus the left pane (sessions, suites)",
                 &["left", "h"],
-                Sessions,
+                &[Sessions, Evals],
             ),
             Action::FocusRight => (
                 "focus_right",
-                "focus the timeline",
+                "focus the right pane (timeline, cases)",
                 &["right", "l"],
-                Sessions,
+                &[Sessions, Evals],
             ),
-            Action::Approve => ("approve", "approve the selected call", &["a"], Approvals),
-            Action::Deny => ("deny", "deny the selected call", &["d"], Approvals),
-            Action::Confirm => ("confirm", "confirm an approve or deny", &["y"], Prompt),
-            Action::Note => ("note", "add a note before confirming", &["n"], Prompt),
+            Action::Approve => ("approve", "approve the selected call", &["a"], &[Approvals]),
+            Action::Deny => ("deny", "deny the selected call", &["d"], &[Approvals]),
+            Action::Confirm => ("confirm", "confirm an approve or deny", &["y"], &[Prompt]),
+            Action::Note => ("note", "add a note before confirming", &["n"], &[Prompt]),
             Action::Follow => (
                 "follow",
                 "events: follow the stream or hold",
                 &["f"],
-                Events,
+                &[Events],
             ),
-            Action::RerunCase => ("rerun_case", "rerun the selected eval case", &["r"], Evals),
-            Action::RerunSuite => ("rerun_suite", "rerun the selected suite", &["R"], Evals),
+            Action::RerunCase => (
+                "rerun_case",
+                "rerun the selected eval case",
+                &["r"],
+                &[Evals],
+            ),
+            Action::RerunSuite => ("rerun_suite", "rerun the selected suite", &["R"], &[Evals]),
             Action::JumpToSession => (
                 "jump_to_session",
                 "show the case's session timeline",
                 &["t"],
-                Evals,
+                &[Evals],
             ),
         }
     }
@@ -265,7 +292,7 @@ impl KeyMap {
         scopes.iter().find_map(|scope| {
             self.bindings
                 .iter()
-                .find(|(a, keys)| a.scope() == *scope && keys.contains(&pressed))
+                .find(|(a, keys)| a.applies_in(*scope) && keys.contains(&pressed))
                 .map(|(a, _)| *a)
         })
     }
@@ -610,7 +637,11 @@ mod tests {
         let map = KeyMap::default();
         for (i, a) in Action::ALL.iter().enumerate() {
             for b in &Action::ALL[i + 1..] {
-                if !together(a.scope(), b.scope()) {
+                let meet = a
+                    .scopes()
+                    .iter()
+                    .any(|sa| b.scopes().iter().any(|sb| together(*sa, *sb)));
+                if !meet {
                     continue;
                 }
                 for key in map.keys(*a) {
@@ -624,6 +655,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn eval_keys_live_only_on_the_evals_tab() {
+        let mut map = KeyMap::default();
+        let none = KeyModifiers::NONE;
+        let evals = [Scope::Evals, Scope::List, Scope::Global];
+        let at =
+            |map: &KeyMap, scopes: &[Scope], c| map.lookup(scopes, &press(KeyCode::Char(c), none));
+        assert_eq!(at(&map, &evals, 'r'), Some(Action::RerunCase));
+        assert_eq!(at(&map, &evals, 'R'), Some(Action::RerunSuite));
+        assert_eq!(at(&map, &evals, 't'), Some(Action::JumpToSession));
+        // Pane focus is shared by the two tabs with two panes.
+        assert_eq!(at(&map, &evals, 'h'), Some(Action::FocusLeft));
+        assert_eq!(at(&map, &evals, 'l'), Some(Action::FocusRight));
+        let sessions = [Scope::Sessions, Scope::List, Scope::Global];
+        assert_eq!(at(&map, &sessions, 'r'), None);
+        assert_eq!(at(&map, &sessions, 't'), None);
+        assert_eq!(at(&map, &sessions, 'h'), Some(Action::FocusLeft));
+        let events = [Scope::Events, Scope::List, Scope::Global];
+        assert_eq!(at(&map, &events, 'h'), None);
+        map.bind(Action::RerunCase, vec![parse_key("x").unwrap()]);
+        assert_eq!(at(&map, &evals, 'x'), Some(Action::RerunCase));
+        assert_eq!(at(&map, &evals, 'r'), None);
     }
 
     #[test]

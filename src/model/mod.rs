@@ -8,7 +8,7 @@ pub mod events;
 pub mod session;
 
 pub use approvals::{Approval, Approvals};
-pub use evals::{CaseStats, EvalRun, Evals, SuiteStats};
+pub use evals::{EvalRun, Evals};
 pub use events::EventLog;
 pub use session::{Call, MockRow, Replay, Session, SessionStatus, StepRow, Timeline};
 
@@ -24,7 +24,7 @@ pub struct Limits {
     pub calls_per_session: usize,
     pub steps_per_session: usize,
     pub approvals: usize,
-    /// Results kept per eval case for pass rates and flakiness.
+    /// Runs per eval suite that pass rates, trends and flakiness look back over.
     pub eval_window: usize,
     pub eval_runs: usize,
     /// Raw frames kept for the Events tab.
@@ -112,6 +112,7 @@ impl Model {
     pub fn new(limits: Limits) -> Self {
         Self {
             limits,
+            evals: Evals::new(limits.eval_window),
             ..Self::default()
         }
     }
@@ -329,9 +330,8 @@ impl Model {
                     self.evals.run_started(run, self.limits.eval_runs);
             }
             Event::EvalRunCompleted(done) => self.evals.run_completed(done),
-            Event::AgentEvalCompleted(result) => {
-                self.counters.dropped.eval_results +=
-                    self.evals.record(result, sid, self.limits.eval_window);
+            Event::AgentEvalCompleted(_) => {
+                self.counters.dropped.eval_results += self.evals.record(frame);
             }
             Event::StreamGap(_) => self.counters.gaps += 1,
             Event::AgentStepCompleted(step) => {

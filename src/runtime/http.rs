@@ -3,7 +3,7 @@
 //! JSON error shape `{code, message}` with a 4xx status, never a bare text rejection.
 
 use super::approvals::{StatusFilter, Verdict};
-use super::{ApiErrorWithStatus, DEFAULT_TENANT, Runtime, observe};
+use super::{ApiErrorWithStatus, DEFAULT_TENANT, Runtime, evals, observe};
 use crate::protocol::envelope::codes;
 use crate::protocol::rest::{
     CreateSession, DecisionRequest, ExecuteRequest, SendFrame, SendRequest,
@@ -196,6 +196,10 @@ pub fn router(rt: Runtime, stop: watch::Receiver<bool>) -> Router {
         .route("/v1/approvals", get(list_approvals))
         .route("/v1/approvals/{id}/approve", post(approve))
         .route("/v1/approvals/{id}/deny", post(deny))
+        .route("/v1/evals/runs", post(evals::create_run))
+        .route("/v1/evals/runs/{id}", get(evals::run_detail))
+        .route("/v1/evals/summary", get(evals::summary))
+        .route("/v1/evals/suites/{name}", get(evals::suite_document))
         .route("/v1/observe", get(observe::observe))
         .route(
             "/v1/events",

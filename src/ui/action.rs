@@ -52,6 +52,22 @@ impl Tab {
         }
     }
 
+    /// The scopes the help overlay lists on this tab: the global keys and this tab's
+    /// own (all tabs at once do not fit a screen). The prompt's keys show with Approvals.
+    pub fn help_scopes(self) -> &'static [Scope] {
+        match self {
+            Self::Sessions => &[Scope::Global, Scope::List, Scope::Sessions],
+            Self::Approvals => &[Scope::Global, Scope::List, Scope::Approvals, Scope::Prompt],
+            Self::Evals => &[Scope::Global, Scope::List, Scope::Evals],
+            Self::Events => &[Scope::Global, Scope::List, Scope::Events],
+        }
+    }
+
+    /// Whether the tab has a text field (a filter or a note) the user can type into.
+    pub fn has_text_input(self) -> bool {
+        !matches!(self, Self::Evals)
+    }
+
     /// The tab a "go to tab" action goes to.
     pub fn of_action(action: Action) -> Option<Tab> {
         match action {

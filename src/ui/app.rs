@@ -1,12 +1,14 @@
 //! App state: the model, the connection as the client last reported it, which tab and row
 //! is selected, and what is open. Key presses and mouse events become `Action`s through
 //! the one keymap; client messages are folded into the model. Either marks the app dirty;
-//! nothing here draws, and nothing here does network IO (requests go out via `Outbox`).
+//! nothing here draws, and nothing here does network IO (decisions and eval reruns go out
+//! via the one `Outbox`).
 
 use super::action::{Action, KeyMap, Scope, Tab};
 use super::clock::Clock;
 use super::theme::Theme;
 use super::views::approvals::ApprovalsState;
+use super::views::evals::EvalsState;
 use super::views::events::EventsState;
 use super::views::sessions::SessionsState;
 use crate::client::{ClientMsg, Outbox};
@@ -84,6 +86,7 @@ pub struct App {
     pub clock: Arc<dyn Clock>,
     pub sessions: SessionsState,
     pub approvals: ApprovalsState,
+    pub evals: EvalsState,
     pub events: EventsState,
     pub show_help: bool,
     /// A one-line message for the status bar (a REST error, say); cleared by the next key.
@@ -91,7 +94,7 @@ pub struct App {
     /// Who decisions are sent as (`by` in the request body).
     pub user: String,
     pub quit: bool,
-    /// Where REST requests go; `None` when there is no runtime to send to.
+    /// Where REST requests (decisions, eval reruns) go; `None` with no runtime to send to.
     pub outbox: Option<Outbox>,
     pub copier: Copier,
     pub tab_hits: TabHits,
@@ -112,6 +115,7 @@ impl App {
             clock,
             sessions: SessionsState::default(),
             approvals: ApprovalsState::default(),
+            evals: EvalsState::default(),
             events: EventsState::default(),
             show_help: false,
             notice: None,
@@ -177,6 +181,7 @@ impl App {
         }
         self.sessions.after_model_change(&self.model);
         self.approvals.after_model_change(&self.model);
+        self.evals.after_model_change(&self.model);
         self.events.after_model_change(&self.model);
         self.dirty = true;
     }
@@ -298,7 +303,7 @@ impl App {
                     }
                 }
                 Tab::Events => self.events.dispatch(other, &self.model),
-                Tab::Evals => {}
+                Tab::Evals => super::views::evals::dispatch(self, other),
             },
         }
     }
@@ -335,7 +340,7 @@ impl App {
             Tab::Sessions => self.sessions.copy_text(&self.model),
             Tab::Approvals => self.approvals.copy_text(&self.model),
             Tab::Events => self.events.copy_text(&self.model),
-            Tab::Evals => None,
+            Tab::Evals => self.evals.copy_text(&self.model),
         };
         self.notice = Some(match picked {
             Some((what, text)) => format!("{what}: {}", (self.copier)(&text).status()),
@@ -357,7 +362,7 @@ impl App {
                         Tab::Sessions => self.sessions.click(at, &self.model),
                         Tab::Approvals => self.approvals.click(at),
                         Tab::Events => self.events.click(at, &self.model),
-                        Tab::Evals => {}
+                        Tab::Evals => self.evals.click(at, &self.model),
                     }
                 }
             }
@@ -367,8 +372,10 @@ impl App {
                 } else {
                     Action::Down
                 };
-                if self.tab == Tab::Sessions {
-                    self.sessions.focus_at(at);
+                match self.tab {
+                    Tab::Sessions => self.sessions.focus_at(at),
+                    Tab::Evals => self.evals.focus_at(at),
+                    Tab::Approvals | Tab::Events => {}
                 }
                 // Three rows a notch, as most terminals scroll text.
                 for _ in 0..3 {

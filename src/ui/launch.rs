@@ -1,5 +1,5 @@
-//! The inspector role from start to end: open the (masked) log file, start an embedded
-//! runtime when no URL is given, run the UI with the resolved config, shut down.
+//! The inspector roles from start to end: open the (masked) log file, start an embedded
+//! runtime when no URL is given (or the demo's), run the UI with the resolved config.
 
 use super::action::KeyMap;
 use super::run::{InspectorConfig, UiError, run};
@@ -23,6 +23,8 @@ pub enum LaunchError {
     Embedded(std::io::Error),
     #[error(transparent)]
     Ui(#[from] UiError),
+    #[error(transparent)]
+    Demo(#[from] crate::demo::RunError),
 }
 
 /// The model's bounds from the config's `[history]`.
@@ -73,13 +75,26 @@ fn user() -> String {
         .unwrap_or_else(|| "spyglass".to_owned())
 }
 
-/// Runs the inspector with a resolved config until the user quits.
-pub fn inspect(config: Resolved) -> Result<(), LaunchError> {
-    let log = config
+fn log_path(config: &Resolved) -> PathBuf {
+    config
         .paths
         .log_file
         .clone()
-        .unwrap_or_else(super::logfile::log_file);
+        .unwrap_or_else(super::logfile::log_file)
+}
+
+/// `spyglass demo`: the demo runtime and workload with the inspector on top, run with the
+/// user's resolved config, until the user quits.
+pub fn demo(config: Resolved) -> Result<(), LaunchError> {
+    init_logging(&log_path(&config))?;
+    let runtime = tokio::runtime::Runtime::new().map_err(LaunchError::Tokio)?;
+    runtime.block_on(crate::demo::run(&config))?;
+    Ok(())
+}
+
+/// Runs the inspector with a resolved config until the user quits.
+pub fn inspect(config: Resolved) -> Result<(), LaunchError> {
+    let log = log_path(&config);
     init_logging(&log)?;
     let runtime = tokio::runtime::Runtime::new().map_err(LaunchError::Tokio)?;
     runtime.block_on(async move {

@@ -11,7 +11,7 @@
 //! └───────────────────────────────────────────────────────────────┘
 //! ```
 
-use super::action::{Action, Scope, Tab};
+use super::action::{Action, Tab};
 use super::app::{App, Conn};
 use super::views;
 use crate::mask::mask;
@@ -32,8 +32,8 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     match app.tab {
         Tab::Sessions => views::sessions::render(frame, body, app),
         Tab::Approvals => views::approvals::render(frame, body, app),
+        Tab::Evals => views::evals::render(frame, body, app),
         Tab::Events => views::events::render(frame, body, app),
-        other => views::placeholder::render(frame, body, other, &app.theme),
     }
     render_status(frame, status, app);
     if app.show_help {
@@ -151,13 +151,14 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
     );
 }
 
-/// Help is the keymap itself, grouped by where each key applies, two columns when tall.
+/// Help is the keymap itself: the global keys and the tab in view's, grouped by where each
+/// applies, two columns when tall.
 fn render_help(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
     let mut lines = vec![];
-    for scope in Scope::ALL {
+    for &scope in app.tab.help_scopes() {
         lines.push(Line::from(Span::styled(scope.title(), theme.title())));
-        for action in Action::ALL.into_iter().filter(|a| a.scope() == scope) {
+        for action in Action::ALL.into_iter().filter(|a| a.applies_in(scope)) {
             lines.push(Line::from(vec![
                 Span::styled(
                     format!("  {:<16}", app.keymap.describe(action)),
@@ -167,26 +168,28 @@ fn render_help(frame: &mut Frame, area: Rect, app: &App) {
             ]));
         }
     }
-    lines.push(Line::from(Span::styled(
-        "Typing a filter or a note",
-        theme.title(),
-    )));
-    for (action, what) in [
-        (Action::Open, "keep the text"),
-        (Action::Back, "discard the text"),
-    ] {
+    if app.tab.has_text_input() {
+        lines.push(Line::from(Span::styled(
+            "Typing a filter or a note",
+            theme.title(),
+        )));
+        for (action, what) in [
+            (Action::Open, "keep the text"),
+            (Action::Back, "discard the text"),
+        ] {
+            lines.push(Line::from(vec![
+                Span::styled(
+                    format!("  {:<16}", app.keymap.describe(action)),
+                    theme.accent(),
+                ),
+                Span::raw(what),
+            ]));
+        }
         lines.push(Line::from(vec![
-            Span::styled(
-                format!("  {:<16}", app.keymap.describe(action)),
-                theme.accent(),
-            ),
-            Span::raw(what),
+            Span::styled(format!("  {:<16}", "other keys"), theme.accent()),
+            Span::raw("type (backspace deletes)"),
         ]));
     }
-    lines.push(Line::from(vec![
-        Span::styled(format!("  {:<16}", "other keys"), theme.accent()),
-        Span::raw("type (backspace deletes)"),
-    ]));
     let two = lines.len() as u16 + 2 > area.height && area.width >= 100;
     let (width, rows) = if two {
         (area.width.min(110), lines.len().div_ceil(2))

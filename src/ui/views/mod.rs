@@ -1,9 +1,10 @@
-//! One module per tab. Each exposes a `render` that reads the app and draws only what is
-//! visible; tabs whose issue has not landed show a placeholder naming it.
+//! One module per tab (and `diff`, the Evals tab's expected-vs-actual diffs). Each tab
+//! exposes a `render` that reads the app and draws only what is visible.
 
 pub mod approvals;
+pub mod diff;
+pub mod evals;
 pub mod events;
-pub mod placeholder;
 pub mod sessions;
 
 use ratatui::layout::{Position, Rect};
