@@ -129,11 +129,7 @@ fn init_logging() -> anyhow::Result<std::path::PathBuf> {
         .open(&path)?;
     let filter = tracing_subscriber::EnvFilter::try_from_env("SPYGLASS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(file))
-        .init();
+    tracing::subscriber::set_global_default(logfile::file_subscriber(file, filter))?;
     Ok(path)
 }
 

@@ -2,7 +2,7 @@
 //! the last seq after any drop (exponential backoff with jitter), treat 45 s of silence as
 //! a drop, and re-read state over REST when the runtime reports a `stream.gap`.
 
-use super::{ClientError, ClientMsg, RestClient, backoff, observe_url};
+use super::{ClientError, ClientMsg, RestClient, backoff_from, observe_url};
 use crate::protocol::{Event, decode};
 use futures_util::StreamExt;
 use std::time::Duration;
@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 #[derive(Debug, Clone)]
 pub struct ObserverConfig {
@@ -20,6 +21,9 @@ pub struct ObserverConfig {
     pub since: u64,
     /// Silence after which the connection is presumed dead (the runtime pings every 15 s).
     pub heartbeat: Duration,
+    /// First reconnect delay, doubled per failed attempt up to 10 s (`backoff`). Tests and
+    /// local tools that cut the line on purpose shorten it.
+    pub backoff_base: Duration,
 }
 
 impl ObserverConfig {
@@ -29,6 +33,7 @@ impl ObserverConfig {
             api_key: api_key.map(str::to_owned),
             since: 0,
             heartbeat: Duration::from_secs(45),
+            backoff_base: super::BACKOFF_BASE,
         }
     }
 }
@@ -63,7 +68,7 @@ async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMs
             Err(err) => err.to_string(),
         };
         attempt = attempt.saturating_add(1);
-        let retry_in = backoff(attempt, fastrand::f64());
+        let retry_in = backoff_from(config.backoff_base, attempt, fastrand::f64());
         tracing::info!(attempt, ?retry_in, %reason, "observer disconnected");
         let msg = ClientMsg::Disconnected {
             attempt,
@@ -76,6 +81,11 @@ async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMs
         tokio::time::sleep(retry_in).await;
     }
 }
+
+/// The largest message the observer accepts. The runtime's biggest frames (an event
+/// carrying a 1 MiB request body) are far below it; a bigger one is a broken or hostile
+/// peer, and the connection is dropped rather than the message buffered.
+pub const MAX_FRAME_BYTES: usize = 8 * 1024 * 1024;
 
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -91,7 +101,10 @@ async fn connect(config: &ObserverConfig, since: u64) -> Result<Ws, ClientError>
         value.set_sensitive(true);
         request.headers_mut().insert("authorization", value);
     }
-    let dial = tokio_tungstenite::connect_async(request);
+    let caps = WebSocketConfig::default()
+        .max_message_size(Some(MAX_FRAME_BYTES))
+        .max_frame_size(Some(MAX_FRAME_BYTES));
+    let dial = tokio_tungstenite::connect_async_with_config(request, Some(caps), true);
     match tokio::time::timeout(Duration::from_secs(10), dial).await {
         Ok(Ok((ws, _))) => Ok(ws),
         Ok(Err(e)) => Err(ClientError::WebSocket(e.to_string())),
