@@ -267,6 +267,8 @@ impl Runtime {
                 }),
                 None,
             ),
+            // A replay is a call that reaches the mock, so it counts in the mock's `calls`
+            // as it does in every observer's fold of `approval.replayed`.
             Some(s) if s.closed => (
                 Err(Envelope::MocksEngineError {
                     message: format!(
@@ -274,12 +276,12 @@ impl Runtime {
                         view.tool, view.session_id
                     ),
                 }),
-                s.mocks.counter(&view.tool),
+                s.mocks.note_call(&view.tool),
             ),
             Some(s) => {
                 let result = s.mocks.consume(&view.tool, true);
                 s.last_activity = now_rfc3339();
-                (result, s.mocks.counter(&view.tool))
+                (result, s.mocks.note_call(&view.tool))
             }
         };
         let outcome = match result {

@@ -32,6 +32,8 @@ pub struct Slice {
 /// A snapshot of the log's memory bounds (`Runtime::stats`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogStats {
+    /// Events stamped so far (the last seq).
+    pub emitted: u64,
     pub retained: usize,
     pub capacity: usize,
     pub subscribers: usize,
@@ -97,8 +99,12 @@ impl EventLog {
     /// How much the log holds right now: retained events, live subscribers and the
     /// longest live queue (what the slowest subscriber has not taken yet).
     pub fn stats(&self) -> LogStats {
-        let retained = self.ring().events.len();
+        let (retained, emitted) = {
+            let ring = self.ring();
+            (ring.events.len(), ring.next_seq.saturating_sub(1))
+        };
         LogStats {
+            emitted,
             retained,
             capacity: self.capacity,
             subscribers: self.live.receiver_count(),
