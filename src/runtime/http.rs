@@ -56,10 +56,11 @@ impl<S: Send + Sync> FromRequestParts<S> for Tenant {
 /// The raw body, with an oversize body answered 413 `payload_too_large`.
 pub struct RawBody(pub Bytes);
 
-impl<S: Send + Sync> FromRequest<S> for RawBody {
+impl FromRequest<AppState> for RawBody {
     type Rejection = ApiErrorWithStatus;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let limit = state.rt.inner.config.max_body_bytes;
         Bytes::from_request(req, state)
             .await
             .map(RawBody)
@@ -68,7 +69,7 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
                     ApiErrorWithStatus::new(
                         413,
                         codes::PAYLOAD_TOO_LARGE,
-                        "request body is over the 1 MiB limit",
+                        format!("request body is over the {limit}-byte limit"),
                     )
                 } else {
                     ApiErrorWithStatus::invalid_body(format!(
@@ -82,10 +83,10 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
 /// A JSON body of type `T`; empty, malformed or mistyped bodies are 400 `invalid_body`.
 pub struct JsonBody<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     type Rejection = ApiErrorWithStatus;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         let RawBody(bytes) = RawBody::from_request(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Err(ApiErrorWithStatus::invalid_body(
@@ -101,10 +102,10 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 /// Like `JsonBody`, but an empty body means `T::default()` (decisions, GET/DELETE).
 pub struct OptionalJsonBody<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJsonBody<T> {
+impl<T: DeserializeOwned + Default> FromRequest<AppState> for OptionalJsonBody<T> {
     type Rejection = ApiErrorWithStatus;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         let RawBody(bytes) = RawBody::from_request(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJsonBody(T::default()));
