@@ -50,6 +50,9 @@ pub fn spawn_observer(
 async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMsg>) {
     let mut last_seq = config.since;
     let mut attempt: u32 = 0;
+    // A gap whose REST re-read has not succeeded yet: retried on the next connection
+    // before any frame, since resuming past the gap will not announce it again.
+    let mut reread_due = false;
     loop {
         if tx.send(ClientMsg::Connecting { attempt }).await.is_err() {
             return;
@@ -60,7 +63,7 @@ async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMs
                 if tx.send(ClientMsg::Connected).await.is_err() {
                     return;
                 }
-                match read(ws, &config, &rest, &tx, &mut last_seq).await {
+                match read(ws, &config, &rest, &tx, &mut last_seq, &mut reread_due).await {
                     Some(reason) => reason,
                     None => return,
                 }
@@ -121,7 +124,14 @@ async fn read(
     rest: &RestClient,
     tx: &mpsc::Sender<ClientMsg>,
     last_seq: &mut u64,
+    reread_due: &mut bool,
 ) -> Option<String> {
+    if *reread_due {
+        match reread(rest, tx).await? {
+            Ok(()) => *reread_due = false,
+            Err(reason) => return Some(reason),
+        }
+    }
     loop {
         let next = match tokio::time::timeout(config.heartbeat, ws.next()).await {
             Err(_) => {
@@ -162,14 +172,32 @@ async fn read(
         tx.send(ClientMsg::Frame(Box::new(frame))).await.ok()?;
         if gap {
             // Read before going on, so the re-read lands before the frames that follow it.
-            let msg = match tokio::try_join!(rest.sessions(), rest.approvals()) {
-                Ok((sessions, approvals)) => ClientMsg::Hydrated {
-                    sessions,
-                    approvals,
-                },
-                Err(err) => ClientMsg::RestError(format!("re-read after stream gap: {err}")),
+            // A failed one drops the stream: going on would leave the state short of
+            // what the gap lost, and the next connection retries the re-read first.
+            if let Err(reason) = reread(rest, tx).await? {
+                *reread_due = true;
+                return Some(reason);
+            }
+        }
+    }
+}
+
+/// The REST re-read after a gap, sent as `Hydrated` (or `RestError` and the reason it
+/// failed). `None` when the UI is gone.
+async fn reread(rest: &RestClient, tx: &mpsc::Sender<ClientMsg>) -> Option<Result<(), String>> {
+    match tokio::try_join!(rest.sessions(), rest.approvals()) {
+        Ok((sessions, approvals)) => {
+            let msg = ClientMsg::Hydrated {
+                sessions,
+                approvals,
             };
             tx.send(msg).await.ok()?;
+            Some(Ok(()))
+        }
+        Err(err) => {
+            let reason = format!("re-read after stream gap: {err}");
+            tx.send(ClientMsg::RestError(reason.clone())).await.ok()?;
+            Some(Err(reason))
         }
     }
 }

@@ -288,7 +288,7 @@ impl Runtime {
             Ok(value) => Outcome::Result(RawJson::from_value(&value)),
             Err(envelope) => Outcome::Envelope(envelope),
         };
-        self.emit_for(
+        let frame = self.emit_for(
             tenant,
             Some(view.session_id.clone()),
             Event::ApprovalReplayed(ApprovalReplayed {
@@ -300,6 +300,9 @@ impl Runtime {
                 counter,
             }),
         );
+        if let Some(s) = guard.as_mut() {
+            s.last_seq = frame.seq;
+        }
         drop(guard);
         outcome
     }
