@@ -125,7 +125,7 @@ fn spawn_workload(rt: Runtime, seed: u64, events: u64) -> tokio::task::JoinHandl
         while rt.stats().emitted < events {
             step += 1;
             // Let the server and the client run between bursts, so cuts land mid-stream.
-            if step % 64 == 0 {
+            if step.is_multiple_of(64) {
                 tokio::task::yield_now().await;
             }
             let roll = rng.u32(0..1000);
@@ -262,7 +262,15 @@ struct Outcome {
     handle: ServerHandle,
 }
 
-async fn run_chaos(config: RuntimeConfig, seed: u64, events: u64, cuts: usize) -> Outcome {
+/// `burst`: calls made while the server is down at each restart, so a client that was
+/// at the head of the stream comes back behind by that many events (0: none).
+async fn run_chaos(
+    config: RuntimeConfig,
+    seed: u64,
+    events: u64,
+    cuts: usize,
+    burst: usize,
+) -> Outcome {
     let mut rng = fastrand::Rng::with_seed(seed);
     let rt = Runtime::new(config);
     let mut handle = rt.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
@@ -328,6 +336,24 @@ async fn run_chaos(config: RuntimeConfig, seed: u64, events: u64, cuts: usize) -
             // after a pause in which the client's dials fail.
             handle.shutdown().await;
             tokio::time::sleep(Duration::from_millis(rng.u64(0..20))).await;
+            if burst > 0 {
+                let sid = rt
+                    .create_session(
+                        TENANT,
+                        CreateSession {
+                            user_id: "burst".into(),
+                            mocks: Some(mocks(&mut rng)),
+                            ..CreateSession::default()
+                        },
+                    )
+                    .unwrap()
+                    .id;
+                for _ in 0..burst {
+                    rt.execute(TENANT, &sid, "asaas/x", json!({}))
+                        .await
+                        .unwrap();
+                }
+            }
             handle = rt.serve(addr).await.unwrap();
             assert_eq!(handle.addr, addr);
             restarts += 1;
@@ -481,7 +507,7 @@ async fn a_hundred_cuts_lose_nothing_and_repeat_nothing() {
         retained_events: 200_000,
         ..RuntimeConfig::default()
     };
-    let out = run_chaos(config, seed, EVENTS, CUTS).await;
+    let out = run_chaos(config, seed, EVENTS, CUTS, 0).await;
     let reconnects = out.seen.connected.load(Ordering::SeqCst) - 1;
     println!(
         "chaos: {} events, {} cuts ({} server restarts), {} reconnects survived, {} disconnects seen, {:.1} s",
@@ -554,7 +580,7 @@ async fn gaps_are_healed_by_the_rest_re_read() {
         retained_events: 300,
         ..RuntimeConfig::default()
     };
-    let out = run_chaos(config, seed, 30_000, 30).await;
+    let out = run_chaos(config, seed, 30_000, 30, 400).await;
     let counters = out.model.counters;
     println!(
         "chaos gap run: {} events, {} gaps, {} hydrations, {} reconnects",
@@ -563,7 +589,13 @@ async fn gaps_are_healed_by_the_rest_re_read() {
         counters.hydrations,
         out.seen.connected.load(Ordering::SeqCst) - 1
     );
-    assert!(counters.gaps >= 1, "the small log forced at least one gap");
+    // Each restart left the client 400+ events behind a 300-event log.
+    assert!(
+        counters.gaps >= out.restarts as u64,
+        "{} gaps for {} restarts",
+        counters.gaps,
+        out.restarts
+    );
     assert_eq!(counters.hydrations, counters.gaps, "every gap was re-read");
     assert_eq!(counters.duplicates, 0, "no event applied twice");
     assert_eq!(counters.last_seq, out.final_seq);

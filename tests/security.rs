@@ -167,3 +167,17 @@ fn the_log_file_masks_keys() {
         "the events themselves are kept:\n{log}"
     );
 }
+
+#[test]
+fn serve_binds_loopback_unless_told_otherwise() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_spyglass"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("[default: 127.0.0.1:8000]"), "{help}");
+    // And the warning rule for when it is told otherwise.
+    let open: std::net::SocketAddr = "0.0.0.0:8000".parse().unwrap();
+    assert!(spyglass::runtime::should_warn(&open, &[]));
+    assert!(!spyglass::runtime::should_warn(&open, &[KEY.to_owned()]));
+}
