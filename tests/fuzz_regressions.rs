@@ -19,3 +19,43 @@ fn re_encoding_a_frame_is_stable_for_long_numbers() {
         assert_eq!(once, twice, "not stable: {text}");
     }
 }
+
+/// decode_event: an unknown-kind frame holding a number beyond f64 (`5e668`) decoded, but
+/// re-encoding it (to restamp it for the stream) produced `null`: the runtime would have
+/// accepted it on ingest and streamed `null` to every observer. It is now refused at
+/// decode with a syntax error, and ingest answers 400 with its index.
+#[tokio::test]
+async fn an_unknown_frame_that_cannot_be_re_encoded_is_refused() {
+    let bad = r#"{"kind":"apppoval.requested","seq":4,"input":{"value":500666666e660}}"#;
+    let err = spyglass::protocol::decode(bad).unwrap_err();
+    assert!(err.to_string().contains("out of range"), "{err}");
+
+    let handle = spyglass::runtime::start(
+        spyglass::runtime::RuntimeConfig::default(),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let good = r#"{"kind":"custom.thing","v":1}"#;
+    let res = reqwest::Client::new()
+        .post(format!("{}/v1/events", handle.url()))
+        .body(format!("{good}\n{bad}\n"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 400);
+    let body: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(body["code"], "invalid_event");
+    assert_eq!(body["index"], 1);
+    assert!(
+        handle.runtime().events_since(0, 10).is_empty(),
+        "nothing of the batch applied"
+    );
+
+    // Inside a known kind the same number travels as raw text, unchanged.
+    let known = r#"{"kind":"tool.called","seq":5,"ts":"t","callId":"c","tool":"a/b","input":{"value":500666666e660},"outcome":{"result":null},"startedAt":"t","duration":1,"source":"execute"}"#;
+    let once = encode(&decode(known).unwrap());
+    assert!(once.contains("500666666e660"), "{once}");
+    assert_eq!(encode(&decode(&once).unwrap()), once);
+    handle.shutdown().await;
+}

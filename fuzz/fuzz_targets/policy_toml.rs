@@ -11,7 +11,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     // After a NUL byte: a tool name to judge, so globs meet fuzzed names too.
-    let (policy_text, tool) = text.split_once('\0').unwrap_or((text, "asaas/create_payment"));
+    let (policy_text, tool) = text
+        .split_once('\0')
+        .unwrap_or((text, "asaas/create_payment"));
     match Policy::from_toml(policy_text) {
         Ok(policy) => {
             let inputs = [
