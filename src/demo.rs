@@ -302,7 +302,8 @@ async fn external_agent(http: &Http, round: u32) -> Result<(), DemoError> {
 
 /// Runs the example suite through the runtime's eval runner.
 async fn run_suite(http: &Http) -> Result<(), DemoError> {
-    let body = json!({"suites": [SUITE], "repeat": 1});
+    // Two attempts per case, so the suite's flaky case both passes and fails in every run.
+    let body = json!({"suites": [SUITE], "repeat": 2});
     let (status, value) = http
         .call(reqwest::Method::POST, "/v1/evals/runs", Some(body))
         .await?;

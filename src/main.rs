@@ -1,6 +1,7 @@
 //! The command line: parse it, pick a role, run it. Nothing else lives here.
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use spyglass::client::eval::{self as eval_cli, EvalArgs};
 use spyglass::client::tail::{self, Format, Sink};
 use spyglass::config::{CliOverrides, Config, Env};
 use spyglass::model::Limits;
@@ -73,12 +74,18 @@ enum Command {
         policy: Option<PathBuf>,
     },
     /// Run eval suite files on a runtime and print per-suite and per-case results.
+    ///
+    /// Runs on the runtime given by --url only (SPYGLASS_URL and CODESPAR_BASE_URL are not
+    /// read, so a stray variable never sends CI's evals elsewhere); without --url it starts
+    /// an embedded runtime with test mode on. Exit status: 0 when nothing failed or
+    /// errored, 1 when something did, 2 for bad usage or a bad suite file, 3 when the
+    /// runtime cannot be reached.
     Eval {
         /// Suite files (TOML or JSON).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Run every case K times.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
         /// Only cases whose id matches this glob.
         #[arg(long)]
@@ -295,6 +302,57 @@ fn serve(
     })
 }
 
+/// `spyglass eval`: check the files, then run them on `url`, else on a runtime started
+/// here (test mode on, loopback port) through the same REST calls.
+fn eval(args: EvalArgs, url: Option<String>) -> ExitCode {
+    let fail = |err: eval_cli::EvalCliError| {
+        eprintln!("spyglass eval: {err}");
+        ExitCode::from(err.exit_code())
+    };
+    let prepared = match eval_cli::prepare(&args) {
+        Ok(prepared) => prepared,
+        Err(err) => return fail(err),
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("spyglass eval: cannot start the async runtime: {err}");
+            return ExitCode::from(eval_cli::EXIT_USAGE);
+        }
+    };
+    runtime.block_on(async move {
+        let (url, embedded) = match url {
+            Some(url) => (url, None),
+            None => {
+                let config = spyglass::runtime::RuntimeConfig {
+                    test_mode: true,
+                    ..spyglass::runtime::RuntimeConfig::default()
+                };
+                let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+                match spyglass::runtime::start(config, addr).await {
+                    Ok(handle) => {
+                        eprintln!("spyglass eval: embedded runtime on {}", handle.url());
+                        (handle.url(), Some(handle))
+                    }
+                    Err(err) => {
+                        eprintln!("spyglass eval: cannot start the embedded runtime: {err}");
+                        return ExitCode::from(eval_cli::EXIT_USAGE);
+                    }
+                }
+            }
+        };
+        let (mut out, mut log) = (std::io::stdout(), std::io::stderr());
+        let result = eval_cli::run(&args, &prepared, &url, &mut out, &mut log).await;
+        if let Some(handle) = embedded {
+            handle.shutdown().await;
+        }
+        match result {
+            Ok(detail) => ExitCode::from(eval_cli::exit_code(&detail)),
+            Err(err) => fail(err),
+        }
+    })
+}
+
 fn main() -> ExitCode {
     let cli = parse_cli();
     if cli.print_config {
@@ -329,9 +387,23 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Some(Command::Eval { .. }) => {
-            not_yet("eval", "Evals: suite files, runner, CLI and the Evals view")
-        }
+        Some(Command::Eval {
+            paths,
+            repeat,
+            case,
+            junit,
+            json,
+        }) => eval(
+            EvalArgs {
+                paths,
+                api_key: first_set(cli.api_key.last().cloned(), &["CODESPAR_API_KEY"]),
+                repeat,
+                case,
+                junit,
+                json,
+            },
+            cli.url,
+        ),
         Some(Command::Tail { json }) => {
             let format = if json {
                 Format::JsonLines

@@ -2,7 +2,9 @@
 //! re-read after `stream.gap`) and the REST calls. Tasks here send `ClientMsg` values on a
 //! channel and never touch UI state.
 
+pub mod eval;
 pub mod observer;
+pub mod replay;
 pub mod rest;
 pub mod tail;
 

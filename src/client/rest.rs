@@ -4,7 +4,10 @@
 
 use super::ClientError;
 use crate::protocol::ApiError;
-use crate::protocol::rest::{ApprovalList, ApprovalView, DecisionRequest, SessionList};
+use crate::protocol::rest::{
+    ApprovalList, ApprovalView, DecisionRequest, EvalRunCreated, EvalRunDetail, EvalRunRequest,
+    EvalSuiteDocument, EvalSummary, SessionList,
+};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde::de::DeserializeOwned;
 use std::time::Duration;
@@ -97,22 +100,101 @@ impl RestClient {
         Self::read(response).await
     }
 
-    /// `POST /v1/evals/runs` with `{suites, case?}`; answers the runtime's run body.
-    pub async fn rerun(
+    /// `POST /v1/evals/runs`: starts a run; its results arrive on the stream and at
+    /// `eval_run`.
+    pub async fn start_eval_run(
         &self,
-        suites: &[String],
-        case: Option<&str>,
-    ) -> Result<serde_json::Value, ClientError> {
-        let mut body = serde_json::json!({ "suites": suites });
-        if let Some(case) = case {
-            body["case"] = case.into();
-        }
+        request: &EvalRunRequest,
+    ) -> Result<EvalRunCreated, ClientError> {
         let response = self
             .http
             .post(format!("{}/v1/evals/runs", self.base))
-            .json(&body)
+            .json(request)
             .send()
             .await?;
         Self::read(response).await
+    }
+
+    /// `GET /v1/evals/runs/:id`: the run so far (`status` running or completed).
+    pub async fn eval_run(&self, run_id: &str) -> Result<EvalRunDetail, ClientError> {
+        let response = self
+            .http
+            .get(format!("{}/v1/evals/runs/{run_id}", self.base))
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+
+    /// `GET /v1/evals/summary[?window=N]`.
+    pub async fn eval_summary(&self, window: Option<u32>) -> Result<EvalSummary, ClientError> {
+        let query = window.map(|n| format!("?window={n}")).unwrap_or_default();
+        let response = self
+            .http
+            .get(format!("{}/v1/evals/summary{query}", self.base))
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+
+    /// `POST /v1/evals/runs` with `{suites, case?}` (suite documents or file text); the
+    /// results arrive on the stream.
+    pub async fn rerun(
+        &self,
+        suites: Vec<serde_json::Value>,
+        case: Option<&str>,
+    ) -> Result<EvalRunCreated, ClientError> {
+        let request = EvalRunRequest {
+            suites,
+            repeat: None,
+            case: case.map(str::to_owned),
+        };
+        self.start_eval_run(&request).await
+    }
+
+    /// `GET /v1/evals/suites/:name`: the suite as the runtime last ran it.
+    pub async fn suite_document(&self, suite: &str) -> Result<EvalSuiteDocument, ClientError> {
+        let response = self
+            .http
+            .get(format!(
+                "{}/v1/evals/suites/{}",
+                self.base,
+                encode_segment(suite)
+            ))
+            .send()
+            .await?;
+        Self::read(response).await
+    }
+
+    /// Runs a suite again as the runtime last ran it, all of it or one case (`case` is the
+    /// case id; the runner reads it as a glob, and an id matches itself).
+    pub async fn rerun_by_name(
+        &self,
+        suite: &str,
+        case: Option<&str>,
+    ) -> Result<EvalRunCreated, ClientError> {
+        let document = self.suite_document(suite).await?.document;
+        self.rerun(vec![document], case).await
+    }
+}
+
+/// Percent-encodes one URL path segment (suite names hold spaces and slashes).
+fn encode_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn path_segments_are_percent_encoded() {
+        assert_eq!(super::encode_segment("pay ments/β"), "pay%20ments%2F%CE%B2");
+        assert_eq!(super::encode_segment("a-b_c.d~"), "a-b_c.d~");
     }
 }

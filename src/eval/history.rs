@@ -159,6 +159,11 @@ impl EvalHistory {
         self.settings
     }
 
+    /// Outcomes no longer held, in total (the inspector shows it among its drops).
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
     /// Folds a stream frame; only `agent.eval.completed` counts. Returns whether it did.
     pub fn apply_frame(&mut self, frame: &Frame) -> bool {
         match &frame.event {
@@ -240,10 +245,21 @@ impl EvalHistory {
 
     /// Pass rates per suite (by name) and per case (in first-seen order).
     pub fn summary(&self) -> EvalSummary {
-        let mut suites: Vec<SuiteSummary> = self.suites.iter().map(suite_summary).collect();
+        self.summary_over(self.settings.window)
+    }
+
+    /// Like `summary`, over only the last `window` runs of each suite (at most the
+    /// configured window, at least one run).
+    pub fn summary_over(&self, window: usize) -> EvalSummary {
+        let window = window.clamp(1, self.settings.window);
+        let mut suites: Vec<SuiteSummary> = self
+            .suites
+            .iter()
+            .map(|suite| suite_summary(suite, window))
+            .collect();
         suites.sort_by(|a, b| a.suite.cmp(&b.suite));
         EvalSummary {
-            window: u32::try_from(self.settings.window).unwrap_or(u32::MAX),
+            window: u32::try_from(window).unwrap_or(u32::MAX),
             dropped: self.dropped,
             suites,
         }
@@ -254,13 +270,17 @@ impl EvalHistory {
         self.suites
             .iter()
             .find(|s| s.name == name)
-            .map(suite_summary)
+            .map(|suite| suite_summary(suite, self.settings.window))
     }
 }
 
-fn suite_summary(suite: &SuiteHistory) -> SuiteSummary {
+fn suite_summary(suite: &SuiteHistory, window: usize) -> SuiteSummary {
+    let skip = suite.runs.len().saturating_sub(window);
+    // Outcomes of runs older than the last `window` are left out of the rates.
+    let oldest = suite.runs.get(skip).map_or(u64::MAX, |run| run.ordinal);
+    let runs: Vec<&RunEntry> = suite.runs.iter().skip(skip).collect();
     let mut total = Tally::default();
-    for run in &suite.runs {
+    for run in &runs {
         total.passed += run.tally.passed;
         total.failed += run.tally.failed;
         total.errored += run.tally.errored;
@@ -268,23 +288,27 @@ fn suite_summary(suite: &SuiteHistory) -> SuiteSummary {
     }
     SuiteSummary {
         suite: suite.name.clone(),
-        runs: u32::try_from(suite.runs.len()).unwrap_or(u32::MAX),
+        runs: u32::try_from(runs.len()).unwrap_or(u32::MAX),
         pass_rate: total.rate(),
         passed: total.passed,
         failed: total.failed,
         errored: total.errored,
         skipped: total.skipped,
-        trend: suite.runs.iter().map(|run| run.tally.rate()).collect(),
+        trend: runs.iter().map(|run| run.tally.rate()).collect(),
         last_run_id: suite.runs.back().and_then(|run| run.run_id.clone()),
-        cases: suite.cases.iter().map(case_summary).collect(),
+        cases: suite
+            .cases
+            .iter()
+            .map(|case| case_summary(case, oldest))
+            .collect(),
     }
 }
 
-fn case_summary(case: &CaseHistory) -> CaseSummary {
+fn case_summary(case: &CaseHistory, oldest: u64) -> CaseSummary {
     let mut tally = Tally::default();
     let mut runs = 0u32;
     let mut previous = None;
-    for outcome in &case.outcomes {
+    for outcome in case.outcomes.iter().filter(|o| o.ordinal >= oldest) {
         tally.add(outcome.status);
         if previous != Some(outcome.ordinal) {
             runs += 1;
@@ -420,6 +444,31 @@ mod tests {
         assert_eq!((c.runs, c.passed, c.failed, c.flaky), (1, 2, 2, true));
         assert_eq!(c.pass_rate, Some(0.5));
         assert_eq!(summary.suites[0].runs, 1);
+    }
+
+    #[test]
+    fn a_smaller_window_looks_at_the_latest_runs_only() {
+        let mut history = EvalHistory::new(HistorySettings {
+            window: 10,
+            max_outcomes_per_case: 100,
+        });
+        let statuses = [EvalStatus::Failed, EvalStatus::Passed, EvalStatus::Passed];
+        for (run, status) in statuses.into_iter().enumerate() {
+            let id = format!("run_{run}");
+            history.record(0, None, &event("s", "a", status, Some(&id)));
+        }
+        let all = history.summary();
+        assert_eq!(case(&all, "s", "a").pass_rate, Some(2.0 / 3.0));
+        assert!(case(&all, "s", "a").flaky);
+        let last_two = history.summary_over(2);
+        assert_eq!(last_two.window, 2);
+        assert_eq!(last_two.suites[0].runs, 2);
+        assert_eq!(last_two.suites[0].trend, vec![Some(1.0), Some(1.0)]);
+        let a = case(&last_two, "s", "a");
+        assert_eq!((a.passed, a.failed, a.runs), (2, 0, 2));
+        assert!(!a.flaky);
+        assert_eq!(history.summary_over(0).suites[0].runs, 1);
+        assert_eq!(history.summary_over(99).window, 10);
     }
 
     #[test]

@@ -7,7 +7,7 @@ pub mod evals;
 pub mod session;
 
 pub use approvals::{Approval, Approvals};
-pub use evals::{CaseStats, EvalRun, Evals, SuiteStats};
+pub use evals::{EvalRun, Evals};
 pub use session::{Call, MockRow, Replay, Session, SessionStatus, StepRow, Timeline};
 
 use crate::protocol::events::{AgentRun, Event, MockMode, Outcome, ToolCalled};
@@ -22,7 +22,7 @@ pub struct Limits {
     pub calls_per_session: usize,
     pub steps_per_session: usize,
     pub approvals: usize,
-    /// Results kept per eval case for pass rates and flakiness.
+    /// Runs per eval suite that pass rates, trends and flakiness look back over.
     pub eval_window: usize,
     pub eval_runs: usize,
 }
@@ -103,6 +103,7 @@ impl Model {
     pub fn new(limits: Limits) -> Self {
         Self {
             limits,
+            evals: Evals::new(limits.eval_window),
             ..Self::default()
         }
     }
@@ -324,9 +325,8 @@ impl Model {
                     self.evals.run_started(run, self.limits.eval_runs);
             }
             Event::EvalRunCompleted(done) => self.evals.run_completed(done),
-            Event::AgentEvalCompleted(result) => {
-                self.counters.dropped.eval_results +=
-                    self.evals.record(result, sid, self.limits.eval_window);
+            Event::AgentEvalCompleted(_) => {
+                self.counters.dropped.eval_results += self.evals.record(frame);
             }
             Event::StreamGap(_) => self.counters.gaps += 1,
             Event::AgentStepCompleted(step) => {

@@ -255,35 +255,42 @@ fn approval_replay_sits_beside_the_original_call_and_moves_the_counter() {
     assert_eq!(s.calls, 1, "a replay is not a second call");
 }
 
-fn eval(seq: u64, case: &str, status: &str) -> Frame {
+fn eval(seq: u64, case: &str, status: &str, run: &str) -> Frame {
     frame(&format!(
-        r#"{{"kind":"agent.eval.completed","seq":{seq},"ts":"2026-11-22T21:45:00.000Z","suite":"payments","case":"{case}","status":"{status}","pass":false,"tokens":{{"prompt":0,"completion":0,"total":0}},"cost":0,"duration":12}}"#
+        r#"{{"kind":"agent.eval.completed","seq":{seq},"ts":"2026-11-22T21:45:00.000Z","sessionId":"ses_{seq}","suite":"payments","case":"{case}","status":"{status}","pass":false,"tokens":{{"prompt":0,"completion":0,"total":0}},"cost":0,"duration":12,"runId":"{run}","assertions":[{{"kind":"equals","pass":false,"expected":"a","actual":"b"}}]}}"#
     ))
 }
 
 #[test]
-fn eval_pass_rates_over_a_bounded_window() {
+fn eval_pass_rates_over_a_bounded_window_of_runs() {
     let mut m = Model::new(Limits {
         eval_window: 3,
         ..Limits::default()
     });
     for (seq, status) in [(1, "failed"), (2, "passed"), (3, "passed"), (4, "failed")] {
-        m.apply(&eval(seq, "a", status));
+        m.apply(&eval(seq, "a", status, &format!("r{seq}")));
     }
-    m.apply(&eval(5, "b", "error"));
-    m.apply(&eval(6, "b", "skipped"));
-    let suite = &m.evals.suites["payments"];
-    let a = &suite.cases["a"];
-    assert_eq!(a.recent.len(), 3);
-    assert_eq!(a.pass_rate(), Some(2.0 / 3.0));
-    assert!(a.flaky());
-    assert_eq!(suite.cases["b"].pass_rate(), Some(0.0));
-    assert_eq!(
-        suite.cases["b"].last.as_ref().unwrap().status,
-        EvalStatus::Skipped
-    );
-    assert_eq!(suite.pass_rate(), Some(2.0 / 4.0));
+    m.apply(&eval(5, "b", "error", "r4"));
+    m.apply(&eval(6, "b", "skipped", "r4"));
+    let suite = m.evals.suite("payments").unwrap();
+    assert_eq!(suite.runs, 3, "the first run fell out of the window");
+    let a = m.evals.case("payments", "a").unwrap();
+    assert_eq!((a.passed, a.failed), (2, 1));
+    assert_eq!(a.pass_rate, Some(2.0 / 3.0));
+    assert!(a.flaky);
+    let b = m.evals.case("payments", "b").unwrap();
+    assert_eq!(b.pass_rate, Some(0.0));
+    assert!(!b.flaky, "an error and a skip, never a pass");
+    assert_eq!(b.last_status, EvalStatus::Skipped);
+    assert_eq!(b.last_session_id.as_deref(), Some("ses_6"));
+    assert_eq!(b.last_assertions[0].expected.as_text(), "a");
+    assert_eq!(suite.pass_rate, Some(2.0 / 4.0));
     assert_eq!(m.counters.dropped.eval_results, 1);
+    // A frame seen again after a resume changes nothing.
+    let rev = m.evals.rev;
+    m.apply(&eval(6, "b", "passed", "r4"));
+    assert_eq!(m.evals.rev, rev);
+    assert_eq!(m.evals.case("payments", "b").unwrap().passed, 0);
 }
 
 #[test]

@@ -196,4 +196,6 @@ pub mod codes {
     pub const EXPIRED: &str = "approval_expired";
     pub const INVALID_EVENT: &str = "invalid_event";
     pub const INVALID_QUERY: &str = "invalid_query";
+    /// `POST /v1/evals/runs`: a suite cannot be used (the message names file, case, field).
+    pub const INVALID_SUITE: &str = "invalid_suite";
 }

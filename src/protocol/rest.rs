@@ -473,3 +473,11 @@ pub struct EvalRunRequest {
 pub struct EvalRunCreated {
     pub run_id: String,
 }
+
+/// `GET /v1/evals/suites/:name`: the suite as the last run request that named it gave it
+/// (document, file text, or `{file, text}`), so a client can run it again as it was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalSuiteDocument {
+    pub suite: String,
+    pub document: Value,
+}

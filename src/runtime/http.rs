@@ -3,7 +3,7 @@
 //! JSON error shape `{code, message}` with a 4xx status, never a bare text rejection.
 
 use super::approvals::{StatusFilter, Verdict};
-use super::{ApiErrorWithStatus, DEFAULT_TENANT, Runtime, observe};
+use super::{ApiErrorWithStatus, DEFAULT_TENANT, Runtime, evals, observe};
 use crate::protocol::envelope::codes;
 use crate::protocol::rest::{
     CreateSession, DecisionRequest, ExecuteRequest, SendFrame, SendRequest,
@@ -193,6 +193,10 @@ pub const V1_ROUTES: &[(&str, &[&str])] = &[
     ("/v1/approvals", &["GET"]),
     ("/v1/approvals/{id}/approve", &["POST"]),
     ("/v1/approvals/{id}/deny", &["POST"]),
+    ("/v1/evals/runs", &["POST"]),
+    ("/v1/evals/runs/{id}", &["GET"]),
+    ("/v1/evals/summary", &["GET"]),
+    ("/v1/evals/suites/{name}", &["GET"]),
     ("/v1/observe", &["GET"]),
     ("/v1/events", &["GET", "POST"]),
 ];
@@ -210,6 +214,10 @@ fn handler(path: &str, method: &str) -> Option<MethodRouter<AppState>> {
         ("/v1/approvals", "GET") => get(list_approvals),
         ("/v1/approvals/{id}/approve", "POST") => post(approve),
         ("/v1/approvals/{id}/deny", "POST") => post(deny),
+        ("/v1/evals/runs", "POST") => post(evals::create_run),
+        ("/v1/evals/runs/{id}", "GET") => get(evals::run_detail),
+        ("/v1/evals/summary", "GET") => get(evals::summary),
+        ("/v1/evals/suites/{name}", "GET") => get(evals::suite_document),
         ("/v1/observe", "GET") => get(observe::observe),
         ("/v1/events", "GET") => get(observe::list_events),
         ("/v1/events", "POST") => post(observe::ingest_events),

@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod approvals;
+pub mod evals;
 pub mod http;
 pub mod log;
 pub mod mocks;
@@ -16,6 +17,7 @@ pub use log::LogStats;
 pub use policy::{Policy, PolicyError};
 pub use sessions::ExecuteReply;
 
+use crate::eval::HistorySettings;
 use crate::protocol::{ApiError, Event, Frame};
 use log::EventLog;
 use sessions::SessionMap;
@@ -48,6 +50,15 @@ pub struct RuntimeConfig {
     pub max_iterations: u32,
     /// Calls kept per session for `GET /v1/sessions/:id` (counters count them all).
     pub retained_calls: usize,
+    /// Runs per suite and outcomes per case the eval history keeps for
+    /// `GET /v1/evals/summary`.
+    pub eval_history: HistorySettings,
+    /// Eval runs kept for `GET /v1/evals/runs/:id`; the oldest finished ones go first.
+    pub retained_eval_runs: usize,
+    /// How long an eval case may run when its suite sets no `timeout_ms`.
+    pub eval_case_timeout: Duration,
+    /// Case attempts (cases × repeat) one eval run may plan.
+    pub max_eval_attempts: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -63,6 +74,10 @@ impl Default for RuntimeConfig {
             max_body_bytes: 1024 * 1024,
             max_iterations: 16,
             retained_calls: 1000,
+            eval_history: HistorySettings::default(),
+            retained_eval_runs: 100,
+            eval_case_timeout: Duration::from_secs(30),
+            max_eval_attempts: 10_000,
         }
     }
 }
@@ -97,6 +112,7 @@ pub(crate) struct Inner {
     pub(crate) log: EventLog,
     pub(crate) sessions: RwLock<SessionMap>,
     pub(crate) approvals: Mutex<approvals::ApprovalQueue>,
+    pub(crate) evals: evals::EvalState,
 }
 
 /// The runtime's state; cheap to clone (all clones share it).
@@ -117,12 +133,14 @@ pub const DEFAULT_TENANT: &str = "default";
 impl Runtime {
     pub fn new(config: RuntimeConfig) -> Runtime {
         let log = EventLog::new(config.retained_events, config.subscriber_queue);
+        let evals = evals::EvalState::new(config.eval_history, config.retained_eval_runs);
         Runtime {
             inner: Arc::new(Inner {
                 config,
                 log,
                 sessions: RwLock::new(SessionMap::default()),
                 approvals: Mutex::new(approvals::ApprovalQueue::default()),
+                evals,
             }),
         }
     }
@@ -138,11 +156,15 @@ impl Runtime {
             .as_deref()
             .and_then(|id| self.session_tenant(id))
             .unwrap_or_else(|| DEFAULT_TENANT.to_owned());
-        self.inner.log.append(tenant, session_id, event)
+        self.emit_for(&tenant, session_id, event)
     }
 
+    /// Every event the runtime logs passes here, its own and ingested ones, so the eval
+    /// history counts other runners' `agent.eval.completed` like the runner's.
     pub(crate) fn emit_for(&self, tenant: &str, session_id: Option<String>, event: Event) -> Frame {
-        self.inner.log.append(tenant.to_owned(), session_id, event)
+        let frame = self.inner.log.append(tenant.to_owned(), session_id, event);
+        self.inner.evals.observe(tenant, &frame);
+        frame
     }
 
     /// What the event log holds now; every figure is bounded by the config

@@ -63,6 +63,12 @@ pub enum Action {
     Back,
     Filter,
     ToggleSort,
+    /// Evals: run the selected case again.
+    RerunCase,
+    /// Evals: run the selected suite again.
+    RerunSuite,
+    /// Evals: show the selected case's session in the Sessions tab.
+    JumpToSession,
 }
 
 impl Action {
@@ -89,6 +95,9 @@ impl Action {
             Self::Back => "back",
             Self::Filter => "filter",
             Self::ToggleSort => "toggle_sort",
+            Self::RerunCase => "rerun_case",
+            Self::RerunSuite => "rerun_suite",
+            Self::JumpToSession => "jump_to_session",
         }
     }
 
@@ -103,6 +112,15 @@ impl Action {
             (Context::Detail, Self::Top) => "scroll to the top",
             (Context::Detail, Self::Bottom) => "scroll to the end",
             (Context::Detail, Self::Back) => "close the call",
+            (Context::Evals, Self::FocusLeft) => "focus the suites",
+            (Context::Evals, Self::FocusRight) => "focus the cases",
+            (Context::Evals, Self::Open) => "open: suite -> its cases, case -> its assertions",
+            (Context::Evals, Self::Back) => "back to the suites",
+            (Context::EvalCase, Self::Up) => "scroll up",
+            (Context::EvalCase, Self::Down) => "scroll down",
+            (Context::EvalCase, Self::Top) => "scroll to the top",
+            (Context::EvalCase, Self::Bottom) => "scroll to the end",
+            (Context::EvalCase, Self::Back) => "close the case",
             _ => self.describe(),
         }
     }
@@ -130,6 +148,9 @@ impl Action {
             Self::Back => "close / back",
             Self::Filter => "filter sessions by id or user",
             Self::ToggleSort => "sort calls by start or by duration",
+            Self::RerunCase => "rerun the selected case on the runtime",
+            Self::RerunSuite => "rerun the selected suite on the runtime",
+            Self::JumpToSession => "show the case's session timeline",
         }
     }
 }

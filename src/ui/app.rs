@@ -5,7 +5,9 @@
 use super::action::{Action, Tab};
 use super::clock::Clock;
 use super::keymap::{Context, Keymap};
+use super::requests::Requests;
 use super::theme::Theme;
+use super::views::evals::EvalsState;
 use super::views::sessions::SessionsState;
 use crate::client::ClientMsg;
 use crate::model::{Limits, Model};
@@ -69,6 +71,9 @@ pub struct App {
     pub keymap: Keymap,
     pub clock: Arc<dyn Clock>,
     pub sessions: SessionsState,
+    pub evals: EvalsState,
+    /// REST requests to the runtime (eval reruns); `None` without a runtime to ask.
+    pub requests: Option<Requests>,
     pub show_help: bool,
     /// A one-line message for the status bar (a REST error, say); cleared by the next key.
     pub notice: Option<String>,
@@ -89,6 +94,8 @@ impl App {
             keymap: Keymap::default(),
             clock,
             sessions: SessionsState::default(),
+            evals: EvalsState::default(),
+            requests: None,
             show_help: false,
             notice: None,
             quit: false,
@@ -148,6 +155,7 @@ impl App {
             ClientMsg::RestError(err) => self.notice = Some(err),
         }
         self.sessions.after_model_change(&self.model);
+        self.evals.after_model_change(&self.model);
         self.dirty = true;
     }
 
@@ -180,6 +188,9 @@ impl App {
             } else {
                 contexts.push(Context::Sessions);
             }
+        }
+        if self.tab == Tab::Evals {
+            contexts.push(self.evals.context());
         }
         contexts.push(Context::Global);
         contexts
@@ -223,11 +234,11 @@ impl App {
             Action::NextTab => self.tab = self.tab.next(),
             Action::PrevTab => self.tab = self.tab.prev(),
             Action::GoTab(tab) => self.tab = tab,
-            other => {
-                if self.tab == Tab::Sessions {
-                    self.sessions.dispatch(other, &self.model);
-                }
-            }
+            other => match self.tab {
+                Tab::Sessions => self.sessions.dispatch(other, &self.model),
+                Tab::Evals => super::views::evals::dispatch(self, other),
+                _ => {}
+            },
         }
     }
 }

@@ -14,15 +14,31 @@ pub enum Context {
     Detail,
     /// Typing a filter: these keys end it, any other character is text.
     FilterInput,
+    /// The Evals tab's suite and case lists.
+    Evals,
+    /// An eval case's assertions.
+    EvalCase,
 }
 
 impl Context {
+    /// The contexts a tab's keys live in, for the help overlay (besides `Global`).
+    pub fn of_tab(tab: super::action::Tab) -> &'static [Context] {
+        use super::action::Tab;
+        match tab {
+            Tab::Sessions => &[Context::Sessions, Context::Detail, Context::FilterInput],
+            Tab::Evals => &[Context::Evals, Context::EvalCase],
+            Tab::Approvals | Tab::Events => &[],
+        }
+    }
+
     pub fn title(self) -> &'static str {
         match self {
             Self::Global => "Everywhere",
             Self::Sessions => "Sessions",
             Self::Detail => "Call detail",
             Self::FilterInput => "Typing a filter",
+            Self::Evals => "Evals",
+            Self::EvalCase => "Eval case",
         }
     }
 }
@@ -96,8 +112,43 @@ impl Default for Keymap {
             key(FilterInput, Enter, Action::Open),
             key(FilterInput, Esc, Action::Back),
         ]);
+        for ctx in [Evals, EvalCase] {
+            bindings.extend(nav_keys(ctx));
+            bindings.extend([
+                key(ctx, Char('r'), Action::RerunCase),
+                key(ctx, Char('R'), Action::RerunSuite),
+                key(ctx, Char('t'), Action::JumpToSession),
+            ]);
+        }
+        bindings.extend([
+            key(Evals, Left, Action::FocusLeft),
+            key(Evals, Char('h'), Action::FocusLeft),
+            key(Evals, Right, Action::FocusRight),
+            key(Evals, Char('l'), Action::FocusRight),
+            key(Evals, Enter, Action::Open),
+            key(Evals, Esc, Action::Back),
+            key(EvalCase, Esc, Action::Back),
+            key(EvalCase, Enter, Action::Back),
+        ]);
         Self { bindings }
     }
+}
+
+/// Moving through a list or scrolling a pane, the same keys in every context.
+fn nav_keys(ctx: Context) -> [Binding; 10] {
+    use KeyCode::*;
+    [
+        key(ctx, Up, Action::Up),
+        key(ctx, Char('k'), Action::Up),
+        key(ctx, Down, Action::Down),
+        key(ctx, Char('j'), Action::Down),
+        key(ctx, PageUp, Action::PageUp),
+        key(ctx, PageDown, Action::PageDown),
+        key(ctx, Home, Action::Top),
+        key(ctx, Char('g'), Action::Top),
+        key(ctx, End, Action::Bottom),
+        key(ctx, Char('G'), Action::Bottom),
+    ]
 }
 
 impl Keymap {
@@ -242,6 +293,27 @@ mod tests {
         assert_eq!(
             km.lookup(&ctx, press(KeyCode::Char('x'), KeyModifiers::NONE)),
             None
+        );
+    }
+
+    #[test]
+    fn eval_keys_live_only_on_the_evals_tab() {
+        let km = Keymap::default();
+        let none = KeyModifiers::NONE;
+        for ctx in [Context::Evals, Context::EvalCase] {
+            let at = |code| km.lookup(&[ctx, Context::Global], press(code, none));
+            assert_eq!(at(KeyCode::Char('r')), Some(Action::RerunCase));
+            assert_eq!(at(KeyCode::Char('R')), Some(Action::RerunSuite));
+            assert_eq!(at(KeyCode::Char('t')), Some(Action::JumpToSession));
+        }
+        let sessions = [Context::Sessions, Context::Global];
+        assert_eq!(km.lookup(&sessions, press(KeyCode::Char('r'), none)), None);
+        assert_eq!(km.lookup(&sessions, press(KeyCode::Char('t'), none)), None);
+        let mut km = km;
+        km.rebind("rerun_case", "x").unwrap();
+        assert_eq!(
+            km.lookup(&[Context::Evals], press(KeyCode::Char('x'), none)),
+            Some(Action::RerunCase)
         );
     }
 

@@ -7,6 +7,7 @@ pub mod clock;
 pub mod keymap;
 pub mod logfile;
 pub mod render;
+pub mod requests;
 pub mod run;
 pub mod terminal;
 pub mod theme;

@@ -31,6 +31,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     render_tabs(frame, tabs, app);
     match app.tab {
         Tab::Sessions => views::sessions::render(frame, body, app),
+        Tab::Evals => views::evals::render(frame, body, app),
         other => views::placeholder::render(frame, body, other, &app.theme),
     }
     render_status(frame, status, app);
@@ -117,12 +118,9 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
 fn render_help(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
     let mut lines = vec![];
-    for ctx in [
-        Context::Global,
-        Context::Sessions,
-        Context::Detail,
-        Context::FilterInput,
-    ] {
+    // The keys of the tab in view: all tabs' keys at once no longer fit a screen.
+    let contexts = std::iter::once(Context::Global).chain(Context::of_tab(app.tab).iter().copied());
+    for ctx in contexts {
         let bindings: Vec<_> = app
             .keymap
             .bindings()

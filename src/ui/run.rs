@@ -5,6 +5,7 @@
 use super::app::App;
 use super::clock::SystemClock;
 use super::render::draw;
+use super::requests::Requests;
 use super::terminal::TerminalGuard;
 use crate::client::{ClientError, ObserverConfig, RestClient, spawn_observer};
 use crate::model::Limits;
@@ -42,12 +43,14 @@ pub struct InspectorConfig {
 pub async fn run(config: InspectorConfig) -> Result<(), UiError> {
     let rest = RestClient::new(&config.url, config.api_key.as_deref())?;
     let (tx, mut rx) = mpsc::channel(BATCH);
+    let requests = Requests::new(rest.clone(), tx.clone());
     let observer = spawn_observer(
         ObserverConfig::new(&config.url, config.api_key.as_deref()),
         rest,
         tx,
     );
     let mut app = App::new(&config.url, config.limits, Arc::new(SystemClock));
+    app.requests = Some(requests);
     let result = {
         let _guard = TerminalGuard::enter(false)?;
         let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;

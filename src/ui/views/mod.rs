@@ -1,6 +1,8 @@
 //! One module per tab. Each exposes a `render` that reads the app and draws only what is
 //! visible; tabs whose issue has not landed show a placeholder naming it.
 
+pub mod diff;
+pub mod evals;
 pub mod placeholder;
 pub mod sessions;
 

@@ -176,6 +176,27 @@ impl SessionsState {
         self.selected = id;
     }
 
+    /// Shows one session's timeline (another tab jumping here). A filter that hides the
+    /// session is cleared. Returns false when the model no longer holds the session.
+    pub fn select_session(&mut self, id: &str, model: &Model) -> bool {
+        if model.session(id).is_none() {
+            return false;
+        }
+        self.editing_filter = false;
+        if self.row_of(model, id).is_none() {
+            self.filter.clear();
+            self.refresh_matches(model, true);
+        }
+        if self.selected.as_deref() != Some(id) {
+            self.timeline_sel = 0;
+            self.timeline_offset = 0;
+        }
+        self.detail = None;
+        self.selected = Some(id.to_owned());
+        self.focus = Focus::Timeline;
+        true
+    }
+
     pub fn filter_key(&mut self, key: KeyEvent, model: &Model) {
         match key.code {
             KeyCode::Char(c) => self.filter.push(c),

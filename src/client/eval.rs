@@ -1,0 +1,278 @@
+//! `spyglass eval`'s client side: read and check every suite file, post them to a runtime
+//! over REST, follow the run to its end, print the table and write the JUnit / JSON files.
+//! The caller picks the runtime (the `--url` one, or one it started in-process).
+
+use super::{ClientError, RestClient};
+use crate::eval::report::{Counts, json_results, junit_xml, render_table};
+use crate::eval::suite::{Suite, SuiteError, SuiteErrorKind, parse_suite, plan};
+use crate::protocol::rest::{EvalRunDetail, EvalRunRequest};
+use serde_json::json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use thiserror::Error;
+
+/// How often the run is polled while it goes.
+const POLL_EVERY: Duration = Duration::from_millis(100);
+
+/// Exit status: every case passed or was skipped.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: some case failed or errored.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status: bad usage, a bad suite file, a refused run, an unwritable output file.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status: the runtime could not be reached.
+pub const EXIT_UNREACHABLE: u8 = 3;
+
+/// What `spyglass eval` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct EvalArgs {
+    pub paths: Vec<PathBuf>,
+    /// Sent as a Bearer token to the runtime.
+    pub api_key: Option<String>,
+    pub repeat: u32,
+    pub case: Option<String>,
+    pub junit: Option<PathBuf>,
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Error)]
+pub enum EvalCliError {
+    /// Every bad suite file, one per line; nothing ran.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Suites(Vec<SuiteError>),
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot reach the runtime at {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error("the runtime at {url} answered {status} {code}: {message}")]
+    Refused {
+        url: String,
+        status: u16,
+        code: String,
+        message: String,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl EvalCliError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Unreachable { .. } => EXIT_UNREACHABLE,
+            _ => EXIT_USAGE,
+        }
+    }
+}
+
+/// The exit status of a finished run.
+pub fn exit_code(detail: &EvalRunDetail) -> u8 {
+    if Counts::of(&detail.cases).success() {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
+}
+
+/// Reads and checks every file (all problems reported, not just the first) and gives the
+/// suites with the text to send.
+pub fn read_suites(paths: &[PathBuf]) -> Result<Vec<(Suite, String)>, EvalCliError> {
+    let mut suites = Vec::new();
+    let mut errors = Vec::new();
+    for path in paths {
+        match read_one(path) {
+            Ok(pair) => suites.push(pair),
+            Err(err) => errors.push(err),
+        }
+    }
+    if errors.is_empty() {
+        Ok(suites)
+    } else {
+        Err(EvalCliError::Suites(errors))
+    }
+}
+
+fn read_one(path: &Path) -> Result<(Suite, String), SuiteError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|err| SuiteError {
+        file: file.clone(),
+        case: None,
+        field: None,
+        kind: SuiteErrorKind::Io,
+        message: format!("cannot read the file: {err}"),
+    })?;
+    let suite = parse_suite(&file, &text)?;
+    Ok((suite, text))
+}
+
+/// A checked run request, ready to post.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub request: EvalRunRequest,
+    pub suites: usize,
+    /// Case attempts the run will make (cases matching `--case`, times `--repeat`).
+    pub attempts: usize,
+}
+
+/// Reads and checks every file and the case filter; nothing is sent yet.
+pub fn prepare(args: &EvalArgs) -> Result<Prepared, EvalCliError> {
+    let read = read_suites(&args.paths)?;
+    let suites: Vec<Suite> = read.iter().map(|(suite, _)| suite.clone()).collect();
+    let attempts = plan(&suites, args.repeat, args.case.as_deref()).len();
+    if attempts == 0 {
+        let files: Vec<String> = suites.iter().map(|s| s.file.clone()).collect();
+        return Err(EvalCliError::Usage(match &args.case {
+            Some(glob) => format!("--case {glob}: no case id matches in {}", files.join(", ")),
+            None => "the suites have no cases".to_owned(),
+        }));
+    }
+    Ok(Prepared {
+        request: EvalRunRequest {
+            suites: read
+                .iter()
+                .map(|(suite, text)| json!({"file": suite.file, "text": text}))
+                .collect(),
+            repeat: Some(args.repeat.max(1)),
+            case: args.case.clone(),
+        },
+        suites: suites.len(),
+        attempts,
+    })
+}
+
+/// Runs a prepared request on the runtime at `url`, prints the table to `out` (a progress
+/// line goes to `log`) and writes `--junit` / `--json`. Answers the finished run;
+/// `exit_code` gives its status.
+pub async fn run(
+    args: &EvalArgs,
+    prepared: &Prepared,
+    url: &str,
+    out: &mut dyn Write,
+    log: &mut dyn Write,
+) -> Result<EvalRunDetail, EvalCliError> {
+    let url = checked_url(url)?;
+    let client = RestClient::new(&url, args.api_key.as_deref()).map_err(|err| match err {
+        ClientError::Key(reason) => EvalCliError::Usage(format!("--api-key: {reason}")),
+        other => EvalCliError::Usage(other.to_string()),
+    })?;
+    let _ = writeln!(
+        log,
+        "spyglass eval: {} case attempt(s) from {} suite(s) on {url}",
+        prepared.attempts, prepared.suites
+    );
+    let failed = |err: ClientError| match err {
+        ClientError::Api {
+            status,
+            code,
+            message,
+        } => EvalCliError::Refused {
+            url: url.clone(),
+            status,
+            code,
+            message,
+        },
+        ClientError::Http(err) => EvalCliError::Unreachable {
+            url: url.clone(),
+            reason: describe(&err),
+        },
+        other => EvalCliError::Unreachable {
+            url: url.clone(),
+            reason: other.to_string(),
+        },
+    };
+    let created = client
+        .start_eval_run(&prepared.request)
+        .await
+        .map_err(failed)?;
+    let detail = loop {
+        let detail = client.eval_run(&created.run_id).await.map_err(failed)?;
+        if detail.status == "completed" {
+            break detail;
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    };
+    let _ = write!(out, "{}", render_table(&detail.cases));
+    if let Some(path) = &args.junit {
+        write_file(path, &junit_xml(&detail.cases))?;
+    }
+    if let Some(path) = &args.json {
+        write_file(path, &json_results(&detail))?;
+    }
+    Ok(detail)
+}
+
+fn checked_url(url: &str) -> Result<String, EvalCliError> {
+    let trimmed = url.trim().trim_end_matches('/');
+    match reqwest::Url::parse(trimmed) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(trimmed.to_owned()),
+        _ => Err(EvalCliError::Usage(format!(
+            "--url {url} is not an http:// or https:// URL"
+        ))),
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), EvalCliError> {
+    std::fs::write(path, text).map_err(|source| EvalCliError::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// reqwest's top-level message ("error sending request") hides the cause; show the chain.
+fn describe(err: &reqwest::Error) -> String {
+    let mut out = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_must_be_http() {
+        assert_eq!(
+            checked_url("http://127.0.0.1:8000/").unwrap(),
+            "http://127.0.0.1:8000"
+        );
+        for bad in ["127.0.0.1:8000", "ftp://x", "", "http//x"] {
+            assert_eq!(
+                checked_url(bad).unwrap_err().exit_code(),
+                EXIT_USAGE,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_bad_file_is_reported_and_nothing_is_read_past_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.toml");
+        std::fs::write(
+            &good,
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n",
+        )
+        .unwrap();
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, "suite = \"s\"\n[[case]]\ninput = \"x\"\n").unwrap();
+        let missing = dir.path().join("missing.toml");
+        let err = read_suites(&[good.clone(), bad, missing]).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.contains("bad.toml: case #1: id: missing"), "{text}");
+        assert!(
+            text.contains("missing.toml: cannot read the file"),
+            "{text}"
+        );
+        assert_eq!(err.exit_code(), EXIT_USAGE);
+        assert_eq!(read_suites(&[good]).unwrap().len(), 1);
+    }
+}

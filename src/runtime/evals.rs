@@ -1,0 +1,507 @@
+//! The eval runner as a runtime service: a run request becomes planned case attempts, each
+//! in a fresh test-mode session driven through the same model loop as `send`, judged and
+//! emitted as `agent.eval.completed`; plus the per-tenant run table and pass-rate history.
+
+use super::http::{AppState, Id, JsonBody, Q, Tenant};
+use super::sessions::new_id;
+use super::{ApiErrorWithStatus, Runtime, lock};
+use crate::eval::assert::{CaseRun, evaluate, skipped};
+use crate::eval::history::{EvalHistory, HistorySettings};
+use crate::eval::report::Counts;
+use crate::eval::suite::{PlannedCase, Suite, plan, suite_from_request};
+use crate::protocol::envelope::codes;
+use crate::protocol::events::{EvalRunCompleted, EvalRunStarted, EvalStatus, Event};
+use crate::protocol::rest::{
+    CreateSession, EvalCaseRecord, EvalRunCreated, EvalRunDetail, EvalRunRequest,
+    EvalSuiteDocument, EvalSummary,
+};
+use crate::protocol::{ApiError, Frame};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// The `user_id` of the sessions the runner creates.
+pub const EVAL_USER_ID: &str = "spyglass-eval";
+
+/// A run the runtime remembers: its detail so far and a flag that flips when it ends.
+struct RunEntry {
+    tenant: String,
+    detail: EvalRunDetail,
+    started: Instant,
+    done: watch::Sender<bool>,
+}
+
+#[derive(Default)]
+struct RunTable {
+    by_id: HashMap<String, RunEntry>,
+    /// Run ids, oldest first, for eviction.
+    order: VecDeque<String>,
+}
+
+/// Eval runs and pass-rate history, per tenant.
+pub(crate) struct EvalState {
+    runs: Mutex<RunTable>,
+    history: Mutex<HashMap<String, EvalHistory>>,
+    /// Per tenant, each suite as its latest run request gave it, for reruns by name.
+    documents: Mutex<HashMap<String, BTreeMap<String, Value>>>,
+    settings: HistorySettings,
+    retained_runs: usize,
+}
+
+impl EvalState {
+    pub(crate) fn new(settings: HistorySettings, retained_runs: usize) -> Self {
+        Self {
+            runs: Mutex::new(RunTable::default()),
+            history: Mutex::new(HashMap::new()),
+            documents: Mutex::new(HashMap::new()),
+            settings,
+            retained_runs: retained_runs.max(1),
+        }
+    }
+
+    /// Folds every `agent.eval.completed` the log takes, the runner's and ingested ones
+    /// alike, into the tenant's history.
+    pub(crate) fn observe(&self, tenant: &str, frame: &Frame) {
+        let Event::AgentEvalCompleted(event) = &frame.event else {
+            return;
+        };
+        let mut history = lock(&self.history);
+        let history = history
+            .entry(tenant.to_owned())
+            .or_insert_with(|| EvalHistory::new(self.settings));
+        // seq 0: frames may reach here slightly out of seq order across threads, and the
+        // log never replays, so the history's replay guard must not drop any of them.
+        history.record(0, frame.session_id.as_deref(), event);
+    }
+
+    /// Remembers each suite of a run request under its name (the latest one wins).
+    fn keep_documents(&self, tenant: &str, suites: &[Suite], request: &EvalRunRequest) {
+        let mut documents = lock(&self.documents);
+        let documents = documents.entry(tenant.to_owned()).or_default();
+        for (suite, document) in suites.iter().zip(&request.suites) {
+            if !documents.contains_key(&suite.name) && documents.len() >= MAX_SUITE_DOCUMENTS {
+                // Bounded like every other table; the name sorted first gives way.
+                documents.pop_first();
+            }
+            documents.insert(suite.name.clone(), document.clone());
+        }
+    }
+
+    fn document(&self, tenant: &str, suite: &str) -> Option<Value> {
+        lock(&self.documents).get(tenant)?.get(suite).cloned()
+    }
+
+    fn insert(&self, run_id: &str, entry: RunEntry) {
+        let mut table = lock(&self.runs);
+        table.order.push_back(run_id.to_owned());
+        table.by_id.insert(run_id.to_owned(), entry);
+        // Finished runs go first; a run still going is never dropped under its runner.
+        while table.order.len() > self.retained_runs {
+            let Some(at) = table.order.iter().position(|id| {
+                table
+                    .by_id
+                    .get(id)
+                    .is_none_or(|run| run.detail.status != RUNNING)
+            }) else {
+                break;
+            };
+            if let Some(id) = table.order.remove(at) {
+                table.by_id.remove(&id);
+            }
+        }
+    }
+
+    fn push_case(&self, run_id: &str, record: EvalCaseRecord) {
+        let mut table = lock(&self.runs);
+        if let Some(run) = table.by_id.get_mut(run_id) {
+            let detail = &mut run.detail;
+            match record.result.status {
+                EvalStatus::Passed => detail.passed += 1,
+                EvalStatus::Failed => detail.failed += 1,
+                EvalStatus::Error => detail.errored += 1,
+                EvalStatus::Skipped => detail.skipped += 1,
+            }
+            detail.cases.push(record);
+        }
+    }
+
+    fn finish(&self, run_id: &str, duration_ms: f64) {
+        let mut table = lock(&self.runs);
+        if let Some(run) = table.by_id.get_mut(run_id) {
+            run.detail.status = COMPLETED.to_owned();
+            run.detail.duration_ms = duration_ms;
+            run.done.send_replace(true);
+        }
+    }
+}
+
+const RUNNING: &str = "running";
+/// Suite documents kept per tenant for `GET /v1/evals/suites/:name`.
+const MAX_SUITE_DOCUMENTS: usize = 1000;
+const COMPLETED: &str = "completed";
+
+/// An attempt that produced no result, and why.
+fn no_result(error: String, duration_ms: u64) -> CaseRun {
+    CaseRun {
+        error: Some(error),
+        duration_ms,
+        ..CaseRun::default()
+    }
+}
+
+fn bad_request(field: &str, message: impl Into<String>) -> ApiErrorWithStatus {
+    ApiErrorWithStatus {
+        status: 400,
+        error: ApiError::new(codes::INVALID_BODY, message).with_field(field),
+    }
+}
+
+/// Every suite of the request, checked; the first bad one answers 400 `invalid_suite`
+/// with the suite file error (file, case, field) as the message.
+fn read_suites(request: &EvalRunRequest) -> Result<Vec<Suite>, ApiErrorWithStatus> {
+    if request.suites.is_empty() {
+        return Err(bad_request(
+            "/suites",
+            "suites is empty; give at least one suite document or suite file text",
+        ));
+    }
+    request
+        .suites
+        .iter()
+        .enumerate()
+        .map(|(index, value)| {
+            suite_from_request(index, value).map_err(|err| ApiErrorWithStatus {
+                status: 400,
+                error: ApiError::new(codes::INVALID_SUITE, err.to_string())
+                    .with_field(format!("/suites/{index}"))
+                    .with_index(index),
+            })
+        })
+        .collect()
+}
+
+impl Runtime {
+    /// Starts an eval run for `tenant` and answers its id at once; the cases run in a
+    /// background task (so this needs a Tokio runtime). `eval.run.started` is already on
+    /// the stream when this returns. Await the end with `wait_eval_run`.
+    pub fn run_evals(
+        &self,
+        tenant: &str,
+        request: EvalRunRequest,
+    ) -> Result<String, ApiErrorWithStatus> {
+        let suites = read_suites(&request)?;
+        let repeat = request.repeat.unwrap_or(1);
+        if repeat == 0 {
+            return Err(bad_request("/repeat", "repeat must be at least 1"));
+        }
+        let glob = request.case.clone();
+        let planned = plan(&suites, repeat, glob.as_deref());
+        if planned.is_empty() {
+            return Err(match &glob {
+                Some(glob) => bad_request(
+                    "/case",
+                    format!("no case id matches `{glob}` in the given suites"),
+                ),
+                None => bad_request("/suites", "the suites have no cases"),
+            });
+        }
+        let limit = self.inner.config.max_eval_attempts;
+        if planned.len() > limit {
+            return Err(bad_request(
+                "/repeat",
+                format!(
+                    "the run plans {} case attempts; the limit is {limit}",
+                    planned.len()
+                ),
+            ));
+        }
+        if !self.inner.config.test_mode
+            && let Some(p) = planned
+                .iter()
+                .find(|p| p.case.skip.is_none() && p.case.mocks.is_some())
+        {
+            return Err(ApiErrorWithStatus::new(
+                501,
+                codes::MOCKS_NOT_PERMITTED,
+                format!(
+                    "{}: case {:?} declares mocks, which need test mode; start the runtime with --test-mode or CODESPAR_TEST_MODE_ENABLED=true",
+                    p.suite.file, p.case.id
+                ),
+            ));
+        }
+        self.inner.evals.keep_documents(tenant, &suites, &request);
+        let attempts = u32::try_from(planned.len()).unwrap_or(u32::MAX);
+        let run_id = new_id("run_");
+        let names: Vec<String> = suites.iter().map(|s| s.name.clone()).collect();
+        let (done, _) = watch::channel(false);
+        self.inner.evals.insert(
+            &run_id,
+            RunEntry {
+                tenant: tenant.to_owned(),
+                detail: EvalRunDetail {
+                    run_id: run_id.clone(),
+                    status: RUNNING.to_owned(),
+                    suites: names.clone(),
+                    repeat,
+                    ..EvalRunDetail::default()
+                },
+                started: Instant::now(),
+                done,
+            },
+        );
+        self.emit_for(
+            tenant,
+            None,
+            Event::EvalRunStarted(EvalRunStarted {
+                run_id: run_id.clone(),
+                suites: names,
+                cases: attempts,
+                repeat,
+            }),
+        );
+        let rt = self.clone();
+        let tenant = tenant.to_owned();
+        let id = run_id.clone();
+        tokio::spawn(async move { rt.execute_run(tenant, id, suites, repeat, glob).await });
+        Ok(run_id)
+    }
+
+    /// A run of this tenant as it stands: running with the results so far, or completed.
+    pub fn eval_run(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<EvalRunDetail, ApiErrorWithStatus> {
+        let table = lock(&self.inner.evals.runs);
+        match table.by_id.get(run_id) {
+            // Another tenant's run is indistinguishable from a missing one.
+            Some(run) if run.tenant == tenant => {
+                let mut detail = run.detail.clone();
+                if detail.status == RUNNING {
+                    detail.duration_ms = run.started.elapsed().as_secs_f64() * 1000.0;
+                }
+                Ok(detail)
+            }
+            _ => Err(ApiErrorWithStatus::not_found(format!(
+                "no eval run {run_id}"
+            ))),
+        }
+    }
+
+    /// Waits until the run has completed, then answers its detail.
+    pub async fn wait_eval_run(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<EvalRunDetail, ApiErrorWithStatus> {
+        let mut done = {
+            let table = lock(&self.inner.evals.runs);
+            match table.by_id.get(run_id) {
+                Some(run) if run.tenant == tenant => run.done.subscribe(),
+                _ => {
+                    return Err(ApiErrorWithStatus::not_found(format!(
+                        "no eval run {run_id}"
+                    )));
+                }
+            }
+        };
+        // An error means the run was dropped from the table; the lookup below says so.
+        let _ = done.wait_for(|done| *done).await;
+        self.eval_run(tenant, run_id)
+    }
+
+    /// Pass rates of this tenant's suites and cases over the last `window` runs (the
+    /// configured window when `None`).
+    pub fn eval_summary(&self, tenant: &str, window: Option<usize>) -> EvalSummary {
+        let evals = &self.inner.evals;
+        let history = lock(&evals.history);
+        let window = window.unwrap_or(evals.settings.window);
+        match history.get(tenant) {
+            Some(history) => history.summary_over(window),
+            None => EvalHistory::new(evals.settings).summary_over(window),
+        }
+    }
+
+    async fn execute_run(
+        self,
+        tenant: String,
+        run_id: String,
+        suites: Vec<Suite>,
+        repeat: u32,
+        glob: Option<String>,
+    ) {
+        let clock = Instant::now();
+        let mut counts = Counts::default();
+        for planned in plan(&suites, repeat, glob.as_deref()) {
+            let record = self.run_case(&tenant, &run_id, planned).await;
+            counts.add(record.result.status);
+            self.inner.evals.push_case(&run_id, record);
+        }
+        let duration = clock.elapsed().as_secs_f64() * 1000.0;
+        // On the stream before the run reads as completed, so a poller that saw
+        // `completed` finds the event there too.
+        self.emit_for(
+            &tenant,
+            None,
+            Event::EvalRunCompleted(EvalRunCompleted {
+                run_id: run_id.clone(),
+                passed: counts.passed,
+                failed: counts.failed,
+                errored: counts.errored,
+                skipped: counts.skipped,
+                duration,
+            }),
+        );
+        self.inner.evals.finish(&run_id, duration);
+    }
+
+    /// One attempt: run (unless skipped), judge, emit `agent.eval.completed`, close the
+    /// session.
+    async fn run_case(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        planned: PlannedCase<'_>,
+    ) -> EvalCaseRecord {
+        let case = planned.case;
+        let (session_id, result) = if case.skip.is_some() {
+            (None, skipped(case))
+        } else {
+            let (session_id, run) = self.attempt(tenant, planned).await;
+            (session_id, evaluate(case, &run))
+        };
+        let mut event = result.to_event(&planned.suite.name, &case.id);
+        event.run_id = Some(run_id.to_owned());
+        event.attempt = Some(planned.attempt);
+        self.emit_for(
+            tenant,
+            session_id.clone(),
+            Event::AgentEvalCompleted(event.clone()),
+        );
+        if let Some(id) = &session_id {
+            // The session is ours and open; a failure here changes nothing about the result.
+            let _ = self.close_session(tenant, id);
+        }
+        EvalCaseRecord {
+            session_id,
+            result: event,
+        }
+    }
+
+    /// Runs one attempt in a fresh session through the `send` loop, bounded by the case's
+    /// timeout. Anything that keeps the loop from producing a result is the run's error.
+    async fn attempt(&self, tenant: &str, planned: PlannedCase<'_>) -> (Option<String>, CaseRun) {
+        let case = planned.case;
+        let request = CreateSession {
+            servers: case.servers.clone(),
+            user_id: EVAL_USER_ID.to_owned(),
+            metadata: (!case.metadata.is_empty()).then(|| case.metadata.clone()),
+            mocks: case.mocks.clone(),
+            model: case.model_for_attempt(planned.attempt).cloned(),
+        };
+        let session = match self.create_session(tenant, request) {
+            Ok(session) => session,
+            Err(err) => {
+                let error = format!(
+                    "the case's session could not be created: {} ({})",
+                    err.error.message, err.error.code
+                );
+                return (None, no_result(error, 0));
+            }
+        };
+        let limit = case
+            .timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(self.inner.config.eval_case_timeout);
+        let clock = Instant::now();
+        let elapsed = || u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let outcome = tokio::time::timeout(
+            limit,
+            self.run_agent(tenant, &session.id, &case.input, None),
+        )
+        .await;
+        let run = match outcome {
+            Err(_) => no_result(
+                format!("timed out after {} ms", limit.as_millis()),
+                elapsed(),
+            ),
+            Ok(Err(err)) => no_result(
+                format!("{} ({})", err.error.message, err.error.code),
+                elapsed(),
+            ),
+            Ok(Ok(result)) => CaseRun {
+                output: result.error.is_none().then(|| result.message.clone()),
+                tool_calls: result.tool_calls,
+                tokens: result.tokens,
+                error: result.error,
+                duration_ms: result.duration_ms.round() as u64,
+            },
+        };
+        (Some(session.id), run)
+    }
+}
+
+/// `POST /v1/evals/runs` → 202 `{run_id}`.
+pub async fn create_run(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    JsonBody(request): JsonBody<EvalRunRequest>,
+) -> Result<Response, ApiErrorWithStatus> {
+    let run_id = state.rt.run_evals(&tenant, request)?;
+    Ok((StatusCode::ACCEPTED, Json(EvalRunCreated { run_id })).into_response())
+}
+
+/// `GET /v1/evals/runs/:id`.
+pub async fn run_detail(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Id(id): Id,
+) -> Result<Response, ApiErrorWithStatus> {
+    Ok(Json(state.rt.eval_run(&tenant, &id)?).into_response())
+}
+
+/// `GET /v1/evals/suites/:name`: a suite as its latest run request gave it.
+pub async fn suite_document(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Id(name): Id,
+) -> Result<Response, ApiErrorWithStatus> {
+    match state.rt.inner.evals.document(&tenant, &name) {
+        Some(document) => Ok(Json(EvalSuiteDocument {
+            suite: name,
+            document,
+        })
+        .into_response()),
+        None => Err(ApiErrorWithStatus::not_found(format!(
+            "no suite named {name:?} has run on this runtime; run it once with POST /v1/evals/runs or `spyglass eval`"
+        ))),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct SummaryQuery {
+    window: Option<usize>,
+}
+
+/// `GET /v1/evals/summary?window=N`.
+pub async fn summary(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Q(query): Q<SummaryQuery>,
+) -> Result<Response, ApiErrorWithStatus> {
+    if query.window == Some(0) {
+        return Err(ApiErrorWithStatus::new(
+            400,
+            codes::INVALID_QUERY,
+            "window must be at least 1",
+        ));
+    }
+    Ok(Json(state.rt.eval_summary(&tenant, query.window)).into_response())
+}

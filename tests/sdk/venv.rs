@@ -1,0 +1,74 @@
+//! The real CodeSpar Python SDK in a venv under target/sdk-venv (codespar==0.14.0 from
+//! PyPI), built on first use and reused after; shared by the tests that drive it.
+//! Missing python3/venv/pip fail with what to install, never a silent skip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const SDK: &str = "codespar==0.14.0";
+
+fn venv_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("sdk-venv")
+}
+
+fn run(cmd: &mut Command, what: &str, hint: &str) -> Output {
+    let output = cmd
+        .output()
+        .unwrap_or_else(|err| panic!("{what}: cannot run ({err}). {hint}"));
+    if !output.status.success() {
+        panic!(
+            "{what} failed ({}). {hint}\nstdout:\n{}\nstderr:\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    output
+}
+
+/// The venv's python with the SDK importable, creating the venv on first use.
+pub fn sdk_python() -> PathBuf {
+    let venv = venv_dir();
+    let python = if cfg!(windows) {
+        venv.join("Scripts").join("python.exe")
+    } else {
+        venv.join("bin").join("python")
+    };
+    let ready = python.exists()
+        && Command::new(&python)
+            .args([
+                "-c",
+                "import codespar, sys; sys.exit(codespar.__version__ != '0.14.0')",
+            ])
+            .status()
+            .is_ok_and(|s| s.success());
+    if ready {
+        return python;
+    }
+    let install = "Install Python 3.10+ with the venv module and pip \
+                   (Debian/Ubuntu: apt-get install python3 python3-venv python3-pip)";
+    run(Command::new("python3").arg("--version"), "python3", install);
+    run(
+        Command::new("python3")
+            .args(["-m", "venv", "--clear"])
+            .arg(&venv),
+        "python3 -m venv",
+        install,
+    );
+    run(
+        Command::new(&python).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            SDK,
+        ]),
+        "pip install codespar==0.14.0",
+        "pip needs to reach PyPI (or a mirror set in PIP_INDEX_URL)",
+    );
+    python
+}
