@@ -150,12 +150,19 @@ pub fn observe_url(base: &str, since: u64) -> Result<String, ClientError> {
     Ok(format!("{ws}://{rest}/v1/observe?since={since}"))
 }
 
+/// The first reconnect delay of `backoff`.
+pub const BACKOFF_BASE: Duration = Duration::from_millis(250);
+
 /// Delay before reconnect attempt `attempt` (1-based): 250 ms doubling, capped at 10 s,
 /// with jitter (`jitter` in 0..1) taking up to half off so clients do not stampede.
 pub fn backoff(attempt: u32, jitter: f64) -> Duration {
-    const BASE_MS: f64 = 250.0;
+    backoff_from(BACKOFF_BASE, attempt, jitter)
+}
+
+/// `backoff` from another first delay (same doubling, cap and jitter).
+pub fn backoff_from(base: Duration, attempt: u32, jitter: f64) -> Duration {
     const CAP_MS: f64 = 10_000.0;
-    let exp = BASE_MS * 2f64.powi(attempt.saturating_sub(1).min(16) as i32);
+    let exp = base.as_secs_f64() * 1000.0 * 2f64.powi(attempt.saturating_sub(1).min(16) as i32);
     let ceiling = exp.min(CAP_MS);
     let jitter = jitter.clamp(0.0, 1.0);
     Duration::from_millis((ceiling * (1.0 - 0.5 * jitter)) as u64)
@@ -216,5 +223,9 @@ mod tests {
         assert_eq!(backoff(1000, 0.0), Duration::from_secs(10));
         assert!(backoff(1000, 0.7) < Duration::from_secs(10));
         assert!(backoff(1000, 1.0) >= Duration::from_secs(5));
+        assert_eq!(
+            backoff_from(Duration::from_millis(2), 3, 0.0),
+            Duration::from_millis(8)
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! the last seq after any drop (exponential backoff with jitter), treat 45 s of silence as
 //! a drop, and re-read state over REST when the runtime reports a `stream.gap`.
 
-use super::{ClientError, ClientMsg, RestClient, backoff, observe_url};
+use super::{ClientError, ClientMsg, RestClient, backoff_from, observe_url};
 use crate::protocol::{Event, decode};
 use futures_util::StreamExt;
 use std::time::Duration;
@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 #[derive(Debug, Clone)]
 pub struct ObserverConfig {
@@ -20,6 +21,9 @@ pub struct ObserverConfig {
     pub since: u64,
     /// Silence after which the connection is presumed dead (the runtime pings every 15 s).
     pub heartbeat: Duration,
+    /// First reconnect delay, doubled per failed attempt up to 10 s (`backoff`). Tests and
+    /// local tools that cut the line on purpose shorten it.
+    pub backoff_base: Duration,
 }
 
 impl ObserverConfig {
@@ -29,6 +33,7 @@ impl ObserverConfig {
             api_key: api_key.map(str::to_owned),
             since: 0,
             heartbeat: Duration::from_secs(45),
+            backoff_base: super::BACKOFF_BASE,
         }
     }
 }
@@ -45,6 +50,9 @@ pub fn spawn_observer(
 async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMsg>) {
     let mut last_seq = config.since;
     let mut attempt: u32 = 0;
+    // A gap whose REST re-read has not succeeded yet: retried on the next connection
+    // before any frame, since resuming past the gap will not announce it again.
+    let mut reread_due = false;
     loop {
         if tx.send(ClientMsg::Connecting { attempt }).await.is_err() {
             return;
@@ -55,7 +63,7 @@ async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMs
                 if tx.send(ClientMsg::Connected).await.is_err() {
                     return;
                 }
-                match read(ws, &config, &rest, &tx, &mut last_seq).await {
+                match read(ws, &config, &rest, &tx, &mut last_seq, &mut reread_due).await {
                     Some(reason) => reason,
                     None => return,
                 }
@@ -63,7 +71,7 @@ async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMs
             Err(err) => err.to_string(),
         };
         attempt = attempt.saturating_add(1);
-        let retry_in = backoff(attempt, fastrand::f64());
+        let retry_in = backoff_from(config.backoff_base, attempt, fastrand::f64());
         tracing::info!(attempt, ?retry_in, %reason, "observer disconnected");
         let msg = ClientMsg::Disconnected {
             attempt,
@@ -76,6 +84,11 @@ async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMs
         tokio::time::sleep(retry_in).await;
     }
 }
+
+/// The largest message the observer accepts. The runtime's biggest frames (an event
+/// carrying a 1 MiB request body) are far below it; a bigger one is a broken or hostile
+/// peer, and the connection is dropped rather than the message buffered.
+pub const MAX_FRAME_BYTES: usize = 8 * 1024 * 1024;
 
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -91,7 +104,10 @@ async fn connect(config: &ObserverConfig, since: u64) -> Result<Ws, ClientError>
         value.set_sensitive(true);
         request.headers_mut().insert("authorization", value);
     }
-    let dial = tokio_tungstenite::connect_async(request);
+    let caps = WebSocketConfig::default()
+        .max_message_size(Some(MAX_FRAME_BYTES))
+        .max_frame_size(Some(MAX_FRAME_BYTES));
+    let dial = tokio_tungstenite::connect_async_with_config(request, Some(caps), true);
     match tokio::time::timeout(Duration::from_secs(10), dial).await {
         Ok(Ok((ws, _))) => Ok(ws),
         Ok(Err(e)) => Err(ClientError::WebSocket(e.to_string())),
@@ -108,7 +124,14 @@ async fn read(
     rest: &RestClient,
     tx: &mpsc::Sender<ClientMsg>,
     last_seq: &mut u64,
+    reread_due: &mut bool,
 ) -> Option<String> {
+    if *reread_due {
+        match reread(rest, tx).await? {
+            Ok(()) => *reread_due = false,
+            Err(reason) => return Some(reason),
+        }
+    }
     loop {
         let next = match tokio::time::timeout(config.heartbeat, ws.next()).await {
             Err(_) => {
@@ -149,14 +172,32 @@ async fn read(
         tx.send(ClientMsg::Frame(Box::new(frame))).await.ok()?;
         if gap {
             // Read before going on, so the re-read lands before the frames that follow it.
-            let msg = match tokio::try_join!(rest.sessions(), rest.approvals()) {
-                Ok((sessions, approvals)) => ClientMsg::Hydrated {
-                    sessions,
-                    approvals,
-                },
-                Err(err) => ClientMsg::RestError(format!("re-read after stream gap: {err}")),
+            // A failed one drops the stream: going on would leave the state short of
+            // what the gap lost, and the next connection retries the re-read first.
+            if let Err(reason) = reread(rest, tx).await? {
+                *reread_due = true;
+                return Some(reason);
+            }
+        }
+    }
+}
+
+/// The REST re-read after a gap, sent as `Hydrated` (or `RestError` and the reason it
+/// failed). `None` when the UI is gone.
+async fn reread(rest: &RestClient, tx: &mpsc::Sender<ClientMsg>) -> Option<Result<(), String>> {
+    match tokio::try_join!(rest.sessions(), rest.approvals()) {
+        Ok((sessions, approvals)) => {
+            let msg = ClientMsg::Hydrated {
+                sessions,
+                approvals,
             };
             tx.send(msg).await.ok()?;
+            Some(Ok(()))
+        }
+        Err(err) => {
+            let reason = format!("re-read after stream gap: {err}");
+            tx.send(ClientMsg::RestError(reason.clone())).await.ok()?;
+            Some(Err(reason))
         }
     }
 }

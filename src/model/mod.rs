@@ -222,6 +222,9 @@ impl Model {
                     self.counters.orphans += 1;
                     return;
                 };
+                if self.hydrated_past(id, frame.seq) {
+                    return;
+                }
                 let session = self.session_mut_or_new(id);
                 session.user.clone_from(&created.user_id);
                 session.status = SessionStatus::Active;
@@ -249,13 +252,19 @@ impl Model {
                 session.touch(at);
             }
             Event::SessionClosed(_) => {
-                if let Some(session) = sid.and_then(|id| self.session_mut(id)) {
+                if let Some(session) = sid
+                    .filter(|id| !self.hydrated_past(id, frame.seq))
+                    .and_then(|id| self.session_mut(id))
+                {
                     session.status = SessionStatus::Closed;
                     session.touch(at);
                 }
             }
             Event::ToolCalled(called) => match sid {
-                Some(id) => self.tool_called(id, called, at),
+                Some(id) => {
+                    let counted = self.hydrated_past(id, frame.seq);
+                    self.tool_called(id, called, at, counted);
+                }
                 None => self.counters.orphans += 1,
             },
             Event::ApprovalRequested(req) => {
@@ -275,8 +284,15 @@ impl Model {
                     replay: None,
                     replay_counter: None,
                 };
-                self.counters.dropped.approvals +=
-                    self.approvals.upsert(approval, self.limits.approvals);
+                // A re-read may already know the decision; a request never undoes one.
+                let decided = self
+                    .approvals
+                    .get(&req.approval_id)
+                    .is_some_and(|a| a.status != ApprovalStatus::Pending);
+                if !decided {
+                    self.counters.dropped.approvals +=
+                        self.approvals.upsert(approval, self.limits.approvals);
+                }
                 if let Some(session) = sid.and_then(|id| self.session_mut(id)) {
                     if let Some(call) = session.timeline.call_mut(&req.call_id) {
                         call.approval_id = Some(req.approval_id.clone());
@@ -300,6 +316,7 @@ impl Model {
                     approval.replay = Some(rep.outcome.clone());
                     approval.replay_counter = rep.counter;
                 }
+                let counted = sid.is_some_and(|id| self.hydrated_past(id, frame.seq));
                 if let Some(session) = sid.and_then(|id| self.session_mut(id)) {
                     if let Some(call) = session.timeline.call_mut(&rep.call_id) {
                         call.replay = Some(Replay {
@@ -309,7 +326,7 @@ impl Model {
                         });
                     }
                     let exhausted = is_exhausted(&rep.outcome);
-                    if let Some(mock) = session.mock_mut(&rep.tool) {
+                    if let Some(mock) = session.mock_mut(&rep.tool).filter(|_| !counted) {
                         mock.calls += 1;
                         if let Some(counter) = rep.counter {
                             mock.consumed = counter.consumed;
@@ -340,6 +357,7 @@ impl Model {
                     return;
                 };
                 let limits = self.limits;
+                let counted = self.hydrated_past(&id, frame.seq);
                 let session = self.session_mut_or_new(&id);
                 session.external |= external;
                 let end = at.or(session.last_activity_ms).unwrap_or(0.0);
@@ -347,7 +365,9 @@ impl Model {
                     session
                         .timeline
                         .push_step(&step.step, end, step.duration, &limits);
-                session.calls += added;
+                if !counted {
+                    session.calls += added;
+                }
                 session.touch(at);
                 self.counters.dropped.calls += dropped_calls;
                 self.counters.dropped.steps += dropped_steps;
@@ -417,7 +437,14 @@ impl Model {
         session.touch(at);
     }
 
-    fn tool_called(&mut self, id: &str, called: &ToolCalled, at: Option<f64>) {
+    /// Whether a REST re-read of session `id` already reflected its frame `seq`.
+    fn hydrated_past(&self, id: &str, seq: u64) -> bool {
+        self.session(id).is_some_and(|s| s.hydrated_seq >= seq)
+    }
+
+    /// Folds a `tool.called`; `counted` when a re-read already counted it (the call is
+    /// still placed on the timeline, the counters are left alone).
+    fn tool_called(&mut self, id: &str, called: &ToolCalled, at: Option<f64>, counted: bool) {
         let limits = self.limits;
         let session = self.session_mut_or_new(id);
         let start = parse_ms(&called.started_at).or(at.map(|t| t - called.duration));
@@ -431,7 +458,7 @@ impl Model {
                 call.duration_ms = called.duration;
                 call.counter = called.counter;
                 call.from_runtime = true;
-                if is_envelope {
+                if is_envelope && !counted {
                     session.envelopes += 1;
                 }
             }
@@ -455,14 +482,16 @@ impl Model {
                     replay: None,
                 };
                 dropped = session.timeline.push_call(call, limits.calls_per_session);
-                session.calls += 1;
-                if is_envelope {
-                    session.envelopes += 1;
+                if !counted {
+                    session.calls += 1;
+                    if is_envelope {
+                        session.envelopes += 1;
+                    }
                 }
             }
         }
         let exhausted = is_exhausted(&called.outcome);
-        if let Some(mock) = session.mock_mut(&called.tool) {
+        if let Some(mock) = session.mock_mut(&called.tool).filter(|_| !counted) {
             mock.calls += 1;
             if let Some(counter) = called.counter {
                 mock.consumed = counter.consumed;
@@ -489,6 +518,7 @@ impl Model {
                 parse_ms(&summary.last_activity).or(session.last_activity_ms);
             session.calls = summary.calls;
             session.envelopes = summary.envelopes;
+            session.hydrated_seq = session.hydrated_seq.max(summary.last_seq);
             session.mocks = summary
                 .mocks
                 .into_iter()

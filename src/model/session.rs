@@ -246,6 +246,9 @@ pub struct Session {
     pub timeline: Timeline,
     /// Bumped on every change, so views can cache what they derive from this session.
     pub rev: u64,
+    /// The runtime's `last_seq` for this session at the last REST re-read: its frames up
+    /// to here are already in the counters and must not be counted again.
+    pub hydrated_seq: u64,
 }
 
 impl Session {

@@ -319,6 +319,7 @@ fn hydrate_takes_the_runtimes_counters_and_keeps_timelines() {
             },
             calls: 2,
         }],
+        last_seq: 3,
     };
     let approvals = ApprovalList {
         approvals: vec![ApprovalView {
@@ -348,6 +349,48 @@ fn hydrate_takes_the_runtimes_counters_and_keeps_timelines() {
     assert_eq!(s.timeline.calls().len(), 1, "the folded timeline stays");
     assert_eq!(m.sessions_len(), 2);
     assert_eq!(m.approvals.pending_count(), 1);
+
+    // The re-read already counted ses_1's events up to seq 3: seq 3 arriving after it is
+    // placed on the timeline but not counted again; seq 4 is new and counts.
+    m.apply(&nfe(3, "call_2", 2));
+    let s = m.session("ses_1").unwrap();
+    assert_eq!((s.calls, s.mocks[0].calls), (2, 2));
+    assert_eq!(s.timeline.calls().len(), 2);
+    m.apply(&nfe(4, "call_3", 2));
+    let s = m.session("ses_1").unwrap();
+    assert_eq!((s.calls, s.mocks[0].calls), (3, 3));
+}
+
+#[test]
+fn a_late_request_does_not_undo_a_decision_the_re_read_knew() {
+    let mut m = Model::default();
+    let view = ApprovalView {
+        id: "apr_1".into(),
+        session_id: "ses_1".into(),
+        call_id: "c".into(),
+        tool: NFE.into(),
+        input: crate::protocol::RawJson::null(),
+        rule_id: "r".into(),
+        status: ApprovalStatus::Approved,
+        requested_at: String::new(),
+        expires_at: String::new(),
+        decided_by: Some("ana".into()),
+        note: None,
+        replay: None,
+    };
+    m.hydrate(
+        SessionList { sessions: vec![] },
+        ApprovalList {
+            approvals: vec![view],
+        },
+    );
+    m.apply(&frame(
+        r#"{"kind":"approval.requested","seq":5,"ts":"2026-11-22T21:43:32.000Z","sessionId":"ses_1","approvalId":"apr_1","callId":"c","tool":"nuvem-fiscal/create_nfe","input":{},"ruleId":"r","expiresAt":"2026-11-22T21:58:32.000Z","message":"m"}"#,
+    ));
+    let approval = m.approvals.get("apr_1").unwrap();
+    assert_eq!(approval.status, ApprovalStatus::Approved);
+    assert_eq!(approval.decided_by.as_deref(), Some("ana"));
+    assert_eq!(m.approvals.pending_count(), 0);
 }
 
 #[test]

@@ -469,10 +469,17 @@ pub fn decode_event(text: &str) -> Result<Unstamped, DecodeError> {
         "agent.eval.completed" => {
             Event::AgentEvalCompleted(serde_json::from_str(text).map_err(fields)?)
         }
-        other => Event::Unknown {
-            kind: other.to_owned(),
-            raw: RawJson::from_text(text).map_err(DecodeError::Syntax)?,
-        },
+        other => {
+            // `encode` rebuilds an unknown frame through a JSON tree to restamp it, so it
+            // must parse as one: a number beyond f64 (`1e999`) is refused here rather than
+            // relayed as `null`.
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
+                .map_err(DecodeError::Syntax)?;
+            Event::Unknown {
+                kind: other.to_owned(),
+                raw: RawJson::from_text(text).map_err(DecodeError::Syntax)?,
+            }
+        }
     };
     Ok(Unstamped {
         seq: head.seq,

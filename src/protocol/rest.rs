@@ -180,6 +180,10 @@ pub struct SessionSummary {
     pub calls: u32,
     pub envelopes: u32,
     pub mocks: Vec<MockState>,
+    /// The seq of this session's last event that the row already reflects. A client
+    /// merging the row skips the session's frames up to it, so none is counted twice.
+    #[serde(default)]
+    pub last_seq: u64,
 }
 
 /// A call in `GET /v1/sessions/:id`.

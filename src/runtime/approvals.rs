@@ -267,6 +267,8 @@ impl Runtime {
                 }),
                 None,
             ),
+            // A replay is a call that reaches the mock, so it counts in the mock's `calls`
+            // as it does in every observer's fold of `approval.replayed`.
             Some(s) if s.closed => (
                 Err(Envelope::MocksEngineError {
                     message: format!(
@@ -274,19 +276,19 @@ impl Runtime {
                         view.tool, view.session_id
                     ),
                 }),
-                s.mocks.counter(&view.tool),
+                s.mocks.note_call(&view.tool),
             ),
             Some(s) => {
                 let result = s.mocks.consume(&view.tool, true);
                 s.last_activity = now_rfc3339();
-                (result, s.mocks.counter(&view.tool))
+                (result, s.mocks.note_call(&view.tool))
             }
         };
         let outcome = match result {
             Ok(value) => Outcome::Result(RawJson::from_value(&value)),
             Err(envelope) => Outcome::Envelope(envelope),
         };
-        self.emit_for(
+        let frame = self.emit_for(
             tenant,
             Some(view.session_id.clone()),
             Event::ApprovalReplayed(ApprovalReplayed {
@@ -298,6 +300,9 @@ impl Runtime {
                 counter,
             }),
         );
+        if let Some(s) = guard.as_mut() {
+            s.last_seq = frame.seq;
+        }
         drop(guard);
         outcome
     }

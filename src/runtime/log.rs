@@ -29,6 +29,17 @@ pub struct Slice {
     pub events: Vec<Arc<Logged>>,
 }
 
+/// A snapshot of the log's memory bounds (`Runtime::stats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogStats {
+    /// Events stamped so far (the last seq).
+    pub emitted: u64,
+    pub retained: usize,
+    pub capacity: usize,
+    pub subscribers: usize,
+    pub longest_queue: usize,
+}
+
 pub struct EventLog {
     ring: Mutex<Ring>,
     capacity: usize,
@@ -83,6 +94,22 @@ impl EventLog {
     /// A receiver of every event appended from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Logged>> {
         self.live.subscribe()
+    }
+
+    /// How much the log holds right now: retained events, live subscribers and the
+    /// longest live queue (what the slowest subscriber has not taken yet).
+    pub fn stats(&self) -> LogStats {
+        let (retained, emitted) = {
+            let ring = self.ring();
+            (ring.events.len(), ring.next_seq.saturating_sub(1))
+        };
+        LogStats {
+            emitted,
+            retained,
+            capacity: self.capacity,
+            subscribers: self.live.receiver_count(),
+            longest_queue: self.live.len(),
+        }
     }
 
     /// The seq the next event will get.

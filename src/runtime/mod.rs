@@ -14,6 +14,7 @@ pub mod policy;
 pub mod sessions;
 
 pub use agent::AgentRunResult;
+pub use log::LogStats;
 pub use policy::{Policy, PolicyError};
 pub use sessions::ExecuteReply;
 
@@ -167,6 +168,12 @@ impl Runtime {
         frame
     }
 
+    /// What the event log holds now; every figure is bounded by the config
+    /// (`retained_events`, `subscriber_queue`), however slow a subscriber is.
+    pub fn stats(&self) -> log::LogStats {
+        self.inner.log.stats()
+    }
+
     /// Up to `limit` retained events with seq > `since`, oldest first.
     pub fn events_since(&self, since: u64, limit: usize) -> Vec<Frame> {
         self.inner
@@ -208,6 +215,12 @@ impl Runtime {
             .await
         });
         tracing::info!(addr = %bound, "runtime listening");
+        if should_warn(&bound, &self.inner.config.api_keys) {
+            tracing::warn!(
+                addr = %bound,
+                "runtime bound to a non-loopback address with no API key: anyone who can reach it can read and drive every session; pass --api-key"
+            );
+        }
         Ok(ServerHandle {
             addr: bound,
             runtime: self.clone(),
@@ -247,6 +260,12 @@ impl Runtime {
             }
         });
     }
+}
+
+/// Whether serving on `addr` with these keys exposes the runtime: a non-loopback address
+/// (including the unspecified 0.0.0.0 / ::) and no API key.
+pub fn should_warn(addr: &SocketAddr, api_keys: &[String]) -> bool {
+    !addr.ip().is_loopback() && api_keys.iter().all(|key| key.trim().is_empty())
 }
 
 /// Creates a runtime and serves it on `addr` (use `127.0.0.1:0` for any free port).
@@ -292,6 +311,35 @@ impl ServerHandle {
         {
             task.abort();
             let _ = task.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::should_warn;
+
+    #[test]
+    fn warns_only_for_a_non_loopback_address_without_a_key() {
+        let key = vec!["csk_test_k".to_owned()];
+        for addr in ["127.0.0.1:8000", "127.8.9.10:1", "[::1]:8000"] {
+            let addr = addr.parse().unwrap();
+            assert!(!should_warn(&addr, &[]), "{addr}");
+            assert!(!should_warn(&addr, &key), "{addr}");
+        }
+        for addr in [
+            "0.0.0.0:8000",
+            "[::]:8000",
+            "192.168.1.5:80",
+            "10.0.0.1:8000",
+        ] {
+            let addr = addr.parse().unwrap();
+            assert!(should_warn(&addr, &[]), "{addr}");
+            assert!(
+                should_warn(&addr, &[" ".to_owned()]),
+                "{addr}: a blank key is none"
+            );
+            assert!(!should_warn(&addr, &key), "{addr}");
         }
     }
 }

@@ -86,8 +86,15 @@ pub async fn observe(
         kinds: kinds_list(query.kinds.as_deref()),
     };
     let AppState { rt, stop } = state;
-    ws.on_upgrade(move |socket| stream(socket, rt, filter, query.since, stop))
+    // Observers only ever send close and pong frames; anything large is refused (the
+    // connection fails) before it is buffered.
+    ws.max_message_size(MAX_INCOMING_WS_BYTES)
+        .max_frame_size(MAX_INCOMING_WS_BYTES)
+        .on_upgrade(move |socket| stream(socket, rt, filter, query.since, stop))
 }
+
+/// The largest WebSocket message the runtime reads from an observer.
+pub const MAX_INCOMING_WS_BYTES: usize = 64 * 1024;
 
 /// Resolves when the server is told to stop; a dropped handle never stops it.
 async fn stopped(stop: &mut watch::Receiver<bool>) {

@@ -45,6 +45,9 @@ pub(crate) struct Session {
     pub model: ModelScript,
     /// Model calls made so far: the Nth answers `model.sequence[N]` (seed 001).
     pub model_calls: u32,
+    /// Seq of the last event emitted for this session under its lock: what its summary
+    /// reflects (`SessionSummary::last_seq`).
+    pub last_seq: u64,
 }
 
 impl Session {
@@ -59,6 +62,7 @@ impl Session {
             calls: self.call_count,
             envelopes: self.envelope_count,
             mocks: self.mocks.states(),
+            last_seq: self.last_seq,
         }
     }
 
@@ -312,6 +316,7 @@ impl Runtime {
             envelope_count: 0,
             model,
             model_calls: 0,
+            last_seq: 0,
         };
         let body = SessionCreatedBody {
             id: session.id.clone(),
@@ -328,6 +333,7 @@ impl Runtime {
             metadata: metadata_strings(&metadata),
         });
         let id = session.id.clone();
+        let session = Arc::new(Mutex::new(session));
         {
             let mut sessions = self
                 .inner
@@ -335,11 +341,12 @@ impl Runtime {
                 .write()
                 .unwrap_or_else(|poison| poison.into_inner());
             sessions.order.push(id.clone());
-            sessions
-                .by_id
-                .insert(id.clone(), Arc::new(Mutex::new(session)));
+            sessions.by_id.insert(id.clone(), session.clone());
         }
-        self.emit_for(tenant, Some(id), event);
+        // Nobody knows the id before this returns, so nothing else can emit for it yet.
+        let mut s = lock(&session);
+        s.last_seq = self.emit_for(tenant, Some(id), event).seq;
+        drop(s);
         Ok(body)
     }
 
@@ -392,11 +399,13 @@ impl Runtime {
         session.closed = true;
         session.last_activity = now_rfc3339();
         // Emitted under the session lock so no call of this session can follow its close.
-        self.emit_for(
-            tenant,
-            Some(id.to_owned()),
-            Event::SessionClosed(SessionClosed { reason: None }),
-        );
+        session.last_seq = self
+            .emit_for(
+                tenant,
+                Some(id.to_owned()),
+                Event::SessionClosed(SessionClosed { reason: None }),
+            )
+            .seq;
         Ok(())
     }
 
@@ -520,21 +529,23 @@ impl Runtime {
         );
         // Emitted under the session lock so the counters in this session's `tool.called`
         // events rise in seq order.
-        self.emit_for(
-            &tenant,
-            Some(session_id.clone()),
-            Event::ToolCalled(ToolCalled {
-                call_id: call_id.clone(),
-                tool: tool.to_owned(),
-                input: input_raw,
-                outcome: event_outcome,
-                started_at: started_at.clone(),
-                duration: duration_ms,
-                counter,
-                source,
-                iteration,
-            }),
-        );
+        s.last_seq = self
+            .emit_for(
+                &tenant,
+                Some(session_id.clone()),
+                Event::ToolCalled(ToolCalled {
+                    call_id: call_id.clone(),
+                    tool: tool.to_owned(),
+                    input: input_raw,
+                    outcome: event_outcome,
+                    started_at: started_at.clone(),
+                    duration: duration_ms,
+                    counter,
+                    source,
+                    iteration,
+                }),
+            )
+            .seq;
         drop(s);
         if let Some(row) = approval {
             self.announce_approval(&tenant, &session_id, row);

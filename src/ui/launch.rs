@@ -5,7 +5,6 @@ use super::action::KeyMap;
 use super::run::{InspectorConfig, UiError, run};
 use super::theme::Theme;
 use crate::config::{History, Resolved};
-use crate::mask::MaskingWriter;
 use crate::model::Limits;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -58,11 +57,7 @@ fn init_logging(path: &Path) -> Result<(), LaunchError> {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SPYGLASS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // A second subscriber (tests, embedding) is not an error worth stopping for.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(MaskingWriter(file)))
-        .try_init();
+    let _ = tracing::subscriber::set_global_default(super::logfile::file_subscriber(file, filter));
     Ok(())
 }
 

@@ -1,4 +1,5 @@
-//! Where the inspector logs: a file under the XDG state directory, never the screen.
+//! Where the inspector logs: a file under the XDG state directory, never the screen, with
+//! secrets masked on the way in.
 
 use std::path::PathBuf;
 
@@ -15,4 +16,17 @@ pub fn log_dir() -> PathBuf {
 
 pub fn log_file() -> PathBuf {
     log_dir().join("spyglass.log")
+}
+
+/// The subscriber the inspector logs through: plain text into `file`, every line passed
+/// through `MaskingWriter` so an API key or bearer token never lands on disk.
+pub fn file_subscriber(
+    file: std::fs::File,
+    filter: tracing_subscriber::EnvFilter,
+) -> impl tracing::Subscriber + Send + Sync {
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(crate::mask::MaskingWriter(file)))
+        .finish()
 }

@@ -67,10 +67,20 @@ pub async fn run(config: InspectorConfig) -> Result<(), UiError> {
         let _guard = TerminalGuard::enter(config.mouse)?;
         let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
         terminal.clear()?;
+        debug_panic();
         event_loop(&mut terminal, &mut app, &mut rx).await
     };
     observer.abort();
     result
+}
+
+/// `SPYGLASS_DEBUG_PANIC=1` panics once the terminal is in raw mode on the alternate
+/// screen, so a test can check the panic path restores it. Debug builds only.
+fn debug_panic() {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("SPYGLASS_DEBUG_PANIC").is_some_and(|v| v == "1") {
+        panic!("SPYGLASS_DEBUG_PANIC=1: forced panic with the terminal set up");
+    }
 }
 
 async fn event_loop(
