@@ -12,8 +12,8 @@ fn main() {
         let result = ingest::run(200_000, 3);
         if let Ok(r) = &result {
             eprintln!(
-                "ingest: {} frames over loopback WebSocket, {} folded, {} sessions; decode alone {:.0}/s",
-                r.frames, r.folded, r.sessions, r.baseline
+                "ingest: {} frames over loopback WebSocket, {} folded, {} sessions; decode alone {:.0}/s; decode+fold in-process {:.0}/s; fold loop busy {:.0} %",
+                r.frames, r.folded, r.sessions, r.baseline, r.in_process, r.fold_busy * 100.0
             );
         }
         support::print_figure(result.map(|r| r.figure()));
@@ -38,7 +38,7 @@ fn main() {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    if let Ok((rate, _)) = rt.block_on(ingest::over_websocket(&texts)) {
+                    if let Ok((rate, _, _)) = rt.block_on(ingest::over_websocket(&texts)) {
                         total += Duration::from_secs_f64(texts.len() as f64 / rate);
                     }
                 }

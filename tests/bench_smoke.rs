@@ -32,7 +32,7 @@ fn frame_draws_every_view_with_the_list_full() {
     let detail = r.views.iter().find(|v| v.view == "detail").unwrap();
     assert!(detail.screen_large.contains("Input"), "{}", detail.screen_large);
     let filter = r.views.iter().find(|v| v.view == "filter").unwrap();
-    assert!(filter.screen_large.contains("/ses_0000"));
+    assert!(filter.screen_large.contains("/ses_0099"));
     assert!(r.figure().unwrap().value > 0.0);
 }
 

@@ -45,6 +45,7 @@ pub fn app_with(sessions: usize, payload: usize) -> anyhow::Result<App> {
         busy,
         payload,
         seq_base: 0,
+        wave: 0,
     };
     let limits = Limits {
         sessions: sessions.max(Limits::default().sessions),
@@ -69,6 +70,8 @@ fn reset(app: &mut App) {
     app.sessions.focus = Focus::List;
     app.sessions.editing_filter = false;
     app.sessions.filter.clear();
+    // Back on the newest session, so every view shows the same busy one at both sizes.
+    app.sessions.selected = None;
     app.sessions.after_model_change(&app.model);
 }
 
@@ -90,7 +93,8 @@ pub fn show(app: &mut App, view: &str) {
         }
         "filter" => {
             app.dispatch(Action::Filter);
-            for c in "ses_0000".chars() {
+            // Matches the newest hundred sessions, the busy ones at both sizes.
+            for c in "ses_0099".chars() {
                 app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
             }
             app.dispatch(Action::Open);

@@ -29,6 +29,10 @@ pub struct IngestResult {
     pub sessions: usize,
     pub rate: f64,
     pub baseline: f64,
+    /// Share of the run the folding loop was busy (near 1: folding is the bottleneck).
+    pub fold_busy: f64,
+    /// Decode and fold on one thread, no socket.
+    pub in_process: f64,
 }
 
 impl IngestResult {
@@ -55,11 +59,14 @@ pub fn run(frames: usize, rounds: usize) -> anyhow::Result<IngestResult> {
     let mut last = None;
     for _ in 0..rounds.max(1) {
         bases.push(parse_only(&texts)?);
-        let (rate, app) = rt.block_on(over_websocket(&texts))?;
+        let (rate, busy, app) = rt.block_on(over_websocket(&texts))?;
         rates.push(rate);
-        last = Some(app);
+        last = Some((busy, app));
     }
-    let app = last.context("no round ran")?;
+    let (fold_busy, app) = last.context("no round ran")?;
+    let start = Instant::now();
+    decode_and_fold(&texts)?;
+    let in_process = texts.len() as f64 / start.elapsed().as_secs_f64();
     Ok(IngestResult {
         frames: texts.len(),
         folded: app.model.counters.applied,
@@ -67,6 +74,8 @@ pub fn run(frames: usize, rounds: usize) -> anyhow::Result<IngestResult> {
         sessions: app.model.sessions_len(),
         rate: median(&mut rates),
         baseline: median(&mut bases),
+        fold_busy,
+        in_process,
     })
 }
 
@@ -90,7 +99,7 @@ pub fn decode_and_fold(texts: &[String]) -> anyhow::Result<u64> {
 
 /// Serves `texts` as fast as the socket takes them to the real observer task; the app
 /// folds as the inspector's loop does. Rate is from the first frame folded to the last.
-pub async fn over_websocket(texts: &[String]) -> anyhow::Result<(f64, App)> {
+pub async fn over_websocket(texts: &[String]) -> anyhow::Result<(f64, f64, App)> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
     let msgs: Vec<Utf8Bytes> = texts.iter().map(|t| Utf8Bytes::from(t.clone())).collect();
@@ -116,6 +125,7 @@ pub async fn over_websocket(texts: &[String]) -> anyhow::Result<(f64, App)> {
     let want = texts.len() as u64;
     let fold = async {
         let mut first: Option<Instant> = None;
+        let mut busy = Duration::ZERO;
         while app.model.counters.applied + app.model.counters.parse_errors < want {
             let Some(msg) = rx.recv().await else {
                 bail!("observer ended after {} frames", app.model.counters.applied);
@@ -123,6 +133,7 @@ pub async fn over_websocket(texts: &[String]) -> anyhow::Result<(f64, App)> {
             if first.is_none() && matches!(msg, ClientMsg::Frame(_)) {
                 first = Some(Instant::now());
             }
+            let t = Instant::now();
             app.on_client(msg);
             for _ in 0..BATCH {
                 match rx.try_recv() {
@@ -130,14 +141,18 @@ pub async fn over_websocket(texts: &[String]) -> anyhow::Result<(f64, App)> {
                     Err(_) => break,
                 }
             }
+            busy += t.elapsed();
         }
-        let elapsed = first.map_or(0.0, |t| t.elapsed().as_secs_f64());
-        Ok(want.saturating_sub(1) as f64 / elapsed.max(1e-9))
+        let elapsed = first.map_or(0.0, |t| t.elapsed().as_secs_f64()).max(1e-9);
+        Ok((
+            want.saturating_sub(1) as f64 / elapsed,
+            busy.as_secs_f64() / elapsed,
+        ))
     };
-    let rate = tokio::time::timeout(Duration::from_secs(120), fold)
+    let (rate, busy) = tokio::time::timeout(Duration::from_secs(120), fold)
         .await
         .context("ingest did not finish in 120 s")??;
     observer.abort();
     server.abort();
-    Ok((rate, app))
+    Ok((rate, busy, app))
 }

@@ -1,6 +1,7 @@
 //! `memory`: resident bytes the model holds per retained event after a million events,
 //! against the raw JSON size of those events; then two more workloads of the same size
 //! push the first one out past the session bound, and resident memory must stay flat.
+//! Sessions arrive in waves of 100 live at once, as test runs do, not 10 k all at once.
 
 use super::Figure;
 use super::workload::Workload;
@@ -70,6 +71,9 @@ pub fn limits(sessions: usize) -> Limits {
     }
 }
 
+/// Sessions live at the same time.
+pub const WAVE: usize = 100;
+
 fn fold(model: &mut Model, workload: &Workload) -> anyhow::Result<u64> {
     let mut raw = 0u64;
     for i in 0..workload.len() {
@@ -83,7 +87,10 @@ fn fold(model: &mut Model, workload: &Workload) -> anyhow::Result<u64> {
 /// `sessions` sessions with `per_session` payload frames each, then the same twice more.
 pub fn run(sessions: usize, per_session: usize) -> anyhow::Result<MemoryResult> {
     let limits = limits(sessions);
-    let first = Workload::even(sessions, per_session);
+    let first = Workload {
+        wave: WAVE.min(sessions),
+        ..Workload::even(sessions, per_session)
+    };
     let mut model = Model::new(limits);
     let rss_start = rss_bytes()?;
     let raw = fold(&mut model, &first)?;

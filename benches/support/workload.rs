@@ -15,6 +15,9 @@ pub struct Workload {
     /// `tool.called` / `agent.step.completed` frames after the `session.created` ones.
     pub payload: usize,
     pub seq_base: u64,
+    /// When non-zero, sessions come `wave` at a time, each wave created and then fed its
+    /// frames round robin before the next starts (with `busy == sessions`).
+    pub wave: usize,
 }
 
 impl Workload {
@@ -26,6 +29,7 @@ impl Workload {
             busy: sessions,
             payload: sessions * per_session,
             seq_base: 0,
+            wave: 0,
         }
     }
 
@@ -48,6 +52,17 @@ impl Workload {
 
     pub fn text(&self, i: usize) -> String {
         let seq = self.seq_base + i as u64 + 1;
+        if self.wave > 0 && self.busy == self.sessions && self.sessions > 0 {
+            let per_session = self.payload / self.sessions;
+            let per_wave = self.wave * (1 + per_session);
+            let (w, r) = (i / per_wave, i % per_wave);
+            if r < self.wave {
+                return session_created(seq, &self.session_id(w * self.wave + r));
+            }
+            let j = r - self.wave;
+            let sid = self.session_id(w * self.wave + j % self.wave);
+            return payload(seq, &sid, j / self.wave);
+        }
         if i < self.sessions {
             return session_created(seq, &self.session_id(i));
         }
@@ -55,17 +70,21 @@ impl Workload {
         let busy = self.busy.clamp(1, self.sessions.max(1));
         let n = self.sessions - busy + j % busy;
         let k = j / busy;
-        let sid = self.session_id(n);
-        // Three runtime calls, then an agent step that carries a call of its own.
-        if k % 4 == 3 {
-            step_completed(seq, &sid, (k / 4) as u32 + 1, k)
-        } else {
-            tool_called(seq, &sid, k)
-        }
+        payload(seq, &self.session_id(n), k)
     }
 
     pub fn texts(&self) -> Vec<String> {
         (0..self.len()).map(|i| self.text(i)).collect()
+    }
+}
+
+/// The `k`th payload frame of a session: three runtime calls, then an agent step that
+/// carries a call of its own.
+pub fn payload(seq: u64, sid: &str, k: usize) -> String {
+    if k % 4 == 3 {
+        step_completed(seq, sid, (k / 4) as u32 + 1, k)
+    } else {
+        tool_called(seq, sid, k)
     }
 }
 
