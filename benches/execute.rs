@@ -4,7 +4,10 @@
 mod support;
 
 fn main() {
-    let conns = std::env::var("BENCH_CONNS").ok().and_then(|v| v.parse().ok()).unwrap_or(32);
+    let conns = std::env::var("BENCH_CONNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(32);
     let result = support::execute::run(conns, 3.0, 3);
     if let Ok(r) = &result {
         eprintln!(

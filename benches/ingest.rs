@@ -13,7 +13,12 @@ fn main() {
         if let Ok(r) = &result {
             eprintln!(
                 "ingest: {} frames over loopback WebSocket, {} folded, {} sessions; decode alone {:.0}/s; decode+fold in-process {:.0}/s; fold loop busy {:.0} %",
-                r.frames, r.folded, r.sessions, r.baseline, r.in_process, r.fold_busy * 100.0
+                r.frames,
+                r.folded,
+                r.sessions,
+                r.baseline,
+                r.in_process,
+                r.fold_busy * 100.0
             );
         }
         support::print_figure(result.map(|r| r.figure()));

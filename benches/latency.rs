@@ -8,7 +8,14 @@ fn main() {
     if let Ok(r) = &result {
         eprintln!(
             "latency: {} events at {}/s, {} frames; emit->drawn p50 {:.2} ms p99 {:.2} ms max {:.2} ms; bare transport p50 {:.3} ms p99 {:.3} ms",
-            r.events, r.rate, r.frames, r.p50_ms, r.p99_ms, r.max_ms, r.baseline_p50_ms, r.baseline_p99_ms
+            r.events,
+            r.rate,
+            r.frames,
+            r.p50_ms,
+            r.p99_ms,
+            r.max_ms,
+            r.baseline_p50_ms,
+            r.baseline_p99_ms
         );
     }
     support::print_figure(result.map(|r| r.figure()));

@@ -28,9 +28,16 @@ fn frame_draws_every_view_with_the_list_full() {
         .filter(|l| l.contains("ses_000"))
         .count();
     assert_eq!(rows, 45, "{}", sessions.screen_large);
-    assert!(sessions.screen_large.contains("›ses_000199"), "newest first, selected");
+    assert!(
+        sessions.screen_large.contains("›ses_000199"),
+        "newest first, selected"
+    );
     let detail = r.views.iter().find(|v| v.view == "detail").unwrap();
-    assert!(detail.screen_large.contains("Input"), "{}", detail.screen_large);
+    assert!(
+        detail.screen_large.contains("Input"),
+        "{}",
+        detail.screen_large
+    );
     let filter = r.views.iter().find(|v| v.view == "filter").unwrap();
     assert!(filter.screen_large.contains("/ses_0099"));
     assert!(r.figure().unwrap().value > 0.0);
@@ -41,7 +48,10 @@ fn memory_counts_resident_bytes_for_retained_events() {
     let r = support::memory::run(200, 9).unwrap();
     assert_eq!(r.events, 2_000);
     assert_eq!(r.sessions, 200, "the bound keeps exactly one workload");
-    assert_eq!(r.dropped_sessions, 400, "two more workloads pushed it out twice");
+    assert_eq!(
+        r.dropped_sessions, 400,
+        "two more workloads pushed it out twice"
+    );
     // 9 payload frames per session: 7 calls from `tool.called`, 2 from steps.
     assert_eq!(r.calls, 200 * 9);
     assert!(r.raw_per_event > 300.0 && r.raw_per_event < 700.0);

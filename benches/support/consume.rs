@@ -137,7 +137,8 @@ pub fn run(clients: usize, entries: usize, rounds: usize) -> anyhow::Result<Cons
     let (mut rates, mut bases) = (vec![], vec![]);
     let (mut successes, mut exhausted, mut exact) = (0, 0, true);
     for _ in 0..rounds.max(1) {
-        let (mut served, ex, rate, base) = generator.block_on(round(handle.addr, clients, entries))?;
+        let (mut served, ex, rate, base) =
+            generator.block_on(round(handle.addr, clients, entries))?;
         served.sort_unstable();
         let expected: Vec<i64> = (0..entries as i64).collect();
         exact &= served == expected && ex == clients;

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-pub const STATIC_MOCK: &str = r#"{"bench/echo":{"id":"pay_123","status":"CONFIRMED","value":4200,"customer":"cus_1"}}"#;
+pub const STATIC_MOCK: &str =
+    r#"{"bench/echo":{"id":"pay_123","status":"CONFIRMED","value":4200,"customer":"cus_1"}}"#;
 pub const EXECUTE_BODY: &str =
     r#"{"tool":"bench/echo","input":{"customer":"cus_1","value":4200,"description":"bench"}}"#;
 
@@ -152,9 +153,5 @@ pub fn run(connections: usize, secs: f64, rounds: usize) -> anyhow::Result<Execu
         failures,
         ok,
     })
-    .and_then(|r| {
-        (r.ok > 0)
-            .then_some(r)
-            .context("no execute answered 200")
-    })
+    .and_then(|r| (r.ok > 0).then_some(r).context("no execute answered 200"))
 }

@@ -78,12 +78,17 @@ impl EventLog {
             frame: frame.clone(),
             tenant,
         });
-        if ring.events.len() >= self.capacity {
-            ring.events.pop_front();
-        }
+        // The oldest event is freed after the lock is released, not under it.
+        let evicted = if ring.events.len() >= self.capacity {
+            ring.events.pop_front()
+        } else {
+            None
+        };
         ring.events.push_back(logged.clone());
         // No receivers is not an error for the log: nobody is watching yet.
         let _ = self.live.send(logged);
+        drop(ring);
+        drop(evicted);
         frame
     }
 
