@@ -103,9 +103,67 @@ pub struct Model {
 
 /// RFC 3339 to epoch milliseconds; an unreadable stamp places nothing rather than failing.
 pub fn parse_ms(ts: &str) -> Option<f64> {
-    chrono::DateTime::parse_from_rfc3339(ts)
-        .ok()
-        .map(|t| t.timestamp_micros() as f64 / 1000.0)
+    utc_ms(ts).or_else(|| {
+        chrono::DateTime::parse_from_rfc3339(ts)
+            .ok()
+            .map(|t| t.timestamp_micros() as f64 / 1000.0)
+    })
+}
+
+/// The shape the runtime writes, `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, read directly: every
+/// frame carries one or two stamps and chrono's general parser was a third of a fold.
+/// Anything else (offsets, leap seconds, lowercase) is left to chrono.
+fn utc_ms(ts: &str) -> Option<f64> {
+    let b = ts.as_bytes();
+    let shape = b.len() >= 20
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[16] == b':'
+        && b[b.len() - 1] == b'Z';
+    if !shape {
+        return None;
+    }
+    let num = |digits: &[u8]| {
+        digits.iter().try_fold(0i64, |acc, c| {
+            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+        })
+    };
+    let (y, mo, d) = (num(&b[0..4])?, num(&b[5..7])?, num(&b[8..10])?);
+    let (h, mi, s) = (num(&b[11..13])?, num(&b[14..16])?, num(&b[17..19])?);
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = match mo {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if d < 1 || d > month_days || h > 23 || mi > 59 || s > 59 {
+        return None;
+    }
+    let fraction = &b[19..b.len() - 1];
+    let micros = match fraction.split_first() {
+        None => 0,
+        Some((b'.', digits)) if !digits.is_empty() => {
+            num(digits)?;
+            let mut micros = 0;
+            for i in 0..6 {
+                micros = micros * 10 + digits.get(i).map_or(0, |c| i64::from(c - b'0'));
+            }
+            micros
+        }
+        Some(_) => return None,
+    };
+    // Days from the civil date (H. Hinnant's algorithm), proleptic Gregorian.
+    let yy = if mo <= 2 { y - 1 } else { y };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let doy = (153 * ((mo + 9) % 12) + 2) / 5 + d - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    let secs = days * 86_400 + h * 3_600 + mi * 60 + s;
+    Some((secs * 1_000_000 + micros) as f64 / 1000.0)
 }
 
 impl Model {

@@ -417,3 +417,31 @@ fn the_event_log_keeps_the_newest_frames_within_its_bound_and_counts_drops() {
     assert_eq!(m.counters.duplicates, 1);
     assert_eq!(m.session("ses_1").unwrap().calls, 4);
 }
+
+#[test]
+fn stamps_read_without_chrono_agree_with_chrono() {
+    let chrono_ms = |ts: &str| {
+        chrono::DateTime::parse_from_rfc3339(ts)
+            .ok()
+            .map(|t| t.timestamp_micros() as f64 / 1000.0)
+    };
+    for ts in [
+        "2026-11-22T21:43:31.000Z",
+        "2026-11-22T21:43:31Z",
+        "2026-11-22T21:43:31.5Z",
+        "2026-11-22T21:43:31.123456789Z",
+        "2024-02-29T00:00:00.001Z",
+        "2000-03-01T23:59:59.999Z",
+        "1969-12-31T23:59:59.250Z",
+        "2026-01-01T00:00:00+02:00",
+        "2026-11-22t21:43:31z",
+        "2023-02-29T00:00:00Z",
+        "2026-13-01T00:00:00Z",
+        "2026-11-22T21:43:31.Z",
+        "2026-11-22T21:43:3x.000Z",
+        "not a time",
+        "",
+    ] {
+        assert_eq!(parse_ms(ts), chrono_ms(ts), "{ts}");
+    }
+}

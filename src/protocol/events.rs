@@ -527,25 +527,62 @@ fn write<T: Serialize>(frame: &Frame, body: &T) -> String {
 /// `ts`, `sessionId`): what a view shows beside columns that already hold the stamp. An
 /// unknown kind is shown as it arrived.
 pub fn encode_fields(event: &Event) -> String {
-    fn body<T: Serialize>(e: &T) -> String {
-        // Serialising these plain structs into a String cannot fail.
-        serde_json::to_string(e).unwrap_or_default()
+    match (encode_body(event), event) {
+        (Some(body), _) => body.0,
+        (None, Event::Unknown { raw, .. }) => raw.get().to_owned(),
+        (None, _) => "{}".to_owned(),
     }
-    match event {
-        Event::SessionCreated(e) => body(e),
-        Event::SessionClosed(e) => body(e),
-        Event::ToolCalled(e) => body(e),
-        Event::ApprovalRequested(e) => body(e),
-        Event::ApprovalResolved(e) => body(e),
-        Event::ApprovalReplayed(e) => body(e),
-        Event::EvalRunStarted(e) => body(e),
-        Event::EvalRunCompleted(e) => body(e),
-        Event::StreamGap(e) => body(e),
-        Event::AgentStepCompleted(e) => body(e),
-        Event::AgentCompleted(e) | Event::AgentFailed(e) => body(e),
-        Event::AgentEvalCompleted(e) => body(e),
-        Event::Unknown { raw, .. } => raw.get().to_owned(),
+}
+
+/// An event's own fields as wire text, serialised before it has a stamp, so a log can do
+/// this work outside the lock that hands out seqs; `Unknown` has no typed body (`None`).
+#[derive(Debug, Clone)]
+pub struct EncodedBody(String);
+
+fn body_text<T: Serialize>(body: &T) -> String {
+    serde_json::to_string(body).unwrap_or_else(|_| "{}".to_owned())
+}
+
+/// The first half of `encode`: everything but `kind`, `seq`, `ts` and `sessionId`.
+pub fn encode_body(event: &Event) -> Option<EncodedBody> {
+    let text = match event {
+        Event::SessionCreated(e) => body_text(e),
+        Event::SessionClosed(e) => body_text(e),
+        Event::ToolCalled(e) => body_text(e),
+        Event::ApprovalRequested(e) => body_text(e),
+        Event::ApprovalResolved(e) => body_text(e),
+        Event::ApprovalReplayed(e) => body_text(e),
+        Event::EvalRunStarted(e) => body_text(e),
+        Event::EvalRunCompleted(e) => body_text(e),
+        Event::StreamGap(e) => body_text(e),
+        Event::AgentStepCompleted(e) => body_text(e),
+        Event::AgentCompleted(e) | Event::AgentFailed(e) => body_text(e),
+        Event::AgentEvalCompleted(e) => body_text(e),
+        Event::Unknown { .. } => return None,
+    };
+    Some(EncodedBody(text))
+}
+
+/// The second half: the stamp in front of a body from `encode_body` of `frame.event`.
+/// Byte for byte what `encode(frame)` gives, at the cost of a copy.
+pub fn encode_stamped(frame: &Frame, body: &EncodedBody) -> String {
+    let fields = body.0.strip_prefix('{').unwrap_or(&body.0);
+    let mut out = String::with_capacity(body.0.len() + 96);
+    out.push_str("{\"kind\":");
+    out.push_str(&body_text(&frame.event.kind()));
+    out.push_str(",\"seq\":");
+    out.push_str(&frame.seq.to_string());
+    out.push_str(",\"ts\":");
+    out.push_str(&body_text(&frame.ts));
+    if let Some(id) = &frame.session_id {
+        out.push_str(",\"sessionId\":");
+        out.push_str(&body_text(id));
     }
+    if fields != "}" {
+        out.push(',');
+    }
+    out.push_str(fields);
+    out
 }
 
 /// Encodes a frame as one JSON object: its fields plus `kind`, `seq`, `ts`, `sessionId`.

@@ -2,6 +2,7 @@
 //! `retained_events` in a ring, and broadcasts each to live subscribers. Stamping and
 //! broadcasting happen under one lock so the broadcast order is the seq order.
 
+use crate::protocol::events::{encode_body, encode_stamped};
 use crate::protocol::{Event, Frame, encode, now_rfc3339};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -67,8 +68,11 @@ impl EventLog {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Stamps, retains and broadcasts one event.
+    /// Stamps, retains and broadcasts one event. The event's fields are serialised before
+    /// the lock is taken: under it only the stamp is written, so concurrent calls on other
+    /// sessions do not queue behind each other's serialisation.
     pub fn append(&self, tenant: String, session_id: Option<String>, event: Event) -> Frame {
+        let body = encode_body(&event);
         let mut ring = self.ring();
         let frame = Frame {
             seq: ring.next_seq,
@@ -78,16 +82,24 @@ impl EventLog {
         };
         ring.next_seq += 1;
         let logged = Arc::new(Logged {
-            text: encode(&frame),
+            text: match &body {
+                Some(body) => encode_stamped(&frame, body),
+                None => encode(&frame),
+            },
             frame: frame.clone(),
             tenant,
         });
-        if ring.events.len() >= self.capacity {
-            ring.events.pop_front();
-        }
+        // The oldest event is freed after the lock is released, not under it.
+        let evicted = if ring.events.len() >= self.capacity {
+            ring.events.pop_front()
+        } else {
+            None
+        };
         ring.events.push_back(logged.clone());
         // No receivers is not an error for the log: nobody is watching yet.
         let _ = self.live.send(logged);
+        drop(ring);
+        drop(evicted);
         frame
     }
 
@@ -145,6 +157,25 @@ mod tests {
 
     fn closed() -> Event {
         Event::SessionClosed(SessionClosed::default())
+    }
+
+    #[test]
+    fn text_stamped_after_the_body_is_exactly_the_encoded_frame() {
+        let texts = [
+            r#"{"kind":"session.closed","seq":7,"ts":"2026-11-22T21:43:31.000Z","sessionId":"ses_\"q\u00e9"}"#,
+            r#"{"kind":"session.closed","seq":8,"ts":"t","reason":"done"}"#,
+            r#"{"kind":"tool.called","seq":9,"ts":"t","sessionId":"s","callId":"c","tool":"a/b","input":{"x":[1,2]},"outcome":{"envelope":{"code":"mocks_exhausted","message":"m"}},"startedAt":"t","duration":1.5,"counter":{"consumed":2,"total":2},"source":"execute"}"#,
+            r#"{"kind":"agent.step.completed","seq":10,"ts":"t","agentName":"a","step":{"iteration":1,"toolCalls":[{"id":"x","name":"n","args":{},"result":null,"duration":2.0}]}}"#,
+            r#"{"kind":"stream.gap","seq":11,"ts":"t","from":1,"to":3}"#,
+        ];
+        for text in texts {
+            let frame = crate::protocol::decode(text).unwrap();
+            let body = encode_body(&frame.event).unwrap();
+            assert_eq!(encode_stamped(&frame, &body), encode(&frame), "{text}");
+        }
+        let log = EventLog::new(4, 4);
+        let frame = log.append("default".into(), Some("ses_1".into()), closed());
+        assert_eq!(log.since(0, 1).events[0].text, encode(&frame));
     }
 
     #[test]
