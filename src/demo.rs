@@ -227,6 +227,15 @@ async fn checkout(http: &Http, round: u32, pause: Duration) -> Result<(), DemoEr
         json!({"value": 5000 + round * 250, "billingType": "BOLETO"}),
     )
     .await?;
+    if round == 0 {
+        // A second one from the start, so there is one to approve and one to watch expire.
+        http.execute(
+            &session,
+            "asaas/create_payment",
+            json!({"value": 1800, "billingType": "PIX"}),
+        )
+        .await?;
+    }
     Ok(())
 }
 
@@ -359,6 +368,7 @@ pub async fn run(config: &crate::config::Resolved) -> Result<(), RunError> {
     let inspector = crate::ui::InspectorConfig {
         // The demo runtime has no keys; a configured one belongs to another runtime.
         api_key: None,
+        watching: crate::ui::Watching::Demo,
         ..crate::ui::launch::inspector_config(url, config)
     };
     let result = crate::ui::run(inspector).await;

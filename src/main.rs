@@ -112,16 +112,10 @@ enum Command {
     /// Open the inspector on a recorded file, offline.
     Replay {
         file: PathBuf,
-        /// Playback speed multiplier.
+        /// Playback speed: 2 plays twice as fast, 0 as fast as the file reads.
         #[arg(long, default_value_t = 1.0)]
         speed: f64,
     },
-}
-
-/// A role this build does not have yet: say so, and which piece of work brings it.
-fn not_yet(what: &str, issue: &str) -> ExitCode {
-    eprintln!("spyglass {what}: not implemented yet ({issue})");
-    ExitCode::from(2)
 }
 
 /// The resolved config (flags > env > file > defaults), or the reason it cannot be had.
@@ -242,6 +236,15 @@ fn main() -> ExitCode {
         Some(Command::Record { output }) => {
             stream_role(&cli, Format::JsonLines, Sink::File(output.clone()))
         }
-        Some(Command::Replay { .. }) => not_yet("replay", "Demo and the newcomer's path"),
+        Some(Command::Replay { file, speed }) => match resolve(&cli) {
+            Ok(config) => match launch::replay(config, file, *speed) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("spyglass replay: {err}");
+                    ExitCode::from(2)
+                }
+            },
+            Err(code) => code,
+        },
     }
 }

@@ -5,56 +5,23 @@
 //! reviewer deciding first makes the app's own decision a 409, shown in the status line.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use serde_json::{Value, json};
-use spyglass::client::{ClientMsg, ObserverConfig, Outbox, RestClient, spawn_observer};
+use spyglass::client::{ObserverConfig, Outbox, RestClient, spawn_observer};
 use spyglass::model::Limits;
 use spyglass::protocol::rest::ApprovalStatus;
 use spyglass::runtime::{Policy, RuntimeConfig, start};
-use spyglass::ui::render::draw;
 use spyglass::ui::{App, FakeClock};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::mpsc;
 
+mod ui_support;
+
+use ui_support::{key, until};
+
+const SIZE: (u16, u16) = (170, 24);
+
 fn screen(app: &mut App) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(170, 24)).unwrap();
-    terminal.draw(|f| draw(f, app)).unwrap();
-    let buf = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
-}
-
-/// Feeds client messages into the app, rendering after each, until the screen satisfies
-/// `want` (or 15 s pass, which fails the test with the last screen).
-async fn until(
-    app: &mut App,
-    rx: &mut mpsc::Receiver<ClientMsg>,
-    what: &str,
-    want: impl Fn(&str) -> bool,
-) -> String {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    let mut text = screen(app);
-    while !want(&text) {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Some(msg)) => app.on_client(msg),
-            Ok(None) => panic!("client channel closed while waiting for {what}"),
-            Err(_) => panic!("timed out waiting for {what}; screen:\n{text}"),
-        }
-        text = screen(app);
-    }
-    text
-}
-
-fn key(app: &mut App, c: char) {
-    app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+    ui_support::screen(app, SIZE.0, SIZE.1)
 }
 
 async fn post(http: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
@@ -92,7 +59,7 @@ async fn approve_from_the_app_replays_and_a_second_decision_is_a_409() {
     let observer = spawn_observer(ObserverConfig::new(&url, None), rest.clone(), tx.clone());
     app.outbox = Outbox::new(rest, tx);
     assert!(app.outbox.is_some());
-    until(&mut app, &mut rx, "connected", |s| {
+    until(&mut app, &mut rx, SIZE, "connected", |s| {
         s.contains("● connected")
     })
     .await;
@@ -116,7 +83,7 @@ async fn approve_from_the_app_replays_and_a_second_decision_is_a_409() {
     let (status, queued) = execute().await;
     assert_eq!(status, 202, "{queued}");
     let first = queued["approval_id"].as_str().unwrap().to_owned();
-    let text = until(&mut app, &mut rx, "the pending count", |s| {
+    let text = until(&mut app, &mut rx, SIZE, "the pending count", |s| {
         s.contains("2 Approvals (1)")
     })
     .await;
@@ -139,7 +106,7 @@ async fn approve_from_the_app_replays_and_a_second_decision_is_a_409() {
         ApprovalStatus::Pending,
         "the app does not change the model itself: the runtime's events do"
     );
-    let text = until(&mut app, &mut rx, "the replay's result", |s| {
+    let text = until(&mut app, &mut rx, SIZE, "the replay's result", |s| {
         s.contains(r#"→ {"id":"pay_1"}"#)
     })
     .await;
@@ -161,7 +128,7 @@ async fn approve_from_the_app_replays_and_a_second_decision_is_a_409() {
     let (status, queued) = execute().await;
     assert_eq!(status, 202);
     let second = queued["approval_id"].as_str().unwrap().to_owned();
-    until(&mut app, &mut rx, "the second approval", |s| {
+    until(&mut app, &mut rx, SIZE, "the second approval", |s| {
         s.contains("2 Approvals (1)")
     })
     .await;
@@ -177,7 +144,7 @@ async fn approve_from_the_app_replays_and_a_second_decision_is_a_409() {
     assert_eq!(app.approvals.selected.as_deref(), Some(second.as_str()));
     key(&mut app, 'a');
     key(&mut app, 'y');
-    let text = until(&mut app, &mut rx, "the 409", |s| {
+    let text = until(&mut app, &mut rx, SIZE, "the 409", |s| {
         s.contains("already decided (409")
     })
     .await;

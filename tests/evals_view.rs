@@ -388,13 +388,13 @@ fn rerun_without_a_runtime_says_so_in_the_status_line() {
     key(&mut app, KeyCode::Char('R'));
     assert_eq!(
         app.notice.as_deref(),
-        Some("cannot rerun suite payments: no runtime connection")
+        Some("cannot rerun suite payments: no runtime to send it to")
     );
     key(&mut app, KeyCode::Enter);
     key(&mut app, KeyCode::Char('r'));
     let text = screen(&mut app, 200, 10);
     assert!(
-        text.contains("cannot rerun payments / charge small amount: no runtime connection"),
+        text.contains("cannot rerun payments / charge small amount: no runtime to send it to"),
         "{text}"
     );
 }

@@ -4,59 +4,26 @@
 //! case's session, `GET /v1/evals/suites/:name` with good and bad names, and a rerun the
 //! runtime refuses showing its error in the status line.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
+use crossterm::event::KeyCode;
 use serde_json::{Value, json};
-use spyglass::client::{ClientMsg, ObserverConfig, Outbox, RestClient, spawn_observer};
+use spyglass::client::{ObserverConfig, Outbox, RestClient, spawn_observer};
 use spyglass::model::Limits;
 use spyglass::runtime::{RuntimeConfig, start};
-use spyglass::ui::render::draw;
 use spyglass::ui::{App, FakeClock, Tab};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::mpsc;
 
-const SUITE: &str = "payments e2e";
+mod ui_support;
+
+use ui_support::{press, until_app};
+
+const SIZE: (u16, u16) = (140, 24);
 
 fn screen(app: &mut App) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(140, 24)).unwrap();
-    terminal.draw(|f| draw(f, app)).unwrap();
-    let buf = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
+    ui_support::screen(app, SIZE.0, SIZE.1)
 }
 
-/// Feeds client messages into the app, rendering after each, until `want` holds for the
-/// app (or 15 s pass, which fails the test with the last screen).
-async fn until(
-    app: &mut App,
-    rx: &mut mpsc::Receiver<ClientMsg>,
-    what: &str,
-    want: impl Fn(&App, &str) -> bool,
-) -> String {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    let mut text = screen(app);
-    while !want(app, &text) {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Some(msg)) => app.on_client(msg),
-            Ok(None) => panic!("client channel closed while waiting for {what}"),
-            Err(_) => panic!("timed out waiting for {what}; screen:\n{text}"),
-        }
-        text = screen(app);
-    }
-    text
-}
-
-fn key(app: &mut App, code: KeyCode) {
-    app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
-}
+const SUITE: &str = "payments e2e";
 
 /// The screen row of a case, by its name.
 fn row<'a>(text: &'a str, case: &str) -> &'a str {
@@ -97,8 +64,8 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
     app.outbox = Outbox::new(rest.clone(), tx.clone());
     assert!(app.outbox.is_some());
     let observer = spawn_observer(ObserverConfig::new(&url, None), rest, tx);
-    key(&mut app, KeyCode::Char('3'));
-    until(&mut app, &mut rx, "connected", |_, s| {
+    press(&mut app, KeyCode::Char('3'));
+    until_app(&mut app, &mut rx, SIZE, "connected", |_, s| {
         s.contains("● connected")
     })
     .await;
@@ -124,7 +91,7 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
         .await
         .unwrap();
     assert_eq!(created.status().as_u16(), 202);
-    let text = until(&mut app, &mut rx, "the first run", |app, _| {
+    let text = until_app(&mut app, &mut rx, SIZE, "the first run", |app, _| {
         app.model
             .evals
             .runs
@@ -145,15 +112,15 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
     assert_eq!(document.document, suite());
 
     // `r` on `confirm`: only that case runs again, its result streams in.
-    key(&mut app, KeyCode::Enter);
-    key(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Enter);
+    press(&mut app, KeyCode::Down);
     assert_eq!(app.evals.case.as_deref(), Some("confirm"));
-    key(&mut app, KeyCode::Char('r'));
+    press(&mut app, KeyCode::Char('r'));
     assert_eq!(
         app.notice.as_deref(),
         Some("rerunning payments e2e / confirm; results stream in")
     );
-    let text = until(&mut app, &mut rx, "confirm run twice", |_, s| {
+    let text = until_app(&mut app, &mut rx, SIZE, "confirm run twice", |_, s| {
         row(s, "confirm").contains("0% 0/2")
     })
     .await;
@@ -161,9 +128,13 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
         row(&text, "charge").contains("100% 1/1"),
         "charge was not rerun:\n{text}"
     );
-    let text = until(&mut app, &mut rx, "the rerun to complete", |app, _| {
-        app.model.evals.runs.len() == 2 && app.model.evals.running().is_none()
-    })
+    let text = until_app(
+        &mut app,
+        &mut rx,
+        SIZE,
+        "the rerun to complete",
+        |app, _| app.model.evals.runs.len() == 2 && app.model.evals.running().is_none(),
+    )
     .await;
     assert!(
         text.contains("last run: 0 passed, 1 failed, 0 errored"),
@@ -171,15 +142,15 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
     );
 
     // `R`: the whole suite again.
-    key(&mut app, KeyCode::Char('R'));
-    let text = until(&mut app, &mut rx, "the suite rerun", |_, s| {
+    press(&mut app, KeyCode::Char('R'));
+    let text = until_app(&mut app, &mut rx, SIZE, "the suite rerun", |_, s| {
         row(s, "charge").contains("100% 2/2") && row(s, "confirm").contains("0% 0/3")
     })
     .await;
     assert!(text.contains(" 3 run(s)"), "{text}");
 
     // The failing case's detail: the equals assertion as a line diff.
-    key(&mut app, KeyCode::Enter);
+    press(&mut app, KeyCode::Enter);
     let text = screen(&mut app);
     assert!(text.contains("- Charged pay_9"), "{text}");
     assert!(text.contains("+ Charged pay_1"), "{text}");
@@ -191,10 +162,10 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
         .case(SUITE, "confirm")
         .and_then(|c| c.last_session_id.clone())
         .unwrap();
-    key(&mut app, KeyCode::Char('t'));
+    press(&mut app, KeyCode::Char('t'));
     assert_eq!(app.tab, Tab::Sessions);
     assert_eq!(app.sessions.selected.as_deref(), Some(sid.as_str()));
-    let text = until(&mut app, &mut rx, "the session's call", |_, s| {
+    let text = until_app(&mut app, &mut rx, SIZE, "the session's call", |_, s| {
         s.contains("asaas/create_payment")
     })
     .await;
@@ -212,17 +183,17 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
         .await
         .unwrap();
     assert_eq!(ingested.status().as_u16(), 200);
-    key(&mut app, KeyCode::Char('3'));
-    key(&mut app, KeyCode::Esc);
-    key(&mut app, KeyCode::Esc);
-    until(&mut app, &mut rx, "the external suite", |app, _| {
+    press(&mut app, KeyCode::Char('3'));
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Esc);
+    until_app(&mut app, &mut rx, SIZE, "the external suite", |app, _| {
         app.model.evals.suite("external").is_some()
     })
     .await;
-    key(&mut app, KeyCode::Home);
+    press(&mut app, KeyCode::Home);
     assert_eq!(app.evals.suite.as_deref(), Some("external"));
-    key(&mut app, KeyCode::Char('R'));
-    until(&mut app, &mut rx, "the rerun error", |app, _| {
+    press(&mut app, KeyCode::Char('R'));
+    until_app(&mut app, &mut rx, SIZE, "the rerun error", |app, _| {
         app.notice
             .as_deref()
             .is_some_and(|n| n.starts_with("rerun of suite external failed"))

@@ -4,52 +4,19 @@
 //! `tool_not_mocked`; then the server stops and restarts on the same port, the status bar
 //! says reconnecting, and the stream resumes with no call shown twice.
 
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use serde_json::{Value, json};
-use spyglass::client::{ClientMsg, ObserverConfig, RestClient, spawn_observer};
+use spyglass::client::{ObserverConfig, RestClient, spawn_observer};
 use spyglass::model::Limits;
 use spyglass::runtime::{RuntimeConfig, start};
-use spyglass::ui::render::draw;
 use spyglass::ui::{App, FakeClock};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::mpsc;
 
-fn screen(app: &mut App) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(140, 24)).unwrap();
-    terminal.draw(|f| draw(f, app)).unwrap();
-    let buf = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
-}
+mod ui_support;
 
-/// Feeds client messages into the app, rendering after each, until the screen satisfies
-/// `want` (or 15 s pass, which fails the test with the last screen).
-async fn until(
-    app: &mut App,
-    rx: &mut mpsc::Receiver<ClientMsg>,
-    what: &str,
-    want: impl Fn(&str) -> bool,
-) -> String {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    let mut text = screen(app);
-    while !want(&text) {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Some(msg)) => app.on_client(msg),
-            Ok(None) => panic!("client channel closed while waiting for {what}"),
-            Err(_) => panic!("timed out waiting for {what}; screen:\n{text}"),
-        }
-        text = screen(app);
-    }
-    text
-}
+use ui_support::until;
+
+const SIZE: (u16, u16) = (140, 24);
 
 async fn post(http: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
     let response = http.post(url).json(&body).send().await.unwrap();
@@ -79,7 +46,7 @@ async fn live_sessions_counters_envelopes_and_resume_across_a_restart() {
     let (tx, mut rx) = mpsc::channel(1024);
     let rest = RestClient::new(&url, None).unwrap();
     let observer = spawn_observer(ObserverConfig::new(&url, None), rest, tx);
-    until(&mut app, &mut rx, "connected", |s| {
+    until(&mut app, &mut rx, SIZE, "connected", |s| {
         s.contains("● connected")
     })
     .await;
@@ -95,7 +62,10 @@ async fn live_sessions_counters_envelopes_and_resume_across_a_restart() {
     let sid = created["id"].as_str().unwrap().to_owned();
     // Ids are long; the list shows as much as its column holds.
     let shown = &sid[..sid.len().min(16)];
-    let text = until(&mut app, &mut rx, "the session", |s| s.contains(shown)).await;
+    let text = until(&mut app, &mut rx, SIZE, "the session", |s| {
+        s.contains(shown)
+    })
+    .await;
     assert!(text.contains("user_e2e"));
 
     let execute = |tool: &str| {
@@ -107,18 +77,24 @@ async fn live_sessions_counters_envelopes_and_resume_across_a_restart() {
     };
     let (status, _) = execute("nuvem-fiscal/create_nfe").await;
     assert_eq!(status, 200);
-    let text = until(&mut app, &mut rx, "1/2", |s| mock_row(s).contains("1/2")).await;
+    let text = until(&mut app, &mut rx, SIZE, "1/2", |s| {
+        mock_row(s).contains("1/2")
+    })
+    .await;
     assert!(!mock_row(&text).contains("exhausted"));
     let (status, _) = execute("nuvem-fiscal/create_nfe").await;
     assert_eq!(status, 200);
-    let text = until(&mut app, &mut rx, "2/2", |s| mock_row(s).contains("2/2")).await;
+    let text = until(&mut app, &mut rx, SIZE, "2/2", |s| {
+        mock_row(s).contains("2/2")
+    })
+    .await;
     assert!(mock_row(&text).contains("exhausted"), "{text}");
     let (status, body) = execute("asaas/create_paymet").await;
     assert_eq!(
         (status, body["code"].as_str()),
         (422, Some("tool_not_mocked"))
     );
-    until(&mut app, &mut rx, "tool_not_mocked", |s| {
+    until(&mut app, &mut rx, SIZE, "tool_not_mocked", |s| {
         s.contains("tool_not_mocked")
     })
     .await;
@@ -126,7 +102,7 @@ async fn live_sessions_counters_envelopes_and_resume_across_a_restart() {
     // Stop the server; the client notices and counts down to its next attempt.
     let runtime = handle.runtime();
     handle.shutdown().await;
-    let text = until(&mut app, &mut rx, "reconnecting", |s| {
+    let text = until(&mut app, &mut rx, SIZE, "reconnecting", |s| {
         s.contains("reconnecting in")
     })
     .await;
@@ -134,7 +110,7 @@ async fn live_sessions_counters_envelopes_and_resume_across_a_restart() {
 
     // Same state, same port: the client resumes from the last seq it saw.
     let handle = runtime.serve(addr).await.unwrap();
-    until(&mut app, &mut rx, "connected again", |s| {
+    until(&mut app, &mut rx, SIZE, "connected again", |s| {
         s.contains("● connected")
     })
     .await;
@@ -143,7 +119,7 @@ async fn live_sessions_counters_envelopes_and_resume_across_a_restart() {
         (status, body["code"].as_str()),
         (422, Some("mocks_exhausted"))
     );
-    let text = until(&mut app, &mut rx, "mocks_exhausted", |s| {
+    let text = until(&mut app, &mut rx, SIZE, "mocks_exhausted", |s| {
         s.contains("mocks_exhausted")
     })
     .await;

@@ -176,7 +176,8 @@ impl Action {
                 &["esc"],
                 &[List],
             ),
-            Action::Filter => ("filter", "filter the list", &["/"], &[List]),
+            // Only the lists that can be filtered: a key listed in help must do something.
+            Action::Filter => ("filter", "filter the list", &["/"], &[Sessions, Events]),
             Action::Copy => ("copy", "copy the selected item as JSON", &["y"], &[List]),
             Action::Sort => (
                 "sort",

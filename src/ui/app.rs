@@ -37,6 +37,21 @@ pub enum Conn {
     Offline,
 }
 
+/// What the inspector is watching, as the status bar names it; a replay is offline, so
+/// it also says why nothing can be approved or rerun.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Watching {
+    /// A runtime someone else runs, at the URL.
+    #[default]
+    Runtime,
+    /// An empty runtime this process started because no URL was given.
+    Embedded,
+    /// The demo's own runtime, driven by the demo workload.
+    Demo,
+    /// A recorded file, played offline.
+    Replay { file: String },
+}
+
 /// Frames per second over the last whole second, without storing every arrival.
 #[derive(Debug, Clone)]
 struct Rate {
@@ -81,6 +96,7 @@ pub struct App {
     pub tab: Tab,
     pub conn: Conn,
     pub url: String,
+    pub watching: Watching,
     pub theme: Theme,
     pub keymap: KeyMap,
     pub clock: Arc<dyn Clock>,
@@ -110,6 +126,7 @@ impl App {
             tab: Tab::Sessions,
             conn: Conn::Connecting { attempt: 0 },
             url: url.to_owned(),
+            watching: Watching::default(),
             theme: Theme::default(),
             keymap: KeyMap::default(),
             clock,
@@ -143,6 +160,17 @@ impl App {
 
     pub fn events_per_sec(&self) -> f64 {
         self.rate.last
+    }
+
+    /// Why `doing` cannot reach a runtime, or `None` when it can.
+    pub fn offline(&self, doing: &str) -> Option<String> {
+        match (&self.watching, &self.outbox) {
+            (Watching::Replay { file }, _) => Some(format!(
+                "cannot {doing}: this is a replay of {file}, with no runtime behind it"
+            )),
+            (_, Some(_)) => None,
+            (_, None) => Some(format!("cannot {doing}: no runtime to send it to")),
+        }
     }
 
     /// Folds one message from the network side.
@@ -297,6 +325,20 @@ impl App {
             other => match self.tab {
                 Tab::Sessions => self.sessions.dispatch(other, &self.model),
                 Tab::Approvals => {
+                    // A replay can never send: say so at the key, not after a confirm.
+                    if matches!(self.watching, Watching::Replay { .. })
+                        && matches!(other, Action::Approve | Action::Deny)
+                    {
+                        let verb = if other == Action::Approve {
+                            "approve"
+                        } else {
+                            "deny"
+                        };
+                        if let Some(why) = self.offline(verb) {
+                            self.notice = Some(why);
+                            return;
+                        }
+                    }
                     let now = self.clock.wall_ms();
                     if let Some(notice) = self.approvals.dispatch(other, &self.model, now) {
                         self.notice = Some(notice);
@@ -316,10 +358,8 @@ impl App {
         };
         let verb = if prompt.approve { "approve" } else { "deny" };
         let Some(outbox) = &self.outbox else {
-            self.notice = Some(format!(
-                "{verb} {}: no runtime to send it to; nothing sent",
-                prompt.approval_id
-            ));
+            let why = self.offline(&format!("{verb} {}", prompt.approval_id));
+            self.notice = why.map(|why| format!("{why}; nothing sent"));
             return;
         };
         let note = prompt.note.trim();

@@ -2,7 +2,8 @@
 //! runtime when no URL is given (or the demo's), run the UI with the resolved config.
 
 use super::action::KeyMap;
-use super::run::{InspectorConfig, UiError, run};
+use super::app::Watching;
+use super::run::{InspectorConfig, Source, UiError, run, run_source};
 use super::theme::Theme;
 use crate::config::{History, Resolved};
 use crate::model::Limits;
@@ -20,6 +21,13 @@ pub enum LaunchError {
     Tokio(std::io::Error),
     #[error("cannot start the embedded runtime on 127.0.0.1: {0}")]
     Embedded(std::io::Error),
+    #[error("cannot read the recording {path}: {source}")]
+    Recording {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--speed must be a number of 0 or more (0 plays as fast as possible), not {0}")]
+    Speed(f64),
     #[error(transparent)]
     Ui(#[from] UiError),
     #[error(transparent)]
@@ -110,7 +118,15 @@ pub fn inspect(config: Resolved) -> Result<(), LaunchError> {
             }
         };
         tracing::info!(%url, embedded = embedded.is_some(), log = %log.display(), "inspector starting");
-        let result = run(inspector_config(url, &config)).await;
+        let inspector = InspectorConfig {
+            watching: if embedded.is_some() {
+                Watching::Embedded
+            } else {
+                Watching::Runtime
+            },
+            ..inspector_config(url, &config)
+        };
+        let result = run(inspector).await;
         if let Some(handle) = embedded {
             handle.shutdown().await;
         }
@@ -128,5 +144,28 @@ pub fn inspector_config(url: String, config: &Resolved) -> InspectorConfig {
         keys: KeyMap::clone(&config.keys),
         mouse: config.mouse.value,
         user: user(),
+        watching: Watching::Runtime,
     }
+}
+
+/// `spyglass replay FILE`: the inspector on a recording, offline. The file is read before
+/// the terminal is taken, so a missing one is a plain error, not a blank screen.
+pub fn replay(config: Resolved, file: &Path, speed: f64) -> Result<(), LaunchError> {
+    if !(speed.is_finite() && speed >= 0.0) {
+        return Err(LaunchError::Speed(speed));
+    }
+    let text = crate::client::replay::load(file).map_err(|source| LaunchError::Recording {
+        path: file.to_path_buf(),
+        source,
+    })?;
+    init_logging(&log_path(&config))?;
+    let runtime = tokio::runtime::Runtime::new().map_err(LaunchError::Tokio)?;
+    let name = file.display().to_string();
+    let inspector = InspectorConfig {
+        watching: Watching::Replay { file: name.clone() },
+        ..inspector_config(name, &config)
+    };
+    runtime
+        .block_on(run_source(inspector, Source::Replay { text, speed }))
+        .map_err(LaunchError::from)
 }

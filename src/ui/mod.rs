@@ -14,7 +14,7 @@ pub mod theme;
 pub mod views;
 
 pub use action::{Action, KeyMap, Scope, Tab};
-pub use app::{App, Conn};
+pub use app::{App, Conn, Watching};
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use run::{InspectorConfig, UiError, run};
 pub use theme::Theme;

@@ -12,7 +12,7 @@
 //! ```
 
 use super::action::{Action, Tab};
-use super::app::{App, Conn};
+use super::app::{App, Conn, Watching};
 use super::views;
 use crate::mask::mask;
 use ratatui::Frame;
@@ -98,6 +98,12 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         }
         Conn::Offline => Span::styled("○ offline", theme.error()),
     };
+    // A replay has no connection: say where playback is instead.
+    let conn = match (&app.watching, &app.conn) {
+        (Watching::Replay { .. }, Conn::Offline) => Span::styled("■ replay ended", theme.muted()),
+        (Watching::Replay { .. }, _) => Span::styled("▶ replay", theme.ok()),
+        _ => conn,
+    };
     let c = &app.model.counters;
     let sep = || Span::styled(" │ ", theme.muted());
     let errors = if c.parse_errors > 0 {
@@ -117,8 +123,8 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         spans.push(Span::styled(mask(notice).into_owned(), theme.warn()));
         spans.push(sep());
     }
+    spans.extend(source_spans(app));
     spans.extend([
-        Span::raw(app.url.clone()),
         sep(),
         Span::raw(format!("seq {}", c.last_seq)),
         sep(),
@@ -149,6 +155,24 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         Paragraph::new(Line::from(spans)).style(theme.status_bar()),
         area,
     );
+}
+
+/// What is being watched: the URL, or a banner naming the demo, the embedded runtime
+/// (with the variable that points tests at it) or the replayed file.
+fn source_spans(app: &App) -> Vec<Span<'static>> {
+    let theme = &app.theme;
+    let url = app.url.clone();
+    let badge =
+        |text: &str| Span::styled(text.to_owned(), theme.accent().add_modifier(Modifier::BOLD));
+    match &app.watching {
+        Watching::Runtime => vec![Span::raw(url)],
+        Watching::Demo => vec![badge("demo"), Span::raw(format!(" · runtime {url}"))],
+        Watching::Embedded => vec![
+            badge("embedded runtime"),
+            Span::raw(format!(" {url} · export CODESPAR_BASE_URL={url}")),
+        ],
+        Watching::Replay { file } => vec![badge("replay"), Span::raw(format!(" {file} · offline"))],
+    }
 }
 
 /// Help is the keymap itself: the global keys and the tab in view's, grouped by where each

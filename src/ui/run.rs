@@ -3,11 +3,12 @@
 //! a synchronized update; with nothing happening it sleeps.
 
 use super::action::KeyMap;
-use super::app::App;
+use super::app::{App, Watching};
 use super::clock::SystemClock;
 use super::render::draw;
 use super::terminal::TerminalGuard;
 use super::theme::Theme;
+use crate::client::replay::spawn_replay;
 use crate::client::{ClientError, ObserverConfig, Outbox, RestClient, spawn_observer};
 use crate::model::Limits;
 use crossterm::event::{Event, EventStream};
@@ -46,21 +47,45 @@ pub struct InspectorConfig {
     pub mouse: bool,
     /// Who decisions are sent as.
     pub user: String,
+    /// What the status bar says is being watched.
+    pub watching: Watching,
+}
+
+/// Where the inspector's messages come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// The runtime at the config's URL: the observer stream, and REST for decisions and
+    /// reruns.
+    Live,
+    /// A recording's text (JSON lines), played at `speed` with nothing to send to.
+    Replay { text: String, speed: f64 },
 }
 
 pub async fn run(config: InspectorConfig) -> Result<(), UiError> {
-    let rest = RestClient::new(&config.url, config.api_key.as_deref())?;
+    run_source(config, Source::Live).await
+}
+
+pub async fn run_source(config: InspectorConfig, source: Source) -> Result<(), UiError> {
     let (tx, mut rx) = mpsc::channel(BATCH);
-    let observer = spawn_observer(
-        ObserverConfig::new(&config.url, config.api_key.as_deref()),
-        rest.clone(),
-        tx.clone(),
-    );
     let mut app = App::new(&config.url, config.limits, Arc::new(SystemClock));
+    let feed = match source {
+        Source::Live => {
+            let rest = RestClient::new(&config.url, config.api_key.as_deref())?;
+            let observer = spawn_observer(
+                ObserverConfig::new(&config.url, config.api_key.as_deref()),
+                rest.clone(),
+                tx.clone(),
+            );
+            app.outbox = Outbox::new(rest, tx);
+            observer
+        }
+        // The player holds the only sender, so the channel closes when playback ends.
+        Source::Replay { text, speed } => spawn_replay(text, speed, tx),
+    };
+    app.watching = config.watching;
     app.theme = config.theme;
     app.keymap = config.keys;
     app.user = config.user;
-    app.outbox = Outbox::new(rest, tx);
     // OSC 52 goes to the terminal the inspector draws on; it is invisible there.
     app.copier = Box::new(|text| crate::clipboard::copy(text, &mut stdout()));
     let result = {
@@ -70,7 +95,7 @@ pub async fn run(config: InspectorConfig) -> Result<(), UiError> {
         debug_panic();
         event_loop(&mut terminal, &mut app, &mut rx).await
     };
-    observer.abort();
+    feed.abort();
     result
 }
 

@@ -312,7 +312,7 @@ pub fn dispatch(app: &mut App, action: Action) {
                     outbox.rerun(suite, case);
                     format!("rerunning {what}; results stream in")
                 }
-                None => format!("cannot rerun {what}: no runtime connection"),
+                None => app.offline(&format!("rerun {what}")).unwrap_or_default(),
             });
         }
     }

@@ -18,7 +18,7 @@ use crate::mask::mask;
 use crate::model::{Call, Model, Session};
 use crate::protocol::events::MockMode;
 use crate::ui::action::Action;
-use crate::ui::app::App;
+use crate::ui::app::{App, Watching};
 use crate::ui::theme::Theme;
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
@@ -599,7 +599,15 @@ fn render_list(frame: &mut Frame, area: Rect, app: &mut App) {
                 state.filter
             )
         } else {
-            format!("No sessions yet. Waiting for {}", app.url)
+            match &app.watching {
+                Watching::Embedded => format!(
+                    "No sessions yet. An empty test-mode runtime is listening at {url}: \
+                     point your tests at it with  export CODESPAR_BASE_URL={url}",
+                    url = app.url
+                ),
+                Watching::Replay { file } => format!("No sessions in {file} yet."),
+                _ => format!("No sessions yet. Waiting for {}", app.url),
+            }
         };
         frame.render_widget(
             Paragraph::new(Line::from(Span::styled(msg, theme.muted())))
@@ -618,7 +626,17 @@ fn render_list(frame: &mut Frame, area: Rect, app: &mut App) {
     let sel = state.selected_row(model).unwrap_or(0);
     state.list_offset = scroll_to(state.list_offset.min(len.saturating_sub(1)), sel, height);
     let now = app.clock.wall_ms();
-    let rows = (state.list_offset..len.min(state.list_offset + height)).filter_map(|row| {
+    let visible = state.list_offset..len.min(state.list_offset + height);
+    // The user column is as wide as the longest user on screen (4 to 16); the id column
+    // takes the rest, so neither is cut while there is room for both.
+    let user_w = visible
+        .clone()
+        .filter_map(|row| state.list_row(model, row))
+        .map(|s| s.user.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(4, 16) as u16;
+    let rows = visible.filter_map(|row| {
         let s = state.list_row(model, row)?;
         // A marker as well as the colour, so the selection survives a monochrome terminal.
         let mark = if row == sel { "›" } else { " " };
@@ -659,7 +677,7 @@ fn render_list(frame: &mut Frame, area: Rect, app: &mut App) {
         rows,
         [
             Constraint::Min(9),
-            Constraint::Length(8),
+            Constraint::Length(user_w),
             Constraint::Length(9),
             Constraint::Length(5),
             Constraint::Length(3),
@@ -740,7 +758,8 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
 }
 
 const DUR_W: usize = 7;
-const OUT_W: usize = 16;
+// The longest envelope code, `approval_required`, fits whole.
+const OUT_W: usize = 17;
 
 fn render_timeline(
     frame: &mut Frame,
