@@ -155,10 +155,12 @@ pub async fn drive(base_url: &str, api_key: Option<String>, pace: Pace) -> Resul
         } else {
             pace.step
         };
+        // The checkout session comes first so it is the one selected at start: its mocks
+        // and timeline show the most.
+        checkout(&http, round, pause).await?;
         if pace.eval_every > 0 && round.is_multiple_of(pace.eval_every) {
             run_suite(&http).await?;
         }
-        checkout(&http, round, pause).await?;
         agent_run(&http, round, pause).await?;
         if round.is_multiple_of(2) {
             external_agent(&http, round).await?;

@@ -318,6 +318,15 @@ pub fn dispatch(app: &mut App, action: Action) {
     }
 }
 
+/// A case's duration: the runtime reports whole milliseconds, so 0 means under one.
+fn case_ms(ms: f64) -> String {
+    if ms < 1.0 {
+        "<1ms".to_owned()
+    } else {
+        fmt_ms(ms)
+    }
+}
+
 /// Moves a cursor in a list of `len` rows.
 fn step(cur: usize, len: usize, action: Action, page: usize) -> usize {
     if len == 0 {
@@ -428,7 +437,7 @@ fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)> {
         format!(
             "{} · {} · pass {} {}/{} over {} run(s){flaky}",
             status_label(case.last_status),
-            fmt_ms(case.last_duration),
+            case_ms(case.last_duration),
             pct(case.pass_rate).trim_start(),
             case.passed,
             judged(case),
@@ -782,7 +791,7 @@ fn render_cases(
                 Cell::from(c.case.clone()),
                 Cell::from(format!("{} {}/{}", pct(c.pass_rate), c.passed, judged(c))),
                 Cell::from(flaky),
-                Cell::from(Line::from(fmt_ms(c.last_duration)).right_aligned()),
+                Cell::from(Line::from(case_ms(c.last_duration)).right_aligned()),
             ]);
             if row == sel && focused {
                 r.style(theme.selection())
@@ -867,6 +876,13 @@ fn render_detail(frame: &mut Frame, area: Rect, detail: &CaseDetail, theme: &The
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_case_under_a_millisecond_reads_as_such_not_as_zero() {
+        assert_eq!(case_ms(0.0), "<1ms");
+        assert_eq!(case_ms(12.0), "12ms");
+        assert_eq!(case_ms(1500.0), "1.5s");
+    }
 
     #[test]
     fn gauges_and_sparklines() {
