@@ -9,7 +9,7 @@ use spyglass::client::ClientMsg;
 use spyglass::model::Limits;
 use spyglass::protocol::decode;
 use spyglass::ui::render::draw;
-use spyglass::ui::{App, Conn, FakeClock};
+use spyglass::ui::{App, Conn, FakeClock, Watching};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -80,6 +80,26 @@ fn nfe(seq: u64, call: &str, consumed: u32, start: &str) -> String {
         start,
         4.0,
     )
+}
+
+#[test]
+fn an_embedded_runtime_says_where_it_listens_and_what_to_export() {
+    let (mut app, _) = app();
+    app.watching = Watching::Embedded;
+    app.conn = Conn::Connected;
+    let text = screen(&mut app, 200, 10);
+    let url = "http://127.0.0.1:8000";
+    let status = text.lines().last().unwrap_or_default();
+    assert!(
+        status.contains(&format!(
+            "embedded runtime {url} · export CODESPAR_BASE_URL={url}"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("An empty test-mode runtime is listening"),
+        "the empty list says what to do: {text}"
+    );
 }
 
 #[test]
