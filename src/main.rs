@@ -20,8 +20,9 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
 
-    /// Runtime to inspect (else SPYGLASS_URL, else CODESPAR_BASE_URL; with none, an
-    /// empty runtime is started in-process).
+    /// Runtime to inspect, tail or record (else SPYGLASS_URL, else CODESPAR_BASE_URL; the
+    /// inspector with none starts an empty runtime in-process). `eval` reads only this
+    /// flag, so a stray variable never sends CI's evals elsewhere.
     #[arg(long, global = true)]
     url: Option<String>,
 

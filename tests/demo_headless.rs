@@ -97,20 +97,40 @@ async fn the_demo_fills_every_tab_and_an_approved_call_replays() {
 
     // Evals: the example suite's pass rate, once its run has completed.
     key(&mut app, '3');
-    let text = until(&mut app, &mut rx, SIZE, "the suite's pass rate", |s| {
-        s.contains("payments") && s.contains('%')
-    })
+    let text = until(
+        &mut app,
+        &mut rx,
+        SIZE,
+        "the suite's run to complete",
+        |s| s.contains("last run:"),
+    )
     .await;
+    assert!(
+        text.contains("payments") && text.contains('%'),
+        "the suite with its pass rate:\n{text}"
+    );
     assert!(
         text.contains("flaky"),
         "two attempts per case show the flaky case:\n{text}"
     );
 
-    // Events: the stream itself.
+    // Events: the stream itself, newest at the bottom; the filter finds each kind however
+    // far it has scrolled.
     key(&mut app, '4');
     let text = screen(&mut app, SIZE.0, SIZE.1);
+    assert!(text.contains("session.closed"), "{text}");
     for kind in ["session.created", "tool.called", "approval.requested"] {
-        assert!(text.contains(kind), "{kind} in the events log:\n{text}");
+        key(&mut app, '/');
+        for c in kind.chars() {
+            key(&mut app, c);
+        }
+        press(&mut app, KeyCode::Enter);
+        let text = screen(&mut app, SIZE.0, SIZE.1);
+        assert!(
+            text.lines().filter(|l| l.contains(kind)).count() >= 2,
+            "{kind} in the events log (the filter line and a row):\n{text}"
+        );
+        press(&mut app, KeyCode::Esc);
     }
 
     workload.await.unwrap().unwrap();
