@@ -17,6 +17,10 @@ use spyglass::ui::{App, FakeClock, Tab};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod ui_support;
+
+use ui_support::screen;
+
 const NOW: &str = "2026-11-22T21:44:00.000Z";
 
 fn app() -> (App, Arc<FakeClock>) {
@@ -33,23 +37,6 @@ fn feed(app: &mut App, json: &str) {
 fn key(app: &mut App, code: KeyCode) {
     app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
 }
-
-fn screen(app: &mut App, width: u16, height: u16) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal.draw(|f| draw(f, app)).unwrap();
-    let buf = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        let mut line = String::new();
-        for x in 0..buf.area.width {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
 fn session(app: &mut App, seq: u64, sid: &str) {
     feed(
         app,

@@ -4,15 +4,16 @@
 //! the case's session, reruns without a runtime saying so, empty lists, and the help.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use spyglass::client::ClientMsg;
 use spyglass::clipboard::CopyOutcome;
 use spyglass::model::Limits;
 use spyglass::protocol::decode;
-use spyglass::ui::render::draw;
 use spyglass::ui::{App, FakeClock, Tab};
 use std::sync::{Arc, Mutex};
+
+mod ui_support;
+
+use ui_support::screen;
 
 const NOW: &str = "2026-11-22T21:44:00.000Z";
 const URL: &str = "http://127.0.0.1:8000";
@@ -32,23 +33,6 @@ fn feed(app: &mut App, json: &str) {
 fn key(app: &mut App, code: KeyCode) {
     app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
 }
-
-fn screen(app: &mut App, width: u16, height: u16) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal.draw(|f| draw(f, app)).unwrap();
-    let buf = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        let mut line = String::new();
-        for x in 0..buf.area.width {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
 /// One `agent.eval.completed` frame; `extra` holds more fields (`,"reason":"…"`).
 #[allow(clippy::too_many_arguments)] // a frame literal: every field is a knob the tests turn
 fn eval(

@@ -4,15 +4,16 @@
 //! the copied text, or the Sessions detail pane.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use spyglass::client::ClientMsg;
 use spyglass::clipboard::CopyOutcome;
 use spyglass::model::Limits;
 use spyglass::protocol::decode;
-use spyglass::ui::render::draw;
 use spyglass::ui::{App, FakeClock};
 use std::sync::{Arc, Mutex};
+
+mod ui_support;
+
+use ui_support::screen;
 
 const KEY: &str = "csk_test_9f8e7d6c5b4a";
 
@@ -36,23 +37,6 @@ fn keys(app: &mut App, text: &str) {
         key(app, KeyCode::Char(c));
     }
 }
-
-fn screen(app: &mut App, width: u16, height: u16) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal.draw(|f| draw(f, app)).unwrap();
-    let buf = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        let mut line = String::new();
-        for x in 0..buf.area.width {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
 /// Frame `seq`: sessions ses_a / ses_b alternate; every third is a session creation.
 fn frame(seq: u64) -> String {
     let sid = if seq.is_multiple_of(2) {

@@ -13,6 +13,10 @@ use spyglass::ui::{App, Conn, FakeClock, Watching};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod ui_support;
+
+use ui_support::screen;
+
 const NOW: &str = "2026-11-22T21:44:00.000Z";
 const URL: &str = "http://127.0.0.1:8000";
 
@@ -30,23 +34,6 @@ fn feed(app: &mut App, json: &str) {
 fn key(app: &mut App, code: KeyCode) {
     app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
 }
-
-fn screen(app: &mut App, width: u16, height: u16) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal.draw(|f| draw(f, app)).unwrap();
-    let buf = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        let mut line = String::new();
-        for x in 0..buf.area.width {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
 fn created(seq: u64, id: &str, user: &str, ts: &str) -> String {
     format!(
         r#"{{"kind":"session.created","seq":{seq},"ts":"{ts}","sessionId":"{id}","userId":"{user}","servers":["nuvem-fiscal","asaas"],"project":"default","mocks":[{{"tool":"nuvem-fiscal/create_nfe","mode":"stateful","entries":2}},{{"tool":"asaas/create_payment","mode":"static","entries":1}}]}}"#
