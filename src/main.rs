@@ -9,6 +9,12 @@ use spyglass::ui::{launch, logfile};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+// The runtime frees most of a call's allocations on another worker thread than the one
+// that made them (an event leaves the log ring long after its call); glibc's arenas made
+// that the largest cost of a mocked execute under 32 connections (docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "spyglass",

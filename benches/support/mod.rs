@@ -97,3 +97,7 @@ pub fn tokio_rt(workers: usize) -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()?)
 }
+
+// The allocator the spyglass binary runs with (src/main.rs), so the figures are its own.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

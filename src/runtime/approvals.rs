@@ -288,7 +288,7 @@ impl Runtime {
             Ok(value) => Outcome::Result(RawJson::from_value(&value)),
             Err(envelope) => Outcome::Envelope(envelope),
         };
-        let frame = self.emit_for(
+        let logged = self.emit_for(
             tenant,
             Some(view.session_id.clone()),
             Event::ApprovalReplayed(ApprovalReplayed {
@@ -301,7 +301,7 @@ impl Runtime {
             }),
         );
         if let Some(s) = guard.as_mut() {
-            s.last_seq = frame.seq;
+            s.last_seq = logged.frame.seq;
         }
         drop(guard);
         outcome

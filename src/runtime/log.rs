@@ -71,7 +71,11 @@ impl EventLog {
     /// Stamps, retains and broadcasts one event. The event's fields are serialised before
     /// the lock is taken: under it only the stamp is written, so concurrent calls on other
     /// sessions do not queue behind each other's serialisation.
-    pub fn append(&self, tenant: String, session_id: Option<String>, event: Event) -> Frame {
+    ///
+    /// The frame moves into the log and comes back shared, never copied: under many
+    /// concurrent calls a deep copy here (input, output, ids) was most of the time the
+    /// lock was held.
+    pub fn append(&self, tenant: String, session_id: Option<String>, event: Event) -> Arc<Logged> {
         let body = encode_body(&event);
         let mut ring = self.ring();
         let frame = Frame {
@@ -81,12 +85,13 @@ impl EventLog {
             event,
         };
         ring.next_seq += 1;
+        let text = match &body {
+            Some(body) => encode_stamped(&frame, body),
+            None => encode(&frame),
+        };
         let logged = Arc::new(Logged {
-            text: match &body {
-                Some(body) => encode_stamped(&frame, body),
-                None => encode(&frame),
-            },
-            frame: frame.clone(),
+            text,
+            frame,
             tenant,
         });
         // The oldest event is freed after the lock is released, not under it.
@@ -97,10 +102,10 @@ impl EventLog {
         };
         ring.events.push_back(logged.clone());
         // No receivers is not an error for the log: nobody is watching yet.
-        let _ = self.live.send(logged);
+        let _ = self.live.send(logged.clone());
         drop(ring);
         drop(evicted);
-        frame
+        logged
     }
 
     /// A receiver of every event appended from now on.
@@ -174,8 +179,8 @@ mod tests {
             assert_eq!(encode_stamped(&frame, &body), encode(&frame), "{text}");
         }
         let log = EventLog::new(4, 4);
-        let frame = log.append("default".into(), Some("ses_1".into()), closed());
-        assert_eq!(log.since(0, 1).events[0].text, encode(&frame));
+        let logged = log.append("default".into(), Some("ses_1".into()), closed());
+        assert_eq!(log.since(0, 1).events[0].text, encode(&logged.frame));
     }
 
     #[test]

@@ -157,15 +157,20 @@ impl Runtime {
             .as_deref()
             .and_then(|id| self.session_tenant(id))
             .unwrap_or_else(|| DEFAULT_TENANT.to_owned());
-        self.emit_for(&tenant, session_id, event)
+        self.emit_for(&tenant, session_id, event).frame.clone()
     }
 
     /// Every event the runtime logs passes here, its own and ingested ones, so the eval
     /// history counts other runners' `agent.eval.completed` like the runner's.
-    pub(crate) fn emit_for(&self, tenant: &str, session_id: Option<String>, event: Event) -> Frame {
-        let frame = self.inner.log.append(tenant.to_owned(), session_id, event);
-        self.inner.evals.observe(tenant, &frame);
-        frame
+    pub(crate) fn emit_for(
+        &self,
+        tenant: &str,
+        session_id: Option<String>,
+        event: Event,
+    ) -> Arc<log::Logged> {
+        let logged = self.inner.log.append(tenant.to_owned(), session_id, event);
+        self.inner.evals.observe(tenant, &logged.frame);
+        logged
     }
 
     /// What the event log holds now; every figure is bounded by the config

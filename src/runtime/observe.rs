@@ -307,9 +307,9 @@ pub async fn ingest_events(
     let mut first = None;
     let mut last = None;
     for event in events {
-        let frame = state.rt.emit_for(&tenant, event.session_id, event.event);
-        first.get_or_insert(frame.seq);
-        last = Some(frame.seq);
+        let logged = state.rt.emit_for(&tenant, event.session_id, event.event);
+        first.get_or_insert(logged.frame.seq);
+        last = Some(logged.frame.seq);
     }
     Ok(axum::Json(serde_json::json!({
         "accepted": items.len(),

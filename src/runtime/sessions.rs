@@ -345,7 +345,7 @@ impl Runtime {
         }
         // Nobody knows the id before this returns, so nothing else can emit for it yet.
         let mut s = lock(&session);
-        s.last_seq = self.emit_for(tenant, Some(id), event).seq;
+        s.last_seq = self.emit_for(tenant, Some(id), event).frame.seq;
         drop(s);
         Ok(body)
     }
@@ -405,6 +405,7 @@ impl Runtime {
                 Some(id.to_owned()),
                 Event::SessionClosed(SessionClosed { reason: None }),
             )
+            .frame
             .seq;
         Ok(())
     }
@@ -545,6 +546,7 @@ impl Runtime {
                     iteration,
                 }),
             )
+            .frame
             .seq;
         drop(s);
         if let Some(row) = approval {
