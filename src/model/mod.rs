@@ -377,11 +377,11 @@ impl Model {
                 let counted = sid.is_some_and(|id| self.hydrated_past(id, frame.seq));
                 if let Some(session) = sid.and_then(|id| self.session_mut(id)) {
                     if let Some(call) = session.timeline.call_mut(&rep.call_id) {
-                        call.replay = Some(Replay {
+                        call.replay = Some(Box::new(Replay {
                             outcome: rep.outcome.clone(),
                             duration_ms: rep.duration,
                             counter: rep.counter,
-                        });
+                        }));
                     }
                     let exhausted = is_exhausted(&rep.outcome);
                     if let Some(mock) = session.mock_mut(&rep.tool).filter(|_| !counted) {

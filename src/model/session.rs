@@ -94,7 +94,9 @@ pub struct Call {
     /// `tool.called` told of it: its start is the runtime's own, not a guess.
     pub from_runtime: bool,
     pub approval_id: Option<String>,
-    pub replay: Option<Replay>,
+    /// Boxed: few calls are ever replayed, and a call is the model's most numerous row, so
+    /// the unboxed outcome cost every call ~90 bytes (docs/PERFORMANCE.md, memory).
+    pub replay: Option<Box<Replay>>,
 }
 
 impl Call {

@@ -445,3 +445,14 @@ fn stamps_read_without_chrono_agree_with_chrono() {
         assert_eq!(parse_ms(ts), chrono_ms(ts), "{ts}");
     }
 }
+
+#[test]
+fn a_call_row_stays_small_because_rarely_set_parts_are_boxed() {
+    // Every retained tool call is one of these; the memory budget (docs/PERFORMANCE.md)
+    // has about 300 bytes per event over its wire size to spend.
+    let size = std::mem::size_of::<crate::model::Call>();
+    assert!(
+        size <= 224,
+        "Call is {size} bytes (304 with the replay unboxed)"
+    );
+}
