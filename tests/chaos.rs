@@ -297,8 +297,10 @@ async fn run_chaos(
             });
             while let Some(msg) = rx.recv().await {
                 match msg {
-                    ClientMsg::Frame(frame) => {
-                        model.apply(&frame);
+                    ClientMsg::Frames(frames) => {
+                        for frame in frames {
+                            model.apply(&frame);
+                        }
                     }
                     ClientMsg::Hydrated {
                         sessions,

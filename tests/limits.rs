@@ -157,8 +157,8 @@ async fn the_client_refuses_a_message_over_its_cap() {
     while reason.is_none() {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(ClientMsg::Disconnected { reason: why, .. })) => reason = Some(why),
-            Ok(Some(ClientMsg::Frame(frame))) => {
-                panic!("an oversized frame got through: seq {}", frame.seq)
+            Ok(Some(ClientMsg::Frames(frames))) => {
+                panic!("an oversized frame got through: seq {}", frames[0].seq)
             }
             Ok(Some(_)) => {}
             Ok(None) | Err(_) => panic!("the client never dropped the oversized stream"),

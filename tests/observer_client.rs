@@ -82,6 +82,19 @@ async fn next(rx: &mut mpsc::Receiver<ClientMsg>) -> ClientMsg {
         .expect("channel open")
 }
 
+/// The seqs of the next `n` frames, however they were batched; anything else between
+/// them fails the test.
+async fn frame_seqs(rx: &mut mpsc::Receiver<ClientMsg>, n: usize) -> Vec<u64> {
+    let mut seqs = vec![];
+    while seqs.len() < n {
+        match next(rx).await {
+            ClientMsg::Frames(frames) => seqs.extend(frames.iter().map(|f| f.seq)),
+            other => panic!("expected frames, got {other:?} after {seqs:?}"),
+        }
+    }
+    seqs
+}
+
 #[tokio::test]
 async fn broken_frames_are_reported_and_the_stream_resumes_from_the_last_seq() {
     let seen: Shared = Arc::default();
@@ -105,8 +118,7 @@ async fn broken_frames_are_reported_and_the_stream_resumes_from_the_last_seq() {
     assert!(matches!(next(&mut rx).await, ClientMsg::Connected));
     assert!(matches!(next(&mut rx).await, ClientMsg::ParseError(e) if e.contains("JSON")));
     assert!(matches!(next(&mut rx).await, ClientMsg::ParseError(e) if e.contains("seq")));
-    assert!(matches!(next(&mut rx).await, ClientMsg::Frame(f) if f.seq == 1));
-    assert!(matches!(next(&mut rx).await, ClientMsg::Frame(f) if f.seq == 2));
+    assert_eq!(frame_seqs(&mut rx, 2).await, [1, 2]);
     match next(&mut rx).await {
         ClientMsg::Disconnected {
             attempt, retry_in, ..
@@ -121,7 +133,7 @@ async fn broken_frames_are_reported_and_the_stream_resumes_from_the_last_seq() {
         ClientMsg::Connecting { attempt: 1 }
     ));
     assert!(matches!(next(&mut rx).await, ClientMsg::Connected));
-    assert!(matches!(next(&mut rx).await, ClientMsg::Frame(f) if f.seq == 10));
+    assert_eq!(frame_seqs(&mut rx, 1).await, [10]);
     match next(&mut rx).await {
         ClientMsg::Hydrated { sessions, .. } => assert_eq!(sessions.sessions[0].calls, 7),
         other => panic!("expected Hydrated, got {other:?}"),
@@ -175,4 +187,40 @@ async fn rest_errors_carry_the_runtimes_code() {
         "{err}"
     );
     assert!(RestClient::new("localhost:1", None).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_arrives_whole_and_in_order_however_it_is_batched() {
+    use spyglass::protocol::Event;
+    use spyglass::protocol::events::SessionClosed;
+    use spyglass::runtime::{RuntimeConfig, start};
+    let handle = start(RuntimeConfig::default(), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let rt = handle.runtime();
+    for _ in 0..3000 {
+        rt.emit(None, Event::SessionClosed(SessionClosed::default()));
+    }
+    let url = handle.url();
+    let (tx, mut rx) = mpsc::channel(64);
+    let task = spawn_observer(
+        ObserverConfig::new(&url, None),
+        RestClient::new(&url, None).unwrap(),
+        tx,
+    );
+    let mut seqs = vec![];
+    while seqs.len() < 3000 {
+        match next(&mut rx).await {
+            ClientMsg::Frames(frames) => seqs.extend(frames.iter().map(|f| f.seq)),
+            ClientMsg::Connecting { .. } | ClientMsg::Connected => {}
+            other => panic!("unexpected {other:?} after {} frames", seqs.len()),
+        }
+    }
+    task.abort();
+    assert_eq!(
+        seqs,
+        (1..=3000).collect::<Vec<u64>>(),
+        "none lost, none reordered"
+    );
+    handle.shutdown().await;
 }

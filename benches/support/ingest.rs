@@ -130,7 +130,7 @@ pub async fn over_websocket(texts: &[String]) -> anyhow::Result<(f64, f64, App)>
             let Some(msg) = rx.recv().await else {
                 bail!("observer ended after {} frames", app.model.counters.applied);
             };
-            if first.is_none() && matches!(msg, ClientMsg::Frame(_)) {
+            if first.is_none() && matches!(msg, ClientMsg::Frames(_)) {
                 first = Some(Instant::now());
             }
             let t = Instant::now();

@@ -25,7 +25,9 @@ pub enum ClientMsg {
         attempt: u32,
     },
     Connected,
-    Frame(Box<Frame>),
+    /// Frames in seq order: as many as had arrived together, so a burst costs the UI one
+    /// wake, not one per frame.
+    Frames(Vec<Box<Frame>>),
     /// A frame that could not be decoded: counted and shown, never fatal.
     ParseError(String),
     /// The stream is down; the next try is `retry_in` from now.

@@ -4,7 +4,7 @@
 
 use super::{ClientError, ClientMsg, RestClient, backoff_from, observe_url};
 use crate::protocol::{Event, decode};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -90,6 +90,9 @@ async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMs
 /// peer, and the connection is dropped rather than the message buffered.
 pub const MAX_FRAME_BYTES: usize = 8 * 1024 * 1024;
 
+/// The most frames handed to the UI in one message.
+const BATCH: usize = 256;
+
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -132,21 +135,38 @@ async fn read(
             Err(reason) => return Some(reason),
         }
     }
+    // One heartbeat timer for the connection, moved only when it fires: a timeout per
+    // read registered and cancelled a timer for every frame, on the stream's hot path.
+    let mut last_heard = tokio::time::Instant::now();
+    let heartbeat = tokio::time::sleep(config.heartbeat);
+    tokio::pin!(heartbeat);
+    // An item the batching below took from the stream but did not handle.
+    let mut carried = None;
     loop {
-        let next = match tokio::time::timeout(config.heartbeat, ws.next()).await {
-            Err(_) => {
-                return Some(format!(
-                    "no frame or ping for {} s",
-                    config.heartbeat.as_secs()
-                ));
-            }
-            Ok(None) => return Some("stream closed".into()),
-            Ok(Some(Err(e))) => return Some(e.to_string()),
-            Ok(Some(Ok(message))) => message,
+        let next = match carried.take() {
+            Some(item) => item,
+            None => tokio::select! {
+                biased;
+                next = ws.next() => next,
+                () = &mut heartbeat => {
+                    let due = last_heard + config.heartbeat;
+                    if due > tokio::time::Instant::now() {
+                        heartbeat.as_mut().reset(due);
+                        continue;
+                    }
+                    return Some(format!(
+                        "no frame or ping for {} s",
+                        config.heartbeat.as_secs()
+                    ));
+                }
+            },
         };
+        last_heard = tokio::time::Instant::now();
         let text = match next {
-            Message::Text(text) => text,
-            Message::Binary(bytes) => match std::str::from_utf8(&bytes) {
+            None => return Some("stream closed".into()),
+            Some(Err(e)) => return Some(e.to_string()),
+            Some(Ok(Message::Text(text))) => text,
+            Some(Ok(Message::Binary(bytes))) => match std::str::from_utf8(&bytes) {
                 Ok(text) => text.into(),
                 Err(_) => {
                     tx.send(ClientMsg::ParseError("binary frame is not UTF-8".into()))
@@ -155,21 +175,46 @@ async fn read(
                     continue;
                 }
             },
-            Message::Close(_) => return Some("runtime closed the stream".into()),
-            // Pings and pongs only prove the line is alive; the timeout above restarts.
-            _ => continue,
+            Some(Ok(Message::Close(_))) => return Some("runtime closed the stream".into()),
+            // Pings and pongs only prove the line is alive; the heartbeat starts over.
+            Some(Ok(_)) => continue,
         };
-        let frame = match decode(&text) {
-            Ok(frame) => frame,
-            Err(err) => {
-                tracing::warn!(%err, "undecodable frame");
-                tx.send(ClientMsg::ParseError(err.to_string())).await.ok()?;
-                continue;
+        // This frame and every text frame already waiting behind it, up to `BATCH`, go to
+        // the UI as one message.
+        let mut batch = Vec::new();
+        let mut pending = Some(text);
+        let mut gap = false;
+        while let Some(text) = pending.take() {
+            match decode(&text) {
+                Ok(frame) => {
+                    *last_seq = (*last_seq).max(frame.seq);
+                    gap = matches!(frame.event, Event::StreamGap(_));
+                    batch.push(Box::new(frame));
+                }
+                Err(err) => {
+                    tracing::warn!(%err, "undecodable frame");
+                    // Reported in its place in the stream: what came before goes first.
+                    if !batch.is_empty() {
+                        tx.send(ClientMsg::Frames(std::mem::take(&mut batch)))
+                            .await
+                            .ok()?;
+                    }
+                    tx.send(ClientMsg::ParseError(err.to_string())).await.ok()?;
+                }
             }
-        };
-        *last_seq = (*last_seq).max(frame.seq);
-        let gap = matches!(frame.event, Event::StreamGap(_));
-        tx.send(ClientMsg::Frame(Box::new(frame))).await.ok()?;
+            if gap || batch.len() >= BATCH {
+                break;
+            }
+            match ws.next().now_or_never() {
+                Some(Some(Ok(Message::Text(text)))) => pending = Some(text),
+                // Anything else that is ready goes round the loop above after this batch.
+                Some(item) => carried = Some(item),
+                None => {}
+            }
+        }
+        if !batch.is_empty() {
+            tx.send(ClientMsg::Frames(batch)).await.ok()?;
+        }
         if gap {
             // Read before going on, so the re-read lands before the frames that follow it.
             // A failed one drops the stream: going on would leave the state short of

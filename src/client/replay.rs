@@ -58,7 +58,7 @@ pub fn spawn_replay(text: String, speed: f64, tx: mpsc::Sender<ClientMsg>) -> Jo
                         tokio::time::sleep(wait).await;
                     }
                     prev = Some(frame.ts.clone());
-                    ClientMsg::Frame(Box::new(frame))
+                    ClientMsg::Frames(vec![Box::new(frame)])
                 }
                 Err(e) => ClientMsg::ParseError(format!("line {}: {e}", number + 1)),
             };
@@ -102,7 +102,7 @@ mod tests {
         while let Ok(msg) = rx.try_recv() {
             got.push(match msg {
                 ClientMsg::Connected => "connected".to_owned(),
-                ClientMsg::Frame(f) => f.event.kind().to_owned(),
+                ClientMsg::Frames(f) => f[0].event.kind().to_owned(),
                 ClientMsg::ParseError(e) => format!("error {e}"),
                 other => format!("{other:?}"),
             });

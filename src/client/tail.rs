@@ -166,7 +166,7 @@ pub async fn tail<W: Write, S: Write>(
     let observer = spawn_observer(ObserverConfig::new(url, api_key), rest, tx);
     tokio::pin!(stop);
     let mut written = 0u64;
-    let end = loop {
+    let end = 'stream: loop {
         let msg = tokio::select! {
             msg = rx.recv() => msg,
             () = &mut stop => break TailEnd::Stopped,
@@ -174,11 +174,8 @@ pub async fn tail<W: Write, S: Write>(
         let Some(msg) = msg else {
             break TailEnd::Stopped;
         };
-        let line = match msg {
-            ClientMsg::Frame(frame) => match format {
-                Format::Readable => readable(&frame),
-                Format::JsonLines => json_line(&frame),
-            },
+        let frames = match msg {
+            ClientMsg::Frames(frames) => frames,
             ClientMsg::Connected => {
                 let _ = writeln!(status, "spyglass tail: connected to {url}");
                 continue;
@@ -205,27 +202,39 @@ pub async fn tail<W: Write, S: Write>(
             }
             ClientMsg::Connecting { .. } | ClientMsg::Hydrated { .. } => continue,
         };
-        let wrote = writeln!(out, "{line}").and_then(|()| {
-            // Flush per frame only when the reader is waiting on the channel's last one,
-            // so a pipe sees each line at once without a syscall per frame under load.
-            if rx.is_empty() { out.flush() } else { Ok(()) }
-        });
-        match wrote {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::BrokenPipe => break TailEnd::PipeClosed,
-            Err(e) => {
-                let _ = writeln!(status, "spyglass tail: cannot write: {e}");
-                break TailEnd::PipeClosed;
+        for frame in &frames {
+            let line = match format {
+                Format::Readable => readable(frame),
+                Format::JsonLines => json_line(frame),
+            };
+            if let Err(e) = writeln!(out, "{line}") {
+                break 'stream write_failed(e, &mut status);
+            }
+            written += 1;
+            if count.is_some_and(|n| written >= n) {
+                break 'stream TailEnd::Count;
             }
         }
-        written += 1;
-        if count.is_some_and(|n| written >= n) {
-            break TailEnd::Count;
+        // Flush only when the reader is waiting on the channel, so a pipe sees each line at
+        // once without a syscall per frame under load.
+        if rx.is_empty()
+            && let Err(e) = out.flush()
+        {
+            break 'stream write_failed(e, &mut status);
         }
     };
     observer.abort();
     let _ = out.flush();
     Ok(end)
+}
+
+/// How a failed write ends the stream: a closed pipe is the reader leaving, quietly;
+/// anything else is said on stderr.
+fn write_failed<S: Write>(e: std::io::Error, status: &mut S) -> TailEnd {
+    if e.kind() != ErrorKind::BrokenPipe {
+        let _ = writeln!(status, "spyglass tail: cannot write: {e}");
+    }
+    TailEnd::PipeClosed
 }
 
 /// Where `spyglass tail` / `spyglass record` write.

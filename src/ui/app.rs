@@ -185,9 +185,11 @@ impl App {
                 }
             }
             ClientMsg::Connected => self.conn = Conn::Connected,
-            ClientMsg::Frame(frame) => {
-                self.model.fold(frame);
-                self.rate.hit(now);
+            ClientMsg::Frames(frames) => {
+                for frame in frames {
+                    self.model.fold(frame);
+                    self.rate.hit(now);
+                }
             }
             ClientMsg::ParseError(err) => {
                 tracing::warn!(%err, "frame not decoded");
