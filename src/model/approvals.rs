@@ -4,7 +4,8 @@
 use crate::protocol::RawJson;
 use crate::protocol::events::{Counter, Outcome};
 use crate::protocol::rest::ApprovalStatus;
-use std::collections::{HashMap, VecDeque};
+use foldhash::HashMap;
+use std::collections::VecDeque;
 
 /// One approval and, once approved, what its replay returned.
 #[derive(Debug, Clone, PartialEq)]

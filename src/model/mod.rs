@@ -15,7 +15,8 @@ pub use session::{Call, MockRow, Replay, Session, SessionStatus, StepRow, Timeli
 use crate::protocol::events::{AgentRun, Event, MockMode, Outcome, ToolCalled};
 use crate::protocol::rest::{ApprovalList, ApprovalStatus, ApprovalView, SessionList};
 use crate::protocol::{Envelope, Frame};
-use std::collections::{HashMap, VecDeque};
+use foldhash::HashMap;
+use std::collections::VecDeque;
 
 /// Bounds on every history that grows with the stream. Each is a setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,8 @@
 
 use crate::protocol::RawJson;
 use crate::protocol::events::{Counter, MockMode, Outcome, Step};
-use std::collections::{HashMap, VecDeque};
+use foldhash::HashMap;
+use std::collections::VecDeque;
 
 /// Lifecycle of a session as the stream has told it so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
