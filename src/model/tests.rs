@@ -1,4 +1,5 @@
 //! Event sequences in, state out: the model's behaviour with no terminal and no network.
+//! Built only under `#[cfg(test)]` (declared so in `model/mod.rs`).
 
 use super::*;
 use crate::protocol::decode;
