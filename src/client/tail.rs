@@ -177,7 +177,7 @@ pub async fn tail<W: Write, S: Write>(
         let frames = match msg {
             ClientMsg::Frames(frames) => frames,
             ClientMsg::Connected => {
-                let _ = writeln!(status, "spyglass tail: connected to {url}");
+                let _ = writeln!(status, "spyglass: connected to {url}");
                 continue;
             }
             ClientMsg::Disconnected {
@@ -187,17 +187,17 @@ pub async fn tail<W: Write, S: Write>(
             } => {
                 let _ = writeln!(
                     status,
-                    "spyglass tail: {reason}; retrying in {:.1} s (attempt {attempt})",
+                    "spyglass: {reason}; retrying in {:.1} s (attempt {attempt})",
                     retry_in.as_secs_f64()
                 );
                 continue;
             }
             ClientMsg::ParseError(error) => {
-                let _ = writeln!(status, "spyglass tail: unreadable frame skipped: {error}");
+                let _ = writeln!(status, "spyglass: unreadable frame skipped: {error}");
                 continue;
             }
             ClientMsg::RestError(error) => {
-                let _ = writeln!(status, "spyglass tail: {error}");
+                let _ = writeln!(status, "spyglass: {error}");
                 continue;
             }
             ClientMsg::Connecting { .. } | ClientMsg::Hydrated { .. } => continue,
@@ -232,7 +232,7 @@ pub async fn tail<W: Write, S: Write>(
 /// anything else is said on stderr.
 fn write_failed<S: Write>(e: std::io::Error, status: &mut S) -> TailEnd {
     if e.kind() != ErrorKind::BrokenPipe {
-        let _ = writeln!(status, "spyglass tail: cannot write: {e}");
+        let _ = writeln!(status, "spyglass: cannot write: {e}");
     }
     TailEnd::PipeClosed
 }
