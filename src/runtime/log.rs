@@ -2,19 +2,31 @@
 //! `retained_events` in a ring, and broadcasts each to live subscribers. Stamping and
 //! broadcasting happen under one lock so the broadcast order is the seq order.
 
-use crate::protocol::events::{encode_body, encode_stamped};
+use crate::protocol::events::{EncodedBody, encode_body, encode_stamped};
 use crate::protocol::{Event, Frame, encode, now_rfc3339};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
-/// A stamped event as the log keeps it: the frame, its wire text (encoded once) and the
+/// A stamped event as the log keeps it: the frame, its fields already serialised, and the
 /// tenant whose stream shows it.
 #[derive(Debug)]
 pub struct Logged {
     pub frame: Frame,
-    pub text: String,
+    body: Option<EncodedBody>,
     pub tenant: String,
+}
+
+impl Logged {
+    /// The frame's wire text. The stamp is put in front of the serialised fields when a
+    /// reader asks, not under the log's lock: every reader copies the text into its own
+    /// message anyway, and a call nobody watches never pays for it.
+    pub fn text(&self) -> String {
+        match &self.body {
+            Some(body) => encode_stamped(&self.frame, body),
+            None => encode(&self.frame),
+        }
+    }
 }
 
 struct Ring {
@@ -85,13 +97,9 @@ impl EventLog {
             event,
         };
         ring.next_seq += 1;
-        let text = match &body {
-            Some(body) => encode_stamped(&frame, body),
-            None => encode(&frame),
-        };
         let logged = Arc::new(Logged {
-            text,
             frame,
+            body,
             tenant,
         });
         // The oldest event is freed after the lock is released, not under it.
@@ -180,7 +188,7 @@ mod tests {
         }
         let log = EventLog::new(4, 4);
         let logged = log.append("default".into(), Some("ses_1".into()), closed());
-        assert_eq!(log.since(0, 1).events[0].text, encode(&logged.frame));
+        assert_eq!(log.since(0, 1).events[0].text(), encode(&logged.frame));
     }
 
     #[test]

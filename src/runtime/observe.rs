@@ -122,8 +122,12 @@ struct Subscriber {
 
 impl Subscriber {
     async fn send_text(&mut self, text: &str) -> Result<(), ()> {
+        self.send(text.to_owned()).await
+    }
+
+    async fn send(&mut self, text: String) -> Result<(), ()> {
         self.socket
-            .send(Message::Text(text.to_owned().into()))
+            .send(Message::Text(text.into()))
             .await
             .map_err(|_| ())
     }
@@ -150,7 +154,7 @@ impl Subscriber {
             return Ok(());
         }
         if self.filter.shows(logged) {
-            self.send_text(&logged.text).await?;
+            self.send(logged.text()).await?;
         }
         self.last = logged.frame.seq;
         Ok(())
@@ -243,7 +247,7 @@ pub async fn list_events(
             body.push(',');
         }
         first = false;
-        body.push_str(&logged.text);
+        body.push_str(&logged.text());
     }
     body.push_str(&format!("],\"next\":{next}"));
     if let Some((from, to)) = slice.gap {
