@@ -15,7 +15,7 @@
 //! stream), `t` shows the case's session in the Sessions tab.
 
 use super::diff::{LineDiff, PathDiff, json_diff, line_diff};
-use super::{fit, fmt_ms, row_at};
+use super::{fit, fmt_ms, row_at, scroll_pane};
 use crate::model::Model;
 use crate::protocol::events::{AssertionResult, EvalStatus};
 use crate::protocol::rest::{CaseSummary, SuiteSummary};
@@ -128,15 +128,11 @@ impl EvalsState {
 
     pub fn dispatch(&mut self, action: Action, model: &Model) -> Effect {
         if let Some(detail) = &mut self.detail {
-            let page = self.detail_height.max(1);
-            let last = detail.lines.len().saturating_sub(page);
+            let page = self.detail_height;
+            if scroll_pane(&mut detail.scroll, detail.lines.len(), page, action) {
+                return Effect::Nothing;
+            }
             match action {
-                Action::Up => detail.scroll = detail.scroll.saturating_sub(1),
-                Action::Down => detail.scroll = (detail.scroll + 1).min(last),
-                Action::PageUp => detail.scroll = detail.scroll.saturating_sub(page),
-                Action::PageDown => detail.scroll = (detail.scroll + page).min(last),
-                Action::Top => detail.scroll = 0,
-                Action::Bottom => detail.scroll = last,
                 Action::Back | Action::Open => self.detail = None,
                 Action::RerunCase => return self.rerun_case(),
                 Action::RerunSuite => return self.rerun_suite(),

@@ -14,7 +14,7 @@
 
 use super::approvals::clock_part;
 use super::sessions::{scroll_to, step};
-use super::{fit, row_at};
+use super::{fit, row_at, scroll_pane};
 use crate::mask::mask;
 use crate::model::{EventLog, Model};
 use crate::protocol::Frame;
@@ -190,17 +190,9 @@ impl EventsState {
     pub fn dispatch(&mut self, action: Action, model: &Model) {
         let log = &model.events;
         if let Some(detail) = &mut self.detail {
-            let page = self.height.max(1);
-            let last = detail.lines.len().saturating_sub(page);
-            match action {
-                Action::Up => detail.scroll = detail.scroll.saturating_sub(1),
-                Action::Down => detail.scroll = (detail.scroll + 1).min(last),
-                Action::PageUp => detail.scroll = detail.scroll.saturating_sub(page),
-                Action::PageDown => detail.scroll = (detail.scroll + page).min(last),
-                Action::Top => detail.scroll = 0,
-                Action::Bottom => detail.scroll = last,
-                Action::Back | Action::Open => self.detail = None,
-                _ => {}
+            let scrolled = scroll_pane(&mut detail.scroll, detail.lines.len(), self.height, action);
+            if !scrolled && matches!(action, Action::Back | Action::Open) {
+                self.detail = None;
             }
             return;
         }

@@ -7,7 +7,26 @@ pub mod evals;
 pub mod events;
 pub mod sessions;
 
+use crate::ui::action::Action;
 use ratatui::layout::{Position, Rect};
+
+/// Moves a scrolled pane (a call's JSON, an event, a case's assertions) for a key: a line,
+/// a page of `page` lines, either end; the last line stops at the bottom. False when the
+/// key is not a scrolling one, so the view can give it another meaning.
+pub fn scroll_pane(scroll: &mut usize, lines: usize, page: usize, action: Action) -> bool {
+    let page = page.max(1);
+    let last = lines.saturating_sub(page);
+    *scroll = match action {
+        Action::Up => scroll.saturating_sub(1),
+        Action::Down => (*scroll + 1).min(last),
+        Action::PageUp => scroll.saturating_sub(page),
+        Action::PageDown => (*scroll + page).min(last),
+        Action::Top => 0,
+        Action::Bottom => last,
+        _ => return false,
+    };
+    true
+}
 
 /// The list row under a click: `rows` is where the rows were drawn, `offset` the first
 /// row shown. `None` outside them.
@@ -75,5 +94,30 @@ mod tests {
         assert_eq!(fmt_age(10_000.0, Some(9_500.0)), "now");
         assert_eq!(fmt_age(200_000.0, Some(10_000.0)), "3m");
         assert_eq!(fmt_age(0.0, None), "-");
+    }
+
+    #[test]
+    fn a_pane_scrolls_by_line_and_page_and_stops_with_its_last_line_at_the_bottom() {
+        let mut at = 0;
+        // Ten lines in a four-line pane: the last first line is 6.
+        assert!(scroll_pane(&mut at, 10, 4, Action::Up));
+        assert_eq!(at, 0);
+        assert!(scroll_pane(&mut at, 10, 4, Action::Down));
+        assert_eq!(at, 1);
+        assert!(scroll_pane(&mut at, 10, 4, Action::PageDown));
+        assert_eq!(at, 5);
+        assert!(scroll_pane(&mut at, 10, 4, Action::PageDown));
+        assert_eq!(at, 6);
+        assert!(scroll_pane(&mut at, 10, 4, Action::Top));
+        assert_eq!(at, 0);
+        assert!(scroll_pane(&mut at, 10, 4, Action::Bottom));
+        assert_eq!(at, 6);
+        // Shorter than the pane: nowhere to go.
+        let mut short = 0;
+        assert!(scroll_pane(&mut short, 3, 4, Action::Bottom));
+        assert_eq!(short, 0);
+        // Other keys are left to the view, the position untouched.
+        assert!(!scroll_pane(&mut at, 10, 4, Action::Back));
+        assert_eq!(at, 6);
     }
 }

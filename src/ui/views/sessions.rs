@@ -13,7 +13,7 @@
 //! └───────────────────────────────────┘└────────────────────────────────────────┘
 //! ```
 
-use super::{fit, fmt_age, fmt_ms, row_at};
+use super::{fit, fmt_age, fmt_ms, row_at, scroll_pane};
 use crate::mask::mask;
 use crate::model::{Call, Model, Session};
 use crate::protocol::events::MockMode;
@@ -236,18 +236,10 @@ impl SessionsState {
 
     pub fn dispatch(&mut self, action: Action, model: &Model) {
         if let Some(detail) = &mut self.detail {
-            let page = self.timeline_height.max(1);
-            // Scrolling stops when the last line reaches the bottom, not the top.
-            let last = detail.lines.len().saturating_sub(page);
-            match action {
-                Action::Up => detail.scroll = detail.scroll.saturating_sub(1),
-                Action::Down => detail.scroll = (detail.scroll + 1).min(last),
-                Action::PageUp => detail.scroll = detail.scroll.saturating_sub(page),
-                Action::PageDown => detail.scroll = (detail.scroll + page).min(last),
-                Action::Top => detail.scroll = 0,
-                Action::Bottom => detail.scroll = last,
-                Action::Back | Action::Open => self.detail = None,
-                _ => {}
+            let page = self.timeline_height;
+            let scrolled = scroll_pane(&mut detail.scroll, detail.lines.len(), page, action);
+            if !scrolled && matches!(action, Action::Back | Action::Open) {
+                self.detail = None;
             }
             return;
         }
