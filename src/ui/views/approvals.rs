@@ -289,8 +289,19 @@ fn render_table(frame: &mut Frame, area: Rect, app: &mut App) {
     let sel = state.selected_row();
     state.offset = super::sessions::scroll_to(state.offset.min(len - 1), sel, height);
     let now = app.clock.wall_ms();
-    // INPUT and REPLAY share what the fixed columns leave (5 one-column gaps).
-    let free = (inner.width as usize).saturating_sub(16 + 22 + 18 + 10 + 5);
+    // RULE is as wide as the longest rule id on screen (8 to 28); INPUT and REPLAY share
+    // what the other columns leave (5 one-column gaps).
+    let rule_w = state
+        .rows
+        .iter()
+        .skip(state.offset)
+        .take(height)
+        .filter_map(|id| model.approvals.get(id))
+        .map(|a| a.rule_id.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(8, 28);
+    let free = (inner.width as usize).saturating_sub(16 + 22 + rule_w + 10 + 5);
     let (input_w, replay_w) = ((free / 2).max(8), (free - free / 2).max(8));
     let rows = state
         .rows
@@ -364,7 +375,7 @@ fn render_table(frame: &mut Frame, area: Rect, app: &mut App) {
             Constraint::Length(16),
             Constraint::Length(22),
             Constraint::Length(input_w as u16),
-            Constraint::Length(18),
+            Constraint::Length(rule_w as u16),
             Constraint::Length(10),
             Constraint::Length(replay_w as u16),
         ],
