@@ -89,19 +89,24 @@ impl EventLog {
     /// lock was held.
     pub fn append(&self, tenant: String, session_id: Option<String>, event: Event) -> Arc<Logged> {
         let body = encode_body(&event);
-        let mut ring = self.ring();
-        let frame = Frame {
-            seq: ring.next_seq,
-            ts: now_rfc3339(),
-            session_id,
-            event,
-        };
-        ring.next_seq += 1;
-        let logged = Arc::new(Logged {
-            frame,
+        // Allocated before the lock; only its stamp is written under it.
+        let mut logged = Arc::new(Logged {
+            frame: Frame {
+                seq: 0,
+                ts: String::new(),
+                session_id,
+                event,
+            },
             body,
             tenant,
         });
+        let mut ring = self.ring();
+        // Always unshared here: the Arc was made just above and not yet handed out.
+        if let Some(unshared) = Arc::get_mut(&mut logged) {
+            unshared.frame.seq = ring.next_seq;
+            unshared.frame.ts = now_rfc3339();
+        }
+        ring.next_seq += 1;
         // The oldest event is freed after the lock is released, not under it.
         let evicted = if ring.events.len() >= self.capacity {
             ring.events.pop_front()
