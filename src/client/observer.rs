@@ -185,7 +185,11 @@ async fn read(
         let mut pending = Some(text);
         let mut gap = false;
         while let Some(text) = pending.take() {
-            match decode(&text) {
+            let decoded = decode(&text);
+            // The text shares the stream's read buffer: while it lives, the next read
+            // cannot reuse that buffer and asks the socket for a few KiB at a time.
+            drop(text);
+            match decoded {
                 Ok(frame) => {
                     *last_seq = (*last_seq).max(frame.seq);
                     gap = matches!(frame.event, Event::StreamGap(_));
