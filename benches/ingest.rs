@@ -9,7 +9,7 @@ use support::ingest;
 
 fn main() {
     if support::figure_mode() {
-        let result = ingest::run(200_000, 3);
+        let result = ingest::run(200_000, 5);
         if let Ok(r) = &result {
             eprintln!(
                 "ingest: {} frames over loopback WebSocket, {} folded, {} sessions; decode alone {:.0}/s; decode+fold in-process {:.0}/s; fold loop busy {:.0} %",
@@ -36,6 +36,7 @@ fn main() {
     group.bench_function("decode_fold", |b| {
         b.iter(|| ingest::decode_and_fold(&texts).map_err(|e| e.to_string()))
     });
+    let msgs = ingest::messages(&texts);
     let rt = support::tokio_rt(2).map_err(|e| e.to_string());
     if let Ok(rt) = rt {
         group.sample_size(10);
@@ -43,7 +44,7 @@ fn main() {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    if let Ok((rate, _, _)) = rt.block_on(ingest::over_websocket(&texts)) {
+                    if let Ok((rate, _, _)) = rt.block_on(ingest::over_websocket(&msgs)) {
                         total += Duration::from_secs_f64(texts.len() as f64 / rate);
                     }
                 }

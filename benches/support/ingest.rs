@@ -54,12 +54,13 @@ pub fn workload(frames: usize) -> Workload {
 
 pub fn run(frames: usize, rounds: usize) -> anyhow::Result<IngestResult> {
     let texts = workload(frames).texts();
+    let msgs = messages(&texts);
     let rt = super::tokio_rt(2)?;
     let (mut rates, mut bases) = (vec![], vec![]);
     let mut last = None;
     for _ in 0..rounds.max(1) {
         bases.push(parse_only(&texts)?);
-        let (rate, busy, app) = rt.block_on(over_websocket(&texts))?;
+        let (rate, busy, app) = rt.block_on(over_websocket(&msgs))?;
         rates.push(rate);
         last = Some((busy, app));
     }
@@ -97,24 +98,48 @@ pub fn decode_and_fold(texts: &[String]) -> anyhow::Result<u64> {
     Ok(model.counters.applied)
 }
 
-/// Serves `texts` as fast as the socket takes them to the real observer task; the app
+/// The frames as the sending side holds them: cloning one shares its text, so a round's
+/// setup neither copies the frames nor hands the fold memory the sender just freed.
+pub fn messages(texts: &[String]) -> Vec<Utf8Bytes> {
+    texts.iter().map(|t| Utf8Bytes::from(t.clone())).collect()
+}
+
+/// Serves `msgs` as fast as the socket takes them to the real observer task; the app
 /// folds as the inspector's loop does. Rate is from the first frame folded to the last.
-pub async fn over_websocket(texts: &[String]) -> anyhow::Result<(f64, f64, App)> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
+///
+/// The sending side stands for the runtime, which is another process: it runs on a thread
+/// of its own, not as a task on the inspector's workers, where it would take turns with
+/// the observer on one worker whenever the scheduler put them together.
+pub async fn over_websocket(msgs: &[Utf8Bytes]) -> anyhow::Result<(f64, f64, App)> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let url = format!("http://{}", listener.local_addr()?);
-    let msgs: Vec<Utf8Bytes> = texts.iter().map(|t| Utf8Bytes::from(t.clone())).collect();
-    let server = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await?;
-        tcp.set_nodelay(true)?;
-        let mut ws = tokio_tungstenite::accept_async(tcp).await?;
-        for msg in msgs {
-            ws.feed(Message::Text(msg)).await?;
-        }
-        ws.flush().await?;
-        // Hold the line open until the client goes, as a runtime would.
-        while let Some(Ok(_)) = ws.next().await {}
-        Ok::<_, anyhow::Error>(())
-    });
+    let want = msgs.len() as u64;
+    let msgs = msgs.to_vec();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = std::thread::Builder::new().name("runtime".into()).spawn(
+        move || -> anyhow::Result<()> {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(async move {
+                listener.set_nonblocking(true)?;
+                let listener = TcpListener::from_std(listener)?;
+                let (tcp, _) = listener.accept().await?;
+                tcp.set_nodelay(true)?;
+                let mut ws = tokio_tungstenite::accept_async(tcp).await?;
+                for msg in msgs {
+                    ws.feed(Message::Text(msg)).await?;
+                }
+                ws.flush().await?;
+                // Hold the line open until the bench is done, as a runtime would.
+                tokio::select! {
+                    _ = stop_rx => {}
+                    () = async { while let Some(Ok(_)) = ws.next().await {} } => {}
+                }
+                Ok(())
+            })
+        },
+    )?;
     let (tx, mut rx) = mpsc::channel(BATCH);
     let observer = spawn_observer(
         ObserverConfig::new(&url, None),
@@ -122,7 +147,6 @@ pub async fn over_websocket(texts: &[String]) -> anyhow::Result<(f64, f64, App)>
         tx,
     );
     let mut app = App::new(&url, Limits::default(), Arc::new(SystemClock));
-    let want = texts.len() as u64;
     let fold = async {
         let mut first: Option<Instant> = None;
         let mut busy = Duration::ZERO;
@@ -153,6 +177,9 @@ pub async fn over_websocket(texts: &[String]) -> anyhow::Result<(f64, f64, App)>
         .await
         .context("ingest did not finish in 120 s")??;
     observer.abort();
-    server.abort();
+    stop_tx.send(()).ok();
+    server
+        .join()
+        .map_err(|_| anyhow::anyhow!("the sending thread panicked"))??;
     Ok((rate, busy, app))
 }
