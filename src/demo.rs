@@ -1,6 +1,7 @@
 //! The scripted workload behind `spyglass demo`: sessions arriving over time against a
 //! runtime, driven over its real HTTP routes, showing every feature the inspector has.
 
+use crate::protocol::RawJson;
 use crate::protocol::rest::{CreateSession, ExecuteRequest, SendRequest};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -110,7 +111,7 @@ impl Http {
     async fn execute(&self, session: &str, tool: &str, input: Value) -> Result<(), DemoError> {
         let body = ExecuteRequest {
             tool: tool.to_owned(),
-            input,
+            input: RawJson::from_value(&input),
         };
         let path = format!("/v1/sessions/{session}/execute");
         let body = serde_json::to_value(body).unwrap_or(Value::Null);

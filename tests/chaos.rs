@@ -224,7 +224,7 @@ fn spawn_workload(rt: Runtime, seed: u64, events: u64) -> tokio::task::JoinHandl
                     _ => "codespar_list_tools",
                 };
                 let input = json!({"value": rng.u32(0..1000), "note": "chaos"});
-                match rt.execute(TENANT, sid, tool, input).await.unwrap() {
+                match rt.execute(TENANT, sid, tool, input.into()).await.unwrap() {
                     ExecuteReply::Envelope(Envelope::ApprovalRequired { approval_id, .. }) => {
                         pending.push(approval_id)
                     }
@@ -355,7 +355,7 @@ async fn run_chaos(
                     .unwrap()
                     .id;
                 for _ in 0..burst {
-                    rt.execute(TENANT, &sid, "asaas/x", json!({}))
+                    rt.execute(TENANT, &sid, "asaas/x", json!({}).into())
                         .await
                         .unwrap();
                 }

@@ -40,6 +40,23 @@ impl RawJson {
         serde_json::from_str(self.0.get()).unwrap_or(serde_json::Value::Null)
     }
 
+    /// What kind of JSON value this is, for messages ("an object", "a number", ...).
+    /// The text of a parsed value starts at the value, so its first byte says.
+    pub fn json_type(&self) -> &'static str {
+        match self.0.get().as_bytes().first() {
+            Some(b'{') => "an object",
+            Some(b'[') => "an array",
+            Some(b'"') => "a string",
+            Some(b't' | b'f') => "a boolean",
+            Some(b'n') => "null",
+            _ => "a number",
+        }
+    }
+
+    pub fn is_object(&self) -> bool {
+        self.0.get().starts_with('{')
+    }
+
     pub fn is_null(&self) -> bool {
         self.0.get() == "null"
     }
@@ -114,5 +131,38 @@ mod tests {
         assert_eq!(a.to_value()["b"][0], true);
         assert_eq!(RawJson::from_text(r#""hi""#).unwrap().as_text(), "hi");
         assert!(RawJson::from_text("{").is_err());
+    }
+
+    #[test]
+    fn names_the_type_of_a_parsed_value() {
+        let kinds: Vec<&str> = [
+            r#" {"a":1}"#,
+            "[1]",
+            r#""s""#,
+            "true",
+            "false",
+            "null",
+            "-1.5e3",
+            "0",
+        ]
+        .iter()
+        .map(|text| serde_json::from_str::<RawJson>(text).unwrap().json_type())
+        .collect();
+        assert_eq!(
+            kinds,
+            [
+                "an object",
+                "an array",
+                "a string",
+                "a boolean",
+                "a boolean",
+                "null",
+                "a number",
+                "a number"
+            ]
+        );
+        let padded: RawJson = serde_json::from_str("  {\"a\": 1}  ").unwrap();
+        assert!(padded.is_object());
+        assert!(!serde_json::from_str::<RawJson>("[]").unwrap().is_object());
     }
 }

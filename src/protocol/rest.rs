@@ -68,6 +68,10 @@ fn empty_object() -> Value {
     Value::Object(Map::new())
 }
 
+fn empty_object_raw() -> RawJson {
+    RawJson::from_value(&empty_object())
+}
+
 /// Fail the model call of this zero-based iteration with `error`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -90,15 +94,18 @@ pub struct SessionCreatedBody {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ExecuteRequest {
     pub tool: String,
-    #[serde(default = "empty_object")]
-    pub input: Value,
+    /// Kept as received: the call's record and event carry this text, and a tree is built
+    /// only for a policy rule that looks inside it.
+    #[serde(default = "empty_object_raw")]
+    pub input: RawJson,
 }
 
 /// 200 answer of a successful execute, as the SDK reads it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
     pub success: bool,
-    pub data: Value,
+    /// The mock entry as stored: written into the answer as it is, not re-encoded.
+    pub data: RawJson,
     pub error: Option<String>,
     pub duration: u64,
     pub server: String,

@@ -62,7 +62,7 @@ fn record(call: &Dispatched) -> ToolCallRecord {
         }
         .to_owned(),
         duration_ms: call.duration_ms.round() as u64,
-        input: call.input.clone(),
+        input: call.input.to_value(),
         output: call.output(),
         error_code: call.outcome.as_ref().err().map(|e| e.code().to_owned()),
     }
@@ -166,7 +166,7 @@ impl Runtime {
                 let dispatched = self.dispatch(
                     &session,
                     &call.name,
-                    call.arguments.clone(),
+                    RawJson::from_value(&call.arguments),
                     CallSource::Send,
                     Some(iteration),
                     start,
@@ -174,7 +174,7 @@ impl Runtime {
                 out(SendFrame::ToolUse {
                     id: dispatched.call_id.clone(),
                     name: dispatched.tool.clone(),
-                    input: dispatched.input.clone(),
+                    input: dispatched.input.to_value(),
                 })
                 .await;
                 let rec = record(&dispatched);
@@ -182,7 +182,7 @@ impl Runtime {
                 step_calls.push(StepToolCall {
                     id: dispatched.call_id.clone(),
                     name: dispatched.tool.clone(),
-                    args: RawJson::from_value(&dispatched.input),
+                    args: dispatched.input.clone(),
                     result: RawJson::from_value(&rec.output),
                     duration: dispatched.duration_ms,
                     needs_approval: rec.error_code.as_deref() == Some("approval_required"),

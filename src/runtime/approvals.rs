@@ -11,7 +11,6 @@ use crate::protocol::events::{
 use crate::protocol::rest::{ApprovalList, ApprovalStatus, ApprovalView};
 use crate::protocol::{Envelope, Event, RawJson, now_rfc3339};
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -62,7 +61,7 @@ impl Runtime {
         session_id: &str,
         call_id: &str,
         tool: &str,
-        input: &Value,
+        input: &RawJson,
         rule_id: &str,
         message: &str,
     ) -> Queued {
@@ -75,7 +74,7 @@ impl Runtime {
             session_id: session_id.to_owned(),
             call_id: call_id.to_owned(),
             tool: tool.to_owned(),
-            input: RawJson::from_value(input),
+            input: input.clone(),
             rule_id: rule_id.to_owned(),
             status: ApprovalStatus::Pending,
             requested_at: rfc3339(now),
@@ -285,7 +284,7 @@ impl Runtime {
             }
         };
         let outcome = match result {
-            Ok(value) => Outcome::Result(RawJson::from_value(&value)),
+            Ok(value) => Outcome::Result(value),
             Err(envelope) => Outcome::Envelope(envelope),
         };
         let logged = self.emit_for(

@@ -2,9 +2,9 @@
 //! named by JSON pointer) and the per-tool consume counters that `execute` advances.
 //! Mocks are immutable once a session holds them; only the counters move.
 
-use crate::protocol::Envelope;
 use crate::protocol::events::{Counter, DeclaredMock, MockMode};
 use crate::protocol::rest::MockState;
+use crate::protocol::{Envelope, RawJson};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -37,11 +37,13 @@ pub fn pointer_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-/// One declared mock: a static object, or a stateful array consumed in order.
+/// One declared mock: a static object, or a stateful array consumed in order. Entries are
+/// kept as the JSON text they are served as: a call copies the text into its answer and
+/// its `tool.called` event instead of cloning a tree and writing it out twice.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Fixture {
-    Static(Value),
-    Stateful(Vec<Value>),
+    Static(RawJson),
+    Stateful(Vec<RawJson>),
 }
 
 /// A mock and its counter: `consumed` successful returns, `calls` dispatches naming it.
@@ -122,7 +124,7 @@ impl MockTable {
                 ));
             }
             let fixture = match value {
-                Value::Object(_) => Fixture::Static(value.clone()),
+                Value::Object(_) => Fixture::Static(RawJson::from_value(value)),
                 Value::Array(entries) => {
                     if let Some(i) = entries.iter().position(|entry| !entry.is_object()) {
                         return Err(invalid(
@@ -130,7 +132,7 @@ impl MockTable {
                             format!("entry {i} of `{tool}` must be an object"),
                         ));
                     }
-                    Fixture::Stateful(entries.clone())
+                    Fixture::Stateful(entries.iter().map(RawJson::from_value).collect())
                 }
                 other => {
                     return Err(invalid(
@@ -186,7 +188,7 @@ impl MockTable {
     /// The mock-store gate: the fixture for this call, advancing the counter only when an
     /// entry is returned. `replay` turns a missing mock into `mocks_engine_error` (the call
     /// was authorised once; its mock vanishing is an inconsistency, not a miss).
-    pub fn consume(&mut self, tool: &str, replay: bool) -> Result<Value, Envelope> {
+    pub fn consume(&mut self, tool: &str, replay: bool) -> Result<RawJson, Envelope> {
         let Some(slot) = self.slots.get_mut(tool) else {
             return Err(if replay {
                 Envelope::MocksEngineError {
@@ -303,8 +305,14 @@ mod tests {
             &json!({"a/b": [{"n": 1}, {"n": 2}], "a/s": {"k": 0}, "a/e": []}),
         )
         .unwrap();
-        assert_eq!(table.consume("a/b", false).unwrap(), json!({"n": 1}));
-        assert_eq!(table.consume("a/b", false).unwrap(), json!({"n": 2}));
+        assert_eq!(
+            table.consume("a/b", false).unwrap().to_value(),
+            json!({"n": 1})
+        );
+        assert_eq!(
+            table.consume("a/b", false).unwrap().to_value(),
+            json!({"n": 2})
+        );
         assert!(matches!(
             table.consume("a/b", false),
             Err(Envelope::MocksExhausted { .. })
@@ -317,7 +325,10 @@ mod tests {
             })
         );
         for _ in 0..3 {
-            assert_eq!(table.consume("a/s", false).unwrap(), json!({"k": 0}));
+            assert_eq!(
+                table.consume("a/s", false).unwrap().to_value(),
+                json!({"k": 0})
+            );
         }
         assert_eq!(
             table.counter("a/s"),

@@ -2,7 +2,9 @@
 //! TOML, matched on the canonical tool name by glob and optionally on one input field.
 //! First matching rule wins; no match means allow. A bad file names file, rule and field.
 
+use crate::protocol::RawJson;
 use serde_json::Value;
+use std::cell::OnceCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -149,8 +151,9 @@ pub struct Rule {
 }
 
 impl Rule {
-    pub fn matches(&self, tool: &str, input: &Value) -> bool {
-        glob_match(&self.tool, tool) && self.when.as_ref().is_none_or(|when| when.matches(input))
+    /// `input` is asked for only when the tool matches and there is a condition to test.
+    pub fn matches<'a>(&self, tool: &str, input: &dyn Fn() -> &'a Value) -> bool {
+        glob_match(&self.tool, tool) && self.when.as_ref().is_none_or(|when| when.matches(input()))
     }
 }
 
@@ -276,6 +279,17 @@ impl Policy {
 
     /// Deny-list first, then the first matching rule; no match allows.
     pub fn evaluate(&self, tool: &str, input: &Value) -> Verdict {
+        self.evaluate_with(tool, &|| input)
+    }
+
+    /// `evaluate` for input kept as text: the tree is asked for, and so parsed, only when
+    /// a rule for this tool has a `when` condition to test.
+    pub fn evaluate_raw(&self, tool: &str, input: &RawJson) -> Verdict {
+        let parsed = OnceCell::new();
+        self.evaluate_with(tool, &|| parsed.get_or_init(|| input.to_value()))
+    }
+
+    fn evaluate_with<'a>(&self, tool: &str, input: &dyn Fn() -> &'a Value) -> Verdict {
         if let Some(glob) = self.deny_list.iter().find(|glob| glob_match(glob, tool)) {
             return Verdict::Deny {
                 rule_id: "deny_list".to_owned(),

@@ -176,8 +176,8 @@ impl ExecuteReply {
 pub struct Dispatched {
     pub call_id: String,
     pub tool: String,
-    pub input: Value,
-    pub outcome: Result<Value, Envelope>,
+    pub input: RawJson,
+    pub outcome: Result<RawJson, Envelope>,
     pub started_at: String,
     pub duration_ms: f64,
     pub counter: Option<Counter>,
@@ -187,7 +187,7 @@ impl Dispatched {
     /// The result, or the envelope whole, as one JSON value.
     pub fn output(&self) -> Value {
         match &self.outcome {
-            Ok(value) => value.clone(),
+            Ok(value) => value.to_value(),
             Err(envelope) => serde_json::to_value(envelope).unwrap_or(Value::Null),
         }
     }
@@ -416,7 +416,7 @@ impl Runtime {
         tenant: &str,
         session_id: &str,
         tool: &str,
-        input: Value,
+        input: RawJson,
     ) -> Result<ExecuteReply, ApiErrorWithStatus> {
         let session = self.open_session(tenant, session_id)?;
         let call = self.dispatch(
@@ -462,7 +462,7 @@ impl Runtime {
         &self,
         session: &Arc<Mutex<Session>>,
         tool: &str,
-        input: Value,
+        input: RawJson,
         source: CallSource,
         iteration: Option<u32>,
         start: CallStart,
@@ -479,7 +479,7 @@ impl Runtime {
         let verdict = if tool == LIST_TOOLS {
             Verdict::Allow
         } else {
-            self.inner.config.policy.evaluate(tool, &input)
+            self.inner.config.policy.evaluate_raw(tool, &input)
         };
         let mut approval = None;
         let gated: Option<Envelope> = match verdict {
@@ -507,21 +507,20 @@ impl Runtime {
         let mut s = lock(session);
         let outcome = match gated {
             Some(envelope) => Err(envelope),
-            None if tool == LIST_TOOLS => Ok(json!({ "tools": s.tools() })),
+            None if tool == LIST_TOOLS => Ok(RawJson::from_value(&json!({ "tools": s.tools() }))),
             None => s.mocks.consume(tool, false),
         };
         let counter = s.mocks.note_call(tool);
         let duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
         let event_outcome = match &outcome {
-            Ok(value) => Outcome::Result(RawJson::from_value(value)),
+            Ok(value) => Outcome::Result(value.clone()),
             Err(envelope) => Outcome::Envelope(envelope.clone()),
         };
-        let input_raw = RawJson::from_value(&input);
         s.record(
             CallView {
                 call_id: call_id.clone(),
                 tool: tool.to_owned(),
-                input: input_raw.clone(),
+                input: input.clone(),
                 outcome: event_outcome.clone(),
                 started_at: started_at.clone(),
                 duration: duration_ms,
@@ -537,7 +536,7 @@ impl Runtime {
                 Event::ToolCalled(ToolCalled {
                     call_id: call_id.clone(),
                     tool: tool.to_owned(),
-                    input: input_raw,
+                    input: input.clone(),
                     outcome: event_outcome,
                     started_at: started_at.clone(),
                     duration: duration_ms,
