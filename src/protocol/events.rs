@@ -534,8 +534,8 @@ pub fn encode_fields(event: &Event) -> String {
     }
 }
 
-/// An event's own fields as wire text, serialised before it has a stamp, so a log can do
-/// this work outside the lock that hands out seqs; `Unknown` has no typed body (`None`).
+/// An event's own fields as wire text, without the stamp; `Unknown` has no typed body
+/// (`None`).
 #[derive(Debug, Clone)]
 pub struct EncodedBody(String);
 
@@ -543,7 +543,7 @@ fn body_text<T: Serialize>(body: &T) -> String {
     serde_json::to_string(body).unwrap_or_else(|_| "{}".to_owned())
 }
 
-/// The first half of `encode`: everything but `kind`, `seq`, `ts` and `sessionId`.
+/// Everything `encode` writes but `kind`, `seq`, `ts` and `sessionId`.
 pub fn encode_body(event: &Event) -> Option<EncodedBody> {
     let text = match event {
         Event::SessionCreated(e) => body_text(e),
@@ -561,28 +561,6 @@ pub fn encode_body(event: &Event) -> Option<EncodedBody> {
         Event::Unknown { .. } => return None,
     };
     Some(EncodedBody(text))
-}
-
-/// The second half: the stamp in front of a body from `encode_body` of `frame.event`.
-/// Byte for byte what `encode(frame)` gives, at the cost of a copy.
-pub fn encode_stamped(frame: &Frame, body: &EncodedBody) -> String {
-    let fields = body.0.strip_prefix('{').unwrap_or(&body.0);
-    let mut out = String::with_capacity(body.0.len() + 96);
-    out.push_str("{\"kind\":");
-    out.push_str(&body_text(&frame.event.kind()));
-    out.push_str(",\"seq\":");
-    out.push_str(&frame.seq.to_string());
-    out.push_str(",\"ts\":");
-    out.push_str(&body_text(&frame.ts));
-    if let Some(id) = &frame.session_id {
-        out.push_str(",\"sessionId\":");
-        out.push_str(&body_text(id));
-    }
-    if fields != "}" {
-        out.push(',');
-    }
-    out.push_str(fields);
-    out
 }
 
 /// Encodes a frame as one JSON object: its fields plus `kind`, `seq`, `ts`, `sessionId`.

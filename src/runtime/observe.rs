@@ -154,7 +154,7 @@ impl Subscriber {
             return Ok(());
         }
         if self.filter.shows(logged) {
-            self.send(logged.text()).await?;
+            self.send(logged.text().to_owned()).await?;
         }
         self.last = logged.frame.seq;
         Ok(())
@@ -247,7 +247,7 @@ pub async fn list_events(
             body.push(',');
         }
         first = false;
-        body.push_str(&logged.text());
+        body.push_str(logged.text());
     }
     body.push_str(&format!("],\"next\":{next}"));
     if let Some((from, to)) = slice.gap {
