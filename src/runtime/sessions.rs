@@ -2,6 +2,7 @@
 //! every tool call through deny-list, policy and mock store, with its `tool.called`
 //! event. A session's counters change only under that session's lock.
 
+use super::log::Logged;
 use super::mocks::{MAX_MOCKS_BYTES, MockTable, MocksRejection};
 use super::policy::Verdict;
 use super::{ApiErrorWithStatus, Runtime, lock};
@@ -39,7 +40,9 @@ pub(crate) struct Session {
     pub last_activity: String,
     pub closed: bool,
     pub mocks: MockTable,
-    pub calls: VecDeque<CallView>,
+    /// The newest `retained_calls` calls, as the `tool.called` events the log holds: the
+    /// record shares the event instead of keeping its own copy of every field.
+    pub calls: VecDeque<Arc<Logged>>,
     pub call_count: u32,
     pub envelope_count: u32,
     pub model: ModelScript,
@@ -66,12 +69,12 @@ impl Session {
         }
     }
 
-    fn record(&mut self, call: CallView, retained: usize) {
+    fn record(&mut self, call: Arc<Logged>, envelope: bool, retained: usize) {
         self.call_count = self.call_count.saturating_add(1);
-        if call.outcome.envelope().is_some() {
+        if envelope {
             self.envelope_count = self.envelope_count.saturating_add(1);
         }
-        self.last_activity = now_rfc3339();
+        self.last_activity.clone_from(&call.frame.ts);
         if self.calls.len() >= retained.max(1) {
             self.calls.pop_front();
         }
@@ -181,6 +184,21 @@ pub struct Dispatched {
     pub started_at: String,
     pub duration_ms: f64,
     pub counter: Option<Counter>,
+}
+
+/// A recorded call as `GET /v1/sessions/:id` lists it.
+fn call_view(call: &Logged) -> Option<CallView> {
+    match &call.frame.event {
+        Event::ToolCalled(c) => Some(CallView {
+            call_id: c.call_id.clone(),
+            tool: c.tool.clone(),
+            input: c.input.clone(),
+            outcome: c.outcome.clone(),
+            started_at: c.started_at.clone(),
+            duration: c.duration,
+        }),
+        _ => None,
+    }
 }
 
 impl Dispatched {
@@ -379,7 +397,11 @@ impl Runtime {
         let session = lock(&session);
         Ok(SessionDetail {
             summary: session.summary(),
-            calls: session.calls.iter().cloned().collect(),
+            calls: session
+                .calls
+                .iter()
+                .filter_map(|call| call_view(call))
+                .collect(),
         })
     }
 
@@ -516,37 +538,25 @@ impl Runtime {
             Ok(value) => Outcome::Result(value.clone()),
             Err(envelope) => Outcome::Envelope(envelope.clone()),
         };
-        s.record(
-            CallView {
+        // Emitted under the session lock so the counters in this session's `tool.called`
+        // events rise in seq order.
+        let logged = self.emit_for(
+            &tenant,
+            Some(session_id.clone()),
+            Event::ToolCalled(ToolCalled {
                 call_id: call_id.clone(),
                 tool: tool.to_owned(),
                 input: input.clone(),
-                outcome: event_outcome.clone(),
+                outcome: event_outcome,
                 started_at: started_at.clone(),
                 duration: duration_ms,
-            },
-            self.inner.config.retained_calls,
+                counter,
+                source,
+                iteration,
+            }),
         );
-        // Emitted under the session lock so the counters in this session's `tool.called`
-        // events rise in seq order.
-        s.last_seq = self
-            .emit_for(
-                &tenant,
-                Some(session_id.clone()),
-                Event::ToolCalled(ToolCalled {
-                    call_id: call_id.clone(),
-                    tool: tool.to_owned(),
-                    input: input.clone(),
-                    outcome: event_outcome,
-                    started_at: started_at.clone(),
-                    duration: duration_ms,
-                    counter,
-                    source,
-                    iteration,
-                }),
-            )
-            .frame
-            .seq;
+        s.last_seq = logged.frame.seq;
+        s.record(logged, outcome.is_err(), self.inner.config.retained_calls);
         drop(s);
         if let Some(row) = approval {
             self.announce_approval(&tenant, &session_id, row);
