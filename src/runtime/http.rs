@@ -328,9 +328,31 @@ async fn execute(
     let reply = state.rt.execute(&tenant, &id, &req.tool, req.input).await?;
     let status = StatusCode::from_u16(reply.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     Ok(match reply {
-        super::ExecuteReply::Ok(result) => (status, Json(result)).into_response(),
+        super::ExecuteReply::Ok(result) => tool_result_response(status, &result),
         super::ExecuteReply::Envelope(envelope) => (status, Json(envelope)).into_response(),
     })
+}
+
+/// An execute's answer, written into a buffer sized for it at once: axum's `Json` starts
+/// at 128 bytes and grows, and an answer is the mock entry plus about 200 bytes.
+fn tool_result_response(
+    status: StatusCode,
+    result: &crate::protocol::rest::ToolResult,
+) -> Response {
+    let mut body = Vec::with_capacity(256 + result.data.get().len());
+    match serde_json::to_writer(&mut body, result) {
+        Ok(()) => (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response(),
+        // Cannot happen for these field types; axum's own path answers as it always did.
+        Err(_) => (status, Json(result)).into_response(),
+    }
 }
 
 fn wants_sse(headers: &HeaderMap) -> bool {

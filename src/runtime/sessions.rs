@@ -25,10 +25,11 @@ pub const LIST_TOOLS: &str = "codespar_list_tools";
 
 /// Random id with a readable prefix: `ses_…`, `call_…`, `apr_…`.
 pub fn new_id(prefix: &str) -> String {
-    let tail: String = std::iter::repeat_with(fastrand::alphanumeric)
-        .take(20)
-        .collect();
-    format!("{prefix}{tail}")
+    // One allocation of the final size: every call gets an id.
+    let mut id = String::with_capacity(prefix.len() + 20);
+    id.push_str(prefix);
+    id.extend(std::iter::repeat_with(fastrand::alphanumeric).take(20));
+    id
 }
 
 pub(crate) struct Session {
