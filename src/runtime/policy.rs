@@ -471,6 +471,50 @@ mod tests {
     }
 
     #[test]
+    fn raw_input_gets_the_verdicts_of_its_tree() {
+        let policy = Policy::from_toml(
+            r#"
+            deny_list = ["*/transfer_all"]
+            [[rule]]
+            id = "big"
+            tool = "*/create_payment"
+            action = "approval"
+            when = "input.value > 1000"
+            [[rule]]
+            id = "no_refunds"
+            tool = "*/refund*"
+            action = "deny"
+            "#,
+        )
+        .unwrap();
+        let cases = [
+            ("asaas/create_payment", r#"{"value": 1500}"#),
+            (
+                "asaas/create_payment",
+                r#"{ "value" : 5 , "note": "small" }"#,
+            ),
+            ("asaas/create_payment", r#"{"value": "9999"}"#),
+            ("asaas/create_payment", "{}"),
+            ("asaas/refund_payment", r#"{"value": 1500}"#),
+            ("bank/transfer_all", "{}"),
+            ("nuvem-fiscal/create_nfe", r#"{"value": 1500}"#),
+        ];
+        for (tool, text) in cases {
+            let raw = RawJson::from_text(text).unwrap();
+            let tree: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(
+                policy.evaluate_raw(tool, &raw),
+                policy.evaluate(tool, &tree),
+                "{tool} {text}"
+            );
+        }
+        assert!(matches!(
+            policy.evaluate_raw("asaas/create_payment", &RawJson::from_text(r#"{"value":1500}"#).unwrap()),
+            Verdict::Approval { rule_id, .. } if rule_id == "big"
+        ));
+    }
+
+    #[test]
     fn conditions_compare_numbers_strings_and_bools() {
         let input = json!({"a": {"b": 3}, "s": "x", "t": true, "list": [1, 2]});
         let check = |text: &str| Condition::parse(text).unwrap().matches(&input);
