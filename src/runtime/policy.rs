@@ -429,10 +429,11 @@ mod tests {
         assert!(!glob_match("a?", "a"));
     }
 
-    #[test]
-    fn first_matching_rule_wins_and_default_allows() {
-        let policy = Policy::from_toml(
+    /// Approval over a threshold, a deny by tool, a deny on a condition, a deny-list.
+    fn payments_policy() -> Policy {
+        Policy::from_toml(
             r#"
+            deny_list = ["*/transfer_all"]
             [[rule]]
             id = "big"
             tool = "*/create_payment"
@@ -449,7 +450,12 @@ mod tests {
             when = "input.method == 'boleto'"
             "#,
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn first_matching_rule_wins_and_default_allows() {
+        let policy = payments_policy();
         let pay = "asaas/create_payment";
         assert!(matches!(
             policy.evaluate(pay, &json!({"value": 1500})),
@@ -472,21 +478,7 @@ mod tests {
 
     #[test]
     fn raw_input_gets_the_verdicts_of_its_tree() {
-        let policy = Policy::from_toml(
-            r#"
-            deny_list = ["*/transfer_all"]
-            [[rule]]
-            id = "big"
-            tool = "*/create_payment"
-            action = "approval"
-            when = "input.value > 1000"
-            [[rule]]
-            id = "no_refunds"
-            tool = "*/refund*"
-            action = "deny"
-            "#,
-        )
-        .unwrap();
+        let policy = payments_policy();
         let cases = [
             ("asaas/create_payment", r#"{"value": 1500}"#),
             (
@@ -495,6 +487,7 @@ mod tests {
             ),
             ("asaas/create_payment", r#"{"value": "9999"}"#),
             ("asaas/create_payment", "{}"),
+            ("asaas/create_payment", r#"{"method": "boleto"}"#),
             ("asaas/refund_payment", r#"{"value": 1500}"#),
             ("bank/transfer_all", "{}"),
             ("nuvem-fiscal/create_nfe", r#"{"value": 1500}"#),
