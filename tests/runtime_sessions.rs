@@ -479,3 +479,64 @@ async fn concurrent_consume_is_exact() {
     );
     assert_eq!(exhausted, 64 - K);
 }
+
+/// A session's call history keeps the newest `retained_calls` calls whole, each as its
+/// execute answered it, even once the event log's smaller ring has let those events go.
+#[tokio::test]
+async fn call_history_keeps_the_newest_calls_past_the_event_ring() {
+    let handle = server(RuntimeConfig {
+        retained_calls: 3,
+        retained_events: 2,
+        ..test_config()
+    })
+    .await;
+    let api = Api::new(&handle);
+    let (status, created) = api
+        .post(
+            "/v1/sessions",
+            json!({"servers": ["asaas"],
+                   "mocks": {"asaas/create_customer": {"id": "cus_1", "name": "Ana"}}}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let sid = created["id"].as_str().unwrap();
+    let mut answers = vec![];
+    for n in 0..5 {
+        let (status, answer) = api
+            .execute(
+                sid,
+                "asaas/create_customer",
+                json!({"n": n, "note": "é \"q\""}),
+            )
+            .await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["data"], json!({"id": "cus_1", "name": "Ana"}));
+        answers.push(answer);
+    }
+
+    let (status, list) = api.get("/v1/sessions").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        list["sessions"][0]["calls"], 5,
+        "the count is every call made"
+    );
+
+    let (status, detail) = api.get(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(status, 200);
+    let calls = detail["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3, "{detail}");
+    for (call, (n, answer)) in calls.iter().zip(answers.iter().enumerate().skip(2)) {
+        assert_eq!(call["call_id"], answer["tool_call_id"]);
+        assert_eq!(call["tool"], "asaas/create_customer");
+        assert_eq!(call["input"], json!({"n": n, "note": "é \"q\""}));
+        assert_eq!(
+            call["outcome"],
+            json!({"result": {"id": "cus_1", "name": "Ana"}})
+        );
+        assert_eq!(call["started_at"], answer["called_at"]);
+    }
+    // The log kept only its last two events; the history did not depend on them.
+    let (status, events) = api.get("/v1/events?since=0").await;
+    assert_eq!(status, 200);
+    assert_eq!(events["events"].as_array().unwrap().len(), 2, "{events}");
+}
