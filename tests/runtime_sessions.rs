@@ -540,3 +540,67 @@ async fn call_history_keeps_the_newest_calls_past_the_event_ring() {
     assert_eq!(status, 200);
     assert_eq!(events["events"].as_array().unwrap().len(), 2, "{events}");
 }
+
+/// An execute whose input is not an object is refused with the kind it was and the
+/// field, and leaves the session as it was: no call counted, no entry consumed.
+#[tokio::test]
+async fn execute_names_the_kind_of_a_non_object_input_and_changes_nothing() {
+    let handle = server(test_config()).await;
+    let api = Api::new(&handle);
+    let (status, created) = api
+        .post(
+            "/v1/sessions",
+            json!({"servers": ["asaas"], "mocks": {"asaas/x": [{"n": 1}]}}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let sid = created["id"].as_str().unwrap();
+    let path = format!("/v1/sessions/{sid}/execute");
+    let cases = [
+        (
+            r#"{"tool": "asaas/x", "input":   [1, {"a": 2}] }"#,
+            "an array",
+        ),
+        (r#"{"tool": "asaas/x", "input": "str"}"#, "a string"),
+        (r#"{"tool": "asaas/x", "input": -1.5e3}"#, "a number"),
+        (r#"{"tool": "asaas/x", "input": false}"#, "a boolean"),
+        (r#"{"tool": "asaas/x", "input": null}"#, "null"),
+    ];
+    for (body, kind) in cases {
+        let (status, reply) = api.post_raw(&path, body.to_owned()).await;
+        assert_eq!(status, 400, "{body}: {reply}");
+        assert_eq!(reply["code"], "invalid_body");
+        assert_eq!(reply["field"], "/input");
+        assert_eq!(
+            reply["message"],
+            format!("input must be an object, found {kind}"),
+            "{body}"
+        );
+    }
+    // Broken JSON inside the input is a broken body, not a kind.
+    let (status, reply) = api
+        .post_raw(&path, r#"{"tool": "asaas/x", "input": {"a": }"#.to_owned())
+        .await;
+    assert_eq!(
+        (status, reply["code"].as_str()),
+        (400, Some("invalid_body"))
+    );
+
+    let (_, detail) = api.get(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(detail["calls"], json!([]));
+    assert_eq!(
+        detail["mocks"][0]["counter"],
+        json!({"consumed": 0, "total": 1})
+    );
+    let (_, list) = api.get("/v1/sessions").await;
+    assert_eq!(list["sessions"][0]["calls"], 0);
+    // The one entry is still there to be served, to an input sent with spacing.
+    let (status, reply) = api
+        .post_raw(
+            &path,
+            r#"{"tool": "asaas/x", "input":  { "k" : 1 } }"#.to_owned(),
+        )
+        .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["data"], json!({"n": 1}));
+}

@@ -40,19 +40,7 @@ impl RawJson {
         serde_json::from_str(self.0.get()).unwrap_or(serde_json::Value::Null)
     }
 
-    /// What kind of JSON value this is, for messages ("an object", "a number", ...).
     /// The text of a parsed value starts at the value, so its first byte says.
-    pub fn json_type(&self) -> &'static str {
-        match self.0.get().as_bytes().first() {
-            Some(b'{') => "an object",
-            Some(b'[') => "an array",
-            Some(b'"') => "a string",
-            Some(b't' | b'f') => "a boolean",
-            Some(b'n') => "null",
-            _ => "a number",
-        }
-    }
-
     pub fn is_object(&self) -> bool {
         self.0.get().starts_with('{')
     }
@@ -74,6 +62,19 @@ impl RawJson {
     /// Pretty-printed JSON for detail panes.
     pub fn pretty(&self) -> String {
         serde_json::to_string_pretty(&self.to_value()).unwrap_or_else(|_| self.get().to_owned())
+    }
+}
+
+/// What kind of JSON value this is, as messages name it ("an object", "a number", ...).
+pub fn json_type(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -146,7 +147,7 @@ mod tests {
             "0",
         ]
         .iter()
-        .map(|text| serde_json::from_str::<RawJson>(text).unwrap().json_type())
+        .map(|text| json_type(&serde_json::from_str::<RawJson>(text).unwrap().to_value()))
         .collect();
         assert_eq!(
             kinds,

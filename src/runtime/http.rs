@@ -320,7 +320,10 @@ async fn execute(
             status: 400,
             error: crate::protocol::ApiError::new(
                 codes::INVALID_BODY,
-                format!("input must be an object, found {}", req.input.json_type()),
+                format!(
+                    "input must be an object, found {}",
+                    crate::protocol::json::json_type(&req.input.to_value())
+                ),
             )
             .with_field("/input"),
         });

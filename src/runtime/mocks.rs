@@ -3,6 +3,7 @@
 //! Mocks are immutable once a session holds them; only the counters move.
 
 use crate::protocol::events::{Counter, DeclaredMock, MockMode};
+use crate::protocol::json::json_type;
 use crate::protocol::rest::MockState;
 use crate::protocol::{Envelope, RawJson};
 use serde_json::Value;
@@ -239,17 +240,6 @@ pub fn not_mocked(tool: &str, no_mocks_at_all: bool) -> Envelope {
     Envelope::ToolNotMocked {
         tool_name: tool.to_owned(),
         message,
-    }
-}
-
-pub fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
