@@ -6,6 +6,7 @@ pub mod clipboard;
 pub mod config;
 pub mod demo;
 pub mod eval;
+pub mod glob;
 pub mod mask;
 pub mod model;
 pub mod protocol;

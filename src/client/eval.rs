@@ -119,6 +119,13 @@ pub struct Prepared {
 
 /// Reads and checks every file and the case filter; nothing is sent yet.
 pub fn prepare(args: &EvalArgs) -> Result<Prepared, EvalCliError> {
+    if let Some(err) = args
+        .case
+        .as_deref()
+        .and_then(|g| crate::glob::check_pattern(g).err())
+    {
+        return Err(EvalCliError::Usage(format!("--case: {err}")));
+    }
     let read = read_suites(&args.paths)?;
     let suites: Vec<Suite> = read.iter().map(|(suite, _)| suite.clone()).collect();
     let attempts = plan(&suites, args.repeat, args.case.as_deref()).len();

@@ -37,6 +37,7 @@
 //! Unknown keys anywhere are errors, not silently ignored.
 
 use super::assert::JsonPath;
+use crate::glob::glob_match;
 use crate::protocol::rest::ModelScript;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -571,6 +572,7 @@ fn read_case(
     // Name the case by its id as soon as it has a usable one.
     if let Some(Value::String(id)) = map.get("id")
         && !id.trim().is_empty()
+        && crate::glob::check_id(id).is_ok()
     {
         at.case = Some(CaseRef::Id(id.clone()));
     }
@@ -585,6 +587,7 @@ fn read_case(
         }
         Some(value) => at.non_empty_string(value, "id")?,
     };
+    crate::glob::check_id(&id).map_err(|err| at.invalid(Some("id"), &err.to_string()))?;
     let input = match map.get("input") {
         None => {
             return Err(at.error(
@@ -893,36 +896,6 @@ pub fn plan<'a>(suites: &'a [Suite], repeat: u32, glob: Option<&str>) -> Vec<Pla
         }
     }
     out
-}
-
-/// `*` matches any run of characters, `?` any one; everything else is literal.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
-    let text: Vec<char> = text.chars().collect();
-    let (mut p, mut t) = (0, 0);
-    // Position of the last `*` and the text index it was tried against, for backtracking.
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        match pattern.get(p) {
-            Some('*') => {
-                star = Some((p, t));
-                p += 1;
-            }
-            Some(&c) if c == '?' || c == text[t] => {
-                p += 1;
-                t += 1;
-            }
-            _ => match star {
-                Some((sp, st)) => {
-                    p = sp + 1;
-                    t = st + 1;
-                    star = Some((sp, st + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    pattern[p..].iter().all(|&c| c == '*')
 }
 
 impl Suite {

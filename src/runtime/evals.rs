@@ -202,6 +202,12 @@ impl Runtime {
             return Err(bad_request("/repeat", "repeat must be at least 1"));
         }
         let glob = request.case.clone();
+        if let Some(err) = glob
+            .as_deref()
+            .and_then(|g| crate::glob::check_pattern(g).err())
+        {
+            return Err(bad_request("/case", format!("case: {err}")));
+        }
         let planned = plan(&suites, repeat, glob.as_deref());
         if planned.is_empty() {
             return Err(match &glob {

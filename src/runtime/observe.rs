@@ -7,8 +7,8 @@
 
 use super::http::{AppState, Q, RawBody, Tenant};
 use super::log::Logged;
-use super::policy::glob_match;
 use super::{ApiErrorWithStatus, Runtime};
+use crate::glob::{check_pattern, glob_match};
 use crate::protocol::envelope::codes;
 use crate::protocol::events::{StreamGap, decode_event};
 use crate::protocol::{ApiError, Event, Frame, encode, now_rfc3339};
@@ -69,6 +69,12 @@ pub async fn observe(
     Q(query): Q<ObserveQuery>,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
+    let kinds = kinds_list(query.kinds.as_deref());
+    // Checked before the upgrade so a plain GET learns why, too.
+    if let Some(err) = kinds.iter().find_map(|k| check_pattern(k).err()) {
+        return ApiErrorWithStatus::new(400, codes::INVALID_QUERY, format!("kinds: {err}"))
+            .into_response();
+    }
     let ws = match ws {
         Ok(ws) => ws,
         Err(rejection) => {
@@ -83,7 +89,7 @@ pub async fn observe(
     let filter = Filter {
         tenant,
         session: query.session,
-        kinds: kinds_list(query.kinds.as_deref()),
+        kinds,
     };
     let AppState { rt, stop } = state;
     // Observers only ever send close and pong frames; anything large is refused (the

@@ -2,6 +2,7 @@
 //! TOML, matched on the canonical tool name by glob and optionally on one input field.
 //! First matching rule wins; no match means allow. A bad file names file, rule and field.
 
+use crate::glob::{check_pattern, glob_match};
 use crate::protocol::RawJson;
 use serde_json::Value;
 use std::cell::OnceCell;
@@ -239,6 +240,9 @@ impl Policy {
                                 "must be a string (a tool glob)",
                             )
                         })?;
+                        check_pattern(glob).map_err(|err| {
+                            PolicyError::top(Some(&format!("deny_list[{i}]")), err.to_string())
+                        })?;
                         policy.deny_list.push(glob.to_owned());
                     }
                 }
@@ -363,6 +367,7 @@ fn parse_rule(index: usize, value: &toml::Value) -> Result<Rule, PolicyError> {
     };
     let id_text = text("id", true)?.unwrap_or_default();
     let tool = text("tool", true)?.unwrap_or_default();
+    check_pattern(&tool).map_err(|err| fail("tool", err.to_string()))?;
     let action = match text("action", true)?.as_deref() {
         Some("allow") => Action::Allow,
         Some("approval") => Action::Approval,
@@ -388,30 +393,6 @@ fn parse_rule(index: usize, value: &toml::Value) -> Result<Rule, PolicyError> {
         when,
         message: text("message", false)?,
     })
-}
-
-/// Glob on a tool name: `*` matches any run of characters (slashes too), `?` one.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
-    let text: Vec<char> = text.chars().collect();
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == text[t]) {
-            p += 1;
-            t += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
-            star = Some((p, t));
-            p += 1;
-        } else if let Some((star_p, star_t)) = star {
-            p = star_p + 1;
-            t = star_t + 1;
-            star = Some((star_p, star_t + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|c| *c == '*')
 }
 
 #[cfg(test)]
@@ -560,5 +541,20 @@ mod tests {
         assert!(err.to_string().contains("rule #1 (id \"e\")"), "{err}");
         assert!(Policy::from_toml("[[rule]\n").is_err());
         assert!(Policy::from_toml("deny_list = \"x\"").is_err());
+    }
+
+    #[test]
+    fn globs_over_the_length_bound_are_refused_at_load() {
+        let long = "*a".repeat(crate::glob::MAX_PATTERN_LEN);
+        let err = Policy::from_toml(&format!(
+            "[[rule]]\nid = \"long\"\ntool = \"{long}\"\naction = \"deny\"\n"
+        ))
+        .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("tool"));
+        assert!(err.to_string().contains("the limit is 1024"), "{err}");
+        let err = Policy::from_toml(&format!("deny_list = [\"x\", \"{long}\"]")).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("deny_list[1]"));
+        let ok = "*".repeat(crate::glob::MAX_PATTERN_LEN);
+        assert!(Policy::from_toml(&format!("deny_list = [\"{ok}\"]")).is_ok());
     }
 }
