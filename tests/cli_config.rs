@@ -84,3 +84,36 @@ fn an_unknown_theme_flag_is_an_error() {
         "{stderr}"
     );
 }
+
+/// `--help` and `--print-config` name the log file through one XDG resolver: a relative
+/// XDG_STATE_HOME is invalid (XDG spec) and both ignore it for `$HOME/.local/state`.
+#[test]
+fn help_and_print_config_ignore_a_relative_state_home_alike() {
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_spyglass"))
+            .args(args)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join("cfg"))
+            .env("XDG_STATE_HOME", "relative/state")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let expected = home
+        .path()
+        .join(".local/state/spyglass/spyglass.log")
+        .display()
+        .to_string();
+    let help = run(&["--help"]);
+    assert!(
+        help.contains(&format!("Logs are written to {expected}")),
+        "{help}"
+    );
+    let config = run(&["--print-config"]);
+    let line = config.lines().find(|l| l.contains("log file")).unwrap();
+    assert!(line.ends_with(&expected), "{line}");
+    assert!(!help.contains("relative/state") && !config.contains("relative/state"));
+}

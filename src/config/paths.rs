@@ -1,0 +1,94 @@
+//! Every path spyglass reads or writes, resolved once from the XDG base directories: the
+//! config file, the theme dir and the log file. Relative XDG values are ignored (XDG spec).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The environment, captured once so resolution is a pure function (and testable).
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    vars: HashMap<String, String>,
+}
+
+impl Env {
+    const NAMES: [&'static str; 6] = [
+        "SPYGLASS_URL",
+        "CODESPAR_BASE_URL",
+        "CODESPAR_API_KEY",
+        "XDG_CONFIG_HOME",
+        "XDG_STATE_HOME",
+        "HOME",
+    ];
+
+    /// The variables spyglass reads, from this process.
+    pub fn from_process() -> Env {
+        let vars = Env::NAMES
+            .into_iter()
+            .filter_map(|n| std::env::var(n).ok().map(|v| (n.to_string(), v)))
+            .collect();
+        Env { vars }
+    }
+
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Env {
+        Env {
+            vars: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    /// A set, non-empty variable.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// An XDG base directory, else `$HOME/fallback`. XDG variables must be absolute
+    /// paths; a relative one is ignored, as the XDG spec says.
+    fn base_dir(&self, xdg: &str, fallback: &str) -> Option<PathBuf> {
+        self.get(xdg)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| self.get("HOME").map(|h| Path::new(h).join(fallback)))
+    }
+}
+
+/// Every path spyglass uses. `None` when neither the XDG variable nor HOME is set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    pub config_file: Option<PathBuf>,
+    pub theme_dir: Option<PathBuf>,
+    pub log_file: Option<PathBuf>,
+}
+
+impl Paths {
+    pub fn from_env(env: &Env) -> Paths {
+        let config_dir = env
+            .base_dir("XDG_CONFIG_HOME", ".config")
+            .map(|d| d.join("spyglass"));
+        let state_dir = env
+            .base_dir("XDG_STATE_HOME", ".local/state")
+            .map(|d| d.join("spyglass"));
+        Paths {
+            config_file: config_dir.as_ref().map(|d| d.join("config.toml")),
+            theme_dir: config_dir.map(|d| d.join("themes")),
+            log_file: state_dir.map(|d| d.join("spyglass.log")),
+        }
+    }
+}
+
+/// Where logs go when neither XDG_STATE_HOME (absolute) nor HOME is set: the working
+/// directory, so spyglass still runs.
+pub const LOCAL_STATE_DIR: &str = ".spyglass-state";
+
+impl Paths {
+    /// The log file, else one under [`LOCAL_STATE_DIR`].
+    pub fn log_file_or_local(&self) -> PathBuf {
+        self.log_file
+            .clone()
+            .unwrap_or_else(|| Path::new(LOCAL_STATE_DIR).join("spyglass.log"))
+    }
+}
