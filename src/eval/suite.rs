@@ -39,6 +39,8 @@
 use super::assert::JsonPath;
 use crate::glob::glob_match;
 use crate::protocol::rest::ModelScript;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fmt;
@@ -128,27 +130,131 @@ pub const ASSERTION_KINDS: &[&str] = &[
     "max_tokens",
 ];
 
-const SUITE_KEYS: &[&str] = &["suite", "defaults", "case", "cases"];
-const DEFAULT_KEYS: &[&str] = &[
-    "mocks",
-    "model",
-    "model_variants",
-    "servers",
-    "metadata",
-    "timeout_ms",
-];
-const CASE_KEYS: &[&str] = &[
-    "id",
-    "input",
-    "mocks",
-    "model",
-    "model_variants",
-    "servers",
-    "metadata",
-    "skip",
-    "timeout_ms",
-    "assert",
-];
+/// The shapes of a suite file: serde refuses unknown keys, and every value stays raw
+/// (`null` included) so the validation pass below reports a wrong kind with the file, the
+/// case, the field and what was expected.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSuite {
+    #[serde(default, deserialize_with = "present")]
+    suite: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    defaults: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    case: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    cases: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDefaults {
+    #[serde(default, deserialize_with = "present")]
+    mocks: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    model: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    model_variants: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    servers: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    metadata: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    timeout_ms: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCase {
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    input: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    mocks: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    model: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    model_variants: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    servers: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    metadata: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    skip: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    timeout_ms: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    assert: Option<Value>,
+}
+
+/// `[case.assert]`, its fields in the order of [`ASSERTION_KINDS`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAssert {
+    #[serde(default, deserialize_with = "present")]
+    contains: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    equals: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    regex: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    operation_called: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    envelope: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    no_envelope: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    json_path: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    max_tokens: Option<Value>,
+}
+
+impl RawAssert {
+    fn kinds(self) -> [(&'static str, Option<Value>); 8] {
+        [
+            ("contains", self.contains),
+            ("equals", self.equals),
+            ("regex", self.regex),
+            ("operation_called", self.operation_called),
+            ("envelope", self.envelope),
+            ("no_envelope", self.no_envelope),
+            ("json_path", self.json_path),
+            ("max_tokens", self.max_tokens),
+        ]
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawJsonPath {
+    #[serde(default, deserialize_with = "present")]
+    path: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    equals: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOperation {
+    #[serde(default, deserialize_with = "present")]
+    name: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    times: Option<Value>,
+}
+
+/// A key that is there, `null` too (serde's `Option` would read `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// The key and the expected names of serde's "unknown field `k`, expected one of `a`, `b`".
+fn unknown_field(message: &str) -> Option<(String, String)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (key, rest) = rest.split_once('`')?;
+    let known: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    Some((key.to_owned(), known.join(", ")))
+}
 
 /// Which case an error is about: its id when it has one, else its 1-based position.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,11 +378,11 @@ pub fn suite_from_value(file: &str, value: &Value) -> Result<Suite, SuiteError> 
         case: None,
         prefix: String::new(),
     };
-    let root = value
+    value
         .as_object()
         .ok_or_else(|| at.invalid(None, "a suite file is a table (object) at top level"))?;
-    at.no_unknown(root, SUITE_KEYS)?;
-    let name = match root.get("suite") {
+    let root: RawSuite = at.strict(value, "key")?;
+    let name = match &root.suite {
         None => {
             return Err(at.error(
                 Some("suite"),
@@ -286,11 +392,11 @@ pub fn suite_from_value(file: &str, value: &Value) -> Result<Suite, SuiteError> 
         }
         Some(value) => at.non_empty_string(value, "suite")?,
     };
-    let defaults = match root.get("defaults") {
+    let defaults = match &root.defaults {
         None => Defaults::default(),
         Some(value) => read_defaults(&at.nested("defaults"), value)?,
     };
-    let cases = match (root.get("case"), root.get("cases")) {
+    let cases = match (&root.case, &root.cases) {
         (Some(_), Some(_)) => {
             return Err(at.invalid(Some("cases"), "use `case` or `cases`, not both"));
         }
@@ -391,15 +497,19 @@ impl Place<'_> {
         self.error(field, SuiteErrorKind::Invalid, message)
     }
 
-    fn no_unknown(&self, map: &Map<String, Value>, known: &[&str]) -> Result<(), SuiteError> {
-        match map.keys().find(|key| !known.contains(&key.as_str())) {
-            None => Ok(()),
-            Some(key) => Err(self.error(
-                Some(key),
-                SuiteErrorKind::Unknown,
-                &format!("unknown key; expected one of: {}", known.join(", ")),
-            )),
-        }
+    /// Reads a table into its raw shape; an unknown key is named with the known ones.
+    fn strict<T: DeserializeOwned>(&self, value: &Value, what: &str) -> Result<T, SuiteError> {
+        T::deserialize(value).map_err(|err| {
+            let message = err.to_string();
+            match unknown_field(&message) {
+                Some((key, known)) => self.error(
+                    Some(&key),
+                    SuiteErrorKind::Unknown,
+                    &format!("unknown {what}; expected one of: {known}"),
+                ),
+                None => self.invalid(None, &message),
+            }
+        })
     }
 
     fn non_empty_string(&self, value: &Value, field: &str) -> Result<String, SuiteError> {
@@ -473,8 +583,12 @@ impl Place<'_> {
             .map_err(|err| self.invalid(Some(field), &format!("bad model script: {err}")))
     }
 
-    fn models(&self, map: &Map<String, Value>) -> Result<Option<Vec<ModelScript>>, SuiteError> {
-        match (map.get("model"), map.get("model_variants")) {
+    fn models(
+        &self,
+        model: Option<&Value>,
+        variants: Option<&Value>,
+    ) -> Result<Option<Vec<ModelScript>>, SuiteError> {
+        match (model, variants) {
             (Some(_), Some(_)) => Err(self.invalid(
                 Some("model_variants"),
                 "use `model` or `model_variants`, not both",
@@ -526,27 +640,32 @@ fn type_name(value: &Value) -> &'static str {
 }
 
 fn read_defaults(at: &Place<'_>, value: &Value) -> Result<Defaults, SuiteError> {
-    let map = value.as_object().ok_or_else(|| {
+    value.as_object().ok_or_else(|| {
         at.invalid(
             None,
             &format!("expected a table, found {}", type_name(value)),
         )
     })?;
-    at.no_unknown(map, DEFAULT_KEYS)?;
+    let raw: RawDefaults = at.strict(value, "key")?;
     Ok(Defaults {
-        mocks: map
-            .get("mocks")
+        mocks: raw
+            .mocks
+            .as_ref()
             .map(|v| at.table(v, "mocks").cloned())
             .transpose()?,
-        models: at.models(map)?.unwrap_or_default(),
-        servers: map.get("servers").map(|v| at.servers(v)).transpose()?,
-        metadata: map
-            .get("metadata")
+        models: at
+            .models(raw.model.as_ref(), raw.model_variants.as_ref())?
+            .unwrap_or_default(),
+        servers: raw.servers.as_ref().map(|v| at.servers(v)).transpose()?,
+        metadata: raw
+            .metadata
+            .as_ref()
             .map(|v| at.table(v, "metadata").cloned())
             .transpose()?
             .unwrap_or_default(),
-        timeout_ms: map
-            .get("timeout_ms")
+        timeout_ms: raw
+            .timeout_ms
+            .as_ref()
             .map(|v| at.unsigned(v, "timeout_ms"))
             .transpose()?,
     })
@@ -576,8 +695,8 @@ fn read_case(
     {
         at.case = Some(CaseRef::Id(id.clone()));
     }
-    at.no_unknown(map, CASE_KEYS)?;
-    let id = match map.get("id") {
+    let raw: RawCase = at.strict(value, "key")?;
+    let id = match &raw.id {
         None => {
             return Err(at.error(
                 Some("id"),
@@ -588,7 +707,7 @@ fn read_case(
         Some(value) => at.non_empty_string(value, "id")?,
     };
     crate::glob::check_id(&id).map_err(|err| at.invalid(Some("id"), &err.to_string()))?;
-    let input = match map.get("input") {
+    let input = match &raw.input {
         None => {
             return Err(at.error(
                 Some("input"),
@@ -598,7 +717,7 @@ fn read_case(
         }
         Some(value) => at.string(value, "input")?,
     };
-    let mocks = match map.get("mocks") {
+    let mocks = match &raw.mocks {
         None => defaults.mocks.clone().map(Value::Object),
         Some(value) => {
             let own = at.table(value, "mocks")?;
@@ -607,16 +726,18 @@ fn read_case(
             Some(Value::Object(merged))
         }
     };
-    let models = at.models(map)?.unwrap_or_else(|| defaults.models.clone());
-    let servers = match map.get("servers") {
+    let models = at
+        .models(raw.model.as_ref(), raw.model_variants.as_ref())?
+        .unwrap_or_else(|| defaults.models.clone());
+    let servers = match &raw.servers {
         Some(value) => at.servers(value)?,
         None => defaults.servers.clone().unwrap_or_default(),
     };
     let mut metadata = defaults.metadata.clone();
-    if let Some(value) = map.get("metadata") {
+    if let Some(value) = &raw.metadata {
         metadata.extend(at.table(value, "metadata")?.clone());
     }
-    let skip = match map.get("skip") {
+    let skip = match &raw.skip {
         None | Some(Value::Bool(false)) => None,
         Some(Value::Bool(true)) => Some("skipped in the suite file".to_owned()),
         Some(Value::String(reason)) if !reason.trim().is_empty() => Some(reason.clone()),
@@ -630,14 +751,14 @@ fn read_case(
             ));
         }
     };
-    let timeout_ms = match map.get("timeout_ms") {
+    let timeout_ms = match &raw.timeout_ms {
         Some(value) => Some(at.unsigned(value, "timeout_ms")?),
         None => defaults.timeout_ms,
     };
     if timeout_ms == Some(0) {
         return Err(at.invalid(Some("timeout_ms"), "must be greater than 0"));
     }
-    let assertions = match map.get("assert") {
+    let assertions = match &raw.assert {
         None => Vec::new(),
         Some(value) => read_assertions(&at.nested("assert"), value)?,
     };
@@ -655,31 +776,19 @@ fn read_case(
 }
 
 fn read_assertions(at: &Place<'_>, value: &Value) -> Result<Vec<Assertion>, SuiteError> {
-    let map = value.as_object().ok_or_else(|| {
+    value.as_object().ok_or_else(|| {
         at.invalid(
             None,
             &format!("expected a table, found {}", type_name(value)),
         )
     })?;
-    if let Some(key) = map
-        .keys()
-        .find(|key| !ASSERTION_KINDS.contains(&key.as_str()))
-    {
-        return Err(at.error(
-            Some(key),
-            SuiteErrorKind::Unknown,
-            &format!(
-                "unknown assertion kind; expected one of: {}",
-                ASSERTION_KINDS.join(", ")
-            ),
-        ));
-    }
+    let raw: RawAssert = at.strict(value, "assertion kind")?;
     let mut out = Vec::new();
-    for kind in ASSERTION_KINDS {
-        let Some(value) = map.get(*kind) else {
+    for (kind, value) in raw.kinds() {
+        let Some(value) = value else {
             continue;
         };
-        out.push(read_assertion(at, kind, value)?);
+        out.push(read_assertion(at, kind, &value)?);
     }
     Ok(out)
 }
@@ -754,9 +863,9 @@ fn read_assertion(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion
             let mut checks = Vec::with_capacity(items.len());
             for (field, item) in items {
                 let inner = at.nested(&field);
-                let map = at.table(item, &field)?;
-                inner.no_unknown(map, &["path", "equals"])?;
-                let path_text = match map.get("path") {
+                at.table(item, &field)?;
+                let raw: RawJsonPath = inner.strict(item, "key")?;
+                let path_text = match &raw.path {
                     Some(path) => inner.string(path, "path")?,
                     None => {
                         return Err(inner.error(
@@ -768,7 +877,7 @@ fn read_assertion(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion
                 };
                 let path = JsonPath::parse(&path_text)
                     .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
-                let equals = map.get("equals").cloned().ok_or_else(|| {
+                let equals = raw.equals.ok_or_else(|| {
                     inner.error(
                         Some("equals"),
                         SuiteErrorKind::Missing,
@@ -793,10 +902,10 @@ fn read_operation(
             name: name.clone(),
             times: None,
         }),
-        Value::Object(map) => {
+        Value::Object(_) => {
             let inner = at.nested(field);
-            inner.no_unknown(map, &["name", "times"])?;
-            let name = match map.get("name") {
+            let raw: RawOperation = inner.strict(value, "key")?;
+            let name = match &raw.name {
                 Some(name) => inner.non_empty_string(name, "name")?,
                 None => {
                     return Err(inner.error(
@@ -806,8 +915,9 @@ fn read_operation(
                     ));
                 }
             };
-            let times = map
-                .get("times")
+            let times = raw
+                .times
+                .as_ref()
                 .map(|t| {
                     inner.unsigned(t, "times").and_then(|t| {
                         u32::try_from(t).map_err(|_| inner.invalid(Some("times"), "too large"))
@@ -1160,6 +1270,49 @@ equals = "two"
             (e.kind, e.field.as_deref()),
             (SuiteErrorKind::Unknown, Some("owner"))
         );
+    }
+
+    #[test]
+    fn unknown_key_messages_list_the_known_ones_in_order() {
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nx = 1");
+        let listed = e
+            .message
+            .split("expected one of: ")
+            .nth(1)
+            .unwrap_or_default();
+        assert_eq!(listed, ASSERTION_KINDS.join(", "), "{e}");
+        let e = err("suite = \"s\"\nowner = \"me\"\n[[case]]\nid = \"a\"\ninput = \"x\"");
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: owner: unknown key; expected one of: suite, defaults, case, cases"
+        );
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\njson_path = { path = \"$.a\", equals = 1, eq = 2 }",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.json_path.eq"), "{e}");
+        assert!(e.message.ends_with("expected one of: path, equals"), "{e}");
+    }
+
+    #[test]
+    fn a_null_is_a_wrong_kind_not_an_absent_key() {
+        let e = parse_suite(
+            "s.json",
+            r#"{"suite": "s", "cases": [{"id": "a", "input": "x", "skip": null}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("skip"), "{e}");
+        assert!(e.message.ends_with("found null"), "{e}");
+    }
+
+    #[test]
+    fn a_case_id_over_the_bound_is_refused_by_position() {
+        let id = "a".repeat(crate::glob::MAX_ID_LEN + 1);
+        let e = err(&format!(
+            "suite = \"s\"\n[[case]]\nid = \"{id}\"\ninput = \"x\""
+        ));
+        assert_eq!(e.case, Some(CaseRef::Index(1)));
+        assert_eq!(e.field.as_deref(), Some("id"));
+        assert!(e.message.contains("limit is 4096"), "{e}");
     }
 
     #[test]
