@@ -88,3 +88,24 @@ async fn an_observer_kinds_filter_over_the_bound_is_refused() {
     let ok = "*".repeat(MAX_PATTERN_LEN);
     let _ws = observe(&handle, &format!("?kinds={ok}")).await;
 }
+
+#[test]
+fn the_cli_case_filter_over_the_bound_is_refused_before_anything_is_read_or_sent() {
+    use spyglass::client::eval::{EvalArgs, EvalCliError, prepare};
+    let args = EvalArgs {
+        // Not even read: the filter is checked first.
+        paths: vec!["/nonexistent/suite.toml".into()],
+        repeat: 1,
+        case: Some("?".repeat(MAX_PATTERN_LEN + 1)),
+        ..EvalArgs::default()
+    };
+    match prepare(&args) {
+        Err(EvalCliError::Usage(message)) => {
+            assert!(
+                message.starts_with("--case: ") && message.contains("limit is 1024"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a usage error, got {other:?}"),
+    }
+}
