@@ -39,6 +39,17 @@ pub fn shown(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// As [`shown`], for multi-line text (pretty JSON): lines are kept.
+pub fn shown_text(text: &str) -> Cow<'_, str> {
+    match mask(text) {
+        Cow::Borrowed(text) => sanitize_text(text),
+        Cow::Owned(masked) => match sanitize_text(&masked) {
+            Cow::Borrowed(_) => Cow::Owned(masked),
+            Cow::Owned(clean) => Cow::Owned(clean),
+        },
+    }
+}
+
 /// Bidi controls that reorder what follows them on screen: LRM/RLM, the embeddings and
 /// overrides (U+202A–U+202E), the isolates (U+2066–U+2069) and the Arabic letter mark.
 fn is_bidi(c: char) -> bool {
