@@ -133,7 +133,7 @@ pub fn render_table(records: &[EvalCaseRecord]) -> String {
         let _ = writeln!(
             out,
             "{}  ({})",
-            sanitize(&suite.suite),
+            sanitize(suite.suite),
             counts.summary_line()
         );
         let repeated = suite
