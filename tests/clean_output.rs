@@ -207,3 +207,29 @@ contains = "nope"
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
 }
+
+#[test]
+fn a_policy_error_prints_a_hostile_rule_id_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.toml");
+    // TOML's escapes put the raw controls into the id; the action is what is wrong.
+    let policy = "[[rule]]\nid = \"hold\\u001b]0;HACKED\\u0007\\u001b[2J\\u202e\"\ntool = \"*/pay\"\naction = \"maybe\"\n";
+    std::fs::write(&path, policy).unwrap();
+    let out = spyglass(&[
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--policy",
+        path.to_str().unwrap(),
+    ])
+    .stdout(Stdio::piped())
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(terminal_controls(&stderr), Vec::<char>::new(), "{stderr}");
+    assert!(
+        stderr.contains(r#"(id "hold\e]0;HACKED\x07\e[2J\u{202e}")"#),
+        "{stderr}"
+    );
+}
