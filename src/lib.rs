@@ -11,4 +11,5 @@ pub mod mask;
 pub mod model;
 pub mod protocol;
 pub mod runtime;
+pub mod sanitize;
 pub mod ui;

@@ -5,6 +5,7 @@ use spyglass::client::eval::{self as eval_cli, EvalArgs};
 use spyglass::client::tail::{self, Format, Sink};
 use spyglass::config::{CliOverrides, Config, Env, Resolved};
 use spyglass::runtime::headless::{self, ServeArgs};
+use spyglass::sanitize::sanitize_text;
 use spyglass::ui::{launch, logfile};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -128,7 +129,7 @@ enum Command {
 /// The resolved config (flags > env > file > defaults), or the reason it cannot be had.
 fn resolve(cli: &Cli) -> Result<Resolved, ExitCode> {
     Config::resolve(&cli.overrides(), &Env::from_process()).map_err(|e| {
-        eprintln!("spyglass: {e}");
+        eprintln!("spyglass: {}", sanitize_text(&e.to_string()));
         ExitCode::from(2)
     })
 }
@@ -175,7 +176,7 @@ fn main() -> ExitCode {
             Ok(config) => match launch::inspect(config) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    eprintln!("spyglass: {err}");
+                    eprintln!("spyglass: {}", sanitize_text(&err.to_string()));
                     ExitCode::FAILURE
                 }
             },
@@ -185,7 +186,7 @@ fn main() -> ExitCode {
             Ok(config) => match launch::demo(config) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    eprintln!("spyglass demo: {err}");
+                    eprintln!("spyglass demo: {}", sanitize_text(&err.to_string()));
                     ExitCode::FAILURE
                 }
             },
@@ -205,7 +206,7 @@ fn main() -> ExitCode {
             match headless::run(args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    eprintln!("spyglass serve: {err}");
+                    eprintln!("spyglass serve: {}", sanitize_text(&err.to_string()));
                     ExitCode::from(2)
                 }
             }
@@ -247,7 +248,7 @@ fn main() -> ExitCode {
             Ok(config) => match launch::replay(config, file, *speed) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    eprintln!("spyglass replay: {err}");
+                    eprintln!("spyglass replay: {}", sanitize_text(&err.to_string()));
                     ExitCode::from(2)
                 }
             },

@@ -1,6 +1,6 @@
-//! Secret masking: Authorization values, `csk_…` API keys and secret-named fields are
-//! replaced by `****` in any text before it is shown, logged or copied. Masking is
-//! idempotent, so text may pass through it more than once.
+//! Secret masking: secret-named fields (matched by their decoded, normalised name),
+//! Authorization values and values shaped like keys or tokens become `****` in any text
+//! before it is shown, logged or copied. Masking is idempotent.
 
 use regex::{Captures, Regex};
 use std::borrow::Cow;
@@ -10,63 +10,63 @@ use std::sync::LazyLock;
 /// What a masked secret becomes.
 pub const MASK: &str = "****";
 
-/// `Authorization: Bearer xyz`, `"Authorization":"Basic xyz"`, `authorization=xyz`: the
-/// scheme stays (it tells the reader what kind of credential it was), the credential goes.
-static AUTHORIZATION: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r#"(?i-u:\b((?:proxy-)?authorization)\b)(["']?\s*[:=]\s*["']?)((?i-u:bearer|basic|token|digest)\s+)?([^\s"',;}]+)"#,
-    )
-    .ok()
-});
+/// Field names whose value is secret, lower-case and without separators (`-`, `_`, `.`,
+/// spaces are ignored when comparing). A name matches as a suffix, so `db_password`,
+/// `aws_secret_access_key` and `x-api-key` are covered by `password`, `accesskey` and
+/// `apikey`.
+const SECRET_SUFFIXES: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "pwd",
+    "secret",
+    "token",
+    "apikey",
+    "accesskey",
+    "accesskeyid",
+    "secretkey",
+    "privatekey",
+    "signingkey",
+    "encryptionkey",
+    "clientsecret",
+    "authorization",
+    "cookie",
+    "cookies",
+    "credential",
+    "credentials",
+];
 
-/// A bare bearer token anywhere else (a curl line, a log message).
-static BEARER: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i-u:\b(bearer)\s+)([A-Za-z0-9._~+/\-]+=*)").ok());
+/// Names too short or too common to match as a suffix (`oauth`, `user_session_count`):
+/// only the whole name counts.
+const SECRET_NAMES: &[&str] = &["session", "auth"];
 
-/// CodeSpar keys: `csk_live_…`, `csk_test_…`, or `csk_…`. The environment part is kept
-/// because "which key was it" is often the question when debugging.
-static CSK: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"\bcsk_([A-Za-z0-9_\-]*)(\*+)?").ok());
+/// Auth schemes kept in front of a masked credential: they say what kind it was.
+const SCHEMES: &[&str] = &["bearer", "basic", "token", "digest"];
 
-/// A secret-named field with a quoted or bare value: `"api_key": "…"`, `apiKey=…`,
-/// `password: …`. Authorization is left to its own rule so its scheme survives.
-static SECRET_FIELD: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r#"(?i-u:(["']?)\b(api[_-]?key|x-api-key|access[_-]?token|refresh[_-]?token|id[_-]?token|client[_-]?secret|secret[_-]?key|secret|password|passwd|token)\b(["']?))(\s*[:=]\s*)(?:"((?:[^"\\]|\\.)*)"|([^\s"',;}&]+))"#,
-    )
+/// Values secret by their shape, wherever they appear: `Bearer …`, CodeSpar `csk_…`
+/// keys, OpenAI-style `sk-…`, JWTs, AWS key ids, GitHub and Slack tokens. One regex, so
+/// a line is searched once; the literal prefixes let it skip most text quickly.
+static SHAPED: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?-u)",
+        r"\b(?P<bearer>(?i:bearer))\s+[A-Za-z0-9._~+/\-]+=*",
+        r"|\bcsk_(?P<csk>[A-Za-z0-9_\-]*)(?P<cskmask>\*+)?",
+        r"|\b(?P<sk>sk-)[A-Za-z0-9_\-]*[0-9][A-Za-z0-9_\-]*",
+        r"|\b(?P<jwt>eyJ)[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",
+        r"|\b(?P<aws>A[KS]IA)[0-9A-Z]{16}\b",
+        r"|\b(?P<gh>gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,}",
+        r"|\b(?P<slack>xox[abposr]-)[A-Za-z0-9\-]{10,}",
+    ))
     .ok()
 });
 
 /// Mask every secret in `text`. Borrows when nothing needed masking.
 pub fn mask(text: &str) -> Cow<'_, str> {
-    let mut out = Cow::Borrowed(text);
-    if let Some(re) = AUTHORIZATION.as_ref() {
-        out = replace(out, re, |c| {
-            format!(
-                "{}{}{}{MASK}",
-                &c[1],
-                &c[2],
-                c.get(3).map_or("", |m| m.as_str())
-            )
-        });
+    let out = mask_fields(text);
+    match SHAPED.as_ref() {
+        Some(re) => replace(out, re, mask_shaped),
+        None => out,
     }
-    if let Some(re) = BEARER.as_ref() {
-        out = replace(out, re, |c| format!("{} {MASK}", &c[1]));
-    }
-    if let Some(re) = CSK.as_ref() {
-        out = replace(out, re, mask_csk);
-    }
-    if let Some(re) = SECRET_FIELD.as_ref() {
-        out = replace(out, re, |c| {
-            let name = format!("{}{}{}{}", &c[1], &c[2], &c[3], &c[4]);
-            match (c.get(5), c.get(6)) {
-                (Some(quoted), _) => format!("{name}\"{}\"", mask_secret(quoted.as_str())),
-                (None, Some(bare)) => format!("{name}{}", mask_secret(bare.as_str())),
-                (None, None) => c[0].to_string(),
-            }
-        });
-    }
-    out
 }
 
 /// Mask one value known to be secret (an API key setting, a token): keeps a `csk_`
@@ -76,7 +76,7 @@ pub fn mask_secret(value: &str) -> String {
         return value.to_string();
     }
     if let Some((scheme, _)) = value.split_once(' ')
-        && ["bearer", "basic", "token", "digest"].contains(&scheme.to_ascii_lowercase().as_str())
+        && SCHEMES.contains(&scheme.to_ascii_lowercase().as_str())
     {
         return format!("{scheme} {MASK}");
     }
@@ -86,18 +86,31 @@ pub fn mask_secret(value: &str) -> String {
     MASK.to_string()
 }
 
-fn mask_csk(c: &Captures<'_>) -> String {
-    let rest = &c[1];
-    let already_masked = c.get(2).is_some();
-    // `csk_` alone is prose ("keys start with csk_"), not a key.
-    if rest.is_empty() && !already_masked {
+fn mask_shaped(c: &Captures<'_>) -> String {
+    if let Some(scheme) = c.name("bearer") {
+        return format!("{} {MASK}", scheme.as_str());
+    }
+    if let Some(rest) = c.name("csk") {
+        let rest = rest.as_str();
+        // `csk_` alone is prose ("keys start with csk_"), not a key.
+        if rest.is_empty() && c.name("cskmask").is_none() {
+            return c[0].to_string();
+        }
+        let env = ["live_", "test_"]
+            .into_iter()
+            .find(|p| rest.starts_with(p))
+            .unwrap_or("");
+        return format!("csk_{env}{MASK}");
+    }
+    // `sk-` needs a key's length, so a short hyphenated word stays.
+    if c.name("sk").is_some() && c[0].len() < 23 {
         return c[0].to_string();
     }
-    let env = ["live_", "test_"]
+    let prefix = ["sk", "jwt", "aws", "gh", "slack"]
         .into_iter()
-        .find(|p| rest.starts_with(p))
-        .unwrap_or("");
-    format!("csk_{env}{MASK}")
+        .find_map(|name| c.name(name))
+        .map_or("", |m| m.as_str());
+    format!("{prefix}{MASK}")
 }
 
 fn replace<'a>(
@@ -111,6 +124,194 @@ fn replace<'a>(
         Cow::Owned(s) if s != *text => Cow::Owned(s),
         _ => text,
     }
+}
+
+/// Whether a field name (raw, as written) names a secret.
+fn is_secret_name(name: &str) -> bool {
+    // The last 32 significant bytes, lower-cased, read from the end: enough for every
+    // suffix; `len` counts them all, for whole-name matches.
+    let mut tail = [0u8; 32];
+    let mut len = 0usize;
+    for b in name.bytes().rev() {
+        if matches!(b, b'-' | b'_' | b'.' | b' ') {
+            continue;
+        }
+        if len < tail.len() {
+            tail[tail.len() - 1 - len] = b.to_ascii_lowercase();
+        }
+        len += 1;
+    }
+    let kept = &tail[tail.len() - len.min(tail.len())..];
+    SECRET_SUFFIXES.iter().any(|s| kept.ends_with(s.as_bytes()))
+        || (len <= tail.len() && SECRET_NAMES.iter().any(|s| kept == s.as_bytes()))
+}
+
+/// How a field's name was quoted, which says how its string value is quoted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Quote {
+    /// `password=…`, `password: …`
+    Bare,
+    /// `"password": …` (JSON) or `'password': …`
+    Plain(u8),
+    /// `\"password\": …`: JSON text inside a JSON string.
+    Escaped,
+}
+
+/// Masks the values of secret-named fields: `"api_key": "…"`, `password=…`,
+/// `Authorization: Bearer …`, `\"token\":\"…\"` inside a JSON string. Names written with
+/// JSON escapes (`"pass\u0077ord"`) are matched by what they decode to. One pass over the
+/// text; only a `:` or `=` makes it look back at a name.
+fn mask_fields(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let mut out: Option<String> = None;
+    // Bytes before `copied` are in `out` (when there is one).
+    let mut copied = 0usize;
+    let mut at = 0usize;
+    while let Some(off) = bytes[at..].iter().position(|&b| b == b':' || b == b'=') {
+        let sep = at + off;
+        at = sep + 1;
+        let Some((quote, name)) = field_name(text, sep) else {
+            continue;
+        };
+        if !is_secret_name(&name) {
+            continue;
+        }
+        let Some((start, end, kind)) = field_value(bytes, sep + 1, quote) else {
+            continue;
+        };
+        let value = &text[start..end];
+        let masked = match kind {
+            Value::Str => mask_secret(value),
+            Value::Number => format!("\"{MASK}\""),
+            Value::Bare => mask_secret(value),
+        };
+        if masked != value {
+            let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            buf.push_str(&text[copied..start]);
+            buf.push_str(&masked);
+            copied = end;
+        }
+        at = end.max(at);
+    }
+    match out {
+        Some(mut buf) => {
+            buf.push_str(&text[copied..]);
+            Cow::Owned(buf)
+        }
+        None => Cow::Borrowed(text),
+    }
+}
+
+/// The name in front of the separator at `sep`, decoded when JSON escapes spell it.
+fn field_name(text: &str, sep: usize) -> Option<(Quote, Cow<'_, str>)> {
+    let bytes = text.as_bytes();
+    let mut end = sep;
+    while end > 0 && matches!(bytes[end - 1], b' ' | b'\t') {
+        end -= 1;
+    }
+    let last = *bytes.get(end.checked_sub(1)?)?;
+    if last == b'"' || last == b'\'' {
+        let close = end - 1;
+        if last == b'"' && close > 0 && bytes[close - 1] == b'\\' {
+            // `\"name\"`: the name runs back to the previous `\"`.
+            let inner_end = close - 1;
+            let lo = inner_end.saturating_sub(128);
+            let open = text[lo..inner_end].rfind("\\\"")? + lo;
+            return Some((Quote::Escaped, Cow::Borrowed(&text[open + 2..inner_end])));
+        }
+        let lo = close.saturating_sub(256);
+        let open = (lo..close)
+            .rev()
+            .find(|&i| bytes[i] == last && !escaped(bytes, i))?;
+        let raw = &text[open + 1..close];
+        let name = if last == b'"' && raw.contains('\\') {
+            Cow::Owned(serde_json::from_str::<String>(&text[open..=close]).ok()?)
+        } else {
+            Cow::Borrowed(raw)
+        };
+        return Some((Quote::Plain(last), name));
+    }
+    let start = (0..end)
+        .rev()
+        .take_while(|&i| bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'_' | b'-' | b'.'))
+        .last()?;
+    Some((Quote::Bare, Cow::Borrowed(&text[start..end])))
+}
+
+/// Whether the byte at `i` is escaped by an odd run of backslashes before it.
+fn escaped(bytes: &[u8], i: usize) -> bool {
+    bytes[..i].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
+}
+
+#[derive(Clone, Copy)]
+enum Value {
+    /// The inside of a quoted string.
+    Str,
+    /// A JSON number, replaced by a masked string so the JSON stays valid.
+    Number,
+    /// A bare word (and the credential after an auth scheme).
+    Bare,
+}
+
+/// Where the value after a separator is: `[start, end)` and what it is. Objects, arrays,
+/// `true`/`false`/`null` and empty values are not masked (names inside are looked at on
+/// their own).
+fn field_value(bytes: &[u8], from: usize, quote: Quote) -> Option<(usize, usize, Value)> {
+    let mut start = from;
+    while start < bytes.len() && matches!(bytes[start], b' ' | b'\t') {
+        start += 1;
+    }
+    let first = *bytes.get(start)?;
+    if quote == Quote::Escaped && first == b'\\' && bytes.get(start + 1) == Some(&b'"') {
+        let open = start + 2;
+        let len = find(&bytes[open..], b"\\\"")?;
+        return Some((open, open + len, Value::Str));
+    }
+    if first == b'"' || first == b'\'' {
+        let open = start + 1;
+        let close = (open..bytes.len()).find(|&i| bytes[i] == first && !escaped(bytes, i))?;
+        return Some((open, close, Value::Str));
+    }
+    let stop = |b: u8| {
+        b.is_ascii_whitespace()
+            || matches!(b, b'"' | b'\'' | b',' | b';' | b'}' | b']' | b'&' | b'\\')
+    };
+    let word_end = |from: usize| {
+        (from..bytes.len())
+            .find(|&i| stop(bytes[i]))
+            .unwrap_or(bytes.len())
+    };
+    let mut end = word_end(start);
+    let word = &bytes[start..end];
+    if word.is_empty() || matches!(first, b'{' | b'[') {
+        return None;
+    }
+    if matches!(quote, Quote::Plain(b'"')) {
+        if matches!(word, b"true" | b"false" | b"null") {
+            return None;
+        }
+        if first == b'-' || first.is_ascii_digit() {
+            return Some((start, end, Value::Number));
+        }
+    }
+    // `Bearer xyz`: the scheme is part of the value, so it can be kept.
+    if SCHEMES
+        .iter()
+        .any(|s| word.eq_ignore_ascii_case(s.as_bytes()))
+        && bytes.get(end) == Some(&b' ')
+    {
+        let next = (end..bytes.len())
+            .find(|&i| bytes[i] != b' ')
+            .unwrap_or(bytes.len());
+        if next < bytes.len() && !stop(bytes[next]) {
+            end = word_end(next);
+        }
+    }
+    Some((start, end, Value::Bare))
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// A writer that masks what passes through it, for the log file. tracing's fmt layer
@@ -139,10 +340,7 @@ mod tests {
 
     #[test]
     fn the_patterns_compile() {
-        assert!(AUTHORIZATION.is_some());
-        assert!(BEARER.is_some());
-        assert!(CSK.is_some());
-        assert!(SECRET_FIELD.is_some());
+        assert!(SHAPED.is_some());
     }
 
     #[test]
@@ -198,6 +396,145 @@ mod tests {
             "",
         ] {
             assert!(matches!(mask(text), Cow::Borrowed(_)), "changed: {text}");
+        }
+    }
+
+    #[test]
+    fn every_secret_name_is_masked_whatever_its_case_and_separators() {
+        for name in [
+            "password",
+            "Password",
+            "PASSWD",
+            "pwd",
+            "db_password",
+            "passphrase",
+            "secret",
+            "client_secret",
+            "clientSecret",
+            "token",
+            "access_token",
+            "refreshToken",
+            "api_key",
+            "apikey",
+            "api-key",
+            "X-Api-Key",
+            "openai_api_key",
+            "access_key",
+            "aws_access_key_id",
+            "secret_access_key",
+            "aws_secret_access_key",
+            "AWS_SECRET_ACCESS_KEY",
+            "private_key",
+            "privateKey",
+            "ssh.private.key",
+            "secret_key",
+            "authorization",
+            "Proxy-Authorization",
+            "cookie",
+            "Set-Cookie",
+            "session",
+            "auth",
+            "credential",
+            "credentials",
+        ] {
+            let json = format!(r#"{{"{name}":"hunter2","n":1}}"#);
+            assert_eq!(
+                mask(&json),
+                format!(r#"{{"{name}":"****","n":1}}"#),
+                "{name}"
+            );
+            assert_eq!(
+                mask(&format!("{name}=hunter2&x=1")),
+                format!("{name}=****&x=1")
+            );
+            assert_eq!(mask(&format!("{name}: hunter2")), format!("{name}: ****"));
+        }
+    }
+
+    #[test]
+    fn a_name_written_with_json_escapes_is_matched_by_what_it_decodes_to() {
+        let frame = r#"{"pass\u0077ord":"hunter2","\u0074oken":"t0k","ok\"":1}"#;
+        let masked = mask(frame);
+        assert_eq!(
+            masked,
+            r#"{"pass\u0077ord":"****","\u0074oken":"****","ok\"":1}"#
+        );
+        let v: serde_json::Value = serde_json::from_str(&masked).unwrap();
+        assert_eq!(v["password"], "****");
+    }
+
+    #[test]
+    fn nested_and_embedded_secrets_are_masked() {
+        // An object under a secret name keeps its shape; its secret fields are masked.
+        assert_eq!(
+            mask(r#"{"credentials":{"user":"bob","pwd":"hunter2"}}"#),
+            r#"{"credentials":{"user":"bob","pwd":"****"}}"#
+        );
+        // JSON text inside a JSON string (a tool's input passed as text).
+        assert_eq!(
+            mask(r#"{"input":"{\"password\":\"hunter2\",\"q\":\"x\"}"}"#),
+            r#"{"input":"{\"password\":\"****\",\"q\":\"x\"}"}"#
+        );
+        // A number stays valid JSON once masked; booleans and null say nothing secret.
+        let masked = mask(r#"{"pin_token":123456,"secret":true,"token":null}"#);
+        assert_eq!(masked, r#"{"pin_token":"****","secret":true,"token":null}"#);
+        assert!(serde_json::from_str::<serde_json::Value>(&masked).is_ok());
+        assert_eq!(
+            mask("Cookie: sid=abc123; theme=dark"),
+            "Cookie: ****; theme=dark"
+        );
+    }
+
+    #[test]
+    fn values_shaped_like_keys_are_masked_wherever_they_are() {
+        let cases = [
+            (
+                "note sk-proj-4f9a8b7c6d5e4f3a2b1c0d here",
+                "note sk-**** here",
+            ),
+            ("sk-ABCDEFGHIJKLMNOPQRSTUVWXYZ012345", "sk-****"),
+            ("key csk_live_abc123", "key csk_live_****"),
+            (
+                "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U end",
+                "jwt eyJ**** end",
+            ),
+            ("id AKIAIOSFODNN7EXAMPLE.", "id AKIA****."),
+            ("temp ASIAIOSFODNN7EXAMPLE", "temp ASIA****"),
+            ("gh ghp_16C7e42F292c6912E7710c838347Ae178B4a", "gh ghp_****"),
+            (
+                "pat github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+                "pat github_pat_****",
+            ),
+            ("slack xoxb-123456789012-abcdefghij", "slack xoxb-****"),
+            ("user xoxp-1234567890-abcdef", "user xoxp-****"),
+            (
+                "curl -H 'X: Bearer abc.def-ghi'",
+                "curl -H 'X: Bearer ****'",
+            ),
+            (r#"["eyJhbGciOi.eyJzdWIi.sig"]"#, r#"["eyJ****"]"#),
+        ];
+        for (text, want) in cases {
+            assert_eq!(mask(text), want, "{text}");
+            assert_eq!(mask(want), want, "not idempotent: {want}");
+        }
+    }
+
+    #[test]
+    fn words_that_only_look_secret_are_left_alone() {
+        for text in [
+            r#"{"token_count":3,"tokens":512,"max_tokens":40,"tokenizer":"bpe"}"#,
+            "skip the sketch, sk-learn is a library; task-1234567890123456789 done",
+            r#"{"sessionId":"ses_1","sessions":2,"session_count":4,"keys":["a"]}"#,
+            r#"{"key":"ArrowUp","pass":true,"author":"ana","oauth_provider":"x"}"#,
+            "eyJ alone, AKIA1234 short, ghp_short, xoxb-1",
+            "The password policy: see docs. tokens: 12",
+            "secret: ",
+        ] {
+            assert!(
+                matches!(mask(text), Cow::Borrowed(_)),
+                "changed: {text} -> {}",
+                mask(text)
+            );
         }
     }
 

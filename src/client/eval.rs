@@ -216,7 +216,10 @@ pub async fn run(
 /// to stdout / stderr and answers the process exit status.
 pub fn run_cli(args: &EvalArgs, url: Option<String>) -> u8 {
     let fail = |err: EvalCliError| {
-        eprintln!("spyglass eval: {err}");
+        eprintln!(
+            "spyglass eval: {}",
+            crate::sanitize::sanitize_text(&err.to_string())
+        );
         err.exit_code()
     };
     let prepared = match prepare(args) {

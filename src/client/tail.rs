@@ -5,6 +5,7 @@ use super::{ClientMsg, ObserverConfig, RestClient, spawn_observer};
 use crate::mask::mask;
 use crate::protocol::events::{Counter, Event, Outcome};
 use crate::protocol::{Frame, encode};
+use crate::sanitize::{sanitize, shown};
 use std::io::{ErrorKind, Write};
 use tokio::sync::mpsc;
 
@@ -142,7 +143,7 @@ pub fn readable(frame: &Frame) -> String {
         frame.seq,
         frame.event.kind()
     );
-    mask(&line).into_owned()
+    shown(&line).into_owned()
 }
 
 /// The frame as written to a JSON-lines file (what `replay` reads back).
@@ -187,17 +188,22 @@ pub async fn tail<W: Write, S: Write>(
             } => {
                 let _ = writeln!(
                     status,
-                    "spyglass: {reason}; retrying in {:.1} s (attempt {attempt})",
+                    "spyglass: {}; retrying in {:.1} s (attempt {attempt})",
+                    sanitize(&reason),
                     retry_in.as_secs_f64()
                 );
                 continue;
             }
             ClientMsg::ParseError(error) => {
-                let _ = writeln!(status, "spyglass: unreadable frame skipped: {error}");
+                let _ = writeln!(
+                    status,
+                    "spyglass: unreadable frame skipped: {}",
+                    sanitize(&error)
+                );
                 continue;
             }
             ClientMsg::RestError(error) => {
-                let _ = writeln!(status, "spyglass: {error}");
+                let _ = writeln!(status, "spyglass: {}", sanitize(&error));
                 continue;
             }
             ClientMsg::Connecting { .. } | ClientMsg::Hydrated { .. } => continue,
@@ -286,7 +292,7 @@ pub fn run_cli(url: &str, api_key: Option<&str>, format: Format, sink: Sink) -> 
     match result {
         Ok(_) => 0,
         Err(e) => {
-            eprintln!("spyglass: {e}");
+            eprintln!("spyglass: {}", sanitize(&e.to_string()));
             2
         }
     }

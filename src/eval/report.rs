@@ -3,6 +3,7 @@
 
 use crate::protocol::events::{AssertionResult, EvalStatus};
 use crate::protocol::rest::{EvalCaseRecord, EvalRunDetail};
+use crate::sanitize::sanitize;
 use std::fmt::Write as _;
 
 /// Outcome counts of a run or a suite.
@@ -127,14 +128,21 @@ pub fn render_table(records: &[EvalCaseRecord]) -> String {
     let mut out = String::new();
     for suite in group(records) {
         let counts = Counts::of(suite.cases.iter().copied());
-        let _ = writeln!(out, "{}  ({})", suite.suite, counts.summary_line());
+        // Names, reasons and values come from suite files and agents: escaped for the
+        // terminal here, where the table is printed.
+        let _ = writeln!(
+            out,
+            "{}  ({})",
+            sanitize(suite.suite),
+            counts.summary_line()
+        );
         let repeated = suite
             .cases
             .iter()
             .any(|r| r.result.attempt.is_some_and(|a| a > 1));
         let label = |record: &EvalCaseRecord| match (repeated, record.result.attempt) {
-            (true, Some(attempt)) => format!("{} #{attempt}", record.result.case),
-            _ => record.result.case.clone(),
+            (true, Some(attempt)) => format!("{} #{attempt}", sanitize(&record.result.case)),
+            _ => sanitize(&record.result.case).into_owned(),
         };
         let width = suite
             .cases
@@ -154,7 +162,7 @@ pub fn render_table(records: &[EvalCaseRecord]) -> String {
                 record.result.status.as_str(),
                 duration,
                 clip(&label(record), 40),
-                detail(record),
+                sanitize(&detail(record)),
             );
             let _ = writeln!(out, "{}", line.trim_end());
         }

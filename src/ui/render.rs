@@ -14,7 +14,7 @@
 use super::action::{Action, Tab};
 use super::app::{App, Conn, Watching};
 use super::views;
-use crate::mask::mask;
+use crate::sanitize::shown;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -120,7 +120,7 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
     // A notice (a refused decision, a copy) comes first: it answers what the user just
     // did, and the line is cut at the right on narrow terminals.
     if let Some(notice) = &app.notice {
-        spans.push(Span::styled(mask(notice).into_owned(), theme.warn()));
+        spans.push(Span::styled(shown(notice).into_owned(), theme.warn()));
         spans.push(sep());
     }
     spans.extend(source_spans(app));

@@ -18,6 +18,7 @@ use crate::mask::mask;
 use crate::model::{Approval, Model};
 use crate::protocol::events::Outcome;
 use crate::protocol::rest::{ApprovalStatus, ApprovalView};
+use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
 use crate::ui::app::App;
 use crate::ui::theme::Theme;
@@ -68,7 +69,7 @@ pub fn fmt_left(secs: u64) -> String {
 /// A replay's outcome in one cell: the result's JSON, or the envelope's code.
 pub fn outcome_summary(outcome: &Outcome) -> (String, Option<&str>) {
     match outcome {
-        Outcome::Result(raw) => (mask(raw.get()).into_owned(), None),
+        Outcome::Result(raw) => (shown(raw.get()).into_owned(), None),
         Outcome::Envelope(env) => (env.code().to_owned(), Some(env.code())),
     }
 }
@@ -353,10 +354,10 @@ fn render_table(frame: &mut Frame, area: Rect, app: &mut App) {
                 ),
             };
             let r = Row::new(vec![
-                Cell::from(format!("{mark}{}", mask(&a.session_id))),
-                Cell::from(a.tool.clone()),
+                Cell::from(format!("{mark}{}", shown(&a.session_id))),
+                Cell::from(sanitize(&a.tool).into_owned()),
                 Cell::from(input),
-                Cell::from(a.rule_id.clone()),
+                Cell::from(sanitize(&a.rule_id).into_owned()),
                 Cell::from(state_cell),
                 Cell::from(replay_cell),
             ])
@@ -423,7 +424,7 @@ fn prompt_lines<'a>(prompt: &Prompt, app: &App, theme: &Theme) -> Vec<Line<'a>> 
         .model
         .approvals
         .get(&prompt.approval_id)
-        .map(|a| format!("{} for {}", a.tool, mask(&a.session_id)))
+        .map(|a| format!("{} for {}", sanitize(&a.tool), shown(&a.session_id)))
         .unwrap_or_default();
     let key = |a: Action| app.keymap.hint(a).unwrap_or_else(|| "?".into());
     let first = Line::from(vec![
@@ -458,7 +459,7 @@ fn prompt_lines<'a>(prompt: &Prompt, app: &App, theme: &Theme) -> Vec<Line<'a>> 
     } else {
         Line::from(vec![
             Span::styled("note: ", theme.accent()),
-            Span::raw(mask(&prompt.note).into_owned()),
+            Span::raw(shown(&prompt.note).into_owned()),
         ])
     };
     vec![first, note]
@@ -473,10 +474,10 @@ fn detail_lines<'a>(a: &Approval, theme: &Theme) -> Vec<Line<'a>> {
         clock_part(&a.expires_at)
     );
     if let Some(by) = &a.decided_by {
-        first.push_str(&format!(" · by {}", mask(by)));
+        first.push_str(&format!(" · by {}", shown(by)));
     }
     let second = match &a.note {
-        Some(note) => format!("note: {}", mask(note)),
+        Some(note) => format!("note: {}", shown(note)),
         None => String::new(),
     };
     vec![

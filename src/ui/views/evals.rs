@@ -19,6 +19,7 @@ use super::{fit, fmt_ms, row_at, scroll_pane};
 use crate::model::Model;
 use crate::protocol::events::{AssertionResult, EvalStatus};
 use crate::protocol::rest::{CaseSummary, SuiteSummary};
+use crate::sanitize::sanitize;
 use crate::ui::action::{Action, Tab};
 use crate::ui::app::App;
 use crate::ui::theme::Theme;
@@ -426,7 +427,10 @@ fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)> {
         EvalStatus::Failed | EvalStatus::Error => Tone::Fail,
         EvalStatus::Skipped => Tone::Muted,
     };
-    let mut lines = vec![(Tone::Heading, format!("{suite} · {}", case.case))];
+    let mut lines = vec![(
+        Tone::Heading,
+        sanitize(&format!("{suite} · {}", case.case)).into_owned(),
+    )];
     let flaky = if case.flaky { " · flaky" } else { "" };
     lines.push((
         status_tone,
@@ -449,7 +453,7 @@ fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)> {
         ),
     ));
     if let Some(reason) = &case.last_reason {
-        lines.push((Tone::Fail, format!("reason: {reason}")));
+        lines.push((Tone::Fail, format!("reason: {}", sanitize(reason))));
     }
     lines.push((Tone::Plain, String::new()));
     if case.last_assertions.is_empty() {
@@ -677,7 +681,7 @@ fn render_suites(frame: &mut Frame, area: Rect, app: &mut App) {
                 None => theme.muted(),
             };
             let r = Row::new(vec![
-                Cell::from(format!("{mark}{}", s.suite)),
+                Cell::from(format!("{mark}{}", sanitize(&s.suite))),
                 Cell::from(Line::from(vec![
                     Span::styled(gauge(s.pass_rate, GAUGE_W), rate_style),
                     Span::raw(format!(" {}", pct(s.pass_rate))),
@@ -784,7 +788,7 @@ fn render_cases(
                         status_style(c.last_status, theme),
                     ),
                 ])),
-                Cell::from(c.case.clone()),
+                Cell::from(sanitize(&c.case).into_owned()),
                 Cell::from(format!("{} {}/{}", pct(c.pass_rate), c.passed, judged(c))),
                 Cell::from(flaky),
                 Cell::from(Line::from(case_ms(c.last_duration)).right_aligned()),

@@ -19,6 +19,7 @@ use crate::mask::mask;
 use crate::model::{EventLog, Model};
 use crate::protocol::Frame;
 use crate::protocol::events::{encode, encode_fields};
+use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
 use crate::ui::app::App;
 use crossterm::event::{KeyCode, KeyEvent};
@@ -309,7 +310,7 @@ pub fn render(frame: &mut TermFrame, area: Rect, app: &mut App) {
             .iter()
             .skip(detail.scroll)
             .take(inner.height as usize)
-            .map(|l| Line::from(l.as_str()))
+            .map(|l| Line::from(sanitize(l).into_owned()))
             .collect();
         frame.render_widget(Paragraph::new(lines), inner);
         return;
@@ -398,8 +399,11 @@ pub fn render(frame: &mut TermFrame, area: Rect, app: &mut App) {
         let r = Row::new(vec![
             Cell::from(format!("{mark}{}", f.seq)),
             Cell::from(clock_part(&f.ts).to_owned()),
-            Cell::from(Span::styled(f.event.kind().to_owned(), kind_style)),
-            Cell::from(mask(f.session_id.as_deref().unwrap_or("-")).into_owned()),
+            Cell::from(Span::styled(
+                sanitize(f.event.kind()).into_owned(),
+                kind_style,
+            )),
+            Cell::from(shown(f.session_id.as_deref().unwrap_or("-")).into_owned()),
             Cell::from(fit(&mask(&fields), fields_w)),
         ]);
         Some(if row == sel && !state.follow {

@@ -35,8 +35,10 @@ pub fn row_at(rows: Rect, at: Position, offset: usize) -> Option<usize> {
         .then(|| offset + usize::from(at.y - rows.y))
 }
 
-/// Fits text into `width` columns, with an ellipsis when cut.
+/// Fits text into `width` columns, with an ellipsis when cut; terminal controls in it
+/// are shown escaped.
 pub fn fit(text: &str, width: usize) -> String {
+    let text = &*crate::sanitize::sanitize(text);
     if text.chars().count() <= width {
         return text.to_owned();
     }

@@ -14,9 +14,9 @@
 //! ```
 
 use super::{fit, fmt_age, fmt_ms, row_at, scroll_pane};
-use crate::mask::mask;
 use crate::model::{Call, Model, Session};
 use crate::protocol::events::MockMode;
+use crate::sanitize::{sanitize, shown, shown_text};
 use crate::ui::action::Action;
 use crate::ui::app::{App, Watching};
 use crate::ui::theme::Theme;
@@ -482,7 +482,10 @@ fn pretty<T: serde::Serialize>(value: &T) -> String {
 }
 
 fn detail_lines(call: &Call) -> Vec<(bool, String)> {
-    let mut lines = vec![(true, format!("{} · {}", call.tool, call.id))];
+    let mut lines = vec![(
+        true,
+        shown(&format!("{} · {}", call.tool, call.id)).into_owned(),
+    )];
     let mut meta = format!("duration {}", fmt_ms(call.duration_ms));
     if let Some(counter) = call.counter {
         match counter.total {
@@ -501,12 +504,12 @@ fn detail_lines(call: &Call) -> Vec<(bool, String)> {
         lines.push((false, String::new()));
     };
     // Masked once here, so every line the pane shows is already safe.
-    section("Input", mask(&call.input.pretty()).into_owned());
-    section("Output", mask(&pretty(&call.outcome)).into_owned());
+    section("Input", shown_text(&call.input.pretty()).into_owned());
+    section("Output", shown_text(&pretty(&call.outcome)).into_owned());
     if let Some(replay) = &call.replay {
         section(
             &format!("Replay after approval ({})", fmt_ms(replay.duration_ms)),
-            mask(&pretty(&replay.outcome)).into_owned(),
+            shown_text(&pretty(&replay.outcome)).into_owned(),
         );
     }
     lines.pop();
@@ -633,7 +636,7 @@ fn render_list(frame: &mut Frame, area: Rect, app: &mut App) {
         // A marker as well as the colour, so the selection survives a monochrome terminal.
         let mark = if row == sel { "›" } else { " " };
         let ext = if s.external { "↗" } else { "" };
-        let id = format!("{mark}{ext}{}", mask(&s.id));
+        let id = format!("{mark}{ext}{}", shown(&s.id));
         let status_style = match s.status {
             crate::model::SessionStatus::Failed => theme.error(),
             crate::model::SessionStatus::Active => theme.ok(),
@@ -646,7 +649,7 @@ fn render_list(frame: &mut Frame, area: Rect, app: &mut App) {
         };
         let r = Row::new(vec![
             Cell::from(id),
-            Cell::from(mask(&s.user).into_owned()),
+            Cell::from(shown(&s.user).into_owned()),
             Cell::from(Span::styled(s.status.as_str(), status_style)),
             Cell::from(Line::from(s.calls.to_string()).right_aligned()),
             Cell::from(
@@ -725,7 +728,7 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
             theme.bar()
         };
         Row::new(vec![
-            Cell::from(m.tool.clone()),
+            Cell::from(sanitize(&m.tool).into_owned()),
             Cell::from(mode),
             Cell::from(Line::from(vec![
                 Span::styled(consumed, gauge_style),
