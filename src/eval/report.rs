@@ -361,6 +361,17 @@ mod tests {
     }
 
     #[test]
+    fn durations_keep_microseconds() {
+        assert_eq!(human_duration(0.042), "42µs");
+        assert_eq!(human_duration(1.3), "1.3ms");
+        assert_eq!(human_duration(12.0), "12ms");
+        assert_eq!(human_duration(1500.0), "1.5s");
+        assert_eq!(seconds(12.0), "0.012");
+        assert_eq!(seconds(0.042), "0.000042");
+        assert_eq!(seconds(1500.0), "1.500");
+    }
+
+    #[test]
     fn summary_line_and_exit_rule() {
         let counts = Counts::of(&sample());
         assert_eq!(

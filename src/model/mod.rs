@@ -10,9 +10,7 @@ pub mod session;
 pub use approvals::{Approval, Approvals};
 pub use evals::{EvalRun, Evals};
 pub use events::EventLog;
-pub use session::{
-    Call, MockRow, Replay, Session, SessionStatus, StepRow, Timeline, TimelineRow,
-};
+pub use session::{Call, MockRow, Replay, Session, SessionStatus, StepRow, Timeline, TimelineRow};
 
 use crate::protocol::events::{AgentRun, Event, MockMode, Outcome, ToolCalled};
 use crate::protocol::rest::{ApprovalList, ApprovalStatus, ApprovalView, SessionList};

@@ -461,7 +461,11 @@ fn a_call_row_stays_small_because_rarely_set_parts_are_boxed() {
 /// A `tool.called` of the model loop, stamped in one millisecond like a mocked run.
 fn send_call(seq: u64, call: &str, iteration: Option<u32>, ts: &str) -> Frame {
     let iteration = iteration.map_or(String::new(), |i| format!(r#","iteration":{i}"#));
-    let source = if iteration.is_empty() { "execute" } else { "send" };
+    let source = if iteration.is_empty() {
+        "execute"
+    } else {
+        "send"
+    };
     frame(&format!(
         r#"{{"kind":"tool.called","seq":{seq},"ts":"{ts}","sessionId":"ses_1","callId":"{call}","tool":"t/{call}","input":{{}},"outcome":{{"result":1}},"startedAt":"{ts}","duration":0.04,"source":"{source}"{iteration}}}"#
     ))
