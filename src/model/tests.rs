@@ -558,3 +558,34 @@ fn microsecond_stamps_place_calls_and_steps_to_the_microsecond() {
         7.0
     );
 }
+
+#[test]
+fn a_run_told_only_at_its_end_still_nests_and_a_full_call_ring_keeps_order() {
+    // `agent.completed` with its steps, no step events before it.
+    let steps = format!(
+        r#"[{{"iteration":0,"finishReason":"tool_calls","toolCalls":[{},{}]}},{{"iteration":1,"finishReason":"stop","toolCalls":[]}}]"#,
+        step_call("x"),
+        step_call("y")
+    );
+    let text = format!(
+        r#"{{"kind":"agent.completed","seq":1,"ts":"2026-11-22T21:44:01.000Z","sessionId":"ses_1","steps":{steps},"duration":3.0}}"#
+    );
+    let mut m = Model::default();
+    m.apply(&frame(&text));
+    assert_eq!(labels(&m), ["step 0", "  x", "  y", "step 1"]);
+
+    // Two calls kept: the step whose first call fell off still leads its remaining call.
+    let mut m = Model::new(Limits {
+        calls_per_session: 2,
+        ..Limits::default()
+    });
+    let ts = "2026-11-22T21:43:31.007Z";
+    m.apply(&created(1, "ses_1"));
+    m.apply(&send_call(2, "c1", Some(0), ts));
+    m.apply(&send_call(3, "c2", Some(0), ts));
+    let first = format!("{},{}", step_call("c1"), step_call("c2"));
+    m.apply(&step(4, Some("ses_1"), "ses_1", 0, &first, 0.2));
+    m.apply(&send_call(5, "after", None, ts));
+    assert_eq!(labels(&m), ["step 0", "  c2", "after"]);
+    assert_eq!(m.counters.dropped.calls, 1);
+}
