@@ -70,7 +70,7 @@ fn simulate(case: &Case, attempt: u32) -> CaseRun {
                     total: 30,
                 },
                 error: None,
-                duration_ms: 3,
+                duration_ms: 3.0,
             };
         }
     }

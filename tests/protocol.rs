@@ -187,6 +187,7 @@ fn every_kind() -> Vec<Frame> {
                 duration: 3.0,
                 streaming: false,
                 conversation_id: Some("ses_1".into()),
+                started_at: Some("2026-11-22T21:44:00.999871Z".into()),
             }),
         ),
         frame(11, s, Event::AgentCompleted(run(None))),

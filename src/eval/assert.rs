@@ -20,7 +20,8 @@ pub struct CaseRun {
     pub tokens: Tokens,
     /// Why the loop produced no result (model failed on a step, engine error, timeout).
     pub error: Option<String>,
-    pub duration_ms: u64,
+    /// Fractional milliseconds: a mocked run takes microseconds.
+    pub duration_ms: f64,
 }
 
 /// The judged outcome of one attempt.
@@ -31,7 +32,7 @@ pub struct CaseResult {
     /// Why it failed, errored or was skipped.
     pub reason: Option<String>,
     pub tokens: Tokens,
-    pub duration_ms: u64,
+    pub duration_ms: f64,
 }
 
 impl CaseResult {
@@ -53,7 +54,7 @@ impl CaseResult {
             reason: self.reason.clone(),
             tokens: self.tokens,
             cost: 0.0,
-            duration: self.duration_ms as f64,
+            duration: self.duration_ms,
             run_id: None,
             assertions: self.assertions.clone(),
             attempt: None,
@@ -68,7 +69,7 @@ pub fn skipped(case: &Case) -> CaseResult {
         assertions: Vec::new(),
         reason: Some(case.skip.clone().unwrap_or_else(|| "skipped".to_owned())),
         tokens: Tokens::default(),
-        duration_ms: 0,
+        duration_ms: 0.0,
     }
 }
 
@@ -510,7 +511,7 @@ mod tests {
                 total,
             },
             error: None,
-            duration_ms: 12,
+            duration_ms: 12.0,
         }
     }
 

@@ -74,9 +74,14 @@ pub fn group(records: &[EvalCaseRecord]) -> Vec<SuiteResults<'_>> {
     suites
 }
 
-/// Milliseconds for people: `12ms`, `1.5s`.
+/// Milliseconds for people: `42µs`, `1.3ms`, `12ms`, `1.5s`. A mocked case runs in
+/// microseconds, so whole milliseconds would call it `0ms`.
 pub fn human_duration(ms: f64) -> String {
-    if ms < 1000.0 {
+    if ms < 0.9995 {
+        format!("{}µs", (ms.max(0.0) * 1000.0).round() as u64)
+    } else if ms < 9.95 {
+        format!("{ms:.1}ms")
+    } else if ms < 1000.0 {
         format!("{}ms", ms.round() as u64)
     } else {
         format!("{:.1}s", ms / 1000.0)
@@ -194,8 +199,11 @@ pub fn xml_escape(text: &str) -> String {
     out
 }
 
+/// Decimal seconds with at least three places and up to six: `0.012`, `0.000042`.
 fn seconds(ms: f64) -> String {
-    format!("{:.3}", ms.max(0.0) / 1000.0)
+    let text = format!("{:.6}", ms.max(0.0) / 1000.0);
+    let keep = text.trim_end_matches('0').len().max(text.len() - 3);
+    text[..keep].to_owned()
 }
 
 /// JUnit XML: one `<testsuite>` per suite; failed cases get `<failure>`, errored ones
@@ -358,6 +366,17 @@ mod tests {
             ),
             record("billing", "invoice", EvalStatus::Passed, None),
         ]
+    }
+
+    #[test]
+    fn durations_keep_microseconds() {
+        assert_eq!(human_duration(0.042), "42µs");
+        assert_eq!(human_duration(1.3), "1.3ms");
+        assert_eq!(human_duration(12.0), "12ms");
+        assert_eq!(human_duration(1500.0), "1.5s");
+        assert_eq!(seconds(12.0), "0.012");
+        assert_eq!(seconds(0.042), "0.000042");
+        assert_eq!(seconds(1500.0), "1.500");
     }
 
     #[test]

@@ -10,7 +10,7 @@ pub mod session;
 pub use approvals::{Approval, Approvals};
 pub use evals::{EvalRun, Evals};
 pub use events::EventLog;
-pub use session::{Call, MockRow, Replay, Session, SessionStatus, StepRow, Timeline};
+pub use session::{Call, MockRow, Replay, Session, SessionStatus, StepRow, Timeline, TimelineRow};
 
 use crate::protocol::events::{AgentRun, Event, MockMode, Outcome, ToolCalled};
 use crate::protocol::rest::{ApprovalList, ApprovalStatus, ApprovalView, SessionList};
@@ -420,10 +420,11 @@ impl Model {
                 let session = self.session_mut_or_new(&id);
                 session.external |= external;
                 let end = at.or(session.last_activity_ms).unwrap_or(0.0);
+                let started = step.started_at.as_deref().and_then(parse_ms);
                 let (added, dropped_calls, dropped_steps) =
                     session
                         .timeline
-                        .push_step(&step.step, end, step.duration, &limits);
+                        .push_step(&step.step, end, started, step.duration, &limits);
                 if !counted {
                     session.calls += added;
                 }
@@ -478,6 +479,7 @@ impl Model {
                 let (added, dc, ds) = session.timeline.push_step(
                     step,
                     step_end,
+                    None,
                     per_step * (i as f64 + 1.0),
                     &limits,
                 );

@@ -115,7 +115,19 @@ pub struct StepRow {
     pub tokens_total: u64,
     pub start_ms: f64,
     pub duration_ms: f64,
+    /// The step's calls in dispatch order (its `toolCalls` list).
     pub call_ids: Vec<String>,
+    /// Absolute call position the step stands before in `Timeline::rows`: its first call,
+    /// or for a step without calls, the next call to arrive after it.
+    anchor: u64,
+}
+
+/// One row of a session's timeline in display order: a step, or a call, by its position
+/// in the `steps` and `calls()` rings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimelineRow {
+    Step(usize),
+    Call(usize),
 }
 
 /// Steps and calls of one session, each a ring bounded by `Limits`. Calls are found by id
@@ -146,6 +158,48 @@ impl Timeline {
         self.calls.get_mut((abs - self.base) as usize)
     }
 
+    /// Steps and calls in the order they happened, each call under the step that made it:
+    /// steps in arrival order (a run's iterations in order), a step's calls in its
+    /// `toolCalls` order, and calls no step claims (`execute`, or a step still running) at
+    /// their arrival (seq) order. Start stamps are not consulted: a mocked call takes
+    /// microseconds, and agents that forward steps give calls no start at all.
+    pub fn rows(&self) -> Vec<TimelineRow> {
+        let mut claimed = vec![false; self.calls.len()];
+        let mut nested: Vec<Vec<usize>> = Vec::with_capacity(self.steps.len());
+        for step in &self.steps {
+            let mut own = Vec::with_capacity(step.call_ids.len());
+            for id in &step.call_ids {
+                let Some(&abs) = self.index.get(id) else {
+                    continue;
+                };
+                let i = (abs - self.base) as usize;
+                if !claimed[i] {
+                    claimed[i] = true;
+                    own.push(i);
+                }
+            }
+            nested.push(own);
+        }
+        let mut rows = Vec::with_capacity(self.steps.len() + self.calls.len());
+        let mut next_call = 0;
+        let free_until = |rows: &mut Vec<TimelineRow>, next: &mut usize, end: usize| {
+            while *next < end.min(self.calls.len()) {
+                if !claimed[*next] {
+                    rows.push(TimelineRow::Call(*next));
+                }
+                *next += 1;
+            }
+        };
+        for (s, step) in self.steps.iter().enumerate() {
+            let anchor = step.anchor.saturating_sub(self.base) as usize;
+            free_until(&mut rows, &mut next_call, anchor);
+            rows.push(TimelineRow::Step(s));
+            rows.extend(nested[s].iter().map(|i| TimelineRow::Call(*i)));
+        }
+        free_until(&mut rows, &mut next_call, usize::MAX);
+        rows
+    }
+
     /// Adds a call, dropping the oldest past `max`; returns how many were dropped.
     pub(crate) fn push_call(&mut self, call: Call, max: usize) -> u64 {
         let abs = self.base + self.calls.len() as u64;
@@ -164,11 +218,13 @@ impl Timeline {
 
     /// Folds a seed-001 step: its calls, new or already told by `tool.called`, are joined
     /// by id; calls with no start of their own are laid one after another from the step's
-    /// start. Returns (new calls, dropped calls, dropped steps).
+    /// start (`started_ms` when the sender told it, else its end less its own duration).
+    /// Returns (new calls, dropped calls, dropped steps).
     pub(crate) fn push_step(
         &mut self,
         step: &Step,
         end_ms: f64,
+        started_ms: Option<f64>,
         cumulative_ms: f64,
         limits: &super::Limits,
     ) -> (u32, u64, u64) {
@@ -180,13 +236,17 @@ impl Timeline {
         self.last_cumulative_ms = cumulative_ms;
         let calls_ms: f64 = step.tool_calls.iter().map(|c| c.duration.max(0.0)).sum();
         let duration_ms = own.max(calls_ms);
-        let start_ms = end_ms - duration_ms;
+        let start_ms = started_ms.unwrap_or(end_ms - duration_ms);
         let mut cursor = start_ms;
+        let mut anchor = self.base + self.calls.len() as u64;
         let (mut added, mut dropped_calls) = (0, 0);
         let mut call_ids = Vec::with_capacity(step.tool_calls.len());
         for tc in &step.tool_calls {
             call_ids.push(tc.id.clone());
             let duration = tc.duration.max(0.0);
+            if let Some(&abs) = self.index.get(&tc.id) {
+                anchor = anchor.min(abs);
+            }
             if let Some(call) = self.call_mut(&tc.id) {
                 call.iteration.get_or_insert(step.iteration);
                 if call.start_ms.is_none() {
@@ -222,6 +282,7 @@ impl Timeline {
             start_ms,
             duration_ms,
             call_ids,
+            anchor,
         });
         let mut dropped_steps = 0;
         while self.steps.len() > limits.steps_per_session.max(1) {

@@ -457,3 +457,135 @@ fn a_call_row_stays_small_because_rarely_set_parts_are_boxed() {
         "Call is {size} bytes (304 with the replay unboxed)"
     );
 }
+
+/// A `tool.called` of the model loop, stamped in one millisecond like a mocked run.
+fn send_call(seq: u64, call: &str, iteration: Option<u32>, ts: &str) -> Frame {
+    let iteration = iteration.map_or(String::new(), |i| format!(r#","iteration":{i}"#));
+    let source = if iteration.is_empty() {
+        "execute"
+    } else {
+        "send"
+    };
+    frame(&format!(
+        r#"{{"kind":"tool.called","seq":{seq},"ts":"{ts}","sessionId":"ses_1","callId":"{call}","tool":"t/{call}","input":{{}},"outcome":{{"result":1}},"startedAt":"{ts}","duration":0.04,"source":"{source}"{iteration}}}"#
+    ))
+}
+
+fn step_call(id: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","name":"t/{id}","args":{{}},"result":1,"duration":0.04,"needsApproval":false}}"#
+    )
+}
+
+/// Row labels of a session's timeline: `step N` or a call id, calls under a step indented.
+fn labels(m: &Model) -> Vec<String> {
+    let s = m.session("ses_1").unwrap();
+    s.timeline
+        .rows()
+        .into_iter()
+        .map(|row| match row {
+            TimelineRow::Step(i) => format!("step {}", s.timeline.steps[i].iteration),
+            TimelineRow::Call(i) => {
+                let c = &s.timeline.calls()[i];
+                match c.iteration {
+                    Some(_) => format!("  {}", c.id),
+                    None => c.id.clone(),
+                }
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn calls_nest_under_the_step_that_made_them_whatever_the_clock_says() {
+    // Every stamp in one millisecond (an older, ms-only recording of a mocked run), and the
+    // steps' own stamps say they began after their calls: only seq and ids can place them.
+    let ts = "2026-11-22T21:43:31.007Z";
+    let mut m = Model::default();
+    m.apply(&created(1, "ses_1"));
+    m.apply(&send_call(2, "before", None, ts));
+    m.apply(&send_call(3, "c1", Some(0), ts));
+    m.apply(&send_call(4, "c2", Some(0), ts));
+    let first = format!("{},{}", step_call("c1"), step_call("c2"));
+    m.apply(&step(5, Some("ses_1"), "ses_1", 0, &first, 0.2));
+    m.apply(&send_call(6, "c3", Some(1), ts));
+    m.apply(&step(7, Some("ses_1"), "ses_1", 1, &step_call("c3"), 0.3));
+    // The last step calls nothing and stops; an `execute` follows the run.
+    m.apply(&step(8, Some("ses_1"), "ses_1", 2, "", 0.4));
+    m.apply(&send_call(9, "after", None, ts));
+    assert_eq!(
+        labels(&m),
+        [
+            "before", "step 0", "  c1", "  c2", "step 1", "  c3", "step 2", "after"
+        ]
+    );
+    // A call whose step has not completed yet stands at its arrival, after the rest.
+    m.apply(&send_call(10, "c4", Some(0), ts));
+    assert_eq!(labels(&m).last().map(String::as_str), Some("  c4"));
+}
+
+#[test]
+fn a_step_told_only_by_its_agent_claims_its_calls_in_list_order() {
+    // Seed 001: no `tool.called` at all; a step's calls arrive inside it.
+    let mut m = Model::default();
+    let calls = format!("{},{}", step_call("b"), step_call("a"));
+    m.apply(&step(1, Some("ses_1"), "ses_1", 0, &calls, 5.0));
+    m.apply(&step(2, Some("ses_1"), "ses_1", 1, &step_call("c"), 9.0));
+    assert_eq!(labels(&m), ["step 0", "  b", "  a", "step 1", "  c"]);
+}
+
+#[test]
+fn microsecond_stamps_place_calls_and_steps_to_the_microsecond() {
+    let mut m = Model::default();
+    m.apply(&created(1, "ses_1"));
+    m.apply(&send_call(2, "c1", Some(0), "2026-11-22T21:43:31.000042Z"));
+    let at = |ts: &str| parse_ms(ts).unwrap();
+    let s = m.session("ses_1").unwrap();
+    let call = s.timeline.call("c1").unwrap();
+    // Epoch milliseconds in an f64 keep a quarter of a microsecond.
+    let offset = call.start_ms.unwrap() - at("2026-11-22T21:43:31Z");
+    assert!((offset - 0.042).abs() < 3e-4, "{offset}");
+    assert_eq!(call.duration_ms, 0.04);
+    // A step that tells when it began is placed there, not at its end less its duration.
+    let text = r#"{"kind":"agent.step.completed","seq":3,"ts":"2026-11-22T21:43:31.000900Z","sessionId":"ses_1","iteration":0,"step":{"iteration":0,"toolCalls":[]},"duration":0.5,"startedAt":"2026-11-22T21:43:31.000010Z"}"#;
+    m.apply(&frame(text));
+    let step = &m.session("ses_1").unwrap().timeline.steps[0];
+    let offset = step.start_ms - at("2026-11-22T21:43:31Z");
+    assert!((offset - 0.010).abs() < 3e-4, "{offset}");
+    // Older, millisecond stamps still read.
+    assert_eq!(
+        at("2026-11-22T21:43:31.007Z") - at("2026-11-22T21:43:31Z"),
+        7.0
+    );
+}
+
+#[test]
+fn a_run_told_only_at_its_end_still_nests_and_a_full_call_ring_keeps_order() {
+    // `agent.completed` with its steps, no step events before it.
+    let steps = format!(
+        r#"[{{"iteration":0,"finishReason":"tool_calls","toolCalls":[{},{}]}},{{"iteration":1,"finishReason":"stop","toolCalls":[]}}]"#,
+        step_call("x"),
+        step_call("y")
+    );
+    let text = format!(
+        r#"{{"kind":"agent.completed","seq":1,"ts":"2026-11-22T21:44:01.000Z","sessionId":"ses_1","steps":{steps},"duration":3.0}}"#
+    );
+    let mut m = Model::default();
+    m.apply(&frame(&text));
+    assert_eq!(labels(&m), ["step 0", "  x", "  y", "step 1"]);
+
+    // Two calls kept: the step whose first call fell off still leads its remaining call.
+    let mut m = Model::new(Limits {
+        calls_per_session: 2,
+        ..Limits::default()
+    });
+    let ts = "2026-11-22T21:43:31.007Z";
+    m.apply(&created(1, "ses_1"));
+    m.apply(&send_call(2, "c1", Some(0), ts));
+    m.apply(&send_call(3, "c2", Some(0), ts));
+    let first = format!("{},{}", step_call("c1"), step_call("c2"));
+    m.apply(&step(4, Some("ses_1"), "ses_1", 0, &first, 0.2));
+    m.apply(&send_call(5, "after", None, ts));
+    assert_eq!(labels(&m), ["step 0", "  c2", "after"]);
+    assert_eq!(m.counters.dropped.calls, 1);
+}

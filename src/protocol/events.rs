@@ -28,7 +28,8 @@ pub struct Tokens {
 }
 
 /// A tool call inside an agent step (seed 001). `duration` is milliseconds spent in the
-/// tool; there is no start time, so timelines lay a step's calls one after another.
+/// tool (fractional: the runtime writes microsecond precision); there is no start time, so
+/// timelines lay a step's calls one after another, in this list's order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct StepToolCall {
@@ -61,10 +62,14 @@ pub struct AgentStepCompleted {
     pub iteration: u32,
     pub step: Step,
     pub tokens: Tokens,
+    /// Cumulative milliseconds since the run began (seed 001), fractional.
     pub duration: f64,
     pub streaming: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
+    /// RFC 3339 instant this iteration began (spyglass's own; seed 001 has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
 }
 
 /// `agent.completed`, and with `error` set, `agent.failed`.
@@ -235,9 +240,9 @@ pub struct ToolCalled {
     pub tool: String,
     pub input: RawJson,
     pub outcome: Outcome,
-    /// RFC 3339 instant the call started.
+    /// RFC 3339 instant the call started (microseconds from this runtime).
     pub started_at: String,
-    /// Milliseconds.
+    /// Milliseconds, fractional: microsecond precision.
     pub duration: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counter: Option<Counter>,

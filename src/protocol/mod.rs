@@ -13,23 +13,40 @@ pub use json::RawJson;
 /// Version of the observer protocol this build speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
 
-/// The current instant as RFC 3339 with milliseconds, UTC (`2026-11-22T21:43:31.123Z`).
+/// The current instant as RFC 3339 with microseconds, UTC (`2026-11-22T21:43:31.123456Z`):
+/// a mocked call takes microseconds, so a millisecond stamp could not order or place it.
 ///
-/// Each thread keeps the text of the last millisecond it formatted: a busy runtime stamps
-/// dozens of calls and events per millisecond, one of them under the event log's lock.
+/// Each thread keeps the text of the last second it formatted (everything up to the
+/// fraction): a busy runtime stamps dozens of calls and events per millisecond, one of them
+/// under the event log's lock, so a stamp is one allocation and six digits, never a format.
 pub fn now_rfc3339() -> String {
     use std::cell::RefCell;
     thread_local! {
         static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
     }
     let now = chrono::Utc::now();
-    let ms = now.timestamp_millis();
+    let secs = now.timestamp();
+    // A leap second reads as 1_000_000 µs and more; it stays inside its second here.
+    let micros = now.timestamp_subsec_micros().min(999_999);
     LAST.with(|last| {
         let mut last = last.borrow_mut();
-        if last.0 != ms {
-            *last = (ms, now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+        if last.0 != secs {
+            let whole = now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            last.1 = whole.trim_end_matches('Z').to_owned();
+            last.1.push('.');
+            last.0 = secs;
         }
-        last.1.clone()
+        let mut out = String::with_capacity(last.1.len() + 7);
+        out.push_str(&last.1);
+        let mut digits = [b'0'; 6];
+        let mut rest = micros;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        out.extend(digits.iter().map(|d| char::from(*d)));
+        out.push('Z');
+        out
     })
 }
 
@@ -38,19 +55,23 @@ mod tests {
     use super::now_rfc3339;
 
     #[test]
-    fn stamps_are_rfc3339_millis_utc_and_move_with_the_clock() {
+    fn stamps_are_rfc3339_micros_utc_and_move_with_the_clock() {
         let first = now_rfc3339();
         let parsed = chrono::DateTime::parse_from_rfc3339(&first).unwrap();
-        assert_eq!(first.len(), "2026-11-22T21:43:31.123Z".len(), "{first}");
+        assert_eq!(first.len(), "2026-11-22T21:43:31.123456Z".len(), "{first}");
         assert!(first.ends_with('Z'));
         let age = chrono::Utc::now().signed_duration_since(parsed);
         assert!(
             age.num_milliseconds() >= 0 && age.num_milliseconds() < 1000,
             "{first}"
         );
-        // The per-thread cache must not hold a stamp past its millisecond.
-        std::thread::sleep(std::time::Duration::from_millis(3));
+        // The per-thread cache must not hold a stamp past its microsecond, nor its second.
+        std::thread::sleep(std::time::Duration::from_micros(50));
         let later = now_rfc3339();
         assert!(later > first, "{first} then {later}");
+        std::thread::sleep(std::time::Duration::from_millis(1001));
+        let next_second = now_rfc3339();
+        let gap = chrono::DateTime::parse_from_rfc3339(&next_second).unwrap() - parsed;
+        assert!(gap.num_milliseconds() >= 1001, "{first} then {next_second}");
     }
 }

@@ -8,7 +8,7 @@ use crate::protocol::events::{
     AgentRun, AgentStepCompleted, CallSource, Step, StepToolCall, Tokens,
 };
 use crate::protocol::rest::{ScriptStep, SendFrame, SendResult, ToolCallRecord};
-use crate::protocol::{Event, RawJson};
+use crate::protocol::{Event, RawJson, now_rfc3339};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -115,6 +115,7 @@ impl Runtime {
         let mut prompt_tokens = approx_tokens(message) + 8;
         let mut finished = false;
         for iteration in 0..max {
+            let step_started = now_rfc3339();
             let answer = {
                 let mut s = lock(&session);
                 let call = s.model_calls;
@@ -220,6 +221,7 @@ impl Runtime {
                     duration: clock.elapsed().as_secs_f64() * 1000.0,
                     streaming: frames.is_some(),
                     conversation_id: Some(session_id.to_owned()),
+                    started_at: Some(step_started),
                 }),
             );
             if !text.is_empty() {

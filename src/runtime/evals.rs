@@ -148,7 +148,7 @@ const MAX_SUITE_DOCUMENTS: usize = 1000;
 const COMPLETED: &str = "completed";
 
 /// An attempt that produced no result, and why.
-fn no_result(error: String, duration_ms: u64) -> CaseRun {
+fn no_result(error: String, duration_ms: f64) -> CaseRun {
     CaseRun {
         error: Some(error),
         duration_ms,
@@ -419,7 +419,7 @@ impl Runtime {
                     "the case's session could not be created: {} ({})",
                     err.error.message, err.error.code
                 );
-                return (None, no_result(error, 0));
+                return (None, no_result(error, 0.0));
             }
         };
         let limit = case
@@ -427,7 +427,7 @@ impl Runtime {
             .map(Duration::from_millis)
             .unwrap_or(self.inner.config.eval_case_timeout);
         let clock = Instant::now();
-        let elapsed = || u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let elapsed = || clock.elapsed().as_secs_f64() * 1000.0;
         let outcome = tokio::time::timeout(
             limit,
             self.run_agent(tenant, &session.id, &case.input, None),
@@ -447,7 +447,7 @@ impl Runtime {
                 tool_calls: result.tool_calls,
                 tokens: result.tokens,
                 error: result.error,
-                duration_ms: result.duration_ms.round() as u64,
+                duration_ms: result.duration_ms,
             },
         };
         (Some(session.id), run)

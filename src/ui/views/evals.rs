@@ -315,9 +315,10 @@ pub fn dispatch(app: &mut App, action: Action) {
     }
 }
 
-/// A case's duration: the runtime reports whole milliseconds, so 0 means under one.
+/// A case's duration, to the microsecond; an exact 0 comes from a runtime that reported
+/// whole milliseconds (older history), where it meant under one.
 fn case_ms(ms: f64) -> String {
-    if ms < 1.0 {
+    if ms <= 0.0 {
         "<1ms".to_owned()
     } else {
         fmt_ms(ms)
@@ -880,6 +881,8 @@ mod tests {
     #[test]
     fn a_case_under_a_millisecond_reads_as_such_not_as_zero() {
         assert_eq!(case_ms(0.0), "<1ms");
+        assert_eq!(case_ms(0.042), "42µs");
+        assert_eq!(case_ms(1.3), "1.3ms");
         assert_eq!(case_ms(12.0), "12ms");
         assert_eq!(case_ms(1500.0), "1.5s");
     }

@@ -14,7 +14,7 @@
 //! ```
 
 use super::{fit, fmt_age, fmt_ms, row_at, scroll_pane};
-use crate::model::{Call, Model, Session};
+use crate::model::{Call, Model, Session, TimelineRow};
 use crate::protocol::events::MockMode;
 use crate::sanitize::{sanitize, shown, shown_text};
 use crate::ui::action::Action;
@@ -39,13 +39,6 @@ pub enum CallSort {
     #[default]
     Start,
     Duration,
-}
-
-/// One row of the timeline: a step or a call, by position in the session's rings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TimelineRow {
-    Step(usize),
-    Call(usize),
 }
 
 /// The selected session's rows in display order, rebuilt only when that session changes.
@@ -442,20 +435,8 @@ fn build_timeline(session: &Session, sort: CallSort) -> TimelineCache {
         }
     }
     let rows = match sort {
-        CallSort::Start => {
-            // (start, steps before the calls they contain, arrival) as the order.
-            let mut keyed: Vec<(f64, u8, usize, TimelineRow)> =
-                Vec::with_capacity(steps.len() + calls.len());
-            for (i, s) in steps.iter().enumerate() {
-                keyed.push((s.start_ms, 0, i, TimelineRow::Step(i)));
-            }
-            for (i, c) in calls.iter().enumerate() {
-                let start = c.start_ms.unwrap_or(f64::INFINITY);
-                keyed.push((start, 1, i, TimelineRow::Call(i)));
-            }
-            keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-            keyed.into_iter().map(|k| k.3).collect()
-        }
+        // Each call under the step that made it, in dispatch order (the model's order).
+        CallSort::Start => session.timeline.rows(),
         CallSort::Duration => {
             let mut idx: Vec<usize> = (0..calls.len()).collect();
             idx.sort_by(|a, b| calls[*b].duration_ms.total_cmp(&calls[*a].duration_ms));
