@@ -1,0 +1,187 @@
+//! What every handler shares: `AppState`, the auth layer, and the extractors that turn a
+//! bad request (JSON body, path, query, tenant header) into the JSON error `{code, message}`.
+
+use crate::protocol::envelope::codes;
+use crate::runtime::{ApiErrorWithStatus, DEFAULT_TENANT, Runtime};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use std::convert::Infallible;
+use tokio::sync::watch;
+
+/// What every handler gets: the runtime, and the stop signal of the server it runs in.
+#[derive(Clone)]
+pub struct AppState {
+    pub rt: Runtime,
+    pub stop: watch::Receiver<bool>,
+}
+
+impl IntoResponse for ApiErrorWithStatus {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(self.error)).into_response()
+    }
+}
+
+/// The tenant a request acts for: `x-codespar-project`, else the default tenant.
+pub struct Tenant(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Tenant {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let tenant = parts
+            .headers
+            .get("x-codespar-project")
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .unwrap_or(DEFAULT_TENANT);
+        Ok(Tenant(tenant.to_owned()))
+    }
+}
+
+/// The raw body, with an oversize body answered 413 `payload_too_large`.
+pub struct RawBody(pub Bytes);
+
+impl FromRequest<AppState> for RawBody {
+    type Rejection = ApiErrorWithStatus;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let limit = state.rt.inner.config.max_body_bytes;
+        Bytes::from_request(req, state)
+            .await
+            .map(RawBody)
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiErrorWithStatus::new(
+                        413,
+                        codes::PAYLOAD_TOO_LARGE,
+                        format!("request body is over the {limit}-byte limit"),
+                    )
+                } else {
+                    ApiErrorWithStatus::invalid_body(format!(
+                        "could not read the request body: {rejection}"
+                    ))
+                }
+            })
+    }
+}
+
+/// A JSON body of type `T`; empty, malformed or mistyped bodies are 400 `invalid_body`.
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
+    type Rejection = ApiErrorWithStatus;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiErrorWithStatus::invalid_body(
+                "request body is empty; expected a JSON object",
+            ));
+        }
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|err| {
+            ApiErrorWithStatus::invalid_body(format!("request body is not valid: {err}"))
+        })
+    }
+}
+
+/// Like `JsonBody`, but an empty body means `T::default()` (decisions, GET/DELETE).
+pub struct OptionalJsonBody<T>(pub T);
+
+impl<T: DeserializeOwned + Default> FromRequest<AppState> for OptionalJsonBody<T> {
+    type Rejection = ApiErrorWithStatus;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJsonBody(T::default()));
+        }
+        serde_json::from_slice(&bytes)
+            .map(OptionalJsonBody)
+            .map_err(|err| {
+                ApiErrorWithStatus::invalid_body(format!("request body is not valid: {err}"))
+            })
+    }
+}
+
+/// One path parameter, with a bad one answered as JSON.
+pub struct Id(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Id {
+    type Rejection = ApiErrorWithStatus;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|Path(id)| Id(id))
+            .map_err(|err| ApiErrorWithStatus::new(400, "invalid_path", err.body_text()))
+    }
+}
+
+/// A query string of type `T`, with a bad one answered 400 `invalid_query`.
+pub struct Q<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Q<T> {
+    type Rejection = ApiErrorWithStatus;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Query::<T>::try_from_uri(&parts.uri)
+            .map(|Query(q)| Q(q))
+            .map_err(|err| ApiErrorWithStatus::new(400, codes::INVALID_QUERY, err.body_text()))
+    }
+}
+
+/// Byte-wise comparison whose time does not depend on where the inputs differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+pub(crate) async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let keys = &state.rt.inner.config.api_keys;
+    if keys.is_empty() {
+        return next.run(req).await;
+    }
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .unwrap_or_default();
+    // Compare against every key so the time taken does not say which one was close.
+    let ok = keys.iter().fold(false, |ok, key| {
+        constant_time_eq(presented.as_bytes(), key.as_bytes()) | ok
+    });
+    if ok {
+        next.run(req).await
+    } else {
+        ApiErrorWithStatus::new(
+            401,
+            codes::UNAUTHORIZED,
+            "missing or unknown API key; send Authorization: Bearer <key>",
+        )
+        .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn key_compare() {
+        assert!(constant_time_eq(b"csk_a", b"csk_a"));
+        assert!(!constant_time_eq(b"csk_a", b"csk_b"));
+        assert!(!constant_time_eq(b"csk_a", b"csk_ab"));
+    }
+}
