@@ -35,9 +35,19 @@ impl RawJson {
         self.0.get()
     }
 
-    /// Parses the text into a `serde_json::Value` (off the hot path: views and assertions).
+    /// Parses the text into a `serde_json::Value`. Valid text can still fail here: nesting
+    /// past serde_json's recursion limit (128) or a number out of f64 range (`1e400`).
+    /// Anything that decides on the value (policy) must use this and refuse on `Err`.
+    pub fn try_value(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::from_str(self.0.get())
+    }
+
+    /// The value for views and assertions (off the hot path). Text that cannot become a
+    /// tree comes back as a string that says so and carries the text as sent, never as
+    /// `null`: a reader must not mistake it for an absent value.
     pub fn to_value(&self) -> serde_json::Value {
-        serde_json::from_str(self.0.get()).unwrap_or(serde_json::Value::Null)
+        self.try_value()
+            .unwrap_or_else(|err| serde_json::Value::String(unreadable_marker(self.get(), &err)))
     }
 
     /// The text of a parsed value starts at the value, so its first byte says.
@@ -59,10 +69,21 @@ impl RawJson {
         }
     }
 
-    /// Pretty-printed JSON for detail panes.
+    /// Pretty-printed JSON for detail panes; text that cannot become a tree is shown as
+    /// sent, under a line saying why.
     pub fn pretty(&self) -> String {
-        serde_json::to_string_pretty(&self.to_value()).unwrap_or_else(|_| self.get().to_owned())
+        match self.try_value() {
+            Ok(value) => {
+                serde_json::to_string_pretty(&value).unwrap_or_else(|_| self.get().to_owned())
+            }
+            Err(err) => unreadable_marker(self.get(), &err),
+        }
     }
+}
+
+/// What views show for JSON text that cannot be parsed into a tree.
+fn unreadable_marker(text: &str, err: &serde_json::Error) -> String {
+    format!("(not shown as a tree: {err})\n{text}")
 }
 
 /// What kind of JSON value this is, as messages name it ("an object", "a number", ...).
@@ -132,6 +153,20 @@ mod tests {
         assert_eq!(a.to_value()["b"][0], true);
         assert_eq!(RawJson::from_text(r#""hi""#).unwrap().as_text(), "hi");
         assert!(RawJson::from_text("{").is_err());
+    }
+
+    #[test]
+    fn text_past_the_parse_limits_is_never_null() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        for text in [deep.as_str(), r#"{"value": 1e400}"#] {
+            let raw: RawJson = serde_json::from_str(text).unwrap();
+            assert!(raw.try_value().is_err(), "{text}");
+            let shown = raw.to_value();
+            let shown = shown.as_str().unwrap();
+            assert!(shown.starts_with("(not shown as a tree: "), "{shown}");
+            assert!(shown.ends_with(text), "{shown}");
+            assert!(raw.pretty().ends_with(text));
+        }
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub const AGENT_NAME: &str = "spyglass-fake";
 pub const PROVIDER: &str = "fake";
 pub const MODEL: &str = "fake";
 const DEFAULT_TEXT: &str = "fake response";
+/// The error of a run whose session was closed while it ran.
+pub const SESSION_CLOSED: &str = "session closed";
 
 /// How one `send` ended: the final text, every tool call, usage, and the error if the
 /// run failed (a scripted failure, or the iteration cap).
@@ -114,9 +116,13 @@ impl Runtime {
         };
         let mut prompt_tokens = approx_tokens(message) + 8;
         let mut finished = false;
-        for iteration in 0..max {
+        'run: for iteration in 0..max {
             let answer = {
                 let mut s = lock(&session);
+                if s.closed {
+                    result.error = Some(SESSION_CLOSED.to_owned());
+                    break;
+                }
                 let call = s.model_calls;
                 s.model_calls = s.model_calls.saturating_add(1);
                 match s.model.fail_on_step.iter().find(|f| f.step == call) {
@@ -148,6 +154,10 @@ impl Runtime {
             };
             if let Some(delay) = step.delay_ms {
                 tokio::time::sleep(Duration::from_millis(delay)).await;
+                if lock(&session).closed {
+                    result.error = Some(SESSION_CLOSED.to_owned());
+                    break;
+                }
             }
             let text = step.text.clone().unwrap_or_default();
             if !text.is_empty() {
@@ -163,14 +173,26 @@ impl Runtime {
                 if let Some(latency) = call.latency_ms {
                     tokio::time::sleep(Duration::from_millis(latency)).await;
                 }
-                let dispatched = self.dispatch(
+                let dispatched = match self.dispatch(
                     &session,
                     &call.name,
                     RawJson::from_value(&call.arguments),
                     CallSource::Send,
                     Some(iteration),
                     start,
-                );
+                ) {
+                    Ok(dispatched) => dispatched,
+                    // Closed mid-run (or input no policy can read): the run stops here,
+                    // nothing more is dispatched, and it ends as failed.
+                    Err(err) => {
+                        result.error = Some(if lock(&session).closed {
+                            SESSION_CLOSED.to_owned()
+                        } else {
+                            err.error.message
+                        });
+                        break 'run;
+                    }
+                };
                 out(SendFrame::ToolUse {
                     id: dispatched.call_id.clone(),
                     name: dispatched.tool.clone(),

@@ -140,6 +140,11 @@ impl Session {
     }
 }
 
+/// What a call or a run on a closed session answers.
+pub(crate) fn closed_error(id: &str) -> ApiErrorWithStatus {
+    ApiErrorWithStatus::not_found(format!("session {id} is closed"))
+}
+
 /// The server part of a canonical `server/tool` name (the whole name when it has none).
 pub fn server_of(tool: &str) -> &str {
     tool.split_once('/').map_or(tool, |(server, _)| server)
@@ -412,15 +417,21 @@ impl Runtime {
         Ok(connections)
     }
 
-    /// `DELETE /v1/sessions/:id`: idempotent; `session.closed` is emitted once.
+    /// `DELETE /v1/sessions/:id`: idempotent; `session.closed` is emitted once. An unknown
+    /// id (or another tenant's, indistinguishable from it) is already as closed as it can
+    /// be: 204 as well, with nothing emitted.
     pub fn close_session(&self, tenant: &str, id: &str) -> Result<(), ApiErrorWithStatus> {
-        let session = self.session(tenant, id)?;
+        let Ok(session) = self.session(tenant, id) else {
+            return Ok(());
+        };
         let mut session = lock(&session);
         if session.closed {
             return Ok(());
         }
         session.closed = true;
         session.last_activity = now_rfc3339();
+        // A closed session's calls can never be replayed: its pending approvals end now.
+        self.expire_session_approvals(tenant, id);
         // Emitted under the session lock so no call of this session can follow its close.
         session.last_seq = self
             .emit_for(
@@ -449,7 +460,7 @@ impl Runtime {
             CallSource::Execute,
             None,
             CallStart::now(),
-        );
+        )?;
         Ok(match call.outcome {
             Ok(data) => ExecuteReply::Ok(ToolResult {
                 success: true,
@@ -472,15 +483,15 @@ impl Runtime {
     ) -> Result<Arc<Mutex<Session>>, ApiErrorWithStatus> {
         let session = self.session(tenant, id)?;
         if lock(&session).closed {
-            return Err(ApiErrorWithStatus::not_found(format!(
-                "session {id} is closed"
-            )));
+            return Err(closed_error(id));
         }
         Ok(session)
     }
 
     /// One call through deny-list, policy and mock store, recorded and emitted as
     /// `tool.called`. The counter moves only on a returned entry, under the session lock.
+    /// Refused (nothing queued, counted or emitted): a closed session, 404, and input a
+    /// policy rule cannot read, 400 `input_unreadable`.
     pub(crate) fn dispatch(
         &self,
         session: &Arc<Mutex<Session>>,
@@ -489,21 +500,33 @@ impl Runtime {
         source: CallSource,
         iteration: Option<u32>,
         start: CallStart,
-    ) -> Dispatched {
-        let call_id = new_id("call_");
+    ) -> Result<Dispatched, ApiErrorWithStatus> {
         let CallStart {
             at: started_at,
             clock,
         } = start;
-        let (session_id, tenant) = {
-            let s = lock(session);
-            (s.id.clone(), s.tenant.clone())
-        };
         let verdict = if tool == LIST_TOOLS {
             Verdict::Allow
         } else {
-            self.inner.config.policy.evaluate_raw(tool, &input)
+            self.inner
+                .config
+                .policy
+                .evaluate_raw(tool, &input)
+                .map_err(|err| ApiErrorWithStatus {
+                    status: 400,
+                    error: ApiError::new(codes::INPUT_UNREADABLE, err.to_string())
+                        .with_field("/input"),
+                })?
         };
+        let mut s = lock(session);
+        // Checked under the lock `close_session` takes: nothing of this session is queued,
+        // counted or emitted after its `session.closed`.
+        if s.closed {
+            return Err(closed_error(&s.id));
+        }
+        let call_id = new_id("call_");
+        let session_id = s.id.clone();
+        let tenant = s.tenant.clone();
         let mut approval = None;
         let gated: Option<Envelope> = match verdict {
             Verdict::Allow => None,
@@ -527,10 +550,11 @@ impl Runtime {
                 Some(envelope)
             }
         };
-        let mut s = lock(session);
         let outcome = match gated {
             Some(envelope) => Err(envelope),
             None if tool == LIST_TOOLS => Ok(RawJson::from_value(&json!({ "tools": s.tools() }))),
+            // Not in test mode a session has no mocks: nothing to name about test mode.
+            None if !self.inner.config.test_mode => Err(super::mocks::not_mocked_live(tool)),
             None => s.mocks.consume(tool, false),
         };
         let counter = s.mocks.note_call(tool);
@@ -562,7 +586,7 @@ impl Runtime {
         if let Some(row) = approval {
             self.announce_approval(&tenant, &session_id, row);
         }
-        Dispatched {
+        Ok(Dispatched {
             call_id,
             tool: tool.to_owned(),
             input,
@@ -570,6 +594,6 @@ impl Runtime {
             started_at,
             duration_ms,
             counter,
-        }
+        })
     }
 }

@@ -14,8 +14,7 @@ pub use state::{AppState, Id, JsonBody, OptionalJsonBody, Q, RawBody, Tenant};
 use crate::runtime::{ApiErrorWithStatus, Runtime};
 use axum::Json;
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::http::{Method, Uri};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::middleware;
 use axum::routing::{MethodRouter, delete, get, post};
 use tokio::sync::watch;
@@ -98,14 +97,14 @@ async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({"status": "ok", "protocol": crate::protocol::PROTOCOL_VERSION}))
 }
 
-async fn not_found(method: Method, uri: Uri) -> ApiErrorWithStatus {
-    ApiErrorWithStatus::not_found(format!("no route {method} {}", uri.path()))
+async fn not_found(State(state): State<AppState>, req: Request) -> ApiErrorWithStatus {
+    let message = format!("no route {} {}", req.method(), req.uri().path());
+    state::discard_body(req, &state).await;
+    ApiErrorWithStatus::not_found(message)
 }
 
-async fn method_not_allowed(method: Method, uri: Uri) -> ApiErrorWithStatus {
-    ApiErrorWithStatus::new(
-        405,
-        "method_not_allowed",
-        format!("{method} is not allowed on {}", uri.path()),
-    )
+async fn method_not_allowed(State(state): State<AppState>, req: Request) -> ApiErrorWithStatus {
+    let message = format!("{} is not allowed on {}", req.method(), req.uri().path());
+    state::discard_body(req, &state).await;
+    ApiErrorWithStatus::new(405, "method_not_allowed", message)
 }

@@ -12,6 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use std::convert::Infallible;
+use std::time::Duration;
 use tokio::sync::watch;
 
 /// What every handler gets: the runtime, and the stop signal of the server it runs in.
@@ -138,12 +139,33 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Q<T> {
     }
 }
 
+/// How long a refused request's body may take to arrive before the answer goes anyway.
+const DISCARD_WAIT: Duration = Duration::from_secs(5);
+
+/// Reads and drops a request's body, at most `max_body_bytes` of it and for at most
+/// `DISCARD_WAIT`, before a refusal that did not need it (unknown route, bad method, no
+/// key). Answering first and closing with the body unread makes the kernel reset the
+/// connection, and a client still sending sees the reset instead of the JSON answer.
+pub(crate) async fn discard_body(req: Request, state: &AppState) {
+    let limit = state.rt.inner.config.max_body_bytes;
+    let body = req.into_body();
+    let _ = tokio::time::timeout(DISCARD_WAIT, axum::body::to_bytes(body, limit)).await;
+}
+
 /// Byte-wise comparison whose time does not depend on where the inputs differ.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The token of `Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
 }
 
 pub(crate) async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
@@ -155,8 +177,7 @@ pub(crate) async fn auth(State(state): State<AppState>, req: Request, next: Next
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
+        .and_then(bearer_token)
         .unwrap_or_default();
     // Compare against every key so the time taken does not say which one was close.
     let ok = keys.iter().fold(false, |ok, key| {
@@ -165,6 +186,7 @@ pub(crate) async fn auth(State(state): State<AppState>, req: Request, next: Next
     if ok {
         next.run(req).await
     } else {
+        discard_body(req, &state).await;
         ApiErrorWithStatus::new(
             401,
             codes::UNAUTHORIZED,
@@ -176,7 +198,16 @@ pub(crate) async fn auth(State(state): State<AppState>, req: Request, next: Next
 
 #[cfg(test)]
 mod tests {
-    use super::constant_time_eq;
+    use super::{bearer_token, constant_time_eq};
+
+    #[test]
+    fn bearer_scheme_in_any_case() {
+        for value in ["Bearer k1", "bearer k1", "BEARER  k1 ", "bEaReR k1"] {
+            assert_eq!(bearer_token(value), Some("k1"), "{value}");
+        }
+        assert_eq!(bearer_token("Basic k1"), None);
+        assert_eq!(bearer_token("Bearerk1"), None);
+    }
 
     #[test]
     fn key_compare() {
