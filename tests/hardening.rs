@@ -231,7 +231,7 @@ fn slow_script() -> Value {
     json!({
         "sequence": [
             {"tool_calls": [{"name": "a/pay", "arguments": {}}]},
-            {"delay_ms": 400, "tool_calls": [{"name": "a/pay", "arguments": {}}]},
+            {"delay_ms": 30000, "tool_calls": [{"name": "a/pay", "arguments": {}}]},
             {"tool_calls": [{"name": "a/pay", "arguments": {}}]},
             {"text": "done"}
         ]
@@ -276,7 +276,11 @@ async fn closing_a_session_cancels_its_run() {
     wait_for_kind(&handle, &sid, "agent.step.completed").await;
     let (status, _) = api.delete(&format!("/v1/sessions/{sid}")).await;
     assert_eq!(status, 204);
-    let (status, body) = run.await.unwrap();
+    // The 30 s wait is cut short: the close cancels the run, it does not wait it out.
+    let (status, body) = tokio::time::timeout(Duration::from_secs(5), run)
+        .await
+        .expect("the run outlived its session's close")
+        .unwrap();
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["message"], "session closed");
 
@@ -360,4 +364,23 @@ async fn live_mode_does_not_speak_of_test_mode() {
         !message.contains("test mode") && !message.contains("test-mode"),
         "{message}"
     );
+}
+
+#[tokio::test]
+async fn a_project_header_that_is_not_text_is_refused_not_read_as_default() {
+    let handle = server(test_config()).await;
+    let api = Api::new(&handle);
+    api.session(json!({"a/b": {}})).await;
+    let res = reqwest::Client::new()
+        .get(format!("{}/v1/sessions", handle.url()))
+        .header(
+            "x-codespar-project",
+            reqwest::header::HeaderValue::from_bytes(b"prj_\xff").unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 400);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["code"], "invalid_header", "{body}");
 }

@@ -201,4 +201,6 @@ pub mod codes {
     /// `execute`: a policy rule had to read the input and cannot parse it (nesting past
     /// 128 levels, a number out of range); the call is refused, never let through.
     pub const INPUT_UNREADABLE: &str = "input_unreadable";
+    /// A header the runtime reads (`x-codespar-project`) is not visible ASCII.
+    pub const INVALID_HEADER: &str = "invalid_header";
 }

@@ -10,7 +10,7 @@ use crate::protocol::events::{
 use crate::protocol::rest::{ScriptStep, SendFrame, SendResult, ToolCallRecord};
 use crate::protocol::{Event, RawJson};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 pub const AGENT_NAME: &str = "spyglass-fake";
 pub const PROVIDER: &str = "fake";
@@ -70,6 +70,14 @@ fn record(call: &Dispatched) -> ToolCallRecord {
     }
 }
 
+/// Sleeps `wait`, or less when the session closes meanwhile (the caller then checks).
+async fn wait_unless_closed(closing: &mut watch::Receiver<bool>, wait: Duration) {
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => {}
+        _ = closing.wait_for(|closed| *closed) => {}
+    }
+}
+
 impl Runtime {
     /// `POST /v1/sessions/:id/send` without streaming.
     pub async fn send(
@@ -91,6 +99,7 @@ impl Runtime {
         frames: Option<mpsc::Sender<SendFrame>>,
     ) -> Result<AgentRunResult, ApiErrorWithStatus> {
         let session = self.open_session(tenant, session_id)?;
+        let mut closing = lock(&session).closing.subscribe();
         let out = |frame: SendFrame| {
             let frames = frames.clone();
             async move {
@@ -153,7 +162,7 @@ impl Runtime {
                 Answer::Step(step) => step,
             };
             if let Some(delay) = step.delay_ms {
-                tokio::time::sleep(Duration::from_millis(delay)).await;
+                wait_unless_closed(&mut closing, Duration::from_millis(delay)).await;
                 if lock(&session).closed {
                     result.error = Some(SESSION_CLOSED.to_owned());
                     break;
@@ -171,7 +180,7 @@ impl Runtime {
             for call in &step.tool_calls {
                 let start = CallStart::now();
                 if let Some(latency) = call.latency_ms {
-                    tokio::time::sleep(Duration::from_millis(latency)).await;
+                    wait_unless_closed(&mut closing, Duration::from_millis(latency)).await;
                 }
                 let dispatched = match self.dispatch(
                     &session,

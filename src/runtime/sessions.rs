@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use tokio::sync::watch;
 
 /// The built-in introspection tool: it bypasses policy and the mock store.
 pub const LIST_TOOLS: &str = "codespar_list_tools";
@@ -40,6 +41,8 @@ pub(crate) struct Session {
     pub created_at: String,
     pub last_activity: String,
     pub closed: bool,
+    /// Flips to true with `closed`: a run waiting on a scripted delay wakes at once.
+    pub closing: watch::Sender<bool>,
     pub mocks: MockTable,
     /// The newest `retained_calls` calls, as the `tool.called` events the log holds: the
     /// record shares the event instead of keeping its own copy of every field.
@@ -334,6 +337,7 @@ impl Runtime {
             created_at: now.clone(),
             last_activity: now,
             closed: false,
+            closing: watch::Sender::new(false),
             mocks,
             calls: VecDeque::new(),
             call_count: 0,
@@ -429,6 +433,7 @@ impl Runtime {
             return Ok(());
         }
         session.closed = true;
+        session.closing.send_replace(true);
         session.last_activity = now_rfc3339();
         // A closed session's calls can never be replayed: its pending approvals end now.
         self.expire_session_approvals(tenant, id);

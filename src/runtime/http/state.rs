@@ -11,7 +11,6 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
-use std::convert::Infallible;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -29,21 +28,34 @@ impl IntoResponse for ApiErrorWithStatus {
     }
 }
 
-/// The tenant a request acts for: `x-codespar-project`, else the default tenant.
+/// The tenant a request acts for: `x-codespar-project`, else (absent or blank) the default
+/// tenant. A header that is not visible ASCII is refused, 400 `invalid_header`: read as
+/// absent it would act on the default tenant's sessions.
 pub struct Tenant(pub String);
 
 impl<S: Send + Sync> FromRequestParts<S> for Tenant {
-    type Rejection = Infallible;
+    type Rejection = ApiErrorWithStatus;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        let tenant = parts
-            .headers
-            .get("x-codespar-project")
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .unwrap_or(DEFAULT_TENANT);
-        Ok(Tenant(tenant.to_owned()))
+        let Some(value) = parts.headers.get("x-codespar-project") else {
+            return Ok(Tenant(DEFAULT_TENANT.to_owned()));
+        };
+        let text = value.to_str().map_err(|_| {
+            ApiErrorWithStatus::new(
+                400,
+                codes::INVALID_HEADER,
+                "x-codespar-project is not visible ASCII; send the project id as text",
+            )
+        })?;
+        let text = text.trim();
+        Ok(Tenant(
+            if text.is_empty() {
+                DEFAULT_TENANT
+            } else {
+                text
+            }
+            .to_owned(),
+        ))
     }
 }
 
