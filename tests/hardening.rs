@@ -216,6 +216,14 @@ async fn hyper_refusals_are_bodyless_as_documented() {
     assert!(answer.contains("content-length: 0"), "{answer}");
 
     let mut socket = tokio::net::TcpStream::connect(handle.addr).await.unwrap();
+    let head = format!("GET /v1/{} HTTP/1.1\r\nhost: x\r\n\r\n", "a".repeat(70_000));
+    let _ = socket.write_all(head.as_bytes()).await;
+    let mut answer = Vec::new();
+    let _ = socket.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 414 URI Too Long"), "{answer}");
+
+    let mut socket = tokio::net::TcpStream::connect(handle.addr).await.unwrap();
     socket
         .write_all(b"GET /v1/sessions HTTP/1.1\r\nhost x\r\n\r\n")
         .await
@@ -274,6 +282,7 @@ async fn closing_a_session_cancels_its_run() {
     };
     // Close while the second step waits.
     wait_for_kind(&handle, &sid, "agent.step.completed").await;
+    let closed_at = std::time::Instant::now();
     let (status, _) = api.delete(&format!("/v1/sessions/{sid}")).await;
     assert_eq!(status, 204);
     // The 30 s wait is cut short: the close cancels the run, it does not wait it out.
@@ -281,6 +290,10 @@ async fn closing_a_session_cancels_its_run() {
         .await
         .expect("the run outlived its session's close")
         .unwrap();
+    println!(
+        "run answered {:?} after the DELETE was sent",
+        closed_at.elapsed()
+    );
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["message"], "session closed");
 
