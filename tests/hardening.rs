@@ -86,6 +86,12 @@ async fn input_a_rule_cannot_read_is_refused_not_let_through() {
     // Refused calls are not calls: nothing emitted, nothing counted.
     let (_, detail) = api.get(&format!("/v1/sessions/{sid}")).await;
     assert_eq!(detail["calls"].as_array().unwrap().len(), 2, "{detail}");
+    // A non-object input too deep to parse is named by its kind, not as null.
+    let (status, body) = api
+        .execute(&sid, "other/tool", padded(200)["pad"].clone())
+        .await;
+    assert_eq!((status, body["code"].as_str()), (400, Some("invalid_body")));
+    assert_eq!(body["message"], "input must be an object, found an array");
     // A tool no `when` rule reads is not refused: its input is passed on as sent.
     let sid = api.session(json!({"other/tool": {"ok": true}})).await;
     let (status, _) = api.execute(&sid, "other/tool", padded(127)).await;

@@ -21,10 +21,7 @@ pub(super) async fn execute(
             status: 400,
             error: crate::protocol::ApiError::new(
                 codes::INVALID_BODY,
-                format!(
-                    "input must be an object, found {}",
-                    crate::protocol::json::json_type(&req.input.to_value())
-                ),
+                format!("input must be an object, found {}", req.input.type_name()),
             )
             .with_field("/input"),
         });
