@@ -152,16 +152,19 @@ async fn replay_whose_mock_is_gone_is_an_engine_error() {
     assert_eq!(status, 200);
     assert_eq!(view["replay"]["envelope"]["code"], "mocks_engine_error");
 
-    // A closed session: the replay is an engine error too, and nothing advances.
+    // A closed session: closing expired its approvals, so nothing is replayed.
     let sid = api
         .session(json!({"asaas/create_payment": [{"id": "p"}]}))
         .await;
     let id = queue(&api, &sid).await;
     api.delete(&format!("/v1/sessions/{sid}")).await;
-    let (_, view) = api
+    let (status, view) = api
         .post(&format!("/v1/approvals/{id}/approve"), json!({}))
         .await;
-    assert_eq!(view["replay"]["envelope"]["code"], "mocks_engine_error");
+    assert_eq!(
+        (status, view["code"].as_str()),
+        (410, Some("approval_expired"))
+    );
 
     // A stateful mock consumed while the call waited: the replay is exhausted.
     let sid = api

@@ -198,4 +198,9 @@ pub mod codes {
     pub const INVALID_QUERY: &str = "invalid_query";
     /// `POST /v1/evals/runs`: a suite cannot be used (the message names file, case, field).
     pub const INVALID_SUITE: &str = "invalid_suite";
+    /// `execute`: a policy rule had to read the input and cannot parse it (nesting past
+    /// 128 levels, a number out of range); the call is refused, never let through.
+    pub const INPUT_UNREADABLE: &str = "input_unreadable";
+    /// A header the runtime reads (`x-codespar-project`) is not visible ASCII.
+    pub const INVALID_HEADER: &str = "invalid_header";
 }

@@ -35,14 +35,37 @@ impl RawJson {
         self.0.get()
     }
 
-    /// Parses the text into a `serde_json::Value` (off the hot path: views and assertions).
+    /// Parses the text into a `serde_json::Value`. Valid text can still fail here: nesting
+    /// past serde_json's recursion limit (128) or a number out of f64 range (`1e400`).
+    /// Anything that decides on the value (policy) must use this and refuse on `Err`.
+    pub fn try_value(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::from_str(self.0.get())
+    }
+
+    /// The value for views and assertions (off the hot path). Text that cannot become a
+    /// tree comes back as a string that says so and carries the text as sent, never as
+    /// `null`: a reader must not mistake it for an absent value.
     pub fn to_value(&self) -> serde_json::Value {
-        serde_json::from_str(self.0.get()).unwrap_or(serde_json::Value::Null)
+        self.try_value()
+            .unwrap_or_else(|err| serde_json::Value::String(unreadable_marker(self.get(), &err)))
     }
 
     /// The text of a parsed value starts at the value, so its first byte says.
     pub fn is_object(&self) -> bool {
         self.0.get().starts_with('{')
+    }
+
+    /// What kind of value the text is, as `json_type` names it, read off its first byte:
+    /// unlike `json_type(&self.to_value())` it holds for text too deep to parse.
+    pub fn type_name(&self) -> &'static str {
+        match self.0.get().as_bytes().first() {
+            Some(b'{') => "an object",
+            Some(b'[') => "an array",
+            Some(b'"') => "a string",
+            Some(b't' | b'f') => "a boolean",
+            Some(b'n') => "null",
+            _ => "a number",
+        }
     }
 
     pub fn is_null(&self) -> bool {
@@ -59,10 +82,21 @@ impl RawJson {
         }
     }
 
-    /// Pretty-printed JSON for detail panes.
+    /// Pretty-printed JSON for detail panes; text that cannot become a tree is shown as
+    /// sent, under a line saying why.
     pub fn pretty(&self) -> String {
-        serde_json::to_string_pretty(&self.to_value()).unwrap_or_else(|_| self.get().to_owned())
+        match self.try_value() {
+            Ok(value) => {
+                serde_json::to_string_pretty(&value).unwrap_or_else(|_| self.get().to_owned())
+            }
+            Err(err) => unreadable_marker(self.get(), &err),
+        }
     }
+}
+
+/// What views show for JSON text that cannot be parsed into a tree.
+fn unreadable_marker(text: &str, err: &serde_json::Error) -> String {
+    format!("(not shown as a tree: {err})\n{text}")
 }
 
 /// What kind of JSON value this is, as messages name it ("an object", "a number", ...).
@@ -135,6 +169,20 @@ mod tests {
     }
 
     #[test]
+    fn text_past_the_parse_limits_is_never_null() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        for text in [deep.as_str(), r#"{"value": 1e400}"#] {
+            let raw: RawJson = serde_json::from_str(text).unwrap();
+            assert!(raw.try_value().is_err(), "{text}");
+            let shown = raw.to_value();
+            let shown = shown.as_str().unwrap();
+            assert!(shown.starts_with("(not shown as a tree: "), "{shown}");
+            assert!(shown.ends_with(text), "{shown}");
+            assert!(raw.pretty().ends_with(text));
+        }
+    }
+
+    #[test]
     fn names_the_type_of_a_parsed_value() {
         let kinds: Vec<&str> = [
             r#" {"a":1}"#,
@@ -162,6 +210,23 @@ mod tests {
                 "a number"
             ]
         );
+        let by_text: Vec<&str> = [
+            r#" {"a":1}"#,
+            "[1]",
+            r#""s""#,
+            "true",
+            "false",
+            "null",
+            "-1.5e3",
+            "0",
+        ]
+        .iter()
+        .map(|text| serde_json::from_str::<RawJson>(text).unwrap().type_name())
+        .collect();
+        assert_eq!(by_text, kinds);
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        let deep: RawJson = serde_json::from_str(&deep).unwrap();
+        assert_eq!(deep.type_name(), "an array");
         let padded: RawJson = serde_json::from_str("  {\"a\": 1}  ").unwrap();
         assert!(padded.is_object());
         assert!(!serde_json::from_str::<RawJson>("[]").unwrap().is_object());

@@ -10,12 +10,14 @@ use crate::protocol::events::{
 use crate::protocol::rest::{ScriptStep, SendFrame, SendResult, ToolCallRecord};
 use crate::protocol::{Event, RawJson, now_rfc3339};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 pub const AGENT_NAME: &str = "spyglass-fake";
 pub const PROVIDER: &str = "fake";
 pub const MODEL: &str = "fake";
 const DEFAULT_TEXT: &str = "fake response";
+/// The error of a run whose session was closed while it ran.
+pub const SESSION_CLOSED: &str = "session closed";
 
 /// How one `send` ended: the final text, every tool call, usage, and the error if the
 /// run failed (a scripted failure, or the iteration cap).
@@ -68,6 +70,14 @@ fn record(call: &Dispatched) -> ToolCallRecord {
     }
 }
 
+/// Sleeps `wait`, or less when the session closes meanwhile (the caller then checks).
+async fn wait_unless_closed(closing: &mut watch::Receiver<bool>, wait: Duration) {
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => {}
+        _ = closing.wait_for(|closed| *closed) => {}
+    }
+}
+
 impl Runtime {
     /// `POST /v1/sessions/:id/send` without streaming.
     pub async fn send(
@@ -89,6 +99,7 @@ impl Runtime {
         frames: Option<mpsc::Sender<SendFrame>>,
     ) -> Result<AgentRunResult, ApiErrorWithStatus> {
         let session = self.open_session(tenant, session_id)?;
+        let mut closing = lock(&session).closing.subscribe();
         let out = |frame: SendFrame| {
             let frames = frames.clone();
             async move {
@@ -114,10 +125,14 @@ impl Runtime {
         };
         let mut prompt_tokens = approx_tokens(message) + 8;
         let mut finished = false;
-        for iteration in 0..max {
+        'run: for iteration in 0..max {
             let step_started = now_rfc3339();
             let answer = {
                 let mut s = lock(&session);
+                if s.closed {
+                    result.error = Some(SESSION_CLOSED.to_owned());
+                    break;
+                }
                 let call = s.model_calls;
                 s.model_calls = s.model_calls.saturating_add(1);
                 match s.model.fail_on_step.iter().find(|f| f.step == call) {
@@ -148,7 +163,11 @@ impl Runtime {
                 Answer::Step(step) => step,
             };
             if let Some(delay) = step.delay_ms {
-                tokio::time::sleep(Duration::from_millis(delay)).await;
+                wait_unless_closed(&mut closing, Duration::from_millis(delay)).await;
+                if lock(&session).closed {
+                    result.error = Some(SESSION_CLOSED.to_owned());
+                    break;
+                }
             }
             let text = step.text.clone().unwrap_or_default();
             if !text.is_empty() {
@@ -162,16 +181,28 @@ impl Runtime {
             for call in &step.tool_calls {
                 let start = CallStart::now();
                 if let Some(latency) = call.latency_ms {
-                    tokio::time::sleep(Duration::from_millis(latency)).await;
+                    wait_unless_closed(&mut closing, Duration::from_millis(latency)).await;
                 }
-                let dispatched = self.dispatch(
+                let dispatched = match self.dispatch(
                     &session,
                     &call.name,
                     RawJson::from_value(&call.arguments),
                     CallSource::Send,
                     Some(iteration),
                     start,
-                );
+                ) {
+                    Ok(dispatched) => dispatched,
+                    // Closed mid-run (or input no policy can read): the run stops here,
+                    // nothing more is dispatched, and it ends as failed.
+                    Err(err) => {
+                        result.error = Some(if lock(&session).closed {
+                            SESSION_CLOSED.to_owned()
+                        } else {
+                            err.error.message
+                        });
+                        break 'run;
+                    }
+                };
                 out(SendFrame::ToolUse {
                     id: dispatched.call_id.clone(),
                     name: dispatched.tool.clone(),

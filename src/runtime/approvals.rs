@@ -151,6 +151,40 @@ impl Runtime {
         }
     }
 
+    /// Expires every pending approval of a session being closed, announcing each. The
+    /// caller holds the session's lock, so no new approval of it can be queued meanwhile.
+    pub(crate) fn expire_session_approvals(&self, tenant: &str, session_id: &str) {
+        let expired: Vec<String> = {
+            let mut guard = lock(&self.inner.approvals);
+            let queue = &mut *guard;
+            // In queue order, so the stream announces them oldest first.
+            let mut expired = Vec::new();
+            for id in &queue.order {
+                if let Some(row) = queue.rows.get_mut(id)
+                    && row.view.status == ApprovalStatus::Pending
+                    && row.tenant == tenant
+                    && row.view.session_id == session_id
+                {
+                    row.view.status = ApprovalStatus::Expired;
+                    expired.push(id.clone());
+                }
+            }
+            expired
+        };
+        for approval_id in expired {
+            self.emit_for(
+                tenant,
+                Some(session_id.to_owned()),
+                Event::ApprovalResolved(ApprovalResolved {
+                    approval_id,
+                    decision: Decision::Expired,
+                    by: None,
+                    note: Some("session closed".to_owned()),
+                }),
+            );
+        }
+    }
+
     /// `GET /v1/approvals`: this tenant's approvals, oldest first.
     pub fn list_approvals(&self, tenant: &str, filter: StatusFilter) -> ApprovalList {
         self.expire_due_approvals();
@@ -266,17 +300,17 @@ impl Runtime {
                 }),
                 None,
             ),
-            // A replay is a call that reaches the mock, so it counts in the mock's `calls`
-            // as it does in every observer's fold of `approval.replayed`.
-            Some(s) if s.closed => (
-                Err(Envelope::MocksEngineError {
+            // Closed after the approval was decided: the replay reaches no mock, counts
+            // nothing and is not announced (every observer's fold of `approval.replayed`
+            // counts a call), so nothing of the session follows its `session.closed`.
+            Some(s) if s.closed => {
+                return Outcome::Envelope(Envelope::MocksEngineError {
                     message: format!(
                         "replay of {}: session {} is closed",
                         view.tool, view.session_id
                     ),
-                }),
-                s.mocks.note_call(&view.tool),
-            ),
+                });
+            }
             Some(s) => {
                 let result = s.mocks.consume(&view.tool, true);
                 s.last_activity = now_rfc3339();

@@ -2,7 +2,6 @@
 //! in a fresh test-mode session driven through the same model loop as `send`, judged and
 //! emitted as `agent.eval.completed`; plus the per-tenant run table and pass-rate history.
 
-use super::http::{AppState, Id, JsonBody, Q, Tenant};
 use super::sessions::new_id;
 use super::{ApiErrorWithStatus, Runtime, lock};
 use crate::eval::assert::{CaseRun, evaluate, skipped};
@@ -12,15 +11,9 @@ use crate::eval::suite::{PlannedCase, Suite, plan, suite_from_request};
 use crate::protocol::envelope::codes;
 use crate::protocol::events::{EvalRunCompleted, EvalRunStarted, EvalStatus, Event};
 use crate::protocol::rest::{
-    CreateSession, EvalCaseRecord, EvalRunCreated, EvalRunDetail, EvalRunRequest,
-    EvalSuiteDocument, EvalSummary,
+    CreateSession, EvalCaseRecord, EvalRunDetail, EvalRunRequest, EvalSummary,
 };
 use crate::protocol::{ApiError, Frame};
-use axum::Json;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
@@ -94,7 +87,7 @@ impl EvalState {
         }
     }
 
-    fn document(&self, tenant: &str, suite: &str) -> Option<Value> {
+    pub(crate) fn document(&self, tenant: &str, suite: &str) -> Option<Value> {
         lock(&self.documents).get(tenant)?.get(suite).cloned()
     }
 
@@ -452,62 +445,4 @@ impl Runtime {
         };
         (Some(session.id), run)
     }
-}
-
-/// `POST /v1/evals/runs` → 202 `{run_id}`.
-pub async fn create_run(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    JsonBody(request): JsonBody<EvalRunRequest>,
-) -> Result<Response, ApiErrorWithStatus> {
-    let run_id = state.rt.run_evals(&tenant, request)?;
-    Ok((StatusCode::ACCEPTED, Json(EvalRunCreated { run_id })).into_response())
-}
-
-/// `GET /v1/evals/runs/:id`.
-pub async fn run_detail(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    Id(id): Id,
-) -> Result<Response, ApiErrorWithStatus> {
-    Ok(Json(state.rt.eval_run(&tenant, &id)?).into_response())
-}
-
-/// `GET /v1/evals/suites/:name`: a suite as its latest run request gave it.
-pub async fn suite_document(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    Id(name): Id,
-) -> Result<Response, ApiErrorWithStatus> {
-    match state.rt.inner.evals.document(&tenant, &name) {
-        Some(document) => Ok(Json(EvalSuiteDocument {
-            suite: name,
-            document,
-        })
-        .into_response()),
-        None => Err(ApiErrorWithStatus::not_found(format!(
-            "no suite named {name:?} has run on this runtime; run it once with POST /v1/evals/runs or `spyglass eval`"
-        ))),
-    }
-}
-
-#[derive(Deserialize)]
-pub struct SummaryQuery {
-    window: Option<usize>,
-}
-
-/// `GET /v1/evals/summary?window=N`.
-pub async fn summary(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    Q(query): Q<SummaryQuery>,
-) -> Result<Response, ApiErrorWithStatus> {
-    if query.window == Some(0) {
-        return Err(ApiErrorWithStatus::new(
-            400,
-            codes::INVALID_QUERY,
-            "window must be at least 1",
-        ));
-    }
-    Ok(Json(state.rt.eval_summary(&tenant, query.window)).into_response())
 }

@@ -243,6 +243,17 @@ pub fn not_mocked(tool: &str, no_mocks_at_all: bool) -> Envelope {
     }
 }
 
+/// The `tool_not_mocked` envelope of a runtime not in test mode: its sessions hold no
+/// mocks and it runs no live connectors, so no tool can be dispatched at all.
+pub fn not_mocked_live(tool: &str) -> Envelope {
+    Envelope::ToolNotMocked {
+        tool_name: tool.to_owned(),
+        message: format!(
+            "{tool} cannot be dispatched: this runtime serves mocked tools only, runs no live connectors, and was started without mocks enabled"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -78,6 +78,13 @@ impl Condition {
         } else if let Some(text) = quoted(right) {
             Literal::Text(text)
         } else if let Ok(number) = right.parse::<f64>() {
+            // `NaN`, `inf` and `1e400` parse as f64 but no JSON input number compares
+            // with them as written: such a rule would silently never (or always) match.
+            if !number.is_finite() {
+                return Err(format!(
+                    "`{right}` is not a finite number; a JSON input never holds it, so `{text}` could never match as meant"
+                ));
+            }
             Literal::Number(number)
         } else {
             return Err(format!(
@@ -156,6 +163,16 @@ impl Rule {
     pub fn matches<'a>(&self, tool: &str, input: &dyn Fn() -> &'a Value) -> bool {
         glob_match(&self.tool, tool) && self.when.as_ref().is_none_or(|when| when.matches(input()))
     }
+}
+
+/// Input a `when` rule had to read but that cannot be parsed into a tree.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error(
+    "the input of {tool} cannot be checked against the policy ({reason}); send it with less nesting or numbers in range"
+)]
+pub struct UnreadableInput {
+    pub tool: String,
+    pub reason: String,
 }
 
 /// What the engine decided for one call.
@@ -287,10 +304,26 @@ impl Policy {
     }
 
     /// `evaluate` for input kept as text: the tree is asked for, and so parsed, only when
-    /// a rule for this tool has a `when` condition to test.
-    pub fn evaluate_raw(&self, tool: &str, input: &RawJson) -> Verdict {
-        let parsed = OnceCell::new();
-        self.evaluate_with(tool, &|| parsed.get_or_init(|| input.to_value()))
+    /// a rule for this tool has a `when` condition to test. Fails closed: input a rule
+    /// needed but that cannot be parsed (too deep, a number out of range) is an error,
+    /// never a `null` that no condition matches.
+    pub fn evaluate_raw(&self, tool: &str, input: &RawJson) -> Result<Verdict, UnreadableInput> {
+        static UNREAD: Value = Value::Null;
+        let parsed: OnceCell<Result<Value, String>> = OnceCell::new();
+        let verdict = self.evaluate_with(tool, &|| {
+            match parsed.get_or_init(|| input.try_value().map_err(|err| err.to_string())) {
+                Ok(value) => value,
+                // Only a placeholder: the verdict reached with it is thrown away below.
+                Err(_) => &UNREAD,
+            }
+        });
+        match parsed.into_inner() {
+            Some(Err(reason)) => Err(UnreadableInput {
+                tool: tool.to_owned(),
+                reason,
+            }),
+            _ => Ok(verdict),
+        }
     }
 
     fn evaluate_with<'a>(&self, tool: &str, input: &dyn Fn() -> &'a Value) -> Verdict {
@@ -478,14 +511,47 @@ mod tests {
             let tree: Value = serde_json::from_str(text).unwrap();
             assert_eq!(
                 policy.evaluate_raw(tool, &raw),
-                policy.evaluate(tool, &tree),
+                Ok(policy.evaluate(tool, &tree)),
                 "{tool} {text}"
             );
         }
         assert!(matches!(
             policy.evaluate_raw("asaas/create_payment", &RawJson::from_text(r#"{"value":1500}"#).unwrap()),
-            Verdict::Approval { rule_id, .. } if rule_id == "big"
+            Ok(Verdict::Approval { rule_id, .. }) if rule_id == "big"
         ));
+    }
+
+    #[test]
+    fn a_comparison_with_a_non_finite_number_is_refused_naming_the_rule() {
+        for literal in ["NaN", "nan", "inf", "-infinity", "1e400"] {
+            let text = format!(
+                "[[rule]]\nid = \"odd\"\ntool = \"*\"\naction = \"deny\"\nwhen = \"input.a == {literal}\"\n"
+            );
+            let err = Policy::from_toml(&text).unwrap_err();
+            assert_eq!(err.rule_id.as_deref(), Some("odd"), "{literal}");
+            assert_eq!(err.field.as_deref(), Some("when"));
+            assert!(err.to_string().contains("not a finite number"), "{err}");
+        }
+    }
+
+    #[test]
+    fn input_a_rule_cannot_read_is_refused_not_read_as_null() {
+        let policy = payments_policy();
+        let deep = format!(
+            r#"{{"value":5000,"pad":{}{}}}"#,
+            "[".repeat(127),
+            "]".repeat(127)
+        );
+        for text in [deep.as_str(), r#"{"value": 1e400}"#] {
+            let raw = RawJson::from_text(text).unwrap();
+            let err = policy
+                .evaluate_raw("asaas/create_payment", &raw)
+                .unwrap_err();
+            assert_eq!(err.tool, "asaas/create_payment");
+            assert!(!err.reason.is_empty());
+            // No rule of this tool reads the input: nothing to refuse.
+            assert_eq!(policy.evaluate_raw("other/tool", &raw), Ok(Verdict::Allow));
+        }
     }
 
     #[test]

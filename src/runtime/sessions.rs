@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use tokio::sync::watch;
 
 /// The built-in introspection tool: it bypasses policy and the mock store.
 pub const LIST_TOOLS: &str = "codespar_list_tools";
@@ -40,6 +41,8 @@ pub(crate) struct Session {
     pub created_at: String,
     pub last_activity: String,
     pub closed: bool,
+    /// Flips to true with `closed`: a run waiting on a scripted delay wakes at once.
+    pub closing: watch::Sender<bool>,
     pub mocks: MockTable,
     /// The newest `retained_calls` calls, as the `tool.called` events the log holds: the
     /// record shares the event instead of keeping its own copy of every field.
@@ -138,6 +141,11 @@ impl Session {
             tools: self.tools(),
         }
     }
+}
+
+/// What a call or a run on a closed session answers.
+pub(crate) fn closed_error(id: &str) -> ApiErrorWithStatus {
+    ApiErrorWithStatus::not_found(format!("session {id} is closed"))
 }
 
 /// The server part of a canonical `server/tool` name (the whole name when it has none).
@@ -329,6 +337,7 @@ impl Runtime {
             created_at: now.clone(),
             last_activity: now,
             closed: false,
+            closing: watch::Sender::new(false),
             mocks,
             calls: VecDeque::new(),
             call_count: 0,
@@ -412,15 +421,22 @@ impl Runtime {
         Ok(connections)
     }
 
-    /// `DELETE /v1/sessions/:id`: idempotent; `session.closed` is emitted once.
+    /// `DELETE /v1/sessions/:id`: idempotent; `session.closed` is emitted once. An unknown
+    /// id (or another tenant's, indistinguishable from it) is already as closed as it can
+    /// be: 204 as well, with nothing emitted.
     pub fn close_session(&self, tenant: &str, id: &str) -> Result<(), ApiErrorWithStatus> {
-        let session = self.session(tenant, id)?;
+        let Ok(session) = self.session(tenant, id) else {
+            return Ok(());
+        };
         let mut session = lock(&session);
         if session.closed {
             return Ok(());
         }
         session.closed = true;
+        session.closing.send_replace(true);
         session.last_activity = now_rfc3339();
+        // A closed session's calls can never be replayed: its pending approvals end now.
+        self.expire_session_approvals(tenant, id);
         // Emitted under the session lock so no call of this session can follow its close.
         session.last_seq = self
             .emit_for(
@@ -449,7 +465,7 @@ impl Runtime {
             CallSource::Execute,
             None,
             CallStart::now(),
-        );
+        )?;
         Ok(match call.outcome {
             Ok(data) => ExecuteReply::Ok(ToolResult {
                 success: true,
@@ -472,15 +488,15 @@ impl Runtime {
     ) -> Result<Arc<Mutex<Session>>, ApiErrorWithStatus> {
         let session = self.session(tenant, id)?;
         if lock(&session).closed {
-            return Err(ApiErrorWithStatus::not_found(format!(
-                "session {id} is closed"
-            )));
+            return Err(closed_error(id));
         }
         Ok(session)
     }
 
     /// One call through deny-list, policy and mock store, recorded and emitted as
     /// `tool.called`. The counter moves only on a returned entry, under the session lock.
+    /// Refused (nothing queued, counted or emitted): a closed session, 404, and input a
+    /// policy rule cannot read, 400 `input_unreadable`.
     pub(crate) fn dispatch(
         &self,
         session: &Arc<Mutex<Session>>,
@@ -489,21 +505,33 @@ impl Runtime {
         source: CallSource,
         iteration: Option<u32>,
         start: CallStart,
-    ) -> Dispatched {
-        let call_id = new_id("call_");
+    ) -> Result<Dispatched, ApiErrorWithStatus> {
         let CallStart {
             at: started_at,
             clock,
         } = start;
-        let (session_id, tenant) = {
-            let s = lock(session);
-            (s.id.clone(), s.tenant.clone())
-        };
         let verdict = if tool == LIST_TOOLS {
             Verdict::Allow
         } else {
-            self.inner.config.policy.evaluate_raw(tool, &input)
+            self.inner
+                .config
+                .policy
+                .evaluate_raw(tool, &input)
+                .map_err(|err| ApiErrorWithStatus {
+                    status: 400,
+                    error: ApiError::new(codes::INPUT_UNREADABLE, err.to_string())
+                        .with_field("/input"),
+                })?
         };
+        let mut s = lock(session);
+        // Checked under the lock `close_session` takes: nothing of this session is queued,
+        // counted or emitted after its `session.closed`.
+        if s.closed {
+            return Err(closed_error(&s.id));
+        }
+        let call_id = new_id("call_");
+        let session_id = s.id.clone();
+        let tenant = s.tenant.clone();
         let mut approval = None;
         let gated: Option<Envelope> = match verdict {
             Verdict::Allow => None,
@@ -527,10 +555,11 @@ impl Runtime {
                 Some(envelope)
             }
         };
-        let mut s = lock(session);
         let outcome = match gated {
             Some(envelope) => Err(envelope),
             None if tool == LIST_TOOLS => Ok(RawJson::from_value(&json!({ "tools": s.tools() }))),
+            // Not in test mode a session has no mocks: nothing to name about test mode.
+            None if !self.inner.config.test_mode => Err(super::mocks::not_mocked_live(tool)),
             None => s.mocks.consume(tool, false),
         };
         let counter = s.mocks.note_call(tool);
@@ -562,7 +591,7 @@ impl Runtime {
         if let Some(row) = approval {
             self.announce_approval(&tenant, &session_id, row);
         }
-        Dispatched {
+        Ok(Dispatched {
             call_id,
             tool: tool.to_owned(),
             input,
@@ -570,6 +599,6 @@ impl Runtime {
             started_at,
             duration_ms,
             counter,
-        }
+        })
     }
 }

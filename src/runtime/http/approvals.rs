@@ -1,0 +1,60 @@
+//! Handlers of `/v1/approvals`: the queue listing and the approve / deny decisions; the
+//! queue itself is `runtime::approvals`.
+
+use super::state::{AppState, Id, OptionalJsonBody, Q, Tenant};
+use crate::protocol::envelope::codes;
+use crate::protocol::rest::DecisionRequest;
+use crate::runtime::ApiErrorWithStatus;
+use crate::runtime::approvals::{StatusFilter, Verdict};
+use axum::Json;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+#[derive(Deserialize, Default)]
+pub(super) struct ApprovalQuery {
+    status: Option<String>,
+}
+
+pub(super) async fn list_approvals(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Q(query): Q<ApprovalQuery>,
+) -> Result<Response, ApiErrorWithStatus> {
+    let filter = match query.status.as_deref() {
+        None | Some("pending") => StatusFilter::Pending,
+        Some("all") => StatusFilter::All,
+        Some(other) => {
+            return Err(ApiErrorWithStatus::new(
+                400,
+                codes::INVALID_QUERY,
+                format!("status `{other}` is not pending or all"),
+            ));
+        }
+    };
+    Ok(Json(state.rt.list_approvals(&tenant, filter)).into_response())
+}
+
+pub(super) async fn approve(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Id(id): Id,
+    OptionalJsonBody(body): OptionalJsonBody<DecisionRequest>,
+) -> Result<Response, ApiErrorWithStatus> {
+    let view = state
+        .rt
+        .decide(&tenant, &id, Verdict::Approve, body.by, body.note)?;
+    Ok(Json(view).into_response())
+}
+
+pub(super) async fn deny(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Id(id): Id,
+    OptionalJsonBody(body): OptionalJsonBody<DecisionRequest>,
+) -> Result<Response, ApiErrorWithStatus> {
+    let view = state
+        .rt
+        .decide(&tenant, &id, Verdict::Deny, body.by, body.note)?;
+    Ok(Json(view).into_response())
+}

@@ -1,0 +1,177 @@
+//! Handlers of the observer stream's routes: `GET /v1/observe` (the WebSocket upgrade),
+//! `GET /v1/events` (polling) and `POST /v1/events` (ingest); the stream is `runtime::observe`.
+
+use super::state::{AppState, Q, RawBody, Tenant};
+use crate::glob::check_pattern;
+use crate::protocol::envelope::codes;
+use crate::protocol::events::decode_event;
+use crate::protocol::{ApiError, Event};
+use crate::runtime::ApiErrorWithStatus;
+use crate::runtime::observe::{Filter, MAX_INCOMING_WS_BYTES, stream};
+use axum::extract::State;
+use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+#[derive(Deserialize)]
+pub(super) struct ObserveQuery {
+    since: Option<u64>,
+    session: Option<String>,
+    kinds: Option<String>,
+}
+
+fn kinds_list(kinds: Option<&str>) -> Vec<String> {
+    kinds
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+pub(super) async fn observe(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Q(query): Q<ObserveQuery>,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    let kinds = kinds_list(query.kinds.as_deref());
+    // Checked before the upgrade so a plain GET learns why, too.
+    if let Some(err) = kinds.iter().find_map(|k| check_pattern(k).err()) {
+        return ApiErrorWithStatus::new(400, codes::INVALID_QUERY, format!("kinds: {err}"))
+            .into_response();
+    }
+    let ws = match ws {
+        Ok(ws) => ws,
+        Err(rejection) => {
+            return ApiErrorWithStatus::new(
+                426,
+                "websocket_required",
+                format!("GET /v1/observe is a WebSocket: {rejection}"),
+            )
+            .into_response();
+        }
+    };
+    let filter = Filter {
+        tenant,
+        session: query.session,
+        kinds,
+    };
+    let AppState { rt, stop } = state;
+    // Observers only ever send close and pong frames; anything large is refused (the
+    // connection fails) before it is buffered.
+    ws.max_message_size(MAX_INCOMING_WS_BYTES)
+        .max_frame_size(MAX_INCOMING_WS_BYTES)
+        .on_upgrade(move |socket| stream(socket, rt, filter, query.since, stop))
+}
+
+#[derive(Deserialize)]
+pub(super) struct EventsQuery {
+    since: Option<u64>,
+    limit: Option<usize>,
+}
+
+const MAX_EVENTS_PAGE: usize = 10_000;
+
+/// `GET /v1/events?since=&limit=`: `{events, next}` (+ `gap` when the log lost some);
+/// poll again with `since=next`.
+pub(super) async fn list_events(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Q(query): Q<EventsQuery>,
+) -> Response {
+    let since = query.since.unwrap_or(0);
+    let limit = query.limit.unwrap_or(1000).clamp(1, MAX_EVENTS_PAGE);
+    let slice = state.rt.inner.log.since(since, limit);
+    let next = slice
+        .events
+        .last()
+        .map(|e| e.frame.seq)
+        .or(slice.gap.map(|(_, to)| to))
+        .unwrap_or(since);
+    // Written by hand so each event keeps its stored wire text, field order included.
+    let mut body = String::from("{\"events\":[");
+    let mut first = true;
+    for logged in slice.events.iter().filter(|e| e.tenant == tenant) {
+        if !first {
+            body.push(',');
+        }
+        first = false;
+        body.push_str(logged.text());
+    }
+    body.push_str(&format!("],\"next\":{next}"));
+    if let Some((from, to)) = slice.gap {
+        body.push_str(&format!(",\"gap\":{{\"from\":{from},\"to\":{to}}}"));
+    }
+    body.push('}');
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn invalid_event(index: usize, message: String) -> ApiErrorWithStatus {
+    ApiErrorWithStatus {
+        status: 400,
+        error: ApiError::new(codes::INVALID_EVENT, format!("event {index}: {message}"))
+            .with_index(index),
+    }
+}
+
+/// Splits a batch into event texts: a JSON array, or JSON lines (blank lines skipped).
+fn batch_items(text: &str) -> Result<Vec<String>, ApiErrorWithStatus> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') {
+        let items: Vec<Box<RawValue>> = serde_json::from_str(trimmed).map_err(|err| {
+            ApiErrorWithStatus::invalid_body(format!("body is not a JSON array of events: {err}"))
+        })?;
+        return Ok(items.into_iter().map(|raw| raw.get().to_owned()).collect());
+    }
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
+/// `POST /v1/events`: validates every event first; the first bad one answers 400 with
+/// its `index` and nothing of the batch is applied. Then each is stamped and emitted.
+pub(super) async fn ingest_events(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    RawBody(bytes): RawBody,
+) -> Result<Response, ApiErrorWithStatus> {
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|err| ApiErrorWithStatus::invalid_body(format!("body is not UTF-8: {err}")))?;
+    if text.trim().is_empty() {
+        return Err(ApiErrorWithStatus::invalid_body(
+            "body is empty; send a JSON array of events or JSON lines",
+        ));
+    }
+    let items = batch_items(text)?;
+    let mut events = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let event = decode_event(item).map_err(|err| invalid_event(index, err.to_string()))?;
+        if matches!(event.event, Event::StreamGap(_)) {
+            return Err(invalid_event(
+                index,
+                "stream.gap is written by the runtime only".to_owned(),
+            ));
+        }
+        events.push(event);
+    }
+    let mut first = None;
+    let mut last = None;
+    for event in events {
+        let logged = state.rt.emit_for(&tenant, event.session_id, event.event);
+        first.get_or_insert(logged.frame.seq);
+        last = Some(logged.frame.seq);
+    }
+    Ok(axum::Json(serde_json::json!({
+        "accepted": items.len(),
+        "first_seq": first,
+        "last_seq": last,
+    }))
+    .into_response())
+}

@@ -1,0 +1,230 @@
+//! What every handler shares: `AppState`, the auth layer, and the extractors that turn a
+//! bad request (JSON body, path, query, tenant header) into the JSON error `{code, message}`.
+
+use crate::protocol::envelope::codes;
+use crate::runtime::{ApiErrorWithStatus, DEFAULT_TENANT, Runtime};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// What every handler gets: the runtime, and the stop signal of the server it runs in.
+#[derive(Clone)]
+pub struct AppState {
+    pub rt: Runtime,
+    pub stop: watch::Receiver<bool>,
+}
+
+impl IntoResponse for ApiErrorWithStatus {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(self.error)).into_response()
+    }
+}
+
+/// The tenant a request acts for: `x-codespar-project`, else (absent or blank) the default
+/// tenant. A header that is not visible ASCII is refused, 400 `invalid_header`: read as
+/// absent it would act on the default tenant's sessions.
+pub struct Tenant(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Tenant {
+    type Rejection = ApiErrorWithStatus;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let Some(value) = parts.headers.get("x-codespar-project") else {
+            return Ok(Tenant(DEFAULT_TENANT.to_owned()));
+        };
+        let text = value.to_str().map_err(|_| {
+            ApiErrorWithStatus::new(
+                400,
+                codes::INVALID_HEADER,
+                "x-codespar-project is not visible ASCII; send the project id as text",
+            )
+        })?;
+        let text = text.trim();
+        Ok(Tenant(
+            if text.is_empty() {
+                DEFAULT_TENANT
+            } else {
+                text
+            }
+            .to_owned(),
+        ))
+    }
+}
+
+/// The raw body, with an oversize body answered 413 `payload_too_large`.
+pub struct RawBody(pub Bytes);
+
+impl FromRequest<AppState> for RawBody {
+    type Rejection = ApiErrorWithStatus;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let limit = state.rt.inner.config.max_body_bytes;
+        Bytes::from_request(req, state)
+            .await
+            .map(RawBody)
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiErrorWithStatus::new(
+                        413,
+                        codes::PAYLOAD_TOO_LARGE,
+                        format!("request body is over the {limit}-byte limit"),
+                    )
+                } else {
+                    ApiErrorWithStatus::invalid_body(format!(
+                        "could not read the request body: {rejection}"
+                    ))
+                }
+            })
+    }
+}
+
+/// A JSON body of type `T`; empty, malformed or mistyped bodies are 400 `invalid_body`.
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
+    type Rejection = ApiErrorWithStatus;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiErrorWithStatus::invalid_body(
+                "request body is empty; expected a JSON object",
+            ));
+        }
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|err| {
+            ApiErrorWithStatus::invalid_body(format!("request body is not valid: {err}"))
+        })
+    }
+}
+
+/// Like `JsonBody`, but an empty body means `T::default()` (decisions, GET/DELETE).
+pub struct OptionalJsonBody<T>(pub T);
+
+impl<T: DeserializeOwned + Default> FromRequest<AppState> for OptionalJsonBody<T> {
+    type Rejection = ApiErrorWithStatus;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJsonBody(T::default()));
+        }
+        serde_json::from_slice(&bytes)
+            .map(OptionalJsonBody)
+            .map_err(|err| {
+                ApiErrorWithStatus::invalid_body(format!("request body is not valid: {err}"))
+            })
+    }
+}
+
+/// One path parameter, with a bad one answered as JSON.
+pub struct Id(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Id {
+    type Rejection = ApiErrorWithStatus;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|Path(id)| Id(id))
+            .map_err(|err| ApiErrorWithStatus::new(400, "invalid_path", err.body_text()))
+    }
+}
+
+/// A query string of type `T`, with a bad one answered 400 `invalid_query`.
+pub struct Q<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Q<T> {
+    type Rejection = ApiErrorWithStatus;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Query::<T>::try_from_uri(&parts.uri)
+            .map(|Query(q)| Q(q))
+            .map_err(|err| ApiErrorWithStatus::new(400, codes::INVALID_QUERY, err.body_text()))
+    }
+}
+
+/// How long a refused request's body may take to arrive before the answer goes anyway.
+const DISCARD_WAIT: Duration = Duration::from_secs(5);
+
+/// Reads and drops a request's body, at most `max_body_bytes` of it and for at most
+/// `DISCARD_WAIT`, before a refusal that did not need it (unknown route, bad method, no
+/// key). Answering first and closing with the body unread makes the kernel reset the
+/// connection, and a client still sending sees the reset instead of the JSON answer.
+pub(crate) async fn discard_body(req: Request, state: &AppState) {
+    let limit = state.rt.inner.config.max_body_bytes;
+    let body = req.into_body();
+    let _ = tokio::time::timeout(DISCARD_WAIT, axum::body::to_bytes(body, limit)).await;
+}
+
+/// Byte-wise comparison whose time does not depend on where the inputs differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The token of `Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+}
+
+pub(crate) async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let keys = &state.rt.inner.config.api_keys;
+    if keys.is_empty() {
+        return next.run(req).await;
+    }
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer_token)
+        .unwrap_or_default();
+    // Compare against every key so the time taken does not say which one was close.
+    let ok = keys.iter().fold(false, |ok, key| {
+        constant_time_eq(presented.as_bytes(), key.as_bytes()) | ok
+    });
+    if ok {
+        next.run(req).await
+    } else {
+        discard_body(req, &state).await;
+        ApiErrorWithStatus::new(
+            401,
+            codes::UNAUTHORIZED,
+            "missing or unknown API key; send Authorization: Bearer <key>",
+        )
+        .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bearer_token, constant_time_eq};
+
+    #[test]
+    fn bearer_scheme_in_any_case() {
+        for value in ["Bearer k1", "bearer k1", "BEARER  k1 ", "bEaReR k1"] {
+            assert_eq!(bearer_token(value), Some("k1"), "{value}");
+        }
+        assert_eq!(bearer_token("Basic k1"), None);
+        assert_eq!(bearer_token("Bearerk1"), None);
+    }
+
+    #[test]
+    fn key_compare() {
+        assert!(constant_time_eq(b"csk_a", b"csk_a"));
+        assert!(!constant_time_eq(b"csk_a", b"csk_b"));
+        assert!(!constant_time_eq(b"csk_a", b"csk_ab"));
+    }
+}
