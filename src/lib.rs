@@ -9,5 +9,6 @@ pub mod eval;
 pub mod mask;
 pub mod model;
 pub mod protocol;
+pub mod roles;
 pub mod runtime;
 pub mod ui;
