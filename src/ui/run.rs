@@ -55,7 +55,8 @@ pub struct InspectorConfig {
 }
 
 impl InspectorConfig {
-    /// The defaults for `url`: no key, default limits, theme and keys, mouse captured.
+    /// The defaults for `url`: no key, default limits, theme and keys, mouse captured,
+    /// decisions sent as "spyglass" (`inspector_config` takes the login name).
     pub fn new(url: &str) -> InspectorConfig {
         InspectorConfig {
             url: url.to_owned(),
@@ -64,7 +65,7 @@ impl InspectorConfig {
             theme: Theme::default(),
             keys: KeyMap::default(),
             mouse: true,
-            user: user(),
+            user: "spyglass".to_owned(),
             watching: Watching::Runtime,
         }
     }
