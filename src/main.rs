@@ -1,4 +1,5 @@
-//! The command line: parse it, pick a role, run it. Nothing else lives here.
+//! The command line: parse it, build the one tokio runtime, run the role on it, and print
+//! the role's error once with its exit code (`roles::RoleError`). Nothing else lives here.
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use spyglass::client::eval::EvalArgs;
