@@ -1,8 +1,10 @@
-//! The scripted workload behind `spyglass demo`: sessions arriving over time against a
-//! runtime, driven over its real HTTP routes, showing every feature the inspector has.
+//! The scripted workload behind `spyglass demo`, as data and a driver: sessions arriving
+//! over time against a runtime over its real HTTP routes, and the policy and runtime
+//! settings it runs with. Starting the runtime and the inspector is `roles::demo`'s.
 
 use crate::protocol::RawJson;
 use crate::protocol::rest::{CreateSession, ExecuteRequest, SendRequest};
+use crate::runtime::{Policy, PolicyError, RuntimeConfig};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -330,52 +332,13 @@ async fn run_suite(http: &Http) -> Result<(), DemoError> {
     Ok(())
 }
 
-/// Why `spyglass demo` could not run.
-#[derive(Debug, Error)]
-pub enum RunError {
-    #[error("the demo policy does not parse: {0}")]
-    Policy(#[from] crate::runtime::PolicyError),
-    #[error("cannot start the demo runtime on 127.0.0.1: {0}")]
-    Start(std::io::Error),
-    #[error(transparent)]
-    Ui(#[from] crate::ui::UiError),
-}
-
 /// The demo runtime's settings: test mode, the demo policy, and approvals that expire
 /// after two minutes so an unanswered one visibly runs out.
-pub fn runtime_config() -> Result<crate::runtime::RuntimeConfig, RunError> {
-    Ok(crate::runtime::RuntimeConfig {
+pub fn runtime_config() -> Result<RuntimeConfig, PolicyError> {
+    Ok(RuntimeConfig {
         test_mode: true,
-        policy: crate::runtime::Policy::from_toml(POLICY)?,
+        policy: Policy::from_toml(POLICY)?,
         approval_ttl: Duration::from_secs(120),
-        ..crate::runtime::RuntimeConfig::default()
+        ..RuntimeConfig::default()
     })
-}
-
-/// `spyglass demo`: a runtime on a free loopback port, the workload driving it in the
-/// background, and the inspector on it until the user quits. The inspector runs with the
-/// user's resolved config (theme, keys, history limits, mouse); only the URL is the demo's.
-pub async fn run(config: &crate::config::Resolved) -> Result<(), RunError> {
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    let handle = crate::runtime::start(runtime_config()?, addr)
-        .await
-        .map_err(RunError::Start)?;
-    let url = handle.url();
-    tracing::info!(%url, "demo runtime listening");
-    let workload_url = url.clone();
-    let workload = tokio::spawn(async move {
-        if let Err(e) = drive(&workload_url, None, Pace::default()).await {
-            tracing::warn!(error = %e, "demo workload stopped");
-        }
-    });
-    let inspector = crate::ui::InspectorConfig {
-        // The demo runtime has no keys; a configured one belongs to another runtime.
-        api_key: None,
-        watching: crate::ui::Watching::Demo,
-        ..crate::ui::launch::inspector_config(url, config)
-    };
-    let result = crate::ui::run(inspector).await;
-    workload.abort();
-    handle.shutdown().await;
-    result.map_err(RunError::from)
 }

@@ -10,6 +10,7 @@ pub mod glob;
 pub mod mask;
 pub mod model;
 pub mod protocol;
+pub mod roles;
 pub mod runtime;
 pub mod sanitize;
 pub mod ui;

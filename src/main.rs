@@ -1,12 +1,15 @@
-//! The command line: parse it, pick a role, run it. Nothing else lives here.
+//! The command line: parse it, build the one tokio runtime, run the role on it, and print
+//! the role's error once with its exit code (`roles::RoleError`). Nothing else lives here.
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use spyglass::client::eval::{self as eval_cli, EvalArgs};
-use spyglass::client::tail::{self, Format, Sink};
-use spyglass::config::{CliOverrides, Config, Env, Resolved};
-use spyglass::runtime::headless::{self, ServeArgs};
+use spyglass::client::eval::EvalArgs;
+use spyglass::client::tail::Format;
+use spyglass::config::{CliOverrides, Config, Env, Paths, Resolved};
+use spyglass::roles::serve::ServeArgs;
+use spyglass::roles::tail::Sink;
+use spyglass::roles::{self, LogTo, RoleError};
 use spyglass::sanitize::sanitize_text;
-use spyglass::ui::{launch, logfile};
+use spyglass::ui::logfile;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -65,7 +68,7 @@ impl Cli {
     }
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 enum Command {
     /// Start a runtime in-process with a scripted workload and open the inspector on it.
     Demo,
@@ -126,26 +129,112 @@ enum Command {
     },
 }
 
-/// The resolved config (flags > env > file > defaults), or the reason it cannot be had.
-fn resolve(cli: &Cli) -> Result<Resolved, ExitCode> {
-    Config::resolve(&cli.overrides(), &Env::from_process()).map_err(|e| {
-        eprintln!("spyglass: {}", sanitize_text(&e.to_string()));
-        ExitCode::from(2)
-    })
+impl Command {
+    /// How errors name the role: `spyglass <role>: <message>`.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Demo => "demo",
+            Command::Serve { .. } => "serve",
+            Command::Eval { .. } => "eval",
+            Command::Tail { .. } => "tail",
+            Command::Record { .. } => "record",
+            Command::Replay { .. } => "replay",
+        }
+    }
 }
 
-/// `tail` and `record`: the stream of the runtime the config names.
-fn stream_role(cli: &Cli, format: Format, sink: Sink) -> ExitCode {
-    let config = match resolve(cli) {
-        Ok(config) => config,
-        Err(code) => return code,
+/// The resolved config: flags > env > file > defaults.
+fn resolve(cli: &Cli) -> Result<Resolved, RoleError> {
+    Ok(Config::resolve(&cli.overrides(), &Env::from_process())?)
+}
+
+/// The role's future, with its config resolved and its logging started, nothing run yet.
+async fn run(cli: Cli) -> Result<(), RoleError> {
+    let Some(command) = cli.command.clone() else {
+        let config = resolve(&cli)?;
+        start_logging(LogTo::File, true)?;
+        return roles::inspect::run(config).await;
     };
-    let Some(url) = config.url.value else {
-        eprintln!("spyglass: no runtime to follow: pass --url URL or set SPYGLASS_URL");
-        return ExitCode::from(2);
-    };
-    let key = config.api_key.value.as_ref().map(|k| k.expose().to_owned());
-    ExitCode::from(tail::run_cli(&url, key.as_deref(), format, sink))
+    match command {
+        Command::Demo => {
+            let config = resolve(&cli)?;
+            start_logging(LogTo::File, true)?;
+            roles::demo::run(config).await
+        }
+        Command::Serve {
+            addr,
+            test_mode,
+            policy,
+        } => {
+            start_logging(LogTo::Stderr, true)?;
+            let args = ServeArgs {
+                addr,
+                test_mode,
+                policy,
+                api_keys: cli.api_key.clone(),
+            };
+            roles::serve::run(args).await
+        }
+        Command::Eval {
+            paths,
+            repeat,
+            case,
+            junit,
+            json,
+        } => {
+            start_logging(LogTo::File, false)?;
+            let args = EvalArgs {
+                paths,
+                api_key: cli.api_key.last().cloned().or_else(|| {
+                    Env::from_process()
+                        .get("CODESPAR_API_KEY")
+                        .map(str::to_owned)
+                }),
+                repeat,
+                case,
+                junit,
+                json,
+            };
+            // --url only: a stray SPYGLASS_URL must never send CI's evals elsewhere.
+            roles::eval::run(args, cli.url.clone()).await
+        }
+        Command::Tail { json } => {
+            let config = resolve(&cli)?;
+            start_logging(LogTo::File, false)?;
+            let format = if json {
+                Format::JsonLines
+            } else {
+                Format::Readable
+            };
+            roles::tail::run(config, format, Sink::Stdout).await
+        }
+        Command::Record { output } => {
+            let config = resolve(&cli)?;
+            start_logging(LogTo::File, false)?;
+            roles::tail::run(config, Format::JsonLines, Sink::File(output)).await
+        }
+        Command::Replay { file, speed } => {
+            let config = resolve(&cli)?;
+            start_logging(LogTo::File, true)?;
+            roles::replay::run(config, &file, speed).await
+        }
+    }
+}
+
+/// Logs go to the file `--help` names. The inspector's roles stop when it cannot be
+/// opened (as they always have); `eval`, `tail` and `record` say so and run on unlogged,
+/// so an unwritable home never fails a CI job.
+fn start_logging(to: LogTo, required: bool) -> Result<(), RoleError> {
+    let path = Paths::from_env(&Env::from_process())
+        .log_file
+        .unwrap_or_else(logfile::log_file);
+    match roles::init_logging(to, &path) {
+        Err(err) if !required => {
+            eprintln!("spyglass: logging off: {err}");
+            Ok(())
+        }
+        other => other,
+    }
 }
 
 fn parse_cli() -> Cli {
@@ -168,91 +257,32 @@ fn main() -> ExitCode {
                 print!("{}", resolved.print_config());
                 ExitCode::SUCCESS
             }
-            Err(code) => code,
+            Err(err) => fail("spyglass", &err),
         };
     }
-    match &cli.command {
-        None => match resolve(&cli) {
-            Ok(config) => match launch::inspect(config) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(err) => {
-                    eprintln!("spyglass: {}", sanitize_text(&err.to_string()));
-                    ExitCode::FAILURE
-                }
-            },
-            Err(code) => code,
-        },
-        Some(Command::Demo) => match resolve(&cli) {
-            Ok(config) => match launch::demo(config) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(err) => {
-                    eprintln!("spyglass demo: {}", sanitize_text(&err.to_string()));
-                    ExitCode::FAILURE
-                }
-            },
-            Err(code) => code,
-        },
-        Some(Command::Serve {
-            addr,
-            test_mode,
-            policy,
-        }) => {
-            let args = ServeArgs {
-                addr: addr.clone(),
-                test_mode: *test_mode,
-                policy: policy.clone(),
-                api_keys: cli.api_key.clone(),
-            };
-            match headless::run(args) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(err) => {
-                    eprintln!("spyglass serve: {}", sanitize_text(&err.to_string()));
-                    ExitCode::from(2)
-                }
-            }
-        }
-        Some(Command::Eval {
-            paths,
-            repeat,
-            case,
-            junit,
-            json,
-        }) => {
-            let args = EvalArgs {
-                paths: paths.clone(),
-                api_key: cli.api_key.last().cloned().or_else(|| {
-                    Env::from_process()
-                        .get("CODESPAR_API_KEY")
-                        .map(str::to_owned)
-                }),
-                repeat: *repeat,
-                case: case.clone(),
-                junit: junit.clone(),
-                json: json.clone(),
-            };
-            // --url only: a stray SPYGLASS_URL must never send CI's evals elsewhere.
-            ExitCode::from(eval_cli::run_cli(&args, cli.url.clone()))
-        }
-        Some(Command::Tail { json }) => {
-            let format = if *json {
-                Format::JsonLines
-            } else {
-                Format::Readable
-            };
-            stream_role(&cli, format, Sink::Stdout)
-        }
-        Some(Command::Record { output }) => {
-            stream_role(&cli, Format::JsonLines, Sink::File(output.clone()))
-        }
-        Some(Command::Replay { file, speed }) => match resolve(&cli) {
-            Ok(config) => match launch::replay(config, file, *speed) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(err) => {
-                    eprintln!("spyglass replay: {}", sanitize_text(&err.to_string()));
-                    ExitCode::from(2)
-                }
-            },
-            Err(code) => code,
-        },
+    let prefix = match &cli.command {
+        Some(command) => format!("spyglass {}", command.name()),
+        None => "spyglass".to_owned(),
+    };
+    // The one tokio runtime: every role runs on it, and every in-process runtime too.
+    let tokio = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(tokio) => tokio,
+        Err(err) => return fail(&prefix, &RoleError::Tokio(err)),
+    };
+    let result = tokio.block_on(run(cli));
+    // A tail's observer may be mid-dial, a demo's workload mid-request: do not wait.
+    tokio.shutdown_background();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => fail(&prefix, &err),
     }
+}
+
+/// Errors are printed here and only here.
+fn fail(prefix: &str, err: &RoleError) -> ExitCode {
+    eprintln!("{prefix}: {}", sanitize_text(&err.to_string()));
+    ExitCode::from(err.exit_code())
 }

@@ -6,13 +6,10 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::{Value, json};
-use spyglass::client::{ObserverConfig, Outbox, RestClient, spawn_observer};
-use spyglass::model::Limits;
 use spyglass::protocol::rest::ApprovalStatus;
 use spyglass::runtime::{Policy, RuntimeConfig, start};
-use spyglass::ui::{App, FakeClock};
+use spyglass::ui::{App, FakeClock, InspectorConfig, Source, Wired, wire};
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 mod ui_support;
 
@@ -52,12 +49,15 @@ async fn approve_from_the_app_replays_and_a_second_decision_is_a_409() {
     let http = reqwest::Client::new();
 
     let clock = Arc::new(FakeClock::at("2026-11-22T21:44:00.000Z"));
-    let mut app = App::new(&url, Limits::default(), clock);
-    app.user = "e2e_reviewer".into();
-    let (tx, mut rx) = mpsc::channel(1024);
-    let rest = RestClient::new(&url, None).unwrap();
-    let observer = spawn_observer(ObserverConfig::new(&url, None), rest.clone(), tx.clone());
-    app.outbox = Outbox::new(rest, tx);
+    let config = InspectorConfig {
+        user: "e2e_reviewer".into(),
+        ..InspectorConfig::new(&url)
+    };
+    let Wired {
+        mut app,
+        mut rx,
+        feed: observer,
+    } = wire(config, clock, Source::Live).unwrap();
     assert!(app.outbox.is_some());
     until(&mut app, &mut rx, SIZE, "connected", |s| {
         s.contains("● connected")

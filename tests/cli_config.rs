@@ -117,3 +117,46 @@ fn help_and_print_config_ignore_a_relative_state_home_alike() {
     assert!(line.ends_with(&expected), "{line}");
     assert!(!help.contains("relative/state") && !config.contains("relative/state"));
 }
+
+/// The exit-code table (src/roles): bad input is 2 in every role, and the message names
+/// the role it came from.
+#[test]
+fn a_malformed_url_exits_two_in_every_role_that_follows_a_runtime() {
+    let home = tempfile::tempdir().unwrap();
+    let output = home.path().join("out.jsonl");
+    let output = output.to_str().unwrap();
+    for (args, prefix) in [
+        (vec!["--url", "not a url"], "spyglass: "),
+        (vec!["--url", "not a url", "tail"], "spyglass tail: "),
+        (
+            vec!["--url", "not a url", "record", "-o", output],
+            "spyglass record: ",
+        ),
+    ] {
+        let out = spyglass(home.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with(prefix) && stderr.contains("bad runtime URL `not a url`"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_broken_config_file_exits_two_before_any_role_starts() {
+    let home = tempfile::tempdir().unwrap();
+    write_config(home.path(), "[history]\nevents = \"lots\"\n");
+    for args in [
+        vec!["--print-config"],
+        vec![],
+        vec!["demo"],
+        vec!["--url", "http://127.0.0.1:9", "tail"],
+        vec!["replay", "missing.jsonl"],
+    ] {
+        let out = spyglass(home.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("`history.events`"), "{args:?}: {stderr}");
+    }
+}

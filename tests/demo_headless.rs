@@ -7,16 +7,13 @@
 mod ui_support;
 
 use crossterm::event::KeyCode;
-use spyglass::client::{ObserverConfig, Outbox, RestClient, spawn_observer};
 use spyglass::demo::{self, Pace};
-use spyglass::model::Limits;
 use spyglass::protocol::now_rfc3339;
 use spyglass::protocol::rest::ApprovalStatus;
 use spyglass::runtime::start;
-use spyglass::ui::{App, FakeClock, Watching};
+use spyglass::ui::{FakeClock, InspectorConfig, Source, Watching, Wired, wire};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
 use ui_support::{key, press, screen, until};
 
 const SIZE: (u16, u16) = (160, 32);
@@ -33,12 +30,13 @@ async fn the_demo_fills_every_tab_and_an_approved_call_replays() {
 
     // Scripted time: the clock moves only when the test says so.
     let clock = Arc::new(FakeClock::at(&now_rfc3339()));
-    let mut app = App::new(&url, Limits::default(), clock.clone());
-    app.watching = Watching::Demo;
-    let (tx, mut rx) = mpsc::channel(4096);
-    let rest = RestClient::new(&url, None).unwrap();
-    let _observer = spawn_observer(ObserverConfig::new(&url, None), rest.clone(), tx.clone());
-    app.outbox = Outbox::new(rest, tx);
+    let config = InspectorConfig {
+        watching: Watching::Demo,
+        ..InspectorConfig::new(&url)
+    };
+    let Wired {
+        mut app, mut rx, ..
+    } = wire(config, clock.clone(), Source::Live).unwrap();
 
     // The demo's first round, which runs without pauses: what the user sees at start.
     let first_round = Pace {

@@ -341,6 +341,15 @@ fn the_example_payments_suite_gives_the_counts_its_header_promises() {
     let out = spyglass(&["eval", example.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "a failure and an error");
     assert_eq!(last_line(&text(&out.stdout)), promised);
+    // Exit 1 says why on stderr, once, as every role's error does.
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr
+            .matches("spyglass eval: 1 failed and 1 errored of 8 case attempt(s)")
+            .count(),
+        1,
+        "{stderr}"
+    );
     assert_eq!(promised, "5 passed, 1 failed, 1 errored, 1 skipped");
 
     let out = spyglass(&[

@@ -6,12 +6,10 @@
 
 use crossterm::event::KeyCode;
 use serde_json::{Value, json};
-use spyglass::client::{ObserverConfig, Outbox, RestClient, spawn_observer};
-use spyglass::model::Limits;
+use spyglass::client::RestClient;
 use spyglass::runtime::{RuntimeConfig, start};
-use spyglass::ui::{App, FakeClock, Tab};
+use spyglass::ui::{App, FakeClock, InspectorConfig, Source, Tab, Wired, wire};
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 mod ui_support;
 
@@ -58,12 +56,12 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
     let http = reqwest::Client::new();
 
     let clock = Arc::new(FakeClock::at("2026-11-22T21:44:00.000Z"));
-    let mut app = App::new(&url, Limits::default(), clock);
-    let (tx, mut rx) = mpsc::channel(1024);
-    let rest = RestClient::new(&url, None).unwrap();
-    app.outbox = Outbox::new(rest.clone(), tx.clone());
+    let Wired {
+        mut app,
+        mut rx,
+        feed: observer,
+    } = wire(InspectorConfig::new(&url), clock, Source::Live).unwrap();
     assert!(app.outbox.is_some());
-    let observer = spawn_observer(ObserverConfig::new(&url, None), rest, tx);
     press(&mut app, KeyCode::Char('3'));
     until_app(&mut app, &mut rx, SIZE, "connected", |_, s| {
         s.contains("● connected")

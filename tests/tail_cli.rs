@@ -202,3 +202,17 @@ fn record_to_an_unwritable_path_fails_naming_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("/nonexistent-dir/x.jsonl"), "{stderr}");
 }
+
+#[test]
+fn tail_with_a_malformed_url_exits_two_naming_it() {
+    let out = spyglass(&["tail", "--url", "127.0.0.1 8000"])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("spyglass tail: bad runtime URL `127.0.0.1 8000`"),
+        "{stderr}"
+    );
+}

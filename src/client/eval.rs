@@ -1,9 +1,9 @@
 //! `spyglass eval`'s client side: read and check every suite file, post them to a runtime
 //! over REST, follow the run to its end, print the table and write the JUnit / JSON files.
-//! `run_cli` is the whole role: the `--url` runtime, or one it starts in-process.
+//! Which runtime (`--url` or one in-process) is the role's choice, not this module's.
 
 use super::{ClientError, RestClient};
-use crate::eval::report::{Counts, json_results, junit_xml, render_table};
+use crate::eval::report::{json_results, junit_xml, render_table};
 use crate::eval::suite::{Suite, SuiteError, SuiteErrorKind, parse_suite, plan};
 use crate::protocol::rest::{EvalRunDetail, EvalRunRequest};
 use serde_json::json;
@@ -14,15 +14,6 @@ use thiserror::Error;
 
 /// How often the run is polled while it goes.
 const POLL_EVERY: Duration = Duration::from_millis(100);
-
-/// Exit status: every case passed or was skipped.
-pub const EXIT_OK: u8 = 0;
-/// Exit status: some case failed or errored.
-pub const EXIT_FAILED: u8 = 1;
-/// Exit status: bad usage, a bad suite file, a refused run, an unwritable output file.
-pub const EXIT_USAGE: u8 = 2;
-/// Exit status: the runtime could not be reached.
-pub const EXIT_UNREACHABLE: u8 = 3;
 
 /// What `spyglass eval` was asked to do.
 #[derive(Debug, Clone, Default)]
@@ -57,24 +48,6 @@ pub enum EvalCliError {
         path: PathBuf,
         source: std::io::Error,
     },
-}
-
-impl EvalCliError {
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            Self::Unreachable { .. } => EXIT_UNREACHABLE,
-            _ => EXIT_USAGE,
-        }
-    }
-}
-
-/// The exit status of a finished run.
-pub fn exit_code(detail: &EvalRunDetail) -> u8 {
-    if Counts::of(&detail.cases).success() {
-        EXIT_OK
-    } else {
-        EXIT_FAILED
-    }
 }
 
 /// Reads and checks every file (all problems reported, not just the first) and gives the
@@ -151,8 +124,7 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared, EvalCliError> {
 }
 
 /// Runs a prepared request on the runtime at `url`, prints the table to `out` (a progress
-/// line goes to `log`) and writes `--junit` / `--json`. Answers the finished run;
-/// `exit_code` gives its status.
+/// line goes to `log`) and writes `--junit` / `--json`. Answers the finished run.
 pub async fn run(
     args: &EvalArgs,
     prepared: &Prepared,
@@ -211,61 +183,6 @@ pub async fn run(
     Ok(detail)
 }
 
-/// `spyglass eval` from start to end: check the files, then run them on `url`, else on a
-/// runtime started here (test mode on, loopback port) through the same REST calls. Prints
-/// to stdout / stderr and answers the process exit status.
-pub fn run_cli(args: &EvalArgs, url: Option<String>) -> u8 {
-    let fail = |err: EvalCliError| {
-        eprintln!(
-            "spyglass eval: {}",
-            crate::sanitize::sanitize_text(&err.to_string())
-        );
-        err.exit_code()
-    };
-    let prepared = match prepare(args) {
-        Ok(prepared) => prepared,
-        Err(err) => return fail(err),
-    };
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("spyglass eval: cannot start the async runtime: {err}");
-            return EXIT_USAGE;
-        }
-    };
-    runtime.block_on(async move {
-        let (url, embedded) = match url {
-            Some(url) => (url, None),
-            None => {
-                let config = crate::runtime::RuntimeConfig {
-                    test_mode: true,
-                    ..crate::runtime::RuntimeConfig::default()
-                };
-                let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-                match crate::runtime::start(config, addr).await {
-                    Ok(handle) => {
-                        eprintln!("spyglass eval: embedded runtime on {}", handle.url());
-                        (handle.url(), Some(handle))
-                    }
-                    Err(err) => {
-                        eprintln!("spyglass eval: cannot start the embedded runtime: {err}");
-                        return EXIT_USAGE;
-                    }
-                }
-            }
-        };
-        let (mut out, mut log) = (std::io::stdout(), std::io::stderr());
-        let result = run(args, &prepared, &url, &mut out, &mut log).await;
-        if let Some(handle) = embedded {
-            handle.shutdown().await;
-        }
-        match result {
-            Ok(detail) => exit_code(&detail),
-            Err(err) => fail(err),
-        }
-    })
-}
-
 fn checked_url(url: &str) -> Result<String, EvalCliError> {
     let trimmed = url.trim().trim_end_matches('/');
     match reqwest::Url::parse(trimmed) {
@@ -306,9 +223,8 @@ mod tests {
             "http://127.0.0.1:8000"
         );
         for bad in ["127.0.0.1:8000", "ftp://x", "", "http//x"] {
-            assert_eq!(
-                checked_url(bad).unwrap_err().exit_code(),
-                EXIT_USAGE,
+            assert!(
+                matches!(checked_url(bad), Err(EvalCliError::Usage(_))),
                 "{bad}"
             );
         }
@@ -334,7 +250,7 @@ mod tests {
             text.contains("missing.toml: cannot read the file"),
             "{text}"
         );
-        assert_eq!(err.exit_code(), EXIT_USAGE);
+        assert!(matches!(err, EvalCliError::Suites(ref all) if all.len() == 2));
         assert_eq!(read_suites(&[good]).unwrap().len(), 1);
     }
 }

@@ -243,61 +243,6 @@ fn write_failed<S: Write>(e: std::io::Error, status: &mut S) -> TailEnd {
     TailEnd::PipeClosed
 }
 
-/// Where `spyglass tail` / `spyglass record` write.
-pub enum Sink {
-    Stdout,
-    File(std::path::PathBuf),
-}
-
-/// Runs `tail` or `record` to the end (closed pipe or Ctrl-C) on its own tokio runtime.
-/// Returns the process exit status: 0 on a clean end, 2 when the output cannot be opened.
-pub fn run_cli(url: &str, api_key: Option<&str>, format: Format, sink: Sink) -> u8 {
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("spyglass: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
-    let stop = async {
-        // No Ctrl-C handler (rare) means only a closed pipe ends it.
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    let stderr = std::io::stderr();
-    let result = match sink {
-        Sink::Stdout => {
-            let out = std::io::BufWriter::new(std::io::stdout().lock());
-            runtime.block_on(tail(url, api_key, format, None, out, stderr, stop))
-        }
-        Sink::File(path) => {
-            let file = match std::fs::File::create(&path) {
-                Ok(file) => file,
-                Err(e) => {
-                    eprintln!("spyglass record: cannot create {}: {e}", path.display());
-                    return 2;
-                }
-            };
-            eprintln!(
-                "spyglass record: writing {} from {url}; Ctrl-C stops",
-                path.display()
-            );
-            let out = std::io::BufWriter::new(file);
-            runtime.block_on(tail(url, api_key, format, None, out, stderr, stop))
-        }
-    };
-    // The observer task may be mid-dial; do not wait for it.
-    runtime.shutdown_background();
-    match result {
-        Ok(_) => 0,
-        Err(e) => {
-            eprintln!("spyglass: {}", sanitize(&e.to_string()));
-            2
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,6 @@
 pub mod agent;
 pub mod approvals;
 pub mod evals;
-pub mod headless;
 pub mod http;
 pub mod log;
 pub mod mocks;
@@ -276,6 +275,20 @@ pub fn should_warn(addr: &SocketAddr, api_keys: &[String]) -> bool {
 /// Creates a runtime and serves it on `addr` (use `127.0.0.1:0` for any free port).
 pub async fn start(config: RuntimeConfig, addr: SocketAddr) -> std::io::Result<ServerHandle> {
     Runtime::new(config).serve(addr).await
+}
+
+/// A runtime for this process alone: served on `addr`, else on a free loopback port. Every
+/// role that needs a runtime in-process (the inspector with no URL, the demo, `eval`
+/// without `--url`) starts it here.
+pub async fn embedded(
+    config: RuntimeConfig,
+    addr: Option<SocketAddr>,
+) -> std::io::Result<ServerHandle> {
+    start(
+        config,
+        addr.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
+    )
+    .await
 }
 
 /// A running server over a runtime's state. Dropping the handle leaves the server

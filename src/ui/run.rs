@@ -1,15 +1,17 @@
-//! The inspector's loop: one `select!` over terminal input, client messages and a 1 Hz
-//! tick. It redraws only when something changed, at most 30 times a second, each frame in
-//! a synchronized update; with nothing happening it sleeps.
+//! The inspector's wiring (`wire`: App, channel, observer or player, Outbox) and its loop:
+//! one `select!` over terminal input, client messages and a 1 Hz tick. It redraws only
+//! when something changed, at most 30 times a second, each frame in a synchronized update;
+//! with nothing happening it sleeps.
 
 use super::action::KeyMap;
 use super::app::{App, Watching};
-use super::clock::SystemClock;
+use super::clock::{Clock, SystemClock};
 use super::render::draw;
 use super::terminal::TerminalGuard;
 use super::theme::Theme;
 use crate::client::replay::spawn_replay;
-use crate::client::{ClientError, ObserverConfig, Outbox, RestClient, spawn_observer};
+use crate::client::{ClientError, ClientMsg, ObserverConfig, Outbox, RestClient, spawn_observer};
+use crate::config::{History, Resolved};
 use crate::model::Limits;
 use crossterm::event::{Event, EventStream};
 use crossterm::execute;
@@ -22,6 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 const FRAME: Duration = Duration::from_millis(33);
 /// Messages folded per wake before drawing gets a chance, so a flood cannot starve input.
@@ -51,6 +54,58 @@ pub struct InspectorConfig {
     pub watching: Watching,
 }
 
+impl InspectorConfig {
+    /// The defaults for `url`: no key, default limits, theme and keys, mouse captured,
+    /// decisions sent as "spyglass" (`inspector_config` takes the login name).
+    pub fn new(url: &str) -> InspectorConfig {
+        InspectorConfig {
+            url: url.to_owned(),
+            api_key: None,
+            limits: Limits::default(),
+            theme: Theme::default(),
+            keys: KeyMap::default(),
+            mouse: true,
+            user: "spyglass".to_owned(),
+            watching: Watching::Runtime,
+        }
+    }
+}
+
+/// The UI's settings from a resolved config.
+pub fn inspector_config(url: String, config: &Resolved) -> InspectorConfig {
+    InspectorConfig {
+        url,
+        api_key: config.api_key.value.as_ref().map(|k| k.expose().to_owned()),
+        limits: limits(&config.history),
+        theme: Theme::clone(&config.theme),
+        keys: KeyMap::clone(&config.keys),
+        mouse: config.mouse.value,
+        user: user(),
+        watching: Watching::Runtime,
+    }
+}
+
+/// The model's bounds from the config's `[history]`.
+pub fn limits(history: &History) -> Limits {
+    Limits {
+        sessions: history.sessions,
+        calls_per_session: history.calls_per_session,
+        approvals: history.approvals,
+        eval_runs: history.eval_runs,
+        events: history.events,
+        ..Limits::default()
+    }
+}
+
+/// Who decisions are sent as: the login name, else "spyglass".
+fn user() -> String {
+    ["USER", "LOGNAME", "USERNAME"]
+        .into_iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .find(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "spyglass".to_owned())
+}
+
 /// Where the inspector's messages come from.
 #[derive(Debug, Clone)]
 pub enum Source {
@@ -61,13 +116,27 @@ pub enum Source {
     Replay { text: String, speed: f64 },
 }
 
-pub async fn run(config: InspectorConfig) -> Result<(), UiError> {
-    run_source(config, Source::Live).await
+/// An inspector wired to its source, not yet on a terminal: what `run_source` draws, and
+/// what end-to-end tests drive with a scripted clock and a test backend.
+pub struct Wired {
+    pub app: App,
+    /// What the observer (or player) and the Outbox's failures send; `App::on_client`
+    /// folds each.
+    pub rx: mpsc::Receiver<ClientMsg>,
+    /// The observer or player task; aborting it stops the feed.
+    pub feed: JoinHandle<()>,
 }
 
-pub async fn run_source(config: InspectorConfig, source: Source) -> Result<(), UiError> {
-    let (tx, mut rx) = mpsc::channel(BATCH);
-    let mut app = App::new(&config.url, config.limits, Arc::new(SystemClock));
+/// The production wiring: an App with the config's settings, and for a live source the
+/// observer on `config.url` plus an Outbox for decisions and reruns (a replay gets only
+/// the player, so there is nothing to send to). Spawns, so it needs a tokio runtime.
+pub fn wire(
+    config: InspectorConfig,
+    clock: Arc<dyn Clock>,
+    source: Source,
+) -> Result<Wired, UiError> {
+    let (tx, rx) = mpsc::channel(BATCH);
+    let mut app = App::new(&config.url, config.limits, clock);
     let feed = match source {
         Source::Live => {
             let rest = RestClient::new(&config.url, config.api_key.as_deref())?;
@@ -86,10 +155,25 @@ pub async fn run_source(config: InspectorConfig, source: Source) -> Result<(), U
     app.theme = config.theme;
     app.keymap = config.keys;
     app.user = config.user;
+    Ok(Wired { app, rx, feed })
+}
+
+pub async fn run(config: InspectorConfig) -> Result<(), UiError> {
+    run_source(config, Source::Live).await
+}
+
+/// `wire` and the terminal loop, until the user quits.
+pub async fn run_source(config: InspectorConfig, source: Source) -> Result<(), UiError> {
+    let mouse = config.mouse;
+    let Wired {
+        mut app,
+        mut rx,
+        feed,
+    } = wire(config, Arc::new(SystemClock), source)?;
     // OSC 52 goes to the terminal the inspector draws on; it is invisible there.
     app.copier = Box::new(|text| crate::clipboard::copy(text, &mut stdout()));
     let result = {
-        let _guard = TerminalGuard::enter(config.mouse)?;
+        let _guard = TerminalGuard::enter(mouse)?;
         let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
         terminal.clear()?;
         debug_panic();
@@ -111,7 +195,7 @@ fn debug_panic() {
 async fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
     app: &mut App,
-    rx: &mut mpsc::Receiver<crate::client::ClientMsg>,
+    rx: &mut mpsc::Receiver<ClientMsg>,
 ) -> Result<(), UiError> {
     let mut input = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));

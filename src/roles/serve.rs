@@ -1,7 +1,8 @@
 //! `spyglass serve`: the runtime alone, headless, logging to stderr until Ctrl-C. Reads
 //! the environment's test-mode switch and extra API keys; the CLI only parses flags.
 
-use super::{Policy, PolicyError, RuntimeConfig};
+use super::RoleError;
+use crate::runtime::{Policy, PolicyError, RuntimeConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use thiserror::Error;
@@ -22,8 +23,6 @@ pub enum ServeError {
     Addr(String),
     #[error(transparent)]
     Policy(#[from] PolicyError),
-    #[error("cannot start the async runtime: {0}")]
-    Tokio(std::io::Error),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -52,20 +51,13 @@ fn api_keys(flags: Vec<String>) -> Vec<String> {
 }
 
 /// Serves until Ctrl-C.
-pub fn run(args: ServeArgs) -> Result<(), ServeError> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
     let addr: SocketAddr = args
         .addr
         .parse()
         .map_err(|_| ServeError::Addr(args.addr.clone()))?;
     let policy = match &args.policy {
-        Some(path) => Policy::load(path)?,
+        Some(path) => Policy::load(path).map_err(ServeError::from)?,
         None => Policy::default(),
     };
     let config = RuntimeConfig {
@@ -76,21 +68,18 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     };
     let test_mode = config.test_mode;
     let auth = !config.api_keys.is_empty();
-    let runtime = tokio::runtime::Runtime::new().map_err(ServeError::Tokio)?;
-    runtime.block_on(async move {
-        let handle = super::start(config, addr)
-            .await
-            .map_err(|source| ServeError::Listen { addr, source })?;
-        eprintln!(
-            "spyglass runtime on {} (test mode {}, auth {}); observe at {}",
-            handle.url(),
-            if test_mode { "on" } else { "off" },
-            if auth { "on" } else { "off" },
-            handle.observe_url()
-        );
-        tokio::signal::ctrl_c().await.map_err(ServeError::Signal)?;
-        eprintln!("spyglass runtime: shutting down");
-        handle.shutdown().await;
-        Ok(())
-    })
+    let handle = crate::runtime::start(config, addr)
+        .await
+        .map_err(|source| ServeError::Listen { addr, source })?;
+    eprintln!(
+        "spyglass runtime on {} (test mode {}, auth {}); observe at {}",
+        handle.url(),
+        if test_mode { "on" } else { "off" },
+        if auth { "on" } else { "off" },
+        handle.observe_url()
+    );
+    let signal = tokio::signal::ctrl_c().await.map_err(ServeError::Signal);
+    eprintln!("spyglass runtime: shutting down");
+    handle.shutdown().await;
+    Ok(signal?)
 }
