@@ -561,3 +561,65 @@ mod tests {
         assert_eq!(clock_part("2026-11-22T21:44:00.000Z"), "21:44:00.000");
     }
 }
+
+#[cfg(test)]
+mod view_tests {
+    use super::*;
+    use crate::ui::views::testing::{Screen, model};
+    use crossterm::event::KeyModifiers;
+
+    fn held(seq: u64, n: u32, expires: &str) -> [String; 2] {
+        [
+            format!(
+                r#"{{"kind":"tool.called","seq":{seq},"ts":"2026-11-22T21:43:31.000Z","sessionId":"ses_01","callId":"call_0{n}","tool":"asaas/create_payment","input":{{"value":{n}}},"outcome":{{"envelope":{{"code":"approval_required","approval_id":"apr_0{n}","expires_at":"{expires}","message":"held"}}}},"startedAt":"2026-11-22T21:43:31.000Z","duration":0.4,"source":"execute"}}"#
+            ),
+            format!(
+                r#"{{"kind":"approval.requested","seq":{},"ts":"2026-11-22T21:43:31.000Z","sessionId":"ses_01","approvalId":"apr_0{n}","callId":"call_0{n}","tool":"asaas/create_payment","input":{{"value":{n}}},"ruleId":"payments","expiresAt":"{expires}","message":"held"}}"#,
+                seq + 1
+            ),
+        ]
+    }
+
+    fn two_pending() -> (Screen, ApprovalsState) {
+        let mut frames = vec![];
+        frames.extend(held(1, 1, "2026-11-22T21:49:00.000Z"));
+        frames.extend(held(3, 2, "2026-11-22T21:43:00.000Z"));
+        let screen = Screen::new(model(&frames));
+        let mut view = ApprovalsState::default();
+        view.after_model_change(&screen.model);
+        (screen, view)
+    }
+
+    #[test]
+    fn pending_calls_count_down_and_a_past_one_reads_expired() {
+        let (screen, mut view) = two_pending();
+        insta::assert_snapshot!(screen.text(&mut view, 80, 12));
+    }
+
+    #[test]
+    fn approve_opens_a_prompt_and_confirm_hands_the_decision_to_the_app() {
+        let (screen, mut view) = two_pending();
+        assert_eq!(screen.act(&mut view, Action::Approve), Effect::None);
+        insta::assert_snapshot!(screen.text(&mut view, 80, 12));
+        let cx = Cx {
+            model: &screen.model,
+            theme: &screen.theme,
+            keymap: &screen.keymap,
+            now_ms: crate::ui::views::testing::NOW_MS,
+            url: "",
+            watching: &crate::ui::app::Watching::Runtime,
+        };
+        let y = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE);
+        assert_eq!(
+            view.on_key(y, &cx),
+            Some(Effect::Decide {
+                approval_id: "apr_01".into(),
+                approve: true,
+                note: String::new()
+            })
+        );
+        assert!(view.prompt.is_none());
+        // With no prompt, keys go to the keymap.
+        assert_eq!(view.on_key(y, &cx), None);
+    }
+}

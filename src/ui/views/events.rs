@@ -471,3 +471,49 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
     drawn.push(Placed::under_header(Pane::List, inner, top));
     drawn
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::views::testing::{Screen, model};
+
+    fn frames(n: u64) -> Vec<String> {
+        (1..=n)
+            .map(|seq| {
+                format!(
+                    r#"{{"kind":"session.created","seq":{seq},"ts":"2026-11-22T21:43:{:02}.000Z","sessionId":"ses_{seq:02}","userId":"ana","servers":[],"project":"default","mocks":[]}}"#,
+                    seq % 60
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn following_shows_the_newest_at_the_bottom() {
+        let screen = Screen::new(model(&frames(20)));
+        let mut view = EventsState::default();
+        view.after_model_change(&screen.model);
+        insta::assert_snapshot!(screen.text(&mut view, 80, 12));
+    }
+
+    #[test]
+    fn held_still_the_rows_stay_while_frames_arrive() {
+        let mut screen = Screen::new(model(&frames(20)));
+        let mut view = EventsState::default();
+        view.after_model_change(&screen.model);
+        screen.draw(&mut view, 80, 12);
+        screen.act(&mut view, Action::Up);
+        let before = screen.text(&mut view, 80, 12);
+        for json in frames(25).iter().skip(20) {
+            screen
+                .model
+                .fold(Box::new(crate::protocol::decode(json).expect("decodes")));
+        }
+        view.after_model_change(&screen.model);
+        let after = screen.text(&mut view, 80, 12);
+        // Only the count in the title moves.
+        let rows = |t: &str| t.lines().skip(1).collect::<Vec<_>>().join("\n");
+        assert_eq!(rows(&before), rows(&after));
+        insta::assert_snapshot!(after);
+    }
+}

@@ -401,3 +401,91 @@ mod tests {
         assert_eq!(at, 6);
     }
 }
+
+/// Per-view screens: one view drawn into a small `TestBackend`, with its layout handed
+/// back as the app would, so a change to the status bar or the tabs does not touch them.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{Cx, Drawn, Effect, View};
+    use crate::model::{Limits, Model};
+    use crate::protocol::events::decode;
+    use crate::ui::action::{Action, KeyMap};
+    use crate::ui::app::Watching;
+    use crate::ui::theme::Theme;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use ratatui::buffer::Buffer;
+
+    pub const NOW_MS: f64 = 1_795_383_840_000.0; // 2026-11-22T21:44:00Z
+    const URL: &str = "http://127.0.0.1:8000";
+
+    /// A model folded from frames written as the wire writes them.
+    pub fn model(frames: &[String]) -> Model {
+        let mut model = Model::new(Limits::default());
+        for json in frames {
+            model.fold(Box::new(decode(json).expect("a test frame decodes")));
+        }
+        model
+    }
+
+    pub struct Screen {
+        pub model: Model,
+        pub theme: Theme,
+        pub keymap: KeyMap,
+    }
+
+    impl Screen {
+        pub fn new(model: Model) -> Self {
+            Self {
+                model,
+                theme: Theme::default(),
+                keymap: KeyMap::default(),
+            }
+        }
+
+        fn cx(&self) -> Cx<'_> {
+            Cx {
+                model: &self.model,
+                theme: &self.theme,
+                keymap: &self.keymap,
+                now_ms: NOW_MS,
+                url: URL,
+                watching: &Watching::Runtime,
+            }
+        }
+
+        /// The view drawn at `width`×`height`; its layout is placed as the app places it.
+        pub fn draw(&self, view: &mut dyn View, width: u16, height: u16) -> Buffer {
+            let mut terminal =
+                Terminal::new(TestBackend::new(width, height)).expect("a test terminal");
+            let mut drawn = Drawn::default();
+            terminal
+                .draw(|f| drawn = view.render(f, f.area(), &self.cx()))
+                .expect("a test frame draws");
+            view.place(&drawn, &self.model);
+            terminal.backend().buffer().clone()
+        }
+
+        /// `draw`, as text: one line per row, trailing blanks cut.
+        pub fn text(&self, view: &mut dyn View, width: u16, height: u16) -> String {
+            text(&self.draw(view, width, height))
+        }
+
+        pub fn act(&self, view: &mut dyn View, action: Action) -> Effect {
+            view.on_action(action, &self.cx())
+        }
+    }
+
+    pub fn text(buf: &Buffer) -> String {
+        let mut out = String::new();
+        for y in 0..buf.area.height {
+            let mut line = String::new();
+            for x in 0..buf.area.width {
+                line.push_str(buf[(x, y)].symbol());
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}

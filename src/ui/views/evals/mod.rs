@@ -67,3 +67,85 @@ impl View for EvalsState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::theme::Theme;
+    use crate::ui::views::testing::{Screen, model};
+
+    fn eval(seq: u64, suite: &str, case: &str, status: &str, assertions: &str) -> String {
+        format!(
+            r#"{{"kind":"agent.eval.completed","seq":{seq},"ts":"2026-11-22T21:43:{seq:02}.000Z","sessionId":"ses_0{seq}","suite":"{suite}","case":"{case}","status":"{status}","pass":{},"tokens":{{"prompt":10,"completion":5,"total":15}},"cost":0,"duration":12,"runId":"run_1","attempt":1,"assertions":{assertions}}}"#,
+            status == "passed"
+        )
+    }
+
+    const OK: &str =
+        r#"[{"kind":"contains","pass":true,"expected":"pay_1","actual":"Charged: pay_1"}]"#;
+    const FAIL: &str = r#"[{"kind":"equals","pass":false,"expected":"Charged: pay_1\nstatus: PENDING","actual":"Charged: pay_2\nstatus: PENDING","message":"equals: the output differs"}]"#;
+
+    fn results() -> (Screen, EvalsState) {
+        let screen = Screen::new(model(&[
+            eval(1, "payments", "charge", "passed", OK),
+            eval(2, "payments", "confirm", "failed", FAIL),
+            eval(3, "support", "lookup", "passed", OK),
+        ]));
+        let mut view = EvalsState::default();
+        view.after_model_change(&screen.model);
+        (screen, view)
+    }
+
+    #[test]
+    fn suites_and_the_selected_suites_cases() {
+        let (screen, mut view) = results();
+        screen.act(&mut view, Action::Open);
+        screen.act(&mut view, Action::Down);
+        insta::assert_snapshot!(screen.text(&mut view, 80, 12));
+    }
+
+    #[test]
+    fn a_failed_case_with_its_line_diff() {
+        let (screen, mut view) = results();
+        screen.act(&mut view, Action::Open);
+        screen.act(&mut view, Action::Down);
+        screen.act(&mut view, Action::Open);
+        assert!(view.detail.is_some());
+        insta::assert_snapshot!(screen.text(&mut view, 80, 12));
+    }
+
+    #[test]
+    fn keys_that_need_the_app_come_back_as_effects() {
+        let (screen, mut view) = results();
+        // On the suites a case key asks for a case first, naming the keys from the keymap.
+        let Effect::Notice(text) = screen.act(&mut view, Action::RerunCase) else {
+            panic!("a notice");
+        };
+        assert!(
+            text.contains("Enter shows") && text.contains("R reruns"),
+            "{text}"
+        );
+        screen.act(&mut view, Action::Open);
+        assert_eq!(
+            screen.act(&mut view, Action::RerunCase),
+            Effect::Rerun {
+                suite: "payments".into(),
+                case: Some("charge".into())
+            }
+        );
+        assert_eq!(
+            screen.act(&mut view, Action::JumpToSession),
+            Effect::ShowSession("ses_01".into())
+        );
+    }
+
+    #[test]
+    fn an_unfocused_pane_has_the_themes_border_as_on_the_sessions_tab() {
+        let (screen, mut view) = results();
+        let buf = screen.draw(&mut view, 80, 12);
+        let theme = Theme::default();
+        // Suites (left) have the focus; the cases (right) do not.
+        assert_eq!(buf[(0, 0)].style().fg, theme.accent().fg);
+        assert_eq!(buf[(79, 0)].style().fg, theme.border().fg);
+    }
+}

@@ -78,3 +78,74 @@ impl View for SessionsState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::theme::Theme;
+    use crate::ui::views::testing::{Screen, model};
+    use ratatui::layout::Position;
+
+    fn created(seq: u64, id: &str) -> String {
+        format!(
+            r#"{{"kind":"session.created","seq":{seq},"ts":"2026-11-22T21:43:30.000Z","sessionId":"{id}","userId":"ana","servers":["asaas"],"project":"default","mocks":[{{"tool":"asaas/create_payment","mode":"stateful","entries":2}}]}}"#
+        )
+    }
+
+    fn called(seq: u64, id: &str, call: &str, start: &str, dur: f64) -> String {
+        format!(
+            r#"{{"kind":"tool.called","seq":{seq},"ts":"{start}","sessionId":"{id}","callId":"{call}","tool":"asaas/create_payment","input":{{"value":5}},"outcome":{{"result":{{"id":"pay_{seq}"}}}},"startedAt":"{start}","duration":{dur},"counter":{{"consumed":1,"total":2}},"source":"execute"}}"#
+        )
+    }
+
+    fn two_sessions() -> (Screen, SessionsState) {
+        let screen = Screen::new(model(&[
+            created(1, "ses_01"),
+            created(2, "ses_02"),
+            called(3, "ses_02", "call_a", "2026-11-22T21:43:31.000Z", 4.0),
+            called(4, "ses_02", "call_b", "2026-11-22T21:43:31.010Z", 12.0),
+        ]));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        (screen, view)
+    }
+
+    #[test]
+    fn the_list_and_the_selected_sessions_timeline() {
+        let (screen, mut view) = two_sessions();
+        screen.act(&mut view, Action::FocusRight);
+        insta::assert_snapshot!(screen.text(&mut view, 80, 12));
+    }
+
+    #[test]
+    fn a_call_opened_with_its_input_and_output() {
+        let (screen, mut view) = two_sessions();
+        screen.act(&mut view, Action::FocusRight);
+        screen.act(&mut view, Action::Open);
+        assert!(view.detail.is_some());
+        insta::assert_snapshot!(screen.text(&mut view, 80, 12));
+    }
+
+    #[test]
+    fn a_click_lands_on_the_row_drawn_there() {
+        let (screen, mut view) = two_sessions();
+        // Newest first: ses_02 on the first row (y 2: border, header), ses_01 below it.
+        screen.draw(&mut view, 80, 12);
+        assert_eq!(view.list.selected.as_deref(), Some("ses_02"));
+        view.on_click(Position::new(3, 3), &screen.model);
+        assert_eq!(view.list.selected.as_deref(), Some("ses_01"));
+        // Below the last row: nothing moves.
+        view.on_click(Position::new(3, 8), &screen.model);
+        assert_eq!(view.list.selected.as_deref(), Some("ses_01"));
+    }
+
+    #[test]
+    fn an_unfocused_pane_has_the_themes_border_and_the_focused_one_the_accent() {
+        let (screen, mut view) = two_sessions();
+        let buf = screen.draw(&mut view, 80, 12);
+        let theme = Theme::default();
+        // The list (left) has the focus; the timeline (bottom right) does not.
+        assert_eq!(buf[(0, 0)].style().fg, theme.accent().fg);
+        assert_eq!(buf[(79, 11)].style().fg, theme.border().fg);
+    }
+}
