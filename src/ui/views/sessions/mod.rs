@@ -127,6 +127,24 @@ mod tests {
     }
 
     #[test]
+    fn pane_titles_name_the_keys_the_keymap_binds() {
+        let (mut screen, mut view) = two_sessions();
+        let key = |k: &str| vec![crate::config::keys::parse_key(k).expect("a key")];
+        screen.keymap.bind(Action::Sort, key("o"));
+        screen.keymap.bind(Action::Back, key("backspace"));
+        screen.keymap.bind(Action::Up, key("i"));
+        let text = screen.text(&mut view, 100, 12);
+        assert!(text.contains("by start (o)"), "{text}");
+        screen.act(&mut view, Action::FocusRight);
+        screen.act(&mut view, Action::Open);
+        let text = screen.text(&mut view, 100, 12);
+        assert!(
+            text.contains("i↓ PgUp PgDn scroll · backspace back"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_click_lands_on_the_row_drawn_there() {
         let (screen, mut view) = two_sessions();
         // Newest first: ses_02 on the first row (y 2: border, header), ses_01 below it.
