@@ -141,7 +141,10 @@ async fn approve_from_the_app_replays_and_a_second_decision_is_a_409() {
     assert_eq!(status, 200);
     key(&mut app, '2');
     key(&mut app, 'k'); // the pending one is first
-    assert_eq!(app.approvals.selected.as_deref(), Some(second.as_str()));
+    assert_eq!(
+        app.approvals.list.selected.as_deref(),
+        Some(second.as_str())
+    );
     key(&mut app, 'a');
     key(&mut app, 'y');
     let text = until(&mut app, &mut rx, SIZE, "the 409", |s| {

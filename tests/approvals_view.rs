@@ -273,7 +273,7 @@ fn clicks_select_tabs_and_rows() {
         .position(|l| l.contains("{\"value\":6}"))
         .unwrap() as u16;
     app.on_mouse(click(10, y));
-    assert_eq!(app.approvals.selected.as_deref(), Some("apr_02"));
+    assert_eq!(app.approvals.list.selected.as_deref(), Some("apr_02"));
 }
 
 #[test]

@@ -271,7 +271,7 @@ fn selection_stays_on_the_same_suite_and_case_as_results_arrive() {
     history(&mut app);
     key(&mut app, KeyCode::Enter);
     key(&mut app, KeyCode::Down);
-    assert_eq!(app.evals.case.as_deref(), Some("confirm payment"));
+    assert_eq!(app.evals.cases.selected.as_deref(), Some("confirm payment"));
     // A suite sorting first and a new case of the same suite arrive.
     feed(
         &mut app,
@@ -285,8 +285,8 @@ fn selection_stays_on_the_same_suite_and_case_as_results_arrive() {
             11, "ses_11", "payments", "another", "passed", "run_6", 5.0, "[]",
         ),
     );
-    assert_eq!(app.evals.suite.as_deref(), Some("payments"));
-    assert_eq!(app.evals.case.as_deref(), Some("confirm payment"));
+    assert_eq!(app.evals.suites.selected.as_deref(), Some("payments"));
+    assert_eq!(app.evals.cases.selected.as_deref(), Some("confirm payment"));
     let text = screen(&mut app, 110, 14);
     let selected = text.lines().find(|l| l.contains('›')).unwrap_or_default();
     assert!(selected.contains("payments"), "{text}");
@@ -330,7 +330,7 @@ fn t_shows_the_cases_session_timeline() {
     key(&mut app, KeyCode::Enter);
     key(&mut app, KeyCode::Char('t'));
     assert_eq!(app.tab, Tab::Sessions);
-    assert_eq!(app.sessions.selected.as_deref(), Some("ses_06"));
+    assert_eq!(app.sessions.list.selected.as_deref(), Some("ses_06"));
     let text = screen(&mut app, 110, 12);
     assert!(
         text.lines()
@@ -427,7 +427,7 @@ fn a_long_case_list_keeps_the_selection_on_screen() {
     }
     key(&mut app, KeyCode::Enter);
     key(&mut app, KeyCode::End);
-    assert_eq!(app.evals.case.as_deref(), Some("case 499"));
+    assert_eq!(app.evals.cases.selected.as_deref(), Some("case 499"));
     let text = screen(&mut app, 110, 12);
     assert!(row_with(&text, "›✓").contains("case 499"), "{text}");
     assert!(
@@ -438,7 +438,7 @@ fn a_long_case_list_keeps_the_selection_on_screen() {
     let text = screen(&mut app, 110, 12);
     let selected = row_with(&text, "›✓");
     assert!(selected.contains("case 49"), "{text}");
-    assert_ne!(app.evals.case.as_deref(), Some("case 499"));
+    assert_ne!(app.evals.cases.selected.as_deref(), Some("case 499"));
 }
 
 fn row_with<'a>(text: &'a str, needle: &str) -> &'a str {
@@ -466,7 +466,7 @@ fn clicks_pick_a_suite_and_a_case_and_copy_takes_what_is_selected() {
     };
     let support = text.lines().position(|l| l.contains(" support")).unwrap() as u16;
     app.on_mouse(click(5, support));
-    assert_eq!(app.evals.suite.as_deref(), Some("support"));
+    assert_eq!(app.evals.suites.selected.as_deref(), Some("support"));
     key(&mut app, KeyCode::Char('y'));
     let suite: serde_json::Value =
         serde_json::from_str(copied.lock().unwrap().last().unwrap()).unwrap();
@@ -483,7 +483,7 @@ fn clicks_pick_a_suite_and_a_case_and_copy_takes_what_is_selected() {
         app.evals.focus,
         spyglass::ui::views::evals::EvalFocus::Cases
     );
-    assert_eq!(app.evals.case.as_deref(), Some("order lookup"));
+    assert_eq!(app.evals.cases.selected.as_deref(), Some("order lookup"));
     key(&mut app, KeyCode::Char('y'));
     let copied_case: serde_json::Value =
         serde_json::from_str(copied.lock().unwrap().last().unwrap()).unwrap();

@@ -112,7 +112,7 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
     // `r` on `confirm`: only that case runs again, its result streams in.
     press(&mut app, KeyCode::Enter);
     press(&mut app, KeyCode::Down);
-    assert_eq!(app.evals.case.as_deref(), Some("confirm"));
+    assert_eq!(app.evals.cases.selected.as_deref(), Some("confirm"));
     press(&mut app, KeyCode::Char('r'));
     assert_eq!(
         app.notice.as_deref(),
@@ -162,7 +162,7 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
         .unwrap();
     press(&mut app, KeyCode::Char('t'));
     assert_eq!(app.tab, Tab::Sessions);
-    assert_eq!(app.sessions.selected.as_deref(), Some(sid.as_str()));
+    assert_eq!(app.sessions.list.selected.as_deref(), Some(sid.as_str()));
     let text = until_app(&mut app, &mut rx, SIZE, "the session's call", |_, s| {
         s.contains("asaas/create_payment")
     })
@@ -189,7 +189,7 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
     })
     .await;
     press(&mut app, KeyCode::Home);
-    assert_eq!(app.evals.suite.as_deref(), Some("external"));
+    assert_eq!(app.evals.suites.selected.as_deref(), Some("external"));
     press(&mut app, KeyCode::Char('R'));
     until_app(&mut app, &mut rx, SIZE, "the rerun error", |app, _| {
         app.notice

@@ -317,12 +317,12 @@ fn selection_stays_on_the_same_session_when_rows_arrive() {
         &created(2, "ses_02", "b", "2026-11-22T21:41:00.000Z"),
     );
     assert_eq!(
-        app.sessions.selected.as_deref(),
+        app.sessions.list.selected.as_deref(),
         Some("ses_01"),
         "the first session was selected on arrival"
     );
     key(&mut app, KeyCode::Up); // newest first: ses_02 is row 0
-    assert_eq!(app.sessions.selected.as_deref(), Some("ses_02"));
+    assert_eq!(app.sessions.list.selected.as_deref(), Some("ses_02"));
     feed(
         &mut app,
         &created(3, "ses_03", "c", "2026-11-22T21:42:00.000Z"),
@@ -331,7 +331,7 @@ fn selection_stays_on_the_same_session_when_rows_arrive() {
         &mut app,
         &created(4, "ses_04", "d", "2026-11-22T21:43:00.000Z"),
     );
-    assert_eq!(app.sessions.selected.as_deref(), Some("ses_02"));
+    assert_eq!(app.sessions.list.selected.as_deref(), Some("ses_02"));
     let text = screen(&mut app, 110, 10);
     let rows: Vec<&str> = text.lines().filter(|l| l.contains("ses_0")).collect();
     assert!(

@@ -59,7 +59,7 @@ pub fn app_with(sessions: usize, payload: usize) -> anyhow::Result<App> {
     for i in 0..workload.len() {
         app.model.apply(&decode(&workload.text(i))?);
     }
-    app.sessions.after_model_change(&app.model);
+    app.after_model_change();
     Ok(app)
 }
 
@@ -71,7 +71,7 @@ fn reset(app: &mut App) {
     app.sessions.editing_filter = false;
     app.sessions.filter.clear();
     // Back on the newest session, so every view shows the same busy one at both sizes.
-    app.sessions.selected = None;
+    app.sessions.list.selected = None;
     app.sessions.after_model_change(&app.model);
 }
 

@@ -1,8 +1,8 @@
-//! App state: the model, the connection as the client last reported it, which tab and row
-//! is selected, and what is open. Key presses and mouse events become `Action`s through
-//! the one keymap; client messages are folded into the model. Either marks the app dirty;
-//! nothing here draws, and nothing here does network IO (decisions and eval reruns go out
-//! via the one `Outbox`).
+//! App state: the model, the connection as the client last reported it, the tab in view and
+//! the four views. Key presses and mouse events become `Action`s through the one keymap and
+//! go to the view in view (`View`); what it asks back (`Effect`) is applied here alone.
+//! Client messages are folded into the model. Nothing here draws, and nothing here does
+//! network IO (decisions and eval reruns go out via the one `Outbox`).
 
 use super::action::{Action, KeyMap, Scope, Tab};
 use super::clock::Clock;
@@ -11,13 +11,12 @@ use super::views::approvals::ApprovalsState;
 use super::views::evals::EvalsState;
 use super::views::events::EventsState;
 use super::views::sessions::SessionsState;
+use super::views::{Cx, Drawn, Effect, View};
 use crate::client::{ClientMsg, Outbox};
 use crate::clipboard::CopyOutcome;
 use crate::model::{Limits, Model};
 use crate::protocol::rest::DecisionRequest;
-use crossterm::event::{
-    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
-};
+use crossterm::event::{KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -209,11 +208,69 @@ impl App {
             } => self.model.hydrate(sessions, approvals),
             ClientMsg::RestError(err) => self.notice = Some(err),
         }
-        self.sessions.after_model_change(&self.model);
-        self.approvals.after_model_change(&self.model);
-        self.evals.after_model_change(&self.model);
-        self.events.after_model_change(&self.model);
+        self.after_model_change();
         self.dirty = true;
+    }
+
+    /// Every view catches up with the model (selections kept, caches rebuilt). Called for
+    /// each client message; callers that change `model` directly call it themselves.
+    pub fn after_model_change(&mut self) {
+        let views: [&mut dyn View; 4] = [
+            &mut self.sessions,
+            &mut self.approvals,
+            &mut self.evals,
+            &mut self.events,
+        ];
+        for view in views {
+            view.after_model_change(&self.model);
+        }
+    }
+
+    /// The view of the tab in view.
+    pub fn view(&self) -> &dyn View {
+        match self.tab {
+            Tab::Sessions => &self.sessions,
+            Tab::Approvals => &self.approvals,
+            Tab::Evals => &self.evals,
+            Tab::Events => &self.events,
+        }
+    }
+
+    /// What views read besides their own state.
+    pub fn cx(&self) -> Cx<'_> {
+        Cx {
+            model: &self.model,
+            theme: &self.theme,
+            keymap: &self.keymap,
+            now_ms: self.clock.wall_ms(),
+            url: &self.url,
+            watching: &self.watching,
+        }
+    }
+
+    /// The view in view, mutable, beside what it reads.
+    fn view_mut(&mut self) -> (&mut dyn View, Cx<'_>) {
+        let cx = Cx {
+            model: &self.model,
+            theme: &self.theme,
+            keymap: &self.keymap,
+            now_ms: self.clock.wall_ms(),
+            url: &self.url,
+            watching: &self.watching,
+        };
+        let view: &mut dyn View = match self.tab {
+            Tab::Sessions => &mut self.sessions,
+            Tab::Approvals => &mut self.approvals,
+            Tab::Evals => &mut self.evals,
+            Tab::Events => &mut self.events,
+        };
+        (view, cx)
+    }
+
+    /// Hands the view in view what its last render laid out.
+    pub fn place(&mut self, drawn: &Drawn) {
+        let (view, cx) = self.view_mut();
+        view.place(drawn, cx.model);
     }
 
     /// The client task is gone: no more frames will come.
@@ -235,16 +292,6 @@ impl App {
         }
     }
 
-    /// Which text field keys are typed into, if any.
-    fn typing(&self) -> bool {
-        match self.tab {
-            Tab::Sessions => self.sessions.editing_filter,
-            Tab::Events => self.events.editing_filter,
-            Tab::Approvals => self.approvals.editing_note(),
-            Tab::Evals => false,
-        }
-    }
-
     pub fn on_key(&mut self, key: KeyEvent) {
         if key.kind != KeyEventKind::Press {
             return;
@@ -259,56 +306,15 @@ impl App {
             self.show_help = false;
             return;
         }
-        if self.typing() {
-            self.on_text_key(key);
-            return;
-        }
-        if self.tab == Tab::Approvals && self.approvals.prompt.is_some() {
-            match self.keymap.lookup(&[Scope::Prompt], &key) {
-                Some(Action::Confirm) => self.send_decision(),
-                Some(Action::Note) => self.approvals.start_note(),
-                _ => {
-                    self.approvals.prompt = None;
-                    self.notice = Some("cancelled: nothing sent".into());
-                }
-            }
+        // A text field or a prompt takes keys before the keymap does.
+        let (view, cx) = self.view_mut();
+        if let Some(effect) = view.on_key(key, &cx) {
+            self.apply(effect);
             return;
         }
         let scopes = [self.tab.scope(), Scope::List, Scope::Global];
         if let Some(action) = self.keymap.lookup(&scopes, &key) {
             self.dispatch(action);
-        }
-    }
-
-    /// A key while typing a filter or a note: the `open` key keeps the text, `back`
-    /// discards it, a control-quit still quits, anything else is text.
-    fn on_text_key(&mut self, key: KeyEvent) {
-        let open = self.keymap.matches(Action::Open, &key);
-        let back = self.keymap.matches(Action::Back, &key);
-        if !open && !back {
-            if key.modifiers.contains(KeyModifiers::CONTROL)
-                && self.keymap.matches(Action::Quit, &key)
-            {
-                self.quit = true;
-                return;
-            }
-            if !matches!(key.code, KeyCode::Char(_) | KeyCode::Backspace) {
-                return;
-            }
-        }
-        match self.tab {
-            Tab::Sessions => match (open, back) {
-                (true, _) => self.sessions.dispatch(Action::Open, &self.model),
-                (_, true) => self.sessions.dispatch(Action::Back, &self.model),
-                _ => self.sessions.filter_key(key, &self.model),
-            },
-            Tab::Events => match (open, back) {
-                (true, _) => self.events.dispatch(Action::Open, &self.model),
-                (_, true) => self.events.dispatch(Action::Back, &self.model),
-                _ => self.events.filter_key(key, &self.model),
-            },
-            Tab::Approvals => self.approvals.note_key(key, open, back),
-            Tab::Evals => {}
         }
     }
 
@@ -318,75 +324,100 @@ impl App {
             self.tab = tab;
             return;
         }
-        match action {
-            Action::Quit => self.quit = true,
-            Action::Help => self.show_help = !self.show_help,
-            Action::NextTab => self.tab = self.tab.next(),
-            Action::PrevTab => self.tab = self.tab.prev(),
-            Action::Copy => self.copy_selected(),
-            other => match self.tab {
-                Tab::Sessions => self.sessions.dispatch(other, &self.model),
-                Tab::Approvals => {
-                    // A replay can never send: say so at the key, not after a confirm.
-                    if matches!(self.watching, Watching::Replay { .. })
-                        && matches!(other, Action::Approve | Action::Deny)
-                    {
-                        let verb = if other == Action::Approve {
-                            "approve"
-                        } else {
-                            "deny"
-                        };
-                        if let Some(why) = self.offline(verb) {
-                            self.notice = Some(why);
-                            return;
-                        }
-                    }
-                    let now = self.clock.wall_ms();
-                    if let Some(notice) = self.approvals.dispatch(other, &self.model, now) {
-                        self.notice = Some(notice);
-                    }
-                }
-                Tab::Events => self.events.dispatch(other, &self.model),
-                Tab::Evals => super::views::evals::dispatch(self, other),
+        let effect = match action {
+            Action::Quit => Effect::Quit,
+            Action::Help => {
+                self.show_help = !self.show_help;
+                Effect::None
+            }
+            Action::NextTab => {
+                self.tab = self.tab.next();
+                Effect::None
+            }
+            Action::PrevTab => {
+                self.tab = self.tab.prev();
+                Effect::None
+            }
+            Action::Copy => match self.view().copy_text(&self.model) {
+                Some((what, text)) => Effect::Copy { what, text },
+                None => Effect::Notice("nothing selected to copy".to_owned()),
             },
+            // A replay can never send: say so at the key, not after a confirm.
+            Action::Approve | Action::Deny if matches!(self.watching, Watching::Replay { .. }) => {
+                let verb = if action == Action::Approve {
+                    "approve"
+                } else {
+                    "deny"
+                };
+                self.offline(verb).map_or(Effect::None, Effect::Notice)
+            }
+            other => {
+                let (view, cx) = self.view_mut();
+                view.on_action(other, &cx)
+            }
+        };
+        self.apply(effect);
+    }
+
+    /// Does what a view asked for.
+    fn apply(&mut self, effect: Effect) {
+        match effect {
+            Effect::None => {}
+            Effect::Quit => self.quit = true,
+            Effect::Notice(text) => self.notice = Some(text),
+            Effect::Decide {
+                approval_id,
+                approve,
+                note,
+            } => self.send_decision(&approval_id, approve, &note),
+            Effect::Rerun { suite, case } => self.rerun(suite, case),
+            Effect::ShowSession(id) => {
+                if self.sessions.select_session(&id, &self.model) {
+                    self.tab = Tab::Sessions;
+                } else {
+                    self.notice = Some(format!(
+                        "session {id} is no longer held (older sessions are dropped past the limit)"
+                    ));
+                }
+            }
+            Effect::Copy { what, text } => {
+                self.notice = Some(format!("{what}: {}", (self.copier)(&text).status()));
+            }
         }
     }
 
     /// The confirmed decision goes out over REST in a task; the view changes only when
     /// the runtime's `approval.resolved` / `approval.replayed` events arrive.
-    fn send_decision(&mut self) {
-        let Some(prompt) = self.approvals.prompt.take() else {
-            return;
-        };
-        let verb = if prompt.approve { "approve" } else { "deny" };
+    fn send_decision(&mut self, approval_id: &str, approve: bool, note: &str) {
+        let verb = if approve { "approve" } else { "deny" };
         let Some(outbox) = &self.outbox else {
-            let why = self.offline(&format!("{verb} {}", prompt.approval_id));
+            let why = self.offline(&format!("{verb} {approval_id}"));
             self.notice = why.map(|why| format!("{why}; nothing sent"));
             return;
         };
-        let note = prompt.note.trim();
+        let note = note.trim();
         let body = DecisionRequest {
             by: Some(self.user.clone()),
             note: (!note.is_empty()).then(|| note.to_owned()),
         };
-        outbox.decide(&prompt.approval_id, prompt.approve, body);
+        outbox.decide(approval_id, approve, body);
         self.notice = Some(format!(
-            "{verb} {} sent; waiting for the runtime",
-            prompt.approval_id
+            "{verb} {approval_id} sent; waiting for the runtime"
         ));
     }
 
-    /// `y`: the selected thing as JSON (masked by the clipboard), and which way it went.
-    fn copy_selected(&mut self) {
-        let picked = match self.tab {
-            Tab::Sessions => self.sessions.copy_text(&self.model),
-            Tab::Approvals => self.approvals.copy_text(&self.model),
-            Tab::Events => self.events.copy_text(&self.model),
-            Tab::Evals => self.evals.copy_text(&self.model),
+    /// An eval rerun goes out over REST in a task; results come back on the stream.
+    fn rerun(&mut self, suite: String, case: Option<String>) {
+        let what = match &case {
+            Some(case) => format!("{suite} / {case}"),
+            None => format!("suite {suite}"),
         };
-        self.notice = Some(match picked {
-            Some((what, text)) => format!("{what}: {}", (self.copier)(&text).status()),
-            None => "nothing selected to copy".to_owned(),
+        self.notice = Some(match &self.outbox {
+            Some(outbox) => {
+                outbox.rerun(suite, case);
+                format!("rerunning {what}; results stream in")
+            }
+            None => self.offline(&format!("rerun {what}")).unwrap_or_default(),
         });
     }
 
@@ -396,16 +427,13 @@ impl App {
         match event.kind {
             MouseEventKind::Down(MouseButton::Left) => {
                 self.show_help = false;
-                if let Some((_, tab)) = self.tab_hits.0.iter().find(|(r, _)| r.contains(at)) {
-                    self.tab = *tab;
-                    self.approvals.prompt = None;
+                if let Some(&(_, tab)) = self.tab_hits.0.iter().find(|(r, _)| r.contains(at)) {
+                    self.view_mut().0.on_hide();
+                    self.tab = tab;
                 } else {
-                    match self.tab {
-                        Tab::Sessions => self.sessions.click(at, &self.model),
-                        Tab::Approvals => self.approvals.click(at),
-                        Tab::Events => self.events.click(at, &self.model),
-                        Tab::Evals => self.evals.click(at, &self.model),
-                    }
+                    let (view, cx) = self.view_mut();
+                    let effect = view.on_click(at, cx.model);
+                    self.apply(effect);
                 }
             }
             MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
@@ -414,11 +442,7 @@ impl App {
                 } else {
                     Action::Down
                 };
-                match self.tab {
-                    Tab::Sessions => self.sessions.focus_at(at),
-                    Tab::Evals => self.evals.focus_at(at),
-                    Tab::Approvals | Tab::Events => {}
-                }
+                self.view_mut().0.on_wheel(at);
                 // Three rows a notch, as most terminals scroll text.
                 for _ in 0..3 {
                     self.dispatch(action);

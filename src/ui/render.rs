@@ -1,5 +1,6 @@
 //! The whole screen: tab bar, the current tab's view, the status bar, and the help overlay
-//! drawn on top when open. Rendering reads the app and touches only what is visible.
+//! drawn on top when open. Drawing reads the app and touches only what is visible; what was
+//! laid out (tab titles, the view's rows) is handed back to the app for clicks and pages.
 //!
 //! ```text
 //! ┌───────────────────────────────────────────────────────────────┐
@@ -12,8 +13,7 @@
 //! ```
 
 use super::action::{Action, Tab};
-use super::app::{App, Conn, Watching};
-use super::views;
+use super::app::{App, Conn, TabHits, Watching};
 use crate::sanitize::shown;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -28,23 +28,21 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         Constraint::Length(1),
     ])
     .areas(frame.area());
-    render_tabs(frame, tabs, app);
-    match app.tab {
-        Tab::Sessions => views::sessions::render(frame, body, app),
-        Tab::Approvals => views::approvals::render(frame, body, app),
-        Tab::Evals => views::evals::render(frame, body, app),
-        Tab::Events => views::events::render(frame, body, app),
-    }
+    let hits = render_tabs(frame, tabs, app);
+    let drawn = app.view().render(frame, body, &app.cx());
     render_status(frame, status, app);
     if app.show_help {
         render_help(frame, body, app);
     }
+    app.tab_hits = hits;
+    app.place(&drawn);
 }
 
-fn render_tabs(frame: &mut Frame, area: Rect, app: &mut App) {
+/// The tab titles, and where each was drawn.
+fn render_tabs(frame: &mut Frame, area: Rect, app: &App) -> TabHits {
     let mut spans = vec![Span::raw(" ")];
     let mut x = area.x + 1;
-    app.tab_hits.0.clear();
+    let mut hits = TabHits::default();
     for (i, tab) in Tab::ALL.iter().enumerate() {
         if i > 0 {
             spans.push(Span::styled(" │ ", app.theme.muted()));
@@ -63,7 +61,7 @@ fn render_tabs(frame: &mut Frame, area: Rect, app: &mut App) {
             Style::default()
         };
         let width = title.chars().count() as u16;
-        app.tab_hits.0.push((
+        hits.0.push((
             Rect {
                 x,
                 y: area.y,
@@ -76,6 +74,7 @@ fn render_tabs(frame: &mut Frame, area: Rect, app: &mut App) {
         spans.push(Span::styled(title, style));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    hits
 }
 
 fn render_status(frame: &mut Frame, area: Rect, app: &App) {

@@ -13,15 +13,15 @@
 //! ```
 
 use super::approvals::clock_part;
-use super::sessions::{scroll_to, step};
-use super::{fit, row_at, scroll_pane};
+use super::{
+    Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, fit, key_cap, scroll_pane, text_key,
+};
 use crate::mask::mask;
 use crate::model::{EventLog, Model};
 use crate::protocol::Frame;
 use crate::protocol::events::{encode, encode_fields};
 use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
-use crate::ui::app::App;
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame as TermFrame;
 use ratatui::layout::{Constraint, Position, Rect};
@@ -43,15 +43,15 @@ pub struct EventsState {
     pub filter: String,
     pub editing_filter: bool,
     pub detail: Option<EventDetail>,
-    /// Absolute log position of the selected frame.
-    selected: Option<u64>,
+    /// The selected frame by absolute log position; its offset is the first row drawn.
+    pub list: ListCursor<u64>,
     /// Absolute log position of the top row while held still.
     top: u64,
     /// Matching positions, ascending; extended as frames arrive.
     matches: Vec<u64>,
     scanned_to: u64,
-    height: usize,
-    table_rows: Rect,
+    /// Lines of the open frame the pane shows at once.
+    detail_page: usize,
 }
 
 impl Default for EventsState {
@@ -61,12 +61,11 @@ impl Default for EventsState {
             filter: String::new(),
             editing_filter: false,
             detail: None,
-            selected: None,
+            list: ListCursor::default(),
             top: 0,
             matches: Vec::new(),
             scanned_to: 0,
-            height: 0,
-            table_rows: Rect::default(),
+            detail_page: 0,
         }
     }
 }
@@ -126,7 +125,7 @@ impl EventsState {
 
     fn selected_row(&self, log: &EventLog) -> usize {
         let len = self.len(log);
-        match self.selected {
+        match self.list.selected {
             Some(abs) if !self.follow => self.row_of(log, abs).min(len.saturating_sub(1)),
             _ => len.saturating_sub(1),
         }
@@ -181,8 +180,8 @@ impl EventsState {
         if self.follow {
             let len = self.len(log);
             let sel = len.saturating_sub(1);
-            self.selected = self.row_abs(log, sel);
-            let top = len.saturating_sub(self.height.max(1));
+            self.list.selected = self.row_abs(log, sel);
+            let top = len.saturating_sub(self.list.page.max(1));
             self.top = self.row_abs(log, top).unwrap_or(log.first_abs());
             self.follow = false;
         }
@@ -191,7 +190,12 @@ impl EventsState {
     pub fn dispatch(&mut self, action: Action, model: &Model) {
         let log = &model.events;
         if let Some(detail) = &mut self.detail {
-            let scrolled = scroll_pane(&mut detail.scroll, detail.lines.len(), self.height, action);
+            let scrolled = scroll_pane(
+                &mut detail.scroll,
+                detail.lines.len(),
+                self.detail_page,
+                action,
+            );
             if !scrolled && matches!(action, Action::Back | Action::Open) {
                 self.detail = None;
             }
@@ -236,33 +240,74 @@ impl EventsState {
                 // Moving through the stream means reading it: hold still.
                 self.hold(log);
                 let len = self.len(log);
-                let row = step(self.selected_row(log), len, action, self.height);
-                self.selected = self.row_abs(log, row);
+                let row = self.list.step(self.selected_row(log), len, action);
+                self.list.selected = self.row_abs(log, row);
             }
             _ => {}
         }
     }
+}
 
-    pub fn click(&mut self, at: Position, model: &Model) {
+impl View for EventsState {
+    fn after_model_change(&mut self, model: &Model) {
+        EventsState::after_model_change(self, model);
+    }
+
+    fn on_key(&mut self, key: KeyEvent, cx: &Cx) -> Option<Effect> {
+        if !self.editing_filter {
+            return None;
+        }
+        match text_key(cx.keymap, key) {
+            TextKey::Keep => self.dispatch(Action::Open, cx.model),
+            TextKey::Discard => self.dispatch(Action::Back, cx.model),
+            TextKey::Quit => return Some(Effect::Quit),
+            TextKey::Edit(key) => self.filter_key(key, cx.model),
+            TextKey::Ignore => {}
+        }
+        Some(Effect::None)
+    }
+
+    fn on_action(&mut self, action: Action, cx: &Cx) -> Effect {
+        self.dispatch(action, cx.model);
+        Effect::None
+    }
+
+    fn on_click(&mut self, at: Position, model: &Model) -> Effect {
         if self.detail.is_some() {
-            return;
+            return Effect::None;
         }
         let log = &model.events;
-        let first_row = if self.follow {
-            self.len(log).saturating_sub(self.height)
-        } else {
-            self.row_of(log, self.top)
-        };
-        if let Some(row) = row_at(self.table_rows, at, first_row)
+        if let Some(row) = self.list.row_at(at)
             && row < self.len(log)
         {
             self.hold(log);
-            self.selected = self.row_abs(log, row);
+            self.list.selected = self.row_abs(log, row);
+        }
+        Effect::None
+    }
+
+    fn render(&self, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Drawn {
+        render(self, frame, area, cx)
+    }
+
+    fn place(&mut self, drawn: &Drawn, model: &Model) {
+        if let Some(detail) = drawn.get(Pane::Detail) {
+            self.detail_page = detail.page;
+        }
+        let placed = drawn.get(Pane::List);
+        self.list.place(placed);
+        // Held still, the top row is kept by position so arriving frames do not move it.
+        if let Some(p) = placed
+            && !self.follow
+        {
+            self.top = self
+                .row_abs(&model.events, p.offset)
+                .unwrap_or(model.events.first_abs());
         }
     }
 
     /// What `copy` takes here: the selected frame as JSON.
-    pub fn copy_text(&self, model: &Model) -> Option<(String, String)> {
+    fn copy_text(&self, model: &Model) -> Option<(String, String)> {
         let frame = self.selected_frame(&model.events)?;
         Some((
             format!("event seq {}", frame.seq),
@@ -282,18 +327,19 @@ fn pretty_lines(frame: &Frame) -> Vec<String> {
 
 // ---- rendering ---------------------------------------------------------------------------
 
-pub fn render(frame: &mut TermFrame, area: Rect, app: &mut App) {
-    let theme = &app.theme;
-    let log = &app.model.events;
-    let state = &mut app.events;
+fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Drawn {
+    let theme = cx.theme;
+    let log = &cx.model.events;
+    let mut drawn = Drawn::default();
     if let Some(detail) = &state.detail {
         let title = Line::from(vec![
             Span::styled(format!(" Event seq {} ", detail.seq), theme.title()),
             Span::styled(
                 format!(
-                    "· line {}/{} · Esc back ",
+                    "· line {}/{} · {} back ",
                     detail.scroll + 1,
-                    detail.lines.len()
+                    detail.lines.len(),
+                    key_cap(cx.keymap, Action::Back)
                 ),
                 theme.muted(),
             ),
@@ -304,7 +350,12 @@ pub fn render(frame: &mut TermFrame, area: Rect, app: &mut App) {
             .title(title);
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        state.height = inner.height as usize;
+        drawn.push(Placed {
+            pane: Pane::Detail,
+            rows: inner,
+            offset: detail.scroll,
+            page: inner.height as usize,
+        });
         let lines: Vec<Line> = detail
             .lines
             .iter()
@@ -313,7 +364,7 @@ pub fn render(frame: &mut TermFrame, area: Rect, app: &mut App) {
             .map(|l| Line::from(sanitize(l).into_owned()))
             .collect();
         frame.render_widget(Paragraph::new(lines), inner);
-        return;
+        return drawn;
     }
     let len = state.len(log);
     let mut title = vec![
@@ -325,13 +376,17 @@ pub fn render(frame: &mut TermFrame, area: Rect, app: &mut App) {
         }),
     ];
     let block_inner_h = area.height.saturating_sub(3) as usize;
+    let follow_key = key_cap(cx.keymap, Action::Follow);
     if state.follow {
-        title.push(Span::styled("· following (f) ", theme.ok()));
+        title.push(Span::styled(
+            format!("· following ({follow_key}) "),
+            theme.ok(),
+        ));
     } else {
         let top_row = state.row_of(log, state.top);
         let below = len.saturating_sub(top_row + block_inner_h);
         title.push(Span::styled(
-            format!("· held, {below} more below (f follows) "),
+            format!("· held, {below} more below ({follow_key} follows) "),
             theme.warn(),
         ));
     }
@@ -342,7 +397,7 @@ pub fn render(frame: &mut TermFrame, area: Rect, app: &mut App) {
             theme.warn(),
         ));
     }
-    let dropped = app.model.counters.dropped.events;
+    let dropped = cx.model.counters.dropped.events;
     if dropped > 0 {
         title.push(Span::styled(
             format!("· {dropped} older dropped "),
@@ -358,30 +413,22 @@ pub fn render(frame: &mut TermFrame, area: Rect, app: &mut App) {
     if len == 0 {
         let msg = if state.filtering() {
             format!(
-                "No event matches “{}” (kind:X, session:X or any text). Esc clears the filter.",
-                state.filter
+                "No event matches “{}” (kind:X, session:X or any text). {} clears the filter.",
+                state.filter,
+                key_cap(cx.keymap, Action::Back)
             )
         } else {
             "No events yet.".to_owned()
         };
         frame.render_widget(Paragraph::new(Span::styled(msg, theme.muted())), inner);
-        state.table_rows = Rect::default();
-        return;
+        return drawn;
     }
     let height = inner.height.saturating_sub(1) as usize;
-    state.height = height;
-    state.table_rows = Rect {
-        y: inner.y + 1,
-        height: inner.height.saturating_sub(1),
-        ..inner
-    };
     let sel = state.selected_row(log);
     let top = if state.follow {
         len.saturating_sub(height)
     } else {
-        let top = scroll_to(state.row_of(log, state.top).min(len - 1), sel, height);
-        state.top = state.row_abs(log, top).unwrap_or(log.first_abs());
-        top
+        super::scroll_to(state.row_of(log, state.top).min(len - 1), sel, height)
     };
     let fields_w = (inner.width as usize)
         .saturating_sub(8 + 14 + 22 + 18 + 5)
@@ -425,4 +472,52 @@ pub fn render(frame: &mut TermFrame, area: Rect, app: &mut App) {
     )
     .header(header);
     frame.render_widget(table, inner);
+    drawn.push(Placed::under_header(Pane::List, inner, top));
+    drawn
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::views::testing::{Screen, model};
+
+    fn frames(n: u64) -> Vec<String> {
+        (1..=n)
+            .map(|seq| {
+                format!(
+                    r#"{{"kind":"session.created","seq":{seq},"ts":"2026-11-22T21:43:{:02}.000Z","sessionId":"ses_{seq:02}","userId":"ana","servers":[],"project":"default","mocks":[]}}"#,
+                    seq % 60
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn following_shows_the_newest_at_the_bottom() {
+        let screen = Screen::new(model(&frames(20)));
+        let mut view = EventsState::default();
+        view.after_model_change(&screen.model);
+        insta::assert_snapshot!(screen.text(&mut view, 80, 12));
+    }
+
+    #[test]
+    fn held_still_the_rows_stay_while_frames_arrive() {
+        let mut screen = Screen::new(model(&frames(20)));
+        let mut view = EventsState::default();
+        view.after_model_change(&screen.model);
+        screen.draw(&mut view, 80, 12);
+        screen.act(&mut view, Action::Up);
+        let before = screen.text(&mut view, 80, 12);
+        for json in frames(25).iter().skip(20) {
+            screen
+                .model
+                .fold(Box::new(crate::protocol::decode(json).expect("decodes")));
+        }
+        view.after_model_change(&screen.model);
+        let after = screen.text(&mut view, 80, 12);
+        // Only the count in the title moves.
+        let rows = |t: &str| t.lines().skip(1).collect::<Vec<_>>().join("\n");
+        assert_eq!(rows(&before), rows(&after));
+        insta::assert_snapshot!(after);
+    }
 }

@@ -1,5 +1,6 @@
-//! One module per tab (and `diff`, the Evals tab's expected-vs-actual diffs). Each tab
-//! exposes a `render` that reads the app and draws only what is visible.
+//! One module per tab (and `diff`, the Evals tab's expected-vs-actual diffs), and the one
+//! contract they share: `View` (keys, clicks, copy, a read-only `render`), `Effect` (what a
+//! view asks of the app), `ListCursor` (a list's selection and window) and `scroll_pane`.
 
 pub mod approvals;
 pub mod diff;
@@ -7,8 +8,287 @@ pub mod evals;
 pub mod events;
 pub mod sessions;
 
-use crate::ui::action::Action;
+use crate::model::Model;
+use crate::ui::action::{Action, KeyMap};
+use crate::ui::app::Watching;
+use crate::ui::theme::Theme;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders};
+
+/// What a view reads besides its own state: the model and how things are shown.
+pub struct Cx<'a> {
+    pub model: &'a Model,
+    pub theme: &'a Theme,
+    pub keymap: &'a KeyMap,
+    /// The app clock's wall time, for countdowns and ages.
+    pub now_ms: f64,
+    pub url: &'a str,
+    pub watching: &'a Watching,
+}
+
+/// What a view asks of the app after a key or a click; the app alone sends, copies,
+/// switches tabs or writes the status line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    None,
+    /// A line for the status bar.
+    Notice(String),
+    /// Send a confirmed approve or deny.
+    Decide {
+        approval_id: String,
+        approve: bool,
+        note: String,
+    },
+    /// Rerun a case (or, without one, the whole suite).
+    Rerun {
+        suite: String,
+        case: Option<String>,
+    },
+    /// Show this session in the Sessions tab.
+    ShowSession(String),
+    /// Put `text` on the clipboard; `what` names it in the status line.
+    Copy {
+        what: String,
+        text: String,
+    },
+    Quit,
+}
+
+/// Which of a view's panes a `Placed` is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    List,
+    Timeline,
+    Suites,
+    Cases,
+    Detail,
+}
+
+/// Where a pane's rows were drawn: the area under its header, the first row shown, and
+/// how many rows fit (a page).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placed {
+    pub pane: Pane,
+    pub rows: Rect,
+    pub offset: usize,
+    pub page: usize,
+}
+
+impl Placed {
+    /// The rows of a table whose first line inside `inner` is its header.
+    pub fn under_header(pane: Pane, inner: Rect, offset: usize) -> Self {
+        let rows = Rect {
+            y: inner.y + 1,
+            height: inner.height.saturating_sub(1),
+            ..inner
+        };
+        Self {
+            pane,
+            rows,
+            offset,
+            page: rows.height as usize,
+        }
+    }
+}
+
+/// What one `render` recorded: the panes it laid out. The app hands it back to the view
+/// (`View::place`), so clicks and page keys use what is on screen.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Drawn(pub Vec<Placed>);
+
+impl Drawn {
+    pub fn push(&mut self, placed: Placed) {
+        self.0.push(placed);
+    }
+
+    pub fn get(&self, pane: Pane) -> Option<Placed> {
+        self.0.iter().copied().find(|p| p.pane == pane)
+    }
+}
+
+/// The contract every tab keeps. `render` only reads; what it laid out comes back through
+/// `place`. Keys arrive as `Action`s from the keymap (`on_key` sees a raw key first only
+/// while a view has a text field or a prompt open).
+pub trait View {
+    /// The model changed: keep selections on the same items, rebuild what is cached.
+    fn after_model_change(&mut self, model: &Model);
+    /// A key before the keymap sees it; `None` when the view does not take raw keys now.
+    fn on_key(&mut self, _key: KeyEvent, _cx: &Cx) -> Option<Effect> {
+        None
+    }
+    fn on_action(&mut self, action: Action, cx: &Cx) -> Effect;
+    fn on_click(&mut self, at: Position, model: &Model) -> Effect;
+    /// The wheel is over `at`: focus the pane there before it scrolls.
+    fn on_wheel(&mut self, _at: Position) {}
+    /// Another tab is being shown by a click.
+    fn on_hide(&mut self) {}
+    /// The selected thing as text for the clipboard, and its name.
+    fn copy_text(&self, model: &Model) -> Option<(String, String)>;
+    fn render(&self, frame: &mut Frame, area: Rect, cx: &Cx) -> Drawn;
+    /// What the last `render` laid out (offsets, pages, click areas).
+    fn place(&mut self, drawn: &Drawn, model: &Model);
+}
+
+/// A list's cursor: the selection (by id, so arriving rows never move it), the first row
+/// shown and the page height as last drawn, and where its rows were for clicks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListCursor<K> {
+    pub selected: Option<K>,
+    pub offset: usize,
+    pub page: usize,
+    rows: Rect,
+}
+
+impl<K> Default for ListCursor<K> {
+    fn default() -> Self {
+        Self {
+            selected: None,
+            offset: 0,
+            page: 0,
+            rows: Rect::default(),
+        }
+    }
+}
+
+impl<K> ListCursor<K> {
+    /// The row `action` moves `cur` to in a list of `len` rows (a page is as last drawn).
+    pub fn step(&self, cur: usize, len: usize, action: Action) -> usize {
+        step(cur, len, action, self.page)
+    }
+
+    /// The first row to draw so that `sel` shows in `height` rows, starting from where
+    /// the list was last drawn.
+    pub fn window(&self, len: usize, sel: usize, height: usize) -> usize {
+        scroll_to(self.offset.min(len.saturating_sub(1)), sel, height)
+    }
+
+    /// Takes what render laid out; `None` when the rows were not drawn (no clicks land).
+    pub fn place(&mut self, placed: Option<Placed>) {
+        match placed {
+            Some(p) => {
+                self.offset = p.offset;
+                self.page = p.page;
+                self.rows = p.rows;
+            }
+            None => self.rows = Rect::default(),
+        }
+    }
+
+    /// The row under a click, `None` outside the drawn rows.
+    pub fn row_at(&self, at: Position) -> Option<usize> {
+        row_at(self.rows, at, self.offset)
+    }
+
+    pub fn contains(&self, at: Position) -> bool {
+        self.rows.contains(at)
+    }
+}
+
+/// Moves a cursor in a list of `len` rows.
+pub fn step(cur: usize, len: usize, action: Action, page: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    let last = len - 1;
+    let page = page.max(1);
+    match action {
+        Action::Up => cur.saturating_sub(1),
+        Action::Down => (cur + 1).min(last),
+        Action::PageUp => cur.saturating_sub(page),
+        Action::PageDown => (cur + page).min(last),
+        Action::Top => 0,
+        Action::Bottom => last,
+        _ => cur.min(last),
+    }
+}
+
+/// Keeps `sel` inside the window `[offset, offset + height)`.
+pub fn scroll_to(offset: usize, sel: usize, height: usize) -> usize {
+    if height == 0 {
+        offset
+    } else if sel < offset {
+        sel
+    } else if sel >= offset + height {
+        sel + 1 - height
+    } else {
+        offset
+    }
+}
+
+/// A bordered pane; the accent border marks the one keys go to.
+pub fn focused_block<'a>(title: Line<'a>, focused: bool, theme: &Theme) -> Block<'a> {
+    let border = if focused {
+        theme.accent()
+    } else {
+        theme.border()
+    };
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(border)
+        .title(title)
+}
+
+/// The first key bound to `action` as the keymap writes it (`a`, `enter`); `?` when
+/// nothing is bound.
+pub fn key_label(keymap: &KeyMap, action: Action) -> String {
+    keymap.hint(action).unwrap_or_else(|| "?".into())
+}
+
+/// The first key bound to `action` as printed on the keycap, for pane titles and short
+/// sentences: arrows and page keys as symbols, `Esc` and `Enter` capitalised.
+pub fn key_cap(keymap: &KeyMap, action: Action) -> String {
+    let key = key_label(keymap, action);
+    match key.as_str() {
+        "up" => "↑".into(),
+        "down" => "↓".into(),
+        "pageup" => "PgUp".into(),
+        "pagedown" => "PgDn".into(),
+        "esc" => "Esc".into(),
+        "enter" => "Enter".into(),
+        _ => key,
+    }
+}
+
+/// `a approve · d deny`: each action's key and what it does, for a title.
+pub fn hints(keymap: &KeyMap, pairs: &[(Action, &str)]) -> String {
+    pairs
+        .iter()
+        .filter(|(a, _)| keymap.hint(*a).is_some())
+        .map(|(a, word)| format!("{} {word}", key_label(keymap, *a)))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// A key while typing a filter or a note, as the keymap reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKey {
+    /// The `open` key: keep the text.
+    Keep,
+    /// The `back` key: discard it.
+    Discard,
+    /// A control-quit still quits.
+    Quit,
+    /// A character or a backspace.
+    Edit(KeyEvent),
+    Ignore,
+}
+
+pub fn text_key(keymap: &KeyMap, key: KeyEvent) -> TextKey {
+    if keymap.matches(Action::Open, &key) {
+        TextKey::Keep
+    } else if keymap.matches(Action::Back, &key) {
+        TextKey::Discard
+    } else if key.modifiers.contains(KeyModifiers::CONTROL) && keymap.matches(Action::Quit, &key) {
+        TextKey::Quit
+    } else if matches!(key.code, KeyCode::Char(_) | KeyCode::Backspace) {
+        TextKey::Edit(key)
+    } else {
+        TextKey::Ignore
+    }
+}
 
 /// Moves a scrolled pane (a call's JSON, an event, a case's assertions) for a key: a line,
 /// a page of `page` lines, either end; the last line stops at the bottom. False when the
@@ -30,7 +310,7 @@ pub fn scroll_pane(scroll: &mut usize, lines: usize, page: usize, action: Action
 
 /// The list row under a click: `rows` is where the rows were drawn, `offset` the first
 /// row shown. `None` outside them.
-pub fn row_at(rows: Rect, at: Position, offset: usize) -> Option<usize> {
+fn row_at(rows: Rect, at: Position, offset: usize) -> Option<usize> {
     rows.contains(at)
         .then(|| offset + usize::from(at.y - rows.y))
 }
@@ -121,5 +401,93 @@ mod tests {
         // Other keys are left to the view, the position untouched.
         assert!(!scroll_pane(&mut at, 10, 4, Action::Back));
         assert_eq!(at, 6);
+    }
+}
+
+/// Per-view screens: one view drawn into a small `TestBackend`, with its layout handed
+/// back as the app would, so a change to the status bar or the tabs does not touch them.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{Cx, Drawn, Effect, View};
+    use crate::model::{Limits, Model};
+    use crate::protocol::events::decode;
+    use crate::ui::action::{Action, KeyMap};
+    use crate::ui::app::Watching;
+    use crate::ui::theme::Theme;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use ratatui::buffer::Buffer;
+
+    pub const NOW_MS: f64 = 1_795_383_840_000.0; // 2026-11-22T21:44:00Z
+    const URL: &str = "http://127.0.0.1:8000";
+
+    /// A model folded from frames written as the wire writes them.
+    pub fn model(frames: &[String]) -> Model {
+        let mut model = Model::new(Limits::default());
+        for json in frames {
+            model.fold(Box::new(decode(json).expect("a test frame decodes")));
+        }
+        model
+    }
+
+    pub struct Screen {
+        pub model: Model,
+        pub theme: Theme,
+        pub keymap: KeyMap,
+    }
+
+    impl Screen {
+        pub fn new(model: Model) -> Self {
+            Self {
+                model,
+                theme: Theme::default(),
+                keymap: KeyMap::default(),
+            }
+        }
+
+        fn cx(&self) -> Cx<'_> {
+            Cx {
+                model: &self.model,
+                theme: &self.theme,
+                keymap: &self.keymap,
+                now_ms: NOW_MS,
+                url: URL,
+                watching: &Watching::Runtime,
+            }
+        }
+
+        /// The view drawn at `width`×`height`; its layout is placed as the app places it.
+        pub fn draw(&self, view: &mut dyn View, width: u16, height: u16) -> Buffer {
+            let mut terminal =
+                Terminal::new(TestBackend::new(width, height)).expect("a test terminal");
+            let mut drawn = Drawn::default();
+            terminal
+                .draw(|f| drawn = view.render(f, f.area(), &self.cx()))
+                .expect("a test frame draws");
+            view.place(&drawn, &self.model);
+            terminal.backend().buffer().clone()
+        }
+
+        /// `draw`, as text: one line per row, trailing blanks cut.
+        pub fn text(&self, view: &mut dyn View, width: u16, height: u16) -> String {
+            text(&self.draw(view, width, height))
+        }
+
+        pub fn act(&self, view: &mut dyn View, action: Action) -> Effect {
+            view.on_action(action, &self.cx())
+        }
+    }
+
+    pub fn text(buf: &Buffer) -> String {
+        let mut out = String::new();
+        for y in 0..buf.area.height {
+            let mut line = String::new();
+            for x in 0..buf.area.width {
+                line.push_str(buf[(x, y)].symbol());
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
     }
 }

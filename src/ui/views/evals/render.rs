@@ -1,0 +1,303 @@
+//! Drawing the Evals tab from its state: suites, the selected suite's cases, or one case's
+//! result. Nothing here changes state; what was laid out is returned.
+
+use super::lines::{Tone, case_ms, gauge, judged, pct, sparkline, status_label, status_style};
+use super::state::{CaseDetail, EvalFocus, EvalsState};
+use crate::protocol::rest::SuiteSummary;
+use crate::sanitize::sanitize;
+use crate::ui::action::Action;
+use crate::ui::views::{Cx, Drawn, Pane, Placed, focused_block, hints, key_cap};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
+
+pub(super) fn render(state: &EvalsState, frame: &mut Frame, area: Rect, cx: &Cx) -> Drawn {
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(area);
+    let mut drawn = Drawn::default();
+    if let Some(placed) = render_suites(frame, left, state, cx) {
+        drawn.push(placed);
+    }
+    let model = cx.model;
+    let theme = cx.theme;
+    if let Some(detail) = &state.detail {
+        drawn.push(render_detail(frame, right, detail, cx));
+        return drawn;
+    }
+    let Some(suite) = state.suite(model) else {
+        let block = Block::default().borders(Borders::ALL).title(" Cases ");
+        let text =
+            Paragraph::new(Span::styled("Select a suite on the left.", theme.muted())).block(block);
+        frame.render_widget(text, right);
+        return drawn;
+    };
+    drawn.push(render_cases(frame, right, suite, state, cx));
+    drawn
+}
+
+fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> Option<Placed> {
+    let evals = &cx.model.evals;
+    let theme = cx.theme;
+    let len = evals.suites_len();
+    let title = Line::from(vec![
+        Span::styled(" Suites ", theme.title()),
+        Span::raw(format!("{len} ")),
+    ]);
+    let mut block = focused_block(title, state.focus == EvalFocus::Suites, theme);
+    if let Some(run) = evals.running() {
+        block = block.title_bottom(Line::from(Span::styled(
+            format!(" ⟳ a run is going: {} case(s) ", run.cases),
+            theme.warn(),
+        )));
+    } else if let Some(done) = evals.runs.back().and_then(|r| r.completed.as_ref()) {
+        block = block.title_bottom(Line::from(Span::styled(
+            format!(
+                " last run: {} passed, {} failed, {} errored ",
+                done.passed, done.failed, done.errored
+            ),
+            theme.muted(),
+        )));
+    }
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if len == 0 {
+        let msg = format!(
+            "No eval results yet. Run `spyglass eval SUITE.toml --url {}` and they appear here.",
+            cx.url
+        );
+        frame.render_widget(
+            Paragraph::new(Span::styled(msg, theme.muted())).wrap(Wrap { trim: true }),
+            inner,
+        );
+        return None;
+    }
+    let height = inner.height.saturating_sub(1) as usize;
+    let sel = state
+        .suites
+        .selected
+        .as_deref()
+        .and_then(|s| evals.suite_row(s))
+        .unwrap_or(0);
+    let offset = state.suites.window(len, sel, height);
+    const GAUGE_W: usize = 8;
+    const TREND_W: usize = 8;
+    let rows = evals
+        .suites()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .map(|(row, s)| {
+            let mark = if row == sel { "›" } else { " " };
+            let rate_style = match s.pass_rate {
+                Some(r) if r >= 1.0 => theme.ok(),
+                Some(r) if r >= 0.5 => theme.warn(),
+                Some(_) => theme.error(),
+                None => theme.muted(),
+            };
+            let r = Row::new(vec![
+                Cell::from(format!("{mark}{}", sanitize(&s.suite))),
+                Cell::from(Line::from(vec![
+                    Span::styled(gauge(s.pass_rate, GAUGE_W), rate_style),
+                    Span::raw(format!(" {}", pct(s.pass_rate))),
+                ])),
+                Cell::from(Span::styled(sparkline(&s.trend, TREND_W), theme.bar())),
+                Cell::from(Line::from(s.runs.to_string()).right_aligned()),
+            ]);
+            if row == sel {
+                r.style(if state.focus == EvalFocus::Suites {
+                    theme.selection()
+                } else {
+                    Style::default().add_modifier(Modifier::REVERSED)
+                })
+            } else {
+                r
+            }
+        });
+    let header = Row::new(vec![
+        Cell::from(" SUITE"),
+        Cell::from("PASS"),
+        Cell::from("TREND"),
+        Cell::from(Line::from("RUNS").right_aligned()),
+    ])
+    .style(theme.muted());
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Min(8),
+            Constraint::Length(GAUGE_W as u16 + 5),
+            Constraint::Length(TREND_W as u16),
+            Constraint::Length(4),
+        ],
+    )
+    .header(header);
+    frame.render_widget(table, inner);
+    Some(Placed::under_header(Pane::Suites, inner, offset))
+}
+
+fn render_cases(
+    frame: &mut Frame,
+    area: Rect,
+    suite: &SuiteSummary,
+    state: &EvalsState,
+    cx: &Cx,
+) -> Placed {
+    let theme = cx.theme;
+    let window = cx.model.evals.window();
+    let title = Line::from(vec![
+        Span::styled(format!(" {} ", suite.suite), theme.title()),
+        Span::styled(format!("· {} cases ", suite.cases.len()), theme.muted()),
+    ]);
+    let block = focused_block(title, state.focus == EvalFocus::Cases, theme);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let [head, body] = Layout::vertical([Constraint::Length(2), Constraint::Min(1)]).areas(inner);
+    let judged_all = suite.passed + suite.failed + suite.errored;
+    let gauge_w = (head.width as usize).saturating_sub(40).clamp(8, 30);
+    let head_lines = vec![
+        Line::from(vec![
+            Span::styled("pass  ", theme.muted()),
+            Span::styled(gauge(suite.pass_rate, gauge_w), theme.bar()),
+            Span::raw(format!(
+                " {} {}/{judged_all} · {} run(s)",
+                pct(suite.pass_rate),
+                suite.passed,
+                suite.runs
+            )),
+        ]),
+        Line::from(vec![
+            Span::styled("trend ", theme.muted()),
+            Span::styled(sparkline(&suite.trend, gauge_w), theme.bar()),
+            Span::styled(format!("  oldest → newest, window {window}"), theme.muted()),
+        ]),
+    ];
+    frame.render_widget(Paragraph::new(head_lines), head);
+
+    let len = suite.cases.len();
+    let height = body.height.saturating_sub(1) as usize;
+    let sel = state.case_row(suite).unwrap_or(0);
+    let offset = state.cases.window(len, sel, height);
+    let focused = state.focus == EvalFocus::Cases;
+    let rows = suite
+        .cases
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .map(|(row, c)| {
+            let mark = if row == sel && focused { "›" } else { " " };
+            let flaky = if c.flaky {
+                Span::styled("flaky", theme.warn().add_modifier(Modifier::BOLD))
+            } else {
+                Span::raw("")
+            };
+            let r = Row::new(vec![
+                Cell::from(Line::from(vec![
+                    Span::raw(mark),
+                    Span::styled(
+                        status_label(c.last_status),
+                        status_style(c.last_status, theme),
+                    ),
+                ])),
+                Cell::from(sanitize(&c.case).into_owned()),
+                Cell::from(format!("{} {}/{}", pct(c.pass_rate), c.passed, judged(c))),
+                Cell::from(flaky),
+                Cell::from(Line::from(case_ms(c.last_duration)).right_aligned()),
+            ]);
+            if row == sel && focused {
+                r.style(theme.selection())
+            } else {
+                r
+            }
+        });
+    let header = Row::new(vec![
+        Cell::from(" STATUS"),
+        Cell::from("CASE"),
+        Cell::from("PASS"),
+        Cell::from(""),
+        Cell::from(Line::from("DUR").right_aligned()),
+    ])
+    .style(theme.muted());
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(10),
+            Constraint::Min(10),
+            Constraint::Length(10),
+            Constraint::Length(5),
+            Constraint::Length(7),
+        ],
+    )
+    .header(header);
+    frame.render_widget(table, body);
+    Placed::under_header(Pane::Cases, body, offset)
+}
+
+fn render_detail(frame: &mut Frame, area: Rect, detail: &CaseDetail, cx: &Cx) -> Placed {
+    let theme = cx.theme;
+    let keys = hints(
+        cx.keymap,
+        &[
+            (Action::JumpToSession, "session"),
+            (Action::RerunCase, "rerun"),
+        ],
+    );
+    let title = Line::from(vec![
+        Span::styled(" Case ", theme.title()),
+        Span::styled(
+            format!(
+                "· line {}/{} · {keys} · {} back ",
+                detail.scroll + 1,
+                detail.lines.len(),
+                key_cap(cx.keymap, Action::Back)
+            ),
+            theme.muted(),
+        ),
+    ]);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.accent())
+        .title(title);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let width = (inner.width as usize).max(1);
+    let height = inner.height as usize;
+    // The last line stops at the bottom, also when the case shrank since it was scrolled.
+    let scroll = detail.scroll.min(detail.lines.len().saturating_sub(height));
+    // Wrap only what is shown: a long actual output costs nothing until it is on screen.
+    let mut out: Vec<Line> = Vec::with_capacity(height);
+    for (tone, text) in detail.lines.iter().skip(scroll) {
+        if out.len() >= height {
+            break;
+        }
+        let style = match tone {
+            Tone::Heading => theme.title(),
+            Tone::Plain => Style::default(),
+            Tone::Muted => theme.muted(),
+            Tone::Pass | Tone::Added => theme.ok(),
+            Tone::Fail | Tone::Removed => theme.error(),
+            Tone::Changed => theme.warn(),
+        };
+        let chars: Vec<char> = text.chars().collect();
+        if chars.is_empty() {
+            out.push(Line::from(""));
+        }
+        for chunk in chars.chunks(width) {
+            if out.len() >= height {
+                break;
+            }
+            out.push(Line::from(Span::styled(
+                chunk.iter().collect::<String>(),
+                style,
+            )));
+        }
+    }
+    frame.render_widget(Paragraph::new(out), inner);
+    Placed {
+        pane: Pane::Detail,
+        rows: inner,
+        offset: scroll,
+        page: height,
+    }
+}

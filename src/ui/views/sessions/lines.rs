@@ -1,0 +1,99 @@
+//! Text the Sessions tab builds from the model: the timeline's row order (by start or by
+//! duration) and a call's detail (input, output, replay) as masked lines.
+
+use super::state::CallSort;
+pub(super) use crate::model::TimelineRow;
+use crate::model::{Call, Session};
+use crate::sanitize::{shown, shown_text};
+use crate::ui::views::fmt_ms;
+
+/// The selected session's rows in display order, rebuilt only when that session changes.
+#[derive(Debug, Clone)]
+pub(super) struct TimelineCache {
+    pub(super) session_id: String,
+    pub(super) rev: u64,
+    pub(super) sort: CallSort,
+    pub(super) rows: Vec<TimelineRow>,
+    pub(super) t0: f64,
+    pub(super) t1: f64,
+}
+
+pub(super) fn build_timeline(session: &Session, sort: CallSort) -> TimelineCache {
+    let calls = session.timeline.calls();
+    let steps = &session.timeline.steps;
+    let mut t0 = f64::INFINITY;
+    let mut t1 = f64::NEG_INFINITY;
+    let mut widen = |start: f64, dur: f64| {
+        t0 = t0.min(start);
+        t1 = t1.max(start + dur.max(0.0));
+    };
+    for s in steps {
+        widen(s.start_ms, s.duration_ms);
+    }
+    for c in calls {
+        if let Some(start) = c.start_ms {
+            widen(start, c.duration_ms);
+        }
+    }
+    let rows = match sort {
+        // Each call under the step that made it, in dispatch order (the model's order).
+        CallSort::Start => session.timeline.rows(),
+        CallSort::Duration => {
+            let mut idx: Vec<usize> = (0..calls.len()).collect();
+            idx.sort_by(|a, b| calls[*b].duration_ms.total_cmp(&calls[*a].duration_ms));
+            idx.into_iter().map(TimelineRow::Call).collect()
+        }
+    };
+    if !t0.is_finite() {
+        (t0, t1) = (0.0, 0.0);
+    }
+    TimelineCache {
+        session_id: session.id.clone(),
+        rev: session.rev,
+        sort,
+        rows,
+        t0,
+        t1,
+    }
+}
+
+pub(super) fn pretty<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|e| format!("(cannot show: {e})"))
+}
+
+pub(super) fn detail_lines(call: &Call) -> Vec<(bool, String)> {
+    let mut lines = vec![(
+        true,
+        shown(&format!("{} · {}", call.tool, call.id)).into_owned(),
+    )];
+    let mut meta = format!("duration {}", fmt_ms(call.duration_ms));
+    if let Some(counter) = call.counter {
+        match counter.total {
+            Some(total) => meta.push_str(&format!(" · counter {}/{}", counter.consumed, total)),
+            None => meta.push_str(&format!(" · counter {}", counter.consumed)),
+        }
+    }
+    if let Some(it) = call.iteration {
+        meta.push_str(&format!(" · step {it}"));
+    }
+    lines.push((false, meta));
+    lines.push((false, String::new()));
+    let mut section = |title: &str, text: String| {
+        lines.push((true, title.to_owned()));
+        lines.extend(text.lines().map(|l| (false, l.to_owned())));
+        lines.push((false, String::new()));
+    };
+    // Masked once here, so every line the pane shows is already safe.
+    section("Input", shown_text(&call.input.pretty()).into_owned());
+    section("Output", shown_text(&pretty(&call.outcome)).into_owned());
+    if let Some(replay) = &call.replay {
+        section(
+            &format!("Replay after approval ({})", fmt_ms(replay.duration_ms)),
+            shown_text(&pretty(&replay.outcome)).into_owned(),
+        );
+    }
+    lines.pop();
+    lines
+}

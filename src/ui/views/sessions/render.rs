@@ -1,0 +1,457 @@
+//! Drawing the Sessions tab from its state: the list, the mocks, the timeline waterfall
+//! and an open call. Nothing here changes state; what was laid out is returned.
+
+use super::lines::{TimelineCache, TimelineRow, build_timeline};
+use super::state::{CallSort, Detail, Focus, SessionsState};
+use crate::model::Session;
+use crate::protocol::events::MockMode;
+use crate::sanitize::{sanitize, shown};
+use crate::ui::action::Action;
+use crate::ui::app::Watching;
+use crate::ui::theme::Theme;
+use crate::ui::views::{Cx, Drawn, Pane, Placed, fit, fmt_age, fmt_ms, focused_block, key_cap};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+
+pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &Cx) -> Drawn {
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(42), Constraint::Percentage(58)]).areas(area);
+    let mut drawn = Drawn::default();
+    if let Some(placed) = render_list(frame, left, state, cx) {
+        drawn.push(placed);
+    }
+    let model = cx.model;
+    let theme = cx.theme;
+    let session = state
+        .list
+        .selected
+        .as_deref()
+        .and_then(|id| model.session(id));
+    let Some(session) = session else {
+        let block = Block::default().borders(Borders::ALL).title(" Session ");
+        let text = Paragraph::new(Line::from(Span::styled(
+            "Select a session on the left.",
+            theme.muted(),
+        )))
+        .block(block);
+        frame.render_widget(text, right);
+        return drawn;
+    };
+    if let Some(detail) = &state.detail {
+        drawn.push(render_detail(frame, right, detail, cx));
+        return drawn;
+    }
+    let mocks_height = (session.mocks.len() as u16 + 3).clamp(4, (right.height / 2).max(4));
+    let [mocks_area, timeline_area] =
+        Layout::vertical([Constraint::Length(mocks_height), Constraint::Min(3)]).areas(right);
+    render_mocks(frame, mocks_area, session, theme);
+    // The order is cached as the model changes; a stale one (the model changed without
+    // `after_model_change`) is built for this frame only.
+    let built;
+    let cache = match &state.cache {
+        Some(c) if c.session_id == session.id && c.rev == session.rev && c.sort == state.sort => c,
+        _ => {
+            built = build_timeline(session, state.sort);
+            &built
+        }
+    };
+    if let Some(placed) = render_timeline(frame, timeline_area, session, cache, state, cx) {
+        drawn.push(placed);
+    }
+    drawn
+}
+
+fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) -> Option<Placed> {
+    let model = cx.model;
+    let theme = cx.theme;
+    let len = state.list_len(model);
+    let mut title = vec![Span::styled(" Sessions ", theme.title())];
+    if state.filtering() || state.editing_filter {
+        title.push(Span::raw(format!("{len}/{} ", model.sessions_len())));
+        let cursor = if state.editing_filter { "▏" } else { "" };
+        title.push(Span::styled(
+            format!("/{}{cursor} ", state.filter),
+            theme.warn(),
+        ));
+    } else {
+        title.push(Span::raw(format!("{len} ")));
+    }
+    let block = focused_block(Line::from(title), state.focus == Focus::List, theme);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if len == 0 {
+        let msg = if state.filtering() {
+            format!(
+                "No session matches “{}”. {} clears the filter.",
+                state.filter,
+                key_cap(cx.keymap, Action::Back)
+            )
+        } else {
+            match cx.watching {
+                Watching::Embedded => format!(
+                    "No sessions yet. An empty test-mode runtime is listening at {url}: \
+                     point your tests at it with  export CODESPAR_BASE_URL={url}",
+                    url = cx.url
+                ),
+                Watching::Replay { file } => format!("No sessions in {file} yet."),
+                _ => format!("No sessions yet. Waiting for {}", cx.url),
+            }
+        };
+        frame.render_widget(
+            Paragraph::new(Line::from(Span::styled(msg, theme.muted())))
+                .wrap(ratatui::widgets::Wrap { trim: true }),
+            inner,
+        );
+        return None;
+    }
+    let height = inner.height.saturating_sub(1) as usize;
+    let sel = state.selected_row(model).unwrap_or(0);
+    let offset = state.list.window(len, sel, height);
+    let now = cx.now_ms;
+    let visible = offset..len.min(offset + height);
+    // The user column is as wide as the longest user on screen (4 to 16); the id column
+    // takes the rest, so neither is cut while there is room for both.
+    let user_w = visible
+        .clone()
+        .filter_map(|row| state.list_row(model, row))
+        .map(|s| s.user.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(4, 16) as u16;
+    let rows = visible.filter_map(|row| {
+        let s = state.list_row(model, row)?;
+        // A marker as well as the colour, so the selection survives a monochrome terminal.
+        let mark = if row == sel { "›" } else { " " };
+        let ext = if s.external { "↗" } else { "" };
+        let id = format!("{mark}{ext}{}", shown(&s.id));
+        let status_style = match s.status {
+            crate::model::SessionStatus::Failed => theme.error(),
+            crate::model::SessionStatus::Active => theme.ok(),
+            _ => theme.muted(),
+        };
+        let env_style = if s.envelopes > 0 {
+            theme.warn()
+        } else {
+            Style::default()
+        };
+        let r = Row::new(vec![
+            Cell::from(id),
+            Cell::from(shown(&s.user).into_owned()),
+            Cell::from(Span::styled(s.status.as_str(), status_style)),
+            Cell::from(Line::from(s.calls.to_string()).right_aligned()),
+            Cell::from(
+                Line::from(Span::styled(s.envelopes.to_string(), env_style)).right_aligned(),
+            ),
+            Cell::from(Line::from(fmt_age(now, s.last_activity_ms)).right_aligned()),
+        ]);
+        Some(if row == sel {
+            r.style(if state.focus == Focus::List {
+                theme.selection()
+            } else {
+                Style::default().add_modifier(Modifier::REVERSED)
+            })
+        } else {
+            r
+        })
+    });
+    let header = Row::new([" ID", "USER", "STATUS", "CALLS", "ENV", "LAST"]).style(theme.muted());
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Min(9),
+            Constraint::Length(user_w),
+            Constraint::Length(9),
+            Constraint::Length(5),
+            Constraint::Length(3),
+            Constraint::Length(4),
+        ],
+    )
+    .header(header);
+    frame.render_widget(table, inner);
+    Some(Placed::under_header(Pane::List, inner, offset))
+}
+
+fn gauge(consumed: u32, entries: u32, width: usize) -> String {
+    let filled = if entries == 0 {
+        0
+    } else {
+        ((consumed.min(entries) as usize * width) + entries as usize / 2) / entries as usize
+    };
+    format!(
+        "{}{} {consumed}/{entries}",
+        "█".repeat(filled),
+        "░".repeat(width - filled)
+    )
+}
+
+fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme) {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Span::styled(" Mocks ", theme.title()));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if session.mocks.is_empty() {
+        frame.render_widget(
+            Paragraph::new(Span::styled("No mocks declared.", theme.muted())),
+            inner,
+        );
+        return;
+    }
+    let visible = inner.height.saturating_sub(1) as usize;
+    let rows = session.mocks.iter().take(visible).map(|m| {
+        let (mode, consumed) = match m.mode {
+            MockMode::Stateful => ("stateful", gauge(m.consumed, m.entries, 6)),
+            MockMode::Static => ("static", "—".to_owned()),
+        };
+        let (note, style) = if m.exhausted() {
+            (" exhausted", theme.error())
+        } else if m.never_called() {
+            (" ○ never called", theme.muted())
+        } else {
+            ("", Style::default())
+        };
+        let gauge_style = if m.exhausted() {
+            theme.error()
+        } else {
+            theme.bar()
+        };
+        Row::new(vec![
+            Cell::from(sanitize(&m.tool).into_owned()),
+            Cell::from(mode),
+            Cell::from(Line::from(vec![
+                Span::styled(consumed, gauge_style),
+                Span::raw(note),
+            ])),
+            Cell::from(Line::from(m.calls.to_string()).right_aligned()),
+        ])
+        .style(style)
+    });
+    let header = Row::new(["TOOL", "MODE", "CONSUMED", "CALLS"]).style(theme.muted());
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Min(14),
+            Constraint::Length(8),
+            Constraint::Length(26),
+            Constraint::Length(5),
+        ],
+    )
+    .header(header);
+    frame.render_widget(table, inner);
+}
+
+const DUR_W: usize = 7;
+// The longest envelope code, `approval_required`, fits whole.
+const OUT_W: usize = 17;
+
+fn render_timeline(
+    frame: &mut Frame,
+    area: Rect,
+    session: &Session,
+    cache: &TimelineCache,
+    state: &SessionsState,
+    cx: &Cx,
+) -> Option<Placed> {
+    let theme = cx.theme;
+    let sort = match state.sort {
+        CallSort::Start => "by start",
+        CallSort::Duration => "by duration",
+    };
+    let title = Line::from(vec![
+        Span::styled(" Timeline ", theme.title()),
+        Span::styled(
+            format!("· {sort} ({}) ", key_cap(cx.keymap, Action::Sort)),
+            theme.muted(),
+        ),
+    ]);
+    let block = focused_block(title, state.focus == Focus::Timeline, theme);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if cache.rows.is_empty() {
+        frame.render_widget(
+            Paragraph::new(Span::styled("No calls yet.", theme.muted())),
+            inner,
+        );
+        return None;
+    }
+    let width = inner.width as usize;
+    // The label gives way first: the bars are the point of a waterfall.
+    let label_w = (width / 3).clamp(12, 28);
+    let bar_w = width.saturating_sub(label_w + DUR_W + OUT_W + 4).max(4);
+    let span = (cache.t1 - cache.t0).max(f64::EPSILON);
+    let height = inner.height.saturating_sub(1) as usize;
+    let len = cache.rows.len();
+    let sel = state.timeline_sel().min(len - 1);
+    let offset = state.timeline.window(len, sel, height);
+
+    let mut lines = Vec::with_capacity(height + 1);
+    let left = "+0ms";
+    let right = format!("+{}", fmt_ms(cache.t1 - cache.t0));
+    let axis_fill = bar_w.saturating_sub(left.len() + right.chars().count() + 2);
+    lines.push(Line::from(vec![
+        Span::styled(format!(" {:<label_w$} ", "STEP / CALL"), theme.muted()),
+        Span::styled(
+            format!("{left} {} {right}", "─".repeat(axis_fill)),
+            theme.muted(),
+        ),
+        Span::styled(
+            format!(" {:>DUR_W$} {:<OUT_W$}", "DUR", "OUTCOME"),
+            theme.muted(),
+        ),
+    ]));
+    let calls = session.timeline.calls();
+    for (row, entry) in cache.rows.iter().enumerate().skip(offset).take(height) {
+        let (label, start, dur, outcome, bar_char, bar_style) = match *entry {
+            TimelineRow::Step(i) => {
+                let Some(s) = session.timeline.steps.get(i) else {
+                    continue;
+                };
+                let label = format!("▾ step {} · {}", s.iteration, s.finish_reason);
+                let out = Span::styled(format!("{} tokens", s.tokens_total), theme.muted());
+                (
+                    label,
+                    Some(s.start_ms),
+                    s.duration_ms,
+                    out,
+                    "─",
+                    theme.muted(),
+                )
+            }
+            TimelineRow::Call(i) => {
+                let Some(c) = calls.get(i) else {
+                    continue;
+                };
+                let indent = if c.iteration.is_some() && state.sort == CallSort::Start {
+                    "  "
+                } else {
+                    ""
+                };
+                let code = c.envelope_code();
+                let mut text = code.unwrap_or("ok").to_owned();
+                if let Some(replay) = &c.replay {
+                    text = format!(
+                        "{text} → {}",
+                        replay.outcome.envelope().map_or("ok", |e| e.code())
+                    );
+                }
+                let style = theme.outcome(
+                    c.replay
+                        .as_ref()
+                        .map_or(code, |r| r.outcome.envelope().map(|e| e.code())),
+                );
+                let bar_style = if code.is_some() {
+                    theme.outcome(code)
+                } else {
+                    theme.bar()
+                };
+                (
+                    format!("{indent}{}", c.tool),
+                    c.start_ms,
+                    c.duration_ms,
+                    Span::styled(fit(&text, OUT_W), style),
+                    "█",
+                    bar_style,
+                )
+            }
+        };
+        let bar = match start {
+            Some(start) => {
+                let x = (((start - cache.t0) / span) * bar_w as f64).floor() as usize;
+                let x = x.min(bar_w - 1);
+                let w = ((dur / span) * bar_w as f64).round().max(1.0) as usize;
+                let w = w.min(bar_w - x);
+                vec![
+                    Span::raw(" ".repeat(x)),
+                    Span::styled(bar_char.repeat(w), bar_style),
+                    Span::raw(" ".repeat(bar_w - x - w)),
+                ]
+            }
+            None => vec![Span::styled(
+                format!("{:<bar_w$}", "(no start)"),
+                theme.muted(),
+            )],
+        };
+        let mut spans = vec![Span::raw(format!("{:<label_w$} ", fit(&label, label_w)))];
+        spans.extend(bar);
+        spans.push(Span::raw(format!(" {:>DUR_W$} ", fmt_ms(dur))));
+        spans.push(outcome);
+        let selected = row == sel && state.focus == Focus::Timeline;
+        if selected {
+            spans.insert(0, Span::raw("›"));
+        } else {
+            spans.insert(0, Span::raw(" "));
+        }
+        let mut line = Line::from(spans);
+        if selected {
+            line = line.style(theme.selection());
+        }
+        lines.push(line);
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+    Some(Placed::under_header(Pane::Timeline, inner, offset))
+}
+
+fn render_detail(frame: &mut Frame, area: Rect, detail: &Detail, cx: &Cx) -> Placed {
+    let theme = cx.theme;
+    let key = |a: Action| key_cap(cx.keymap, a);
+    let title = Line::from(vec![
+        Span::styled(" Call ", theme.title()),
+        Span::styled(
+            format!(
+                "· line {}/{} · {}{} {} {} scroll · {} back ",
+                detail.scroll + 1,
+                detail.lines.len(),
+                key(Action::Up),
+                key(Action::Down),
+                key(Action::PageUp),
+                key(Action::PageDown),
+                key(Action::Back),
+            ),
+            theme.muted(),
+        ),
+    ]);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.accent())
+        .title(title);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let width = (inner.width as usize).max(1);
+    let height = inner.height as usize;
+    // Wrap only what is shown: scroll counts source lines, so a huge value costs nothing
+    // until it is on screen.
+    let mut out: Vec<Line> = Vec::with_capacity(height);
+    'lines: for (heading, text) in detail.lines.iter().skip(detail.scroll) {
+        let style = if *heading {
+            theme.title()
+        } else {
+            Style::default()
+        };
+        let chars: Vec<char> = text.chars().collect();
+        if chars.is_empty() {
+            out.push(Line::from(""));
+        }
+        for chunk in chars.chunks(width) {
+            if out.len() >= height {
+                break 'lines;
+            }
+            out.push(Line::from(Span::styled(
+                chunk.iter().collect::<String>(),
+                style,
+            )));
+        }
+        if out.len() >= height {
+            break;
+        }
+    }
+    frame.render_widget(Paragraph::new(out), inner);
+    Placed {
+        pane: Pane::Detail,
+        rows: inner,
+        offset: detail.scroll,
+        page: inner.height as usize,
+    }
+}

@@ -1,0 +1,393 @@
+//! The Sessions tab's state: the selected session (kept by id as sessions arrive), the
+//! filter, the focus, the timeline's cached order and the open call.
+
+use super::lines::{TimelineCache, TimelineRow, build_timeline, detail_lines, pretty};
+use crate::model::{Call, Model, Session};
+use crate::ui::action::Action;
+use crate::ui::views::{ListCursor, scroll_pane};
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::Position;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Focus {
+    #[default]
+    List,
+    Timeline,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallSort {
+    #[default]
+    Start,
+    Duration,
+}
+
+/// The open call detail: its text, prepared once, and how far it is scrolled.
+#[derive(Debug, Clone)]
+pub struct Detail {
+    pub session_id: String,
+    pub call_id: String,
+    pub(super) rev: u64,
+    /// (is a heading, text)
+    pub(super) lines: Vec<(bool, String)>,
+    pub scroll: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SessionsState {
+    /// The selected session, by id.
+    pub list: ListCursor<String>,
+    pub focus: Focus,
+    pub filter: String,
+    pub editing_filter: bool,
+    pub sort: CallSort,
+    pub detail: Option<Detail>,
+    /// Absolute positions of matching sessions, ascending; extended as sessions arrive.
+    matches: Vec<u64>,
+    scanned_to: u64,
+    /// The selected timeline row, by position in the cached rows.
+    pub(super) timeline: ListCursor<usize>,
+    pub(super) cache: Option<TimelineCache>,
+    /// Lines of the open call the pane shows at once.
+    pub(super) detail_page: usize,
+}
+
+fn matches_filter(session: &Session, needle_lower: &str) -> bool {
+    session.id.to_lowercase().contains(needle_lower)
+        || session.user.to_lowercase().contains(needle_lower)
+}
+
+impl SessionsState {
+    pub(super) fn filtering(&self) -> bool {
+        !self.filter.is_empty()
+    }
+
+    pub fn list_len(&self, model: &Model) -> usize {
+        if self.filtering() {
+            self.matches.len()
+        } else {
+            model.sessions_len()
+        }
+    }
+
+    pub fn list_row<'m>(&self, model: &'m Model, row: usize) -> Option<&'m Session> {
+        if self.filtering() {
+            let i = self.matches.len().checked_sub(row + 1)?;
+            model.session_abs(self.matches[i])
+        } else {
+            model.session_newest(row)
+        }
+    }
+
+    fn row_of(&self, model: &Model, id: &str) -> Option<usize> {
+        if self.filtering() {
+            let abs = model.abs_of(id)?;
+            let i = self.matches.binary_search(&abs).ok()?;
+            Some(self.matches.len() - 1 - i)
+        } else {
+            model.newest_row_of(id)
+        }
+    }
+
+    pub fn selected_row(&self, model: &Model) -> Option<usize> {
+        self.list
+            .selected
+            .as_deref()
+            .and_then(|id| self.row_of(model, id))
+    }
+
+    /// New sessions are checked against the filter once, as they arrive; sessions dropped
+    /// by the bound leave the front of `matches`.
+    fn refresh_matches(&mut self, model: &Model, rescan: bool) {
+        if rescan {
+            self.matches.clear();
+            self.scanned_to = model.first_abs();
+        }
+        let first = model.first_abs();
+        let stale = self.matches.partition_point(|abs| *abs < first);
+        self.matches.drain(..stale);
+        if !self.filtering() {
+            self.scanned_to = model.end_abs();
+            return;
+        }
+        let needle = self.filter.to_lowercase();
+        for abs in self.scanned_to.max(first)..model.end_abs() {
+            if model
+                .session_abs(abs)
+                .is_some_and(|s| matches_filter(s, &needle))
+            {
+                self.matches.push(abs);
+            }
+        }
+        self.scanned_to = model.end_abs();
+    }
+
+    /// Keeps the selection on the same session as rows arrive; picks the newest when there
+    /// was none or it is gone. The timeline order and an open call follow the model.
+    pub fn after_model_change(&mut self, model: &Model) {
+        self.refresh_matches(model, false);
+        if self.selected_row(model).is_none() {
+            self.select_row(model, 0);
+        }
+        self.ensure_cache(model);
+        // The open call may have changed since it was opened (a replay arrived).
+        if let Some(detail) = &mut self.detail
+            && let Some(session) = model.session(&detail.session_id)
+            && detail.rev != session.rev
+            && let Some(call) = session.timeline.call(&detail.call_id)
+        {
+            detail.lines = detail_lines(call);
+            detail.rev = session.rev;
+        }
+    }
+
+    /// The selected timeline row.
+    pub(super) fn timeline_sel(&self) -> usize {
+        self.timeline.selected.unwrap_or(0)
+    }
+
+    fn reset_timeline(&mut self) {
+        self.timeline.selected = Some(0);
+        self.timeline.offset = 0;
+    }
+
+    fn select_row(&mut self, model: &Model, row: usize) {
+        let id = self.list_row(model, row).map(|s| s.id.clone());
+        if id != self.list.selected {
+            self.reset_timeline();
+            self.detail = None;
+        }
+        self.list.selected = id;
+    }
+
+    /// Shows one session's timeline (another tab jumping here). A filter that hides the
+    /// session is cleared. Returns false when the model no longer holds the session.
+    pub fn select_session(&mut self, id: &str, model: &Model) -> bool {
+        if model.session(id).is_none() {
+            return false;
+        }
+        self.editing_filter = false;
+        if self.row_of(model, id).is_none() {
+            self.filter.clear();
+            self.refresh_matches(model, true);
+        }
+        if self.list.selected.as_deref() != Some(id) {
+            self.reset_timeline();
+        }
+        self.detail = None;
+        self.list.selected = Some(id.to_owned());
+        self.focus = Focus::Timeline;
+        self.ensure_cache(model);
+        true
+    }
+
+    pub fn filter_key(&mut self, key: KeyEvent, model: &Model) {
+        match key.code {
+            KeyCode::Char(c) => self.filter.push(c),
+            KeyCode::Backspace => {
+                self.filter.pop();
+            }
+            _ => return,
+        }
+        self.refresh_matches(model, true);
+        if self.selected_row(model).is_none() {
+            self.select_row(model, 0);
+        }
+        self.ensure_cache(model);
+    }
+
+    /// Builds the selected session's timeline order when it is missing or stale, keeping
+    /// the timeline's selection inside it.
+    pub(super) fn ensure_cache(&mut self, model: &Model) {
+        let Some(session) = self
+            .list
+            .selected
+            .as_deref()
+            .and_then(|id| model.session(id))
+        else {
+            self.cache = None;
+            return;
+        };
+        if let Some(cache) = &self.cache
+            && cache.session_id == session.id
+            && cache.rev == session.rev
+            && cache.sort == self.sort
+        {
+            return;
+        }
+        let cache = build_timeline(session, self.sort);
+        let last = cache.rows.len().saturating_sub(1);
+        self.timeline.selected = Some(self.timeline_sel().min(last));
+        self.cache = Some(cache);
+    }
+
+    fn timeline_len(&self) -> usize {
+        self.cache.as_ref().map_or(0, |c| c.rows.len())
+    }
+
+    pub fn dispatch(&mut self, action: Action, model: &Model) {
+        self.on_action(action, model);
+        self.ensure_cache(model);
+    }
+
+    fn on_action(&mut self, action: Action, model: &Model) {
+        if let Some(detail) = &mut self.detail {
+            let page = self.detail_page;
+            let scrolled = scroll_pane(&mut detail.scroll, detail.lines.len(), page, action);
+            if !scrolled && matches!(action, Action::Back | Action::Open) {
+                self.detail = None;
+            }
+            return;
+        }
+        if self.editing_filter {
+            match action {
+                Action::Open => self.editing_filter = false,
+                Action::Back => {
+                    self.editing_filter = false;
+                    self.filter.clear();
+                    self.refresh_matches(model, true);
+                }
+                _ => {}
+            }
+            return;
+        }
+        self.ensure_cache(model);
+        match action {
+            Action::Filter => {
+                self.editing_filter = true;
+                self.focus = Focus::List;
+            }
+            Action::Sort => {
+                self.sort = match self.sort {
+                    CallSort::Start => CallSort::Duration,
+                    CallSort::Duration => CallSort::Start,
+                };
+                self.reset_timeline();
+            }
+            Action::FocusLeft => self.focus = Focus::List,
+            Action::FocusRight if self.list.selected.is_some() => self.focus = Focus::Timeline,
+            Action::Back => match self.focus {
+                Focus::Timeline => self.focus = Focus::List,
+                Focus::List if self.filtering() => {
+                    self.filter.clear();
+                    self.refresh_matches(model, true);
+                }
+                Focus::List => {}
+            },
+            Action::Open => match self.focus {
+                Focus::List if self.list.selected.is_some() => self.focus = Focus::Timeline,
+                Focus::Timeline => self.open_detail(model),
+                Focus::List => {}
+            },
+            Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Top
+            | Action::Bottom => match self.focus {
+                Focus::List => {
+                    let len = self.list_len(model);
+                    let cur = self.selected_row(model).unwrap_or(0);
+                    let row = self.list.step(cur, len, action);
+                    self.select_row(model, row);
+                }
+                Focus::Timeline => {
+                    let len = self.timeline_len();
+                    let row = self.timeline.step(self.timeline_sel(), len, action);
+                    self.timeline.selected = Some(row);
+                }
+            },
+            _ => {}
+        }
+    }
+
+    /// A click on a list row selects it; on a timeline row focuses the timeline there.
+    pub(super) fn click(&mut self, at: Position, model: &Model) {
+        if self.detail.is_some() {
+            return;
+        }
+        if let Some(row) = self.list.row_at(at) {
+            self.focus = Focus::List;
+            if row < self.list_len(model) {
+                self.select_row(model, row);
+                self.ensure_cache(model);
+            }
+        } else if let Some(row) = self.timeline.row_at(at) {
+            self.focus = Focus::Timeline;
+            if row < self.timeline_len() {
+                self.timeline.selected = Some(row);
+            }
+        }
+    }
+
+    /// The wheel scrolls the pane under the pointer.
+    pub(super) fn focus_at(&mut self, at: Position) {
+        if self.detail.is_some() {
+            return;
+        }
+        if self.list.contains(at) {
+            self.focus = Focus::List;
+        } else if self.timeline.contains(at) && self.list.selected.is_some() {
+            self.focus = Focus::Timeline;
+        }
+    }
+
+    /// The call under the cursor: the open one, else the selected timeline row.
+    fn selected_call<'m>(&self, model: &'m Model) -> Option<&'m Call> {
+        let session = model.session(self.list.selected.as_deref()?)?;
+        if let Some(detail) = &self.detail {
+            return session.timeline.call(&detail.call_id);
+        }
+        if self.focus != Focus::Timeline {
+            return None;
+        }
+        let cache = self.cache.as_ref().filter(|c| c.session_id == session.id)?;
+        match cache.rows.get(self.timeline_sel())? {
+            TimelineRow::Call(i) => session.timeline.calls().get(*i),
+            TimelineRow::Step(_) => None,
+        }
+    }
+
+    /// What `copy` takes here: the selected call (input and output), else the session id.
+    pub fn copy_text(&self, model: &Model) -> Option<(String, String)> {
+        if let Some(call) = self.selected_call(model) {
+            let mut value = serde_json::json!({
+                "callId": call.id,
+                "tool": call.tool,
+                "input": call.input,
+                "output": call.outcome,
+            });
+            if let Some(replay) = &call.replay {
+                value["replay"] = serde_json::json!(replay.outcome);
+            }
+            return Some((format!("call {}", call.id), pretty(&value)));
+        }
+        let id = self.list.selected.as_deref()?;
+        let value = serde_json::json!({ "sessionId": id });
+        Some((format!("session {id}"), pretty(&value)))
+    }
+
+    fn open_detail(&mut self, model: &Model) {
+        let (Some(cache), Some(session)) = (
+            &self.cache,
+            self.list
+                .selected
+                .as_deref()
+                .and_then(|id| model.session(id)),
+        ) else {
+            return;
+        };
+        let Some(TimelineRow::Call(i)) = cache.rows.get(self.timeline_sel()).copied() else {
+            return;
+        };
+        if let Some(call) = session.timeline.calls().get(i) {
+            self.detail = Some(Detail {
+                session_id: session.id.clone(),
+                call_id: call.id.clone(),
+                rev: session.rev,
+                lines: detail_lines(call),
+                scroll: 0,
+            });
+        }
+    }
+}
