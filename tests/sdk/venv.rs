@@ -7,6 +7,10 @@ use std::process::{Command, Output};
 
 const SDK: &str = "codespar==0.14.0";
 
+/// Held while the venv is checked or built: two tests of one binary building it at once
+/// would `--clear` each other's half-made venv.
+static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn venv_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -31,6 +35,10 @@ fn run(cmd: &mut Command, what: &str, hint: &str) -> Output {
 
 /// The venv's python with the SDK importable, creating the venv on first use.
 pub fn sdk_python() -> PathBuf {
+    // A test that panicked while building leaves the lock poisoned; the next one rebuilds.
+    let _building = BUILDING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let venv = venv_dir();
     let python = if cfg!(windows) {
         venv.join("Scripts").join("python.exe")

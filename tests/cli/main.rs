@@ -1,0 +1,8 @@
+//! One test binary for the command line as a user runs it: the real `spyglass` binary
+//! (`--print-config`, `eval`, `serve`, `tail`, `record`) and the inspector in a real pty.
+
+mod cli_config;
+mod eval_cli;
+mod runtime_serve;
+mod tail_cli;
+mod terminal_pty;

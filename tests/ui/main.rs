@@ -1,0 +1,10 @@
+//! One test binary for the inspector's screens: golden TestBackend screens (insta, stored
+//! under ui/snapshots/) and key, mouse and copy behaviour, driven with scripted frames.
+
+#[path = "../ui_support/mod.rs"]
+mod ui_support;
+
+mod approvals_view;
+mod evals_view;
+mod events_view;
+mod sessions_view;
