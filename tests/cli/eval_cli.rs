@@ -2,9 +2,10 @@
 //! summary line, exit codes, the JUnit and JSON files it writes, a `--url` runtime and an
 //! unreachable one, and the example payments suite's promised counts.
 
+use crate::support::runtime::{server, test_config};
 use serde_json::Value;
 use spyglass::protocol::rest::EvalRunDetail;
-use spyglass::runtime::{RuntimeConfig, start};
+use spyglass::runtime::RuntimeConfig;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -292,12 +293,11 @@ fn an_unreachable_runtime_exits_three_naming_the_url() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_url_the_run_happens_on_that_runtime_and_lands_in_its_history() {
-    let config = RuntimeConfig {
-        test_mode: true,
+    let handle = server(RuntimeConfig {
         api_keys: vec!["csk_eval".to_owned()],
-        ..RuntimeConfig::default()
-    };
-    let handle = start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+        ..test_config()
+    })
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let suite = write(dir.path(), "greetings.toml", PASSING);
     let url = handle.url();

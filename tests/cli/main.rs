@@ -1,6 +1,9 @@
 //! One test binary for the command line as a user runs it: the real `spyglass` binary
 //! (`--print-config`, `eval`, `serve`, `tail`, `record`) and the inspector in a real pty.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 mod cli_config;
 mod eval_cli;
 mod runtime_serve;

@@ -1,19 +1,11 @@
 //! `spyglass tail` and `spyglass record` as a user runs them: the real binary following a
 //! real runtime, readable and JSON lines, a closed pipe and Ctrl-C ending it cleanly.
 
+use crate::support::runtime::test_server;
 use serde_json::json;
-use spyglass::runtime::{RuntimeConfig, ServerHandle, start};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-async fn runtime() -> ServerHandle {
-    let config = RuntimeConfig {
-        test_mode: true,
-        ..RuntimeConfig::default()
-    };
-    start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
-}
 
 async fn session_with_calls(url: &str, calls: usize) -> String {
     let http = reqwest::Client::new();
@@ -73,7 +65,7 @@ fn interrupt(child: &Child) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tail_prints_readable_lines_and_ends_cleanly_on_ctrl_c() {
-    let rt = runtime().await;
+    let rt = test_server().await;
     let id = session_with_calls(&rt.url(), 3).await;
     let mut child = spyglass(&["tail", "--url", &rt.url()])
         .stdout(Stdio::piped())
@@ -109,7 +101,7 @@ async fn tail_prints_readable_lines_and_ends_cleanly_on_ctrl_c() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tail_ends_cleanly_when_the_reader_closes_the_pipe() {
-    let rt = runtime().await;
+    let rt = test_server().await;
     let id = session_with_calls(&rt.url(), 1).await;
     let mut child = spyglass(&["tail", "--json", "--url", &rt.url()])
         .stdout(Stdio::piped())
@@ -145,7 +137,7 @@ async fn tail_ends_cleanly_when_the_reader_closes_the_pipe() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn record_writes_json_lines_that_decode_in_order() {
-    let rt = runtime().await;
+    let rt = test_server().await;
     session_with_calls(&rt.url(), 2).await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.jsonl");

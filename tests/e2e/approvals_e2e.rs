@@ -5,60 +5,40 @@
 //! reviewer deciding first makes the app's own decision a 409, shown in the status line.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use serde_json::{Value, json};
-use spyglass::client::{ObserverConfig, Outbox, RestClient, spawn_observer};
-use spyglass::model::Limits;
+use serde_json::json;
 use spyglass::protocol::rest::ApprovalStatus;
-use spyglass::runtime::{Policy, RuntimeConfig, start};
-use spyglass::ui::{App, FakeClock};
-use std::sync::Arc;
-use tokio::sync::mpsc;
+use spyglass::ui::App;
 
-use crate::ui_support;
+use crate::support::ui;
 
-use ui_support::{key, until};
+use crate::support::runtime::{policy_server, post};
+use crate::support::ui::{Live, key, until};
 
 const SIZE: (u16, u16) = (170, 24);
 
 fn screen(app: &mut App) -> String {
-    ui_support::screen(app, SIZE.0, SIZE.1)
-}
-
-async fn post(http: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
-    let response = http.post(url).json(&body).send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    ui::screen(app, SIZE.0, SIZE.1)
 }
 
 fn mock_row(text: &str) -> String {
-    text.lines()
-        .find(|l| l.contains("asaas/create_payment") && l.contains("stateful"))
-        .unwrap_or_default()
-        .to_owned()
+    ui::mock_row(text, "asaas/create_payment")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_from_the_app_replays_and_a_second_decision_is_a_409() {
-    let config = RuntimeConfig {
-        test_mode: true,
-        policy: Policy::from_toml(
-            "[[rule]]\nid = \"payments_need_a_human\"\ntool = \"*/create_payment\"\naction = \"approval\"\n",
-        )
-        .unwrap(),
-        ..RuntimeConfig::default()
-    };
-    let handle = start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let handle = policy_server(
+        "[[rule]]\nid = \"payments_need_a_human\"\ntool = \"*/create_payment\"\naction = \"approval\"\n",
+    )
+    .await;
     let url = handle.url();
     let http = reqwest::Client::new();
 
-    let clock = Arc::new(FakeClock::at("2026-11-22T21:44:00.000Z"));
-    let mut app = App::new(&url, Limits::default(), clock);
+    let Live {
+        mut app,
+        mut rx,
+        observer,
+    } = Live::acting(&url);
     app.user = "e2e_reviewer".into();
-    let (tx, mut rx) = mpsc::channel(1024);
-    let rest = RestClient::new(&url, None).unwrap();
-    let observer = spawn_observer(ObserverConfig::new(&url, None), rest.clone(), tx.clone());
-    app.outbox = Outbox::new(rest, tx);
-    assert!(app.outbox.is_some());
     until(&mut app, &mut rx, SIZE, "connected", |s| {
         s.contains("● connected")
     })

@@ -4,8 +4,7 @@
 //! pending payment sends it through the runtime and its replay shows beside it; the one
 //! left alone expires when the clock passes its deadline.
 
-use crate::ui_support;
-
+use crate::support::ui::{key, press, row, screen, until};
 use crossterm::event::KeyCode;
 use spyglass::client::{ObserverConfig, Outbox, RestClient, spawn_observer};
 use spyglass::demo::{self, Pace};
@@ -17,7 +16,6 @@ use spyglass::ui::{App, FakeClock, Watching};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use ui_support::{key, press, screen, until};
 
 const SIZE: (u16, u16) = (160, 32);
 
@@ -171,11 +169,4 @@ async fn the_demo_fills_every_tab_and_an_approved_call_replays() {
     );
 
     handle.shutdown().await;
-}
-
-/// The first screen line mentioning `needle`, or "" when none does.
-fn row<'a>(text: &'a str, needle: &str) -> &'a str {
-    text.lines()
-        .find(|l| l.contains(needle))
-        .unwrap_or_default()
 }

@@ -6,29 +6,21 @@
 
 use crossterm::event::KeyCode;
 use serde_json::{Value, json};
-use spyglass::client::{ObserverConfig, Outbox, RestClient, spawn_observer};
-use spyglass::model::Limits;
-use spyglass::runtime::{RuntimeConfig, start};
-use spyglass::ui::{App, FakeClock, Tab};
-use std::sync::Arc;
-use tokio::sync::mpsc;
+use spyglass::client::RestClient;
+use spyglass::ui::{App, Tab};
 
-use crate::ui_support;
+use crate::support::ui;
 
-use ui_support::{press, until_app};
+use crate::support::runtime::test_server;
+use crate::support::ui::{Live, press, row, until_app};
 
 const SIZE: (u16, u16) = (140, 24);
 
 fn screen(app: &mut App) -> String {
-    ui_support::screen(app, SIZE.0, SIZE.1)
+    ui::screen(app, SIZE.0, SIZE.1)
 }
 
 const SUITE: &str = "payments e2e";
-
-/// The screen row of a case, by its name.
-fn row<'a>(text: &'a str, case: &str) -> &'a str {
-    text.lines().find(|l| l.contains(case)).unwrap_or_default()
-}
 
 fn suite() -> Value {
     let model = json!({"sequence": [
@@ -49,21 +41,15 @@ fn suite() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
-    let config = RuntimeConfig {
-        test_mode: true,
-        ..RuntimeConfig::default()
-    };
-    let handle = start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let handle = test_server().await;
     let url = handle.url();
     let http = reqwest::Client::new();
 
-    let clock = Arc::new(FakeClock::at("2026-11-22T21:44:00.000Z"));
-    let mut app = App::new(&url, Limits::default(), clock);
-    let (tx, mut rx) = mpsc::channel(1024);
-    let rest = RestClient::new(&url, None).unwrap();
-    app.outbox = Outbox::new(rest.clone(), tx.clone());
-    assert!(app.outbox.is_some());
-    let observer = spawn_observer(ObserverConfig::new(&url, None), rest, tx);
+    let Live {
+        mut app,
+        mut rx,
+        observer,
+    } = Live::acting(&url);
     press(&mut app, KeyCode::Char('3'));
     until_app(&mut app, &mut rx, SIZE, "connected", |_, s| {
         s.contains("● connected")

@@ -2,19 +2,15 @@
 //! (in the shared venv) against an in-process runtime, and the JavaScript observer
 //! forwarder with node when node is installed.
 
-use crate::venv;
+use crate::support::runtime::policy_server;
+use crate::support::venv;
 
-use spyglass::runtime::{Policy, RuntimeConfig, ServerHandle, start};
+use spyglass::runtime::ServerHandle;
 use std::path::Path;
 use std::process::Command;
 
 async fn runtime() -> ServerHandle {
-    let config = RuntimeConfig {
-        test_mode: true,
-        policy: Policy::from_toml(spyglass::demo::POLICY).unwrap(),
-        ..RuntimeConfig::default()
-    };
-    start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
+    policy_server(spyglass::demo::POLICY).await
 }
 
 fn example(path: &str) -> std::path::PathBuf {
@@ -35,17 +31,8 @@ async fn the_python_quickstart_runs_against_spyglass_serve() {
     let python = tokio::task::spawn_blocking(venv::sdk_python).await.unwrap();
     let handle = runtime().await;
     let url = handle.url();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .arg(example("examples/python/quickstart.py"))
-            .env("CODESPAR_BASE_URL", url)
-            .env("CODESPAR_API_KEY", "csk_test_local")
-            .env_remove("CODESPAR_PROJECT_ID")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let script = example("examples/python/quickstart.py");
+    let output = venv::run_script(python, script, url, "csk_test_local").await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

@@ -4,48 +4,28 @@
 //! `tool_not_mocked`; then the server stops and restarts on the same port, the status bar
 //! says reconnecting, and the stream resumes with no call shown twice.
 
-use serde_json::{Value, json};
-use spyglass::client::{ObserverConfig, RestClient, spawn_observer};
-use spyglass::model::Limits;
-use spyglass::runtime::{RuntimeConfig, start};
-use spyglass::ui::{App, FakeClock};
-use std::sync::Arc;
-use tokio::sync::mpsc;
+use serde_json::json;
 
-use crate::ui_support;
-
-use ui_support::until;
+use crate::support::runtime::{post, test_server};
+use crate::support::ui::{self, Live, until};
 
 const SIZE: (u16, u16) = (140, 24);
 
-async fn post(http: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
-    let response = http.post(url).json(&body).send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 fn mock_row(text: &str) -> String {
-    text.lines()
-        .find(|l| l.contains("nuvem-fiscal/create_nfe") && l.contains("stateful"))
-        .unwrap_or_default()
-        .to_owned()
+    ui::mock_row(text, "nuvem-fiscal/create_nfe")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_sessions_counters_envelopes_and_resume_across_a_restart() {
-    let config = RuntimeConfig {
-        test_mode: true,
-        ..RuntimeConfig::default()
-    };
-    let handle = start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let handle = test_server().await;
     let (addr, url) = (handle.addr, handle.url());
     let http = reqwest::Client::new();
 
-    let clock = Arc::new(FakeClock::at("2026-11-22T21:44:00.000Z"));
-    let mut app = App::new(&url, Limits::default(), clock);
-    let (tx, mut rx) = mpsc::channel(1024);
-    let rest = RestClient::new(&url, None).unwrap();
-    let observer = spawn_observer(ObserverConfig::new(&url, None), rest, tx);
+    let Live {
+        mut app,
+        mut rx,
+        observer,
+    } = Live::watching(&url);
     until(&mut app, &mut rx, SIZE, "connected", |s| {
         s.contains("● connected")
     })

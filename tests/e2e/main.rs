@@ -1,11 +1,8 @@
 //! One test binary for end-to-end runs: the in-process runtime, the real observer client
 //! and the App together, a recorded replay, the demo, and the Python SDK and examples.
 
-#[path = "../ui_support/mod.rs"]
-mod ui_support;
-// One venv module for the binary: its guard keeps two tests from building the venv at once.
-#[path = "../sdk/venv.rs"]
-mod venv;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod approvals_e2e;
 mod demo_headless;

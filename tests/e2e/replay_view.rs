@@ -3,48 +3,30 @@
 //! show what was recorded; approving and rerunning say why they cannot; a line that does not
 //! decode is counted, not fatal; and the command refuses a missing file or a bad speed.
 
-use crate::ui_support;
-
-use serde_json::{Value, json};
+use crate::support::runtime::{policy_server, post};
+use crate::support::ui::{key, screen, until};
+use serde_json::json;
 use spyglass::client::ClientMsg;
 use spyglass::client::replay::spawn_replay;
 use spyglass::client::tail::{Format, tail};
 use spyglass::model::Limits;
-use spyglass::runtime::{Policy, RuntimeConfig, start};
 use spyglass::ui::{App, FakeClock, Watching};
 use std::process::Command;
 use std::sync::Arc;
 use tokio::sync::mpsc;
-use ui_support::{key, screen, until};
 
 const SIZE: (u16, u16) = (150, 24);
-
-async fn post(http: &reqwest::Client, url: String, body: Value) -> Value {
-    http.post(url)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap_or(Value::Null)
-}
 
 /// A session with a stateful mock used up and a payment held for approval, recorded as
 /// JSON lines: every frame the runtime emitted, in order.
 async fn recording() -> String {
-    let config = RuntimeConfig {
-        test_mode: true,
-        policy: Policy::from_toml(
-            "[[rule]]\nid = \"big_payments\"\ntool = \"*/create_payment\"\naction = \"approval\"\nwhen = \"input.value > 1000\"\n",
-        )
-        .unwrap(),
-        ..RuntimeConfig::default()
-    };
-    let handle = start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let handle = policy_server(
+        "[[rule]]\nid = \"big_payments\"\ntool = \"*/create_payment\"\naction = \"approval\"\nwhen = \"input.value > 1000\"\n",
+    )
+    .await;
     let url = handle.url();
     let http = reqwest::Client::new();
-    let created = post(
+    let (_, created) = post(
         &http,
         format!("{url}/v1/sessions"),
         json!({"servers": ["asaas"], "user_id": "rec_user",

@@ -2,11 +2,10 @@
 //! target/sdk-venv with codespar==0.14.0 from PyPI, starts the runtime in-process and runs
 //! tests/sdk/compat.py against it. Missing python3/venv/pip fail with what to install.
 
-use crate::venv;
+use crate::support::venv;
 use spyglass::runtime::{Policy, RuntimeConfig, start};
 
 use std::path::Path;
-use std::process::Command;
 use venv::sdk_python;
 
 const KEY: &str = "csk_test_spyglass_compat";
@@ -45,17 +44,7 @@ async fn the_python_sdk_drives_every_path() {
     .unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/compat.py");
     let url = handle.url();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .arg(script)
-            .env("CODESPAR_BASE_URL", url)
-            .env("CODESPAR_API_KEY", KEY)
-            .env_remove("CODESPAR_PROJECT_ID")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let output = venv::run_script(python, script, url, KEY).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

@@ -2,9 +2,7 @@
 //! error versus failed, skips and timeouts, the event sequence on the stream, repeat and
 //! flaky cases in the summary, ingested results, tenancy and every bad request.
 
-use crate::runtime_support;
-
-use runtime_support::*;
+use crate::support::runtime::*;
 use serde_json::{Value, json};
 use spyglass::client::{ClientError, RestClient};
 use spyglass::protocol::rest::EvalRunRequest;

@@ -2,10 +2,8 @@
 //! its exact boundary, and the WebSocket message caps of the runtime (what observers may
 //! send it) and of the client (what a runtime may send the inspector).
 
-use crate::runtime_support;
-
+use crate::support::runtime::*;
 use futures_util::{SinkExt, StreamExt};
-use runtime_support::*;
 use serde_json::{Value, json};
 use spyglass::client::observer::MAX_FRAME_BYTES;
 use spyglass::client::{ClientMsg, ObserverConfig, RestClient, spawn_observer};

@@ -1,8 +1,8 @@
 //! One test binary for the library below the screen: the wire protocol, the runtime over
 //! real HTTP and WebSocket, the observer client, eval suites and the eval runner.
 
-#[path = "../runtime_support/mod.rs"]
-mod runtime_support;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod eval_runner;
 mod eval_suite;

@@ -2,21 +2,13 @@
 //! mock, approve against deny on one approval, and a replay against the session's close.
 //! Each must end in one defined outcome, with the counters telling the same story.
 
-use crate::runtime_support;
-
-use runtime_support::*;
+use crate::support::runtime::*;
 use serde_json::{Value, json};
-use spyglass::runtime::{Policy, RuntimeConfig};
+use spyglass::runtime::RuntimeConfig;
 use std::sync::Arc;
 
 fn config() -> RuntimeConfig {
-    RuntimeConfig {
-        policy: Policy::from_toml(
-            "[[rule]]\nid = \"hold\"\ntool = \"*/create_payment\"\naction = \"approval\"\n",
-        )
-        .unwrap(),
-        ..test_config()
-    }
+    policy_config("[[rule]]\nid = \"hold\"\ntool = \"*/create_payment\"\naction = \"approval\"\n")
 }
 
 fn mock_state(list: &Value, sid: &str, tool: &str) -> Value {

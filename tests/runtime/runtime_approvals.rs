@@ -1,21 +1,15 @@
 //! Approvals over real HTTP: queue, approve (replay through the mock gate), deny, 409 on
 //! a second decision, 410 after expiry, and the events each step emits.
 
-use crate::runtime_support;
-
-use runtime_support::*;
+use crate::support::runtime::*;
 use serde_json::{Value, json};
-use spyglass::runtime::{Policy, RuntimeConfig};
+use spyglass::runtime::RuntimeConfig;
 use std::time::Duration;
 
 fn config() -> RuntimeConfig {
-    RuntimeConfig {
-        policy: Policy::from_toml(
-            "[[rule]]\nid = \"payments_require_approval\"\ntool = \"*/create_payment\"\naction = \"approval\"\n",
-        )
-        .unwrap(),
-        ..test_config()
-    }
+    policy_config(
+        "[[rule]]\nid = \"payments_require_approval\"\ntool = \"*/create_payment\"\naction = \"approval\"\n",
+    )
 }
 
 fn counter(list: &Value, tool: &str) -> Value {

@@ -1,11 +1,9 @@
 //! Auth and tenancy over real HTTP and WebSocket: Bearer keys on every /v1 route, tenant
 //! isolation of sessions, approvals and the stream.
 
-use crate::runtime_support;
-
-use runtime_support::*;
+use crate::support::runtime::*;
 use serde_json::json;
-use spyglass::runtime::{Policy, RuntimeConfig};
+use spyglass::runtime::RuntimeConfig;
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -14,11 +12,7 @@ const KEY: &str = "csk_test_one";
 fn config() -> RuntimeConfig {
     RuntimeConfig {
         api_keys: vec![KEY.to_owned(), "csk_test_two".to_owned()],
-        policy: Policy::from_toml(
-            "[[rule]]\nid = \"hold\"\ntool = \"*/pay\"\naction = \"approval\"\n",
-        )
-        .unwrap(),
-        ..test_config()
+        ..policy_config("[[rule]]\nid = \"hold\"\ntool = \"*/pay\"\naction = \"approval\"\n")
     }
 }
 

@@ -2,9 +2,7 @@
 //! seed-001 fixtures posted to `POST /v1/events` — validates against
 //! docs/protocol-v1.schema.json.
 
-use crate::runtime_support;
-
-use runtime_support::*;
+use crate::support::runtime::*;
 use serde_json::{Value, json};
 use spyglass::runtime::{Policy, RuntimeConfig};
 use std::collections::BTreeSet;

@@ -1,9 +1,7 @@
 //! `send` over real HTTP: the scripted model loop, JSON and SSE answers, agent events
 //! that share call ids with `tool.called`, scripted failures and the iteration cap.
 
-use crate::runtime_support;
-
-use runtime_support::*;
+use crate::support::runtime::*;
 use serde_json::{Value, json};
 use spyglass::runtime::{Policy, RuntimeConfig, ServerHandle};
 

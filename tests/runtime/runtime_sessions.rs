@@ -1,8 +1,6 @@
 //! Sessions, create-time gates, execute envelopes and counters, over real HTTP.
 
-use crate::runtime_support;
-
-use runtime_support::*;
+use crate::support::runtime::*;
 use serde_json::{Value, json};
 use spyglass::runtime::{Policy, RuntimeConfig};
 

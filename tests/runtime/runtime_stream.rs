@@ -2,10 +2,8 @@
 //! duplicate, resume across a server restart, gaps, filters, pings; and the REST twins
 //! `GET /v1/events` and `POST /v1/events` (ingest of seed-001 agent events).
 
-use crate::runtime_support;
-
+use crate::support::runtime::*;
 use futures_util::StreamExt;
-use runtime_support::*;
 use serde_json::{Value, json};
 use spyglass::protocol::Event;
 use spyglass::protocol::events::SessionClosed;

@@ -2,12 +2,10 @@
 //! key (so a new route without auth fails here), tenants cannot reach each other's
 //! approvals or stream by id, and the log file never holds a key.
 
-use crate::runtime_support;
-
-use runtime_support::*;
+use crate::support::runtime::*;
 use serde_json::json;
+use spyglass::runtime::RuntimeConfig;
 use spyglass::runtime::http::V1_ROUTES;
-use spyglass::runtime::{Policy, RuntimeConfig};
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -16,11 +14,7 @@ const KEY: &str = "csk_test_walker";
 fn config() -> RuntimeConfig {
     RuntimeConfig {
         api_keys: vec![KEY.to_owned()],
-        policy: Policy::from_toml(
-            "[[rule]]\nid = \"hold\"\ntool = \"*/pay\"\naction = \"approval\"\n",
-        )
-        .unwrap(),
-        ..test_config()
+        ..policy_config("[[rule]]\nid = \"hold\"\ntool = \"*/pay\"\naction = \"approval\"\n")
     }
 }
 

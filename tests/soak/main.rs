@@ -1,8 +1,8 @@
 //! One test binary for the heavy runs that read this process's own memory or load it: the
 //! chaos proxy, the stalled subscriber's resident memory, and every bench body once.
 
-#[path = "../runtime_support/mod.rs"]
-mod runtime_support;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod bench_smoke;
 mod chaos;

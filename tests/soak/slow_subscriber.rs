@@ -4,9 +4,7 @@
 //! stream, and the stalled subscriber still gets a `stream.gap` and goes on once it
 //! reads. Its own test binary, so no other test's allocations move the RSS figures.
 
-use crate::runtime_support;
-
-use runtime_support::*;
+use crate::support::runtime::*;
 use spyglass::protocol::events::{CallSource, Outcome, ToolCalled};
 use spyglass::protocol::{Event, RawJson};
 use spyglass::runtime::RuntimeConfig;

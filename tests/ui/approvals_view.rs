@@ -4,79 +4,60 @@
 //! cancels, nothing is sent without a runtime), the pending count on the tab title from
 //! every tab, copy, and mouse clicks.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use crossterm::event::{KeyCode, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use spyglass::client::{ClientError, ClientMsg, decision_error};
 use spyglass::clipboard::CopyOutcome;
-use spyglass::model::Limits;
-use spyglass::protocol::decode;
 use spyglass::protocol::rest::ApprovalStatus;
 use spyglass::ui::render::draw;
-use spyglass::ui::{App, FakeClock, Tab};
+use spyglass::ui::{App, Tab};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::ui_support;
+use crate::support::frames::{frame, session_created, tool_called};
+use crate::support::ui::{app, feed, press as key, screen};
+use serde_json::json;
 
-use ui_support::screen;
-
-const NOW: &str = "2026-11-22T21:44:00.000Z";
-
-fn app() -> (App, Arc<FakeClock>) {
-    let clock = Arc::new(FakeClock::at(NOW));
-    let mut app = App::new("http://127.0.0.1:8000", Limits::default(), clock.clone());
-    app.on_client(ClientMsg::Connected);
-    (app, clock)
-}
-
-fn feed(app: &mut App, json: &str) {
-    app.on_client(ClientMsg::Frames(vec![Box::new(decode(json).unwrap())]));
-}
-
-fn key(app: &mut App, code: KeyCode) {
-    app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
-}
 fn session(app: &mut App, seq: u64, sid: &str) {
+    let mocks = json!([{"tool": "asaas/create_payment", "mode": "stateful", "entries": 2}]);
+    let ts = "2026-11-22T21:43:30.000Z";
     feed(
         app,
-        &format!(
-            r#"{{"kind":"session.created","seq":{seq},"ts":"2026-11-22T21:43:30.000Z","sessionId":"{sid}","userId":"user_test","servers":["asaas"],"project":"default","mocks":[{{"tool":"asaas/create_payment","mode":"stateful","entries":2}}]}}"#
-        ),
+        &session_created(seq, ts, sid, "user_test", &["asaas"], mocks),
     );
 }
 
 /// The held call (`approval_required`) and its approval request.
 fn held(app: &mut App, seq: u64, sid: &str, n: u32, value: u32, expires: &str) {
+    let (ts, tool) = ("2026-11-22T21:43:31.000Z", "asaas/create_payment");
+    let (call, approval) = (format!("call_0{n}"), format!("apr_0{n}"));
+    let envelope = json!({"code": "approval_required", "approval_id": approval,
+                          "expires_at": expires, "message": "held for approval"});
+    let called = tool_called(seq, ts, sid, &call, tool)
+        .input(json!({"value": value}))
+        .outcome(json!({"envelope": envelope}))
+        .duration(0.4);
+    feed(app, &called.build());
+    let requested = json!({"approvalId": approval, "callId": call, "tool": tool,
+                           "input": {"value": value}, "ruleId": "payments_approval",
+                           "expiresAt": expires, "message": "held for approval"});
     feed(
         app,
-        &format!(
-            r#"{{"kind":"tool.called","seq":{seq},"ts":"2026-11-22T21:43:31.000Z","sessionId":"{sid}","callId":"call_0{n}","tool":"asaas/create_payment","input":{{"value":{value}}},"outcome":{{"envelope":{{"code":"approval_required","approval_id":"apr_0{n}","expires_at":"{expires}","message":"held for approval"}}}},"startedAt":"2026-11-22T21:43:31.000Z","duration":0.4,"source":"execute"}}"#
-        ),
-    );
-    feed(
-        app,
-        &format!(
-            r#"{{"kind":"approval.requested","seq":{},"ts":"2026-11-22T21:43:31.000Z","sessionId":"{sid}","approvalId":"apr_0{n}","callId":"call_0{n}","tool":"asaas/create_payment","input":{{"value":{value}}},"ruleId":"payments_approval","expiresAt":"{expires}","message":"held for approval"}}"#,
-            seq + 1
-        ),
+        &frame("approval.requested", seq + 1, ts, sid, requested),
     );
 }
 
 fn approved_and_replayed(app: &mut App, seq: u64, sid: &str, n: u32) {
-    feed(
-        app,
-        &format!(
-            r#"{{"kind":"approval.resolved","seq":{seq},"ts":"2026-11-22T21:44:01.000Z","sessionId":"{sid}","approvalId":"apr_0{n}","decision":"approved","by":"ana","note":"checked the amount"}}"#
-        ),
-    );
-    feed(
-        app,
-        &format!(
-            r#"{{"kind":"approval.replayed","seq":{},"ts":"2026-11-22T21:44:01.000Z","sessionId":"{sid}","approvalId":"apr_0{n}","callId":"call_0{n}","tool":"asaas/create_payment","outcome":{{"result":{{"id":"pay_1","status":"PENDING"}}}},"duration":0.8,"counter":{{"consumed":1,"total":2}}}}"#,
-            seq + 1
-        ),
-    );
+    let ts = "2026-11-22T21:44:01.000Z";
+    let (call, approval) = (format!("call_0{n}"), format!("apr_0{n}"));
+    let resolved = json!({"approvalId": approval, "decision": "approved", "by": "ana",
+                          "note": "checked the amount"});
+    feed(app, &frame("approval.resolved", seq, ts, sid, resolved));
+    let replayed = json!({"approvalId": approval, "callId": call, "tool": "asaas/create_payment",
+                          "outcome": {"result": {"id": "pay_1", "status": "PENDING"}},
+                          "duration": 0.8, "counter": {"consumed": 1, "total": 2}});
+    feed(app, &frame("approval.replayed", seq + 1, ts, sid, replayed));
 }
 
 #[test]

@@ -3,35 +3,18 @@
 //! text line diff; plus what a user would notice: selection kept by name, `t` landing on
 //! the case's session, reruns without a runtime saying so, empty lists, and the help.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-use spyglass::client::ClientMsg;
+use crossterm::event::{KeyCode, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use spyglass::clipboard::CopyOutcome;
-use spyglass::model::Limits;
-use spyglass::protocol::decode;
-use spyglass::ui::{App, FakeClock, Tab};
+use spyglass::ui::{App, Tab};
 use std::sync::{Arc, Mutex};
 
-use crate::ui_support;
-
-use ui_support::screen;
-
-const NOW: &str = "2026-11-22T21:44:00.000Z";
-const URL: &str = "http://127.0.0.1:8000";
+use crate::support::ui::{self, feed, press as key, row, screen};
 
 fn app() -> App {
-    let mut app = App::new(URL, Limits::default(), Arc::new(FakeClock::at(NOW)));
-    app.on_client(ClientMsg::Connected);
-    app.on_key(KeyEvent::new(KeyCode::Char('3'), KeyModifiers::NONE));
+    let (mut app, _) = ui::app();
+    key(&mut app, KeyCode::Char('3'));
     assert_eq!(app.tab, Tab::Evals);
     app
-}
-
-fn feed(app: &mut App, json: &str) {
-    app.on_client(ClientMsg::Frames(vec![Box::new(decode(json).unwrap())]));
-}
-
-fn key(app: &mut App, code: KeyCode) {
-    app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
 }
 /// One `agent.eval.completed` frame; `extra` holds more fields (`,"reason":"…"`).
 #[allow(clippy::too_many_arguments)] // a frame literal: every field is a knob the tests turn
@@ -388,17 +371,7 @@ fn help_on_the_evals_tab_lists_its_keys() {
     let mut app = app();
     key(&mut app, KeyCode::Char('?'));
     let text = screen(&mut app, 110, 40);
-    let shown = Tab::Evals.help_scopes();
-    for action in spyglass::ui::Action::ALL
-        .into_iter()
-        .filter(|a| shown.iter().any(|s| a.applies_in(*s)))
-    {
-        assert!(
-            text.contains(action.description()),
-            "{} missing from help",
-            action.name()
-        );
-    }
+    ui::assert_help_lists_the_keys_of(&text, Tab::Evals);
     // The other tabs' keys are not listed, nor typing (this tab has no text field).
     assert!(!text.contains("approve the selected call"), "{text}");
     assert!(!text.contains("sort calls by start"), "{text}");
@@ -429,22 +402,16 @@ fn a_long_case_list_keeps_the_selection_on_screen() {
     key(&mut app, KeyCode::End);
     assert_eq!(app.evals.case.as_deref(), Some("case 499"));
     let text = screen(&mut app, 110, 12);
-    assert!(row_with(&text, "›✓").contains("case 499"), "{text}");
+    assert!(row(&text, "›✓").contains("case 499"), "{text}");
     assert!(
         !text.contains("case 000"),
         "rows above the window are not drawn"
     );
     key(&mut app, KeyCode::PageUp);
     let text = screen(&mut app, 110, 12);
-    let selected = row_with(&text, "›✓");
+    let selected = row(&text, "›✓");
     assert!(selected.contains("case 49"), "{text}");
     assert_ne!(app.evals.case.as_deref(), Some("case 499"));
-}
-
-fn row_with<'a>(text: &'a str, needle: &str) -> &'a str {
-    text.lines()
-        .find(|l| l.contains(needle))
-        .unwrap_or_default()
 }
 
 #[test]

@@ -3,33 +3,19 @@
 //! JSON; and secrets (`csk_test_…` keys, Bearer values) never reach the rendered buffer,
 //! the copied text, or the Sessions detail pane.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use spyglass::client::ClientMsg;
+use crossterm::event::KeyCode;
 use spyglass::clipboard::CopyOutcome;
-use spyglass::model::Limits;
-use spyglass::protocol::decode;
-use spyglass::ui::{App, FakeClock};
+use spyglass::ui::App;
 use std::sync::{Arc, Mutex};
 
-use crate::ui_support;
-
-use ui_support::screen;
+use crate::support::frames::{session_created, tool_called};
+use crate::support::ui::{self, feed, press as key, screen};
+use serde_json::{Value, json};
 
 const KEY: &str = "csk_test_9f8e7d6c5b4a";
 
 fn app() -> App {
-    let clock = Arc::new(FakeClock::at("2026-11-22T21:44:00.000Z"));
-    let mut app = App::new("http://127.0.0.1:8000", Limits::default(), clock);
-    app.on_client(ClientMsg::Connected);
-    app
-}
-
-fn feed(app: &mut App, json: &str) {
-    app.on_client(ClientMsg::Frames(vec![Box::new(decode(json).unwrap())]));
-}
-
-fn key(app: &mut App, code: KeyCode) {
-    app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
+    ui::app().0
 }
 
 fn keys(app: &mut App, text: &str) {
@@ -38,7 +24,7 @@ fn keys(app: &mut App, text: &str) {
     }
 }
 /// Frame `seq`: sessions ses_a / ses_b alternate; every third is a session creation.
-fn frame(seq: u64) -> String {
+fn frame(seq: u64) -> Value {
     let sid = if seq.is_multiple_of(2) {
         "ses_a"
     } else {
@@ -46,13 +32,19 @@ fn frame(seq: u64) -> String {
     };
     let ts = format!("2026-11-22T21:43:{:02}.{:03}Z", seq / 10, (seq % 10) * 100);
     if seq.is_multiple_of(3) {
-        format!(
-            r#"{{"kind":"session.created","seq":{seq},"ts":"{ts}","sessionId":"{sid}","userId":"u{seq}","servers":[],"project":"default","mocks":[]}}"#
-        )
+        session_created(seq, &ts, sid, &format!("u{seq}"), &[], json!([]))
     } else {
-        format!(
-            r#"{{"kind":"tool.called","seq":{seq},"ts":"{ts}","sessionId":"{sid}","callId":"call_{seq}","tool":"asaas/create_payment","input":{{"value":{seq}}},"outcome":{{"result":{{"id":"pay_{seq}"}}}},"startedAt":"{ts}","duration":1.5,"source":"execute"}}"#
+        tool_called(
+            seq,
+            &ts,
+            sid,
+            &format!("call_{seq}"),
+            "asaas/create_payment",
         )
+        .input(json!({"value": seq}))
+        .outcome(json!({"result": {"id": format!("pay_{seq}")}}))
+        .duration(1.5)
+        .build()
     }
 }
 
@@ -181,10 +173,20 @@ fn enter_shows_the_frame_as_pretty_json() {
     assert!(screen(&mut empty, 100, 10).contains("No events yet."));
 }
 
-fn secret_call(seq: u64) -> String {
-    format!(
-        r#"{{"kind":"tool.called","seq":{seq},"ts":"2026-11-22T21:43:31.000Z","sessionId":"ses_s","callId":"call_s","tool":"vault/login","input":{{"api_key":"{KEY}","header":"Authorization: Bearer tok_abcdef123456","note":"use {KEY} please"}},"outcome":{{"result":{{"echo":"{KEY}"}}}},"startedAt":"2026-11-22T21:43:31.000Z","duration":1.0,"source":"execute"}}"#
+fn secret_call(seq: u64) -> Value {
+    let input = json!({"api_key": KEY, "header": "Authorization: Bearer tok_abcdef123456",
+                       "note": format!("use {KEY} please")});
+    tool_called(
+        seq,
+        "2026-11-22T21:43:31.000Z",
+        "ses_s",
+        "call_s",
+        "vault/login",
     )
+    .input(input)
+    .outcome(json!({"result": {"echo": KEY}}))
+    .duration(1.0)
+    .build()
 }
 
 #[test]
@@ -199,7 +201,7 @@ fn secrets_are_masked_in_every_rendered_pane_and_in_copies() {
     });
     feed(
         &mut app,
-        r#"{"kind":"session.created","seq":1,"ts":"2026-11-22T21:43:30.000Z","sessionId":"ses_s","userId":"u","servers":[],"project":"default","mocks":[]}"#,
+        &session_created(1, "2026-11-22T21:43:30.000Z", "ses_s", "u", &[], json!([])),
     );
     feed(&mut app, &secret_call(2));
     let mut shown = vec![];

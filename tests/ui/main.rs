@@ -1,8 +1,8 @@
 //! One test binary for the inspector's screens: golden TestBackend screens (insta, stored
 //! under ui/snapshots/) and key, mouse and copy behaviour, driven with scripted frames.
 
-#[path = "../ui_support/mod.rs"]
-mod ui_support;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod approvals_view;
 mod evals_view;

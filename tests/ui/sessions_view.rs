@@ -13,57 +13,45 @@ use spyglass::ui::{App, Conn, FakeClock, Watching};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::ui_support;
+use crate::support::frames::{session_created, tool_called, with};
+use crate::support::ui::{self, NOW, URL, app, feed, press as key, screen};
+use serde_json::{Value, json};
 
-use ui_support::screen;
-
-const NOW: &str = "2026-11-22T21:44:00.000Z";
-const URL: &str = "http://127.0.0.1:8000";
-
-fn app() -> (App, Arc<FakeClock>) {
-    let clock = Arc::new(FakeClock::at(NOW));
-    let mut app = App::new(URL, Limits::default(), clock.clone());
-    app.on_client(ClientMsg::Connected);
-    (app, clock)
+fn created(seq: u64, id: &str, user: &str, ts: &str) -> Value {
+    let mocks = json!([
+        {"tool": "nuvem-fiscal/create_nfe", "mode": "stateful", "entries": 2},
+        {"tool": "asaas/create_payment", "mode": "static", "entries": 1},
+    ]);
+    session_created(seq, ts, id, user, &["nuvem-fiscal", "asaas"], mocks)
 }
 
-fn feed(app: &mut App, json: &str) {
-    app.on_client(ClientMsg::Frames(vec![Box::new(decode(json).unwrap())]));
-}
-
-fn key(app: &mut App, code: KeyCode) {
-    app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
-}
-fn created(seq: u64, id: &str, user: &str, ts: &str) -> String {
-    format!(
-        r#"{{"kind":"session.created","seq":{seq},"ts":"{ts}","sessionId":"{id}","userId":"{user}","servers":["nuvem-fiscal","asaas"],"project":"default","mocks":[{{"tool":"nuvem-fiscal/create_nfe","mode":"stateful","entries":2}},{{"tool":"asaas/create_payment","mode":"static","entries":1}}]}}"#
-    )
-}
-
+/// A call of `tool` with input `{"value":5}`; `extra` holds more fields (a counter).
 #[allow(clippy::too_many_arguments)] // a frame literal: every field is a knob the tests turn
 fn called(
     seq: u64,
     sid: &str,
     call: &str,
     tool: &str,
-    outcome: &str,
-    extra: &str,
+    outcome: Value,
+    extra: Value,
     start: &str,
     dur: f64,
-) -> String {
-    format!(
-        r#"{{"kind":"tool.called","seq":{seq},"ts":"{start}","sessionId":"{sid}","callId":"{call}","tool":"{tool}","input":{{"value":5}},"outcome":{outcome},"startedAt":"{start}","duration":{dur}{extra},"source":"execute"}}"#
-    )
+) -> Value {
+    let called = tool_called(seq, start, sid, call, tool)
+        .input(json!({"value": 5}))
+        .outcome(outcome)
+        .duration(dur);
+    with(called.build(), extra)
 }
 
-fn nfe(seq: u64, call: &str, consumed: u32, start: &str) -> String {
+fn nfe(seq: u64, call: &str, consumed: u32, start: &str) -> Value {
     called(
         seq,
         "ses_01",
         call,
         "nuvem-fiscal/create_nfe",
-        &format!(r#"{{"result":{{"id":"nfe_{consumed}"}}}}"#),
-        &format!(r#","counter":{{"consumed":{consumed},"total":2}}"#),
+        json!({"result": {"id": format!("nfe_{consumed}")}}),
+        json!({"counter": {"consumed": consumed, "total": 2}}),
         start,
         4.0,
     )
@@ -132,8 +120,8 @@ fn exhausted_session(app: &mut App) {
             "ses_01",
             "call_03",
             "nuvem-fiscal/create_nfe",
-            r#"{"envelope":{"code":"mocks_exhausted","message":"all 2 entries consumed"}}"#,
-            r#","counter":{"consumed":2,"total":2}"#,
+            json!({"envelope": {"code": "mocks_exhausted", "message": "all 2 entries consumed"}}),
+            json!({"counter": {"consumed": 2, "total": 2}}),
             "2026-11-22T21:43:31.020Z",
             1.0,
         ),
@@ -145,8 +133,9 @@ fn exhausted_session(app: &mut App) {
             "ses_01",
             "call_04",
             "asaas/create_paymet",
-            r#"{"envelope":{"code":"tool_not_mocked","tool_name":"asaas/create_paymet","message":"no mock declared for asaas/create_paymet"}}"#,
-            "",
+            json!({"envelope": {"code": "tool_not_mocked", "tool_name": "asaas/create_paymet",
+                                "message": "no mock declared for asaas/create_paymet"}}),
+            json!({}),
             "2026-11-22T21:43:31.030Z",
             0.5,
         ),
@@ -272,17 +261,7 @@ fn help_is_generated_from_the_keymap() {
     key(&mut app, KeyCode::Char('?'));
     let text = screen(&mut app, 110, 40);
     // Help lists the global keys and the tab in view's, not the other tabs'.
-    let shown = spyglass::ui::Tab::Sessions.help_scopes();
-    for action in spyglass::ui::Action::ALL
-        .into_iter()
-        .filter(|a| shown.iter().any(|s| a.applies_in(*s)))
-    {
-        assert!(
-            text.contains(action.description()),
-            "{} missing from help",
-            action.name()
-        );
-    }
+    ui::assert_help_lists_the_keys_of(&text, spyglass::ui::Tab::Sessions);
     assert!(!text.contains("approve the selected call"), "{text}");
     assert!(!text.contains("rerun the selected suite"), "{text}");
     insta::assert_snapshot!(text);
@@ -348,8 +327,9 @@ fn frame_cost(sessions: usize, calls_each: usize) -> Duration {
     for s in 0..sessions {
         seq += 1;
         let id = format!("ses_{s:05}");
-        app.model
-            .apply(&decode(&created(seq, &id, "u", "2026-11-22T21:40:00.000Z")).unwrap());
+        app.model.apply(
+            &decode(&created(seq, &id, "u", "2026-11-22T21:40:00.000Z").to_string()).unwrap(),
+        );
         for c in 0..calls_each {
             seq += 1;
             let f = called(
@@ -357,12 +337,12 @@ fn frame_cost(sessions: usize, calls_each: usize) -> Duration {
                 &id,
                 &format!("c{s}_{c}"),
                 "nuvem-fiscal/create_nfe",
-                r#"{"result":1}"#,
-                "",
+                json!({"result": 1}),
+                json!({}),
                 "2026-11-22T21:40:01.000Z",
                 1.0,
             );
-            app.model.apply(&decode(&f).unwrap());
+            app.model.apply(&decode(&f.to_string()).unwrap());
         }
     }
     app.sessions.after_model_change(&app.model);

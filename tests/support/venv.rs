@@ -80,3 +80,24 @@ pub fn sdk_python() -> PathBuf {
     );
     python
 }
+
+/// Runs `script` with the venv's `python` against the runtime at `url` with the API key
+/// `key` (no project id), off the async runtime's threads; what it printed and its exit.
+pub async fn run_script(
+    python: PathBuf,
+    script: PathBuf,
+    url: String,
+    key: &'static str,
+) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .arg(script)
+            .env("CODESPAR_BASE_URL", url)
+            .env("CODESPAR_API_KEY", key)
+            .env_remove("CODESPAR_PROJECT_ID")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}

@@ -1,10 +1,9 @@
-//! Shared helpers of the runtime's integration tests: an in-process server on a loopback
-//! port, JSON requests that return status and body, and an observer-stream reader.
-#![allow(dead_code)]
+//! The runtime as the tests drive it: an in-process server on a loopback port, JSON
+//! requests that return status and body, and an observer-stream reader.
 
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use spyglass::runtime::{RuntimeConfig, ServerHandle, start};
+use spyglass::runtime::{Policy, RuntimeConfig, ServerHandle, start};
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -17,6 +16,31 @@ pub fn test_config() -> RuntimeConfig {
 
 pub async fn server(config: RuntimeConfig) -> ServerHandle {
     start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
+}
+
+/// A test-mode runtime with the default settings otherwise.
+pub async fn test_server() -> ServerHandle {
+    server(test_config()).await
+}
+
+/// Test mode with `policy` (TOML rules) as the approval policy.
+pub fn policy_config(policy: &str) -> RuntimeConfig {
+    RuntimeConfig {
+        policy: Policy::from_toml(policy).unwrap(),
+        ..test_config()
+    }
+}
+
+/// A test-mode runtime whose policy is `policy` (TOML rules).
+pub async fn policy_server(policy: &str) -> ServerHandle {
+    server(policy_config(policy)).await
+}
+
+/// One JSON POST with a plain client: the status and the body (`null` when not JSON).
+pub async fn post(http: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
+    let response = http.post(url).json(&body).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 pub struct Api {
