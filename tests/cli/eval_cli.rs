@@ -1,0 +1,370 @@
+//! `spyglass eval` as a user runs it: the real binary on temp suite files, its table and
+//! summary line, exit codes, the JUnit and JSON files it writes, a `--url` runtime and an
+//! unreachable one, and the example payments suite's promised counts.
+
+use crate::support::runtime::{server, test_config};
+use serde_json::Value;
+use spyglass::protocol::rest::EvalRunDetail;
+use spyglass::runtime::RuntimeConfig;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn spyglass(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_spyglass"))
+        .args(args)
+        .env_remove("SPYGLASS_URL")
+        .env_remove("CODESPAR_BASE_URL")
+        .env_remove("CODESPAR_API_KEY")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+const PASSING: &str = r#"
+suite = "greetings"
+
+[[case]]
+id = "says hello"
+input = "Hi"
+model = { sequence = [ { text = "Hello there" } ] }
+[case.assert]
+contains = "Hello"
+
+[[case]]
+id = "polite"
+input = "Hi"
+model = { default_text = "Hello, how can I help?" }
+[case.assert]
+regex = 'help\?$'
+max_tokens = 500
+"#;
+
+const FAILING: &str = r#"
+suite = "charges"
+
+[defaults]
+mocks = { "asaas/create_payment" = { id = "pay_1" } }
+
+[[case]]
+id = "charges"
+input = "Charge"
+model = { sequence = [ { tool_calls = [ { name = "asaas/create_payment" } ] }, { text = "pay_1" } ] }
+[case.assert]
+equals = "pay_1"
+
+[[case]]
+id = "wrong id"
+input = "Charge"
+model = { sequence = [ { text = "pay_7" } ] }
+[case.assert]
+equals = "pay_1"
+
+[[case]]
+id = "outage"
+input = "Charge"
+model = { fail_on_step = [ { step = 0, error = "Rate limited" } ] }
+
+[[case]]
+id = "later"
+input = "Charge"
+skip = true
+"#;
+
+fn last_line(out: &str) -> &str {
+    out.trim_end().lines().last().unwrap_or_default()
+}
+
+#[test]
+fn an_all_pass_suite_exits_zero_with_its_table_and_summary_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write(dir.path(), "greetings.toml", PASSING);
+    let out = spyglass(&["eval", suite.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with("greetings  (2 passed, 0 failed, 0 errored, 0 skipped)\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("passed") && stdout.contains("says hello") && stdout.contains("polite")
+    );
+    assert_eq!(
+        last_line(&stdout),
+        "2 passed, 0 failed, 0 errored, 0 skipped"
+    );
+    assert!(
+        text(&out.stderr).contains("embedded runtime on http://127.0.0.1:"),
+        "without --url the runtime is embedded"
+    );
+}
+
+#[test]
+fn a_failing_suite_exits_one_and_writes_junit_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let passing = write(dir.path(), "greetings.toml", PASSING);
+    let failing = write(dir.path(), "charges.toml", FAILING);
+    let junit = dir.path().join("junit.xml");
+    let json = dir.path().join("results.json");
+    let out = spyglass(&[
+        "eval",
+        passing.to_str().unwrap(),
+        failing.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        last_line(&stdout),
+        "3 passed, 1 failed, 1 errored, 1 skipped"
+    );
+    let wrong = stdout.lines().find(|l| l.contains("wrong id")).unwrap();
+    assert!(wrong.trim_start().starts_with("failed"), "{wrong}");
+    assert!(
+        wrong.contains("\"pay_1\"") && wrong.contains("\"pay_7\""),
+        "expected and actual: {wrong}"
+    );
+    let outage = stdout.lines().find(|l| l.contains("outage")).unwrap();
+    assert!(
+        outage.trim_start().starts_with("error") && outage.contains("Rate limited"),
+        "{outage}"
+    );
+
+    let xml = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    let suites = testsuites(&xml);
+    assert_eq!(
+        suites,
+        vec![
+            ("greetings".to_owned(), 2, 0, 0, 0),
+            ("charges".to_owned(), 4, 1, 1, 1),
+        ],
+        "{xml}"
+    );
+    let root = attrs(xml.lines().find(|l| l.contains("<testsuites")).unwrap());
+    assert_eq!(
+        (
+            root["tests"].as_str(),
+            root["failures"].as_str(),
+            root["errors"].as_str()
+        ),
+        (Some("6"), Some("1"), Some("1"))
+    );
+    assert_eq!(xml.matches("<testcase ").count(), 6);
+    assert_eq!(xml.matches("<failure ").count(), 1);
+    assert_eq!(xml.matches("<error ").count(), 1);
+    let failure = xml.lines().find(|l| l.contains("<failure ")).unwrap();
+    assert!(
+        failure.contains("expected") && failure.contains("pay_7"),
+        "{failure}"
+    );
+
+    let detail: EvalRunDetail =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(detail.status, "completed");
+    assert_eq!(detail.suites, vec!["greetings", "charges"]);
+    assert_eq!(
+        (detail.passed, detail.failed, detail.errored, detail.skipped),
+        (3, 1, 1, 1)
+    );
+    assert_eq!(detail.cases.len(), 6);
+    assert!(
+        detail
+            .cases
+            .iter()
+            .filter(|c| c.result.case != "later")
+            .all(|c| c.session_id.is_some())
+    );
+}
+
+/// (name, tests, failures, errors, skipped) of every `<testsuite>`.
+fn testsuites(xml: &str) -> Vec<(String, u32, u32, u32, u32)> {
+    xml.lines()
+        .filter(|l| l.trim_start().starts_with("<testsuite "))
+        .map(|line| {
+            let a = attrs(line);
+            let n = |k: &str| a[k].as_str().unwrap().parse::<u32>().unwrap();
+            (
+                a["name"].as_str().unwrap().to_owned(),
+                n("tests"),
+                n("failures"),
+                n("errors"),
+                n("skipped"),
+            )
+        })
+        .collect()
+}
+
+/// The attributes of one XML start tag.
+fn attrs(tag: &str) -> serde_json::Map<String, Value> {
+    let re = regex::Regex::new(r#"(\w+)="([^"]*)""#).unwrap();
+    re.captures_iter(tag)
+        .map(|c| (c[1].to_owned(), Value::String(c[2].to_owned())))
+        .collect()
+}
+
+#[test]
+fn a_broken_file_exits_two_naming_file_case_and_field_and_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "greetings.toml", PASSING);
+    let broken = write(
+        dir.path(),
+        "payments.toml",
+        "suite = \"payments\"\n[[case]]\nid = \"charge\"\ninput = \"x\"\n[case.assert]\nregex = \"pay_(\"\n",
+    );
+    let junit = dir.path().join("junit.xml");
+    let out = spyglass(&[
+        "eval",
+        good.to_str().unwrap(),
+        broken.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("payments.toml: case \"charge\": assert.regex: invalid regex"),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout).is_empty(), "nothing ran");
+    assert!(!junit.exists());
+
+    let missing = dir.path().join("nope.toml");
+    let out = spyglass(&["eval", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("nope.toml: cannot read the file"));
+
+    for args in [
+        vec!["eval", good.to_str().unwrap(), "--case", "nothing*"],
+        vec!["eval", good.to_str().unwrap(), "--repeat", "0"],
+        vec!["eval"],
+        vec!["eval", good.to_str().unwrap(), "--url", "localhost:8000"],
+    ] {
+        let out = spyglass(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(!text(&out.stderr).trim().is_empty());
+    }
+}
+
+#[test]
+fn an_unreachable_runtime_exits_three_naming_the_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write(dir.path(), "greetings.toml", PASSING);
+    // A port that was free a moment ago: nothing listens on it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = spyglass(&["eval", suite.to_str().unwrap(), "--url", &url]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cannot reach the runtime at {url}")),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_url_the_run_happens_on_that_runtime_and_lands_in_its_history() {
+    let handle = server(RuntimeConfig {
+        api_keys: vec!["csk_eval".to_owned()],
+        ..test_config()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write(dir.path(), "greetings.toml", PASSING);
+    let url = handle.url();
+    let run = |key: Option<&'static str>| {
+        let (suite, url) = (suite.clone(), url.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut args = vec!["eval", suite.to_str().unwrap(), "--url", &url];
+            if let Some(key) = key {
+                args.extend(["--api-key", key]);
+            }
+            spyglass(&args)
+        })
+    };
+    let refused = run(None).await.unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused.stderr).contains("401 unauthorized"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let out = run(Some("csk_eval")).await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("embedded"));
+    let summary = handle.runtime().eval_summary("default", None);
+    assert_eq!(summary.suites.len(), 1);
+    assert_eq!(summary.suites[0].suite, "greetings");
+    assert_eq!(summary.suites[0].passed, 2);
+    handle.shutdown().await;
+}
+
+#[test]
+fn the_example_payments_suite_gives_the_counts_its_header_promises() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/evals/payments.toml");
+    let header = std::fs::read_to_string(&example).unwrap();
+    let promised = header
+        .lines()
+        .find_map(|l| l.strip_prefix("# Expected on one run: "))
+        .unwrap()
+        .trim_end_matches('.')
+        .to_owned();
+    let out = spyglass(&["eval", example.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "a failure and an error");
+    assert_eq!(last_line(&text(&out.stdout)), promised);
+    // Exit 1 says why on stderr, once, as every role's error does.
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr
+            .matches("spyglass eval: 1 failed and 1 errored of 8 case attempt(s)")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(promised, "5 passed, 1 failed, 1 errored, 1 skipped");
+
+    let out = spyglass(&[
+        "eval",
+        example.to_str().unwrap(),
+        "--repeat",
+        "4",
+        "--case",
+        "flaky*",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        last_line(&stdout),
+        "2 passed, 2 failed, 0 errored, 0 skipped",
+        "{stdout}"
+    );
+    assert!(stdout.contains("flaky confirmation #4"));
+}

@@ -1,0 +1,13 @@
+//! One test binary for the command line as a user runs it: the real `spyglass` binary
+//! (`--print-config`, `eval`, `serve`, `tail`, `record`) and the inspector in a real pty.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod clean_output;
+mod cli_config;
+mod eval_cli;
+mod masking;
+mod runtime_serve;
+mod tail_cli;
+mod terminal_pty;

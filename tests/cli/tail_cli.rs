@@ -1,0 +1,210 @@
+//! `spyglass tail` and `spyglass record` as a user runs them: the real binary following a
+//! real runtime, readable and JSON lines, a closed pipe and Ctrl-C ending it cleanly.
+
+use crate::support::runtime::test_server;
+use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+async fn session_with_calls(url: &str, calls: usize) -> String {
+    let http = reqwest::Client::new();
+    let created: serde_json::Value = http
+        .post(format!("{url}/v1/sessions"))
+        .json(&json!({"servers": ["asaas"], "user_id": "tail_user",
+                      "mocks": {"nuvem-fiscal/create_nfe": [{"id": "nfe_1"}, {"id": "nfe_2"}]}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    for _ in 0..calls {
+        http.post(format!("{url}/v1/sessions/{id}/execute"))
+            .json(&json!({"tool": "nuvem-fiscal/create_nfe", "input": {"n": 1}}))
+            .send()
+            .await
+            .unwrap();
+    }
+    id
+}
+
+fn spyglass(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_spyglass"));
+    cmd.args(args)
+        .env_remove("SPYGLASS_URL")
+        .env_remove("CODESPAR_BASE_URL")
+        .env_remove("CODESPAR_API_KEY")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("spyglass did not exit within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn interrupt(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("the `kill` command (procps) is needed to send Ctrl-C");
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_prints_readable_lines_and_ends_cleanly_on_ctrl_c() {
+    let rt = test_server().await;
+    let id = session_with_calls(&rt.url(), 3).await;
+    let mut child = spyglass(&["tail", "--url", &rt.url()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let read: Vec<String> = tokio::task::spawn_blocking(move || {
+        (0..4).map(|_| lines.next().unwrap().unwrap()).collect()
+    })
+    .await
+    .unwrap();
+    assert!(read[0].contains("session.created"), "{read:?}");
+    assert!(
+        read[0].contains(&id) && read[0].contains("user=tail_user"),
+        "{read:?}"
+    );
+    assert!(read[0].contains("nuvem-fiscal/create_nfe×2"), "{read:?}");
+    assert!(
+        read[1].contains(r#"nuvem-fiscal/create_nfe -> ok {"id":"nfe_1"}"#),
+        "{read:?}"
+    );
+    assert!(read[1].ends_with("[1/2]"), "{read:?}");
+    assert!(read[2].ends_with("[2/2]"), "{read:?}");
+    assert!(read[3].contains("-> mocks_exhausted"), "{read:?}");
+    interrupt(&child);
+    let status = wait_exit(&mut child, Duration::from_secs(10));
+    assert!(
+        status.success(),
+        "Ctrl-C should end tail cleanly: {status:?}"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_ends_cleanly_when_the_reader_closes_the_pipe() {
+    let rt = test_server().await;
+    let id = session_with_calls(&rt.url(), 1).await;
+    let mut child = spyglass(&["tail", "--json", "--url", &rt.url()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let first = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        line // the reader (and the pipe's read end) is dropped here, like `| head -1`
+    })
+    .await
+    .unwrap();
+    let frame = spyglass::protocol::decode(first.trim()).unwrap();
+    assert_eq!(frame.event.kind(), "session.created");
+    assert_eq!(frame.session_id.as_deref(), Some(id.as_str()));
+    // More events make tail write into the closed pipe.
+    let url = rt.url();
+    for _ in 0..20 {
+        session_with_calls(&url, 2).await;
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = wait_exit(&mut child, Duration::from_secs(10));
+    assert!(
+        status.success(),
+        "a closed pipe should end tail cleanly: {status:?}"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_writes_json_lines_that_decode_in_order() {
+    let rt = test_server().await;
+    session_with_calls(&rt.url(), 2).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    let mut child = spyglass(&["record", "-o", path.to_str().unwrap(), "--url", &rt.url()])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // session.created + 2 tool.called, then the recorder is stopped.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if text.lines().count() >= 3 {
+            break;
+        }
+    }
+    interrupt(&child);
+    assert!(wait_exit(&mut child, Duration::from_secs(10)).success());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let frames: Vec<_> = text
+        .lines()
+        .map(|l| spyglass::protocol::decode(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = frames.iter().map(|f| f.event.kind()).collect();
+    assert_eq!(kinds, ["session.created", "tool.called", "tool.called"]);
+    assert!(frames.windows(2).all(|w| w[0].seq < w[1].seq));
+    rt.shutdown().await;
+}
+
+#[test]
+fn tail_without_a_runtime_url_says_how_to_give_one() {
+    let out = spyglass(&["tail"]).stdout(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--url") && stderr.contains("SPYGLASS_URL"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn record_to_an_unwritable_path_fails_naming_it() {
+    let out = spyglass(&[
+        "record",
+        "-o",
+        "/nonexistent-dir/x.jsonl",
+        "--url",
+        "http://127.0.0.1:9",
+    ])
+    .stdout(Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/nonexistent-dir/x.jsonl"), "{stderr}");
+}
+
+#[test]
+fn tail_with_a_malformed_url_exits_two_naming_it() {
+    let out = spyglass(&["tail", "--url", "127.0.0.1 8000"])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("spyglass tail: bad runtime URL `127.0.0.1 8000`"),
+        "{stderr}"
+    );
+}

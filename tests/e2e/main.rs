@@ -1,0 +1,13 @@
+//! One test binary for end-to-end runs: the in-process runtime, the real observer client
+//! and the App together, a recorded replay, the demo, and the Python SDK and examples.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod approvals_e2e;
+mod demo_headless;
+mod evals_view_e2e;
+mod examples;
+mod inspector_e2e;
+mod replay_view;
+mod sdk_compat;

@@ -1,0 +1,22 @@
+//! One test binary for the library below the screen: the wire protocol, the runtime over
+//! real HTTP and WebSocket, the observer client, eval suites and the eval runner.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod eval_runner;
+mod eval_suite;
+mod fuzz_regressions;
+mod glob_limits;
+mod hardening;
+mod limits;
+mod observer_client;
+mod protocol;
+mod races;
+mod runtime_approvals;
+mod runtime_auth;
+mod runtime_schema;
+mod runtime_send;
+mod runtime_sessions;
+mod runtime_stream;
+mod security;

@@ -1,0 +1,9 @@
+//! The integration tests' one shared kit, included by every test binary: an in-process
+//! runtime and JSON requests (`runtime`), the App and its screen (`ui`), frames built as
+//! JSON values (`frames`), and the Python SDK's venv (`venv`).
+#![allow(dead_code)] // each binary uses its own part of the kit
+
+pub mod frames;
+pub mod runtime;
+pub mod ui;
+pub mod venv;

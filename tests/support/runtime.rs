@@ -1,0 +1,182 @@
+//! The runtime as the tests drive it: an in-process server on a loopback port, JSON
+//! requests that return status and body, and an observer-stream reader.
+
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use spyglass::runtime::{Policy, RuntimeConfig, ServerHandle, start};
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+
+pub fn test_config() -> RuntimeConfig {
+    RuntimeConfig {
+        test_mode: true,
+        ..RuntimeConfig::default()
+    }
+}
+
+pub async fn server(config: RuntimeConfig) -> ServerHandle {
+    start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
+}
+
+/// A test-mode runtime with the default settings otherwise.
+pub async fn test_server() -> ServerHandle {
+    server(test_config()).await
+}
+
+/// Test mode with `policy` (TOML rules) as the approval policy.
+pub fn policy_config(policy: &str) -> RuntimeConfig {
+    RuntimeConfig {
+        policy: Policy::from_toml(policy).unwrap(),
+        ..test_config()
+    }
+}
+
+/// A test-mode runtime whose policy is `policy` (TOML rules).
+pub async fn policy_server(policy: &str) -> ServerHandle {
+    server(policy_config(policy)).await
+}
+
+/// One JSON POST with a plain client: the status and the body (`null` when not JSON).
+pub async fn post(http: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
+    let response = http.post(url).json(&body).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+pub struct Api {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub key: Option<String>,
+    pub tenant: Option<String>,
+}
+
+impl Api {
+    pub fn new(handle: &ServerHandle) -> Api {
+        Api {
+            base: handle.url(),
+            client: reqwest::Client::new(),
+            key: None,
+            tenant: None,
+        }
+    }
+
+    pub fn with_key(mut self, key: &str) -> Api {
+        self.key = Some(key.to_owned());
+        self
+    }
+
+    pub fn with_tenant(mut self, tenant: &str) -> Api {
+        self.tenant = Some(tenant.to_owned());
+        self
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut req = self
+            .client
+            .request(method, format!("{}{}", self.base, path))
+            .header("content-type", "application/json");
+        if let Some(key) = &self.key {
+            req = req.bearer_auth(key);
+        }
+        if let Some(tenant) = &self.tenant {
+            req = req.header("x-codespar-project", tenant);
+        }
+        req
+    }
+
+    async fn finish(req: reqwest::RequestBuilder) -> (u16, Value) {
+        let res = req.send().await.unwrap();
+        let status = res.status().as_u16();
+        let text = res.text().await.unwrap();
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"))
+        };
+        (status, body)
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        Self::finish(self.request(reqwest::Method::GET, path)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> (u16, Value) {
+        Self::finish(self.request(reqwest::Method::DELETE, path)).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        Self::finish(
+            self.request(reqwest::Method::POST, path)
+                .body(body.to_string()),
+        )
+        .await
+    }
+
+    pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        Self::finish(self.request(reqwest::Method::POST, path).body(body)).await
+    }
+
+    /// Creates a session and returns its id, asserting 201.
+    pub async fn session(&self, mocks: Value) -> String {
+        let (status, body) = self
+            .post(
+                "/v1/sessions",
+                json!({"servers": ["asaas"], "user_id": "user_test", "mocks": mocks}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        body["id"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn execute(&self, session: &str, tool: &str, input: Value) -> (u16, Value) {
+        self.post(
+            &format!("/v1/sessions/{session}/execute"),
+            json!({"tool": tool, "input": input}),
+        )
+        .await
+    }
+}
+
+/// The sorted key set of a JSON object, to assert an exact field set.
+pub fn keys(value: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
+    keys.sort();
+    keys
+}
+
+pub type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+pub async fn observe(handle: &ServerHandle, query: &str) -> Ws {
+    let url = format!("{}{}", handle.observe_url(), query);
+    let (ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    ws
+}
+
+/// The next text frame as JSON, or None if nothing arrives within `wait` (pings skipped).
+pub async fn next_frame(ws: &mut Ws, wait: Duration) -> Option<Value> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let msg = tokio::time::timeout_at(deadline, ws.next())
+            .await
+            .ok()??
+            .ok()?;
+        match msg {
+            Message::Text(text) => return Some(serde_json::from_str(&text).unwrap()),
+            Message::Close(_) => return None,
+            _ => continue,
+        }
+    }
+}
+
+/// Reads frames until `n` arrived (panics after 5 s without one).
+pub async fn frames(ws: &mut Ws, n: usize) -> Vec<Value> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        match next_frame(ws, Duration::from_secs(5)).await {
+            Some(frame) => out.push(frame),
+            None => panic!("stream ended after {} of {n} frames: {out:?}", out.len()),
+        }
+    }
+    out
+}

@@ -1,0 +1,103 @@
+//! The real CodeSpar Python SDK in a venv under target/sdk-venv (codespar==0.14.0 from
+//! PyPI), built on first use and reused after; shared by the tests that drive it.
+//! Missing python3/venv/pip fail with what to install, never a silent skip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const SDK: &str = "codespar==0.14.0";
+
+/// Held while the venv is checked or built: two tests of one binary building it at once
+/// would `--clear` each other's half-made venv.
+static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn venv_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("sdk-venv")
+}
+
+fn run(cmd: &mut Command, what: &str, hint: &str) -> Output {
+    let output = cmd
+        .output()
+        .unwrap_or_else(|err| panic!("{what}: cannot run ({err}). {hint}"));
+    if !output.status.success() {
+        panic!(
+            "{what} failed ({}). {hint}\nstdout:\n{}\nstderr:\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    output
+}
+
+/// The venv's python with the SDK importable, creating the venv on first use.
+pub fn sdk_python() -> PathBuf {
+    // A test that panicked while building leaves the lock poisoned; the next one rebuilds.
+    let _building = BUILDING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let venv = venv_dir();
+    let python = if cfg!(windows) {
+        venv.join("Scripts").join("python.exe")
+    } else {
+        venv.join("bin").join("python")
+    };
+    let ready = python.exists()
+        && Command::new(&python)
+            .args([
+                "-c",
+                "import codespar, sys; sys.exit(codespar.__version__ != '0.14.0')",
+            ])
+            .status()
+            .is_ok_and(|s| s.success());
+    if ready {
+        return python;
+    }
+    let install = "Install Python 3.10+ with the venv module and pip \
+                   (Debian/Ubuntu: apt-get install python3 python3-venv python3-pip)";
+    run(Command::new("python3").arg("--version"), "python3", install);
+    run(
+        Command::new("python3")
+            .args(["-m", "venv", "--clear"])
+            .arg(&venv),
+        "python3 -m venv",
+        install,
+    );
+    run(
+        Command::new(&python).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            SDK,
+        ]),
+        "pip install codespar==0.14.0",
+        "pip needs to reach PyPI (or a mirror set in PIP_INDEX_URL)",
+    );
+    python
+}
+
+/// Runs `script` with the venv's `python` against the runtime at `url` with the API key
+/// `key` (no project id), off the async runtime's threads; what it printed and its exit.
+pub async fn run_script(
+    python: PathBuf,
+    script: PathBuf,
+    url: String,
+    key: &'static str,
+) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .arg(script)
+            .env("CODESPAR_BASE_URL", url)
+            .env("CODESPAR_API_KEY", key)
+            .env_remove("CODESPAR_PROJECT_ID")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}

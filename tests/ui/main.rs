@@ -1,0 +1,12 @@
+//! One test binary for the inspector's screens: golden TestBackend screens (insta, stored
+//! under ui/snapshots/) and key, mouse and copy behaviour, driven with scripted frames.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod approvals_view;
+mod clean_output_tui;
+mod evals_view;
+mod events_view;
+mod sessions_view;
+mod timeline_order;
