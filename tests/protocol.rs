@@ -159,6 +159,7 @@ fn every_kind() -> Vec<Frame> {
                 suites: vec!["payments".into()],
                 cases: 4,
                 repeat: 2,
+                scope: EvalScope::Suite,
             }),
         ),
         frame(
@@ -171,6 +172,7 @@ fn every_kind() -> Vec<Frame> {
                 errored: 1,
                 skipped: 1,
                 duration: 99.0,
+                scope: EvalScope::Suite,
             }),
         ),
         frame(9, None, Event::StreamGap(StreamGap { from: 2, to: 9 })),
@@ -218,6 +220,7 @@ fn every_kind() -> Vec<Frame> {
                     message: Some("missing".into()),
                 }],
                 attempt: Some(2),
+                scope: EvalScope::Case,
             }),
         ),
         frame(
