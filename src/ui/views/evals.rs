@@ -448,9 +448,14 @@ fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)> {
     lines.push((
         Tone::Muted,
         format!(
-            "session {} · run {}",
+            "session {} · run {}{}",
             case.last_session_id.as_deref().unwrap_or("-"),
             case.last_run_id.as_deref().unwrap_or("-"),
+            if case.last_rerun {
+                " · rerun of this case alone (not in the rates)"
+            } else {
+                ""
+            },
         ),
     ));
     if let Some(reason) = &case.last_reason {
@@ -975,6 +980,16 @@ mod tests {
         let lines = case_lines("s", &case);
         let texts = texts(&lines);
         assert_eq!(texts[2], "session - · run -");
+        let rerun = CaseSummary {
+            last_rerun: true,
+            last_run_id: Some("run_2".into()),
+            ..case.clone()
+        };
+        let rerun_lines = case_lines("s", &rerun);
+        assert_eq!(
+            rerun_lines[2].1,
+            "session - · run run_2 · rerun of this case alone (not in the rates)"
+        );
         assert!(texts.contains(&"✗ equals"));
         assert!(texts.contains(&"  - a") && texts.contains(&"  + b"));
     }
