@@ -13,7 +13,11 @@ use std::time::Duration;
 async fn run(api: &Api, body: Value) -> Value {
     let (status, created) = api.post("/v1/evals/runs", body).await;
     assert_eq!(status, 202, "{created}");
-    let id = created["run_id"].as_str().unwrap().to_owned();
+    run_detail(api, created["run_id"].as_str().unwrap()).await
+}
+
+/// Polls a run until it completed.
+async fn run_detail(api: &Api, id: &str) -> Value {
     for _ in 0..200 {
         let (status, detail) = api.get(&format!("/v1/evals/runs/{id}")).await;
         assert_eq!(status, 200, "{detail}");
@@ -161,11 +165,11 @@ async fn a_one_case_rerun_is_no_suite_run() {
     let before = suite_summary(&before, "truth");
     assert_eq!(before["runs"], 1);
 
-    // The inspector's `r`: the suite as last run, filtered to one case.
+    // The inspector's `r`: the suite as last run, one case, as a case run.
     let (_, document) = api.get("/v1/evals/suites/truth").await;
     let rerun = run(
         &api,
-        json!({"suites": [document["document"]], "case": "small"}),
+        json!({"suites": [document["document"]], "case": "small", "scope": "case"}),
     )
     .await;
     assert_eq!(rerun["scope"], "case", "{rerun:#}");
@@ -205,13 +209,38 @@ async fn a_one_case_rerun_is_no_suite_run() {
         "{of_rerun:#?}"
     );
 
-    // A filter matching several cases, or a whole suite, is still a suite run.
-    let again = run(&api, json!({"suites": [suite()], "case": "*"})).await;
+    // A case run names one case; anything else is refused and runs nothing.
+    for body in [
+        json!({"suites": [suite()], "case": "*", "scope": "case"}),
+        json!({"suites": [suite()], "scope": "case"}),
+    ] {
+        let (status, err) = api.post("/v1/evals/runs", body).await;
+        assert_eq!(status, 400, "{err}");
+        assert_eq!(err["field"], "/scope", "{err}");
+    }
+    // A `case` filter without the scope (`spyglass eval --case`) is a suite run.
+    let again = run(&api, json!({"suites": [suite()], "case": "small"})).await;
     assert!(again.get("scope").is_none(), "{again:#}");
     let (_, last) = api.get("/v1/evals/summary").await;
     let last = suite_summary(&last, "truth");
     assert_eq!(last["runs"], 2);
     assert!(case_summary(&last, "small").get("last_rerun").is_none());
+}
+
+#[tokio::test]
+async fn the_inspectors_rerun_of_one_case_is_a_case_run() {
+    let handle = server(test_config()).await;
+    let api = Api::new(&handle);
+    run(&api, json!({"suites": [suite()]})).await;
+    let client = spyglass::client::RestClient::new(&handle.url(), None).unwrap();
+    let created = client.rerun_by_name("truth", Some("big")).await.unwrap();
+    let detail = run_detail(&api, &created.run_id).await;
+    assert_eq!(detail["scope"], "case", "{detail:#}");
+    let suite_run = client.rerun_by_name("truth", None).await.unwrap();
+    let detail = run_detail(&api, &suite_run.run_id).await;
+    assert!(detail.get("scope").is_none(), "{detail:#}");
+    let (_, summary) = api.get("/v1/evals/summary").await;
+    assert_eq!(suite_summary(&summary, "truth")["runs"], 2, "{summary:#}");
 }
 
 #[tokio::test]

@@ -498,6 +498,10 @@ pub struct EvalRunRequest {
     pub repeat: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case: Option<String>,
+    /// `case`: run the one case `case` names again on its own (the inspector's `r`), as
+    /// that case's newest result and no run of its suite. Absent: a suite run.
+    #[serde(default, skip_serializing_if = "EvalScope::is_suite")]
+    pub scope: EvalScope,
 }
 
 /// 202 answer of `POST /v1/evals/runs`.

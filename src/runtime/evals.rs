@@ -140,18 +140,34 @@ const RUNNING: &str = "running";
 const MAX_SUITE_DOCUMENTS: usize = 1000;
 const COMPLETED: &str = "completed";
 
-/// A run filtered (`case`) down to one case of one suite runs that case again on its own
-/// (the inspector's `r`): a case run. Anything else is a suite run, a point on the trend.
-fn scope_of(planned: &[PlannedCase<'_>], filtered: bool) -> EvalScope {
-    let first = planned.first().map(|p| (&p.suite.name, &p.case.id));
-    let one_case = planned
-        .iter()
-        .all(|p| Some((&p.suite.name, &p.case.id)) == first);
-    if filtered && one_case {
-        EvalScope::Case
-    } else {
-        EvalScope::Suite
+/// A case run (`scope: "case"`) runs one case again on its own: its `case` must be given
+/// and leave exactly one case of one suite.
+fn check_scope(
+    planned: &[PlannedCase<'_>],
+    request: &EvalRunRequest,
+) -> Result<EvalScope, ApiErrorWithStatus> {
+    if request.scope == EvalScope::Suite {
+        return Ok(EvalScope::Suite);
     }
+    let Some(glob) = &request.case else {
+        return Err(bad_request(
+            "/scope",
+            "scope \"case\" runs one case again: give its id as `case`",
+        ));
+    };
+    let first = planned.first().map(|p| (&p.suite.name, &p.case.id));
+    if planned
+        .iter()
+        .any(|p| Some((&p.suite.name, &p.case.id)) != first)
+    {
+        return Err(bad_request(
+            "/scope",
+            format!(
+                "scope \"case\" runs one case again, and `{glob}` matches several; name one case"
+            ),
+        ));
+    }
+    Ok(EvalScope::Case)
 }
 
 /// An attempt that produced no result, and why.
@@ -249,7 +265,7 @@ impl Runtime {
                 ),
             ));
         }
-        let scope = scope_of(&planned, glob.is_some());
+        let scope = check_scope(&planned, &request)?;
         self.inner.evals.keep_documents(tenant, &suites, &request);
         let attempts = u32::try_from(planned.len()).unwrap_or(u32::MAX);
         let run_id = new_id("run_");
