@@ -389,6 +389,10 @@ fn broken_frames_are_errors_not_panics() {
             r#"{"kind":"tool.called","seq":1,"outcome":{"result":1,"envelope":{}}}"#,
             "fields",
         ),
+        (
+            r#"{"kind":"agent.eval.completed","seq":1,"status":"passed","pass":false}"#,
+            "verdict",
+        ),
     ];
     for (text, want) in cases {
         let err = decode(text).expect_err(text);
@@ -397,6 +401,7 @@ fn broken_frames_are_errors_not_panics() {
             DecodeError::MissingKind => "kind",
             DecodeError::MissingSeq => "seq",
             DecodeError::Fields { .. } => "fields",
+            DecodeError::Verdict(_) => "verdict",
         };
         assert_eq!(got, want, "{text}: {err}");
         assert!(!err.to_string().is_empty());

@@ -433,10 +433,16 @@ fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)> {
         sanitize(&format!("{suite} · {}", case.case)).into_owned(),
     )];
     let flaky = if case.flaky { " · flaky" } else { "" };
+    // The latest result may come from running this case alone, which no rate counts.
+    let rerun = if case.last_rerun {
+        " (rerun of this case)"
+    } else {
+        ""
+    };
     lines.push((
         status_tone,
         format!(
-            "{} · {} · pass {} {}/{} over {} run(s){flaky}",
+            "{}{rerun} · {} · pass {} {}/{} over {} run(s){flaky}",
             status_label(case.last_status),
             case_ms(case.last_duration),
             pct(case.pass_rate).trim_start(),
@@ -448,14 +454,9 @@ fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)> {
     lines.push((
         Tone::Muted,
         format!(
-            "session {} · run {}{}",
+            "session {} · run {}",
             case.last_session_id.as_deref().unwrap_or("-"),
             case.last_run_id.as_deref().unwrap_or("-"),
-            if case.last_rerun {
-                " · rerun of this case alone (not in the rates)"
-            } else {
-                ""
-            },
         ),
     ));
     if let Some(reason) = &case.last_reason {
@@ -987,8 +988,8 @@ mod tests {
         };
         let rerun_lines = case_lines("s", &rerun);
         assert_eq!(
-            rerun_lines[2].1,
-            "session - · run run_2 · rerun of this case alone (not in the rates)"
+            rerun_lines[1].1,
+            "✗ failed (rerun of this case) · <1ms · pass 0% 0/1 over 1 run(s)"
         );
         assert!(texts.contains(&"✗ equals"));
         assert!(texts.contains(&"  - a") && texts.contains(&"  + b"));
