@@ -13,7 +13,7 @@ import asyncio
 import json
 import os
 
-from codespar import AsyncCodeSpar, is_tool_not_mocked
+from codespar import AsyncCodeSpar, is_approval_required, is_tool_not_mocked
 
 # The fake model `send` talks to: call a tool, then answer. Python's SDK forwards only
 # servers, user_id, metadata and mocks, so the script travels as metadata.model_script.
@@ -48,8 +48,12 @@ async def main():
 
     # Over the policy's threshold: the runtime answers 202 approval_required and queues the
     # call; there is no result until someone approves it in the inspector's Approvals tab.
+    # The envelope is the result's data, so the SDK's own guard reads the approval id.
     held = await session.execute("asaas/create_payment", {"value": 5000})
-    print("large payment:", "held for approval" if held.data is None else held.data)
+    if is_approval_required(held.data):
+        print("large payment: held for approval", held.data["approval_id"])
+    else:
+        print("large payment:", held)
 
     result = await session.send("Issue the invoice for pay_test_42")
     print("agent said:", result.message)

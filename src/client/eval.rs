@@ -5,6 +5,7 @@
 use super::{ClientError, RestClient};
 use crate::eval::report::{json_results, junit_xml, render_table};
 use crate::eval::suite::{Suite, SuiteError, SuiteErrorKind, parse_suite, plan};
+use crate::protocol::events::EvalScope;
 use crate::protocol::rest::{EvalRunDetail, EvalRunRequest};
 use serde_json::json;
 use std::io::Write;
@@ -117,6 +118,7 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared, EvalCliError> {
                 .collect(),
             repeat: Some(args.repeat.max(1)),
             case: args.case.clone(),
+            scope: EvalScope::Suite,
         },
         suites: suites.len(),
         attempts,

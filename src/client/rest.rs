@@ -4,6 +4,7 @@
 
 use super::ClientError;
 use crate::protocol::ApiError;
+use crate::protocol::events::EvalScope;
 use crate::protocol::rest::{
     ApprovalList, ApprovalView, DecisionRequest, EvalRunCreated, EvalRunDetail, EvalRunRequest,
     EvalSuiteDocument, EvalSummary, SessionList,
@@ -137,7 +138,8 @@ impl RestClient {
     }
 
     /// `POST /v1/evals/runs` with `{suites, case?}` (suite documents or file text); the
-    /// results arrive on the stream.
+    /// results arrive on the stream. With a case it is a case run (`scope: "case"`): that
+    /// case's newest result, no run of its suite.
     pub async fn rerun(
         &self,
         suites: Vec<serde_json::Value>,
@@ -147,6 +149,11 @@ impl RestClient {
             suites,
             repeat: None,
             case: case.map(str::to_owned),
+            scope: if case.is_some() {
+                EvalScope::Case
+            } else {
+                EvalScope::Suite
+            },
         };
         self.start_eval_run(&request).await
     }

@@ -4,7 +4,7 @@
 
 use super::suite::{Assertion, Case, NoEnvelope};
 use crate::protocol::RawJson;
-use crate::protocol::events::{AgentEvalCompleted, AssertionResult, EvalStatus, Tokens};
+use crate::protocol::events::{AgentEvalCompleted, AssertionResult, EvalScope, EvalStatus, Tokens};
 use crate::protocol::rest::ToolCallRecord;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -23,6 +23,9 @@ pub struct CaseRun {
     /// Fractional milliseconds: a mocked run takes microseconds.
     pub duration_ms: f64,
 }
+
+/// The reason of a case whose run had a call held for approval.
+pub const HELD: &str = "held for approval";
 
 /// The judged outcome of one attempt.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +61,7 @@ impl CaseResult {
             run_id: None,
             assertions: self.assertions.clone(),
             attempt: None,
+            scope: EvalScope::Suite,
         }
     }
 }
@@ -88,6 +92,15 @@ pub fn evaluate(case: &Case, run: &CaseRun) -> CaseResult {
     };
     if let Some(error) = &run.error {
         return base(EvalStatus::Error, Vec::new(), Some(error.clone()));
+    }
+    // A call held for approval suspends the agent (seed 003's hibernation): whatever text
+    // followed, the case did not run to its end, so it is no pass and says why.
+    if run
+        .tool_calls
+        .iter()
+        .any(|call| call.error_code.as_deref() == Some("approval_required"))
+    {
+        return base(EvalStatus::Error, Vec::new(), Some(HELD.to_owned()));
     }
     let Some(output) = &run.output else {
         return base(
@@ -524,6 +537,25 @@ mod tests {
             .map(|a| (a.pass, a.expected.to_value(), a.actual.to_value()))
             .collect();
         (result.status, rows)
+    }
+
+    #[test]
+    fn a_call_held_for_approval_is_no_pass() {
+        let calls = vec![
+            call("asaas/create_payment", None),
+            call("asaas/create_payment", Some("approval_required")),
+        ];
+        let result = evaluate(
+            &case("contains = \"pay_1\""),
+            &run("Charged pay_1", calls, 10),
+        );
+        assert_eq!(result.status, EvalStatus::Error);
+        assert_eq!(result.reason.as_deref(), Some(HELD));
+        assert!(!result.to_event("s", "c").pass);
+        // Other envelopes are the agent's to handle: judged as usual.
+        let calls = vec![call("asaas/refund", Some("policy_denied"))];
+        let result = evaluate(&case("contains = \"pay_1\""), &run("pay_1", calls, 10));
+        assert_eq!(result.status, EvalStatus::Passed);
     }
 
     #[test]

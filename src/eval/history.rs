@@ -3,7 +3,7 @@
 //! Pure (no IO): the runtime serves its `summary()` and the inspector's model folds too.
 
 use crate::protocol::Frame;
-use crate::protocol::events::{AgentEvalCompleted, EvalStatus, Event};
+use crate::protocol::events::{AgentEvalCompleted, EvalScope, EvalStatus, Event};
 use crate::protocol::rest::{CaseSummary, EvalSummary, SuiteSummary};
 use std::collections::{HashSet, VecDeque};
 
@@ -70,6 +70,8 @@ struct CaseHistory {
     outcomes: VecDeque<Outcome>,
     last: AgentEvalCompleted,
     last_session_id: Option<String>,
+    /// `last` came from a case run (scope `case`).
+    last_rerun: bool,
 }
 
 /// External events (no run id) of one suite count as one run until a case repeats.
@@ -97,6 +99,24 @@ impl SuiteHistory {
             next_ordinal: 0,
             external: None,
         }
+    }
+
+    /// The case's history, added (with no outcomes) if new.
+    fn case_mut(&mut self, name: &str) -> &mut CaseHistory {
+        let at = match self.cases.iter().position(|c| c.name == name) {
+            Some(at) => at,
+            None => {
+                self.cases.push(CaseHistory {
+                    name: name.to_owned(),
+                    outcomes: VecDeque::new(),
+                    last: AgentEvalCompleted::default(),
+                    last_session_id: None,
+                    last_rerun: false,
+                });
+                self.cases.len() - 1
+            }
+        };
+        &mut self.cases[at]
     }
 
     fn open_run(&mut self, run_id: Option<String>) -> u64 {
@@ -197,23 +217,21 @@ impl EvalHistory {
             }
         };
         let suite = &mut self.suites[index];
+        if event.scope == EvalScope::Case {
+            // A case run again on its own is that case's newest result, not a run of the
+            // suite: no trend point, no run, no outcome in the rates.
+            let case = suite.case_mut(&event.case);
+            case.last = event.clone();
+            case.last_session_id = session_id.map(str::to_owned);
+            case.last_rerun = true;
+            return true;
+        }
         let ordinal = suite.run_for(event);
         if let Some(run) = suite.runs.iter_mut().find(|r| r.ordinal == ordinal) {
             run.tally.add(event.status);
         }
-        let case = match suite.cases.iter().position(|c| c.name == event.case) {
-            Some(at) => &mut suite.cases[at],
-            None => {
-                suite.cases.push(CaseHistory {
-                    name: event.case.clone(),
-                    outcomes: VecDeque::new(),
-                    last: AgentEvalCompleted::default(),
-                    last_session_id: None,
-                });
-                let last = suite.cases.len() - 1;
-                &mut suite.cases[last]
-            }
-        };
+        let case = suite.case_mut(&event.case);
+        case.last_rerun = false;
         case.outcomes.push_back(Outcome {
             ordinal,
             status: event.status,
@@ -330,6 +348,7 @@ fn case_summary(case: &CaseHistory, oldest: u64) -> CaseSummary {
         last_session_id: case.last_session_id.clone(),
         last_reason: case.last.reason.clone(),
         last_assertions: case.last.assertions.clone(),
+        last_rerun: case.last_rerun,
     }
 }
 

@@ -334,6 +334,7 @@ mod tests {
             Vec::new()
         };
         EvalCaseRecord {
+            output: None,
             session_id: Some("ses_1".into()),
             result: AgentEvalCompleted {
                 suite: suite.into(),
@@ -562,6 +563,7 @@ mod tests {
             status: "completed".into(),
             suites: vec!["payments".into()],
             repeat: 1,
+            scope: Default::default(),
             passed: 2,
             failed: 1,
             errored: 1,

@@ -4,7 +4,7 @@
 
 use crate::eval::history::{EvalHistory, HistorySettings};
 use crate::protocol::Frame;
-use crate::protocol::events::{EvalRunCompleted, Event};
+use crate::protocol::events::{EvalRunCompleted, EvalRunStarted, EvalScope, Event};
 use crate::protocol::rest::{CaseSummary, SuiteSummary};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -101,8 +101,18 @@ impl Evals {
         self.history.dropped() - before
     }
 
-    pub(crate) fn run_started(&mut self, run: EvalRun, max: usize) -> u64 {
-        self.runs.push_back(run);
+    /// A case run (one case run again on its own) is not a run of its suite: RUNS lists
+    /// suite runs only.
+    pub(crate) fn run_started(&mut self, started: &EvalRunStarted, max: usize) -> u64 {
+        if started.scope == EvalScope::Case {
+            return 0;
+        }
+        self.runs.push_back(EvalRun {
+            run_id: started.run_id.clone(),
+            suites: started.suites.clone(),
+            cases: started.cases,
+            completed: None,
+        });
         self.rev += 1;
         let mut dropped = 0;
         while self.runs.len() > max.max(1) {
@@ -114,6 +124,9 @@ impl Evals {
 
     /// Runs are few and the one completing is almost always the newest: search from the back.
     pub(crate) fn run_completed(&mut self, done: &EvalRunCompleted) {
+        if done.scope == EvalScope::Case {
+            return;
+        }
         self.rev += 1;
         match self.runs.iter_mut().rev().find(|r| r.run_id == done.run_id) {
             Some(run) => run.completed = Some(done.clone()),
@@ -123,5 +136,95 @@ impl Evals {
                 ..EvalRun::default()
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::decode;
+    use crate::protocol::events::EvalStatus;
+
+    fn frame(seq: u64, text: &str) -> Frame {
+        let with_seq = text.replacen('{', &format!("{{\"seq\":{seq},"), 1);
+        decode(&with_seq).unwrap()
+    }
+
+    fn fold(evals: &mut Evals, frame: &Frame) {
+        match &frame.event {
+            Event::EvalRunStarted(run) => {
+                evals.run_started(run, 10);
+            }
+            Event::EvalRunCompleted(done) => evals.run_completed(done),
+            _ => {
+                evals.record(frame);
+            }
+        }
+    }
+
+    #[test]
+    fn a_failing_metric_without_status_counts_as_a_failure() {
+        let mut evals = Evals::default();
+        let text = r#"{"kind":"agent.eval.completed","suite":"s","case":"c","pass":false,"reason":"no link","tokens":{"prompt":1,"completion":1,"total":2},"cost":0,"duration":3}"#;
+        fold(&mut evals, &frame(1, text));
+        let suite = evals.suite("s").unwrap();
+        assert_eq!((suite.passed, suite.failed), (0, 1));
+        assert_eq!(suite.pass_rate, Some(0.0));
+        assert_eq!(
+            evals.case("s", "c").unwrap().last_status,
+            EvalStatus::Failed
+        );
+        let text = r#"{"kind":"agent.eval.completed","suite":"s","case":"d","pass":true}"#;
+        fold(&mut evals, &frame(2, text));
+        assert_eq!(
+            evals.case("s", "d").unwrap().last_status,
+            EvalStatus::Passed
+        );
+    }
+
+    #[test]
+    fn a_status_that_contradicts_pass_does_not_decode() {
+        let text = r#"{"seq":1,"kind":"agent.eval.completed","suite":"s","case":"c","status":"passed","pass":false}"#;
+        let err = decode(text).unwrap_err();
+        assert_eq!(err.field(), Some("/status"));
+        assert!(err.to_string().contains("disagrees"), "{err}");
+    }
+
+    #[test]
+    fn a_case_rerun_adds_no_run_and_no_trend_point() {
+        let mut evals = Evals::default();
+        let frames = [
+            r#"{"kind":"eval.run.started","runId":"run_1","suites":["s"],"cases":2,"repeat":1}"#,
+            r#"{"kind":"agent.eval.completed","suite":"s","case":"a","status":"failed","pass":false,"runId":"run_1"}"#,
+            r#"{"kind":"agent.eval.completed","suite":"s","case":"b","status":"passed","pass":true,"runId":"run_1"}"#,
+            r#"{"kind":"eval.run.completed","runId":"run_1","passed":1,"failed":1}"#,
+            r#"{"kind":"eval.run.started","runId":"run_2","suites":["s"],"cases":1,"repeat":1,"scope":"case"}"#,
+            r#"{"kind":"agent.eval.completed","suite":"s","case":"a","status":"passed","pass":true,"runId":"run_2","scope":"case"}"#,
+            r#"{"kind":"eval.run.completed","runId":"run_2","passed":1,"scope":"case"}"#,
+        ];
+        for (seq, text) in frames.iter().enumerate() {
+            fold(&mut evals, &frame(seq as u64 + 1, text));
+        }
+        let ids: Vec<&str> = evals.runs.iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(ids, ["run_1"], "RUNS lists suite runs only");
+        let suite = evals.suite("s").unwrap();
+        assert_eq!(suite.runs, 1);
+        assert_eq!(suite.trend, vec![Some(0.5)]);
+        assert_eq!((suite.passed, suite.failed), (1, 1));
+        let a = evals.case("s", "a").unwrap();
+        assert_eq!(
+            a.last_status,
+            EvalStatus::Passed,
+            "the rerun is the newest result"
+        );
+        assert!(a.last_rerun, "and shows as a rerun of that case");
+        assert_eq!((a.passed, a.failed, a.runs), (0, 1, 1));
+        assert!(!evals.case("s", "b").unwrap().last_rerun);
+
+        // The next suite run's outcome is no rerun again.
+        let text = r#"{"kind":"agent.eval.completed","suite":"s","case":"a","status":"passed","pass":true,"runId":"run_3"}"#;
+        fold(&mut evals, &frame(10, text));
+        assert!(!evals.case("s", "a").unwrap().last_rerun);
+        assert_eq!(evals.suite("s").unwrap().runs, 2);
     }
 }

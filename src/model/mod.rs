@@ -396,12 +396,6 @@ impl Model {
                 }
             }
             Event::EvalRunStarted(run) => {
-                let run = EvalRun {
-                    run_id: run.run_id.clone(),
-                    suites: run.suites.clone(),
-                    cases: run.cases,
-                    completed: None,
-                };
                 self.counters.dropped.eval_runs +=
                     self.evals.run_started(run, self.limits.eval_runs);
             }

@@ -257,8 +257,9 @@ fn approval_replay_sits_beside_the_original_call_and_moves_the_counter() {
 }
 
 fn eval(seq: u64, case: &str, status: &str, run: &str) -> Frame {
+    let pass = status == "passed";
     frame(&format!(
-        r#"{{"kind":"agent.eval.completed","seq":{seq},"ts":"2026-11-22T21:45:00.000Z","sessionId":"ses_{seq}","suite":"payments","case":"{case}","status":"{status}","pass":false,"tokens":{{"prompt":0,"completion":0,"total":0}},"cost":0,"duration":12,"runId":"{run}","assertions":[{{"kind":"equals","pass":false,"expected":"a","actual":"b"}}]}}"#
+        r#"{{"kind":"agent.eval.completed","seq":{seq},"ts":"2026-11-22T21:45:00.000Z","sessionId":"ses_{seq}","suite":"payments","case":"{case}","status":"{status}","pass":{pass},"tokens":{{"prompt":0,"completion":0,"total":0}},"cost":0,"duration":12,"runId":"{run}","assertions":[{{"kind":"equals","pass":false,"expected":"a","actual":"b"}}]}}"#
     ))
 }
 

@@ -128,9 +128,30 @@ pub struct AssertionResult {
     pub message: Option<String>,
 }
 
-/// `agent.eval.completed`: one per case (seed 001 fields, plus spyglass's own).
+/// What an eval run covered. A suite run (the default, written as no field) is a point
+/// on the suite's trend; a case run is one case run again on its own (the inspector's
+/// `r`), which updates that case's latest result and nothing the suite counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EvalScope {
+    #[default]
+    Suite,
+    Case,
+}
+
+impl EvalScope {
+    /// Absent on the wire means a suite run.
+    pub fn is_suite(scope: &Self) -> bool {
+        *scope == Self::Suite
+    }
+}
+
+/// `agent.eval.completed`: one per case (seed 001 fields, plus spyglass's own). Read
+/// through `EvalCompletedWire`, so an absent `status` follows `pass` (seed 001's
+/// MetricResult is `{pass, score?, reason?}`) and a `status` that contradicts `pass` is
+/// refused rather than counted either way.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase", try_from = "EvalCompletedWire")]
 pub struct AgentEvalCompleted {
     pub suite: String,
     pub case: String,
@@ -149,6 +170,112 @@ pub struct AgentEvalCompleted {
     pub assertions: Vec<AssertionResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
+    #[serde(skip_serializing_if = "EvalScope::is_suite")]
+    pub scope: EvalScope,
+}
+
+/// `agent.eval.completed` as sent: `status` and `pass` may each be absent.
+#[derive(Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct EvalCompletedWire {
+    suite: String,
+    case: String,
+    status: Option<EvalStatus>,
+    pass: Option<bool>,
+    score: Option<f64>,
+    reason: Option<String>,
+    tokens: Tokens,
+    cost: f64,
+    duration: f64,
+    run_id: Option<String>,
+    assertions: Vec<AssertionResult>,
+    attempt: Option<u32>,
+    scope: EvalScope,
+}
+
+impl Default for EvalCompletedWire {
+    fn default() -> Self {
+        Self {
+            suite: String::new(),
+            case: String::new(),
+            status: None,
+            pass: None,
+            score: None,
+            reason: None,
+            tokens: Tokens::default(),
+            cost: 0.0,
+            duration: 0.0,
+            run_id: None,
+            assertions: Vec::new(),
+            attempt: None,
+            scope: EvalScope::Suite,
+        }
+    }
+}
+
+/// A `status` and `pass` that say different things; names the field to fix.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error(
+    "`status` {status:?} disagrees with `pass` {pass}: send `pass` alone, or a `status` that agrees with it"
+)]
+pub struct EvalVerdictConflict {
+    pub status: &'static str,
+    pub pass: bool,
+}
+
+impl EvalVerdictConflict {
+    /// The JSON pointer of the field the conflict is reported on.
+    pub const FIELD: &'static str = "/status";
+}
+
+/// The status an event counts as: `status` when given, else `pass` decides (neither
+/// given reads as failed, never as a pass nobody claimed). Skipped cases were never
+/// judged, so any `pass` agrees with `skipped`.
+pub fn eval_verdict(
+    status: Option<EvalStatus>,
+    pass: Option<bool>,
+) -> Result<(EvalStatus, bool), EvalVerdictConflict> {
+    match (status, pass) {
+        (None, pass) => {
+            let pass = pass.unwrap_or(false);
+            let status = if pass {
+                EvalStatus::Passed
+            } else {
+                EvalStatus::Failed
+            };
+            Ok((status, pass))
+        }
+        (Some(status), None) => Ok((status, status == EvalStatus::Passed)),
+        (Some(EvalStatus::Skipped), Some(pass)) => Ok((EvalStatus::Skipped, pass)),
+        (Some(status), Some(pass)) if pass == (status == EvalStatus::Passed) => Ok((status, pass)),
+        (Some(status), Some(pass)) => Err(EvalVerdictConflict {
+            status: status.as_str(),
+            pass,
+        }),
+    }
+}
+
+impl TryFrom<EvalCompletedWire> for AgentEvalCompleted {
+    type Error = EvalVerdictConflict;
+
+    fn try_from(wire: EvalCompletedWire) -> Result<Self, Self::Error> {
+        let (status, pass) = eval_verdict(wire.status, wire.pass)?;
+        Ok(Self {
+            suite: wire.suite,
+            case: wire.case,
+            status,
+            pass,
+            score: wire.score,
+            reason: wire.reason,
+            tokens: wire.tokens,
+            cost: wire.cost,
+            duration: wire.duration,
+            run_id: wire.run_id,
+            assertions: wire.assertions,
+            attempt: wire.attempt,
+            scope: wire.scope,
+        })
+    }
 }
 
 /// Static mocks return one object on every call; stateful ones are consumed in order.
@@ -306,6 +433,8 @@ pub struct EvalRunStarted {
     pub suites: Vec<String>,
     pub cases: u32,
     pub repeat: u32,
+    #[serde(skip_serializing_if = "EvalScope::is_suite")]
+    pub scope: EvalScope,
 }
 
 /// `eval.run.completed`.
@@ -318,6 +447,8 @@ pub struct EvalRunCompleted {
     pub errored: u32,
     pub skipped: u32,
     pub duration: f64,
+    #[serde(skip_serializing_if = "EvalScope::is_suite")]
+    pub scope: EvalScope,
 }
 
 /// `stream.gap`: events `from..=to` are no longer held; re-read state over REST.
@@ -422,6 +553,18 @@ pub enum DecodeError {
         kind: String,
         source: serde_json::Error,
     },
+    #[error("bad `agent.eval.completed` event: {0}")]
+    Verdict(EvalVerdictConflict),
+}
+
+impl DecodeError {
+    /// The JSON pointer of the field at fault, when one field is.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::Verdict(_) => Some(EvalVerdictConflict::FIELD),
+            _ => None,
+        }
+    }
 }
 
 /// The stamp and kind of a frame, read without building the rest.
@@ -472,7 +615,8 @@ pub fn decode_event(text: &str) -> Result<Unstamped, DecodeError> {
         "agent.completed" => Event::AgentCompleted(serde_json::from_str(text).map_err(fields)?),
         "agent.failed" => Event::AgentFailed(serde_json::from_str(text).map_err(fields)?),
         "agent.eval.completed" => {
-            Event::AgentEvalCompleted(serde_json::from_str(text).map_err(fields)?)
+            let wire: EvalCompletedWire = serde_json::from_str(text).map_err(fields)?;
+            Event::AgentEvalCompleted(wire.try_into().map_err(DecodeError::Verdict)?)
         }
         other => {
             // `encode` rebuilds an unknown frame through a JSON tree to restamp it, so it

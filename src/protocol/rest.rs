@@ -2,7 +2,8 @@
 //! spyglass's own read routes (sessions, approvals). Snake_case, as the SDK reads them.
 
 use super::events::{
-    AgentEvalCompleted, AssertionResult, Counter, Decision, DeclaredMock, EvalStatus, Outcome,
+    AgentEvalCompleted, AssertionResult, Counter, Decision, DeclaredMock, EvalScope, EvalStatus,
+    Outcome,
 };
 use super::json::RawJson;
 use serde::{Deserialize, Serialize};
@@ -362,6 +363,9 @@ impl SendFrame {
 pub struct EvalCaseRecord {
     pub session_id: Option<String>,
     pub result: AgentEvalCompleted,
+    /// The agent's final text (`output` beside the event's fields); absent when the run
+    /// produced none (an error, a skip).
+    pub output: Option<String>,
 }
 
 // By hand rather than `#[serde(flatten)]`: flatten buffers the fields, and the buffered
@@ -369,8 +373,13 @@ pub struct EvalCaseRecord {
 impl Serialize for EvalCaseRecord {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut value = serde_json::to_value(&self.result).map_err(serde::ser::Error::custom)?;
-        if let (Some(id), Some(map)) = (&self.session_id, value.as_object_mut()) {
-            map.insert("sessionId".into(), Value::String(id.clone()));
+        if let Some(map) = value.as_object_mut() {
+            if let Some(id) = &self.session_id {
+                map.insert("sessionId".into(), Value::String(id.clone()));
+            }
+            if let Some(output) = &self.output {
+                map.insert("output".into(), Value::String(output.clone()));
+            }
         }
         value.serialize(serializer)
     }
@@ -387,8 +396,17 @@ impl<'de> Deserialize<'de> for EvalCaseRecord {
             Some(Value::String(id)) => Some(id),
             Some(_) => return Err(serde::de::Error::custom("`sessionId` must be a string")),
         };
+        let output = match value.as_object_mut().and_then(|map| map.remove("output")) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(text),
+            Some(_) => return Err(serde::de::Error::custom("`output` must be a string")),
+        };
         let result = serde_json::from_value(value).map_err(serde::de::Error::custom)?;
-        Ok(Self { session_id, result })
+        Ok(Self {
+            session_id,
+            result,
+            output,
+        })
     }
 }
 
@@ -400,6 +418,9 @@ pub struct EvalRunDetail {
     pub status: String,
     pub suites: Vec<String>,
     pub repeat: u32,
+    /// `case` when the run ran one case again on its own; absent for a suite run.
+    #[serde(default, skip_serializing_if = "EvalScope::is_suite")]
+    pub scope: EvalScope,
     pub passed: u32,
     pub failed: u32,
     pub errored: u32,
@@ -460,6 +481,10 @@ pub struct CaseSummary {
     pub last_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub last_assertions: Vec<AssertionResult>,
+    /// The latest outcome came from running this case again on its own (a `scope: case`
+    /// run): it is the case's newest result but no point of the suite's runs or rates.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub last_rerun: bool,
 }
 
 /// `POST /v1/evals/runs`. Each suite is a suite document (an object with `suite`), suite
@@ -473,6 +498,10 @@ pub struct EvalRunRequest {
     pub repeat: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case: Option<String>,
+    /// `case`: run the one case `case` names again on its own (the inspector's `r`), as
+    /// that case's newest result and no run of its suite. Absent: a suite run.
+    #[serde(default, skip_serializing_if = "EvalScope::is_suite")]
+    pub scope: EvalScope,
 }
 
 /// 202 answer of `POST /v1/evals/runs`.

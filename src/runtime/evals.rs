@@ -9,7 +9,7 @@ use crate::eval::history::{EvalHistory, HistorySettings};
 use crate::eval::report::Counts;
 use crate::eval::suite::{PlannedCase, Suite, plan, suite_from_request};
 use crate::protocol::envelope::codes;
-use crate::protocol::events::{EvalRunCompleted, EvalRunStarted, EvalStatus, Event};
+use crate::protocol::events::{EvalRunCompleted, EvalRunStarted, EvalScope, EvalStatus, Event};
 use crate::protocol::rest::{
     CreateSession, EvalCaseRecord, EvalRunDetail, EvalRunRequest, EvalSummary,
 };
@@ -140,6 +140,36 @@ const RUNNING: &str = "running";
 const MAX_SUITE_DOCUMENTS: usize = 1000;
 const COMPLETED: &str = "completed";
 
+/// A case run (`scope: "case"`) runs one case again on its own: its `case` must be given
+/// and leave exactly one case of one suite.
+fn check_scope(
+    planned: &[PlannedCase<'_>],
+    request: &EvalRunRequest,
+) -> Result<EvalScope, ApiErrorWithStatus> {
+    if request.scope == EvalScope::Suite {
+        return Ok(EvalScope::Suite);
+    }
+    let Some(glob) = &request.case else {
+        return Err(bad_request(
+            "/scope",
+            "scope \"case\" runs one case again: give its id as `case`",
+        ));
+    };
+    let first = planned.first().map(|p| (&p.suite.name, &p.case.id));
+    if planned
+        .iter()
+        .any(|p| Some((&p.suite.name, &p.case.id)) != first)
+    {
+        return Err(bad_request(
+            "/scope",
+            format!(
+                "scope \"case\" runs one case again, and `{glob}` matches several; name one case"
+            ),
+        ));
+    }
+    Ok(EvalScope::Case)
+}
+
 /// An attempt that produced no result, and why.
 fn no_result(error: String, duration_ms: f64) -> CaseRun {
     CaseRun {
@@ -235,6 +265,7 @@ impl Runtime {
                 ),
             ));
         }
+        let scope = check_scope(&planned, &request)?;
         self.inner.evals.keep_documents(tenant, &suites, &request);
         let attempts = u32::try_from(planned.len()).unwrap_or(u32::MAX);
         let run_id = new_id("run_");
@@ -249,6 +280,7 @@ impl Runtime {
                     status: RUNNING.to_owned(),
                     suites: names.clone(),
                     repeat,
+                    scope,
                     ..EvalRunDetail::default()
                 },
                 started: Instant::now(),
@@ -263,12 +295,16 @@ impl Runtime {
                 suites: names,
                 cases: attempts,
                 repeat,
+                scope,
             }),
         );
         let rt = self.clone();
         let tenant = tenant.to_owned();
         let id = run_id.clone();
-        tokio::spawn(async move { rt.execute_run(tenant, id, suites, repeat, glob).await });
+        tokio::spawn(async move {
+            rt.execute_run(tenant, id, suites, repeat, glob, scope)
+                .await
+        });
         Ok(run_id)
     }
 
@@ -335,11 +371,12 @@ impl Runtime {
         suites: Vec<Suite>,
         repeat: u32,
         glob: Option<String>,
+        scope: EvalScope,
     ) {
         let clock = Instant::now();
         let mut counts = Counts::default();
         for planned in plan(&suites, repeat, glob.as_deref()) {
-            let record = self.run_case(&tenant, &run_id, planned).await;
+            let record = self.run_case(&tenant, &run_id, planned, scope).await;
             counts.add(record.result.status);
             self.inner.evals.push_case(&run_id, record);
         }
@@ -356,6 +393,7 @@ impl Runtime {
                 errored: counts.errored,
                 skipped: counts.skipped,
                 duration,
+                scope,
             }),
         );
         self.inner.evals.finish(&run_id, duration);
@@ -368,17 +406,20 @@ impl Runtime {
         tenant: &str,
         run_id: &str,
         planned: PlannedCase<'_>,
+        scope: EvalScope,
     ) -> EvalCaseRecord {
         let case = planned.case;
-        let (session_id, result) = if case.skip.is_some() {
-            (None, skipped(case))
+        let (session_id, result, output) = if case.skip.is_some() {
+            (None, skipped(case), None)
         } else {
             let (session_id, run) = self.attempt(tenant, planned).await;
-            (session_id, evaluate(case, &run))
+            let result = evaluate(case, &run);
+            (session_id, result, run.output)
         };
         let mut event = result.to_event(&planned.suite.name, &case.id);
         event.run_id = Some(run_id.to_owned());
         event.attempt = Some(planned.attempt);
+        event.scope = scope;
         self.emit_for(
             tenant,
             session_id.clone(),
@@ -391,6 +432,7 @@ impl Runtime {
         EvalCaseRecord {
             session_id,
             result: event,
+            output,
         }
     }
 

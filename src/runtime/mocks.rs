@@ -33,6 +33,23 @@ pub fn is_canonical(name: &str) -> bool {
     part(server, b"-") && part(tool, b"_-")
 }
 
+/// Names of CodeSpar's built-in tools start with this (`codespar_charge`, …).
+pub const BUILTIN_PREFIX: &str = "codespar_";
+/// The one built-in that is answered by the runtime itself and bypasses every gate.
+pub const LIST_TOOLS: &str = "codespar_list_tools";
+
+/// Whether a name is a CodeSpar built-in's, `codespar_` then `[a-z0-9_]`. Seed 000: a
+/// built-in that reaches external state (the SDK's `charge()`, `ship()`, `issue()`,
+/// `discover()` wrappers call them) declares its fixtures in `mocks` like a normal tool.
+pub fn is_builtin(name: &str) -> bool {
+    name.strip_prefix(BUILTIN_PREFIX).is_some_and(|rest| {
+        !rest.is_empty()
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    })
+}
+
 /// Escapes one JSON-pointer reference token (RFC 6901: `~` → `~0`, `/` → `~1`).
 pub fn pointer_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
@@ -111,7 +128,15 @@ impl MockTable {
         let mut table = MockTable::default();
         for (tool, value) in map {
             let field = format!("/mocks/{}", pointer_token(tool));
-            if !is_canonical(tool) {
+            if tool == LIST_TOOLS {
+                return Err(invalid(
+                    field,
+                    format!(
+                        "`{LIST_TOOLS}` is built in and answered by the runtime; it cannot be mocked"
+                    ),
+                ));
+            }
+            if !is_canonical(tool) && !is_builtin(tool) {
                 let hint = if tool.contains("__") {
                     " (the server__tool form is not accepted; write server/tool)"
                 } else {
@@ -120,7 +145,7 @@ impl MockTable {
                 return Err(invalid(
                     field,
                     format!(
-                        "`{tool}` is not a canonical tool name matching ^[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9_-]*${hint}"
+                        "`{tool}` is not a canonical tool name matching ^[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9_-]*$ nor a built-in codespar_[a-z0-9_]+{hint}"
                     ),
                 ));
             }
@@ -257,6 +282,28 @@ pub fn not_mocked_live(tool: &str) -> Envelope {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn builtins_other_than_list_tools_are_mockable() {
+        let table = MockTable::from_payload(&serde_json::json!({
+            "codespar_charge": {"id": "chg_1"},
+            "codespar_ship": [{"id": "shp_1"}],
+        }))
+        .unwrap();
+        assert_eq!(table.slots.len(), 2);
+        for (name, field) in [
+            ("codespar_list_tools", "/mocks/codespar_list_tools"),
+            ("codespar_", "/mocks/codespar_"),
+            ("codespar_Charge", "/mocks/codespar_Charge"),
+            ("codespar-charge", "/mocks/codespar-charge"),
+        ] {
+            let err = MockTable::from_payload(&serde_json::json!({ name: {} })).unwrap_err();
+            match err {
+                MocksRejection::Invalid { field: f, .. } => assert_eq!(f, field),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+    }
     use serde_json::json;
 
     fn rejection(mocks: Value) -> MocksRejection {

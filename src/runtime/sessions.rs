@@ -22,7 +22,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 /// The built-in introspection tool: it bypasses policy and the mock store.
-pub const LIST_TOOLS: &str = "codespar_list_tools";
+pub use super::mocks::LIST_TOOLS;
 
 /// Random id with a readable prefix: `ses_…`, `call_…`, `apr_…`.
 pub fn new_id(prefix: &str) -> String {
@@ -150,6 +150,9 @@ pub(crate) fn closed_error(id: &str) -> ApiErrorWithStatus {
 
 /// The server part of a canonical `server/tool` name (the whole name when it has none).
 pub fn server_of(tool: &str) -> &str {
+    if super::mocks::is_builtin(tool) {
+        return "codespar";
+    }
     tool.split_once('/').map_or(tool, |(server, _)| server)
 }
 

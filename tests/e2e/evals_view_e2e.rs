@@ -97,43 +97,54 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
     assert_eq!(document.suite, SUITE);
     assert_eq!(document.document, suite());
 
-    // `r` on `confirm`: only that case runs again, its result streams in.
+    // `r` on `confirm`: only that case runs again, as a case run. Its result streams in
+    // as the case's newest, and it is no run of the suite: no rate, trend or RUNS change.
     press(&mut app, KeyCode::Enter);
     press(&mut app, KeyCode::Down);
     assert_eq!(app.evals.cases.selected.as_deref(), Some("confirm"));
+    let first_run = app.model.evals.runs.back().unwrap().run_id.clone();
     press(&mut app, KeyCode::Char('r'));
     assert_eq!(
         app.notice.as_deref(),
         Some("rerunning payments e2e / confirm; results stream in")
     );
-    let text = until_app(&mut app, &mut rx, SIZE, "confirm run twice", |_, s| {
-        row(s, "confirm").contains("0% 0/2")
-    })
+    until_app(
+        &mut app,
+        &mut rx,
+        SIZE,
+        "confirm's rerun result",
+        |app, _| {
+            app.model
+                .evals
+                .case(SUITE, "confirm")
+                .is_some_and(|c| c.last_rerun && c.last_run_id.as_deref() != Some(&first_run))
+        },
+    )
     .await;
+    let text = screen(&mut app);
+    assert!(row(&text, "confirm").contains("0% 0/1"), "{text}");
     assert!(
         row(&text, "charge").contains("100% 1/1"),
         "charge was not rerun:\n{text}"
     );
-    let text = until_app(
-        &mut app,
-        &mut rx,
-        SIZE,
-        "the rerun to complete",
-        |app, _| app.model.evals.runs.len() == 2 && app.model.evals.running().is_none(),
-    )
-    .await;
-    assert!(
-        text.contains("last run: 0 passed, 1 failed, 0 errored"),
-        "the last run's counts:\n{text}"
+    assert_eq!(
+        app.model.evals.runs.len(),
+        1,
+        "a case run is not listed under RUNS"
     );
+    assert_eq!(app.model.evals.suite(SUITE).unwrap().trend.len(), 1);
+    press(&mut app, KeyCode::Enter);
+    let text = screen(&mut app);
+    assert!(text.contains("failed (rerun of this case) ·"), "{text}");
+    press(&mut app, KeyCode::Esc);
 
-    // `R`: the whole suite again.
+    // `R`: the whole suite again, a second run.
     press(&mut app, KeyCode::Char('R'));
     let text = until_app(&mut app, &mut rx, SIZE, "the suite rerun", |_, s| {
-        row(s, "charge").contains("100% 2/2") && row(s, "confirm").contains("0% 0/3")
+        row(s, "charge").contains("100% 2/2") && row(s, "confirm").contains("0% 0/2")
     })
     .await;
-    assert!(text.contains(" 3 run(s)"), "{text}");
+    assert!(text.contains(" 2 run(s)"), "{text}");
 
     // The failing case's detail: the equals assertion as a line diff.
     press(&mut app, KeyCode::Enter);
@@ -190,7 +201,7 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
         notice.contains("404 not_found") && notice.contains("no suite named \"external\""),
         "{notice}"
     );
-    assert_eq!(app.model.evals.runs.len(), 3, "no run was started");
+    assert_eq!(app.model.evals.runs.len(), 2, "no run was started");
 
     observer.abort();
     handle.shutdown().await;

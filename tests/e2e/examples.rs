@@ -52,7 +52,10 @@ async fn the_python_quickstart_runs_against_spyglass_serve() {
         line("misspelled tool:").contains("tool_not_mocked"),
         "{stdout}"
     );
-    assert_eq!(line("large payment:"), "large payment: held for approval");
+    assert!(
+        line("large payment:").starts_with("large payment: held for approval apr_"),
+        "{stdout}"
+    );
     assert_eq!(
         line("agent said:"),
         "agent said: Issued the NF-e for pay_test_42."

@@ -692,6 +692,7 @@ async fn the_in_process_api_starts_a_run_and_awaits_it() {
         suites: vec![flaky_suite()],
         repeat: Some(2),
         case: None,
+        scope: Default::default(),
     };
     let id = rt.run_evals("default", request).unwrap();
     let detail = rt.wait_eval_run("default", &id).await.unwrap();

@@ -99,6 +99,7 @@ fn run_suite(suite: &spyglass::eval::Suite, repeat: u32) -> Vec<EvalCaseRecord> 
             event.run_id = Some("run_1".into());
             event.attempt = Some(attempt);
             records.push(EvalCaseRecord {
+                output: None,
                 session_id: Some(format!("ses_{}", records.len())),
                 result: event,
             });

@@ -6,6 +6,7 @@ mod support;
 
 mod eval_runner;
 mod eval_suite;
+mod evals_truth;
 mod fuzz_regressions;
 mod glob_limits;
 mod hardening;

@@ -159,6 +159,7 @@ fn every_kind() -> Vec<Frame> {
                 suites: vec!["payments".into()],
                 cases: 4,
                 repeat: 2,
+                scope: EvalScope::Suite,
             }),
         ),
         frame(
@@ -171,6 +172,7 @@ fn every_kind() -> Vec<Frame> {
                 errored: 1,
                 skipped: 1,
                 duration: 99.0,
+                scope: EvalScope::Suite,
             }),
         ),
         frame(9, None, Event::StreamGap(StreamGap { from: 2, to: 9 })),
@@ -218,6 +220,7 @@ fn every_kind() -> Vec<Frame> {
                     message: Some("missing".into()),
                 }],
                 attempt: Some(2),
+                scope: EvalScope::Case,
             }),
         ),
         frame(
@@ -386,6 +389,10 @@ fn broken_frames_are_errors_not_panics() {
             r#"{"kind":"tool.called","seq":1,"outcome":{"result":1,"envelope":{}}}"#,
             "fields",
         ),
+        (
+            r#"{"kind":"agent.eval.completed","seq":1,"status":"passed","pass":false}"#,
+            "verdict",
+        ),
     ];
     for (text, want) in cases {
         let err = decode(text).expect_err(text);
@@ -394,6 +401,7 @@ fn broken_frames_are_errors_not_panics() {
             DecodeError::MissingKind => "kind",
             DecodeError::MissingSeq => "seq",
             DecodeError::Fields { .. } => "fields",
+            DecodeError::Verdict(_) => "verdict",
         };
         assert_eq!(got, want, "{text}: {err}");
         assert!(!err.to_string().is_empty());

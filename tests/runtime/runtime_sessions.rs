@@ -380,8 +380,23 @@ async fn execute_paths_and_envelopes() {
     assert_eq!(body["code"], "approval_required");
     assert!(body["approval_id"].as_str().unwrap().starts_with("apr_"));
     assert!(chrono::DateTime::parse_from_rfc3339(body["expires_at"].as_str().unwrap()).is_ok());
+    // The envelope at the top level, and again as the ToolResult's data for the SDK.
     assert_eq!(
         keys(&body),
+        [
+            "approval_id",
+            "code",
+            "data",
+            "error",
+            "expires_at",
+            "message",
+            "server",
+            "success",
+            "tool"
+        ]
+    );
+    assert_eq!(
+        keys(&body["data"]),
         ["approval_id", "code", "expires_at", "message"]
     );
 

@@ -17,6 +17,10 @@ import codespar
 from codespar import (
     ApiError,
     AsyncCodeSpar,
+    ChargeArgs,
+    ChargeBuyer,
+    ChargeResult,
+    ShipArgs,
     is_approval_required,
     is_mocks_exhausted,
     is_policy_denied,
@@ -103,9 +107,14 @@ async def execute_paths(cs):
     check(r.success is False, "denied fails", r)
     check(r.error.startswith("403:") and "no_refunds" in r.error, "denied error", r.error)
 
-    # approval_required is a 202: the SDK sees a non-success body without data.
+    # approval_required is a 202: a non-success ToolResult whose data is the envelope,
+    # so the SDK's own guard finds the approval id there.
     r = await session.execute("asaas/create_payment", {"value": 5000})
-    check(r.success is False and r.data is None, "approval is not a success", r)
+    check(r.success is False, "approval is not a success", r)
+    check(is_approval_required(r.data), "is_approval_required(result.data)", r)
+    check(r.data["approval_id"].startswith("apr_"), "approval_id in data", r.data)
+    check(r.error == "approval_required", "held error", r.error)
+    check(r.tool == "asaas/create_payment" and r.server == "asaas", "held tool", r)
 
     # The raw bodies pass the SDK's own envelope guards.
     headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
@@ -116,6 +125,7 @@ async def execute_paths(cs):
         check(res.status_code == 202, "approval status", res.status_code)
         envelope = res.json()
         check(is_approval_required(envelope), "is_approval_required", envelope)
+        check(envelope["data"]["approval_id"] == envelope["approval_id"], "same id in data", envelope)
         res = await http.post(url, json={"tool": "asaas/refund_payment", "input": {}})
         check(res.status_code == 403 and is_policy_denied(res.json()), "is_policy_denied", res.text)
         check(res.json()["rule_id"] == "no_refunds", "rule_id", res.text)
@@ -150,6 +160,53 @@ async def execute_paths(cs):
     await session.close()  # safe to call twice
     r = await session.execute("asaas/create_payment", {"value": 1})
     check(r.success is False and r.error.startswith("404:"), "execute after close", r.error)
+
+
+async def builtin_paths(cs):
+    """codespar_* built-ins are mocked like any tool, so the SDK's wrappers work in test mode."""
+    charge = {
+        "id": "chg_1",
+        "status": "PENDING",
+        "amount": 125.0,
+        "currency": "BRL",
+        "method": "pix",
+        "pix_copy_paste": "000201...",
+    }
+    session = await cs.create(
+        "user_test",
+        servers=["asaas"],
+        mocks={"codespar_charge": charge, "codespar_discover": {"tools": []}},
+    )
+    result = await session.charge(
+        ChargeArgs(
+            amount=125.0,
+            currency="BRL",
+            method="pix",
+            description="Order 42",
+            buyer=ChargeBuyer(name="Ana"),
+        )
+    )
+    check(isinstance(result, ChargeResult), "charge() result type", result)
+    check(result.id == "chg_1" and result.status == "PENDING", "charge() mocked result", result)
+    check(result.amount == 125.0 and result.method == "pix", "charge() fields", result)
+    check(result.pix_copy_paste == "000201...", "charge() pix", result)
+    # An undeclared built-in is not mocked: the wrapper raises like on any failure.
+    try:
+        await session.ship(ShipArgs(action="track", tracking_code="BR123"))
+        check(False, "ship() without a mock raises")
+    except ApiError as exc:
+        check("tool_not_mocked" in str(exc), "ship() not mocked", str(exc))
+    r = await session.execute("codespar_list_tools", {})
+    names = sorted(t["name"] for t in r.data["tools"])
+    check(names == ["codespar_charge", "codespar_discover", "codespar_list_tools"], "built-ins listed", names)
+    await session.close()
+
+    # codespar_list_tools stays built in: declaring it is refused.
+    try:
+        await cs.create("user_test", servers=["asaas"], mocks={"codespar_list_tools": {}})
+        check(False, "mocking codespar_list_tools is refused")
+    except ApiError as exc:
+        check(exc.status == 400 and exc.code == "mocks_invalid", "list_tools not mockable", (exc.status, exc.code))
 
 
 async def send_paths(cs):
@@ -250,6 +307,7 @@ async def main():
     async with AsyncCodeSpar(api_key=KEY) as cs:
         check(cs.base_url == BASE.rstrip("/"), "base url from CODESPAR_BASE_URL", cs.base_url)
         await execute_paths(cs)
+        await builtin_paths(cs)
         await send_paths(cs)
         await error_codes(cs)
     await tenancy()

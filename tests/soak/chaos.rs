@@ -178,6 +178,7 @@ fn spawn_workload(rt: Runtime, seed: u64, events: u64) -> tokio::task::JoinHandl
                             suites: vec![suite.into()],
                             cases: 8,
                             repeat: 1,
+                            ..EvalRunStarted::default()
                         }),
                     );
                     ledger.runs_started += 1;

@@ -4,7 +4,7 @@
 use super::state::{AppState, Q, RawBody, Tenant};
 use crate::glob::check_pattern;
 use crate::protocol::envelope::codes;
-use crate::protocol::events::decode_event;
+use crate::protocol::events::{DecodeError, decode_event};
 use crate::protocol::{ApiError, Event};
 use crate::runtime::ApiErrorWithStatus;
 use crate::runtime::observe::{Filter, MAX_INCOMING_WS_BYTES, stream};
@@ -118,6 +118,15 @@ fn invalid_event(index: usize, message: String) -> ApiErrorWithStatus {
     }
 }
 
+/// A decode failure; a failure of one field (a `status` contradicting `pass`) names it.
+fn undecodable(index: usize, err: &DecodeError) -> ApiErrorWithStatus {
+    let mut out = invalid_event(index, err.to_string());
+    if let Some(field) = err.field() {
+        out.error = out.error.with_field(field);
+    }
+    out
+}
+
 /// Splits a batch into event texts: a JSON array, or JSON lines (blank lines skipped).
 fn batch_items(text: &str) -> Result<Vec<String>, ApiErrorWithStatus> {
     let trimmed = text.trim_start();
@@ -152,7 +161,7 @@ pub(super) async fn ingest_events(
     let items = batch_items(text)?;
     let mut events = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
-        let event = decode_event(item).map_err(|err| invalid_event(index, err.to_string()))?;
+        let event = decode_event(item).map_err(|err| undecodable(index, &err))?;
         if matches!(event.event, Event::StreamGap(_)) {
             return Err(invalid_event(
                 index,

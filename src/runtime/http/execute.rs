@@ -2,13 +2,16 @@
 //! through `Runtime::execute` and writes the ToolResult or the envelope with its status.
 
 use super::state::{AppState, Id, JsonBody, Tenant};
+use crate::protocol::Envelope;
 use crate::protocol::envelope::codes;
 use crate::protocol::rest::ExecuteRequest;
+use crate::runtime::sessions::server_of;
 use crate::runtime::{ApiErrorWithStatus, ExecuteReply};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value};
 
 pub(super) async fn execute(
     State(state): State<AppState>,
@@ -30,8 +33,29 @@ pub(super) async fn execute(
     let status = StatusCode::from_u16(reply.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     Ok(match reply {
         ExecuteReply::Ok(result) => tool_result_response(status, &result),
+        ExecuteReply::Envelope(envelope) if status == StatusCode::ACCEPTED => {
+            (status, Json(held_body(&envelope, &req.tool))).into_response()
+        }
         ExecuteReply::Envelope(envelope) => (status, Json(envelope)).into_response(),
     })
+}
+
+/// The 202 of a call held for approval. A 2xx is read by the SDK as a ToolResult (it
+/// takes `success`, `data`, `error`), so the envelope goes in `data` too, where
+/// `is_approval_required(result.data)` finds it; its fields stay at the top level for
+/// clients that read the envelope itself.
+fn held_body(envelope: &Envelope, tool: &str) -> Value {
+    let mut body = match serde_json::to_value(envelope) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    let data = Value::Object(body.clone());
+    body.insert("success".into(), Value::Bool(false));
+    body.insert("data".into(), data);
+    body.insert("error".into(), Value::String(envelope.code().to_owned()));
+    body.insert("server".into(), Value::String(server_of(tool).to_owned()));
+    body.insert("tool".into(), Value::String(tool.to_owned()));
+    Value::Object(body)
 }
 
 /// An execute's answer, written into a buffer sized for it at once: axum's `Json` starts

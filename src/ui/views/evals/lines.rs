@@ -112,10 +112,16 @@ pub(super) fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)>
         sanitize(&format!("{suite} · {}", case.case)).into_owned(),
     )];
     let flaky = if case.flaky { " · flaky" } else { "" };
+    // The latest result may come from running this case alone, which no rate counts.
+    let rerun = if case.last_rerun {
+        " (rerun of this case)"
+    } else {
+        ""
+    };
     lines.push((
         status_tone,
         format!(
-            "{} · {} · pass {} {}/{} over {} run(s){flaky}",
+            "{}{rerun} · {} · pass {} {}/{} over {} run(s){flaky}",
             status_label(case.last_status),
             case_ms(case.last_duration),
             pct(case.pass_rate).trim_start(),
@@ -350,6 +356,16 @@ mod tests {
         let lines = case_lines("s", &case);
         let texts = texts(&lines);
         assert_eq!(texts[2], "session - · run -");
+        let rerun = CaseSummary {
+            last_rerun: true,
+            last_run_id: Some("run_2".into()),
+            ..case.clone()
+        };
+        let rerun_lines = case_lines("s", &rerun);
+        assert_eq!(
+            rerun_lines[1].1,
+            "✗ failed (rerun of this case) · <1ms · pass 0% 0/1 over 1 run(s)"
+        );
         assert!(texts.contains(&"✗ equals"));
         assert!(texts.contains(&"  - a") && texts.contains(&"  + b"));
     }
