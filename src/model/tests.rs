@@ -341,6 +341,7 @@ fn hydrate_takes_the_runtimes_counters_and_keeps_timelines() {
     m.hydrate(
         SessionList {
             sessions: vec![summary("ses_1", 2), summary("ses_2", 0)],
+            next_cursor: None,
         },
         approvals,
     );
@@ -380,7 +381,10 @@ fn a_late_request_does_not_undo_a_decision_the_re_read_knew() {
         replay: None,
     };
     m.hydrate(
-        SessionList { sessions: vec![] },
+        SessionList {
+            sessions: vec![],
+            next_cursor: None,
+        },
         ApprovalList {
             approvals: vec![view],
         },

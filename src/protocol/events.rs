@@ -398,7 +398,10 @@ impl Event {
                         + e.project.len()
                         + e.servers.iter().map(|s| s.len() + 24).sum::<usize>()
                         + e.mocks.len() * 96
-                        + e.metadata.iter().map(|(k, v)| k.len() + v.len() + 48).sum::<usize>()
+                        + e.metadata
+                            .iter()
+                            .map(|(k, v)| k.len() + v.len() + 48)
+                            .sum::<usize>()
                 }
                 Self::ToolCalled(e) => {
                     e.call_id.len()

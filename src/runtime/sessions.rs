@@ -352,7 +352,10 @@ fn check_strings(req: &CreateSession, max: usize) -> Result<(), ApiErrorWithStat
     if let Some(i) = req.servers.iter().position(|s| over(s.len())) {
         return Err(too_large(
             format!("/servers/{i}"),
-            format!("servers[{i}] is {} bytes; the cap is {max}", req.servers[i].len()),
+            format!(
+                "servers[{i}] is {} bytes; the cap is {max}",
+                req.servers[i].len()
+            ),
         ));
     }
     for (key, value) in req.metadata.iter().flatten() {

@@ -2,9 +2,9 @@
 //! close); the session logic itself is `runtime::sessions`.
 
 use super::state::{AppState, Id, JsonBody, Q, Tenant};
-use crate::runtime::sessions::Page;
 use crate::protocol::rest::CreateSession;
 use crate::runtime::ApiErrorWithStatus;
+use crate::runtime::sessions::Page;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
