@@ -2,6 +2,7 @@
 //! caps), read, list by page, close, and every tool call through deny-list, policy and
 //! mock store with its `tool.called` event. Counters change only under the session lock.
 
+use super::log::Budget;
 use super::log::Logged;
 use super::mocks::{MAX_MOCKS_BYTES, MockTable, MocksRejection};
 use super::policy::Verdict;
@@ -17,7 +18,7 @@ use crate::protocol::rest::{
 use crate::protocol::{ApiError, Envelope, Event, RawJson, now_rfc3339};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::watch;
 
@@ -45,9 +46,10 @@ pub(crate) struct Session {
     pub closing: watch::Sender<bool>,
     pub mocks: MockTable,
     /// The newest `retained_calls` calls, as the `tool.called` events the log holds: the
-    /// record shares the event instead of keeping its own copy of every field, and holds
-    /// it weakly, so an event the byte budget evicts from the log is freed, not kept here.
-    pub calls: VecDeque<Weak<Logged>>,
+    /// record shares the event instead of keeping its own copy of every field. Their
+    /// bytes count against the budget (`calls_bytes`), at most a quarter of it per session.
+    pub calls: VecDeque<Arc<Logged>>,
+    pub calls_bytes: usize,
     pub call_count: u32,
     pub envelope_count: u32,
     pub model: ModelScript,
@@ -74,16 +76,29 @@ impl Session {
         }
     }
 
-    fn record(&mut self, call: &Arc<Logged>, envelope: bool, retained: usize) {
+    fn record(&mut self, call: &Arc<Logged>, envelope: bool, retained: usize, budget: &Budget) {
         self.call_count = self.call_count.saturating_add(1);
         if envelope {
             self.envelope_count = self.envelope_count.saturating_add(1);
         }
         self.last_activity.clone_from(&call.frame.ts);
         if self.calls.len() >= retained.max(1) {
-            self.calls.pop_front();
+            if let Some(old) = self.calls.pop_front() {
+                self.calls_bytes -= old.bytes;
+                budget.remove_session(old.bytes, false);
+            }
         }
-        self.calls.push_back(Arc::downgrade(call));
+        self.calls.push_back(call.clone());
+        self.calls_bytes += call.bytes;
+        let mut freed = 0;
+        while self.calls_bytes - freed > budget.max / 4 && self.calls.len() > 1 {
+            if let Some(old) = self.calls.pop_front() {
+                freed += old.bytes;
+            }
+        }
+        self.calls_bytes -= freed;
+        budget.add_session(call.bytes);
+        budget.remove_session(freed, false);
     }
 
     fn tools(&self) -> Vec<ToolInfo> {
@@ -491,6 +506,7 @@ impl Runtime {
             closing: watch::Sender::new(false),
             mocks,
             calls: VecDeque::new(),
+            calls_bytes: 0,
             call_count: 0,
             envelope_count: 0,
             model,
@@ -538,7 +554,9 @@ impl Runtime {
                     .oldest_closed(Some(tenant))
                     .and_then(|old| sessions.remove(&old))
                 {
-                    self.inner.budget.remove_session(entry.bytes, true);
+                    self.inner
+                        .budget
+                        .remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
                     evicted.push(entry);
                 }
             }
@@ -548,7 +566,7 @@ impl Runtime {
                     break;
                 };
                 if let Some(entry) = sessions.remove(&old) {
-                    budget.remove_session(entry.bytes, true);
+                    budget.remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
                     evicted.push(entry);
                 }
             }
@@ -657,8 +675,7 @@ impl Runtime {
             calls: session
                 .calls
                 .iter()
-                .filter_map(Weak::upgrade)
-                .filter_map(|call| call_view(&call))
+                .filter_map(|call| call_view(call))
                 .collect(),
         })
     }
@@ -850,7 +867,12 @@ impl Runtime {
             }),
         );
         s.last_seq = logged.frame.seq;
-        s.record(&logged, outcome.is_err(), self.inner.config.retained_calls);
+        s.record(
+            &logged,
+            outcome.is_err(),
+            self.inner.config.retained_calls,
+            &self.inner.budget,
+        );
         drop(s);
         if let Some(row) = approval {
             self.announce_approval(&tenant, &session_id, row);
