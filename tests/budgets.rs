@@ -7,7 +7,7 @@ use runtime_support::{Api, server, test_config};
 use serde_json::{Value, json};
 use spyglass::client::rest::RestClient;
 use spyglass::runtime::RuntimeConfig;
-use std::sync::Mutex;
+use tokio::sync::Mutex;
 
 const MIB: usize = 1024 * 1024;
 const BUDGET: usize = 16 * MIB;
@@ -16,7 +16,7 @@ const BUDGET: usize = 16 * MIB;
 const OVERHEAD: usize = 64 * MIB;
 
 /// The RSS-measuring workloads run one at a time so each sees only its own growth.
-static MEASURED: Mutex<()> = Mutex::new(());
+static MEASURED: Mutex<()> = Mutex::const_new(());
 
 fn budget_config() -> RuntimeConfig {
     RuntimeConfig {
@@ -45,7 +45,7 @@ fn fixture(bytes: usize) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn executes_with_large_inputs_stay_within_the_byte_budget() {
-    let _one = MEASURED.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = MEASURED.lock().await;
     let handle = server(budget_config()).await;
     let api = Api::new(&handle);
     let sid = api.session(json!({"t/big": {"ok": true}})).await;
@@ -86,7 +86,7 @@ async fn executes_with_large_inputs_stay_within_the_byte_budget() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn created_and_deleted_sessions_give_their_memory_back() {
-    let _one = MEASURED.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = MEASURED.lock().await;
     let handle = server(RuntimeConfig {
         max_sessions_per_tenant: 50,
         ..budget_config()
@@ -153,7 +153,7 @@ fn calls(n: usize) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_past_the_cap_is_refused_and_a_large_answer_is_cut() {
-    let _one = MEASURED.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = MEASURED.lock().await;
     let handle = server(budget_config()).await;
     let api = Api::new(&handle);
     let mocks = json!({"t/big": fixture(60_000)});

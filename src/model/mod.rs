@@ -266,14 +266,14 @@ impl Model {
                     | Event::AgentCompleted(_)
                     | Event::AgentFailed(_)
             );
-            if timed {
-                if let Some(session) = frame.session_id.as_deref().and_then(|id| {
+            if timed
+                && let Some(session) = frame.session_id.as_deref().and_then(|id| {
                     let abs = *self.index.get(id)?;
                     self.sessions.get_mut((abs - self.base) as usize)
-                }) {
-                    session.bytes += bytes;
-                    self.session_bytes += bytes;
-                }
+                })
+            {
+                session.bytes += bytes;
+                self.session_bytes += bytes;
             }
             self.counters.dropped.events += self.events.push(frame, self.limits.events);
             self.enforce_bytes();

@@ -82,11 +82,11 @@ impl Session {
             self.envelope_count = self.envelope_count.saturating_add(1);
         }
         self.last_activity.clone_from(&call.frame.ts);
-        if self.calls.len() >= retained.max(1) {
-            if let Some(old) = self.calls.pop_front() {
-                self.calls_bytes -= old.bytes;
-                budget.remove_session(old.bytes, false);
-            }
+        if self.calls.len() >= retained.max(1)
+            && let Some(old) = self.calls.pop_front()
+        {
+            self.calls_bytes -= old.bytes;
+            budget.remove_session(old.bytes, false);
         }
         self.calls.push_back(call.clone());
         self.calls_bytes += call.bytes;
@@ -549,16 +549,15 @@ impl Runtime {
                 ));
             }
             // The tenant's closed sessions make room first, then anyone's, oldest first.
-            if count.open + count.closed >= cap {
-                if let Some(entry) = sessions
+            if count.open + count.closed >= cap
+                && let Some(entry) = sessions
                     .oldest_closed(Some(tenant))
                     .and_then(|old| sessions.remove(&old))
-                {
-                    self.inner
-                        .budget
-                        .remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
-                    evicted.push(entry);
-                }
+            {
+                self.inner
+                    .budget
+                    .remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
+                evicted.push(entry);
             }
             let budget = &self.inner.budget;
             while budget.retained() + bytes > budget.max {
