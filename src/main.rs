@@ -83,6 +83,10 @@ enum Command {
         /// Policy rules, TOML.
         #[arg(long)]
         policy: Option<PathBuf>,
+        /// Bytes the runtime retains (events and sessions) before evicting the oldest;
+        /// default 268435456 (256 MiB).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1024..))]
+        max_retained_bytes: Option<u64>,
     },
     /// Run eval suite files on a runtime and print per-suite and per-case results.
     ///
@@ -165,6 +169,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             addr,
             test_mode,
             policy,
+            max_retained_bytes,
         } => {
             start_logging(LogTo::Stderr, true)?;
             let args = ServeArgs {
@@ -172,6 +177,8 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 test_mode,
                 policy,
                 api_keys: cli.api_key.clone(),
+                max_retained_bytes: max_retained_bytes
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             };
             roles::serve::run(args).await
         }

@@ -64,14 +64,31 @@ impl RestClient {
         })
     }
 
-    /// `GET /v1/sessions`.
+    /// `GET /v1/sessions`, every page: follows `next_cursor` until the last page (a
+    /// runtime that pages nothing answers one page without a cursor). A cursor that does
+    /// not move ends the walk rather than looping.
     pub async fn sessions(&self) -> Result<SessionList, ClientError> {
-        let response = self
-            .http
-            .get(format!("{}/v1/sessions", self.base))
-            .send()
-            .await?;
-        Self::read(response).await
+        let mut all = SessionList {
+            sessions: Vec::new(),
+            next_cursor: None,
+        };
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let mut request = self
+                .http
+                .get(format!("{}/v1/sessions", self.base))
+                .query(&[("limit", SESSIONS_PAGE)]);
+            if let Some(cursor) = &cursor {
+                request = request.query(&[("cursor", cursor)]);
+            }
+            let page: SessionList = Self::read(request.send().await?).await?;
+            all.sessions.extend(page.sessions);
+            match page.next_cursor {
+                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+                _ => break,
+            }
+        }
+        Ok(all)
     }
 
     /// `GET /v1/approvals?status=all`.
@@ -185,6 +202,11 @@ impl RestClient {
 }
 
 /// Percent-encodes one URL path segment (suite names hold spaces and slashes).
+/// Rows asked for per page of `GET /v1/sessions` (the runtime's most).
+const SESSIONS_PAGE: usize = 1000;
+/// Pages followed at most in one re-read.
+const MAX_PAGES: usize = 10_000;
+
 fn encode_segment(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for byte in text.bytes() {

@@ -12,6 +12,8 @@ pub struct EventLog {
     frames: VecDeque<Box<Frame>>,
     /// Absolute position of `frames[0]`.
     base: u64,
+    /// Sum of the retained frames' `Event::approx_bytes`.
+    bytes: usize,
 }
 
 impl EventLog {
@@ -38,15 +40,32 @@ impl EventLog {
         self.frames.get(usize::try_from(i).ok()?).map(|f| &**f)
     }
 
+    /// What the retained frames hold, roughly (`Event::approx_bytes`).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// Appends; returns how many old frames were dropped to stay within `max`.
     pub(crate) fn push(&mut self, frame: Box<Frame>, max: usize) -> u64 {
+        self.bytes += frame.event.approx_bytes();
         self.frames.push_back(frame);
         let mut dropped = 0;
         while self.frames.len() > max.max(1) {
-            self.frames.pop_front();
-            self.base += 1;
+            self.pop_oldest();
             dropped += 1;
         }
         dropped
+    }
+
+    /// Drops the oldest frame; false when none is left.
+    pub(crate) fn pop_oldest(&mut self) -> bool {
+        match self.frames.pop_front() {
+            Some(old) => {
+                self.bytes = self.bytes.saturating_sub(old.event.approx_bytes());
+                self.base += 1;
+                true
+            }
+            None => false,
+        }
     }
 }

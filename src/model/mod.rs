@@ -30,6 +30,10 @@ pub struct Limits {
     pub eval_runs: usize,
     /// Raw frames kept for the Events tab.
     pub events: usize,
+    /// Bytes the Events tab's frames and the sessions' timelines may hold together
+    /// (`Event::approx_bytes`); past it the oldest closed sessions go, then the oldest
+    /// frames, then the oldest sessions, each counted in `Dropped`.
+    pub bytes: usize,
 }
 
 impl Default for Limits {
@@ -42,6 +46,7 @@ impl Default for Limits {
             eval_window: 20,
             eval_runs: 200,
             events: 20_000,
+            bytes: 256 * 1024 * 1024,
         }
     }
 }
@@ -100,6 +105,8 @@ pub struct Model {
     pub evals: Evals,
     /// The raw stream, most recent frames, for the Events tab.
     pub events: EventLog,
+    /// Sum of the retained sessions' `bytes`.
+    session_bytes: usize,
 }
 
 /// RFC 3339 to epoch milliseconds; an unreadable stamp places nothing rather than failing.
@@ -232,12 +239,7 @@ impl Model {
                 self.index.insert(id.to_owned(), abs);
                 self.sessions.push_back(Session::new(id));
                 while self.sessions.len() > self.limits.sessions.max(1) {
-                    if let Some(old) = self.sessions.pop_front() {
-                        self.index.remove(&old.id);
-                        self.counters.dropped.sessions += 1;
-                        self.counters.dropped.calls += old.timeline.calls().len() as u64;
-                    }
-                    self.base += 1;
+                    self.drop_oldest_session();
                 }
                 abs
             }
@@ -255,7 +257,64 @@ impl Model {
     /// this is the stream's hot path.
     pub fn fold(&mut self, frame: Box<Frame>) {
         if self.apply(&frame) {
+            let bytes = frame.event.approx_bytes();
+            // What lands in a timeline also counts against the budget, on its session.
+            let timed = matches!(
+                frame.event,
+                Event::ToolCalled(_)
+                    | Event::AgentStepCompleted(_)
+                    | Event::AgentCompleted(_)
+                    | Event::AgentFailed(_)
+            );
+            if timed
+                && let Some(session) = frame.session_id.as_deref().and_then(|id| {
+                    let abs = *self.index.get(id)?;
+                    self.sessions.get_mut((abs - self.base) as usize)
+                })
+            {
+                session.bytes += bytes;
+                self.session_bytes += bytes;
+            }
             self.counters.dropped.events += self.events.push(frame, self.limits.events);
+            self.enforce_bytes();
+        }
+    }
+
+    /// Bytes the model holds now (frames plus sessions), as its budget counts them.
+    pub fn retained_bytes(&self) -> usize {
+        self.events.bytes() + self.session_bytes
+    }
+
+    fn drop_oldest_session(&mut self) {
+        if let Some(old) = self.sessions.pop_front() {
+            self.index.remove(&old.id);
+            self.counters.dropped.sessions += 1;
+            self.counters.dropped.calls += old.timeline.calls().len() as u64;
+            self.session_bytes = self.session_bytes.saturating_sub(old.bytes);
+            self.base += 1;
+        }
+    }
+
+    /// Within `limits.bytes`: the oldest sessions while they are closed (positions are
+    /// never reused, so only the front can go), then the oldest frames, then the oldest
+    /// sessions whatever their state. The newest session and frame always stay.
+    fn enforce_bytes(&mut self) {
+        let max = self.limits.bytes.max(1);
+        while self.retained_bytes() > max
+            && self.sessions.len() > 1
+            && self
+                .sessions
+                .front()
+                .is_some_and(|s| s.status == SessionStatus::Closed)
+        {
+            self.drop_oldest_session();
+        }
+        while self.retained_bytes() > max && self.events.len() > 1 {
+            self.events.pop_oldest();
+            self.counters.dropped.events += 1;
+        }
+        while self.retained_bytes() > max && self.sessions.len() > 1 {
+            self.drop_oldest_session();
         }
     }
 

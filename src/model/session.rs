@@ -313,6 +313,8 @@ pub struct Session {
     /// The runtime's `last_seq` for this session at the last REST re-read: its frames up
     /// to here are already in the counters and must not be counted again.
     pub hydrated_seq: u64,
+    /// What the model's byte budget counts for it: the frames folded into its timeline.
+    pub bytes: usize,
 }
 
 impl Session {

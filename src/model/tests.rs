@@ -342,6 +342,7 @@ fn hydrate_takes_the_runtimes_counters_and_keeps_timelines() {
     m.hydrate(
         SessionList {
             sessions: vec![summary("ses_1", 2), summary("ses_2", 0)],
+            next_cursor: None,
         },
         approvals,
     );
@@ -381,7 +382,10 @@ fn a_late_request_does_not_undo_a_decision_the_re_read_knew() {
         replay: None,
     };
     m.hydrate(
-        SessionList { sessions: vec![] },
+        SessionList {
+            sessions: vec![],
+            next_cursor: None,
+        },
         ApprovalList {
             approvals: vec![view],
         },
@@ -589,4 +593,38 @@ fn a_run_told_only_at_its_end_still_nests_and_a_full_call_ring_keeps_order() {
     m.apply(&send_call(5, "after", None, ts));
     assert_eq!(labels(&m), ["step 0", "  c2", "after"]);
     assert_eq!(m.counters.dropped.calls, 1);
+}
+
+#[test]
+fn large_frames_stay_within_the_byte_budget_and_evictions_are_counted() {
+    let limits = Limits {
+        bytes: 400_000,
+        ..Limits::default()
+    };
+    let mut m = Model::new(limits);
+    let big = "x".repeat(20_000);
+    let mut seq = 1;
+    for s in 0..5 {
+        let sid = format!("ses_{s}");
+        m.fold(Box::new(created(seq, &sid)));
+        seq += 1;
+        for c in 0..10 {
+            let outcome = format!(r#"{{"result":{{"blob":"{big}"}}}}"#);
+            m.fold(Box::new(called(
+                seq,
+                &sid,
+                &format!("call_{s}_{c}"),
+                "a/b",
+                &outcome,
+                "",
+            )));
+            seq += 1;
+        }
+    }
+    assert!(m.retained_bytes() <= 400_000, "{}", m.retained_bytes());
+    assert!(m.counters.dropped.sessions > 0, "{:?}", m.counters.dropped);
+    assert!(m.counters.dropped.total() > 0);
+    assert!(m.counters.dropped.events > 0, "{:?}", m.counters.dropped);
+    // The newest session is kept, whatever else went.
+    assert!(m.session("ses_4").is_some());
 }

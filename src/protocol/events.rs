@@ -499,6 +499,59 @@ pub const KINDS: &[&str] = &[
     "agent.eval.completed",
 ];
 
+/// What a frame costs to hold beyond its fixed fields: a flat overhead for the stamp,
+/// ids and names. Budgets add this to the lengths of the variable text.
+const FRAME_OVERHEAD: usize = 256;
+
+fn step_bytes(step: &Step) -> usize {
+    step.tool_calls
+        .iter()
+        .map(|c| 96 + c.id.len() + c.name.len() + c.args.get().len() + c.result.get().len())
+        .sum()
+}
+
+fn run_bytes(run: &AgentRun) -> usize {
+    run.input.get().len()
+        + run.output.get().len()
+        + run.error.as_ref().map_or(0, |e| e.get().len())
+        + run.steps.iter().map(step_bytes).sum::<usize>()
+}
+
+impl Event {
+    /// Roughly the bytes this event holds: the lengths of the JSON text and strings it
+    /// keeps, read off what is already there (nothing is serialised), plus a flat overhead.
+    /// Byte budgets (runtime log, inspector model) count with it.
+    pub fn approx_bytes(&self) -> usize {
+        FRAME_OVERHEAD
+            + match self {
+                Self::SessionCreated(e) => {
+                    e.user_id.len()
+                        + e.project.len()
+                        + e.servers.iter().map(|s| s.len() + 24).sum::<usize>()
+                        + e.mocks.len() * 96
+                        + e.metadata
+                            .iter()
+                            .map(|(k, v)| k.len() + v.len() + 48)
+                            .sum::<usize>()
+                }
+                Self::ToolCalled(e) => {
+                    e.call_id.len()
+                        + e.tool.len()
+                        + e.input.get().len()
+                        + match &e.outcome {
+                            Outcome::Result(raw) => raw.get().len(),
+                            Outcome::Envelope(_) => 256,
+                        }
+                }
+                Self::ApprovalRequested(e) => e.input.get().len() + e.message.len() + e.tool.len(),
+                Self::AgentStepCompleted(e) => step_bytes(&e.step),
+                Self::AgentCompleted(run) | Self::AgentFailed(run) => run_bytes(run),
+                Self::Unknown { kind, raw } => kind.len() + raw.get().len(),
+                _ => 0,
+            }
+    }
+}
+
 impl Event {
     pub fn kind(&self) -> &str {
         match self {

@@ -217,6 +217,9 @@ pub struct SessionDetail {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionList {
     pub sessions: Vec<SessionSummary>,
+    /// `GET /v1/sessions`: pass as `cursor` for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// Status of an approval row.

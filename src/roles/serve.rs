@@ -15,6 +15,8 @@ pub struct ServeArgs {
     pub policy: Option<PathBuf>,
     /// `--api-key` flags; `SPYGLASS_API_KEYS` adds to them.
     pub api_keys: Vec<String>,
+    /// `--max-retained-bytes`: the runtime's byte budget; `None` keeps the default.
+    pub max_retained_bytes: Option<usize>,
 }
 
 #[derive(Debug, Error)]
@@ -64,6 +66,9 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         test_mode: args.test_mode || env_test_mode(),
         policy,
         api_keys: api_keys(args.api_keys),
+        max_retained_bytes: args
+            .max_retained_bytes
+            .unwrap_or(RuntimeConfig::default().max_retained_bytes),
         ..RuntimeConfig::default()
     };
     let test_mode = config.test_mode;

@@ -18,6 +18,9 @@ pub const MODEL: &str = "fake";
 const DEFAULT_TEXT: &str = "fake response";
 /// The error of a run whose session was closed while it ran.
 pub const SESSION_CLOSED: &str = "session closed";
+/// What `send` answers (413) when a run's tool inputs and outputs pass
+/// `max_send_response_bytes`: the run is cut there and ends as failed.
+pub const RESPONSE_TOO_LARGE: &str = "response_too_large";
 
 /// How one `send` ended: the final text, every tool call, usage, and the error if the
 /// run failed (a scripted failure, or the iteration cap).
@@ -30,6 +33,8 @@ pub struct AgentRunResult {
     pub steps: Vec<Step>,
     pub duration_ms: f64,
     pub error: Option<String>,
+    /// The run was cut at `max_send_response_bytes` (its `error` says so).
+    pub too_large: bool,
 }
 
 impl AgentRunResult {
@@ -122,7 +127,11 @@ impl Runtime {
             steps: Vec::new(),
             duration_ms: 0.0,
             error: None,
+            too_large: false,
         };
+        let max_bytes = self.inner.config.max_send_response_bytes;
+        // Bytes of the calls' inputs and outputs so far, read off the text already made.
+        let mut answer_bytes = message.len();
         let mut prompt_tokens = approx_tokens(message) + 8;
         let mut finished = false;
         'run: for iteration in 0..max {
@@ -209,6 +218,19 @@ impl Runtime {
                     input: dispatched.input.to_value(),
                 })
                 .await;
+                answer_bytes += dispatched.input.get().len()
+                    + match &dispatched.outcome {
+                        Ok(raw) => raw.get().len(),
+                        Err(_) => 256,
+                    };
+                if answer_bytes > max_bytes {
+                    result.too_large = true;
+                    result.error = Some(format!(
+                        "the run's tool inputs and outputs passed {max_bytes} bytes at call {}; the run was cut there",
+                        result.tool_calls.len() + 1
+                    ));
+                    break 'run;
+                }
                 let rec = record(&dispatched);
                 out(SendFrame::ToolResult(rec.clone())).await;
                 step_calls.push(StepToolCall {

@@ -13,7 +13,7 @@ pub mod policy;
 pub mod sessions;
 
 pub use agent::AgentRunResult;
-pub use log::LogStats;
+pub use log::{BudgetStats, LogStats};
 pub use policy::{Policy, PolicyError};
 pub use sessions::ExecuteReply;
 
@@ -59,6 +59,18 @@ pub struct RuntimeConfig {
     pub eval_case_timeout: Duration,
     /// Case attempts (cases × repeat) one eval run may plan.
     pub max_eval_attempts: usize,
+    /// Bytes the event log and the sessions may retain together (`--max-retained-bytes`);
+    /// past it closed sessions go first, then the oldest events (`/health` counts them).
+    pub max_retained_bytes: usize,
+    /// Sessions one tenant may hold open; past it create answers 429 `too_many_sessions`.
+    /// Its closed ones beyond this many are dropped, oldest first.
+    pub max_sessions_per_tenant: usize,
+    /// Bytes of one string field of a create body (`user_id`, each server, metadata).
+    pub max_string_bytes: usize,
+    /// Model steps, and tool calls over all steps, a session's script may hold.
+    pub max_script_calls: usize,
+    /// Bytes of tool inputs and outputs one `send` may gather before the run is cut.
+    pub max_send_response_bytes: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -78,6 +90,11 @@ impl Default for RuntimeConfig {
             retained_eval_runs: 100,
             eval_case_timeout: Duration::from_secs(30),
             max_eval_attempts: 10_000,
+            max_retained_bytes: 256 * 1024 * 1024,
+            max_sessions_per_tenant: 1_000,
+            max_string_bytes: 1024,
+            max_script_calls: 256,
+            max_send_response_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -110,6 +127,7 @@ impl ApiErrorWithStatus {
 pub(crate) struct Inner {
     pub(crate) config: RuntimeConfig,
     pub(crate) log: EventLog,
+    pub(crate) budget: Arc<log::Budget>,
     pub(crate) sessions: RwLock<SessionMap>,
     pub(crate) approvals: Mutex<approvals::ApprovalQueue>,
     pub(crate) evals: evals::EvalState,
@@ -132,12 +150,18 @@ pub const DEFAULT_TENANT: &str = "default";
 
 impl Runtime {
     pub fn new(config: RuntimeConfig) -> Runtime {
-        let log = EventLog::new(config.retained_events, config.subscriber_queue);
+        let budget = Arc::new(log::Budget::new(config.max_retained_bytes));
+        let log = EventLog::new(
+            config.retained_events,
+            config.subscriber_queue,
+            budget.clone(),
+        );
         let evals = evals::EvalState::new(config.eval_history, config.retained_eval_runs);
         Runtime {
             inner: Arc::new(Inner {
                 config,
                 log,
+                budget,
                 sessions: RwLock::new(SessionMap::default()),
                 approvals: Mutex::new(approvals::ApprovalQueue::default()),
                 evals,
@@ -176,6 +200,11 @@ impl Runtime {
     /// (`retained_events`, `subscriber_queue`), however slow a subscriber is.
     pub fn stats(&self) -> log::LogStats {
         self.inner.log.stats()
+    }
+
+    /// What the byte budget holds and what it evicted (`max_retained_bytes`).
+    pub fn budget_stats(&self) -> log::BudgetStats {
+        self.inner.budget.stats()
     }
 
     /// Up to `limit` retained events with seq > `since`, oldest first.

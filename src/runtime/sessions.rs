@@ -1,7 +1,8 @@
-//! Sessions and the dispatch path: create (with the three mock gates), read, close, and
-//! every tool call through deny-list, policy and mock store, with its `tool.called`
-//! event. A session's counters change only under that session's lock.
+//! Sessions and the dispatch path: create (with the mock gates, field and per-tenant
+//! caps), read, list by page, close, and every tool call through deny-list, policy and
+//! mock store with its `tool.called` event. Counters change only under the session lock.
 
+use super::log::Budget;
 use super::log::Logged;
 use super::mocks::{MAX_MOCKS_BYTES, MockTable, MocksRejection};
 use super::policy::Verdict;
@@ -45,8 +46,10 @@ pub(crate) struct Session {
     pub closing: watch::Sender<bool>,
     pub mocks: MockTable,
     /// The newest `retained_calls` calls, as the `tool.called` events the log holds: the
-    /// record shares the event instead of keeping its own copy of every field.
+    /// record shares the event instead of keeping its own copy of every field. Their
+    /// bytes count against the budget (`calls_bytes`), at most a quarter of it per session.
     pub calls: VecDeque<Arc<Logged>>,
+    pub calls_bytes: usize,
     pub call_count: u32,
     pub envelope_count: u32,
     pub model: ModelScript,
@@ -73,16 +76,29 @@ impl Session {
         }
     }
 
-    fn record(&mut self, call: Arc<Logged>, envelope: bool, retained: usize) {
+    fn record(&mut self, call: &Arc<Logged>, envelope: bool, retained: usize, budget: &Budget) {
         self.call_count = self.call_count.saturating_add(1);
         if envelope {
             self.envelope_count = self.envelope_count.saturating_add(1);
         }
         self.last_activity.clone_from(&call.frame.ts);
-        if self.calls.len() >= retained.max(1) {
-            self.calls.pop_front();
+        if self.calls.len() >= retained.max(1)
+            && let Some(old) = self.calls.pop_front()
+        {
+            self.calls_bytes -= old.bytes;
+            budget.remove_session(old.bytes, false);
         }
-        self.calls.push_back(call);
+        self.calls.push_back(call.clone());
+        self.calls_bytes += call.bytes;
+        let mut freed = 0;
+        while self.calls_bytes - freed > budget.max / 4 && self.calls.len() > 1 {
+            if let Some(old) = self.calls.pop_front() {
+                freed += old.bytes;
+            }
+        }
+        self.calls_bytes -= freed;
+        budget.add_session(call.bytes);
+        budget.remove_session(freed, false);
     }
 
     fn tools(&self) -> Vec<ToolInfo> {
@@ -156,11 +172,72 @@ pub fn server_of(tool: &str) -> &str {
     tool.split_once('/').map_or(tool, |(server, _)| server)
 }
 
+/// A session as the map holds it: the tenant and creation order are kept beside the lock
+/// so listing and eviction need not take every session's lock.
+struct Entry {
+    session: Arc<Mutex<Session>>,
+    tenant: String,
+    key: u64,
+    bytes: usize,
+}
+
+#[derive(Default, Clone, Copy)]
+struct TenantCount {
+    open: usize,
+    closed: usize,
+}
+
 #[derive(Default)]
 pub(crate) struct SessionMap {
-    by_id: HashMap<String, Arc<Mutex<Session>>>,
-    order: Vec<String>,
+    by_id: HashMap<String, Entry>,
+    /// Creation order: key to id. Keys are never reused; a page's cursor is one.
+    order: BTreeMap<u64, String>,
+    /// Closed sessions by creation order: the first the byte budget evicts.
+    closed: BTreeMap<u64, String>,
+    tenants: HashMap<String, TenantCount>,
+    next_key: u64,
 }
+
+impl SessionMap {
+    fn remove(&mut self, id: &str) -> Option<Entry> {
+        let entry = self.by_id.remove(id)?;
+        self.order.remove(&entry.key);
+        let was_closed = self.closed.remove(&entry.key).is_some();
+        if let Some(count) = self.tenants.get_mut(&entry.tenant) {
+            if was_closed {
+                count.closed = count.closed.saturating_sub(1);
+            } else {
+                count.open = count.open.saturating_sub(1);
+            }
+            if count.open == 0 && count.closed == 0 {
+                self.tenants.remove(&entry.tenant);
+            }
+        }
+        Some(entry)
+    }
+
+    /// The oldest closed session of `tenant` (of any tenant when `None`).
+    fn oldest_closed(&self, tenant: Option<&str>) -> Option<String> {
+        self.closed
+            .values()
+            .find(|id| tenant.is_none_or(|t| self.by_id.get(*id).is_some_and(|e| e.tenant == t)))
+            .cloned()
+    }
+}
+
+/// What create answers when a tenant holds `max_sessions_per_tenant` open sessions.
+pub const TOO_MANY_SESSIONS: &str = "too_many_sessions";
+/// What create answers for a string field longer than `max_string_bytes`.
+pub const FIELD_TOO_LARGE: &str = "field_too_large";
+/// What create answers for a model script past `max_script_calls`.
+pub const SCRIPT_TOO_LARGE: &str = "model_script_too_large";
+/// `GET /v1/sessions` answers this many rows when no `limit` is given, and at most
+/// `MAX_SESSIONS_PAGE`.
+pub const DEFAULT_SESSIONS_PAGE: usize = 100;
+pub const MAX_SESSIONS_PAGE: usize = 1000;
+
+/// A fixed cost per session beyond its variable fields: ids, stamps, counters, the lock.
+const SESSION_OVERHEAD: usize = 1024;
 
 /// What `execute` answered: the SDK's ToolResult, or an envelope (with its own status).
 #[derive(Debug, Clone, PartialEq)]
@@ -274,6 +351,78 @@ fn model_script(req: &CreateSession) -> Result<ModelScript, ApiErrorWithStatus> 
     })
 }
 
+fn too_large(field: String, message: String) -> ApiErrorWithStatus {
+    ApiErrorWithStatus {
+        status: 400,
+        error: ApiError::new(FIELD_TOO_LARGE, message).with_field(field),
+    }
+}
+
+/// `user_id`, each server and each metadata key and string value within `max` bytes.
+fn check_strings(req: &CreateSession, max: usize) -> Result<(), ApiErrorWithStatus> {
+    let over = |len: usize| len > max;
+    if over(req.user_id.len()) {
+        return Err(too_large(
+            "/user_id".to_owned(),
+            format!("user_id is {} bytes; the cap is {max}", req.user_id.len()),
+        ));
+    }
+    if let Some(i) = req.servers.iter().position(|s| over(s.len())) {
+        return Err(too_large(
+            format!("/servers/{i}"),
+            format!(
+                "servers[{i}] is {} bytes; the cap is {max}",
+                req.servers[i].len()
+            ),
+        ));
+    }
+    for (key, value) in req.metadata.iter().flatten() {
+        // The model script rides in metadata as a document, capped by its own rule.
+        if key == "model_script" {
+            continue;
+        }
+        let len = match value {
+            Value::String(text) => text.len(),
+            _ => 0,
+        };
+        if over(key.len()) || over(len) {
+            return Err(too_large(
+                format!("/metadata/{}", key.replace('~', "~0").replace('/', "~1")),
+                format!("metadata entry `{key}` is over {max} bytes"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Steps, and tool calls over all steps, within `max`: a script's calls all answer in
+/// one `send`, so this bounds what a 16-byte message can make the runtime do.
+fn check_script(script: &ModelScript, field: &str, max: usize) -> Result<(), ApiErrorWithStatus> {
+    let steps = script.sequence.len();
+    let calls: usize = script.sequence.iter().map(|s| s.tool_calls.len()).sum();
+    if steps > max || calls > max {
+        return Err(ApiErrorWithStatus {
+            status: 400,
+            error: ApiError::new(
+                SCRIPT_TOO_LARGE,
+                format!(
+                    "the model script has {steps} steps and {calls} tool calls; the cap is {max} of each"
+                ),
+            )
+            .with_field(field),
+        });
+    }
+    Ok(())
+}
+
+/// One page of `GET /v1/sessions`: `limit` rows after `cursor` (an opaque token the
+/// previous page's `next_cursor` gave).
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+
 impl Runtime {
     pub(crate) fn session(
         &self,
@@ -287,7 +436,7 @@ impl Runtime {
             .unwrap_or_else(|poison| poison.into_inner());
         match sessions.by_id.get(id) {
             // Another tenant's session is indistinguishable from a missing one.
-            Some(session) if lock(session).tenant == tenant => Ok(session.clone()),
+            Some(entry) if entry.tenant == tenant => Ok(entry.session.clone()),
             _ => Err(ApiErrorWithStatus::not_found(format!("no session {id}"))),
         }
     }
@@ -298,7 +447,7 @@ impl Runtime {
             .sessions
             .read()
             .unwrap_or_else(|poison| poison.into_inner());
-        sessions.by_id.get(id).map(|s| lock(s).tenant.clone())
+        sessions.by_id.get(id).map(|e| e.tenant.clone())
     }
 
     /// `POST /v1/sessions`: the three mock gates in order, then the session and its
@@ -329,8 +478,25 @@ impl Runtime {
                 },
             })?,
         };
+        let config = &self.inner.config;
+        check_strings(&req, config.max_string_bytes)?;
         let model = model_script(&req)?;
+        let script_field = if req.model.is_some() {
+            "/model/sequence"
+        } else {
+            "/metadata/model_script"
+        };
+        check_script(&model, script_field, config.max_script_calls)?;
         let metadata = req.metadata.clone().unwrap_or_default();
+        // Create is not the hot path: measuring the documents it keeps once is fine.
+        let bytes = SESSION_OVERHEAD
+            + req.user_id.len()
+            + req.servers.iter().map(|s| s.len() + 24).sum::<usize>()
+            + req
+                .mocks
+                .as_ref()
+                .map_or(0, |m| serde_json::to_vec(m).map_or(0, |v| v.len()))
+            + serde_json::to_vec(&model).map_or(0, |v| v.len());
         let now = now_rfc3339();
         let session = Session {
             id: new_id("ses_"),
@@ -343,6 +509,7 @@ impl Runtime {
             closing: watch::Sender::new(false),
             mocks,
             calls: VecDeque::new(),
+            calls_bytes: 0,
             call_count: 0,
             envelope_count: 0,
             model,
@@ -365,15 +532,69 @@ impl Runtime {
         });
         let id = session.id.clone();
         let session = Arc::new(Mutex::new(session));
+        let mut evicted = Vec::new();
         {
             let mut sessions = self
                 .inner
                 .sessions
                 .write()
                 .unwrap_or_else(|poison| poison.into_inner());
-            sessions.order.push(id.clone());
-            sessions.by_id.insert(id.clone(), session.clone());
+            let cap = config.max_sessions_per_tenant.max(1);
+            let count = sessions.tenants.get(tenant).copied().unwrap_or_default();
+            if count.open >= cap {
+                return Err(ApiErrorWithStatus::new(
+                    429,
+                    TOO_MANY_SESSIONS,
+                    format!(
+                        "this project has {} open sessions, the most it may hold; close one (DELETE /v1/sessions/:id) first",
+                        count.open
+                    ),
+                ));
+            }
+            // The tenant's closed sessions make room first, then anyone's, oldest first.
+            if count.open + count.closed >= cap
+                && let Some(entry) = sessions
+                    .oldest_closed(Some(tenant))
+                    .and_then(|old| sessions.remove(&old))
+            {
+                self.inner
+                    .budget
+                    .remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
+                evicted.push(entry);
+            }
+            let budget = &self.inner.budget;
+            while budget.retained() + bytes > budget.max {
+                let Some(old) = sessions.oldest_closed(None) else {
+                    break;
+                };
+                if let Some(entry) = sessions.remove(&old) {
+                    budget.remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
+                    evicted.push(entry);
+                }
+            }
+            let key = sessions.next_key;
+            sessions.next_key += 1;
+            sessions.order.insert(key, id.clone());
+            sessions.by_id.insert(
+                id.clone(),
+                Entry {
+                    session: session.clone(),
+                    tenant: tenant.to_owned(),
+                    key,
+                    bytes,
+                },
+            );
+            sessions.tenants.entry(tenant.to_owned()).or_default().open += 1;
+            budget.add_session(bytes);
         }
+        // Freed outside the map's lock.
+        if !evicted.is_empty() {
+            tracing::info!(
+                sessions = evicted.len(),
+                "closed sessions evicted to stay within the per-tenant cap or the byte budget"
+            );
+        }
+        drop(evicted);
         // Nobody knows the id before this returns, so nothing else can emit for it yet.
         let mut s = lock(&session);
         s.last_seq = self.emit_for(tenant, Some(id), event).frame.seq;
@@ -381,24 +602,67 @@ impl Runtime {
         Ok(body)
     }
 
-    /// `GET /v1/sessions`: this tenant's sessions, oldest first.
+    /// `GET /v1/sessions`: this tenant's sessions, oldest first, the first page.
     pub fn list_sessions(&self, tenant: &str) -> SessionList {
+        // The default page has no cursor, which cannot be refused.
+        self.list_sessions_page(tenant, &Page::default())
+            .unwrap_or(SessionList {
+                sessions: Vec::new(),
+                next_cursor: None,
+            })
+    }
+
+    /// One page of this tenant's sessions, oldest first; `next_cursor` names the next
+    /// page while there is one. A cursor is a creation position, so sessions created or
+    /// evicted between pages neither repeat nor shift the rest.
+    pub fn list_sessions_page(
+        &self,
+        tenant: &str,
+        page: &Page,
+    ) -> Result<SessionList, ApiErrorWithStatus> {
+        let limit = page
+            .limit
+            .unwrap_or(DEFAULT_SESSIONS_PAGE)
+            .clamp(1, MAX_SESSIONS_PAGE);
+        let after = match page.cursor.as_deref() {
+            None | Some("") => None,
+            Some(cursor) => Some(cursor.parse::<u64>().map_err(|_| {
+                ApiErrorWithStatus::new(
+                    400,
+                    codes::INVALID_QUERY,
+                    format!("cursor `{cursor}` is not one a page of /v1/sessions gave"),
+                )
+            })?),
+        };
         let sessions = self
             .inner
             .sessions
             .read()
             .unwrap_or_else(|poison| poison.into_inner());
-        SessionList {
-            sessions: sessions
-                .order
-                .iter()
-                .filter_map(|id| sessions.by_id.get(id))
-                .filter_map(|session| {
-                    let session = lock(session);
-                    (session.tenant == tenant).then(|| session.summary())
-                })
-                .collect(),
+        let range = match after {
+            Some(key) => sessions.order.range(key.saturating_add(1)..),
+            None => sessions.order.range(..),
+        };
+        let mut rows = Vec::new();
+        let mut next_cursor = None;
+        for (key, id) in range {
+            let Some(entry) = sessions.by_id.get(id) else {
+                continue;
+            };
+            if entry.tenant != tenant {
+                continue;
+            }
+            if rows.len() == limit {
+                // One more row exists: the page ends at the last one returned.
+                next_cursor = Some(key.saturating_sub(1).to_string());
+                break;
+            }
+            rows.push(lock(&entry.session).summary());
         }
+        Ok(SessionList {
+            sessions: rows,
+            next_cursor,
+        })
     }
 
     pub fn session_detail(
@@ -437,6 +701,8 @@ impl Runtime {
         }
         session.closed = true;
         session.closing.send_replace(true);
+        // A closed session never runs its script again: its text goes now.
+        session.model = ModelScript::default();
         session.last_activity = now_rfc3339();
         // A closed session's calls can never be replayed: its pending approvals end now.
         self.expire_session_approvals(tenant, id);
@@ -449,6 +715,20 @@ impl Runtime {
             )
             .frame
             .seq;
+        drop(session);
+        // Taken after the session lock is released: lookups take the map's lock first.
+        let mut sessions = self
+            .inner
+            .sessions
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if let Some(key) = sessions.by_id.get(id).map(|e| e.key) {
+            sessions.closed.insert(key, id.to_owned());
+            if let Some(count) = sessions.tenants.get_mut(tenant) {
+                count.open = count.open.saturating_sub(1);
+                count.closed += 1;
+            }
+        }
         Ok(())
     }
 
@@ -589,7 +869,12 @@ impl Runtime {
             }),
         );
         s.last_seq = logged.frame.seq;
-        s.record(logged, outcome.is_err(), self.inner.config.retained_calls);
+        s.record(
+            &logged,
+            outcome.is_err(),
+            self.inner.config.retained_calls,
+            &self.inner.budget,
+        );
         drop(s);
         if let Some(row) = approval {
             self.announce_approval(&tenant, &session_id, row);

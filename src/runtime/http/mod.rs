@@ -93,8 +93,12 @@ pub fn router(rt: Runtime, stop: watch::Receiver<bool>) -> Router {
         .with_state(state)
 }
 
-async fn health() -> Json<serde_json::Value> {
-    Json(serde_json::json!({"status": "ok", "protocol": crate::protocol::PROTOCOL_VERSION}))
+async fn health(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(serde_json::json!({
+        "status": "ok",
+        "protocol": crate::protocol::PROTOCOL_VERSION,
+        "memory": state.rt.budget_stats(),
+    }))
 }
 
 async fn not_found(State(state): State<AppState>, req: Request) -> ApiErrorWithStatus {

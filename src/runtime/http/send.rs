@@ -32,6 +32,12 @@ pub(super) async fn send(
         // A failed model call is the provider being unavailable, as a real runtime would
         // answer when its LLM is rate limited: 503 with the model's error as message.
         return Ok(match &result.error {
+            Some(error) if result.too_large => ApiErrorWithStatus::new(
+                413,
+                crate::runtime::agent::RESPONSE_TOO_LARGE,
+                error.clone(),
+            )
+            .into_response(),
             Some(error) => {
                 ApiErrorWithStatus::new(503, "agent_failed", error.clone()).into_response()
             }

@@ -1,9 +1,10 @@
 //! Handlers of `/v1/sessions` and `/v1/sessions/{id}` (create, list, detail, connections,
 //! close); the session logic itself is `runtime::sessions`.
 
-use super::state::{AppState, Id, JsonBody, Tenant};
+use super::state::{AppState, Id, JsonBody, Q, Tenant};
 use crate::protocol::rest::CreateSession;
 use crate::runtime::ApiErrorWithStatus;
+use crate::runtime::sessions::Page;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -18,11 +19,24 @@ pub(super) async fn create_session(
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
+/// `?limit=N&cursor=C`: a page of the tenant's sessions (see `Runtime::list_sessions_page`).
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PageQuery {
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
 pub(super) async fn list_sessions(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-) -> Response {
-    Json(state.rt.list_sessions(&tenant)).into_response()
+    Q(query): Q<PageQuery>,
+) -> Result<Response, ApiErrorWithStatus> {
+    let page = Page {
+        limit: query.limit,
+        cursor: query.cursor,
+    };
+    Ok(Json(state.rt.list_sessions_page(&tenant, &page)?).into_response())
 }
 
 pub(super) async fn session_detail(

@@ -1,0 +1,283 @@
+//! Byte budgets and caps of the runtime: retained bytes and RSS stay bounded under the
+//! workloads that used to exhaust memory; pagination, the per-tenant cap and send caps.
+
+mod runtime_support;
+
+use runtime_support::{Api, server, test_config};
+use serde_json::{Value, json};
+use spyglass::client::rest::RestClient;
+use spyglass::runtime::RuntimeConfig;
+use tokio::sync::Mutex;
+
+const MIB: usize = 1024 * 1024;
+const BUDGET: usize = 16 * MIB;
+/// What RSS may grow beyond the budget: allocator slack, the HTTP client's and server's
+/// buffers for ~1 MiB bodies, and the other (small) tests of this binary running alongside.
+const OVERHEAD: usize = 64 * MIB;
+
+/// The RSS-measuring workloads run one at a time so each sees only its own growth.
+static MEASURED: Mutex<()> = Mutex::const_new(());
+
+fn budget_config() -> RuntimeConfig {
+    RuntimeConfig {
+        max_retained_bytes: BUDGET,
+        ..test_config()
+    }
+}
+
+fn rss_bytes() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    let kib: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+async fn create(api: &Api, body: Value) -> String {
+    let (status, body) = api.post("/v1/sessions", body).await;
+    assert_eq!(status, 201, "{body}");
+    body["id"].as_str().unwrap().to_owned()
+}
+
+/// A mock fixture of about `bytes` bytes of JSON.
+fn fixture(bytes: usize) -> Value {
+    json!({"blob": "m".repeat(bytes)})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn executes_with_large_inputs_stay_within_the_byte_budget() {
+    let _one = MEASURED.lock().await;
+    let handle = server(budget_config()).await;
+    let api = Api::new(&handle);
+    let sid = api.session(json!({"t/big": {"ok": true}})).await;
+    let before = rss_bytes();
+    // 150 × 900 KB = 135 MB of input, eight times the budget.
+    let input = json!({"blob": "a".repeat(900_000)});
+    for _ in 0..150 {
+        let (status, body) = api.execute(&sid, "t/big", input.clone()).await;
+        assert!(
+            status == 200 || status == 409 || status == 404,
+            "{status} {body}"
+        );
+    }
+    let stats = handle.runtime().budget_stats();
+    assert!(stats.retained_bytes <= BUDGET, "{stats:?}");
+    assert!(stats.evicted_events > 100, "{stats:?}");
+    let grown = rss_bytes().saturating_sub(before);
+    eprintln!("RSS grew {} MiB; {stats:?}", grown / MIB);
+    assert!(
+        grown < BUDGET + OVERHEAD,
+        "RSS grew {} MiB for a {} MiB budget",
+        grown / MIB,
+        BUDGET / MIB
+    );
+    // /health shows the same figures.
+    let (status, health) = api.get("/health").await;
+    assert_eq!(status, 200);
+    assert_eq!(health["memory"]["max_bytes"], BUDGET);
+    assert!(health["memory"]["evicted_events"].as_u64().unwrap() > 100);
+    // The session's detail lists only the calls the log still holds.
+    let (_, detail) = api.get(&format!("/v1/sessions/{sid}")).await;
+    let listed = detail["calls"].as_array().unwrap().len();
+    assert!((1..150).contains(&listed), "{listed} calls listed");
+    assert_eq!(detail["calls"][listed - 1]["input"], input);
+    assert_eq!(detail["calls"].as_array().unwrap().len(), listed);
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn created_and_deleted_sessions_give_their_memory_back() {
+    let _one = MEASURED.lock().await;
+    let handle = server(RuntimeConfig {
+        max_sessions_per_tenant: 50,
+        ..budget_config()
+    })
+    .await;
+    let api = Api::new(&handle);
+    let before = rss_bytes();
+    // 300 × 60 KB mocks = 18 MB, past the budget; each is deleted at once.
+    for i in 0..300 {
+        let sid = create(
+            &api,
+            json!({"servers": [], "user_id": format!("u{i}"), "mocks": {"t/a": fixture(60_000)}}),
+        )
+        .await;
+        let (status, _) = api.delete(&format!("/v1/sessions/{sid}")).await;
+        assert_eq!(status, 204);
+    }
+    let stats = handle.runtime().budget_stats();
+    assert!(stats.retained_bytes <= BUDGET, "{stats:?}");
+    assert!(
+        stats.evicted_sessions >= 250,
+        "closed sessions past the per-tenant cap of 50 are dropped: {stats:?}"
+    );
+    let grown = rss_bytes().saturating_sub(before);
+    eprintln!("RSS grew {} MiB; {stats:?}", grown / MIB);
+    assert!(grown < BUDGET + OVERHEAD, "RSS grew {} MiB", grown / MIB);
+    let (_, list) = api.get("/v1/sessions?limit=1000").await;
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 50);
+    handle.shutdown().await;
+}
+
+#[tokio::test]
+async fn string_fields_past_the_cap_are_refused_with_a_field_pointer() {
+    let handle = server(budget_config()).await;
+    let api = Api::new(&handle);
+    for (body, field) in [
+        (
+            json!({"servers": [], "user_id": "u".repeat(1025)}),
+            "/user_id",
+        ),
+        (
+            json!({"servers": ["ok", "s".repeat(2000)], "user_id": "u"}),
+            "/servers/1",
+        ),
+        (
+            json!({"servers": [], "user_id": "u", "metadata": {"a/b": "v".repeat(5000)}}),
+            "/metadata/a~1b",
+        ),
+    ] {
+        let (status, err) = api.post("/v1/sessions", body).await;
+        assert_eq!(status, 400, "{err}");
+        assert_eq!(err["code"], "field_too_large", "{err}");
+        assert_eq!(err["field"], field, "{err}");
+    }
+    // At the cap exactly is fine.
+    create(&api, json!({"servers": [], "user_id": "u".repeat(1024)})).await;
+    handle.shutdown().await;
+}
+
+fn calls(n: usize) -> Value {
+    let call = json!({"name": "t/big", "arguments": {}});
+    json!({"sequence": [{"tool_calls": vec![call; n]}, {"text": "done"}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_past_the_cap_is_refused_and_a_large_answer_is_cut() {
+    let _one = MEASURED.lock().await;
+    let handle = server(budget_config()).await;
+    let api = Api::new(&handle);
+    let mocks = json!({"t/big": fixture(60_000)});
+    let (status, err) = api
+        .post(
+            "/v1/sessions",
+            json!({"servers": [], "user_id": "u", "mocks": mocks, "model": calls(2000)}),
+        )
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["code"], "model_script_too_large", "{err}");
+    assert_eq!(err["field"], "/model/sequence");
+    let script = serde_json::to_string(&calls(257)).unwrap();
+    let (status, err) = api
+        .post(
+            "/v1/sessions",
+            json!({"servers": [], "user_id": "u", "metadata": {"model_script": script}}),
+        )
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["field"], "/metadata/model_script");
+
+    // 256 calls of a 60 KB fixture would answer 15 MB: the run is cut at 8 MiB.
+    let before = rss_bytes();
+    let sid = create(
+        &api,
+        json!({"servers": [], "user_id": "u", "mocks": mocks, "model": calls(256)}),
+    )
+    .await;
+    let (status, err) = api
+        .post(
+            &format!("/v1/sessions/{sid}/send"),
+            json!({"message": "sixteen bytes!!!"}),
+        )
+        .await;
+    assert_eq!(status, 413, "{err}");
+    assert_eq!(err["code"], "response_too_large", "{err}");
+    let stats = handle.runtime().budget_stats();
+    assert!(stats.retained_bytes <= BUDGET, "{stats:?}");
+    let grown = rss_bytes().saturating_sub(before);
+    eprintln!("RSS grew {} MiB; {stats:?}", grown / MIB);
+    assert!(grown < BUDGET + OVERHEAD, "RSS grew {} MiB", grown / MIB);
+    handle.shutdown().await;
+}
+
+#[tokio::test]
+async fn sessions_list_in_pages_and_the_client_follows_the_cursor() {
+    let handle = server(RuntimeConfig {
+        max_sessions_per_tenant: 2000,
+        ..budget_config()
+    })
+    .await;
+    let api = Api::new(&handle).with_tenant("pages");
+    let mut ids = Vec::new();
+    for i in 0..130 {
+        ids.push(create(&api, json!({"servers": [], "user_id": format!("u{i}")})).await);
+    }
+    // Another tenant's sessions are neither listed nor counted in a page.
+    create(&Api::new(&handle), json!({"servers": [], "user_id": "x"})).await;
+    let (status, first) = api.get("/v1/sessions").await;
+    assert_eq!(status, 200);
+    assert_eq!(first["sessions"].as_array().unwrap().len(), 100);
+    let cursor = first["next_cursor"].as_str().unwrap().to_owned();
+    let (_, second) = api.get(&format!("/v1/sessions?cursor={cursor}")).await;
+    assert_eq!(second["sessions"].as_array().unwrap().len(), 30);
+    assert!(second.get("next_cursor").is_none(), "{second}");
+    let listed: Vec<String> = first["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(second["sessions"].as_array().unwrap())
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed, ids);
+    let (_, small) = api.get("/v1/sessions?limit=7").await;
+    assert_eq!(small["sessions"].as_array().unwrap().len(), 7);
+    let (status, err) = api.get("/v1/sessions?cursor=nope").await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["code"], "invalid_query");
+    let (status, _) = api.get("/v1/sessions?limit=-1").await;
+    assert_eq!(status, 400);
+
+    // The inspector's re-read walks every page (of the default tenant here).
+    for i in 0..1005 {
+        create(
+            &Api::new(&handle),
+            json!({"servers": [], "user_id": format!("d{i}")}),
+        )
+        .await;
+    }
+    let rest = RestClient::new(&handle.url(), None).unwrap();
+    let all = rest.sessions().await.unwrap();
+    assert_eq!(all.sessions.len(), 1006);
+    assert!(all.next_cursor.is_none());
+    handle.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tenant_past_its_open_sessions_gets_429() {
+    let handle = server(RuntimeConfig {
+        max_sessions_per_tenant: 3,
+        ..budget_config()
+    })
+    .await;
+    let api = Api::new(&handle).with_tenant("acme");
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(create(&api, json!({"servers": [], "user_id": "u"})).await);
+    }
+    let (status, err) = api
+        .post("/v1/sessions", json!({"servers": [], "user_id": "u"}))
+        .await;
+    assert_eq!(status, 429, "{err}");
+    assert_eq!(err["code"], "too_many_sessions", "{err}");
+    // Other tenants are not held back by this one.
+    create(
+        &Api::new(&handle).with_tenant("other"),
+        json!({"servers": [], "user_id": "u"}),
+    )
+    .await;
+    // Closing one makes room; the closed one is then dropped to keep the cap.
+    api.delete(&format!("/v1/sessions/{}", ids[0])).await;
+    create(&api, json!({"servers": [], "user_id": "u"})).await;
+    let (_, list) = api.get("/v1/sessions").await;
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 3);
+    handle.shutdown().await;
+}
