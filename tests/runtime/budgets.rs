@@ -1,9 +1,8 @@
 //! Byte budgets and caps of the runtime: retained bytes and RSS stay bounded under the
 //! workloads that used to exhaust memory; pagination, the per-tenant cap and send caps.
 
-mod runtime_support;
 
-use runtime_support::{Api, server, test_config};
+use crate::support::runtime::{Api, server, test_config};
 use serde_json::{Value, json};
 use spyglass::client::rest::RestClient;
 use spyglass::runtime::RuntimeConfig;
