@@ -280,7 +280,7 @@ pub(crate) async fn serve(
     limits: ConnLimits,
     mut stop: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    let guard = Arc::new(guard);
+    let site = Arc::new(Site { app, guard, limits });
     let admission = Arc::new(Admission {
         limits,
         table: Mutex::new(Table::default()),
@@ -312,9 +312,7 @@ pub(crate) async fn serve(
             io,
             remote,
             conn,
-            app.clone(),
-            guard.clone(),
-            limits,
+            site.clone(),
             stop.clone(),
             alive_rx.clone(),
         ));
@@ -325,24 +323,32 @@ pub(crate) async fn serve(
     Ok(())
 }
 
+/// What every connection of one server shares.
+struct Site {
+    app: Router,
+    guard: Guard,
+    limits: ConnLimits,
+}
+
 async fn connection(
     io: TokioIo<Tracked>,
     remote: SocketAddr,
     conn: Arc<Conn>,
-    app: Router,
-    guard: Arc<Guard>,
-    limits: ConnLimits,
+    site: Arc<Site>,
     mut stop: watch::Receiver<bool>,
     _alive: watch::Receiver<()>,
 ) {
     let state = conn.clone();
+    let shared = site.clone();
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         req.extensions_mut().insert(ConnectInfo(remote));
         let busy = Busy::new(state.clone());
-        let refused = guard
+        let refused = shared
+            .guard
             .check(req.method(), req.uri().path(), req.headers())
             .err();
-        let mut app = app.clone();
+        let mut app = shared.app.clone();
+        let limit = shared.limits.max_body_bytes;
         let routed = match refused {
             None => Ok(tower_service::Service::call(&mut app, req.map(Body::new))),
             Some(refusal) => Err((refusal, req)),
@@ -351,7 +357,7 @@ async fn connection(
             let response = match routed {
                 Ok(routed) => routed.await,
                 Err((refusal, req)) => {
-                    discard(req.into_body(), limits.max_body_bytes).await;
+                    discard(req.into_body(), limit).await;
                     Ok(refusal.into_response())
                 }
             };
@@ -369,7 +375,7 @@ async fn connection(
     // request, so it is the idle timeout too.
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
+        .header_read_timeout(site.limits.header_timeout)
         .keep_alive(true);
     let served = builder.serve_connection(io, service).with_upgrades();
     tokio::pin!(served);
