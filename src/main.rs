@@ -37,8 +37,9 @@ struct Cli {
     url: Option<String>,
 
     /// API key. The inspector sends the last one given as a Bearer token (else
-    /// CODESPAR_API_KEY); `serve` accepts every one given (repeatable; also
-    /// SPYGLASS_API_KEYS, comma-separated).
+    /// CODESPAR_API_KEY); `serve` accepts every one given (repeatable; KEY=p1,p2 binds a
+    /// key to those projects; also SPYGLASS_API_KEYS: keys comma-separated, and
+    /// `KEY=p1,p2` entries separated by `;`).
     #[arg(long = "api-key", global = true, action = clap::ArgAction::Append)]
     api_key: Vec<String>,
 
@@ -87,6 +88,24 @@ enum Command {
         /// default 268435456 (256 MiB).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1024..))]
         max_retained_bytes: Option<u64>,
+        /// API keys, one a line: KEY, or KEY=project1,project2 to bind the key to those
+        /// projects (blank lines and # comments skipped).
+        #[arg(long, value_name = "FILE")]
+        keys_file: Option<PathBuf>,
+        /// A browser origin (scheme://host[:port], or *) allowed to call the runtime;
+        /// repeatable. Any other Origin header is refused 403.
+        #[arg(long = "allow-origin", value_name = "ORIGIN", action = clap::ArgAction::Append)]
+        allow_origin: Vec<String>,
+        /// A Host name a loopback-bound runtime answers besides localhost and loopback
+        /// addresses; repeatable.
+        #[arg(long = "allow-host", value_name = "HOST", action = clap::ArgAction::Append)]
+        allow_host: Vec<String>,
+        /// Open connections in total (kept below the descriptor limit).
+        #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+        max_connections: u32,
+        /// Open connections per client IP.
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+        max_connections_per_ip: u32,
     },
     /// Run eval suite files on a runtime and print per-suite and per-case results.
     ///
@@ -170,6 +189,11 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             test_mode,
             policy,
             max_retained_bytes,
+            keys_file,
+            allow_origin,
+            allow_host,
+            max_connections,
+            max_connections_per_ip,
         } => {
             start_logging(LogTo::Stderr, true)?;
             let args = ServeArgs {
@@ -179,6 +203,11 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 api_keys: cli.api_key.clone(),
                 max_retained_bytes: max_retained_bytes
                     .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                keys_file,
+                allow_origins: allow_origin,
+                allow_hosts: allow_host,
+                max_connections: max_connections as usize,
+                max_connections_per_ip: max_connections_per_ip as usize,
             };
             roles::serve::run(args).await
         }

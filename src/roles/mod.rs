@@ -93,6 +93,8 @@ impl RoleError {
                 serve::ServeError::Signal(_) => EXIT_FAILED,
                 serve::ServeError::Addr(_)
                 | serve::ServeError::Policy(_)
+                | serve::ServeError::KeysFile { .. }
+                | serve::ServeError::Binding(_)
                 | serve::ServeError::Listen { .. } => EXIT_USAGE,
             },
             Self::CasesFailed { .. }

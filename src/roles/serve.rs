@@ -13,10 +13,16 @@ pub struct ServeArgs {
     pub addr: String,
     pub test_mode: bool,
     pub policy: Option<PathBuf>,
-    /// `--api-key` flags; `SPYGLASS_API_KEYS` adds to them.
+    /// `--api-key` flags (`KEY` or `KEY=p1,p2`); `SPYGLASS_API_KEYS` adds to them.
     pub api_keys: Vec<String>,
     /// `--max-retained-bytes`: the runtime's byte budget; `None` keeps the default.
     pub max_retained_bytes: Option<usize>,
+    /// `--keys-file`: one `KEY` or `KEY=p1,p2` a line.
+    pub keys_file: Option<PathBuf>,
+    pub allow_origins: Vec<String>,
+    pub allow_hosts: Vec<String>,
+    pub max_connections: usize,
+    pub max_connections_per_ip: usize,
 }
 
 #[derive(Debug, Error)]
@@ -30,6 +36,13 @@ pub enum ServeError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot read --keys-file {path}: {source}")]
+    KeysFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}: a bound key needs at least one project (KEY=project1,project2)")]
+    Binding(String),
     #[error("cannot listen for Ctrl-C: {0}")]
     Signal(std::io::Error),
 }
@@ -41,15 +54,69 @@ fn env_test_mode() -> bool {
         .unwrap_or(false)
 }
 
-/// `--api-key` flags plus `SPYGLASS_API_KEYS` (comma-separated), blanks dropped.
-fn api_keys(flags: Vec<String>) -> Vec<String> {
-    let env = std::env::var("SPYGLASS_API_KEYS").unwrap_or_default();
-    flags
-        .into_iter()
-        .chain(env.split(',').map(str::to_owned))
-        .map(|k| k.trim().to_owned())
-        .filter(|k| !k.is_empty())
-        .collect()
+/// Every key `serve` accepts: plain ones, and ones bound to projects.
+#[derive(Debug, Default, PartialEq)]
+pub struct Keys {
+    pub plain: Vec<String>,
+    pub bound: Vec<(String, Vec<String>)>,
+}
+
+impl Keys {
+    /// Adds one `KEY` or `KEY=p1,p2` (blank ignored; a key named twice gets the union
+    /// of its projects).
+    fn add(&mut self, entry: &str) -> Result<(), ServeError> {
+        let entry = entry.trim();
+        let Some((key, projects)) = entry.split_once('=') else {
+            if !entry.is_empty() {
+                self.plain.push(entry.to_owned());
+            }
+            return Ok(());
+        };
+        let key = key.trim();
+        let projects: Vec<String> = projects
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if key.is_empty() || projects.is_empty() {
+            // The key itself stays out of the message: it is a secret.
+            return Err(ServeError::Binding("an --api-key binding".to_owned()));
+        }
+        match self.bound.iter_mut().find(|(k, _)| k == key) {
+            Some((_, known)) => known.extend(projects),
+            None => self.bound.push((key.to_owned(), projects)),
+        }
+        Ok(())
+    }
+
+    /// `--api-key` flags, then `SPYGLASS_API_KEYS` (`;` separates entries; an entry with
+    /// no `=` is comma-separated plain keys, as before bindings), then the keys file.
+    pub fn gather(flags: &[String], env: &str, file: Option<&str>) -> Result<Keys, ServeError> {
+        let mut keys = Keys::default();
+        for flag in flags {
+            keys.add(flag)?;
+        }
+        for entry in env.split(';') {
+            if entry.contains('=') {
+                keys.add(entry)?;
+            } else {
+                for key in entry.split(',') {
+                    keys.add(key)?;
+                }
+            }
+        }
+        for line in file.unwrap_or_default().lines() {
+            let line = line.trim();
+            if !line.starts_with('#') {
+                keys.add(line)?;
+            }
+        }
+        // A key both plain and bound is bound: the narrower reading wins.
+        let bound = &keys.bound;
+        keys.plain.retain(|k| !bound.iter().any(|(b, _)| b == k));
+        Ok(keys)
+    }
 }
 
 /// Serves until Ctrl-C.
@@ -62,17 +129,35 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         Some(path) => Policy::load(path).map_err(ServeError::from)?,
         None => Policy::default(),
     };
+    let file = match &args.keys_file {
+        Some(path) => {
+            Some(
+                std::fs::read_to_string(path).map_err(|source| ServeError::KeysFile {
+                    path: path.clone(),
+                    source,
+                })?,
+            )
+        }
+        None => None,
+    };
+    let env = std::env::var("SPYGLASS_API_KEYS").unwrap_or_default();
+    let keys = Keys::gather(&args.api_keys, &env, file.as_deref())?;
     let config = RuntimeConfig {
         test_mode: args.test_mode || env_test_mode(),
         policy,
-        api_keys: api_keys(args.api_keys),
         max_retained_bytes: args
             .max_retained_bytes
             .unwrap_or(RuntimeConfig::default().max_retained_bytes),
+        api_keys: keys.plain,
+        key_projects: keys.bound,
+        allowed_origins: args.allow_origins,
+        allowed_hosts: args.allow_hosts,
+        max_connections: args.max_connections,
+        max_connections_per_ip: args.max_connections_per_ip,
         ..RuntimeConfig::default()
     };
     let test_mode = config.test_mode;
-    let auth = !config.api_keys.is_empty();
+    let auth = !config.api_keys.is_empty() || !config.key_projects.is_empty();
     let handle = crate::runtime::start(config, addr)
         .await
         .map_err(|source| ServeError::Listen { addr, source })?;
@@ -87,4 +172,38 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
     eprintln!("spyglass runtime: shutting down");
     handle.shutdown().await;
     Ok(signal?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Keys;
+
+    #[test]
+    fn keys_from_flags_env_and_file() {
+        let keys = Keys::gather(
+            &["k1".into(), "k2=p1, p2".into()],
+            "k3,k4;k5=p3,p4; k6",
+            Some("# comment\n\nk7=p5\nk8\nk2=p6\n"),
+        )
+        .unwrap();
+        assert_eq!(keys.plain, ["k1", "k3", "k4", "k6", "k8"]);
+        assert_eq!(
+            keys.bound,
+            [
+                (
+                    "k2".to_owned(),
+                    vec!["p1".to_owned(), "p2".into(), "p6".into()]
+                ),
+                ("k5".to_owned(), vec!["p3".to_owned(), "p4".into()]),
+                ("k7".to_owned(), vec!["p5".to_owned()]),
+            ]
+        );
+        // The old comma-separated form is unchanged.
+        assert_eq!(
+            Keys::gather(&[], "a, b,,c", None).unwrap().plain,
+            ["a", "b", "c"]
+        );
+        assert!(Keys::gather(&["k=".into()], "", None).is_err());
+        assert!(Keys::gather(&[], "=p1", None).is_err());
+    }
 }

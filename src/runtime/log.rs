@@ -1,9 +1,17 @@
-//! The event log: stamps every event with the next `seq` and a `ts`, keeps the newest
-//! `retained_events` in a ring within the runtime's byte budget, and broadcasts each to
-//! live subscribers. Stamping and broadcasting happen under one lock (seq order).
+//! The event log: stamps every event with its tenant's next `seq` and a `ts`, keeps the
+//! newest `retained_events` across tenants in per-tenant rings, and broadcasts each to live
+//! subscribers. Stamping and broadcasting happen under one lock so the broadcast order is
+//! the seq order.
+//!
+//! Seqs count per tenant, so a tenant's `seq`, `next` and `stream.gap` say nothing of how
+//! much other tenants log. When the log is full the event evicted is the oldest of the
+//! appending tenant if it holds its fair share (capacity / tenants holding events) or
+//! more, else the oldest of the tenant holding the most: one tenant's flood evicts its own
+//! history, never a quieter tenant's. Within the runtime's byte budget (shared with the
+//! sessions) the tenant holding the most bytes loses its oldest events first.
 
 use crate::protocol::{Event, Frame, encode, now_rfc3339};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use tokio::sync::broadcast;
@@ -15,6 +23,8 @@ pub struct Logged {
     pub frame: Frame,
     text: OnceLock<String>,
     pub tenant: String,
+    /// Stamping order across tenants (seqs are per tenant).
+    ord: u64,
     /// What the budget counts for it (`Event::approx_bytes`), fixed at append.
     pub bytes: usize,
 }
@@ -104,11 +114,51 @@ impl Logged {
     }
 }
 
-struct Ring {
+/// One tenant's part of the log; its seqs are contiguous from the front.
+struct TenantRing {
     next_seq: u64,
     events: VecDeque<Arc<Logged>>,
     /// Sum of the retained events' `bytes`.
     bytes: usize,
+}
+
+impl Default for TenantRing {
+    fn default() -> Self {
+        Self {
+            next_seq: 1,
+            events: VecDeque::new(),
+            bytes: 0,
+        }
+    }
+}
+
+struct Ring {
+    /// Events stamped so far, every tenant's.
+    emitted: u64,
+    retained: usize,
+    /// Sum of every tenant's `bytes`.
+    bytes: usize,
+    /// Tenants holding at least one event.
+    holding: usize,
+    tenants: HashMap<String, TenantRing>,
+}
+
+impl Ring {
+    /// The tenant whose oldest event goes to make room for one of `appending`'s.
+    fn victim(&self, appending: &str, capacity: usize) -> Option<String> {
+        let own = self.tenants.get(appending).map_or(0, |t| t.events.len());
+        let holders = self.holding + usize::from(own == 0);
+        if own > 0 && own >= capacity / holders.max(1) {
+            return Some(appending.to_owned());
+        }
+        // Only reached when a tenant under its share appends to a full log, so the scan
+        // (over tenants holding events) is not on a lone tenant's path.
+        self.tenants
+            .iter()
+            .max_by_key(|(_, t)| t.events.len())
+            .filter(|(_, t)| !t.events.is_empty())
+            .map(|(name, _)| name.clone())
+    }
 }
 
 /// What a read of the log returned: the events, and the range it no longer holds.
@@ -122,7 +172,7 @@ pub struct Slice {
 /// A snapshot of the log's memory bounds (`Runtime::stats`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogStats {
-    /// Events stamped so far (the last seq).
+    /// Events stamped so far, every tenant's.
     pub emitted: u64,
     pub retained: usize,
     pub capacity: usize,
@@ -142,9 +192,11 @@ impl EventLog {
         let (live, _) = broadcast::channel(subscriber_queue.max(1));
         Self {
             ring: Mutex::new(Ring {
-                next_seq: 1,
-                events: VecDeque::new(),
+                emitted: 0,
+                retained: 0,
                 bytes: 0,
+                holding: 0,
+                tenants: HashMap::new(),
             }),
             capacity: capacity.max(1),
             live,
@@ -167,8 +219,8 @@ impl EventLog {
     /// concurrent calls a deep copy here (input, output, ids) was most of the time the
     /// lock was held.
     pub fn append(&self, tenant: String, session_id: Option<String>, event: Event) -> Arc<Logged> {
-        // Allocated before the lock; only its stamp is written under it.
         let bytes = event.approx_bytes();
+        // Allocated before the lock; only its stamp is written under it.
         let mut logged = Arc::new(Logged {
             frame: Frame {
                 seq: 0,
@@ -178,46 +230,93 @@ impl EventLog {
             },
             text: OnceLock::new(),
             tenant,
+            ord: 0,
             bytes,
         });
-        let mut ring = self.ring();
-        // Always unshared here: the Arc was made just above and not yet handed out.
-        if let Some(unshared) = Arc::get_mut(&mut logged) {
-            unshared.frame.seq = ring.next_seq;
-            unshared.frame.ts = now_rfc3339();
-        }
-        ring.next_seq += 1;
+        let mut guard = self.ring();
+        let ring = &mut *guard;
         // The oldest event is freed after the lock is released, not under it.
-        let evicted = if ring.events.len() >= self.capacity {
-            ring.events.pop_front()
+        let evicted = if ring.retained >= self.capacity {
+            self.evict(ring, &logged.tenant)
         } else {
             None
         };
-        if let Some(old) = &evicted {
-            ring.bytes -= old.bytes;
+        ring.emitted += 1;
+        let ord = ring.emitted;
+        if !ring.tenants.contains_key(&logged.tenant) {
+            ring.tenants
+                .insert(logged.tenant.clone(), TenantRing::default());
         }
+        let Some(own) = ring.tenants.get_mut(&logged.tenant) else {
+            return logged;
+        };
+        // Always unshared here: the Arc was made just above and not yet handed out.
+        if let Some(unshared) = Arc::get_mut(&mut logged) {
+            unshared.frame.seq = own.next_seq;
+            unshared.frame.ts = now_rfc3339();
+            unshared.ord = ord;
+        }
+        own.next_seq += 1;
+        if own.events.is_empty() {
+            ring.holding += 1;
+        }
+        own.events.push_back(logged.clone());
+        own.bytes += bytes;
+        ring.retained += 1;
         ring.bytes += bytes;
-        ring.events.push_back(logged.clone());
-        // Past the byte budget (sessions count against it too) the oldest events go, all
-        // but the one just appended. Rare, so its Vec costs the common path nothing.
+        // Past the byte budget (sessions count against it too) the tenant holding the most
+        // bytes loses its oldest events, all but the one just appended. Rare, so its Vec
+        // costs the common path nothing.
         let mut over_budget = Vec::new();
         let sessions = self.budget.sessions.load(Ordering::Relaxed);
-        while ring.bytes + sessions > self.budget.max && ring.events.len() > 1 {
-            let Some(old) = ring.events.pop_front() else {
+        while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
+            let Some(old) = Self::evict_heaviest(ring, &logged) else {
                 break;
             };
-            ring.bytes -= old.bytes;
             over_budget.push(old);
         }
         self.budget.log.store(ring.bytes, Ordering::Relaxed);
         // No receivers is not an error for the log: nobody is watching yet.
         let _ = self.live.send(logged.clone());
-        drop(ring);
+        drop(guard);
         drop(evicted);
         if !over_budget.is_empty() {
             self.note_evicted(&over_budget);
         }
         logged
+    }
+
+    /// The oldest event of the tenant holding the most bytes, never `keep` (the event just
+    /// appended).
+    fn evict_heaviest(ring: &mut Ring, keep: &Arc<Logged>) -> Option<Arc<Logged>> {
+        let tenant = ring
+            .tenants
+            .values_mut()
+            .filter(|t| t.events.front().is_some_and(|e| !Arc::ptr_eq(e, keep)))
+            .max_by_key(|t| t.bytes)?;
+        let old = tenant.events.pop_front()?;
+        tenant.bytes -= old.bytes;
+        if tenant.events.is_empty() {
+            ring.holding -= 1;
+        }
+        ring.retained -= 1;
+        ring.bytes -= old.bytes;
+        Some(old)
+    }
+
+    fn evict(&self, ring: &mut Ring, appending: &str) -> Option<Arc<Logged>> {
+        let victim = ring.victim(appending, self.capacity)?;
+        let tenant = ring.tenants.get_mut(&victim)?;
+        let evicted = tenant.events.pop_front();
+        if let Some(old) = &evicted {
+            tenant.bytes -= old.bytes;
+            ring.retained -= 1;
+            ring.bytes -= old.bytes;
+            if tenant.events.is_empty() {
+                ring.holding -= 1;
+            }
+        }
+        evicted
     }
 
     /// Counts events dropped for bytes, and says so in the log at the first and then at
@@ -251,7 +350,7 @@ impl EventLog {
     pub fn stats(&self) -> LogStats {
         let (retained, emitted) = {
             let ring = self.ring();
-            (ring.events.len(), ring.next_seq.saturating_sub(1))
+            (ring.retained, ring.emitted)
         };
         LogStats {
             emitted,
@@ -262,16 +361,34 @@ impl EventLog {
         }
     }
 
-    /// The seq the next event will get.
-    pub fn next_seq(&self) -> u64 {
-        self.ring().next_seq
+    /// The seq `tenant`'s next event will get.
+    pub fn next_seq(&self, tenant: &str) -> u64 {
+        self.ring().tenants.get(tenant).map_or(1, |t| t.next_seq)
     }
 
-    /// Up to `limit` retained events with seq > `since`, and the gap when the ring no
-    /// longer holds `since + 1`.
-    pub fn since(&self, since: u64, limit: usize) -> Slice {
+    /// Up to `limit` retained events of every tenant, oldest first, whose seq (in their
+    /// tenant) is over `since`.
+    pub fn all_since(&self, since: u64, limit: usize) -> Vec<Arc<Logged>> {
+        let ring = self.ring();
+        let mut all: Vec<Arc<Logged>> = ring
+            .tenants
+            .values()
+            .flat_map(|t| t.events.iter().filter(|e| e.frame.seq > since).cloned())
+            .collect();
+        drop(ring);
+        all.sort_by_key(|e| e.ord);
+        all.truncate(limit);
+        all
+    }
+
+    /// Up to `limit` of `tenant`'s retained events with seq > `since`, and the gap when
+    /// the log no longer holds its `since + 1`.
+    pub fn since(&self, tenant: &str, since: u64, limit: usize) -> Slice {
         let ring = self.ring();
         let mut slice = Slice::default();
+        let Some(ring) = ring.tenants.get(tenant) else {
+            return slice;
+        };
         let newest = ring.next_seq.saturating_sub(1);
         if since >= newest {
             return slice;
@@ -301,7 +418,7 @@ mod tests {
     fn text_is_the_encoded_stamped_frame_and_is_made_once() {
         let log = EventLog::new(4, 4, Arc::new(Budget::new(usize::MAX)));
         let logged = log.append("default".into(), Some("ses_1".into()), closed());
-        let read = log.since(0, 1).events[0].clone();
+        let read = log.since("default", 0, 1).events[0].clone();
         assert_eq!(read.text(), encode(&logged.frame));
         assert!(read.text().contains("\"seq\":1,"), "{}", read.text());
         // A second reader gets the same text, not a second encoding.
@@ -314,15 +431,41 @@ mod tests {
         for _ in 0..5 {
             log.append("default".into(), None, closed());
         }
-        let slice = log.since(0, 10);
+        let slice = log.since("default", 0, 10);
         assert_eq!(slice.gap, Some((1, 2)));
         let seqs: Vec<u64> = slice.events.iter().map(|e| e.frame.seq).collect();
         assert_eq!(seqs, vec![3, 4, 5]);
-        let slice = log.since(3, 10);
+        let slice = log.since("default", 3, 10);
         assert_eq!(slice.gap, None);
         assert_eq!(slice.events.len(), 2);
-        assert!(log.since(5, 10).events.is_empty());
-        assert_eq!(log.since(2, 1).events[0].frame.seq, 3);
+        assert!(log.since("default", 5, 10).events.is_empty());
+        assert_eq!(log.since("default", 2, 1).events[0].frame.seq, 3);
+    }
+
+    #[test]
+    fn a_flood_evicts_its_own_history_not_a_quieter_tenants() {
+        let log = EventLog::new(10, 8, Arc::new(Budget::new(usize::MAX)));
+        for _ in 0..3 {
+            log.append("quiet".into(), None, closed());
+        }
+        for _ in 0..100 {
+            log.append("loud".into(), None, closed());
+        }
+        let quiet = log.since("quiet", 0, 100);
+        assert_eq!(quiet.gap, None);
+        assert_eq!(quiet.events.len(), 3);
+        let loud = log.since("loud", 0, 100);
+        assert_eq!(loud.events.len(), 7);
+        assert_eq!(loud.gap, Some((1, 93)));
+        assert_eq!(log.stats().retained, 10);
+        // Seqs count per tenant: quiet's next is 4 whatever loud logged.
+        assert_eq!(log.append("quiet".into(), None, closed()).frame.seq, 4);
+        // Quiet over its share now pays for its own events.
+        for _ in 0..10 {
+            log.append("quiet".into(), None, closed());
+        }
+        assert_eq!(log.since("quiet", 0, 100).events.len(), 5);
+        assert_eq!(log.since("loud", 0, 100).events.len(), 5);
     }
 
     fn big(bytes: usize) -> Event {
@@ -344,7 +487,7 @@ mod tests {
         assert_eq!(log.stats().retained, 3, "{stats:?}");
         assert_eq!(stats.evicted_events, 7);
         assert!(stats.evicted_event_bytes >= 7 * 3_000);
-        assert_eq!(log.since(0, 10).gap, Some((1, 7)));
+        assert_eq!(log.since("default", 0, 10).gap, Some((1, 7)));
         // Sessions count against the same budget: the log yields to them.
         budget.add_session(8_000);
         log.append("default".into(), None, big(10));
@@ -353,5 +496,20 @@ mod tests {
         budget.remove_session(8_000, false);
         log.append("default".into(), None, big(50_000));
         assert_eq!(log.stats().retained, 1);
+    }
+
+    #[test]
+    fn one_tenants_bytes_evict_its_own_events_not_a_quieter_tenants() {
+        let budget = Arc::new(Budget::new(20_000));
+        let log = EventLog::new(1000, 8, budget.clone());
+        for _ in 0..3 {
+            log.append("quiet".into(), None, big(100));
+        }
+        for _ in 0..50 {
+            log.append("loud".into(), None, big(3_000));
+        }
+        assert_eq!(log.since("quiet", 0, 10).events.len(), 3);
+        assert!(budget.stats().retained_bytes <= 20_000);
+        assert!(log.since("loud", 0, 100).gap.is_some());
     }
 }

@@ -10,6 +10,7 @@ pub mod log;
 pub mod mocks;
 pub mod observe;
 pub mod policy;
+mod server;
 pub mod sessions;
 
 pub use agent::AgentRunResult;
@@ -71,6 +72,23 @@ pub struct RuntimeConfig {
     pub max_script_calls: usize,
     /// Bytes of tool inputs and outputs one `send` may gather before the run is cut.
     pub max_send_response_bytes: usize,
+    /// Keys bound to projects (`--api-key KEY=p1,p2`, `--keys-file`): such a key acts
+    /// only for these `x-codespar-project`s and is accepted like `api_keys`.
+    pub key_projects: Vec<(String, Vec<String>)>,
+    /// How long a client has to send a request's headers; also how long a kept-alive
+    /// connection may sit idle before the next request (one hyper timer does both).
+    pub header_timeout: Duration,
+    /// Open connections (WebSockets included) the server holds in total; lowered below
+    /// the process's descriptor limit when that is smaller.
+    pub max_connections: usize,
+    /// Open connections one peer IP may hold.
+    pub max_connections_per_ip: usize,
+    /// Browser origins (`scheme://host[:port]`, or `*`) allowed to call the runtime
+    /// (`--allow-origin`); any other `Origin` header is refused 403.
+    pub allowed_origins: Vec<String>,
+    /// Extra `Host` names a loopback-bound runtime answers (`--allow-host`), besides
+    /// localhost and loopback addresses.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for RuntimeConfig {
@@ -95,6 +113,12 @@ impl Default for RuntimeConfig {
             max_string_bytes: 1024,
             max_script_calls: 256,
             max_send_response_bytes: 8 * 1024 * 1024,
+            key_projects: Vec::new(),
+            header_timeout: Duration::from_secs(15),
+            max_connections: 1024,
+            max_connections_per_ip: 256,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -149,7 +173,13 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub const DEFAULT_TENANT: &str = "default";
 
 impl Runtime {
-    pub fn new(config: RuntimeConfig) -> Runtime {
+    pub fn new(mut config: RuntimeConfig) -> Runtime {
+        // A bound key is a key: the auth layer and the exposure warning see it.
+        for (key, _) in &config.key_projects {
+            if !config.api_keys.contains(key) {
+                config.api_keys.push(key.clone());
+            }
+        }
         let budget = Arc::new(log::Budget::new(config.max_retained_bytes));
         let log = EventLog::new(
             config.retained_events,
@@ -207,12 +237,12 @@ impl Runtime {
         self.inner.budget.stats()
     }
 
-    /// Up to `limit` retained events with seq > `since`, oldest first.
+    /// Up to `limit` retained events of every tenant with seq (in its tenant) > `since`,
+    /// oldest first.
     pub fn events_since(&self, since: u64, limit: usize) -> Vec<Frame> {
         self.inner
             .log
-            .since(since, limit)
-            .events
+            .all_since(since, limit)
             .iter()
             .map(|logged| logged.frame.clone())
             .collect()
@@ -232,21 +262,16 @@ impl Runtime {
         let bound = listener.local_addr()?;
         let (stop_tx, stop_rx) = watch::channel(false);
         let app = http::router(self.clone(), stop_rx.clone());
+        let guard = http::guard::Guard::new(&self.inner.config, bound);
         self.spawn_expiry_sweep(stop_rx.clone());
-        let mut signal = stop_rx;
-        let task = tokio::spawn(async move {
-            axum::serve(
-                listener,
-                app.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .with_graceful_shutdown(async move {
-                // A dropped handle leaves the server running: only `shutdown` stops it.
-                if signal.wait_for(|stop| *stop).await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            })
-            .await
-        });
+        let config = &self.inner.config;
+        let limits = server::ConnLimits {
+            total: server::effective_total(config.max_connections),
+            per_ip: config.max_connections_per_ip.max(1),
+            header_timeout: config.header_timeout.max(Duration::from_millis(1)),
+            max_body_bytes: config.max_body_bytes,
+        };
+        let task = tokio::spawn(server::serve(listener, app, guard, limits, stop_rx));
         tracing::info!(addr = %bound, "runtime listening");
         if should_warn(&bound, &self.inner.config.api_keys) {
             tracing::warn!(

@@ -3,6 +3,7 @@
 //!
 //! A `stream.gap` frame is never stored in the log; its `seq` is the gap's own `to`, the
 //! last seq it stands for, so a client that resumes from "the last seq seen" goes on past it.
+//! Seqs, gaps and `since=` are the subscriber's tenant's own (see `runtime::log`).
 
 use super::Runtime;
 use super::log::Logged;
@@ -23,11 +24,9 @@ pub(crate) struct Filter {
 
 impl Filter {
     fn shows(&self, logged: &Logged) -> bool {
-        logged.tenant == self.tenant
-            && self
-                .session
-                .as_ref()
-                .is_none_or(|s| logged.frame.session_id.as_ref() == Some(s))
+        self.session
+            .as_ref()
+            .is_none_or(|s| logged.frame.session_id.as_ref() == Some(s))
             && (self.kinds.is_empty()
                 || self
                     .kinds
@@ -78,7 +77,7 @@ impl Subscriber {
     /// Sends everything the log holds after `last`, announcing what it no longer holds.
     async fn catch_up(&mut self) -> Result<(), ()> {
         loop {
-            let slice = self.rt.inner.log.since(self.last, 512);
+            let slice = self.rt.inner.log.since(&self.filter.tenant, self.last, 512);
             if let Some((from, to)) = slice.gap {
                 self.send_text(&gap_text(from, to)).await?;
                 self.last = to;
@@ -93,7 +92,7 @@ impl Subscriber {
     }
 
     async fn deliver(&mut self, logged: &Arc<Logged>) -> Result<(), ()> {
-        if logged.frame.seq <= self.last {
+        if logged.tenant != self.filter.tenant || logged.frame.seq <= self.last {
             return Ok(());
         }
         if self.filter.shows(logged) {
@@ -113,7 +112,7 @@ pub(crate) async fn stream(
 ) {
     // Read where "now" is before subscribing and catch up from the log after: nothing
     // appended in between is lost, and `deliver` skips what the live queue repeats.
-    let now = rt.inner.log.next_seq().saturating_sub(1);
+    let now = rt.inner.log.next_seq(&filter.tenant).saturating_sub(1);
     let mut live = rt.inner.log.subscribe();
     let ping_every = rt.inner.config.ping_interval;
     let mut sub = Subscriber {
@@ -134,6 +133,8 @@ pub(crate) async fn stream(
             }
             received = live.recv() => {
                 let result = match received {
+                    // Seqs count per tenant: another tenant's event is no news of ours.
+                    Ok(logged) if logged.tenant != sub.filter.tenant => Ok(()),
                     Ok(logged) if logged.frame.seq > sub.last + 1 => sub.catch_up().await,
                     Ok(logged) => sub.deliver(&logged).await,
                     // Fell behind the live queue: the log still holds what was missed

@@ -39,6 +39,7 @@ async fn an_unknown_frame_that_cannot_be_re_encoded_is_refused() {
     let good = r#"{"kind":"custom.thing","v":1}"#;
     let res = reqwest::Client::new()
         .post(format!("{}/v1/events", handle.url()))
+        .header("content-type", "application/x-ndjson")
         .body(format!("{good}\n{bad}\n"))
         .send()
         .await

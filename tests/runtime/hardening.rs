@@ -191,7 +191,7 @@ async fn a_body_streamed_to_an_unknown_route_gets_the_404() {
     let handle = server(test_config()).await;
     let len = 512 * 1024;
     let head = format!(
-        "POST /v1/nope HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {len}\r\nconnection: close\r\n\r\n"
+        "POST /v1/nope HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {len}\r\nconnection: close\r\n\r\n"
     );
     let answer = raw_exchange(&handle, &head, len)
         .await
@@ -206,7 +206,7 @@ async fn hyper_refusals_are_bodyless_as_documented() {
     let handle = server(test_config()).await;
     let mut socket = tokio::net::TcpStream::connect(handle.addr).await.unwrap();
     let head = format!(
-        "GET /v1/sessions HTTP/1.1\r\nhost: x\r\nx-big: {}\r\n\r\n",
+        "GET /v1/sessions HTTP/1.1\r\nhost: localhost\r\nx-big: {}\r\n\r\n",
         "a".repeat(512 * 1024)
     );
     let _ = socket.write_all(head.as_bytes()).await;
@@ -220,7 +220,10 @@ async fn hyper_refusals_are_bodyless_as_documented() {
     assert!(answer.contains("content-length: 0"), "{answer}");
 
     let mut socket = tokio::net::TcpStream::connect(handle.addr).await.unwrap();
-    let head = format!("GET /v1/{} HTTP/1.1\r\nhost: x\r\n\r\n", "a".repeat(70_000));
+    let head = format!(
+        "GET /v1/{} HTTP/1.1\r\nhost: localhost\r\n\r\n",
+        "a".repeat(70_000)
+    );
     let _ = socket.write_all(head.as_bytes()).await;
     let mut answer = Vec::new();
     let _ = socket.read_to_end(&mut answer).await;

@@ -10,6 +10,7 @@ mod eval_suite;
 mod evals_truth;
 mod fuzz_regressions;
 mod glob_limits;
+mod guard;
 mod hardening;
 mod limits;
 mod observer_client;

@@ -5,6 +5,7 @@ mod approvals;
 mod evals;
 mod events;
 mod execute;
+pub(crate) mod guard;
 mod send;
 mod sessions;
 mod state;
@@ -63,7 +64,8 @@ fn handler(path: &str, method: &str) -> Option<MethodRouter<AppState>> {
     })
 }
 
-/// Every route, behind auth and the body limit.
+/// Every route, behind auth and the body limit. (The `Host`/`Origin`/content-type checks
+/// of `guard` run before the router, in the accept loop's service.)
 pub fn router(rt: Runtime, stop: watch::Receiver<bool>) -> Router {
     let limit = rt.inner.config.max_body_bytes;
     let state = AppState { rt, stop };

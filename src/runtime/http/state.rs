@@ -180,7 +180,47 @@ fn bearer_token(value: &str) -> Option<&str> {
         .then_some(token.trim())
 }
 
-pub(crate) async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+/// The projects a request's key may act for: None when the key is not bound.
+fn key_projects<'a>(state: &'a AppState, key: &str) -> Option<&'a [String]> {
+    state
+        .rt
+        .inner
+        .config
+        .key_projects
+        .iter()
+        .find(|(bound, _)| bound == key)
+        .map(|(_, projects)| projects.as_slice())
+}
+
+/// Holds a bound key to its projects: a request naming no project acts for the key's only
+/// project; one naming another project gets 404, as if nothing of it existed.
+fn scope(req: &mut Request, projects: &[String]) -> Result<(), ApiErrorWithStatus> {
+    let named = req
+        .headers()
+        .get("x-codespar-project")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty());
+    let tenant = match (named, projects) {
+        (Some(named), _) => named.to_owned(),
+        (None, [only]) => {
+            if let Ok(value) = header::HeaderValue::from_str(only) {
+                req.headers_mut().insert("x-codespar-project", value);
+            }
+            only.clone()
+        }
+        (None, _) => DEFAULT_TENANT.to_owned(),
+    };
+    if projects.contains(&tenant) {
+        Ok(())
+    } else {
+        Err(ApiErrorWithStatus::not_found(format!(
+            "no project {tenant} for this key"
+        )))
+    }
+}
+
+pub(crate) async fn auth(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let keys = &state.rt.inner.config.api_keys;
     if keys.is_empty() {
         return next.run(req).await;
@@ -196,6 +236,18 @@ pub(crate) async fn auth(State(state): State<AppState>, req: Request, next: Next
         constant_time_eq(presented.as_bytes(), key.as_bytes()) | ok
     });
     if ok {
+        // An unreadable header falls through to the `Tenant` extractor's 400.
+        let presented = presented.to_owned();
+        if let Some(projects) = key_projects(&state, &presented)
+            && req
+                .headers()
+                .get("x-codespar-project")
+                .is_none_or(|v| v.to_str().is_ok())
+            && let Err(refusal) = scope(&mut req, projects)
+        {
+            discard_body(req, &state).await;
+            return refusal.into_response();
+        }
         next.run(req).await
     } else {
         discard_body(req, &state).await;

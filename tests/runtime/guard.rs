@@ -1,0 +1,302 @@
+//! Hardening of the runtime's edges: header-read timeout and connection caps (slow and idle
+//! sockets), browsers kept out (content type, Origin, Host), and tenancy (keys bound to
+//! projects, per-tenant retention and seqs).
+
+
+use crate::support::runtime::*;
+use serde_json::{Value, json};
+use spyglass::runtime::RuntimeConfig;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+/// Whether the server closed `socket` within `wait` (EOF or reset on read).
+async fn closed_within(socket: &mut TcpStream, wait: Duration) -> bool {
+    let mut buf = [0u8; 512];
+    loop {
+        match tokio::time::timeout(wait, socket.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            // A 408 or similar before the close is fine; keep reading to the close.
+            Ok(Ok(_)) => continue,
+        }
+    }
+}
+
+#[tokio::test]
+async fn slow_header_sockets_are_closed_after_the_header_timeout() {
+    let handle = server(RuntimeConfig {
+        header_timeout: Duration::from_millis(300),
+        ..test_config()
+    })
+    .await;
+    let mut sockets = Vec::new();
+    for _ in 0..20 {
+        let mut socket = TcpStream::connect(handle.addr).await.unwrap();
+        socket.write_all(b"GET /health HT").await.unwrap();
+        sockets.push(socket);
+    }
+    let started = Instant::now();
+    for socket in &mut sockets {
+        assert!(
+            closed_within(socket, Duration::from_secs(3)).await,
+            "a socket stalled mid request line was still open after {:?}",
+            started.elapsed()
+        );
+    }
+    // A socket that sends nothing at all is closed the same way (the idle timeout).
+    let mut idle = TcpStream::connect(handle.addr).await.unwrap();
+    assert!(closed_within(&mut idle, Duration::from_secs(3)).await);
+    // And the server still answers.
+    let (status, _) = Api::new(&handle).get("/health").await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn idle_sockets_over_the_cap_are_closed_oldest_first_and_health_still_answers() {
+    let handle = server(RuntimeConfig {
+        max_connections: 32,
+        max_connections_per_ip: 32,
+        header_timeout: Duration::from_secs(60),
+        ..test_config()
+    })
+    .await;
+    let mut sockets = Vec::new();
+    for _ in 0..64 {
+        sockets.push(TcpStream::connect(handle.addr).await.unwrap());
+    }
+    // Let the accept loop take all 64.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let (status, body) = Api::new(&handle).get("/health").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut closed = 0;
+    for socket in &mut sockets {
+        if closed_within(socket, Duration::from_millis(50)).await {
+            closed += 1;
+        }
+    }
+    // 64 idle sockets and one /health against a cap of 32: at least 33 were closed.
+    assert!(closed >= 33, "only {closed} of 64 idle sockets closed");
+    // The oldest went first: the first socket opened is gone.
+    assert!(closed_within(&mut sockets[0], Duration::from_millis(50)).await);
+}
+
+#[tokio::test]
+async fn with_every_slot_busy_a_new_connection_is_refused_fast_with_a_code() {
+    let handle = server(RuntimeConfig {
+        max_connections: 8,
+        max_connections_per_ip: 8,
+        ..test_config()
+    })
+    .await;
+    let mut streams = Vec::new();
+    for _ in 0..8 {
+        streams.push(observe(&handle, "").await);
+    }
+    let started = Instant::now();
+    let (status, body) = Api::new(&handle).get("/health").await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (503, Some("too_many_connections"))
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // A slot freed is a slot taken.
+    drop(streams.pop());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let (status, _) = Api::new(&handle).get("/health").await;
+        if status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "health still {status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn pages_cannot_post_text_plain_or_send_a_cross_site_origin_or_a_foreign_host() {
+    let handle = server(test_config()).await;
+    let http = reqwest::Client::new();
+    let url = format!("{}/v1/sessions", handle.url());
+    let session = json!({"servers": ["asaas"], "user_id": "u"}).to_string();
+
+    let res = http
+        .post(&url)
+        .header("content-type", "text/plain")
+        .body(session.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 415);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["code"], "unsupported_media_type", "{body}");
+    let res = http.post(&url).body(session.clone()).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 415, "no content type at all");
+
+    let res = http
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("origin", "https://evil.example")
+        .body(session.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 403);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["code"], "origin_not_allowed", "{body}");
+
+    // DNS rebinding: evil.example resolving to 127.0.0.1.
+    let res = http
+        .get(&url)
+        .header("host", format!("evil.example:{}", handle.addr.port()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 403);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["code"], "host_not_allowed", "{body}");
+
+    // Nothing was created; the SDK's way (JSON, even on GET/DELETE) still works.
+    let api = Api::new(&handle);
+    let (_, list) = api.get("/v1/sessions").await;
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(0), "{list}");
+    api.session(json!({})).await;
+    // JSON lines on the ingest route.
+    let res = http
+        .post(format!("{}/v1/events", handle.url()))
+        .header("content-type", "application/x-ndjson")
+        .body("{\"kind\":\"session.closed\"}\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+
+    // A WebSocket upgrade from a page is refused the same way.
+    let mut req = handle.observe_url().into_client_request().unwrap();
+    req.headers_mut()
+        .insert("origin", "https://evil.example".parse().unwrap());
+    let err = tokio_tungstenite::connect_async(req).await.unwrap_err();
+    assert!(err.to_string().contains("403"), "{err}");
+}
+
+#[tokio::test]
+async fn an_allowed_origin_and_host_get_through() {
+    let handle = server(RuntimeConfig {
+        allowed_origins: vec!["http://localhost:3000".into()],
+        allowed_hosts: vec!["devbox.lan".into()],
+        ..test_config()
+    })
+    .await;
+    let res = reqwest::Client::new()
+        .get(format!("{}/v1/sessions", handle.url()))
+        .header("origin", "http://localhost:3000")
+        .header("host", "devbox.lan:8000")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let mut req = handle.observe_url().into_client_request().unwrap();
+    req.headers_mut()
+        .insert("origin", "http://localhost:3000".parse().unwrap());
+    assert!(tokio_tungstenite::connect_async(req).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_key_bound_to_a_project_sees_only_that_project() {
+    let handle = server(RuntimeConfig {
+        api_keys: vec!["k_admin".into()],
+        key_projects: vec![("k_a".into(), vec!["prj_a".into()])],
+        ..test_config()
+    })
+    .await;
+    let admin_b = Api::new(&handle).with_key("k_admin").with_tenant("prj_b");
+    let sid_b = admin_b.session(json!({})).await;
+    // k_a with no project header acts for its only project.
+    let a = Api::new(&handle).with_key("k_a");
+    let sid_a = a.session(json!({})).await;
+    let (_, list) = Api::new(&handle)
+        .with_key("k_admin")
+        .with_tenant("prj_a")
+        .get("/v1/sessions")
+        .await;
+    assert_eq!(list["sessions"][0]["id"], sid_a, "{list}");
+
+    let a_in_b = Api::new(&handle).with_key("k_a").with_tenant("prj_b");
+    for path in [
+        "/v1/sessions".to_owned(),
+        format!("/v1/sessions/{sid_b}"),
+        "/v1/events?since=0".to_owned(),
+        "/v1/approvals".to_owned(),
+    ] {
+        let (status, body) = a_in_b.get(&path).await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (404, Some("not_found")),
+            "{path}: {body}"
+        );
+    }
+    let (status, _) = a_in_b
+        .post("/v1/events", json!([{"kind": "session.closed"}]))
+        .await;
+    assert_eq!(status, 404);
+    let mut req = handle.observe_url().into_client_request().unwrap();
+    req.headers_mut()
+        .insert("authorization", "Bearer k_a".parse().unwrap());
+    req.headers_mut()
+        .insert("x-codespar-project", "prj_b".parse().unwrap());
+    let err = tokio_tungstenite::connect_async(req).await.unwrap_err();
+    assert!(err.to_string().contains("404"), "{err}");
+    // The admin key still reads prj_b, and k_a its own.
+    let (status, _) = admin_b.get(&format!("/v1/sessions/{sid_b}")).await;
+    assert_eq!(status, 200);
+    let (status, _) = a.get(&format!("/v1/sessions/{sid_a}")).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn one_tenants_flood_does_not_evict_anothers_history_or_show_in_its_seqs() {
+    let handle = server(RuntimeConfig {
+        retained_events: 200,
+        ..test_config()
+    })
+    .await;
+    let quiet = Api::new(&handle).with_tenant("quiet");
+    let loud = Api::new(&handle).with_tenant("loud");
+    let tiny = json!({"kind": "session.closed"});
+    let (status, _) = quiet.post("/v1/events", json!([tiny, tiny, tiny])).await;
+    assert_eq!(status, 200);
+    let batch: Vec<Value> = (0..500).map(|_| tiny.clone()).collect();
+    for _ in 0..4 {
+        let (status, _) = loud.post("/v1/events", json!(batch)).await;
+        assert_eq!(status, 200);
+    }
+    let (_, page) = quiet.get("/v1/events?since=0").await;
+    assert_eq!(page["events"].as_array().map(Vec::len), Some(3), "{page}");
+    assert_eq!(page["next"], 3, "{page}");
+    assert!(page.get("gap").is_none(), "{page}");
+    let (_, page) = loud.get("/v1/events?since=0&limit=1").await;
+    assert_eq!(page["gap"], json!({"from": 1, "to": 1803}), "{page}");
+    // Quiet's next seq is its own count plus one, whatever loud logged.
+    let (_, accepted) = quiet.post("/v1/events", json!([tiny])).await;
+    assert_eq!(accepted["first_seq"], 4, "{accepted}");
+    let mut ws = observe_as(&handle, "?since=0", "quiet").await;
+    let seen = frames(&mut ws, 4).await;
+    let seqs: Vec<u64> = seen.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2, 3, 4]);
+}
+
+async fn observe_as(handle: &spyglass::runtime::ServerHandle, query: &str, tenant: &str) -> Ws {
+    let mut req = format!("{}{query}", handle.observe_url())
+        .into_client_request()
+        .unwrap();
+    req.headers_mut()
+        .insert("x-codespar-project", tenant.parse().unwrap());
+    tokio_tungstenite::connect_async(req).await.unwrap().0
+}
