@@ -1,7 +1,6 @@
 //! Byte budgets and caps of the runtime: retained bytes and RSS stay bounded under the
 //! workloads that used to exhaust memory; pagination, the per-tenant cap and send caps.
 
-
 use crate::support::runtime::{Api, server, test_config};
 use serde_json::{Value, json};
 use spyglass::client::rest::RestClient;

@@ -2,7 +2,6 @@
 //! sockets), browsers kept out (content type, Origin, Host), and tenancy (keys bound to
 //! projects, per-tenant retention and seqs).
 
-
 use crate::support::runtime::*;
 use serde_json::{Value, json};
 use spyglass::runtime::RuntimeConfig;
