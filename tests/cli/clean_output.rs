@@ -2,11 +2,12 @@
 //! send hostile text: escape sequences, bell, C1 controls and bidi overrides arrive
 //! escaped (`\e`, `\x07`, `\u{202e}`), never raw; `tail --json` stays the exact JSON.
 
+use crate::support::cli::{spyglass, wait_exit};
 use serde_json::json;
 use spyglass::runtime::{RuntimeConfig, ServerHandle, start};
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// Writes the clipboard (OSC 52), retitles the window (OSC 0) and clears the screen.
 const HOSTILE: &str = "U\u{1b}]52;c;aGFja2Vk\u{7}\u{1b}]0;HACKED\u{7}\u{1b}[2J";
@@ -17,28 +18,6 @@ async fn runtime() -> ServerHandle {
         ..RuntimeConfig::default()
     };
     start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
-}
-
-fn spyglass(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_spyglass"));
-    cmd.args(args)
-        .env_remove("SPYGLASS_URL")
-        .env_remove("CODESPAR_BASE_URL")
-        .env_remove("CODESPAR_API_KEY")
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped());
-    cmd
-}
-
-fn wait_exit(child: &mut Child, within: Duration) {
-    let deadline = Instant::now() + within;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("spyglass did not exit within {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Bytes a terminal acts on: C0 controls but the line break, DEL, C1 controls (as

@@ -2,6 +2,7 @@
 //! like keys never leave spyglass unmasked: not in `tail --json`, not in a `record` file,
 //! not on the inspector's screen.
 
+use crate::support::cli::{interrupt, spyglass, wait_exit, wait_for_lines};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
 use spyglass::client::ClientMsg;
@@ -10,9 +11,9 @@ use spyglass::protocol::decode;
 use spyglass::runtime::{RuntimeConfig, ServerHandle, start};
 use spyglass::ui::{App, FakeClock};
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The secret parts: none may appear in any output.
 const SECRETS: &[&str] = &[
@@ -69,28 +70,6 @@ async fn secret_call(url: &str) {
     assert!(res.status().is_success(), "{}", res.text().await.unwrap());
 }
 
-fn spyglass(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_spyglass"));
-    cmd.args(args)
-        .env_remove("SPYGLASS_URL")
-        .env_remove("CODESPAR_BASE_URL")
-        .env_remove("CODESPAR_API_KEY")
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped());
-    cmd
-}
-
-fn stop(child: &mut Child) {
-    let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "spyglass did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tail_json_masks_every_secret_form_and_stays_json() {
     let rt = runtime().await;
@@ -108,7 +87,8 @@ async fn tail_json_masks_every_secret_form_and_stays_json() {
     })
     .await
     .unwrap();
-    stop(&mut child);
+    interrupt(&child);
+    wait_exit(&mut child, Duration::from_secs(10));
     assert_masked(&lines[1]);
     let call: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
     let input = &call["input"];
@@ -131,15 +111,9 @@ async fn record_files_hold_masked_frames() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        if text.lines().count() >= 2 {
-            break;
-        }
-    }
-    stop(&mut child);
+    wait_for_lines(&path, 2).await;
+    interrupt(&child);
+    wait_exit(&mut child, Duration::from_secs(10));
     let text = std::fs::read_to_string(&path).unwrap();
     assert_masked(&text);
     // Still frames `replay` can read.

@@ -1,11 +1,12 @@
 //! `spyglass tail` and `spyglass record` as a user runs them: the real binary following a
 //! real runtime, readable and JSON lines, a closed pipe and Ctrl-C ending it cleanly.
 
+use crate::support::cli::{interrupt, spyglass, wait_exit, wait_for_lines};
 use crate::support::runtime::test_server;
 use serde_json::json;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
 async fn session_with_calls(url: &str, calls: usize) -> String {
     let http = reqwest::Client::new();
@@ -28,39 +29,6 @@ async fn session_with_calls(url: &str, calls: usize) -> String {
             .unwrap();
     }
     id
-}
-
-fn spyglass(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_spyglass"));
-    cmd.args(args)
-        .env_remove("SPYGLASS_URL")
-        .env_remove("CODESPAR_BASE_URL")
-        .env_remove("CODESPAR_API_KEY")
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped());
-    cmd
-}
-
-fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("spyglass did not exit within {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn interrupt(child: &Child) {
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("the `kill` command (procps) is needed to send Ctrl-C");
-    assert!(status.success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,14 +114,7 @@ async fn record_writes_json_lines_that_decode_in_order() {
         .spawn()
         .unwrap();
     // session.created + 2 tool.called, then the recorder is stopped.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        if text.lines().count() >= 3 {
-            break;
-        }
-    }
+    wait_for_lines(&path, 3).await;
     interrupt(&child);
     assert!(wait_exit(&mut child, Duration::from_secs(10)).success());
     let text = std::fs::read_to_string(&path).unwrap();

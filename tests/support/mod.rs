@@ -3,6 +3,7 @@
 //! JSON values (`frames`), and the Python SDK's venv (`venv`).
 #![allow(dead_code)] // each binary uses its own part of the kit
 
+pub mod cli;
 pub mod frames;
 pub mod runtime;
 pub mod ui;
