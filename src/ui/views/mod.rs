@@ -308,6 +308,45 @@ pub fn scroll_pane(scroll: &mut usize, lines: usize, page: usize, action: Action
     true
 }
 
+/// Draws a scrolled pane's `(heading, text)` lines from `scroll`, long ones wrapped at the
+/// pane's width. Only what shows is wrapped: scroll counts source lines, so a huge value
+/// costs nothing until it is on screen. The text must already be masked and sanitised.
+pub fn draw_lines(
+    frame: &mut Frame,
+    inner: Rect,
+    lines: &[(bool, String)],
+    scroll: usize,
+    theme: &Theme,
+) {
+    let width = (inner.width as usize).max(1);
+    let height = inner.height as usize;
+    let mut out: Vec<Line> = Vec::with_capacity(height);
+    'lines: for (heading, text) in lines.iter().skip(scroll) {
+        let style = if *heading {
+            theme.title()
+        } else {
+            ratatui::style::Style::default()
+        };
+        let chars: Vec<char> = text.chars().collect();
+        if chars.is_empty() {
+            out.push(Line::from(""));
+        }
+        for chunk in chars.chunks(width) {
+            if out.len() >= height {
+                break 'lines;
+            }
+            out.push(Line::from(ratatui::text::Span::styled(
+                chunk.iter().collect::<String>(),
+                style,
+            )));
+        }
+        if out.len() >= height {
+            break;
+        }
+    }
+    frame.render_widget(ratatui::widgets::Paragraph::new(out), inner);
+}
+
 /// The list row under a click: `rows` is where the rows were drawn, `offset` the first
 /// row shown. `None` outside them.
 fn row_at(rows: Rect, at: Position, offset: usize) -> Option<usize> {

@@ -9,7 +9,9 @@ use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
 use crate::ui::app::Watching;
 use crate::ui::theme::Theme;
-use crate::ui::views::{Cx, Drawn, Pane, Placed, fit, fmt_age, fmt_ms, focused_block, key_cap};
+use crate::ui::views::{
+    Cx, Drawn, Pane, Placed, draw_lines, fit, fmt_age, fmt_ms, focused_block, key_cap,
+};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -419,35 +421,7 @@ fn render_detail(frame: &mut Frame, area: Rect, detail: &Detail, cx: &Cx) -> Pla
         .title(title);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let width = (inner.width as usize).max(1);
-    let height = inner.height as usize;
-    // Wrap only what is shown: scroll counts source lines, so a huge value costs nothing
-    // until it is on screen.
-    let mut out: Vec<Line> = Vec::with_capacity(height);
-    'lines: for (heading, text) in detail.lines.iter().skip(detail.scroll) {
-        let style = if *heading {
-            theme.title()
-        } else {
-            Style::default()
-        };
-        let chars: Vec<char> = text.chars().collect();
-        if chars.is_empty() {
-            out.push(Line::from(""));
-        }
-        for chunk in chars.chunks(width) {
-            if out.len() >= height {
-                break 'lines;
-            }
-            out.push(Line::from(Span::styled(
-                chunk.iter().collect::<String>(),
-                style,
-            )));
-        }
-        if out.len() >= height {
-            break;
-        }
-    }
-    frame.render_widget(Paragraph::new(out), inner);
+    draw_lines(frame, inner, &detail.lines, detail.scroll, theme);
     Placed {
         pane: Pane::Detail,
         rows: inner,
