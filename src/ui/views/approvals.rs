@@ -17,7 +17,7 @@
 
 use super::{
     Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, draw_lines, fit, hints, key_cap,
-    key_label, scroll_pane,
+    key_label, scroll_pane, wrap_words,
 };
 use crate::mask::mask;
 use crate::model::{Approval, Model};
@@ -562,39 +562,6 @@ fn cells(a: &Approval, now: f64, theme: &Theme) -> (Span<'static>, (String, Styl
             theme.muted(),
         ),
     }
-}
-
-/// Words of `text` laid into lines of at most `width` columns; a word longer than a line
-/// is split. Never empty.
-fn wrap_words(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let mut lines: Vec<String> = vec![];
-    let mut line = String::new();
-    let mut used = 0;
-    for word in text.split(' ') {
-        let chars: Vec<char> = word.chars().collect();
-        if used > 0 && used + 1 + chars.len() > width {
-            lines.push(std::mem::take(&mut line));
-            used = 0;
-        }
-        if used > 0 {
-            line.push(' ');
-            used += 1;
-        }
-        // A word wider than a line fills lines of its own.
-        let mut rest = chars.as_slice();
-        while used + rest.len() > width {
-            let (head, tail) = rest.split_at(width - used);
-            line.extend(head);
-            lines.push(std::mem::take(&mut line));
-            used = 0;
-            rest = tail;
-        }
-        line.extend(rest);
-        used += rest.len();
-    }
-    lines.push(line);
-    lines
 }
 
 /// `input.value = 5000` for each field `condition` (`input.value > 1000`) reads, from the

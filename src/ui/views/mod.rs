@@ -369,6 +369,39 @@ pub fn fit(text: &str, width: usize) -> String {
     out
 }
 
+/// Words of `text` laid into lines of at most `width` columns; a word longer than a line
+/// is split. Never empty.
+pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines: Vec<String> = vec![];
+    let mut line = String::new();
+    let mut used = 0;
+    for word in text.split(' ') {
+        let chars: Vec<char> = word.chars().collect();
+        if used > 0 && used + 1 + chars.len() > width {
+            lines.push(std::mem::take(&mut line));
+            used = 0;
+        }
+        if used > 0 {
+            line.push(' ');
+            used += 1;
+        }
+        // A word wider than a line fills lines of its own.
+        let mut rest = chars.as_slice();
+        while used + rest.len() > width {
+            let (head, tail) = rest.split_at(width - used);
+            line.extend(head);
+            lines.push(std::mem::take(&mut line));
+            used = 0;
+            rest = tail;
+        }
+        line.extend(rest);
+        used += rest.len();
+    }
+    lines.push(line);
+    lines
+}
+
 /// A duration in milliseconds, short: `850µs`, `3.5ms`, `120ms`, `2.3s`.
 pub fn fmt_ms(ms: f64) -> String {
     if ms < 1.0 {
