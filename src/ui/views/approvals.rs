@@ -316,7 +316,12 @@ impl View for ApprovalsState {
         // The footer grows with what it says (a prompt wraps rather than being cut), up
         // to half the tab.
         let footer_lines = self.footer_lines(cx, area.width.saturating_sub(2) as usize);
-        let footer_h = (footer_lines.len() as u16 + 2).clamp(4, (area.height / 2).max(4));
+        let footer_h = if self.detail.is_some() && self.prompt.is_none() {
+            // The open approval already says all the footer would.
+            0
+        } else {
+            (footer_lines.len() as u16 + 2).clamp(4, (area.height / 2).max(4))
+        };
         let [table_area, footer] =
             Layout::vertical([Constraint::Min(4), Constraint::Length(footer_h)]).areas(area);
         let mut drawn = Drawn::default();
@@ -325,7 +330,9 @@ impl View for ApprovalsState {
         } else if let Some(placed) = self.render_table(frame, table_area, cx) {
             drawn.push(placed);
         }
-        self.render_footer(frame, footer, footer_lines, cx);
+        if footer_h > 0 {
+            self.render_footer(frame, footer, footer_lines, cx);
+        }
         drawn
     }
 
@@ -453,11 +460,22 @@ impl ApprovalsState {
                 .min(max)
         };
         let count = |t: &str| t.chars().count();
-        let session_w = col(" SESSION", 24, &|c| count(&c.session));
-        let tool_w = col("TOOL", 32, &|c| count(&c.tool));
-        let rule_w = col("RULE", 28, &|c| count(&c.rule));
         let state_w = col("STATE", 10, &|c| c.state.width());
-        let replay_w = col("REPLAY", (width / 4).max(6), &|c| count(&c.replay.0));
+        // When they do not all fit, INPUT keeps a quarter of the row: the session id gives
+        // way first (its start tells sessions apart), then the replay, the rule, the tool.
+        let mut w = [
+            col(" SESSION", 28, &|c| count(&c.session)),
+            col("REPLAY", (width / 4).max(6), &|c| count(&c.replay.0)),
+            col("RULE", 28, &|c| count(&c.rule)),
+            col("TOOL", 32, &|c| count(&c.tool)),
+        ];
+        let least = [10, 6, 10, 12];
+        for i in 0..w.len() {
+            let fixed: usize = w.iter().sum::<usize>() + state_w + 5;
+            let over = (fixed + width / 4).saturating_sub(width);
+            w[i] -= over.min(w[i].saturating_sub(least[i]));
+        }
+        let [session_w, replay_w, rule_w, tool_w] = w;
         let input_w = width
             .saturating_sub(session_w + tool_w + rule_w + state_w + replay_w + 5)
             .max(8);
@@ -500,7 +518,7 @@ impl ApprovalsState {
     fn footer_lines(&self, cx: &Cx, width: usize) -> Vec<Line<'static>> {
         match (&self.prompt, self.selected(cx.model)) {
             (Some(prompt), _) => prompt_lines(prompt, cx, width),
-            (None, Some(a)) => detail_lines(a, cx.theme),
+            (None, Some(a)) => detail_lines(a, cx.theme, width),
             (None, None) => vec![],
         }
     }
@@ -780,7 +798,7 @@ fn render_detail(frame: &mut Frame, area: Rect, detail: &ApprovalDetail, cx: &Cx
     }
 }
 
-fn detail_lines(a: &Approval, theme: &Theme) -> Vec<Line<'static>> {
+fn detail_lines(a: &Approval, theme: &Theme, width: usize) -> Vec<Line<'static>> {
     let mut first = format!(
         "{} · call {} · requested {} · expires {}",
         a.id,
@@ -789,16 +807,20 @@ fn detail_lines(a: &Approval, theme: &Theme) -> Vec<Line<'static>> {
         clock_part(&a.expires_at)
     );
     if let Some(by) = &a.decided_by {
-        first.push_str(&format!(" · by {}", shown(by)));
+        first.push_str(&format!(" · by {by}"));
     }
-    let second = match &a.note {
-        Some(note) => format!("note: {}", shown(note)),
-        None => String::new(),
-    };
-    vec![
-        Line::from(Span::styled(first, theme.muted())),
-        Line::from(second),
-    ]
+    let mut lines: Vec<Line<'static>> = wrap_words(&shown(&first), width)
+        .into_iter()
+        .map(|l| Line::from(Span::styled(l, theme.muted())))
+        .collect();
+    if let Some(note) = &a.note {
+        lines.extend(
+            wrap_words(&shown(&format!("note: {note}")), width)
+                .into_iter()
+                .map(Line::from),
+        );
+    }
+    lines
 }
 
 /// The time of day of an RFC 3339 stamp as written (UTC from the runtime): no timezone
