@@ -448,10 +448,22 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
     };
     let seq_w = col(" SEQ", 12, &|f| f.seq.to_string().len() + 1);
     let time_w = col("TIME", 24, &|f| clock_part(&f.ts).chars().count());
-    let kind_w = col("KIND", 24, &|f| f.event.kind().chars().count());
-    let session_w = col("SESSION", 24, &|f| {
-        f.session_id.as_deref().map_or(1, |s| s.chars().count())
-    });
+    // WHAT is the point of a row: it keeps a third of it, the session id giving way
+    // first (its start tells sessions apart), then the kind.
+    let width = inner.width as usize;
+    let mut w = [
+        col("SESSION", 28, &|f| {
+            f.session_id.as_deref().map_or(1, |s| s.chars().count())
+        }),
+        col("KIND", 24, &|f| f.event.kind().chars().count()),
+    ];
+    let least = [10, 20];
+    for i in 0..w.len() {
+        let fixed = seq_w + time_w + w[0] + w[1] + 4;
+        let over = (fixed + width / 3).saturating_sub(width);
+        w[i] -= over.min(w[i].saturating_sub(least[i]));
+    }
+    let [session_w, kind_w] = w;
     let what_w = (inner.width as usize)
         .saturating_sub(seq_w + time_w + kind_w + session_w + 4)
         .max(8);
@@ -467,10 +479,7 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
         let r = Row::new(vec![
             Cell::from(format!("{mark}{}", f.seq)),
             Cell::from(clock_part(&f.ts).to_owned()),
-            Cell::from(Span::styled(
-                sanitize(f.event.kind()).into_owned(),
-                kind_style,
-            )),
+            Cell::from(Span::styled(fit(f.event.kind(), kind_w), kind_style)),
             Cell::from(fit(
                 &shown(f.session_id.as_deref().unwrap_or("-")),
                 session_w,

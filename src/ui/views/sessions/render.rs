@@ -131,10 +131,14 @@ fn summary_lines(session: &Session, width: usize, theme: &Theme) -> Vec<Line<'st
             session.timeline.steps.len()
         };
         numbers.push(format!("{steps} steps"));
-        numbers.push(format!(
-            "{} tokens ({} in, {} out)",
-            run.tokens.total, run.tokens.prompt, run.tokens.completion
-        ));
+        numbers.push(if run.tokens.total == 0 {
+            "0 tokens".to_owned()
+        } else {
+            format!(
+                "{} tokens ({} in, {} out)",
+                run.tokens.total, run.tokens.prompt, run.tokens.completion
+            )
+        });
         numbers.push(fmt_ms(run.duration_ms));
         // A failed run's finish reason only repeats that it failed.
         if !run.finish_reason.is_empty() && !run.failed {
