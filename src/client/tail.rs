@@ -97,7 +97,12 @@ pub fn what_happened(event: &Event) -> String {
             "{} {} waits for approval (rule {}, until {})",
             e.approval_id, e.tool, e.rule_id, e.expires_at
         ),
-        Event::ApprovalResolved(e) => format!("{} {:?}", e.approval_id, e.decision).to_lowercase(),
+        // Only the decision is lowercased: ids are case-sensitive.
+        Event::ApprovalResolved(e) => format!(
+            "{} {}",
+            e.approval_id,
+            format!("{:?}", e.decision).to_lowercase()
+        ),
         Event::ApprovalReplayed(e) => format!(
             "{} replayed {} -> {}{}",
             e.approval_id,

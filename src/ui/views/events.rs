@@ -588,4 +588,15 @@ mod tests {
             "{detail}"
         );
     }
+
+    #[test]
+    fn a_decision_row_keeps_the_approval_ids_case() {
+        let screen = Screen::new(model(&[
+            r#"{"kind":"approval.resolved","seq":1,"ts":"2026-11-22T21:44:00.000Z","sessionId":"ses_01","approvalId":"apr_BoXv9Q","decision":"denied"}"#.to_owned(),
+        ]));
+        let mut view = EventsState::default();
+        view.after_model_change(&screen.model);
+        let text = screen.text(&mut view, 80, 6);
+        assert!(text.contains("apr_BoXv9Q denied"), "{text}");
+    }
 }
