@@ -411,3 +411,42 @@ impl Session {
         self.rev += 1;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::RawJson;
+
+    #[test]
+    fn a_runs_summary_keeps_bounded_copies_and_the_error_of_a_failed_run() {
+        let huge = "x".repeat(SUMMARY_TEXT * 3);
+        let run = AgentRun {
+            agent_name: "billing".into(),
+            model: "gpt-4o-mini".into(),
+            input: RawJson::from_value(&serde_json::json!(huge)),
+            output: RawJson::from_value(&serde_json::json!("never shown")),
+            error: Some(RawJson::from_value(&serde_json::json!(
+                "Rate limited by provider"
+            ))),
+            ..AgentRun::default()
+        };
+        let mut summary = RunSummary::default();
+        summary.note_run(&run, true);
+        let out = summary.run.clone().expect("a run");
+        assert_eq!(out.output, "Rate limited by provider");
+        assert!(out.failed);
+        assert_eq!(out.prompt.chars().count(), SUMMARY_TEXT + 1);
+        assert!(out.prompt.ends_with('…'));
+        let metadata: BTreeMap<String, String> = (0..40)
+            .map(|i| (format!("k{i:02}"), huge.clone()))
+            .collect();
+        summary.note_metadata(&metadata);
+        assert_eq!(summary.metadata.len(), SUMMARY_METADATA);
+        assert!(
+            summary
+                .metadata
+                .iter()
+                .all(|(_, v)| v.chars().count() == SUMMARY_TEXT + 1)
+        );
+    }
+}
