@@ -59,7 +59,19 @@ fn outcome_text(outcome: &Outcome) -> String {
 pub fn readable(frame: &Frame) -> String {
     let time = frame.ts.get(11..23).unwrap_or(&frame.ts);
     let session = frame.session_id.as_deref().unwrap_or("-");
-    let what = match &frame.event {
+    let what = what_happened(&frame.event);
+    let line = format!(
+        "#{:<6} {time} {:<20} {session:<14} {what}",
+        frame.seq,
+        frame.event.kind()
+    );
+    shown(&line).into_owned()
+}
+
+/// What an event says, in a few words (the end of a `readable` line; the inspector's
+/// Events tab shows it too). Not yet masked or sanitised.
+pub fn what_happened(event: &Event) -> String {
+    match event {
         Event::SessionCreated(e) => {
             let mocks: Vec<String> = e
                 .mocks
@@ -85,7 +97,12 @@ pub fn readable(frame: &Frame) -> String {
             "{} {} waits for approval (rule {}, until {})",
             e.approval_id, e.tool, e.rule_id, e.expires_at
         ),
-        Event::ApprovalResolved(e) => format!("{} {:?}", e.approval_id, e.decision).to_lowercase(),
+        // Only the decision is lowercased: ids are case-sensitive.
+        Event::ApprovalResolved(e) => format!(
+            "{} {}",
+            e.approval_id,
+            format!("{:?}", e.decision).to_lowercase()
+        ),
         Event::ApprovalReplayed(e) => format!(
             "{} replayed {} -> {}{}",
             e.approval_id,
@@ -137,13 +154,7 @@ pub fn readable(frame: &Frame) -> String {
                 .unwrap_or_default()
         ),
         Event::Unknown { raw, .. } => raw.get().to_owned(),
-    };
-    let line = format!(
-        "#{:<6} {time} {:<20} {session:<14} {what}",
-        frame.seq,
-        frame.event.kind()
-    );
-    shown(&line).into_owned()
+    }
 }
 
 /// The frame as written to a JSON-lines file (what `replay` reads back).

@@ -16,6 +16,10 @@ pub struct Approval {
     pub tool: String,
     pub input: RawJson,
     pub rule_id: String,
+    /// The rule's message and its `when` as written, from `approval.requested` (a REST
+    /// re-read has neither).
+    pub message: String,
+    pub condition: Option<String>,
     pub status: ApprovalStatus,
     pub requested_at: String,
     pub expires_at: String,

@@ -345,6 +345,9 @@ impl Model {
                 }
                 let session = self.session_mut_or_new(id);
                 session.user.clone_from(&created.user_id);
+                if !created.metadata.is_empty() {
+                    session.summary_mut().note_metadata(&created.metadata);
+                }
                 session.status = SessionStatus::Active;
                 if let Some(at) = at {
                     session.created_ms = Some(at);
@@ -393,6 +396,8 @@ impl Model {
                     tool: req.tool.clone(),
                     input: req.input.clone(),
                     rule_id: req.rule_id.clone(),
+                    message: req.message.clone(),
+                    condition: req.condition.clone(),
                     status: ApprovalStatus::Pending,
                     requested_at: frame.ts.clone(),
                     expires_at: req.expires_at.clone(),
@@ -513,6 +518,9 @@ impl Model {
         let limits = self.limits;
         let session = self.session_mut_or_new(&id);
         session.external |= external;
+        session
+            .summary_mut()
+            .note_run(run, status == SessionStatus::Failed);
         if external || session.status == SessionStatus::Active {
             session.status = status;
         }
@@ -654,7 +662,12 @@ impl Model {
             session.rev += 1;
         }
         for view in approvals.approvals {
-            let approval = approval_from_view(view);
+            let mut approval = approval_from_view(view);
+            // A re-read has no rule message or condition: keep what the frame told.
+            if let Some(old) = self.approvals.get(&approval.id) {
+                approval.message.clone_from(&old.message);
+                approval.condition.clone_from(&old.condition);
+            }
             self.counters.dropped.approvals +=
                 self.approvals.upsert(approval, self.limits.approvals);
         }
@@ -674,6 +687,8 @@ fn approval_from_view(view: ApprovalView) -> Approval {
         tool: view.tool,
         input: view.input,
         rule_id: view.rule_id,
+        message: String::new(),
+        condition: None,
         status: view.status,
         requested_at: view.requested_at,
         expires_at: view.expires_at,

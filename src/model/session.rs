@@ -2,8 +2,9 @@
 //! consume counters, and a bounded timeline of agent steps and tool calls joined by call id.
 
 use crate::protocol::RawJson;
-use crate::protocol::events::{Counter, MockMode, Outcome, Step};
+use crate::protocol::events::{AgentRun, Counter, MockMode, Outcome, Step, Tokens};
 use foldhash::HashMap;
+use std::collections::BTreeMap;
 use std::collections::VecDeque;
 
 /// Lifecycle of a session as the stream has told it so far.
@@ -293,6 +294,74 @@ impl Timeline {
     }
 }
 
+/// Longest text a summary keeps of a prompt, an output or an error (chars); metadata
+/// keeps at most `SUMMARY_METADATA` pairs, each value cut the same way.
+const SUMMARY_TEXT: usize = 2_000;
+const SUMMARY_METADATA: usize = 16;
+
+fn bounded(text: &str) -> String {
+    match text.char_indices().nth(SUMMARY_TEXT) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// What a debugger wants first about a session, kept as `session.created` and
+/// `agent.completed` / `agent.failed` tell it: bounded copies, not the frames.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunSummary {
+    pub metadata: Vec<(String, String)>,
+    pub run: Option<RunOutcome>,
+}
+
+/// The end of an agent run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunOutcome {
+    pub agent: String,
+    pub model: String,
+    pub provider: String,
+    pub prompt: String,
+    /// The final text (completed) or the error (failed).
+    pub output: String,
+    pub failed: bool,
+    pub steps: u32,
+    pub tokens: Tokens,
+    pub duration_ms: f64,
+    pub finish_reason: String,
+    pub failover_attempts: u32,
+}
+
+impl RunSummary {
+    pub(crate) fn note_metadata(&mut self, metadata: &BTreeMap<String, String>) {
+        self.metadata = metadata
+            .iter()
+            .take(SUMMARY_METADATA)
+            .map(|(k, v)| (bounded(k), bounded(v)))
+            .collect();
+    }
+
+    pub(crate) fn note_run(&mut self, run: &AgentRun, failed: bool) {
+        let output = match (&run.error, failed) {
+            (Some(error), _) => error.as_text(),
+            (None, true) => String::new(),
+            (None, false) => run.output.as_text(),
+        };
+        self.run = Some(RunOutcome {
+            agent: bounded(&run.agent_name),
+            model: bounded(&run.model),
+            provider: bounded(&run.provider),
+            prompt: bounded(&run.input.as_text()),
+            output: bounded(&output),
+            failed,
+            steps: u32::try_from(run.steps.len()).unwrap_or(u32::MAX),
+            tokens: run.tokens,
+            duration_ms: run.duration,
+            finish_reason: bounded(&run.finish_reason),
+            failover_attempts: run.failover_attempts,
+        });
+    }
+}
+
 /// A session row and everything the inspector knows of it.
 #[derive(Debug, Clone, Default)]
 pub struct Session {
@@ -308,6 +377,8 @@ pub struct Session {
     pub external: bool,
     pub mocks: Vec<MockRow>,
     pub timeline: Timeline,
+    /// Metadata and how the agent run ended; boxed, as most sessions have neither.
+    pub summary: Option<Box<RunSummary>>,
     /// Bumped on every change, so views can cache what they derive from this session.
     pub rev: u64,
     /// The runtime's `last_seq` for this session at the last REST re-read: its frames up
@@ -325,6 +396,10 @@ impl Session {
         }
     }
 
+    pub(crate) fn summary_mut(&mut self) -> &mut RunSummary {
+        self.summary.get_or_insert_with(Box::default)
+    }
+
     /// Mocks are a handful per session: a scan beats a map here.
     pub fn mock_mut(&mut self, tool: &str) -> Option<&mut MockRow> {
         self.mocks.iter_mut().find(|m| m.tool == tool)
@@ -336,5 +411,44 @@ impl Session {
             self.created_ms.get_or_insert(at);
         }
         self.rev += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::RawJson;
+
+    #[test]
+    fn a_runs_summary_keeps_bounded_copies_and_the_error_of_a_failed_run() {
+        let huge = "x".repeat(SUMMARY_TEXT * 3);
+        let run = AgentRun {
+            agent_name: "billing".into(),
+            model: "gpt-4o-mini".into(),
+            input: RawJson::from_value(&serde_json::json!(huge)),
+            output: RawJson::from_value(&serde_json::json!("never shown")),
+            error: Some(RawJson::from_value(&serde_json::json!(
+                "Rate limited by provider"
+            ))),
+            ..AgentRun::default()
+        };
+        let mut summary = RunSummary::default();
+        summary.note_run(&run, true);
+        let out = summary.run.clone().expect("a run");
+        assert_eq!(out.output, "Rate limited by provider");
+        assert!(out.failed);
+        assert_eq!(out.prompt.chars().count(), SUMMARY_TEXT + 1);
+        assert!(out.prompt.ends_with('…'));
+        let metadata: BTreeMap<String, String> = (0..40)
+            .map(|i| (format!("k{i:02}"), huge.clone()))
+            .collect();
+        summary.note_metadata(&metadata);
+        assert_eq!(summary.metadata.len(), SUMMARY_METADATA);
+        assert!(
+            summary
+                .metadata
+                .iter()
+                .all(|(_, v)| v.chars().count() == SUMMARY_TEXT + 1)
+        );
     }
 }

@@ -389,6 +389,10 @@ pub struct ApprovalRequested {
     pub rule_id: String,
     pub expires_at: String,
     pub message: String,
+    /// The rule's `when` as written (`input.value > 1000`), so an approver sees what the
+    /// policy looked at; absent for a rule without one, and from older runtimes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

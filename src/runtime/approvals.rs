@@ -2,6 +2,7 @@
 //! decision. Approving replays the recorded call through the mock gate only (the policy
 //! already spoke); a replay whose mock or session is gone is `mocks_engine_error`.
 
+use super::policy::{Literal, Op};
 use super::sessions::new_id;
 use super::{ApiErrorWithStatus, Runtime, lock};
 use crate::protocol::envelope::codes;
@@ -31,6 +32,8 @@ pub(crate) struct Queued {
     pub approval_id: String,
     pub expires_at: String,
     message: String,
+    /// The rule's `when` as text, for the approver (`approval.requested`'s `condition`).
+    condition: Option<String>,
     view: ApprovalView,
 }
 
@@ -87,6 +90,7 @@ impl Runtime {
             approval_id: view.id.clone(),
             expires_at: view.expires_at.clone(),
             message: message.to_owned(),
+            condition: self.condition_of(rule_id),
             view: view.clone(),
         };
         let mut queue = lock(&self.inner.approvals);
@@ -102,6 +106,32 @@ impl Runtime {
         queued
     }
 
+    /// The `when` of the rule named `rule_id` as written in a policy file.
+    fn condition_of(&self, rule_id: &str) -> Option<String> {
+        let rule = self
+            .inner
+            .config
+            .policy
+            .rules
+            .iter()
+            .find(|r| r.id == rule_id)?;
+        let when = rule.when.as_ref()?;
+        let op = match when.op {
+            Op::Eq => "==",
+            Op::Ne => "!=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+        };
+        let value = match &when.value {
+            Literal::Number(n) => n.to_string(),
+            Literal::Text(t) => serde_json::to_string(t).unwrap_or_else(|_| t.clone()),
+            Literal::Bool(b) => b.to_string(),
+        };
+        Some(format!("input.{} {op} {value}", when.path.join(".")))
+    }
+
     pub(crate) fn announce_approval(&self, tenant: &str, session_id: &str, queued: Queued) {
         self.emit_for(
             tenant,
@@ -114,6 +144,7 @@ impl Runtime {
                 rule_id: queued.view.rule_id,
                 expires_at: queued.expires_at,
                 message: queued.message,
+                condition: queued.condition,
             }),
         );
     }

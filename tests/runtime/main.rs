@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod approval_condition;
 mod budgets;
 mod eval_runner;
 mod eval_suite;

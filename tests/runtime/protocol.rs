@@ -122,6 +122,7 @@ fn every_kind() -> Vec<Frame> {
                 rule_id: "r".into(),
                 expires_at: "2026-11-22T22:00:00.000Z".into(),
                 message: "needs approval".into(),
+                condition: Some("input.value > 1000".into()),
             }),
         ),
         frame(

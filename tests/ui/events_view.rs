@@ -137,7 +137,11 @@ fn filtered() {
     keys(&mut app, "pay_17");
     key(&mut app, KeyCode::Enter);
     let text = screen(&mut app, 120, 16);
-    assert!(text.contains("1/33") && text.contains("call_17"), "{text}");
+    // The row says what happened (the result), the call id is in the frame's detail.
+    assert!(
+        text.contains("1/33") && text.contains(r#"-> ok {"id":"pay_17"}"#),
+        "{text}"
+    );
     key(&mut app, KeyCode::Esc);
     assert!(screen(&mut app, 120, 16).contains("33 "));
 }

@@ -1,7 +1,9 @@
 //! The Approvals tab: calls held for a human, pending first (oldest first, with the time
 //! left until `expires_at` counting down on the app's clock), then decided ones (newest
 //! first) with their decision and the replay's outcome beside the original call. `a`/`d`
-//! open a confirm prompt; the decision goes out through the app, never into the model.
+//! open a confirm prompt naming the tool and the input fields the rule looked at; Enter
+//! opens one approval (its input, rule and the session's recent calls), Esc goes back.
+//! The decision goes out through the app, never into the model.
 //!
 //! ```text
 //! ┌ Approvals · 1 pending · a approve · d deny · y copy ─────────────────────────────┐
@@ -13,12 +15,15 @@
 //! └──────────────────────────────────────────────────────────────────────────────────┘
 //! ```
 
-use super::{Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, fit, hints, key_label};
+use super::{
+    Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, draw_lines, fit, hints, key_cap,
+    key_label, scroll_pane, wrap_words,
+};
 use crate::mask::mask;
 use crate::model::{Approval, Model};
 use crate::protocol::events::Outcome;
 use crate::protocol::rest::{ApprovalStatus, ApprovalView};
-use crate::sanitize::{sanitize, shown};
+use crate::sanitize::{sanitize, shown, shown_text};
 use crate::ui::action::{Action, Scope};
 use crate::ui::theme::Theme;
 use crossterm::event::{KeyCode, KeyEvent};
@@ -37,11 +42,26 @@ pub struct Prompt {
     pub editing_note: bool,
 }
 
+/// One approval opened: its lines (masked and sanitised once, when built) and where the
+/// pane is scrolled to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalDetail {
+    pub approval_id: String,
+    lines: Vec<(bool, String)>,
+    pub scroll: usize,
+}
+
+/// How many of the session's calls the detail lists (the newest).
+const RECENT_CALLS: usize = 6;
+
 #[derive(Debug, Clone, Default)]
 pub struct ApprovalsState {
     /// Selection by approval id, so rows arriving never move it.
     pub list: ListCursor<String>,
     pub prompt: Option<Prompt>,
+    pub detail: Option<ApprovalDetail>,
+    /// Lines of the open approval the pane shows at once, as last drawn.
+    detail_page: usize,
     /// Display order (ids): pending oldest first, then decided newest first.
     rows: Vec<String>,
     built_rev: Option<u64>,
@@ -140,6 +160,14 @@ impl ApprovalsState {
     /// Rebuilds the row order when the approvals changed, and keeps the selection on the
     /// same approval (the first row when there was none or it is gone).
     pub fn after_model_change(&mut self, model: &Model) {
+        // The open approval follows its decision and its session's calls; one approval's
+        // lines are cheap to build.
+        if let Some(detail) = &mut self.detail {
+            match model.approvals.get(&detail.approval_id) {
+                Some(a) => detail.lines = detail_pane_lines(a, model),
+                None => self.detail = None,
+            }
+        }
         let approvals = &model.approvals;
         // Most frames are not about approvals: then there is nothing to do at all.
         if self.built_rev == Some(approvals.rev()) {
@@ -185,7 +213,30 @@ impl ApprovalsState {
     /// Navigation and `a`/`d`; a line for the status bar when there is something to say
     /// (e.g. the selected approval is already decided).
     fn dispatch(&mut self, action: Action, model: &Model, now_ms: f64) -> Option<String> {
+        if let Some(detail) = &mut self.detail {
+            if scroll_pane(
+                &mut detail.scroll,
+                detail.lines.len(),
+                self.detail_page,
+                action,
+            ) {
+                return None;
+            }
+            if matches!(action, Action::Back | Action::Open) {
+                self.detail = None;
+                return None;
+            }
+        }
         let row = match action {
+            Action::Open => {
+                let a = self.selected(model)?;
+                self.detail = Some(ApprovalDetail {
+                    approval_id: a.id.clone(),
+                    lines: detail_pane_lines(a, model),
+                    scroll: 0,
+                });
+                return None;
+            }
             Action::Up
             | Action::Down
             | Action::PageUp
@@ -245,6 +296,9 @@ impl View for ApprovalsState {
     }
 
     fn on_click(&mut self, at: Position, _model: &Model) -> Effect {
+        if self.detail.is_some() {
+            return Effect::None;
+        }
         if let Some(row) = self.list.row_at(at)
             && let Some(id) = self.rows.get(row)
         {
@@ -259,18 +313,34 @@ impl View for ApprovalsState {
     }
 
     fn render(&self, frame: &mut Frame, area: Rect, cx: &Cx) -> Drawn {
+        // The footer grows with what it says (a prompt wraps rather than being cut), up
+        // to half the tab.
+        let footer_lines = self.footer_lines(cx, area.width.saturating_sub(2) as usize);
+        let footer_h = if self.detail.is_some() && self.prompt.is_none() {
+            // The open approval already says all the footer would.
+            0
+        } else {
+            (footer_lines.len() as u16 + 2).clamp(4, (area.height / 2).max(4))
+        };
         let [table_area, footer] =
-            Layout::vertical([Constraint::Min(4), Constraint::Length(4)]).areas(area);
+            Layout::vertical([Constraint::Min(4), Constraint::Length(footer_h)]).areas(area);
         let mut drawn = Drawn::default();
-        if let Some(placed) = self.render_table(frame, table_area, cx) {
+        if let Some(detail) = &self.detail {
+            drawn.push(render_detail(frame, table_area, detail, cx));
+        } else if let Some(placed) = self.render_table(frame, table_area, cx) {
             drawn.push(placed);
         }
-        self.render_footer(frame, footer, cx);
+        if footer_h > 0 {
+            self.render_footer(frame, footer, footer_lines, cx);
+        }
         drawn
     }
 
     fn place(&mut self, drawn: &Drawn, _model: &Model) {
         self.list.place(drawn.get(Pane::List));
+        if let Some(detail) = drawn.get(Pane::Detail) {
+            self.detail_page = detail.page;
+        }
     }
 
     /// What `copy` takes here: the selected approval as the REST API shows it.
@@ -314,6 +384,7 @@ impl ApprovalsState {
         let keys = hints(
             cx.keymap,
             &[
+                (Action::Open, "open"),
                 (Action::Approve, "approve"),
                 (Action::Deny, "deny"),
                 (Action::Copy, "copy"),
@@ -344,21 +415,19 @@ impl ApprovalsState {
         let sel = self.selected_row();
         let offset = self.list.window(self.rows.len(), sel, height);
         let now = cx.now_ms;
-        // RULE is as wide as the longest rule id on screen (8 to 28); INPUT and REPLAY share
-        // what the other columns leave (5 one-column gaps).
-        let rule_w = self
-            .rows
-            .iter()
-            .skip(offset)
-            .take(height)
-            .filter_map(|id| model.approvals.get(id))
-            .map(|a| a.rule_id.chars().count())
-            .max()
-            .unwrap_or(0)
-            .clamp(8, 28);
-        let free = (inner.width as usize).saturating_sub(16 + 22 + rule_w + 10 + 5);
-        let (input_w, replay_w) = ((free / 2).max(8), (free - free / 2).max(8));
-        let rows = self
+        // Each row's cells as text first, so every column but INPUT is as wide as what it
+        // shows (or its header); INPUT takes what is left.
+        struct Cells {
+            row: usize,
+            session: String,
+            tool: String,
+            input: String,
+            rule: String,
+            state: Span<'static>,
+            replay: (String, Style),
+            style: Style,
+        }
+        let visible: Vec<Cells> = self
             .rows
             .iter()
             .enumerate()
@@ -367,33 +436,75 @@ impl ApprovalsState {
             .filter_map(|(row, id)| {
                 let a = model.approvals.get(id)?;
                 let mark = if row == sel { "›" } else { " " };
-                let input = fit(&mask(a.input.get()), input_w);
-                let (state_cell, replay_cell, row_style) = cells(a, now, replay_w, theme);
-                let r = Row::new(vec![
-                    Cell::from(format!("{mark}{}", shown(&a.session_id))),
-                    Cell::from(sanitize(&a.tool).into_owned()),
-                    Cell::from(input),
-                    Cell::from(sanitize(&a.rule_id).into_owned()),
-                    Cell::from(state_cell),
-                    Cell::from(replay_cell),
-                ])
-                .style(row_style);
-                Some(if row == sel {
-                    r.style(theme.selection())
-                } else {
-                    r
+                let (state, replay, style) = cells(a, now, theme);
+                Some(Cells {
+                    row,
+                    session: format!("{mark}{}", shown(&a.session_id)),
+                    tool: sanitize(&a.tool).into_owned(),
+                    input: input_cell(a),
+                    rule: sanitize(&a.rule_id).into_owned(),
+                    state,
+                    replay,
+                    style,
                 })
-            });
+            })
+            .collect();
+        let width = inner.width as usize;
+        let col = |header: &str, max: usize, f: &dyn Fn(&Cells) -> usize| {
+            visible
+                .iter()
+                .map(f)
+                .max()
+                .unwrap_or(0)
+                .max(header.chars().count())
+                .min(max)
+        };
+        let count = |t: &str| t.chars().count();
+        let state_w = col("STATE", 10, &|c| c.state.width());
+        // When they do not all fit, INPUT keeps a quarter of the row: the session id gives
+        // way first (its start tells sessions apart), then the replay, the rule, the tool.
+        let mut w = [
+            col(" SESSION", 28, &|c| count(&c.session)),
+            col("REPLAY", (width / 4).max(6), &|c| count(&c.replay.0)),
+            col("RULE", 28, &|c| count(&c.rule)),
+            col("TOOL", 32, &|c| count(&c.tool)),
+        ];
+        let least = [10, 6, 10, 12];
+        for i in 0..w.len() {
+            let fixed: usize = w.iter().sum::<usize>() + state_w + 5;
+            let over = (fixed + width / 4).saturating_sub(width);
+            w[i] -= over.min(w[i].saturating_sub(least[i]));
+        }
+        let [session_w, replay_w, rule_w, tool_w] = w;
+        let input_w = width
+            .saturating_sub(session_w + tool_w + rule_w + state_w + replay_w + 5)
+            .max(8);
+        let rows = visible.into_iter().map(|c| {
+            let r = Row::new(vec![
+                Cell::from(fit(&c.session, session_w)),
+                Cell::from(fit(&c.tool, tool_w)),
+                Cell::from(fit(&c.input, input_w)),
+                Cell::from(fit(&c.rule, rule_w)),
+                Cell::from(c.state),
+                Cell::from(Span::styled(fit(&c.replay.0, replay_w), c.replay.1)),
+            ])
+            .style(c.style);
+            if c.row == sel {
+                r.style(theme.selection())
+            } else {
+                r
+            }
+        });
         let header =
             Row::new([" SESSION", "TOOL", "INPUT", "RULE", "STATE", "REPLAY"]).style(theme.muted());
         let table = Table::new(
             rows,
             [
-                Constraint::Length(16),
-                Constraint::Length(22),
+                Constraint::Length(session_w as u16),
+                Constraint::Length(tool_w as u16),
                 Constraint::Length(input_w as u16),
                 Constraint::Length(rule_w as u16),
-                Constraint::Length(10),
+                Constraint::Length(state_w as u16),
                 Constraint::Length(replay_w as u16),
             ],
         )
@@ -402,7 +513,17 @@ impl ApprovalsState {
         Some(Placed::under_header(Pane::List, inner, offset))
     }
 
-    fn render_footer(&self, frame: &mut Frame, area: Rect, cx: &Cx) {
+    /// The footer's lines at `width`: the prompt while confirming, else the selected
+    /// approval's one-line detail.
+    fn footer_lines(&self, cx: &Cx, width: usize) -> Vec<Line<'static>> {
+        match (&self.prompt, self.selected(cx.model)) {
+            (Some(prompt), _) => prompt_lines(prompt, cx, width),
+            (None, Some(a)) => detail_lines(a, cx.theme, width),
+            (None, None) => vec![],
+        }
+    }
+
+    fn render_footer(&self, frame: &mut Frame, area: Rect, lines: Vec<Line<'static>>, cx: &Cx) {
         let theme = cx.theme;
         let block = Block::default()
             .borders(Borders::ALL)
@@ -413,33 +534,24 @@ impl ApprovalsState {
             });
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        let lines = match (&self.prompt, self.selected(cx.model)) {
-            (Some(prompt), _) => prompt_lines(prompt, cx),
-            (None, Some(a)) => detail_lines(a, theme),
-            (None, None) => vec![],
-        };
         frame.render_widget(Paragraph::new(lines), inner);
     }
 }
 
-/// The STATE and REPLAY cells of a row, and the row's style.
-fn cells(
-    a: &Approval,
-    now: f64,
-    replay_w: usize,
-    theme: &Theme,
-) -> (Span<'static>, Span<'static>, Style) {
+/// The STATE and REPLAY cells of a row (REPLAY as text and style, fitted by the table),
+/// and the row's style.
+fn cells(a: &Approval, now: f64, theme: &Theme) -> (Span<'static>, (String, Style), Style) {
     match a.status {
         ApprovalStatus::Pending => match seconds_left(a.expires_ms, now) {
             Some(left) => (
                 Span::styled(fmt_left(left), theme.warn()),
-                Span::raw(""),
+                (String::new(), Style::default()),
                 Style::default(),
             ),
             // Greyed as soon as our clock says so, before the runtime's event.
             None => (
                 Span::styled("expired", theme.muted()),
-                Span::raw(""),
+                (String::new(), Style::default()),
                 theme.muted(),
             ),
         },
@@ -447,9 +559,9 @@ fn cells(
             let replay = match &a.replay {
                 Some(outcome) => {
                     let (text, code) = outcome_summary(outcome);
-                    Span::styled(fit(&format!("→ {text}"), replay_w), theme.outcome(code))
+                    (format!("→ {text}"), theme.outcome(code))
                 }
-                None => Span::styled("replaying…", theme.muted()),
+                None => ("replaying…".to_owned(), theme.muted()),
             };
             (
                 Span::styled("approved", theme.ok()),
@@ -459,66 +571,234 @@ fn cells(
         }
         ApprovalStatus::Denied => (
             Span::styled("denied", theme.error()),
-            Span::styled("—", theme.muted()),
+            ("—".to_owned(), theme.muted()),
             Style::default(),
         ),
         ApprovalStatus::Expired => (
             Span::styled("expired", theme.muted()),
-            Span::styled("—", theme.muted()),
+            ("—".to_owned(), theme.muted()),
             theme.muted(),
         ),
     }
 }
 
-fn prompt_lines<'a>(prompt: &Prompt, cx: &Cx) -> Vec<Line<'a>> {
+/// `input.value = 5000` for each field `condition` (`input.value > 1000`) reads, from the
+/// masked input; a field the input lacks reads `(absent)`.
+pub fn condition_fields(condition: &str, input: &crate::protocol::RawJson) -> Vec<String> {
+    let masked = mask(input.get());
+    let value: serde_json::Value = serde_json::from_str(&masked).unwrap_or_default();
+    condition
+        .split("&&")
+        .filter_map(|part| {
+            let left = part.split(['=', '!', '<', '>']).next()?.trim();
+            let path = left.strip_prefix("input.")?;
+            let mut at = Some(&value);
+            for key in path.split('.') {
+                at = at.and_then(|v| match v {
+                    serde_json::Value::Array(items) => {
+                        key.parse::<usize>().ok().and_then(|i| items.get(i))
+                    }
+                    _ => v.get(key),
+                });
+            }
+            let shown_value = at.map_or_else(|| "(absent)".to_owned(), |v| v.to_string());
+            Some(format!("{left} = {shown_value}"))
+        })
+        .collect()
+}
+
+/// The INPUT cell: the fields the rule read first (`value=5000`), so the amount shows
+/// even when the rest of the input is cut, then the input as sent; masked.
+fn input_cell(a: &Approval) -> String {
+    let json = mask(a.input.get());
+    let Some(condition) = &a.condition else {
+        return json.into_owned();
+    };
+    let fields: Vec<String> = condition_fields(condition, &a.input)
+        .into_iter()
+        .map(|f| f.trim_start_matches("input.").replacen(" = ", "=", 1))
+        .collect();
+    format!("{} {json}", fields.join(" "))
+}
+
+/// What the rule looked at, in one sentence: `rule payments: input.value = 5000 (when
+/// input.value > 1000)`, or the rule's message when the frame carried no condition.
+fn rule_sentence(a: &Approval) -> String {
+    let rule = format!("rule {}", a.rule_id);
+    match &a.condition {
+        Some(condition) => {
+            let fields = condition_fields(condition, &a.input).join(", ");
+            format!("{rule}: {fields} (when {condition})")
+        }
+        None if !a.message.is_empty() => format!("{rule}: {}", a.message),
+        None => rule,
+    }
+}
+
+fn prompt_lines(prompt: &Prompt, cx: &Cx, width: usize) -> Vec<Line<'static>> {
     let theme = cx.theme;
     let verb = if prompt.approve { "Approve" } else { "Deny" };
-    let what = cx
-        .model
-        .approvals
-        .get(&prompt.approval_id)
-        .map(|a| format!("{} for {}", sanitize(&a.tool), shown(&a.session_id)))
+    let approval = cx.model.approvals.get(&prompt.approval_id);
+    let what = approval
+        .map(|a| format!("{} for {}", a.tool, a.session_id))
         .unwrap_or_default();
     let key = |a: Action| key_label(cx.keymap, a);
-    let first = Line::from(vec![
-        Span::styled(
-            format!("{verb} {what} ({})? ", prompt.approval_id),
-            theme.warn().add_modifier(Modifier::BOLD),
-        ),
-        Span::styled(
-            format!(
+    let mut lines = Vec::new();
+    let mut say = |text: &str, style: Style| {
+        lines.extend(
+            wrap_words(&shown(text), width)
+                .into_iter()
+                .map(|l| Line::from(Span::styled(l, style))),
+        );
+    };
+    say(
+        &format!("{verb} {what} ({})?", prompt.approval_id),
+        theme.warn().add_modifier(Modifier::BOLD),
+    );
+    if let Some(a) = approval {
+        say(&rule_sentence(a), Style::default());
+    }
+    if prompt.editing_note {
+        say(&format!("note: {}▏", prompt.note), theme.accent());
+        say(
+            &format!(
+                "{} keeps the note, {} drops it",
+                key(Action::Open),
+                key(Action::Back)
+            ),
+            theme.muted(),
+        );
+    } else {
+        if !prompt.note.is_empty() {
+            say(&format!("note: {}", prompt.note), theme.accent());
+        }
+        say(
+            &format!(
                 "{} confirm · {} add a note · any other key cancels",
                 key(Action::Confirm),
                 key(Action::Note)
             ),
             theme.muted(),
-        ),
-    ]);
-    let note = if prompt.editing_note {
-        Line::from(vec![
-            Span::styled("note: ", theme.accent()),
-            Span::raw(format!("{}▏", prompt.note)),
-            Span::styled(
-                format!(
-                    "  ({} keeps it, {} drops it)",
-                    key(Action::Open),
-                    key(Action::Back)
-                ),
-                theme.muted(),
-            ),
-        ])
-    } else if prompt.note.is_empty() {
-        Line::from("")
-    } else {
-        Line::from(vec![
-            Span::styled("note: ", theme.accent()),
-            Span::raw(shown(&prompt.note).into_owned()),
-        ])
-    };
-    vec![first, note]
+        );
+    }
+    lines
 }
 
-fn detail_lines<'a>(a: &Approval, theme: &Theme) -> Vec<Line<'a>> {
+/// The open approval: what was called with what, why it was held, how it stands, and
+/// what else the session did. Masked and sanitised here, once.
+fn detail_pane_lines(a: &Approval, model: &Model) -> Vec<(bool, String)> {
+    let mut lines = vec![(true, shown(&format!("{} · {}", a.tool, a.id)).into_owned())];
+    lines.push((
+        false,
+        shown(&format!(
+            "{} · session {} · call {}",
+            status_word(a.status),
+            a.session_id,
+            a.call_id
+        ))
+        .into_owned(),
+    ));
+    let mut state = format!(
+        "requested {} · expires {}",
+        clock_part(&a.requested_at),
+        clock_part(&a.expires_at)
+    );
+    if let Some(by) = &a.decided_by {
+        state.push_str(&format!(" · by {by}"));
+    }
+    lines.push((false, shown(&state).into_owned()));
+    if let Some(note) = &a.note {
+        lines.push((false, shown(&format!("note: {note}")).into_owned()));
+    }
+    if let Some(outcome) = &a.replay {
+        let (text, _) = outcome_summary(outcome);
+        lines.push((false, format!("replayed → {text}")));
+    }
+    lines.push((false, String::new()));
+    lines.push((true, shown(&format!("Rule {}", a.rule_id)).into_owned()));
+    if !a.message.is_empty() {
+        lines.push((false, shown(&a.message).into_owned()));
+    }
+    if let Some(condition) = &a.condition {
+        lines.push((false, shown(&format!("when {condition}")).into_owned()));
+        for field in condition_fields(condition, &a.input) {
+            lines.push((false, shown(&format!("  {field}")).into_owned()));
+        }
+    }
+    lines.push((false, String::new()));
+    lines.push((true, "Input".to_owned()));
+    lines.extend(
+        shown_text(&a.input.pretty())
+            .lines()
+            .map(|l| (false, l.to_owned())),
+    );
+    let Some(session) = model.session(&a.session_id) else {
+        return lines;
+    };
+    let calls = session.timeline.calls();
+    lines.push((false, String::new()));
+    lines.push((
+        true,
+        shown(&format!(
+            "Recent calls in {} ({} of {})",
+            a.session_id,
+            calls.len().min(RECENT_CALLS),
+            calls.len()
+        ))
+        .into_owned(),
+    ));
+    for call in calls.iter().skip(calls.len().saturating_sub(RECENT_CALLS)) {
+        let outcome = call.envelope_code().unwrap_or("ok");
+        let this = if call.id == a.call_id {
+            "  ◂ this call"
+        } else {
+            ""
+        };
+        lines.push((
+            false,
+            shown(&format!("{}  {}  {outcome}{this}", call.id, call.tool)).into_owned(),
+        ));
+    }
+    lines
+}
+
+fn render_detail(frame: &mut Frame, area: Rect, detail: &ApprovalDetail, cx: &Cx) -> Placed {
+    let theme = cx.theme;
+    let key = |a: Action| key_cap(cx.keymap, a);
+    let title = Line::from(vec![
+        Span::styled(" Approval ", theme.title()),
+        Span::styled(
+            format!(
+                "· line {}/{} · {}{} {} {} scroll · {} approve · {} deny · {} back ",
+                detail.scroll + 1,
+                detail.lines.len(),
+                key(Action::Up),
+                key(Action::Down),
+                key(Action::PageUp),
+                key(Action::PageDown),
+                key(Action::Approve),
+                key(Action::Deny),
+                key(Action::Back),
+            ),
+            theme.muted(),
+        ),
+    ]);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.accent())
+        .title(title);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    draw_lines(frame, inner, &detail.lines, detail.scroll, theme);
+    Placed {
+        pane: Pane::Detail,
+        rows: inner,
+        offset: detail.scroll,
+        page: inner.height as usize,
+    }
+}
+
+fn detail_lines(a: &Approval, theme: &Theme, width: usize) -> Vec<Line<'static>> {
     let mut first = format!(
         "{} · call {} · requested {} · expires {}",
         a.id,
@@ -527,16 +807,20 @@ fn detail_lines<'a>(a: &Approval, theme: &Theme) -> Vec<Line<'a>> {
         clock_part(&a.expires_at)
     );
     if let Some(by) = &a.decided_by {
-        first.push_str(&format!(" · by {}", shown(by)));
+        first.push_str(&format!(" · by {by}"));
     }
-    let second = match &a.note {
-        Some(note) => format!("note: {}", shown(note)),
-        None => String::new(),
-    };
-    vec![
-        Line::from(Span::styled(first, theme.muted())),
-        Line::from(second),
-    ]
+    let mut lines: Vec<Line<'static>> = wrap_words(&shown(&first), width)
+        .into_iter()
+        .map(|l| Line::from(Span::styled(l, theme.muted())))
+        .collect();
+    if let Some(note) = &a.note {
+        lines.extend(
+            wrap_words(&shown(&format!("note: {note}")), width)
+                .into_iter()
+                .map(Line::from),
+        );
+    }
+    lines
 }
 
 /// The time of day of an RFC 3339 stamp as written (UTC from the runtime): no timezone
@@ -622,5 +906,108 @@ mod view_tests {
         assert!(view.prompt.is_none());
         // With no prompt, keys go to the keymap.
         assert_eq!(view.on_key(y, &cx), None);
+    }
+}
+
+#[cfg(test)]
+mod readable_tests {
+    use super::*;
+    use crate::ui::views::testing::{Screen, model};
+
+    /// A payment held by `input.value > 1000`, its session with one earlier call, and an
+    /// input long enough that no table column can show it whole.
+    fn held_payment() -> (Screen, ApprovalsState) {
+        let input = r#"{"billingType":"BOLETO","customer":"cus_000005219613","value":5000,"dueDate":"2026-12-01","description":"Invoice 2026-118 for consulting","apiKey":"sk_live_abcdefghijklmnop"}"#;
+        let frames = vec![
+            r#"{"kind":"session.created","seq":1,"ts":"2026-11-22T21:43:30.000Z","sessionId":"ses_01","userId":"ana","servers":["asaas"],"project":"default","mocks":[]}"#.to_owned(),
+            r#"{"kind":"tool.called","seq":2,"ts":"2026-11-22T21:43:30.500Z","sessionId":"ses_01","callId":"call_00","tool":"asaas/list_customers","input":{},"outcome":{"result":{"data":[]}},"startedAt":"2026-11-22T21:43:30.500Z","duration":0.3,"source":"execute"}"#.to_owned(),
+            format!(
+                r#"{{"kind":"tool.called","seq":3,"ts":"2026-11-22T21:43:31.000Z","sessionId":"ses_01","callId":"call_01","tool":"asaas/create_payment","input":{input},"outcome":{{"envelope":{{"code":"approval_required","approval_id":"apr_01","expires_at":"2026-11-22T21:49:00.000Z","message":"payments over 1000 need a human"}}}},"startedAt":"2026-11-22T21:43:31.000Z","duration":0.4,"source":"execute"}}"#
+            ),
+            format!(
+                r#"{{"kind":"approval.requested","seq":4,"ts":"2026-11-22T21:43:31.000Z","sessionId":"ses_01","approvalId":"apr_01","callId":"call_01","tool":"asaas/create_payment","input":{input},"ruleId":"payments_over_1000","expiresAt":"2026-11-22T21:49:00.000Z","message":"payments over 1000 need a human","condition":"input.value > 1000"}}"#
+            ),
+        ];
+        let screen = Screen::new(model(&frames));
+        let mut view = ApprovalsState::default();
+        view.after_model_change(&screen.model);
+        (screen, view)
+    }
+
+    #[test]
+    fn enter_opens_the_approval_with_its_whole_input_rule_and_recent_calls() {
+        let (screen, mut view) = held_payment();
+        screen.act(&mut view, Action::Open);
+        assert!(view.detail.is_some());
+        let narrow = screen.text(&mut view, 80, 30);
+        // The amount the approver decides on, the rule and its condition are all there;
+        // the key is masked like everywhere else.
+        assert!(narrow.contains(r#""value": 5000"#), "{narrow}");
+        assert!(narrow.contains("input.value = 5000"), "{narrow}");
+        assert!(!narrow.contains("abcdefghijklmnop"), "{narrow}");
+        insta::assert_snapshot!("approval_detail_80", narrow);
+        insta::assert_snapshot!("approval_detail_200", screen.text(&mut view, 200, 30));
+        // Esc goes back to the list.
+        screen.act(&mut view, Action::Back);
+        assert!(view.detail.is_none());
+        assert!(screen.text(&mut view, 80, 30).contains("SESSION"));
+    }
+
+    #[test]
+    fn the_detail_scrolls_with_the_shared_pane_keys() {
+        let (screen, mut view) = held_payment();
+        screen.act(&mut view, Action::Open);
+        screen.draw(&mut view, 80, 12);
+        screen.act(&mut view, Action::Bottom);
+        let scrolled = view.detail.as_ref().map_or(0, |d| d.scroll);
+        assert!(scrolled > 0, "a long detail scrolls");
+        let text = screen.text(&mut view, 80, 12);
+        assert!(text.contains("◂ this call"), "{text}");
+    }
+
+    #[test]
+    fn the_prompt_names_the_tool_and_the_field_the_rule_read_and_wraps_at_80() {
+        let (screen, mut view) = held_payment();
+        screen.act(&mut view, Action::Approve);
+        let narrow = screen.text(&mut view, 80, 14);
+        assert!(narrow.contains("input.value = 5000"), "{narrow}");
+        assert!(narrow.contains("any other key cancels"), "{narrow}");
+        insta::assert_snapshot!("approval_prompt_80", narrow);
+        insta::assert_snapshot!("approval_prompt_200", screen.text(&mut view, 200, 14));
+    }
+
+    #[test]
+    fn columns_size_to_what_they_show() {
+        let (screen, mut view) = held_payment();
+        insta::assert_snapshot!("approvals_columns_80", screen.text(&mut view, 80, 8));
+        insta::assert_snapshot!("approvals_columns_200", screen.text(&mut view, 200, 8));
+    }
+
+    #[test]
+    fn condition_fields_read_the_masked_input_and_say_when_a_field_is_absent() {
+        let input =
+            crate::protocol::RawJson::from_text(r#"{"value":5000,"a":{"b":[1,2]}}"#).expect("json");
+        assert_eq!(
+            condition_fields("input.value > 1000", &input),
+            vec!["input.value = 5000"]
+        );
+        assert_eq!(
+            condition_fields("input.a.b.1 == 2", &input),
+            vec!["input.a.b.1 = 2"]
+        );
+        assert_eq!(
+            condition_fields("input.method == \"pix\"", &input),
+            vec!["input.method = (absent)"]
+        );
+    }
+
+    #[test]
+    fn words_wrap_and_a_long_word_is_split_never_lost() {
+        assert_eq!(wrap_words("ab cd ef", 5), vec!["ab cd", "ef"]);
+        assert_eq!(wrap_words("abcdefgh", 3), vec!["abc", "def", "gh"]);
+        assert_eq!(wrap_words("", 3), vec![""]);
+        let text = "Approve asaas/create_payment for ses_01 (apr_01)?";
+        assert!(wrap_words(text, 20).iter().all(|l| l.chars().count() <= 20));
+        assert_eq!(wrap_words(text, 20).join(" "), text);
     }
 }

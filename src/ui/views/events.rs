@@ -1,14 +1,15 @@
 //! The Events tab: the raw stream from the model's bounded event log, newest at the
 //! bottom. It follows the stream by default; `f` holds the view still (selection and rows
 //! kept by absolute position) while frames keep being folded. `/` filters by kind,
-//! session or text; Enter shows one frame as pretty JSON. Rows are encoded (and masked)
-//! only when drawn, so the fold path never pays for this view.
+//! session or text; Enter shows one frame as pretty JSON. Each row says what happened in
+//! the words `spyglass tail` uses; rows are summarised (and masked) only when drawn, so the
+//! fold path never pays for this view. Columns are as wide as what they show.
 //!
 //! ```text
 //! ┌ Events 1,204 · following (f) · /tool ──────────────────────────────────────┐
-//! │ SEQ    TIME          KIND                  SESSION        FIELDS           │
-//! │ 1203   21:43:31.000  tool.called           ses_01         {"callId":…}     │
-//! │›1204   21:43:31.020  approval.requested    ses_01         {"approvalId":…} │
+//! │ SEQ  TIME         KIND               SESSION WHAT                          │
+//! │ 1203 21:43:31.000 tool.called        ses_01  asaas/x -> ok {"id":1} (0.4 ms)│
+//! │›1204 21:43:31.020 approval.requested ses_01  apr_1 asaas/x waits for approval│
 //! └────────────────────────────────────────────────────────────────────────────┘
 //! ```
 
@@ -16,6 +17,7 @@ use super::approvals::clock_part;
 use super::{
     Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, fit, key_cap, scroll_pane, text_key,
 };
+use crate::client::tail::what_happened;
 use crate::mask::mask;
 use crate::model::{EventLog, Model};
 use crate::protocol::Frame;
@@ -430,43 +432,74 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
     } else {
         super::scroll_to(state.row_of(log, state.top).min(len - 1), sel, height)
     };
-    let fields_w = (inner.width as usize)
-        .saturating_sub(8 + 14 + 22 + 18 + 5)
+    let visible: Vec<(usize, &Frame)> = (top..len.min(top + height))
+        .filter_map(|row| Some((row, log.get(state.row_abs(log, row)?)?)))
+        .collect();
+    // Each column as wide as its widest visible cell (a µs time included); WHAT takes
+    // the rest.
+    let col = |header: &str, max: usize, cell: &dyn Fn(&Frame) -> usize| {
+        visible
+            .iter()
+            .map(|(_, f)| cell(f))
+            .max()
+            .unwrap_or(0)
+            .max(header.chars().count())
+            .min(max)
+    };
+    let seq_w = col(" SEQ", 12, &|f| f.seq.to_string().len() + 1);
+    let time_w = col("TIME", 24, &|f| clock_part(&f.ts).chars().count());
+    // WHAT is the point of a row: it keeps a third of it, the session id giving way
+    // first (its start tells sessions apart), then the kind.
+    let width = inner.width as usize;
+    let mut w = [
+        col("SESSION", 28, &|f| {
+            f.session_id.as_deref().map_or(1, |s| s.chars().count())
+        }),
+        col("KIND", 24, &|f| f.event.kind().chars().count()),
+    ];
+    let least = [10, 20];
+    for i in 0..w.len() {
+        let fixed = seq_w + time_w + w[0] + w[1] + 4;
+        let over = (fixed + width / 3).saturating_sub(width);
+        w[i] -= over.min(w[i].saturating_sub(least[i]));
+    }
+    let [session_w, kind_w] = w;
+    let what_w = (inner.width as usize)
+        .saturating_sub(seq_w + time_w + kind_w + session_w + 4)
         .max(8);
-    let rows = (top..len.min(top + height)).filter_map(|row| {
-        let f = log.get(state.row_abs(log, row)?)?;
+    let rows = visible.into_iter().map(|(row, f)| {
         let mark = if row == sel { "›" } else { " " };
         let kind_style = match f.event.kind() {
             "agent.failed" | "stream.gap" => theme.error(),
             k if k.starts_with("approval.") => theme.warn(),
             _ => theme.accent(),
         };
-        // Encoded for this row only, now that it is on screen; masked before shown.
-        let fields = encode_fields(&f.event);
+        // Summarised for this row only, now that it is on screen; masked before shown.
+        let what = what_happened(&f.event);
         let r = Row::new(vec![
             Cell::from(format!("{mark}{}", f.seq)),
             Cell::from(clock_part(&f.ts).to_owned()),
-            Cell::from(Span::styled(
-                sanitize(f.event.kind()).into_owned(),
-                kind_style,
+            Cell::from(Span::styled(fit(f.event.kind(), kind_w), kind_style)),
+            Cell::from(fit(
+                &shown(f.session_id.as_deref().unwrap_or("-")),
+                session_w,
             )),
-            Cell::from(shown(f.session_id.as_deref().unwrap_or("-")).into_owned()),
-            Cell::from(fit(&mask(&fields), fields_w)),
+            Cell::from(fit(&mask(&what), what_w)),
         ]);
-        Some(if row == sel && !state.follow {
+        if row == sel && !state.follow {
             r.style(theme.selection())
         } else {
             r.style(Style::default())
-        })
+        }
     });
-    let header = Row::new([" SEQ", "TIME", "KIND", "SESSION", "FIELDS"]).style(theme.muted());
+    let header = Row::new([" SEQ", "TIME", "KIND", "SESSION", "WHAT"]).style(theme.muted());
     let table = Table::new(
         rows,
         [
-            Constraint::Length(8),
-            Constraint::Length(14),
-            Constraint::Length(22),
-            Constraint::Length(18),
+            Constraint::Length(seq_w as u16),
+            Constraint::Length(time_w as u16),
+            Constraint::Length(kind_w as u16),
+            Constraint::Length(session_w as u16),
             Constraint::Min(8),
         ],
     )
@@ -519,5 +552,51 @@ mod tests {
         let rows = |t: &str| t.lines().skip(1).collect::<Vec<_>>().join("\n");
         assert_eq!(rows(&before), rows(&after));
         insta::assert_snapshot!(after);
+    }
+
+    /// A run as the stream tells it, stamped to the microsecond as the runtime writes.
+    fn a_run() -> Vec<String> {
+        vec![
+            r#"{"kind":"session.created","seq":1,"ts":"2026-11-22T21:44:00.123456Z","sessionId":"ses_01","userId":"ana","servers":["asaas"],"project":"default","mocks":[{"tool":"asaas/create_payment","mode":"stateful","entries":2}]}"#.to_owned(),
+            r#"{"kind":"tool.called","seq":2,"ts":"2026-11-22T21:44:00.223456Z","sessionId":"ses_01","callId":"call_1","tool":"asaas/create_payment","input":{"value":5,"apiKey":"sk_live_abcdefghijklmnop"},"outcome":{"result":{"id":"pay_1"}},"startedAt":"2026-11-22T21:44:00.223000Z","duration":0.4,"counter":{"consumed":1,"total":2},"source":"execute"}"#.to_owned(),
+            r#"{"kind":"approval.requested","seq":3,"ts":"2026-11-22T21:44:00.323456Z","sessionId":"ses_01","approvalId":"apr_1","callId":"call_2","tool":"asaas/create_payment","input":{"value":5000},"ruleId":"big","expiresAt":"2026-11-22T21:59:00.000Z","message":"held","condition":"input.value > 1000"}"#.to_owned(),
+            r#"{"kind":"agent.failed","seq":4,"ts":"2026-11-22T21:44:01.000001Z","sessionId":"ses_01","agentName":"billing","model":"gpt-4o-mini","provider":"openai","input":"Charge","output":null,"steps":[],"tokens":{"prompt":1,"completion":1,"total":2},"duration":900,"finishReason":"error","streaming":false,"failoverAttempts":0,"error":"Rate limited by provider"}"#.to_owned(),
+        ]
+    }
+
+    #[test]
+    fn rows_say_what_happened_with_the_whole_time_and_the_raw_json_on_enter() {
+        let screen = Screen::new(model(&a_run()));
+        let mut view = EventsState::default();
+        view.after_model_change(&screen.model);
+        let narrow = screen.text(&mut view, 80, 8);
+        assert!(narrow.contains("21:44:00.123456"), "{narrow}");
+        assert!(narrow.contains("billing failed: Rate"), "{narrow}");
+        assert!(!narrow.contains("abcdefghijklmnop"), "{narrow}");
+        insta::assert_snapshot!("events_readable_80", narrow);
+        let wide = screen.text(&mut view, 200, 8);
+        assert!(
+            wide.contains("billing failed: Rate limited by provider"),
+            "{wide}"
+        );
+        insta::assert_snapshot!("events_readable_200", wide);
+        // The raw frame is one Enter away.
+        screen.act(&mut view, Action::Open);
+        let detail = screen.text(&mut view, 80, 30);
+        assert!(
+            detail.contains(r#""error": "Rate limited by provider""#),
+            "{detail}"
+        );
+    }
+
+    #[test]
+    fn a_decision_row_keeps_the_approval_ids_case() {
+        let screen = Screen::new(model(&[
+            r#"{"kind":"approval.resolved","seq":1,"ts":"2026-11-22T21:44:00.000Z","sessionId":"ses_01","approvalId":"apr_BoXv9Q","decision":"denied"}"#.to_owned(),
+        ]));
+        let mut view = EventsState::default();
+        view.after_model_change(&screen.model);
+        let text = screen.text(&mut view, 80, 6);
+        assert!(text.contains("apr_BoXv9Q denied"), "{text}");
     }
 }

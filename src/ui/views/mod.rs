@@ -308,6 +308,45 @@ pub fn scroll_pane(scroll: &mut usize, lines: usize, page: usize, action: Action
     true
 }
 
+/// Draws a scrolled pane's `(heading, text)` lines from `scroll`, long ones wrapped at the
+/// pane's width. Only what shows is wrapped: scroll counts source lines, so a huge value
+/// costs nothing until it is on screen. The text must already be masked and sanitised.
+pub fn draw_lines(
+    frame: &mut Frame,
+    inner: Rect,
+    lines: &[(bool, String)],
+    scroll: usize,
+    theme: &Theme,
+) {
+    let width = (inner.width as usize).max(1);
+    let height = inner.height as usize;
+    let mut out: Vec<Line> = Vec::with_capacity(height);
+    'lines: for (heading, text) in lines.iter().skip(scroll) {
+        let style = if *heading {
+            theme.title()
+        } else {
+            ratatui::style::Style::default()
+        };
+        let chars: Vec<char> = text.chars().collect();
+        if chars.is_empty() {
+            out.push(Line::from(""));
+        }
+        for chunk in chars.chunks(width) {
+            if out.len() >= height {
+                break 'lines;
+            }
+            out.push(Line::from(ratatui::text::Span::styled(
+                chunk.iter().collect::<String>(),
+                style,
+            )));
+        }
+        if out.len() >= height {
+            break;
+        }
+    }
+    frame.render_widget(ratatui::widgets::Paragraph::new(out), inner);
+}
+
 /// The list row under a click: `rows` is where the rows were drawn, `offset` the first
 /// row shown. `None` outside them.
 fn row_at(rows: Rect, at: Position, offset: usize) -> Option<usize> {
@@ -328,6 +367,39 @@ pub fn fit(text: &str, width: usize) -> String {
     let mut out: String = text.chars().take(width - 1).collect();
     out.push('…');
     out
+}
+
+/// Words of `text` laid into lines of at most `width` columns; a word longer than a line
+/// is split. Never empty.
+pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines: Vec<String> = vec![];
+    let mut line = String::new();
+    let mut used = 0;
+    for word in text.split(' ') {
+        let chars: Vec<char> = word.chars().collect();
+        if used > 0 && used + 1 + chars.len() > width {
+            lines.push(std::mem::take(&mut line));
+            used = 0;
+        }
+        if used > 0 {
+            line.push(' ');
+            used += 1;
+        }
+        // A word wider than a line fills lines of its own.
+        let mut rest = chars.as_slice();
+        while used + rest.len() > width {
+            let (head, tail) = rest.split_at(width - used);
+            line.extend(head);
+            lines.push(std::mem::take(&mut line));
+            used = 0;
+            rest = tail;
+        }
+        line.extend(rest);
+        used += rest.len();
+    }
+    lines.push(line);
+    lines
 }
 
 /// A duration in milliseconds, short: `850µs`, `3.5ms`, `120ms`, `2.3s`.

@@ -1,4 +1,4 @@
-//! Text the Sessions tab builds from the model: the timeline's row order (by start or by
+//! Text the Sessions tab builds from the model: the timeline's row order (in order or by
 //! duration) and a call's detail (input, output, replay) as masked lines.
 
 use super::state::CallSort;

@@ -7,7 +7,7 @@
 //! │ ID        USER   STATUS CALLS ... ││ TOOL            MODE     CONSUMED  CALLS│
 //! │>ses_3     ana    active     4     ││ nuvem/create    stateful ████░ 1/2     1│
 //! │ ses_2     ...                     │└────────────────────────────────────────┘
-//! │                                   │┌ Timeline · by start ───────────────────┐
+//! │                                   │┌ Timeline · in order ───────────────────┐
 //! │                                   ││ CALL        +0ms ─────────── +12ms  DUR │
 //! │                                   ││ tool_a      ███                    3.5ms│
 //! └───────────────────────────────────┘└────────────────────────────────────────┘
@@ -134,7 +134,7 @@ mod tests {
         screen.keymap.bind(Action::Back, key("backspace"));
         screen.keymap.bind(Action::Up, key("i"));
         let text = screen.text(&mut view, 100, 12);
-        assert!(text.contains("by start (o)"), "{text}");
+        assert!(text.contains("in order (o)"), "{text}");
         screen.act(&mut view, Action::FocusRight);
         screen.act(&mut view, Action::Open);
         let text = screen.text(&mut view, 100, 12);
@@ -165,5 +165,80 @@ mod tests {
         // The list (left) has the focus; the timeline (bottom right) does not.
         assert_eq!(buf[(0, 0)].style().fg, theme.accent().fg);
         assert_eq!(buf[(79, 11)].style().fg, theme.border().fg);
+    }
+
+    /// A failed run of four payments, each held for approval: one still pending, one
+    /// approved and replayed, one denied, one expired. The session has metadata.
+    fn failed_run_with_held_calls() -> (Screen, SessionsState) {
+        held_calls(true)
+    }
+
+    fn held_calls(failed: bool) -> (Screen, SessionsState) {
+        let mut frames = vec![format!(
+            r#"{{"kind":"session.created","seq":1,"ts":"2026-11-22T21:43:30.000Z","sessionId":"ses_run","userId":"ana","servers":["asaas"],"project":"default","mocks":[{{"tool":"asaas/create_payment","mode":"stateful","entries":2}}],"metadata":{{"branch":"main","ci_job":"1234"}}}}"#
+        )];
+        let mut seq = 2;
+        for (n, decision) in ["pending", "approved", "denied", "expired"]
+            .iter()
+            .enumerate()
+        {
+            let (call, apr) = (format!("call_{n}"), format!("apr_{n}"));
+            frames.push(format!(
+                r#"{{"kind":"tool.called","seq":{seq},"ts":"2026-11-22T21:43:31.00{n}Z","sessionId":"ses_run","callId":"{call}","tool":"asaas/create_payment","input":{{"value":5000}},"outcome":{{"envelope":{{"code":"approval_required","approval_id":"{apr}","expires_at":"2026-11-22T21:58:00.000Z","message":"held"}}}},"startedAt":"2026-11-22T21:43:31.00{n}Z","duration":0.4,"source":"execute"}}"#
+            ));
+            frames.push(format!(
+                r#"{{"kind":"approval.requested","seq":{},"ts":"2026-11-22T21:43:31.00{n}Z","sessionId":"ses_run","approvalId":"{apr}","callId":"{call}","tool":"asaas/create_payment","input":{{"value":5000}},"ruleId":"big","expiresAt":"2026-11-22T21:58:00.000Z","message":"held"}}"#,
+                seq + 1
+            ));
+            seq += 2;
+            if *decision != "pending" {
+                frames.push(format!(
+                    r#"{{"kind":"approval.resolved","seq":{seq},"ts":"2026-11-22T21:43:40.000Z","sessionId":"ses_run","approvalId":"{apr}","decision":"{decision}"}}"#
+                ));
+                seq += 1;
+            }
+            if *decision == "approved" {
+                frames.push(format!(
+                    r#"{{"kind":"approval.replayed","seq":{seq},"ts":"2026-11-22T21:43:40.010Z","sessionId":"ses_run","approvalId":"{apr}","callId":"{call}","tool":"asaas/create_payment","outcome":{{"result":{{"id":"pay_1"}}}},"duration":0.4,"counter":{{"consumed":1,"total":2}}}}"#
+                ));
+                seq += 1;
+            }
+        }
+        frames.extend(failed.then(|| format!(
+            r#"{{"kind":"agent.failed","seq":{seq},"ts":"2026-11-22T21:43:45.000Z","sessionId":"ses_run","agentName":"billing","model":"gpt-4o-mini","provider":"openai","input":"Charge cus_1 5000 by boleto, due Dec 1","output":null,"steps":[],"tokens":{{"prompt":812,"completion":96,"total":908}},"duration":2310.5,"finishReason":"error","streaming":false,"failoverAttempts":1,"error":"Rate limited by provider"}}"#
+        )));
+        let screen = Screen::new(model(&frames));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        screen.act(&mut view, Action::FocusRight);
+        (screen, view)
+    }
+
+    #[test]
+    fn a_failed_run_says_why_above_its_timeline() {
+        let (screen, mut view) = failed_run_with_held_calls();
+        let narrow = screen.text(&mut view, 80, 24);
+        assert!(
+            narrow.contains("failed: Rate limited by provider"),
+            "{narrow}"
+        );
+        assert!(narrow.contains("gpt-4o-mini"), "{narrow}");
+        insta::assert_snapshot!("run_summary_80", narrow);
+        let wide = screen.text(&mut view, 200, 30);
+        assert!(wide.contains("branch=main"), "{wide}");
+        assert!(wide.contains("908 tokens"), "{wide}");
+        insta::assert_snapshot!("run_summary_200", wide);
+    }
+
+    #[test]
+    fn a_held_calls_outcome_says_how_the_hold_stands_and_fits_at_80() {
+        let (screen, mut view) = held_calls(false);
+        let narrow = screen.text(&mut view, 80, 30);
+        for word in ["pending", "approved → ok", "denied", "expired"] {
+            assert!(narrow.contains(word), "{word} in\n{narrow}");
+        }
+        assert!(!narrow.contains("approval_require"), "{narrow}");
+        insta::assert_snapshot!("held_outcomes_80", narrow);
+        insta::assert_snapshot!("held_outcomes_200", screen.text(&mut view, 200, 30));
     }
 }

@@ -9,7 +9,9 @@ use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
 use crate::ui::app::Watching;
 use crate::ui::theme::Theme;
-use crate::ui::views::{Cx, Drawn, Pane, Placed, fit, fmt_age, fmt_ms, focused_block, key_cap};
+use crate::ui::views::{
+    Cx, Drawn, Pane, Placed, draw_lines, fit, fmt_age, fmt_ms, focused_block, key_cap,
+};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -44,6 +46,22 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
         drawn.push(render_detail(frame, right, detail, cx));
         return drawn;
     }
+    // What a debugger wants first, when the stream told it: how the run ended and with
+    // what, above the mocks and the timeline.
+    let summary = summary_lines(session, right.width.saturating_sub(2) as usize, theme);
+    let summary_height = if summary.is_empty() {
+        0
+    } else {
+        (summary.len() as u16 + 2).min(right.height / 3)
+    };
+    let [summary_area, right] =
+        Layout::vertical([Constraint::Length(summary_height), Constraint::Min(0)]).areas(right);
+    if summary_height > 0 {
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .title(Span::styled(" Run ", theme.title()));
+        frame.render_widget(Paragraph::new(summary).block(block), summary_area);
+    }
     let mocks_height = (session.mocks.len() as u16 + 3).clamp(4, (right.height / 2).max(4));
     let [mocks_area, timeline_area] =
         Layout::vertical([Constraint::Length(mocks_height), Constraint::Min(3)]).areas(right);
@@ -62,6 +80,86 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
         drawn.push(placed);
     }
     drawn
+}
+
+/// Lines of a text the summary keeps, at most.
+const SUMMARY_TEXT_LINES: usize = 3;
+
+/// The run summary at `width`: the ending (the error or the final text, wrapped, a few
+/// lines at most), the prompt, the model and the numbers, the metadata. Empty when the
+/// stream told none of it. Everything is masked and sanitised here.
+fn summary_lines(session: &Session, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+    let Some(summary) = session.summary.as_deref() else {
+        return vec![];
+    };
+    let mut lines = Vec::new();
+    let mut para = |label: &str, text: &str, style: Style, max: usize| {
+        let text = format!("{label}{}", shown(text));
+        let mut wrapped = crate::ui::views::wrap_words(&text, width);
+        if wrapped.len() > max {
+            wrapped.truncate(max);
+            if let Some(last) = wrapped.last_mut() {
+                *last = fit(&format!("{last}…"), width);
+            }
+        }
+        lines.extend(
+            wrapped
+                .into_iter()
+                .map(|l| Line::from(Span::styled(l, style))),
+        );
+    };
+    if let Some(run) = &summary.run {
+        let (word, style) = if run.failed {
+            ("failed: ", theme.error())
+        } else {
+            ("completed: ", theme.ok())
+        };
+        let output = if run.output.is_empty() {
+            "(no text)"
+        } else {
+            &run.output
+        };
+        para(word, output, style, SUMMARY_TEXT_LINES);
+        para("prompt: ", &run.prompt, Style::default(), 2);
+        let mut numbers = vec![format!("model {}", run.model)];
+        if !run.provider.is_empty() {
+            numbers[0].push_str(&format!(" ({})", run.provider));
+        }
+        let steps = if run.steps > 0 {
+            run.steps as usize
+        } else {
+            session.timeline.steps.len()
+        };
+        numbers.push(format!("{steps} steps"));
+        numbers.push(if run.tokens.total == 0 {
+            "0 tokens".to_owned()
+        } else {
+            format!(
+                "{} tokens ({} in, {} out)",
+                run.tokens.total, run.tokens.prompt, run.tokens.completion
+            )
+        });
+        numbers.push(fmt_ms(run.duration_ms));
+        // A failed run's finish reason only repeats that it failed.
+        if !run.finish_reason.is_empty() && !run.failed {
+            numbers.push(format!("finish {}", run.finish_reason));
+        }
+        match run.failover_attempts {
+            0 => {}
+            1 => numbers.push("1 failover".to_owned()),
+            n => numbers.push(format!("{n} failovers")),
+        }
+        para("", &numbers.join(" · "), theme.muted(), 2);
+    }
+    if !summary.metadata.is_empty() {
+        let pairs: Vec<String> = summary
+            .metadata
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        para("metadata: ", &pairs.join(" · "), theme.muted(), 2);
+    }
+    lines
 }
 
 fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) -> Option<Placed> {
@@ -244,8 +342,45 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
 }
 
 const DUR_W: usize = 7;
-// The longest envelope code, `approval_required`, fits whole.
-const OUT_W: usize = 17;
+
+/// A call's OUTCOME cell: `ok` or the envelope's code; a call held for approval says how
+/// the hold stands (`pending`, `approved → ok`, `denied`, `expired`), so a denied call does
+/// not read like a waiting one.
+fn call_outcome(
+    c: &crate::model::Call,
+    model: &crate::model::Model,
+    theme: &Theme,
+) -> Span<'static> {
+    use crate::protocol::Envelope;
+    use crate::protocol::rest::ApprovalStatus;
+    let code = c.envelope_code();
+    let held = match c.outcome.envelope() {
+        Some(Envelope::ApprovalRequired { approval_id, .. }) => Some(approval_id),
+        _ => None,
+    };
+    let Some(held) = held else {
+        return Span::styled(code.unwrap_or("ok").to_owned(), theme.outcome(code));
+    };
+    let approval = model
+        .approvals
+        .get(c.approval_id.as_deref().unwrap_or(held));
+    let replayed = c
+        .replay
+        .as_ref()
+        .map(|r| r.outcome.envelope().map(|e| e.code()));
+    match (approval.map(|a| a.status), replayed) {
+        (_, Some(code)) => Span::styled(
+            format!("approved → {}", code.unwrap_or("ok")),
+            theme.outcome(code),
+        ),
+        (Some(ApprovalStatus::Approved), None) => Span::styled("approved → …", theme.ok()),
+        (Some(ApprovalStatus::Denied), None) => Span::styled("denied", theme.error()),
+        (Some(ApprovalStatus::Expired), None) => Span::styled("expired", theme.muted()),
+        (Some(ApprovalStatus::Pending), None) => Span::styled("pending", theme.warn()),
+        // The approval fell out of the model's bound: only the hold is known.
+        (None, None) => Span::styled("held", theme.warn()),
+    }
+}
 
 fn render_timeline(
     frame: &mut Frame,
@@ -257,7 +392,7 @@ fn render_timeline(
 ) -> Option<Placed> {
     let theme = cx.theme;
     let sort = match state.sort {
-        CallSort::Start => "by start",
+        CallSort::Start => "in order",
         CallSort::Duration => "by duration",
     };
     let title = Line::from(vec![
@@ -278,14 +413,41 @@ fn render_timeline(
         return None;
     }
     let width = inner.width as usize;
-    // The label gives way first: the bars are the point of a waterfall.
-    let label_w = (width / 3).clamp(12, 28);
-    let bar_w = width.saturating_sub(label_w + DUR_W + OUT_W + 4).max(4);
     let span = (cache.t1 - cache.t0).max(f64::EPSILON);
     let height = inner.height.saturating_sub(1) as usize;
     let len = cache.rows.len();
     let sel = state.timeline_sel().min(len - 1);
     let offset = state.timeline.window(len, sel, height);
+    let calls = session.timeline.calls();
+    // The visible rows' outcomes first: OUTCOME is as wide as the widest of them (up to
+    // half the pane), so it grows with the terminal instead of cutting at a fixed width.
+    let outcomes: Vec<Span> = cache
+        .rows
+        .iter()
+        .skip(offset)
+        .take(height)
+        .map(|entry| match *entry {
+            TimelineRow::Step(i) => session.timeline.steps.get(i).map_or_else(
+                || Span::raw(""),
+                |s| Span::styled(format!("{} tokens", s.tokens_total), theme.muted()),
+            ),
+            TimelineRow::Call(i) => calls
+                .get(i)
+                .map_or_else(|| Span::raw(""), |c| call_outcome(c, cx.model, theme)),
+        })
+        .collect();
+    let out_w = outcomes
+        .iter()
+        .map(Span::width)
+        .max()
+        .unwrap_or(0)
+        .max("OUTCOME".len())
+        .min(width / 2);
+    // Then the label (it gives way first: the bars are the point of a waterfall), then
+    // the bars take the rest.
+    let rest = width.saturating_sub(out_w + DUR_W + 4);
+    let label_w = (width / 3).clamp(10, 28).min(rest.saturating_sub(4)).max(6);
+    let bar_w = rest.saturating_sub(label_w).max(4);
 
     let mut lines = Vec::with_capacity(height + 1);
     let left = "+0ms";
@@ -298,24 +460,25 @@ fn render_timeline(
             theme.muted(),
         ),
         Span::styled(
-            format!(" {:>DUR_W$} {:<OUT_W$}", "DUR", "OUTCOME"),
+            format!(" {:>DUR_W$} {:<out_w$}", "DUR", "OUTCOME"),
             theme.muted(),
         ),
     ]));
-    let calls = session.timeline.calls();
+    let mut outcomes = outcomes.into_iter();
     for (row, entry) in cache.rows.iter().enumerate().skip(offset).take(height) {
+        let outcome = outcomes.next().unwrap_or_default();
+        let outcome = Span::styled(fit(&outcome.content, out_w), outcome.style);
         let (label, start, dur, outcome, bar_char, bar_style) = match *entry {
             TimelineRow::Step(i) => {
                 let Some(s) = session.timeline.steps.get(i) else {
                     continue;
                 };
                 let label = format!("▾ step {} · {}", s.iteration, s.finish_reason);
-                let out = Span::styled(format!("{} tokens", s.tokens_total), theme.muted());
                 (
                     label,
                     Some(s.start_ms),
                     s.duration_ms,
-                    out,
+                    outcome,
                     "─",
                     theme.muted(),
                 )
@@ -330,18 +493,6 @@ fn render_timeline(
                     ""
                 };
                 let code = c.envelope_code();
-                let mut text = code.unwrap_or("ok").to_owned();
-                if let Some(replay) = &c.replay {
-                    text = format!(
-                        "{text} → {}",
-                        replay.outcome.envelope().map_or("ok", |e| e.code())
-                    );
-                }
-                let style = theme.outcome(
-                    c.replay
-                        .as_ref()
-                        .map_or(code, |r| r.outcome.envelope().map(|e| e.code())),
-                );
                 let bar_style = if code.is_some() {
                     theme.outcome(code)
                 } else {
@@ -351,7 +502,7 @@ fn render_timeline(
                     format!("{indent}{}", c.tool),
                     c.start_ms,
                     c.duration_ms,
-                    Span::styled(fit(&text, OUT_W), style),
+                    outcome,
                     "█",
                     bar_style,
                 )
@@ -419,35 +570,7 @@ fn render_detail(frame: &mut Frame, area: Rect, detail: &Detail, cx: &Cx) -> Pla
         .title(title);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let width = (inner.width as usize).max(1);
-    let height = inner.height as usize;
-    // Wrap only what is shown: scroll counts source lines, so a huge value costs nothing
-    // until it is on screen.
-    let mut out: Vec<Line> = Vec::with_capacity(height);
-    'lines: for (heading, text) in detail.lines.iter().skip(detail.scroll) {
-        let style = if *heading {
-            theme.title()
-        } else {
-            Style::default()
-        };
-        let chars: Vec<char> = text.chars().collect();
-        if chars.is_empty() {
-            out.push(Line::from(""));
-        }
-        for chunk in chars.chunks(width) {
-            if out.len() >= height {
-                break 'lines;
-            }
-            out.push(Line::from(Span::styled(
-                chunk.iter().collect::<String>(),
-                style,
-            )));
-        }
-        if out.len() >= height {
-            break;
-        }
-    }
-    frame.render_widget(Paragraph::new(out), inner);
+    draw_lines(frame, inner, &detail.lines, detail.scroll, theme);
     Placed {
         pane: Pane::Detail,
         rows: inner,
