@@ -1,6 +1,7 @@
 //! The event log: stamps every event with the next `seq` and a `ts`, keeps the newest
 //! `retained_events` in a ring, and broadcasts each to live subscribers. Stamping and
-//! broadcasting happen under one lock so the broadcast order is the seq order.
+//! broadcasting happen under one lock so the broadcast order is the seq order. The log's
+//! `epoch` names its stream: seqs compare only within one epoch.
 
 use crate::protocol::{Event, Frame, encode, now_rfc3339};
 use std::collections::VecDeque;
@@ -50,17 +51,30 @@ pub struct LogStats {
 }
 
 pub struct EventLog {
+    epoch: String,
     ring: Mutex<Ring>,
     capacity: usize,
     live: broadcast::Sender<Arc<Logged>>,
 }
 
 impl EventLog {
+    /// A log with a fresh epoch: a history that continues none before it.
     pub fn new(capacity: usize, subscriber_queue: usize) -> Self {
+        Self::continuing(new_epoch(), 1, capacity, subscriber_queue)
+    }
+
+    /// A log that goes on with stream `epoch` from `next_seq` (a history reopened).
+    pub fn continuing(
+        epoch: String,
+        next_seq: u64,
+        capacity: usize,
+        subscriber_queue: usize,
+    ) -> Self {
         let (live, _) = broadcast::channel(subscriber_queue.max(1));
         Self {
+            epoch,
             ring: Mutex::new(Ring {
-                next_seq: 1,
+                next_seq: next_seq.max(1),
                 events: VecDeque::new(),
             }),
             capacity: capacity.max(1),
@@ -136,6 +150,11 @@ impl EventLog {
         }
     }
 
+    /// The stream's id: a resume from another epoch is answered with `stream.reset`.
+    pub fn epoch(&self) -> &str {
+        &self.epoch
+    }
+
     /// The seq the next event will get.
     pub fn next_seq(&self) -> u64 {
         self.ring().next_seq
@@ -162,6 +181,12 @@ impl EventLog {
     }
 }
 
+/// A new stream id: `ep_` and 16 hex digits, random, so two runtimes started in the same
+/// instant still differ.
+pub fn new_epoch() -> String {
+    format!("ep_{:016x}", fastrand::u64(..))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +205,17 @@ mod tests {
         assert!(read.text().contains("\"seq\":1,"), "{}", read.text());
         // A second reader gets the same text, not a second encoding.
         assert!(std::ptr::eq(read.text(), logged.text()));
+    }
+
+    #[test]
+    fn a_fresh_log_has_its_own_epoch_and_a_continued_one_keeps_it() {
+        let a = EventLog::new(4, 4);
+        let b = EventLog::new(4, 4);
+        assert_ne!(a.epoch(), b.epoch());
+        assert!(a.epoch().starts_with("ep_") && a.epoch().len() == 19);
+        let c = EventLog::continuing(a.epoch().to_owned(), 8, 4, 4);
+        assert_eq!(c.epoch(), a.epoch());
+        assert_eq!(c.append("default".into(), None, closed()).frame.seq, 8);
     }
 
     #[test]
