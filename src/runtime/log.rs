@@ -3,7 +3,8 @@
 //! broadcasting happen under one lock so the broadcast order is the seq order. The log's
 //! `epoch` names its stream: seqs compare only within one epoch.
 
-use crate::protocol::{Event, Frame, encode, now_rfc3339};
+use crate::protocol::{Event, Frame, decode, encode, now_rfc3339};
+use crate::store::{Store, StoredEvent};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use tokio::sync::broadcast;
@@ -18,6 +19,17 @@ pub struct Logged {
 }
 
 impl Logged {
+    /// An event read back from a store, its stored text kept as its wire text; `None`
+    /// for a text that no longer decodes (skipped: the rest of the history still loads).
+    pub fn restore(text: &str, tenant: String) -> Option<Logged> {
+        let frame = decode(text).ok()?;
+        Some(Logged {
+            frame,
+            text: OnceLock::from(text.to_owned()),
+            tenant,
+        })
+    }
+
     /// The frame's wire text, encoded by the first reader and shared by the rest. A call
     /// nobody watches never pays for it, and one that is watched pays on the subscriber's
     /// task, not on the request's: encoding was a tenth of a mocked execute.
@@ -55,6 +67,48 @@ pub struct EventLog {
     ring: Mutex<Ring>,
     capacity: usize,
     live: broadcast::Sender<Arc<Logged>>,
+    /// The store's writer thread, fed in seq order under the ring's lock.
+    writer: Option<std::sync::mpsc::Sender<Write>>,
+}
+
+/// What the store's writer thread is told.
+enum Write {
+    Event(Arc<Logged>),
+    /// Answered once everything sent before it is committed.
+    Flush(std::sync::mpsc::SyncSender<()>),
+}
+
+/// The most events one transaction takes; more wait for the next.
+const MAX_BATCH: usize = 4096;
+
+/// Commits events as they come, grouped: whatever queued while the last transaction ran
+/// goes in the next one, so a burst of calls costs one commit, not one each.
+fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>, retained: usize) {
+    let mut batch = Vec::new();
+    let mut flushes = Vec::new();
+    while let Ok(first) = rx.recv() {
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Write::Event(logged) => batch.push(StoredEvent {
+                    seq: logged.frame.seq,
+                    tenant: logged.tenant.clone(),
+                    text: logged.text().to_owned(),
+                }),
+                Write::Flush(done) => flushes.push(done),
+            }
+            if batch.len() < MAX_BATCH {
+                next = rx.try_recv().ok();
+            }
+        }
+        if let Err(err) = store.append(&batch, retained) {
+            tracing::error!(%err, events = batch.len(), "store write failed");
+        }
+        batch.clear();
+        for done in flushes.drain(..) {
+            let _ = done.send(());
+        }
+    }
 }
 
 impl EventLog {
@@ -79,6 +133,47 @@ impl EventLog {
             }),
             capacity: capacity.max(1),
             live,
+            writer: None,
+        }
+    }
+
+    /// Puts events read back from a store into the ring (oldest first, at most the
+    /// capacity, the newest kept).
+    pub fn with_history(self, events: Vec<Logged>) -> Self {
+        {
+            let mut ring = self.ring();
+            // `since` counts on contiguous seqs ending at the newest: keep only that run
+            // (a stored text that no longer decodes breaks it, and the rest is a gap).
+            let mut expected = ring.next_seq;
+            let mut kept = std::collections::VecDeque::new();
+            for logged in events.into_iter().rev() {
+                if kept.len() >= self.capacity || logged.frame.seq + 1 != expected {
+                    break;
+                }
+                expected = logged.frame.seq;
+                kept.push_front(Arc::new(logged));
+            }
+            ring.events = kept;
+        }
+        self
+    }
+
+    /// Sends every event appended from now on to `store`, on a thread of its own.
+    pub fn with_writer(mut self, store: Arc<dyn Store>, retained: usize) -> std::io::Result<Self> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("spyglass-store".into())
+            .spawn(move || write_loop(rx, store, retained))?;
+        self.writer = Some(tx);
+        Ok(self)
+    }
+
+    /// Waits until every event appended so far is committed to the store (none: at once).
+    pub fn flush(&self) {
+        let Some(writer) = &self.writer else { return };
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        if writer.send(Write::Flush(done)).is_ok() {
+            let _ = wait.recv();
         }
     }
 
@@ -122,6 +217,10 @@ impl EventLog {
             None
         };
         ring.events.push_back(logged.clone());
+        if let Some(writer) = &self.writer {
+            // A writer gone (its thread ended) has logged why; the log goes on in memory.
+            let _ = writer.send(Write::Event(logged.clone()));
+        }
         // No receivers is not an error for the log: nobody is watching yet.
         let _ = self.live.send(logged.clone());
         drop(ring);

@@ -133,6 +133,11 @@ pub const DEFAULT_TENANT: &str = "default";
 impl Runtime {
     pub fn new(config: RuntimeConfig) -> Runtime {
         let log = EventLog::new(config.retained_events, config.subscriber_queue);
+        Self::with_log(config, log)
+    }
+
+    /// A runtime over `log` (a fresh one, or one continuing a store: `crate::store`).
+    pub(crate) fn with_log(config: RuntimeConfig, log: EventLog) -> Runtime {
         let evals = evals::EvalState::new(config.eval_history, config.retained_eval_runs);
         Runtime {
             inner: Arc::new(Inner {
