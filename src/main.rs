@@ -83,6 +83,10 @@ enum Command {
         /// Policy rules, TOML.
         #[arg(long)]
         policy: Option<PathBuf>,
+        /// Where the runtime keeps its state: a SQLite file, or `memory` (nothing survives
+        /// the process). Default: $XDG_DATA_HOME/spyglass/runtime.db.
+        #[arg(long, value_name = "PATH|memory")]
+        store: Option<String>,
     },
     /// Run eval suite files on a runtime and print per-suite and per-case results.
     ///
@@ -165,12 +169,14 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             addr,
             test_mode,
             policy,
+            store,
         } => {
             start_logging(LogTo::Stderr, true)?;
             let args = ServeArgs {
                 addr,
                 test_mode,
                 policy,
+                store,
                 api_keys: cli.api_key.clone(),
             };
             roles::serve::run(args).await

@@ -249,3 +249,79 @@ async fn tail_prints_a_marker_line_across_a_restart() {
     let _ = child.wait();
     second.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_store_the_stream_continues_and_the_observer_sees_every_event_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runtime.db");
+    let first = spyglass::store::open_runtime(config(), &path).unwrap();
+    let handle = first.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let (addr, url) = (handle.addr, handle.url());
+    let old = session_with_calls(&url, "kept_user", 3).await;
+    let epoch = get(&format!("{url}/v1/events?since=0")).await["epoch"].clone();
+
+    let (tx, mut rx) = mpsc::channel(256);
+    let mut observer = ObserverConfig::new(&url, None);
+    observer.backoff_base = Duration::from_millis(5);
+    let task = spawn_observer(observer, RestClient::new(&url, None).unwrap(), tx);
+    let mut seqs = Vec::new();
+    let mut resets = 0;
+    let mut collect = async |until: u64, seqs: &mut Vec<u64>| {
+        while seqs.last() != Some(&until) {
+            if let ClientMsg::Frames(frames) = next(&mut rx).await {
+                for frame in frames {
+                    if frame.event.kind() == "stream.reset" {
+                        resets += 1;
+                    }
+                    seqs.push(frame.seq);
+                }
+            }
+        }
+    };
+    collect(4, &mut seqs).await;
+
+    handle.shutdown().await;
+    first.flush_store();
+    drop(first);
+    let second = spyglass::store::open_runtime(config(), &path).unwrap();
+    let handle = second.serve(addr).await.unwrap();
+    let page = get(&format!("{url}/v1/events?since=0")).await;
+    assert_eq!(page["epoch"], epoch, "a reopened store keeps its stream");
+    assert_eq!(page["events"].as_array().unwrap().len(), 4, "{page}");
+    session_with_calls(&url, "after", 1).await;
+    collect(6, &mut seqs).await;
+    assert_eq!(seqs, [1, 2, 3, 4, 5, 6], "every event once, in order");
+    assert_eq!(resets, 0, "the same stream goes on: no reset");
+    let last = get(&format!("{url}/v1/events?since=4")).await;
+    assert_eq!(last["events"][0]["kind"], "session.created", "{last}");
+    assert_ne!(last["events"][0]["sessionId"], old.as_str());
+    task.abort();
+    handle.shutdown().await;
+}
+
+#[test]
+fn serve_on_a_damaged_store_fails_naming_the_file_and_leaves_it_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runtime.db");
+    std::fs::write(&path, b"not a database, a user's file".repeat(200)).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_spyglass"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--store"])
+        .arg(&path)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("--store memory"),
+        "says what to do: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "never a fresh start over it"
+    );
+}

@@ -93,7 +93,8 @@ impl RoleError {
                 serve::ServeError::Signal(_) => EXIT_FAILED,
                 serve::ServeError::Addr(_)
                 | serve::ServeError::Policy(_)
-                | serve::ServeError::Listen { .. } => EXIT_USAGE,
+                | serve::ServeError::Listen { .. }
+                | serve::ServeError::Store(_) => EXIT_USAGE,
             },
             Self::CasesFailed { .. }
             | Self::DemoPolicy(_)

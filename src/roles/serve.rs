@@ -2,7 +2,9 @@
 //! the environment's test-mode switch and extra API keys; the CLI only parses flags.
 
 use super::RoleError;
+use crate::config::paths::{Env, store_file};
 use crate::runtime::{Policy, PolicyError, RuntimeConfig};
+use crate::store::{StoreChoice, StoreError};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use thiserror::Error;
@@ -15,6 +17,8 @@ pub struct ServeArgs {
     pub policy: Option<PathBuf>,
     /// `--api-key` flags; `SPYGLASS_API_KEYS` adds to them.
     pub api_keys: Vec<String>,
+    /// `--store PATH|memory`; `None` is the default file (`config::paths::store_file`).
+    pub store: Option<String>,
 }
 
 #[derive(Debug, Error)]
@@ -28,6 +32,8 @@ pub enum ServeError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Store(#[from] StoreError),
     #[error("cannot listen for Ctrl-C: {0}")]
     Signal(std::io::Error),
 }
@@ -50,6 +56,14 @@ fn api_keys(flags: Vec<String>) -> Vec<String> {
         .collect()
 }
 
+/// `--store`, else the default file, else (no XDG_DATA_HOME nor HOME) memory.
+fn store_choice(flag: Option<&str>, env: &Env) -> StoreChoice {
+    match flag {
+        Some(flag) => StoreChoice::parse(flag),
+        None => store_file(env).map_or(StoreChoice::Memory, StoreChoice::File),
+    }
+}
+
 /// Serves until Ctrl-C.
 pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
     let addr: SocketAddr = args
@@ -68,11 +82,18 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
     };
     let test_mode = config.test_mode;
     let auth = !config.api_keys.is_empty();
-    let handle = crate::runtime::start(config, addr)
+    let store = store_choice(args.store.as_deref(), &Env::from_process());
+    let runtime = store.runtime(config).map_err(ServeError::from)?;
+    let handle = runtime
+        .serve(addr)
         .await
         .map_err(|source| ServeError::Listen { addr, source })?;
+    let kept = match &store {
+        StoreChoice::Memory => "memory".to_owned(),
+        StoreChoice::File(path) => path.display().to_string(),
+    };
     eprintln!(
-        "spyglass runtime on {} (test mode {}, auth {}); observe at {}",
+        "spyglass runtime on {} (test mode {}, auth {}, store {kept}); observe at {}",
         handle.url(),
         if test_mode { "on" } else { "off" },
         if auth { "on" } else { "off" },
@@ -81,5 +102,6 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
     let signal = tokio::signal::ctrl_c().await.map_err(ServeError::Signal);
     eprintln!("spyglass runtime: shutting down");
     handle.shutdown().await;
+    runtime.flush_store();
     Ok(signal?)
 }
