@@ -83,8 +83,8 @@ enum Command {
         /// Policy rules, TOML.
         #[arg(long)]
         policy: Option<PathBuf>,
-        /// Where the runtime keeps its state: a SQLite file, or `memory` (nothing survives
-        /// the process). Default: $XDG_DATA_HOME/spyglass/runtime.db.
+        /// Where the runtime keeps its event stream: a SQLite file (its epoch and seqs go
+        /// on after a restart), or `memory` (the default: nothing survives the process).
         #[arg(long, value_name = "PATH|memory")]
         store: Option<String>,
     },

@@ -56,11 +56,18 @@ fn api_keys(flags: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// `--store`, else the default file, else (no XDG_DATA_HOME nor HOME) memory.
+/// Whether `serve` without `--store` keeps its state in `store_file`. Off while the store
+/// keeps only the event stream: a reopened stream whose sessions are gone would show the
+/// inspector sessions the runtime no longer knows, with no reset to say so. It turns on
+/// when sessions, counters and approvals are kept too (issue 16, step 2).
+const DEFAULT_TO_FILE: bool = false;
+
+/// `--store`, else the default file (when on), else memory.
 fn store_choice(flag: Option<&str>, env: &Env) -> StoreChoice {
     match flag {
         Some(flag) => StoreChoice::parse(flag),
-        None => store_file(env).map_or(StoreChoice::Memory, StoreChoice::File),
+        None if DEFAULT_TO_FILE => store_file(env).map_or(StoreChoice::Memory, StoreChoice::File),
+        None => StoreChoice::Memory,
     }
 }
 
