@@ -2,6 +2,8 @@
 //! new one, a resume that the new runtime cannot continue gets `stream.reset` and the whole
 //! history (never a silent skip), and the real clients (observer + model, `tail`) show it.
 
+mod ui_support;
+
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use spyglass::client::{ClientMsg, ObserverConfig, RestClient, spawn_observer};
@@ -324,4 +326,104 @@ fn serve_on_a_damaged_store_fails_naming_the_file_and_leaves_it_alone() {
         before,
         "never a fresh start over it"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inspector_says_the_runtime_restarted_and_shows_only_its_sessions() {
+    let first = runtime_at("127.0.0.1:0".parse().unwrap()).await;
+    let (addr, url) = (first.addr, first.url());
+    session_with_calls(&url, "old_user", 20).await;
+    let (tx, mut rx) = mpsc::channel(256);
+    let mut observer = ObserverConfig::new(&url, None);
+    observer.backoff_base = Duration::from_millis(5);
+    let task = spawn_observer(observer, RestClient::new(&url, None).unwrap(), tx);
+    let clock = std::sync::Arc::new(spyglass::ui::FakeClock::at("2026-11-23T03:00:00.000Z"));
+    let mut app = spyglass::ui::App::new(&url, Limits::default(), clock);
+    let size = (160, 30);
+    ui_support::until(&mut app, &mut rx, size, "seq 21", |s| s.contains("seq 21")).await;
+    assert!(ui_support::screen(&mut app, 160, 30).contains("old_user"));
+
+    first.shutdown().await;
+    let second = runtime_at(addr).await;
+    session_with_calls(&url, "new_user", 1).await;
+    let text = ui_support::until(&mut app, &mut rx, size, "the new runtime", |s| {
+        s.contains("new_user") && s.contains("seq 2 ")
+    })
+    .await;
+    assert!(text.contains("runtime restarted at "), "{text}");
+    assert!(
+        !text.contains("old_user"),
+        "the old runtime's sessions are cleared:\n{text}"
+    );
+    task.abort();
+    second.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_keeps_the_reset_and_its_replay_clears_there() {
+    let first = runtime_at("127.0.0.1:0".parse().unwrap()).await;
+    let (addr, url) = (first.addr, first.url());
+    session_with_calls(&url, "old_user", 1).await;
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let recorder = {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let mut out = Vec::new();
+            spyglass::client::tail::tail(
+                &url,
+                None,
+                spyglass::client::tail::Format::JsonLines,
+                Some(5),
+                &mut out,
+                std::io::sink(),
+                async {
+                    let _ = done_rx.await;
+                },
+            )
+            .await
+            .unwrap();
+            String::from_utf8(out).unwrap()
+        })
+    };
+    // The recorder has the first runtime's two events before it restarts.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.shutdown().await;
+    let second = runtime_at(addr).await;
+    session_with_calls(&url, "new_user", 1).await;
+    let recording = tokio::time::timeout(Duration::from_secs(10), recorder)
+        .await
+        .expect("five lines recorded")
+        .unwrap();
+    drop(done_tx);
+    let kinds: Vec<String> = recording
+        .lines()
+        .map(|l| {
+            spyglass::protocol::decode(l)
+                .unwrap()
+                .event
+                .kind()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "session.created",
+            "tool.called",
+            "stream.reset",
+            "session.created",
+            "tool.called"
+        ],
+        "{recording}"
+    );
+
+    let (tx, mut rx) = mpsc::channel(64);
+    let _player = spyglass::client::replay::spawn_replay(recording, 0.0, tx);
+    let mut model = Model::new(Limits::default());
+    fold_until(&mut rx, &mut model, |m| {
+        m.counters.last_seq == 2 && m.counters.resets == 1
+    })
+    .await;
+    assert_eq!(model.sessions_len(), 1, "replay clears at the reset");
+    second.shutdown().await;
 }
