@@ -2,7 +2,7 @@
 //! new one, a resume that the new runtime cannot continue gets `stream.reset` and the whole
 //! history (never a silent skip), and the real clients (observer + model, `tail`) show it.
 
-use futures_util::StreamExt;
+use crate::support::runtime::{Api, Ws, frames, observe};
 use serde_json::{Value, json};
 use spyglass::client::{ClientMsg, ObserverConfig, RestClient, spawn_observer};
 use spyglass::model::{Limits, Model};
@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 fn config() -> RuntimeConfig {
     RuntimeConfig {
@@ -49,28 +49,15 @@ async fn session_with_calls(url: &str, user: &str, calls: usize) -> String {
     id
 }
 
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn observe(handle: &ServerHandle, query: &str) -> Ws {
-    let url = format!("{}{query}", handle.observe_url());
-    tokio_tungstenite::connect_async(url).await.unwrap().0
-}
-
-/// The next `n` text frames as JSON (pings skipped); panics after 5 s without one.
-async fn frames(ws: &mut Ws, n: usize) -> Vec<Value> {
-    let mut out = Vec::new();
-    while out.len() < n {
-        let msg = tokio::time::timeout(Duration::from_secs(5), ws.next())
-            .await
-            .expect("a frame within 5 s")
-            .expect("stream open")
-            .unwrap();
-        if let Message::Text(text) = msg {
-            out.push(serde_json::from_str(&text).unwrap());
-        }
-    }
-    out
+/// `/v1/observe` as `tenant` (`x-codespar-project`).
+async fn observe_as(handle: &ServerHandle, tenant: &str, query: &str) -> Ws {
+    let mut request = format!("{}{query}", handle.observe_url())
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("x-codespar-project", tenant.parse().unwrap());
+    tokio_tungstenite::connect_async(request).await.unwrap().0
 }
 
 async fn get(url: &str) -> Value {
@@ -296,6 +283,106 @@ async fn with_a_store_the_stream_continues_and_the_observer_sees_every_event_onc
     assert_eq!(last["events"][0]["kind"], "session.created", "{last}");
     assert_ne!(last["events"][0]["sessionId"], old.as_str());
     task.abort();
+    handle.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_reset_is_judged_against_the_observers_tenants_newest_seq() {
+    let handle = runtime_at("127.0.0.1:0".parse().unwrap()).await;
+    session_with_calls(&handle.url(), "loud_user", 20).await;
+    let quiet = Api::new(&handle).with_tenant("quiet");
+    let id = quiet.session(json!({})).await;
+    let (_, page) = quiet.get("/v1/events?since=0").await;
+    let epoch = page["epoch"].as_str().unwrap().to_owned();
+    assert_eq!(page["events"].as_array().unwrap().len(), 1, "{page}");
+
+    // Seq 5 exists for the default tenant (21 events), not for quiet (1): quiet resets,
+    // the default tenant goes on, in the same epoch.
+    let mut ws = observe_as(&handle, "quiet", &format!("?since=5&epoch={epoch}")).await;
+    let got = frames(&mut ws, 2).await;
+    assert_eq!(got[0]["kind"], "stream.reset", "{got:?}");
+    assert_eq!(got[0]["epoch"], epoch.as_str());
+    assert!(
+        got[0]["reason"].as_str().unwrap().contains("newest seq 1"),
+        "{got:?}"
+    );
+    assert_eq!(
+        (&got[1]["seq"], &got[1]["sessionId"]),
+        (&json!(1), &json!(id))
+    );
+    let mut ws = observe(&handle, &format!("?since=5&epoch={epoch}")).await;
+    let got = frames(&mut ws, 2).await;
+    assert_eq!(got[0]["kind"], "stream.hello", "{got:?}");
+    assert_eq!(
+        got[0]["epoch"],
+        epoch.as_str(),
+        "one epoch for every tenant"
+    );
+    assert_eq!(got[1]["seq"], 6);
+
+    let (_, page) = quiet.get("/v1/events?since=5").await;
+    assert!(page["reset"]["reason"].is_string(), "{page}");
+    let (_, page) = Api::new(&handle).get("/v1/events?since=5").await;
+    assert!(page.get("reset").is_none(), "{page}");
+    assert_eq!(page["events"][0]["seq"], 6);
+    handle.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reopened_store_goes_on_per_tenant_and_counts_the_restored_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runtime.db");
+    let first = spyglass::store::open_runtime(config(), &path).unwrap();
+    let handle = first.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = handle.addr;
+    session_with_calls(&handle.url(), "loud_user", 2).await;
+    let quiet_id = Api::new(&handle)
+        .with_tenant("quiet")
+        .session(json!({}))
+        .await;
+    let (_, health) = Api::new(&handle).get("/health").await;
+    let log_bytes = health["memory"]["log_bytes"].as_u64().unwrap();
+    assert!(log_bytes > 0, "{health}");
+    let (_, page) = Api::new(&handle).get("/v1/events?since=0").await;
+    let epoch = page["epoch"].clone();
+    handle.shutdown().await;
+    first.flush_store();
+    drop(first);
+
+    let second = spyglass::store::open_runtime(config(), &path).unwrap();
+    let handle = second.serve(addr).await.unwrap();
+    let (_, health) = Api::new(&handle).get("/health").await;
+    assert_eq!(
+        health["memory"]["log_bytes"], log_bytes,
+        "restored events count against the byte budget as before: {health}"
+    );
+    let quiet = Api::new(&handle).with_tenant("quiet");
+    let (_, page) = quiet.get("/v1/events?since=0").await;
+    assert_eq!(page["epoch"], epoch, "one epoch, kept");
+    let events = page["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "quiet's own events only: {page}");
+    assert_eq!(
+        (&events[0]["seq"], &events[0]["sessionId"]),
+        (&json!(1), &json!(quiet_id))
+    );
+    // Each tenant's seqs go on from its own newest, not from a shared counter.
+    quiet.session(json!({})).await;
+    let (_, page) = quiet.get("/v1/events?since=1").await;
+    assert_eq!(page["events"][0]["seq"], 2, "{page}");
+    session_with_calls(&handle.url(), "later", 0).await;
+    let (_, page) = Api::new(&handle).get("/v1/events?since=3").await;
+    assert_eq!(page["events"][0]["seq"], 4, "{page}");
+    assert_eq!(page["events"][0]["kind"], "session.created", "{page}");
+    // The quiet observer resuming in the kept epoch is no reset.
+    let mut ws = observe_as(
+        &handle,
+        "quiet",
+        &format!("?since=1&epoch={}", epoch.as_str().unwrap()),
+    )
+    .await;
+    let got = frames(&mut ws, 2).await;
+    assert_eq!(got[0]["kind"], "stream.hello", "{got:?}");
+    assert_eq!(got[1]["seq"], 2);
     handle.shutdown().await;
 }
 
