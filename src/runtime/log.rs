@@ -228,13 +228,12 @@ pub struct StoreWriter {
 }
 
 impl StoreWriter {
-    /// Starts the thread that commits to `store` what the log sends it; `retained` is
-    /// the most events the file keeps whatever the evictions said.
-    pub fn spawn(store: Arc<dyn Store>, retained: usize) -> std::io::Result<StoreWriter> {
+    /// Starts the thread that commits to `store` what the log sends it.
+    pub fn spawn(store: Arc<dyn Store>) -> std::io::Result<StoreWriter> {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("spyglass-store".into())
-            .spawn(move || write_loop(rx, store, retained))?;
+            .spawn(move || write_loop(rx, store))?;
         Ok(StoreWriter { tx })
     }
 
@@ -246,7 +245,7 @@ impl StoreWriter {
 
 /// Commits events as they come, grouped: whatever queued while the last transaction ran
 /// goes in the next one, so a burst of calls costs one commit, not one each.
-fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>, retained: usize) {
+fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>) {
     let mut batch = Vec::new();
     let mut evicted: HashMap<String, u64> = HashMap::new();
     let mut flushes = Vec::new();
@@ -270,7 +269,7 @@ fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>, retai
             }
         }
         let evicted_upto: Vec<(String, u64)> = evicted.drain().collect();
-        if let Err(err) = store.append(&batch, &evicted_upto, retained) {
+        if let Err(err) = store.append(&batch, &evicted_upto) {
             tracing::error!(%err, events = batch.len(), "store write failed");
         }
         batch.clear();

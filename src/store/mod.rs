@@ -81,17 +81,12 @@ pub trait Store: Send + Sync + 'static {
     /// Where it lives, for messages.
     fn describe(&self) -> String;
     /// The stream as stored, creating its epoch (`fresh_epoch`) on first use; at most
-    /// `retained` newest events.
+    /// `retained` newest events (older ones, left by a write that failed, are dropped).
     fn stream(&self, fresh_epoch: &str, retained: usize) -> Result<StoredStream, StoreError>;
-    /// Writes a batch in one transaction (events in stamping order, each tenant's next
-    /// seq with them), drops each `(tenant, seq)` of `evicted` and that tenant's older
-    /// events, then any event older than the newest `retained`.
-    fn append(
-        &self,
-        events: &[StoredEvent],
-        evicted: &[(String, u64)],
-        retained: usize,
-    ) -> Result<(), StoreError>;
+    /// Writes a batch in one transaction: the events in stamping order (each tenant's
+    /// next seq with them), and for each `(tenant, seq)` of `evicted` that event and the
+    /// tenant's older ones dropped, so the store holds what the log's rings hold.
+    fn append(&self, events: &[StoredEvent], evicted: &[(String, u64)]) -> Result<(), StoreError>;
 }
 
 /// Where `--store` says the runtime keeps its state.
@@ -137,8 +132,7 @@ pub fn runtime_on(config: RuntimeConfig, store: Arc<dyn Store>) -> Result<Runtim
         .filter_map(|e| Logged::restore(&e.text, e.tenant))
         .collect();
     let path = store.describe();
-    let writer = StoreWriter::spawn(store, retained)
-        .map_err(|source| StoreError::Thread { path, source })?;
+    let writer = StoreWriter::spawn(store).map_err(|source| StoreError::Thread { path, source })?;
     // The writer is in place before the history goes back, so what the capacity or the
     // byte budget evicts on the way in leaves the file too.
     Ok(Runtime::with_log(config, move |config, budget| {

@@ -182,21 +182,33 @@ impl Store for SqliteStore {
         let limit = i64::try_from(retained).unwrap_or(i64::MAX);
         let mut statement = conn
             .prepare(
-                "SELECT tenant, seq, frame FROM
+                "SELECT ord, tenant, seq, frame FROM
                    (SELECT ord, tenant, seq, frame FROM events ORDER BY ord DESC LIMIT ?1)
                  ORDER BY ord",
             )
             .map_err(read)?;
-        let events = statement
+        let rows = statement
             .query_map(params![limit], |row| {
-                Ok(StoredEvent {
-                    tenant: row.get(0)?,
-                    seq: row.get::<_, i64>(1)?.max(0) as u64,
-                    text: row.get(2)?,
-                })
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    StoredEvent {
+                        tenant: row.get(1)?,
+                        seq: row.get::<_, i64>(2)?.max(0) as u64,
+                        text: row.get(3)?,
+                    },
+                ))
             })
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(read)?;
+        drop(statement);
+        // Appends mirror the rings' evictions, so more than `retained` rows only remain
+        // after a write that failed: what the log will not hold leaves the file here,
+        // once, not on every commit.
+        if let Some((oldest, _)) = rows.first().filter(|_| rows.len() as i64 >= limit) {
+            conn.execute("DELETE FROM events WHERE ord < ?1", params![oldest])
+                .map_err(|e| self.write_error(e))?;
+        }
+        let events = rows.into_iter().map(|(_, event)| event).collect();
         Ok(StoredStream {
             epoch,
             next_seqs,
@@ -204,12 +216,7 @@ impl Store for SqliteStore {
         })
     }
 
-    fn append(
-        &self,
-        events: &[StoredEvent],
-        evicted: &[(String, u64)],
-        retained: usize,
-    ) -> Result<(), StoreError> {
+    fn append(&self, events: &[StoredEvent], evicted: &[(String, u64)]) -> Result<(), StoreError> {
         if events.is_empty() && evicted.is_empty() {
             return Ok(());
         }
@@ -247,13 +254,6 @@ impl Store for SqliteStore {
                     .map_err(|e| self.write_error(e))?;
             }
         }
-        // Never more than the ring's capacity, whatever the evictions said.
-        let retained = i64::try_from(retained).unwrap_or(i64::MAX);
-        tx.execute(
-            "DELETE FROM events WHERE ord <= (SELECT MAX(ord) FROM events) - ?1",
-            params![retained],
-        )
-        .map_err(|e| self.write_error(e))?;
         tx.commit().map_err(|e| self.write_error(e))
     }
 }
@@ -290,7 +290,6 @@ mod tests {
             .append(
                 &(1..=5).map(|seq| event("default", seq)).collect::<Vec<_>>(),
                 &[],
-                3,
             )
             .unwrap();
         drop(store);
@@ -317,13 +316,11 @@ mod tests {
             event("b", 2),
             event("a", 3),
         ];
-        store.append(&batch, &[], 100).unwrap();
+        store.append(&batch, &[]).unwrap();
         // a's two oldest left the ring: they leave the file, b's seq 1 and 2 stay.
-        store
-            .append(&[event("b", 3)], &[("a".into(), 2)], 100)
-            .unwrap();
+        store.append(&[event("b", 3)], &[("a".into(), 2)]).unwrap();
         // A tenant whose every event was evicted still goes on from its own seq.
-        store.append(&[], &[("b".into(), 3)], 100).unwrap();
+        store.append(&[], &[("b".into(), 3)]).unwrap();
         drop(store);
         let again = SqliteStore::open(&path)
             .unwrap()

@@ -386,6 +386,47 @@ async fn a_reopened_store_goes_on_per_tenant_and_counts_the_restored_bytes() {
     handle.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_before_a_restart_does_not_cost_a_quieter_tenant_its_stored_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runtime.db");
+    let small = || RuntimeConfig {
+        retained_events: 10,
+        ..config()
+    };
+    let first = spyglass::store::open_runtime(small(), &path).unwrap();
+    let handle = first.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = handle.addr;
+    let quiet = Api::new(&handle).with_tenant("quiet");
+    for _ in 0..3 {
+        quiet.session(json!({})).await;
+    }
+    // 41 events of the default tenant: it evicts its own history, not quiet's.
+    session_with_calls(&handle.url(), "loud_user", 40).await;
+    handle.shutdown().await;
+    first.flush_store();
+    drop(first);
+
+    let second = spyglass::store::open_runtime(small(), &path).unwrap();
+    let handle = second.serve(addr).await.unwrap();
+    let (_, page) = Api::new(&handle)
+        .with_tenant("quiet")
+        .get("/v1/events?since=0")
+        .await;
+    let seqs: Vec<&Value> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["seq"])
+        .collect();
+    assert_eq!(seqs, [1, 2, 3], "{page}");
+    assert!(page.get("gap").is_none(), "{page}");
+    let (_, page) = Api::new(&handle).get("/v1/events?since=0").await;
+    assert_eq!(page["events"].as_array().unwrap().len(), 7, "{page}");
+    assert_eq!(page["gap"], json!({"from": 1, "to": 34}), "{page}");
+    handle.shutdown().await;
+}
+
 #[test]
 fn serve_on_a_damaged_store_fails_naming_the_file_and_leaves_it_alone() {
     let dir = tempfile::tempdir().unwrap();
