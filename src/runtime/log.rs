@@ -153,7 +153,8 @@ impl Default for TenantRing {
 }
 
 struct Ring {
-    /// Events stamped so far, every tenant's.
+    /// Events stamped so far, every tenant's, those restored from a store included (the
+    /// last `ord` given).
     emitted: u64,
     retained: usize,
     /// Sum of every tenant's `bytes`.
@@ -192,7 +193,7 @@ pub struct Slice {
 /// A snapshot of the log's memory bounds (`Runtime::stats`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogStats {
-    /// Events stamped so far, every tenant's.
+    /// Events stamped so far, every tenant's, those restored from a store included.
     pub emitted: u64,
     pub retained: usize,
     pub capacity: usize,
