@@ -13,4 +13,5 @@ pub mod protocol;
 pub mod roles;
 pub mod runtime;
 pub mod sanitize;
+pub mod store;
 pub mod ui;

@@ -106,6 +106,10 @@ enum Command {
         /// Open connections per client IP.
         #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
         max_connections_per_ip: u32,
+        /// Where the runtime keeps its event stream: a SQLite file (its epoch and seqs go
+        /// on after a restart), or `memory` (the default: nothing survives the process).
+        #[arg(long, value_name = "PATH|memory")]
+        store: Option<String>,
     },
     /// Run eval suite files on a runtime and print per-suite and per-case results.
     ///
@@ -194,12 +198,14 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             allow_host,
             max_connections,
             max_connections_per_ip,
+            store,
         } => {
             start_logging(LogTo::Stderr, true)?;
             let args = ServeArgs {
                 addr,
                 test_mode,
                 policy,
+                store,
                 api_keys: cli.api_key.clone(),
                 max_retained_bytes: max_retained_bytes
                     .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),

@@ -1,9 +1,10 @@
 //! The observer stream task: connect to `/v1/observe?since=N`, decode frames, resume from
 //! the last seq after any drop (exponential backoff with jitter), treat 45 s of silence as
-//! a drop, and re-read state over REST when the runtime reports a `stream.gap`.
+//! a drop, and re-read state over REST when the runtime reports a `stream.gap` or a
+//! `stream.reset` (the runtime restarted without the history resumed from).
 
 use super::{ClientError, ClientMsg, RestClient, backoff_from, observe_url};
-use crate::protocol::{Event, decode};
+use crate::protocol::{Event, Frame, decode};
 use futures_util::{FutureExt, StreamExt};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -19,6 +20,9 @@ pub struct ObserverConfig {
     pub api_key: Option<String>,
     /// Resume point: only frames with a larger seq are asked for.
     pub since: u64,
+    /// The stream `since` belongs to (`stream.hello`); empty when not known yet. Sent on
+    /// every connection so a runtime that restarted answers `stream.reset`.
+    pub epoch: String,
     /// Silence after which the connection is presumed dead (the runtime pings every 15 s).
     pub heartbeat: Duration,
     /// First reconnect delay, doubled per failed attempt up to 10 s (`backoff`). Tests and
@@ -32,6 +36,7 @@ impl ObserverConfig {
             base_url: base_url.to_owned(),
             api_key: api_key.map(str::to_owned),
             since: 0,
+            epoch: String::new(),
             heartbeat: Duration::from_secs(45),
             backoff_base: super::BACKOFF_BASE,
         }
@@ -49,6 +54,7 @@ pub fn spawn_observer(
 
 async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMsg>) {
     let mut last_seq = config.since;
+    let mut epoch = config.epoch.clone();
     let mut attempt: u32 = 0;
     // A gap whose REST re-read has not succeeded yet: retried on the next connection
     // before any frame, since resuming past the gap will not announce it again.
@@ -57,13 +63,17 @@ async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMs
         if tx.send(ClientMsg::Connecting { attempt }).await.is_err() {
             return;
         }
-        let reason = match connect(&config, last_seq).await {
+        let reason = match connect(&config, last_seq, &epoch).await {
             Ok(ws) => {
                 attempt = 0;
                 if tx.send(ClientMsg::Connected).await.is_err() {
                     return;
                 }
-                match read(ws, &config, &rest, &tx, &mut last_seq, &mut reread_due).await {
+                let mut stream = Position {
+                    last_seq: &mut last_seq,
+                    epoch: &mut epoch,
+                };
+                match read(ws, &config, &rest, &tx, &mut stream, &mut reread_due).await {
                     Some(reason) => reason,
                     None => return,
                 }
@@ -96,8 +106,52 @@ const BATCH: usize = 256;
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn connect(config: &ObserverConfig, since: u64) -> Result<Ws, ClientError> {
-    let url = observe_url(&config.base_url, since)?;
+/// Where the client is in which stream: what a resume sends.
+struct Position<'a> {
+    last_seq: &'a mut u64,
+    epoch: &'a mut String,
+}
+
+/// An epoch as a query value: the runtime's own are `ep_` and hex; anything else a peer
+/// sent is not repeated into a URL.
+fn epoch_param(epoch: &str) -> &str {
+    if epoch
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        epoch
+    } else {
+        ""
+    }
+}
+
+/// What a decoded frame does to the client's place in the stream; false for a frame that
+/// is not handed on (`stream.hello` only names the stream).
+fn advance(stream: &mut Position<'_>, frame: &Frame) -> bool {
+    match &frame.event {
+        Event::StreamHello(hello) => {
+            epoch_param(&hello.epoch).clone_into(stream.epoch);
+            false
+        }
+        Event::StreamReset(reset) => {
+            // Another history starts at 0: the old seqs mean nothing in it.
+            *stream.last_seq = frame.seq;
+            epoch_param(&reset.epoch).clone_into(stream.epoch);
+            true
+        }
+        _ => {
+            *stream.last_seq = (*stream.last_seq).max(frame.seq);
+            true
+        }
+    }
+}
+
+async fn connect(config: &ObserverConfig, since: u64, epoch: &str) -> Result<Ws, ClientError> {
+    let url = format!(
+        "{}&epoch={}",
+        observe_url(&config.base_url, since)?,
+        epoch_param(epoch)
+    );
     let mut request = url
         .into_client_request()
         .map_err(|e| ClientError::WebSocket(e.to_string()))?;
@@ -126,7 +180,7 @@ async fn read(
     config: &ObserverConfig,
     rest: &RestClient,
     tx: &mpsc::Sender<ClientMsg>,
-    last_seq: &mut u64,
+    stream: &mut Position<'_>,
     reread_due: &mut bool,
 ) -> Option<String> {
     if *reread_due {
@@ -191,9 +245,10 @@ async fn read(
             drop(text);
             match decoded {
                 Ok(frame) => {
-                    *last_seq = (*last_seq).max(frame.seq);
-                    gap = matches!(frame.event, Event::StreamGap(_));
-                    batch.push(Box::new(frame));
+                    if advance(stream, &frame) {
+                        gap = matches!(frame.event, Event::StreamGap(_) | Event::StreamReset(_));
+                        batch.push(Box::new(frame));
+                    }
                 }
                 Err(err) => {
                     tracing::warn!(%err, "undecodable frame");
@@ -231,7 +286,7 @@ async fn read(
     }
 }
 
-/// The REST re-read after a gap, sent as `Hydrated` (or `RestError` and the reason it
+/// The REST re-read after a gap or a reset, sent as `Hydrated` (or `RestError` and the reason it
 /// failed). `None` when the UI is gone.
 async fn reread(rest: &RestClient, tx: &mpsc::Sender<ClientMsg>) -> Option<Result<(), String>> {
     match tokio::try_join!(rest.sessions(), rest.approvals()) {
@@ -244,7 +299,7 @@ async fn reread(rest: &RestClient, tx: &mpsc::Sender<ClientMsg>) -> Option<Resul
             Some(Ok(()))
         }
         Err(err) => {
-            let reason = format!("re-read after stream gap: {err}");
+            let reason = format!("re-read after stream gap or reset: {err}");
             tx.send(ClientMsg::RestError(reason.clone())).await.ok()?;
             Some(Err(reason))
         }

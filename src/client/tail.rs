@@ -122,6 +122,15 @@ pub fn what_happened(event: &Event) -> String {
             e.run_id, e.passed, e.failed, e.errored, e.skipped
         ),
         Event::StreamGap(e) => format!("events {}..={} are no longer held", e.from, e.to),
+        Event::StreamHello(e) => format!("stream {}", e.epoch),
+        Event::StreamReset(e) => {
+            // A marker line, not an event line: seqs before it belong to another stream.
+            let line = format!(
+                "──── runtime restarted at {time}: stream {} starts over ({}) ────",
+                e.epoch, e.reason
+            );
+            return shown(&line).into_owned();
+        }
         Event::AgentStepCompleted(e) => {
             let tools: Vec<&str> = e.step.tool_calls.iter().map(|c| c.name.as_str()).collect();
             format!(
@@ -318,6 +327,29 @@ mod tests {
         let back = crate::protocol::decode(&line).unwrap();
         assert_eq!(back.seq, 42);
         assert_eq!(back.event.kind(), "tool.called");
+    }
+
+    #[test]
+    fn a_reset_is_a_marker_line_and_its_json_line_decodes_back() {
+        let reset = Frame {
+            seq: 0,
+            ts: "2026-11-22T21:43:31.123Z".into(),
+            session_id: None,
+            event: Event::StreamReset(crate::protocol::events::StreamReset {
+                epoch: "ep_b".into(),
+                reason: "since 21 is beyond the newest seq 0".into(),
+            }),
+        };
+        assert_eq!(
+            readable(&reset),
+            "──── runtime restarted at 21:43:31.123: stream ep_b starts over \
+             (since 21 is beyond the newest seq 0) ────"
+        );
+        let back = crate::protocol::decode(&json_line(&reset)).unwrap();
+        assert_eq!(
+            back, reset,
+            "record keeps it so replay clears at the same point"
+        );
     }
 
     #[test]

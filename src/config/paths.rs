@@ -11,12 +11,13 @@ pub struct Env {
 }
 
 impl Env {
-    const NAMES: [&'static str; 6] = [
+    const NAMES: [&'static str; 7] = [
         "SPYGLASS_URL",
         "CODESPAR_BASE_URL",
         "CODESPAR_API_KEY",
         "XDG_CONFIG_HOME",
         "XDG_STATE_HOME",
+        "XDG_DATA_HOME",
         "HOME",
     ];
 
@@ -80,6 +81,14 @@ impl Paths {
     }
 }
 
+/// The runtime's default store (`serve`, the inspector's embedded runtime):
+/// `$XDG_DATA_HOME/spyglass/runtime.db`, else under `$HOME/.local/share`. `None` when
+/// neither is set: then the runtime keeps its state in memory.
+pub fn store_file(env: &Env) -> Option<PathBuf> {
+    env.base_dir("XDG_DATA_HOME", ".local/share")
+        .map(|d| d.join("spyglass").join("runtime.db"))
+}
+
 /// Where logs go when neither XDG_STATE_HOME (absolute) nor HOME is set: the working
 /// directory, so spyglass still runs.
 pub const LOCAL_STATE_DIR: &str = ".spyglass-state";
@@ -90,5 +99,25 @@ impl Paths {
         self.log_file
             .clone()
             .unwrap_or_else(|| Path::new(LOCAL_STATE_DIR).join("spyglass.log"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_lives_under_xdg_data_home_else_home() {
+        let env = Env::from_pairs(&[("XDG_DATA_HOME", "/data"), ("HOME", "/home/u")]);
+        assert_eq!(
+            store_file(&env),
+            Some(PathBuf::from("/data/spyglass/runtime.db"))
+        );
+        let env = Env::from_pairs(&[("XDG_DATA_HOME", "rel"), ("HOME", "/home/u")]);
+        assert_eq!(
+            store_file(&env),
+            Some(PathBuf::from("/home/u/.local/share/spyglass/runtime.db"))
+        );
+        assert_eq!(store_file(&Env::default()), None);
     }
 }

@@ -87,6 +87,8 @@ pub struct Counters {
     /// Agent events that named no session, conversation or agent, so fit nowhere.
     pub orphans: u64,
     pub gaps: u64,
+    /// `stream.reset` frames: the runtime restarted without the history folded so far.
+    pub resets: u64,
     pub hydrations: u64,
     pub dropped: Dropped,
 }
@@ -321,6 +323,18 @@ impl Model {
     /// Folds one frame; false for a duplicate. Frames at or below the last seq are
     /// duplicates (a resume that overlapped) and change nothing but the duplicate count.
     pub fn apply(&mut self, frame: &Frame) -> bool {
+        match &frame.event {
+            // Says which stream this is, nothing about its state.
+            Event::StreamHello(_) => return false,
+            // Seq 0 of a history that does not continue the one folded so far: checked
+            // before the duplicate test, which compares seqs of one stream only.
+            Event::StreamReset(_) => {
+                self.reset();
+                self.counters.applied += 1;
+                return true;
+            }
+            _ => {}
+        }
         if frame.seq <= self.counters.last_seq && self.counters.applied > 0 {
             self.counters.duplicates += 1;
             return false;
@@ -468,6 +482,8 @@ impl Model {
                 self.counters.dropped.eval_results += self.evals.record(frame);
             }
             Event::StreamGap(_) => self.counters.gaps += 1,
+            // Handled in `apply`, before the duplicate test.
+            Event::StreamHello(_) | Event::StreamReset(_) => {}
             Event::AgentStepCompleted(step) => {
                 let Some((id, external)) = self.agent_session(frame) else {
                     self.counters.orphans += 1;
@@ -625,6 +641,22 @@ impl Model {
         }
         session.touch(at);
         self.counters.dropped.calls += dropped;
+    }
+
+    /// Forgets everything the old stream said (after `stream.reset`): what a runtime that
+    /// restarted without its history told is no longer true of the one running now. The
+    /// limits and the stream's own bookkeeping (parse errors, resets) stay.
+    pub fn reset(&mut self) {
+        let counters = Counters {
+            resets: self.counters.resets + 1,
+            parse_errors: self.counters.parse_errors,
+            ..Counters::default()
+        };
+        *self = Model {
+            limits: self.limits,
+            counters,
+            ..Model::default()
+        };
     }
 
     /// Merges a REST re-read (after `stream.gap`): summaries and counters from the runtime

@@ -628,3 +628,34 @@ fn large_frames_stay_within_the_byte_budget_and_evictions_are_counted() {
     // The newest session is kept, whatever else went.
     assert!(m.session("ses_4").is_some());
 }
+
+#[test]
+fn a_reset_forgets_the_old_stream_and_folds_the_new_one_from_seq_1() {
+    let mut m = Model::new(Limits::default());
+    for seq in 1..=21 {
+        m.fold(Box::new(created(seq, &format!("ses_old{seq}"))));
+    }
+    // A hello names the stream and changes nothing.
+    assert!(!m.apply(&frame(
+        r#"{"kind":"stream.hello","seq":21,"ts":"2026-11-22T21:43:31.000Z","epoch":"ep_a"}"#
+    )));
+    assert_eq!(m.sessions_len(), 21);
+    m.fold(Box::new(frame(
+        r#"{"kind":"stream.reset","seq":0,"ts":"2026-11-22T21:44:00.000Z","epoch":"ep_b","reason":"r"}"#,
+    )));
+    assert_eq!(m.sessions_len(), 0);
+    assert_eq!(m.counters.resets, 1);
+    assert_eq!(m.counters.last_seq, 0);
+    assert_eq!(
+        m.events.len(),
+        1,
+        "the reset itself stays on the Events tab"
+    );
+    m.fold(Box::new(created(1, "ses_new")));
+    assert!(
+        m.session("ses_new").is_some(),
+        "seq 1 of the new stream is no duplicate"
+    );
+    assert!(m.session("ses_old1").is_none());
+    assert_eq!(m.counters.duplicates, 0);
+}

@@ -463,6 +463,25 @@ pub struct StreamGap {
     pub to: u64,
 }
 
+/// `stream.hello`: the first frame of a connection that sent `epoch=` (empty when it has
+/// none yet): which stream this is. Its `seq` is where the stream starts: every seq up to
+/// it was asked to be skipped. Never stored in the log.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StreamHello {
+    pub epoch: String,
+}
+
+/// `stream.reset`: the stream the client resumed is not this one (another epoch, or a
+/// `since` beyond the newest seq: the runtime restarted without its history). Its `seq`
+/// is 0 and the whole retained history follows; forget what the old stream said.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StreamReset {
+    pub epoch: String,
+    pub reason: String,
+}
+
 /// Every event kind of protocol v1.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -475,6 +494,8 @@ pub enum Event {
     EvalRunStarted(EvalRunStarted),
     EvalRunCompleted(EvalRunCompleted),
     StreamGap(StreamGap),
+    StreamHello(StreamHello),
+    StreamReset(StreamReset),
     AgentStepCompleted(AgentStepCompleted),
     AgentCompleted(AgentRun),
     AgentFailed(AgentRun),
@@ -497,6 +518,8 @@ pub const KINDS: &[&str] = &[
     "eval.run.started",
     "eval.run.completed",
     "stream.gap",
+    "stream.hello",
+    "stream.reset",
     "agent.step.completed",
     "agent.completed",
     "agent.failed",
@@ -568,6 +591,8 @@ impl Event {
             Self::EvalRunStarted(_) => "eval.run.started",
             Self::EvalRunCompleted(_) => "eval.run.completed",
             Self::StreamGap(_) => "stream.gap",
+            Self::StreamHello(_) => "stream.hello",
+            Self::StreamReset(_) => "stream.reset",
             Self::AgentStepCompleted(_) => "agent.step.completed",
             Self::AgentCompleted(_) => "agent.completed",
             Self::AgentFailed(_) => "agent.failed",
@@ -666,6 +691,8 @@ pub fn decode_event(text: &str) -> Result<Unstamped, DecodeError> {
             Event::EvalRunCompleted(serde_json::from_str(text).map_err(fields)?)
         }
         "stream.gap" => Event::StreamGap(serde_json::from_str(text).map_err(fields)?),
+        "stream.hello" => Event::StreamHello(serde_json::from_str(text).map_err(fields)?),
+        "stream.reset" => Event::StreamReset(serde_json::from_str(text).map_err(fields)?),
         "agent.step.completed" => {
             Event::AgentStepCompleted(serde_json::from_str(text).map_err(fields)?)
         }
@@ -761,6 +788,8 @@ pub fn encode_body(event: &Event) -> Option<EncodedBody> {
         Event::EvalRunStarted(e) => body_text(e),
         Event::EvalRunCompleted(e) => body_text(e),
         Event::StreamGap(e) => body_text(e),
+        Event::StreamHello(e) => body_text(e),
+        Event::StreamReset(e) => body_text(e),
         Event::AgentStepCompleted(e) => body_text(e),
         Event::AgentCompleted(e) | Event::AgentFailed(e) => body_text(e),
         Event::AgentEvalCompleted(e) => body_text(e),
@@ -781,6 +810,8 @@ pub fn encode(frame: &Frame) -> String {
         Event::EvalRunStarted(e) => write(frame, e),
         Event::EvalRunCompleted(e) => write(frame, e),
         Event::StreamGap(e) => write(frame, e),
+        Event::StreamHello(e) => write(frame, e),
+        Event::StreamReset(e) => write(frame, e),
         Event::AgentStepCompleted(e) => write(frame, e),
         Event::AgentCompleted(e) | Event::AgentFailed(e) => write(frame, e),
         Event::AgentEvalCompleted(e) => write(frame, e),

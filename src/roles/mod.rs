@@ -95,7 +95,8 @@ impl RoleError {
                 | serve::ServeError::Policy(_)
                 | serve::ServeError::KeysFile { .. }
                 | serve::ServeError::Binding(_)
-                | serve::ServeError::Listen { .. } => EXIT_USAGE,
+                | serve::ServeError::Listen { .. }
+                | serve::ServeError::Store(_) => EXIT_USAGE,
             },
             Self::CasesFailed { .. }
             | Self::DemoPolicy(_)

@@ -2,7 +2,9 @@
 //! the environment's test-mode switch and extra API keys; the CLI only parses flags.
 
 use super::RoleError;
+use crate::config::paths::{Env, store_file};
 use crate::runtime::{Policy, PolicyError, RuntimeConfig};
+use crate::store::{StoreChoice, StoreError};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use thiserror::Error;
@@ -23,6 +25,8 @@ pub struct ServeArgs {
     pub allow_hosts: Vec<String>,
     pub max_connections: usize,
     pub max_connections_per_ip: usize,
+    /// `--store PATH|memory`; `None` is the default file (`config::paths::store_file`).
+    pub store: Option<String>,
 }
 
 #[derive(Debug, Error)]
@@ -43,6 +47,8 @@ pub enum ServeError {
     },
     #[error("{0}: a bound key needs at least one project (KEY=project1,project2)")]
     Binding(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
     #[error("cannot listen for Ctrl-C: {0}")]
     Signal(std::io::Error),
 }
@@ -119,6 +125,21 @@ impl Keys {
     }
 }
 
+/// Whether `serve` without `--store` keeps its state in `store_file`. Off while the store
+/// keeps only the event stream: a reopened stream whose sessions are gone would show the
+/// inspector sessions the runtime no longer knows, with no reset to say so. It turns on
+/// when sessions, counters and approvals are kept too (issue 16, step 2).
+const DEFAULT_TO_FILE: bool = false;
+
+/// `--store`, else the default file (when on), else memory.
+fn store_choice(flag: Option<&str>, env: &Env) -> StoreChoice {
+    match flag {
+        Some(flag) => StoreChoice::parse(flag),
+        None if DEFAULT_TO_FILE => store_file(env).map_or(StoreChoice::Memory, StoreChoice::File),
+        None => StoreChoice::Memory,
+    }
+}
+
 /// Serves until Ctrl-C.
 pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
     let addr: SocketAddr = args
@@ -158,11 +179,18 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
     };
     let test_mode = config.test_mode;
     let auth = !config.api_keys.is_empty() || !config.key_projects.is_empty();
-    let handle = crate::runtime::start(config, addr)
+    let store = store_choice(args.store.as_deref(), &Env::from_process());
+    let runtime = store.runtime(config).map_err(ServeError::from)?;
+    let handle = runtime
+        .serve(addr)
         .await
         .map_err(|source| ServeError::Listen { addr, source })?;
+    let kept = match &store {
+        StoreChoice::Memory => "memory".to_owned(),
+        StoreChoice::File(path) => path.display().to_string(),
+    };
     eprintln!(
-        "spyglass runtime on {} (test mode {}, auth {}); observe at {}",
+        "spyglass runtime on {} (test mode {}, auth {}, store {kept}); observe at {}",
         handle.url(),
         if test_mode { "on" } else { "off" },
         if auth { "on" } else { "off" },
@@ -171,6 +199,7 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
     let signal = tokio::signal::ctrl_c().await.map_err(ServeError::Signal);
     eprintln!("spyglass runtime: shutting down");
     handle.shutdown().await;
+    runtime.flush_store();
     Ok(signal?)
 }
 

@@ -9,8 +9,13 @@
 //! more, else the oldest of the tenant holding the most: one tenant's flood evicts its own
 //! history, never a quieter tenant's. Within the runtime's byte budget (shared with the
 //! sessions) the tenant holding the most bytes loses its oldest events first.
+//!
+//! The log's `epoch` names its stream, one per runtime: seqs compare only within one
+//! epoch. With a store (`crate::store`) every append and eviction goes to its writer
+//! thread in order, so the file holds what the rings hold.
 
-use crate::protocol::{Event, Frame, encode, now_rfc3339};
+use crate::protocol::{Event, Frame, decode, encode, now_rfc3339};
+use crate::store::{Store, StoredEvent};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -106,6 +111,21 @@ impl Budget {
 }
 
 impl Logged {
+    /// An event read back from a store, its stored text kept as its wire text; `None`
+    /// for a text that no longer decodes (skipped: the rest of the history still loads).
+    /// Its budget bytes are counted again from the decoded event, as at append.
+    pub fn restore(text: &str, tenant: String) -> Option<Logged> {
+        let frame = decode(text).ok()?;
+        let bytes = frame.event.approx_bytes();
+        Some(Logged {
+            frame,
+            text: OnceLock::from(text.to_owned()),
+            tenant,
+            ord: 0,
+            bytes,
+        })
+    }
+
     /// The frame's wire text, encoded by the first reader and shared by the rest. A call
     /// nobody watches never pays for it, and one that is watched pays on the subscriber's
     /// task, not on the request's: encoding was a tenth of a mocked execute.
@@ -133,7 +153,8 @@ impl Default for TenantRing {
 }
 
 struct Ring {
-    /// Events stamped so far, every tenant's.
+    /// Events stamped so far, every tenant's, those restored from a store included (the
+    /// last `ord` given).
     emitted: u64,
     retained: usize,
     /// Sum of every tenant's `bytes`.
@@ -172,7 +193,7 @@ pub struct Slice {
 /// A snapshot of the log's memory bounds (`Runtime::stats`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogStats {
-    /// Events stamped so far, every tenant's.
+    /// Events stamped so far, every tenant's, those restored from a store included.
     pub emitted: u64,
     pub retained: usize,
     pub capacity: usize,
@@ -181,16 +202,90 @@ pub struct LogStats {
 }
 
 pub struct EventLog {
+    epoch: String,
     ring: Mutex<Ring>,
     capacity: usize,
     live: broadcast::Sender<Arc<Logged>>,
     budget: Arc<Budget>,
+    /// The store's writer thread, fed in seq order under the ring's lock.
+    writer: Option<StoreWriter>,
+}
+
+/// What the store's writer thread is told.
+enum Write {
+    Event(Arc<Logged>),
+    /// The tenant's events up to this seq left the ring.
+    Evicted(String, u64),
+    /// Answered once everything sent before it is committed.
+    Flush(std::sync::mpsc::SyncSender<()>),
+}
+
+/// The most events one transaction takes; more wait for the next.
+const MAX_BATCH: usize = 4096;
+
+/// The sending end of a store's writer thread (`StoreWriter::spawn`).
+pub struct StoreWriter {
+    tx: std::sync::mpsc::Sender<Write>,
+}
+
+impl StoreWriter {
+    /// Starts the thread that commits to `store` what the log sends it.
+    pub fn spawn(store: Arc<dyn Store>) -> std::io::Result<StoreWriter> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("spyglass-store".into())
+            .spawn(move || write_loop(rx, store))?;
+        Ok(StoreWriter { tx })
+    }
+
+    fn send(&self, write: Write) {
+        // A writer gone (its thread ended) has logged why; the log goes on in memory.
+        let _ = self.tx.send(write);
+    }
+}
+
+/// Commits events as they come, grouped: whatever queued while the last transaction ran
+/// goes in the next one, so a burst of calls costs one commit, not one each.
+fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>) {
+    let mut batch = Vec::new();
+    let mut evicted: HashMap<String, u64> = HashMap::new();
+    let mut flushes = Vec::new();
+    while let Ok(first) = rx.recv() {
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Write::Event(logged) => batch.push(StoredEvent {
+                    tenant: logged.tenant.clone(),
+                    seq: logged.frame.seq,
+                    text: logged.text().to_owned(),
+                }),
+                Write::Evicted(tenant, seq) => {
+                    let upto = evicted.entry(tenant).or_default();
+                    *upto = (*upto).max(seq);
+                }
+                Write::Flush(done) => flushes.push(done),
+            }
+            if batch.len() < MAX_BATCH {
+                next = rx.try_recv().ok();
+            }
+        }
+        let evicted_upto: Vec<(String, u64)> = evicted.drain().collect();
+        if let Err(err) = store.append(&batch, &evicted_upto) {
+            tracing::error!(%err, events = batch.len(), "store write failed");
+        }
+        batch.clear();
+        for done in flushes.drain(..) {
+            let _ = done.send(());
+        }
+    }
 }
 
 impl EventLog {
+    /// A log with a fresh epoch: a history that continues none before it.
     pub fn new(capacity: usize, subscriber_queue: usize, budget: Arc<Budget>) -> Self {
         let (live, _) = broadcast::channel(subscriber_queue.max(1));
         Self {
+            epoch: new_epoch(),
             ring: Mutex::new(Ring {
                 emitted: 0,
                 retained: 0,
@@ -201,7 +296,118 @@ impl EventLog {
             capacity: capacity.max(1),
             live,
             budget,
+            writer: None,
         }
+    }
+
+    /// The log goes on with stream `epoch`, each tenant from its `next_seqs` seq (a
+    /// history reopened).
+    pub fn continuing(mut self, epoch: String, next_seqs: Vec<(String, u64)>) -> Self {
+        self.epoch = epoch;
+        {
+            let mut ring = self.ring();
+            for (tenant, next_seq) in next_seqs {
+                ring.tenants.entry(tenant).or_default().next_seq = next_seq.max(1);
+            }
+        }
+        self
+    }
+
+    /// Sends every event appended (and evicted) from now on to the store's writer.
+    pub fn with_writer(mut self, writer: StoreWriter) -> Self {
+        self.writer = Some(writer);
+        self
+    }
+
+    /// Puts events read back from a store into the rings, oldest first, as appends would:
+    /// within the capacity and the byte budget, each tenant's run contiguous and ending
+    /// at its newest seq (a stored text that no longer decodes breaks it: the older part
+    /// is a gap). Call after `continuing`, which says where each tenant's seqs stand.
+    pub fn with_history(self, events: Vec<Logged>) -> Self {
+        // Per tenant, keep only the contiguous run ending just below its next seq.
+        let mut expected: HashMap<String, u64> = {
+            let ring = self.ring();
+            ring.tenants
+                .iter()
+                .map(|(name, t)| (name.clone(), t.next_seq))
+                .collect()
+        };
+        let mut kept = Vec::with_capacity(events.len());
+        for logged in events.into_iter().rev() {
+            let Some(next) = expected.get_mut(&logged.tenant) else {
+                continue;
+            };
+            if logged.frame.seq + 1 != *next {
+                // Older events of this tenant no longer join on: stop taking any.
+                *next = 0;
+                continue;
+            }
+            *next = logged.frame.seq;
+            kept.push(logged);
+        }
+        kept.reverse();
+        let mut evicted = Vec::new();
+        let mut over_budget = Vec::new();
+        {
+            let mut guard = self.ring();
+            let ring = &mut *guard;
+            for logged in kept {
+                ring.emitted += 1;
+                let mut logged = Arc::new(logged);
+                if let Some(unshared) = Arc::get_mut(&mut logged) {
+                    unshared.ord = ring.emitted;
+                }
+                if ring.retained >= self.capacity {
+                    evicted.extend(self.evict(ring, &logged.tenant));
+                }
+                let Some(own) = ring.tenants.get_mut(&logged.tenant) else {
+                    continue;
+                };
+                if own.events.is_empty() {
+                    ring.holding += 1;
+                }
+                own.bytes += logged.bytes;
+                ring.bytes += logged.bytes;
+                ring.retained += 1;
+                own.events.push_back(logged.clone());
+                let sessions = self.budget.sessions.load(Ordering::Relaxed);
+                while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
+                    let Some(old) = Self::evict_heaviest(ring, &logged) else {
+                        break;
+                    };
+                    self.send_evicted(&old);
+                    over_budget.push(old);
+                }
+            }
+            self.budget.log.store(ring.bytes, Ordering::Relaxed);
+        }
+        drop(evicted);
+        if !over_budget.is_empty() {
+            self.note_evicted(&over_budget);
+        }
+        self
+    }
+
+    /// Tells the store's writer, if any, that `old` left the ring.
+    fn send_evicted(&self, old: &Logged) {
+        if let Some(writer) = &self.writer {
+            writer.send(Write::Evicted(old.tenant.clone(), old.frame.seq));
+        }
+    }
+
+    /// Waits until every event appended so far is committed to the store (none: at once).
+    pub fn flush(&self) {
+        let Some(writer) = &self.writer else { return };
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        if writer.tx.send(Write::Flush(done)).is_ok() {
+            let _ = wait.recv();
+        }
+    }
+
+    /// The stream's id, one per runtime: a resume from another epoch is answered with
+    /// `stream.reset`.
+    pub fn epoch(&self) -> &str {
+        &self.epoch
     }
 
     fn ring(&self) -> MutexGuard<'_, Ring> {
@@ -273,9 +479,13 @@ impl EventLog {
             let Some(old) = Self::evict_heaviest(ring, &logged) else {
                 break;
             };
+            self.send_evicted(&old);
             over_budget.push(old);
         }
         self.budget.log.store(ring.bytes, Ordering::Relaxed);
+        if let Some(writer) = &self.writer {
+            writer.send(Write::Event(logged.clone()));
+        }
         // No receivers is not an error for the log: nobody is watching yet.
         let _ = self.live.send(logged.clone());
         drop(guard);
@@ -309,6 +519,7 @@ impl EventLog {
         let tenant = ring.tenants.get_mut(&victim)?;
         let evicted = tenant.events.pop_front();
         if let Some(old) = &evicted {
+            self.send_evicted(old);
             tenant.bytes -= old.bytes;
             ring.retained -= 1;
             ring.bytes -= old.bytes;
@@ -405,6 +616,12 @@ impl EventLog {
     }
 }
 
+/// A new stream id: `ep_` and 16 hex digits, random, so two runtimes started in the same
+/// instant still differ.
+pub fn new_epoch() -> String {
+    format!("ep_{:016x}", fastrand::u64(..))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,6 +640,113 @@ mod tests {
         assert!(read.text().contains("\"seq\":1,"), "{}", read.text());
         // A second reader gets the same text, not a second encoding.
         assert!(std::ptr::eq(read.text(), logged.text()));
+    }
+
+    #[test]
+    fn a_fresh_log_has_its_own_epoch_and_a_continued_one_keeps_it() {
+        let budget = || Arc::new(Budget::new(usize::MAX));
+        let a = EventLog::new(4, 4, budget());
+        let b = EventLog::new(4, 4, budget());
+        assert_ne!(a.epoch(), b.epoch());
+        assert!(a.epoch().starts_with("ep_") && a.epoch().len() == 19);
+        let c = EventLog::new(4, 4, budget()).continuing(
+            a.epoch().to_owned(),
+            vec![("default".into(), 8), ("b".into(), 3)],
+        );
+        assert_eq!(c.epoch(), a.epoch());
+        // Seqs go on per tenant; a tenant the store never saw starts at 1.
+        assert_eq!(c.append("default".into(), None, closed()).frame.seq, 8);
+        assert_eq!(c.append("b".into(), None, closed()).frame.seq, 3);
+        assert_eq!(c.append("new".into(), None, closed()).frame.seq, 1);
+    }
+
+    /// A big event as the wire has it (an object, so it decodes back).
+    fn wire_big(bytes: usize) -> Event {
+        Event::Unknown {
+            kind: "x.big".into(),
+            raw: crate::protocol::RawJson::from_value(
+                &serde_json::json!({"kind": "x.big", "blob": "a".repeat(bytes)}),
+            ),
+        }
+    }
+
+    fn restored(tenant: &str, seq: u64, event: Event) -> Logged {
+        let text = encode(&Frame {
+            seq,
+            ts: "2026-11-22T21:43:31.123456Z".into(),
+            session_id: None,
+            event,
+        });
+        Logged::restore(&text, tenant.into()).unwrap()
+    }
+
+    #[test]
+    fn restored_history_keeps_tenants_seqs_and_counts_its_bytes() {
+        let budget = Arc::new(Budget::new(usize::MAX));
+        let log = EventLog::new(10, 4, budget.clone())
+            .continuing("ep_x".into(), vec![("a".into(), 4), ("b".into(), 3)])
+            .with_history(vec![
+                restored("a", 1, wire_big(100)),
+                restored("b", 1, closed()),
+                restored("a", 2, wire_big(100)),
+                restored("a", 3, wire_big(100)),
+                restored("b", 2, closed()),
+            ]);
+        let seqs = |t: &str| -> Vec<u64> {
+            log.since(t, 0, 10)
+                .events
+                .iter()
+                .map(|e| e.frame.seq)
+                .collect()
+        };
+        assert_eq!(seqs("a"), [1, 2, 3]);
+        assert_eq!(seqs("b"), [1, 2]);
+        assert_eq!(log.since("b", 0, 10).gap, None);
+        let all: Vec<(String, u64)> = log
+            .all_since(0, 10)
+            .iter()
+            .map(|e| (e.tenant.clone(), e.frame.seq))
+            .collect();
+        assert_eq!(all[..2], [("a".into(), 1), ("b".into(), 1)], "stored order");
+        let bytes: usize = log.all_since(0, 10).iter().map(|e| e.bytes).sum();
+        assert!(bytes >= 300);
+        assert_eq!(
+            budget.stats().log_bytes,
+            bytes,
+            "restored bytes are counted"
+        );
+        assert_eq!(log.append("a".into(), None, closed()).frame.seq, 4);
+    }
+
+    #[test]
+    fn restored_history_stays_within_the_byte_budget_and_a_broken_run_is_a_gap() {
+        let budget = Arc::new(Budget::new(5_000));
+        let log = EventLog::new(100, 4, budget.clone())
+            .continuing("ep_x".into(), vec![("a".into(), 6)])
+            .with_history(
+                (1..=5)
+                    .map(|seq| restored("a", seq, wire_big(2_000)))
+                    .collect(),
+            );
+        assert!(
+            budget.stats().retained_bytes <= 5_000,
+            "{:?}",
+            budget.stats()
+        );
+        assert_eq!(budget.stats().evicted_events, 3);
+        assert_eq!(log.since("a", 0, 10).gap, Some((1, 3)));
+        // Seq 3 missing from the store: only 4 and 5 join on to the newest.
+        let log = EventLog::new(100, 4, Arc::new(Budget::new(usize::MAX)))
+            .continuing("ep_x".into(), vec![("a".into(), 6)])
+            .with_history(
+                [1, 2, 4, 5]
+                    .into_iter()
+                    .map(|seq| restored("a", seq, closed()))
+                    .collect(),
+            );
+        let slice = log.since("a", 0, 10);
+        assert_eq!(slice.gap, Some((1, 3)));
+        assert_eq!(slice.events.len(), 2);
     }
 
     #[test]

@@ -173,7 +173,18 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub const DEFAULT_TENANT: &str = "default";
 
 impl Runtime {
-    pub fn new(mut config: RuntimeConfig) -> Runtime {
+    pub fn new(config: RuntimeConfig) -> Runtime {
+        Self::with_log(config, |config, budget| {
+            EventLog::new(config.retained_events, config.subscriber_queue, budget)
+        })
+    }
+
+    /// A runtime over the log `make_log` builds on the runtime's byte budget (a fresh
+    /// one, or one continuing a store: `crate::store`).
+    pub(crate) fn with_log(
+        mut config: RuntimeConfig,
+        make_log: impl FnOnce(&RuntimeConfig, Arc<log::Budget>) -> EventLog,
+    ) -> Runtime {
         // A bound key is a key: the auth layer and the exposure warning see it.
         for (key, _) in &config.key_projects {
             if !config.api_keys.contains(key) {
@@ -181,11 +192,7 @@ impl Runtime {
             }
         }
         let budget = Arc::new(log::Budget::new(config.max_retained_bytes));
-        let log = EventLog::new(
-            config.retained_events,
-            config.subscriber_queue,
-            budget.clone(),
-        );
+        let log = make_log(&config, budget.clone());
         let evals = evals::EvalState::new(config.eval_history, config.retained_eval_runs);
         Runtime {
             inner: Arc::new(Inner {

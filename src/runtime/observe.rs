@@ -3,12 +3,15 @@
 //!
 //! A `stream.gap` frame is never stored in the log; its `seq` is the gap's own `to`, the
 //! last seq it stands for, so a client that resumes from "the last seq seen" goes on past it.
-//! Seqs, gaps and `since=` are the subscriber's tenant's own (see `runtime::log`).
+//! Nor are `stream.hello` (first frame when the client sent `epoch=`) and `stream.reset`
+//! (first frame when its `since`/`epoch` name a history this log does not continue).
+//! Seqs, gaps and `since=` are the subscriber's tenant's own (see `runtime::log`); the
+//! epoch is the log's, one per runtime.
 
 use super::Runtime;
 use super::log::Logged;
 use crate::glob::glob_match;
-use crate::protocol::events::StreamGap;
+use crate::protocol::events::{StreamGap, StreamHello, StreamReset};
 use crate::protocol::{Event, Frame, encode, now_rfc3339};
 use axum::extract::ws::{Message, WebSocket};
 use std::sync::Arc;
@@ -51,6 +54,50 @@ fn gap_text(from: u64, to: u64) -> String {
         ts: now_rfc3339(),
         session_id: None,
         event: Event::StreamGap(StreamGap { from, to }),
+    })
+}
+
+/// Why a resume at `since` from stream `epoch` cannot go on in this log, if it cannot:
+/// another epoch, or a seq this log never reached (a runtime restarted without its store).
+pub(crate) fn reset_reason(
+    log_epoch: &str,
+    newest: u64,
+    since: Option<u64>,
+    epoch: Option<&str>,
+) -> Option<String> {
+    let since = since?;
+    match epoch.filter(|e| !e.is_empty()) {
+        Some(theirs) if theirs != log_epoch => Some(format!(
+            "stream {theirs} is not this runtime's ({log_epoch}): it restarted without that history"
+        )),
+        _ if since > newest => Some(format!(
+            "since {since} is beyond the newest seq {newest}: the runtime restarted without that history"
+        )),
+        _ => None,
+    }
+}
+
+/// The wire text of a `stream.reset` (seq 0: the whole retained history follows).
+pub(crate) fn reset_text(epoch: &str, reason: String) -> String {
+    encode(&Frame {
+        seq: 0,
+        ts: now_rfc3339(),
+        session_id: None,
+        event: Event::StreamReset(StreamReset {
+            epoch: epoch.to_owned(),
+            reason,
+        }),
+    })
+}
+
+fn hello_text(epoch: &str, seq: u64) -> String {
+    encode(&Frame {
+        seq,
+        ts: now_rfc3339(),
+        session_id: None,
+        event: Event::StreamHello(StreamHello {
+            epoch: epoch.to_owned(),
+        }),
     })
 }
 
@@ -108,6 +155,7 @@ pub(crate) async fn stream(
     rt: Runtime,
     filter: Filter,
     since: Option<u64>,
+    epoch: Option<String>,
     mut stop: watch::Receiver<bool>,
 ) {
     // Read where "now" is before subscribing and catch up from the log after: nothing
@@ -115,12 +163,27 @@ pub(crate) async fn stream(
     let now = rt.inner.log.next_seq(&filter.tenant).saturating_sub(1);
     let mut live = rt.inner.log.subscribe();
     let ping_every = rt.inner.config.ping_interval;
+    let log_epoch = rt.inner.log.epoch().to_owned();
+    let reset = reset_reason(&log_epoch, now, since, epoch.as_deref());
     let mut sub = Subscriber {
         socket,
         rt,
         filter,
-        last: since.unwrap_or(now),
+        last: if reset.is_some() {
+            0
+        } else {
+            since.unwrap_or(now)
+        },
     };
+    let first = match reset {
+        Some(reason) => Some(reset_text(&log_epoch, reason)),
+        None => epoch.map(|_| hello_text(&log_epoch, sub.last)),
+    };
+    if let Some(first) = first
+        && sub.send(first).await.is_err()
+    {
+        return;
+    }
     if sub.catch_up().await.is_err() {
         return;
     }

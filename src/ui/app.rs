@@ -186,6 +186,11 @@ impl App {
             ClientMsg::Connected => self.conn = Conn::Connected,
             ClientMsg::Frames(frames) => {
                 for frame in frames {
+                    if let crate::protocol::Event::StreamReset(reset) = &frame.event {
+                        // The status line is written by `apply` alone (the View contract);
+                        // the views learn of the cleared model in `after_model_change`.
+                        self.apply(Effect::Notice(restarted_notice(&frame.ts, &reset.epoch)));
+                    }
                     self.model.fold(frame);
                     self.rate.hit(now);
                 }
@@ -452,4 +457,11 @@ impl App {
         }
         self.dirty = true;
     }
+}
+
+/// The status bar's word after `stream.reset`: the runtime restarted without the history
+/// shown so far, when (UTC, from the frame's stamp), and that the screen shows the new one.
+fn restarted_notice(ts: &str, epoch: &str) -> String {
+    let time = ts.get(11..19).unwrap_or(ts);
+    format!("runtime restarted at {time} UTC (stream {epoch}): earlier state cleared")
 }

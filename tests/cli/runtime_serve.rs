@@ -74,6 +74,8 @@ async fn serve_prints_its_url_and_reads_the_test_mode_env() {
         Command::new(env!("CARGO_BIN_EXE_spyglass"))
             .args([
                 "serve",
+                "--store",
+                "memory",
                 "--addr",
                 "127.0.0.1:0",
                 "--api-key",

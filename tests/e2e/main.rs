@@ -10,4 +10,5 @@ mod evals_view_e2e;
 mod examples;
 mod inspector_e2e;
 mod replay_view;
+mod restart;
 mod sdk_compat;

@@ -231,6 +231,21 @@ fn every_kind() -> Vec<Frame> {
                 reason: Some("deleted".into()),
             }),
         ),
+        frame(
+            15,
+            None,
+            Event::StreamHello(StreamHello {
+                epoch: "ep_00000000000000aa".into(),
+            }),
+        ),
+        frame(
+            0,
+            None,
+            Event::StreamReset(StreamReset {
+                epoch: "ep_00000000000000bb".into(),
+                reason: "since 40 is beyond the newest seq 3".into(),
+            }),
+        ),
     ]
 }
 

@@ -7,7 +7,7 @@ use crate::protocol::envelope::codes;
 use crate::protocol::events::{DecodeError, decode_event};
 use crate::protocol::{ApiError, Event};
 use crate::runtime::ApiErrorWithStatus;
-use crate::runtime::observe::{Filter, MAX_INCOMING_WS_BYTES, stream};
+use crate::runtime::observe::{Filter, MAX_INCOMING_WS_BYTES, reset_reason, stream};
 use axum::extract::State;
 use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::http::header;
@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 #[derive(Deserialize)]
 pub(super) struct ObserveQuery {
     since: Option<u64>,
+    epoch: Option<String>,
     session: Option<String>,
     kinds: Option<String>,
 }
@@ -65,27 +66,37 @@ pub(super) async fn observe(
     // connection fails) before it is buffered.
     ws.max_message_size(MAX_INCOMING_WS_BYTES)
         .max_frame_size(MAX_INCOMING_WS_BYTES)
-        .on_upgrade(move |socket| stream(socket, rt, filter, query.since, stop))
+        .on_upgrade(move |socket| stream(socket, rt, filter, query.since, query.epoch, stop))
 }
 
 #[derive(Deserialize)]
 pub(super) struct EventsQuery {
     since: Option<u64>,
+    epoch: Option<String>,
     limit: Option<usize>,
 }
 
 const MAX_EVENTS_PAGE: usize = 10_000;
 
-/// `GET /v1/events?since=&limit=`: `{events, next}` (+ `gap` when the log lost some);
-/// poll again with `since=next`.
+/// `GET /v1/events?since=&epoch=&limit=`: `{epoch, events, next}` (+ `gap` when the log
+/// lost some, + `reset` when `since`/`epoch` name a history this log does not continue:
+/// then the page starts from the oldest retained event); poll again with `since=next`.
 pub(super) async fn list_events(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
     Q(query): Q<EventsQuery>,
 ) -> Response {
-    let since = query.since.unwrap_or(0);
     let limit = query.limit.unwrap_or(1000).clamp(1, MAX_EVENTS_PAGE);
-    let slice = state.rt.inner.log.since(&tenant, since, limit);
+    let log = &state.rt.inner.log;
+    // Seqs are the tenant's own: "beyond the newest" is judged against its newest.
+    let newest = log.next_seq(&tenant).saturating_sub(1);
+    let reset = reset_reason(log.epoch(), newest, query.since, query.epoch.as_deref());
+    let since = if reset.is_some() {
+        0
+    } else {
+        query.since.unwrap_or(0)
+    };
+    let slice = log.since(&tenant, since, limit);
     let next = slice
         .events
         .last()
@@ -93,7 +104,10 @@ pub(super) async fn list_events(
         .or(slice.gap.map(|(_, to)| to))
         .unwrap_or(since);
     // Written by hand so each event keeps its stored wire text, field order included.
-    let mut body = String::from("{\"events\":[");
+    let mut body = format!(
+        "{{\"epoch\":{},\"events\":[",
+        serde_json::Value::from(log.epoch())
+    );
     let mut first = true;
     for logged in &slice.events {
         if !first {
@@ -105,6 +119,10 @@ pub(super) async fn list_events(
     body.push_str(&format!("],\"next\":{next}"));
     if let Some((from, to)) = slice.gap {
         body.push_str(&format!(",\"gap\":{{\"from\":{from},\"to\":{to}}}"));
+    }
+    if let Some(reason) = reset {
+        let reset = serde_json::json!({"epoch": log.epoch(), "seq": 0, "reason": reason});
+        body.push_str(&format!(",\"reset\":{reset}"));
     }
     body.push('}');
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
@@ -162,10 +180,13 @@ pub(super) async fn ingest_events(
     let mut events = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         let event = decode_event(item).map_err(|err| undecodable(index, &err))?;
-        if matches!(event.event, Event::StreamGap(_)) {
+        if matches!(
+            event.event,
+            Event::StreamGap(_) | Event::StreamHello(_) | Event::StreamReset(_)
+        ) {
             return Err(invalid_event(
                 index,
-                "stream.gap is written by the runtime only".to_owned(),
+                format!("{} is written by the runtime only", event.event.kind()),
             ));
         }
         events.push(event);

@@ -1,0 +1,152 @@
+//! The durable store behind the runtime: one `Store` trait (what a runtime keeps across a
+//! restart) and its engines; `sqlite` is the one today, Postgres is a later one.
+//!
+//! What is kept now: the event log's stream (its epoch, every retained event with its
+//! tenant and per-tenant seq, each tenant's next seq). A reopened store continues the
+//! stream: same epoch, each tenant's seqs going on, the retained events back in the rings.
+
+pub mod sqlite;
+
+pub use sqlite::SqliteStore;
+
+use crate::runtime::log::{EventLog, Logged, StoreWriter};
+use crate::runtime::{Runtime, RuntimeConfig};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use thiserror::Error;
+
+/// Everything that can go wrong opening or writing a store; every message names the file
+/// and says what to do.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error(
+        "store {path} is not a spyglass store or is damaged ({source}); move it aside to start a new one, or pass --store memory"
+    )]
+    Corrupt {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "store {path} has schema version {found}, newer than this spyglass knows ({supported}); run a newer spyglass, or pass another --store"
+    )]
+    NewerSchema {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+    #[error("cannot open store {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("cannot create the directory of store {path}: {source}")]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start the writer of store {path}: {source}")]
+    Thread {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("store {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+}
+
+/// One stored event: the tenant whose stream shows it, its seq in that tenant and its
+/// wire text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub tenant: String,
+    pub seq: u64,
+    pub text: String,
+}
+
+/// The stream a store holds: its epoch, each tenant's next seq and the events, in the
+/// order they were stamped.
+#[derive(Debug, Clone, Default)]
+pub struct StoredStream {
+    pub epoch: String,
+    /// Each tenant's seq after its newest stored; a tenant missing starts at 1.
+    pub next_seqs: Vec<(String, u64)>,
+    pub events: Vec<StoredEvent>,
+}
+
+/// What a runtime keeps across a restart. Writes come from one writer thread, grouped;
+/// reads happen at open. Another engine implements this and nothing else changes.
+pub trait Store: Send + Sync + 'static {
+    /// Where it lives, for messages.
+    fn describe(&self) -> String;
+    /// The stream as stored, creating its epoch (`fresh_epoch`) on first use; at most
+    /// `retained` newest events (older ones, left by a write that failed, are dropped).
+    fn stream(&self, fresh_epoch: &str, retained: usize) -> Result<StoredStream, StoreError>;
+    /// Writes a batch in one transaction: the events in stamping order (each tenant's
+    /// next seq with them), and for each `(tenant, seq)` of `evicted` that event and the
+    /// tenant's older ones dropped, so the store holds what the log's rings hold.
+    fn append(&self, events: &[StoredEvent], evicted: &[(String, u64)]) -> Result<(), StoreError>;
+}
+
+/// Where `--store` says the runtime keeps its state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// Today's behaviour: nothing survives the process.
+    Memory,
+    File(PathBuf),
+}
+
+impl StoreChoice {
+    /// `memory` or a path.
+    pub fn parse(text: &str) -> StoreChoice {
+        if text == "memory" {
+            StoreChoice::Memory
+        } else {
+            StoreChoice::File(PathBuf::from(text))
+        }
+    }
+
+    /// The runtime this choice makes: in memory, or continuing the store's stream.
+    pub fn runtime(&self, config: RuntimeConfig) -> Result<Runtime, StoreError> {
+        match self {
+            StoreChoice::Memory => Ok(Runtime::new(config)),
+            StoreChoice::File(path) => open_runtime(config, path),
+        }
+    }
+}
+
+/// Opens (or creates) the SQLite store at `path` and a runtime continuing its stream.
+pub fn open_runtime(config: RuntimeConfig, path: &Path) -> Result<Runtime, StoreError> {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(path)?);
+    runtime_on(config, store)
+}
+
+/// A runtime whose event log continues `store`'s stream and writes every new event to it.
+pub fn runtime_on(config: RuntimeConfig, store: Arc<dyn Store>) -> Result<Runtime, StoreError> {
+    let retained = config.retained_events.max(1);
+    let stream = store.stream(&crate::runtime::log::new_epoch(), retained)?;
+    let restored: Vec<Logged> = stream
+        .events
+        .into_iter()
+        .filter_map(|e| Logged::restore(&e.text, e.tenant))
+        .collect();
+    let path = store.describe();
+    let writer = StoreWriter::spawn(store).map_err(|source| StoreError::Thread { path, source })?;
+    // The writer is in place before the history goes back, so what the capacity or the
+    // byte budget evicts on the way in leaves the file too.
+    Ok(Runtime::with_log(config, move |config, budget| {
+        EventLog::new(config.retained_events, config.subscriber_queue, budget)
+            .continuing(stream.epoch, stream.next_seqs)
+            .with_writer(writer)
+            .with_history(restored)
+    }))
+}
+
+impl Runtime {
+    /// Waits until every event so far is committed to the store (a clean shutdown, a
+    /// test that reopens the file). Without a store it returns at once.
+    pub fn flush_store(&self) {
+        self.inner.log.flush();
+    }
+}

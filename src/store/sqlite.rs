@@ -1,0 +1,357 @@
+//! The SQLite engine of `Store`: one file in WAL mode, schema versioned by `user_version`
+//! with ordered migrations; a damaged file or a newer schema is an error, never a reset.
+
+use super::{Store, StoreError, StoredEvent, StoredStream};
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// Migration `i` takes a store from schema version `i` to `i + 1`. Seqs count per
+/// tenant, so an event is `(tenant, seq)`; `ord` is the stamping order across tenants.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE events (
+        ord INTEGER PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        frame TEXT NOT NULL,
+        UNIQUE (tenant, seq)
+    );
+    CREATE TABLE tenants (tenant TEXT PRIMARY KEY, next_seq INTEGER NOT NULL);
+"];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+pub struct SqliteStore {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl SqliteStore {
+    /// Opens the store at `path`, creating it (and its directory) if missing, and brings
+    /// its schema up to `SCHEMA_VERSION`.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let path = path.to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(&path).map_err(|source| StoreError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        // The first read of the file is where SQLite finds it is not a database.
+        let corrupt = |source| StoreError::Corrupt {
+            path: path.clone(),
+            source,
+        };
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(corrupt)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                path,
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        let check: String = conn
+            .query_row("PRAGMA quick_check", [], |row| row.get(0))
+            .map_err(corrupt)?;
+        if check != "ok" {
+            return Err(corrupt(rusqlite::Error::InvalidQuery).map_path_note(&check));
+        }
+        // WAL: readers never wait for the writer, and a commit is one append to the log.
+        // NORMAL: a commit survives the process being killed; only power loss may take
+        // the last ones (docs/RELIABILITY.md).
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .and_then(|()| conn.pragma_update(None, "synchronous", "NORMAL"))
+            .and_then(|()| conn.busy_timeout(std::time::Duration::from_secs(5)))
+            .map_err(|source| StoreError::Open {
+                path: path.clone(),
+                source,
+            })?;
+        let store = SqliteStore {
+            path,
+            conn: Mutex::new(conn),
+        };
+        store.migrate(version)?;
+        Ok(store)
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn write_error(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Write {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Applies every migration after `from`, each in its own transaction with its
+    /// version bump, so a store is never left between two versions.
+    fn migrate(&self, from: i64) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        for (index, sql) in MIGRATIONS.iter().enumerate().skip(from.max(0) as usize) {
+            let tx = conn.transaction().map_err(|e| self.write_error(e))?;
+            tx.execute_batch(sql).map_err(|e| self.write_error(e))?;
+            tx.pragma_update(None, "user_version", index as i64 + 1)
+                .map_err(|e| self.write_error(e))?;
+            tx.commit().map_err(|e| self.write_error(e))?;
+        }
+        Ok(())
+    }
+}
+
+trait PathNote {
+    fn map_path_note(self, note: &str) -> Self;
+}
+
+impl PathNote for StoreError {
+    /// A failed integrity check has no SQLite error to carry; its report is the reason.
+    fn map_path_note(self, note: &str) -> Self {
+        match self {
+            StoreError::Corrupt { path, .. } => StoreError::Corrupt {
+                path,
+                source: rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+                    Some(note.chars().take(200).collect()),
+                ),
+            },
+            other => other,
+        }
+    }
+}
+
+impl Store for SqliteStore {
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn stream(&self, fresh_epoch: &str, retained: usize) -> Result<StoredStream, StoreError> {
+        let conn = self.conn();
+        let read = |source| StoreError::Corrupt {
+            path: self.path.clone(),
+            source,
+        };
+        let epoch: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'epoch'", [], |row| {
+                row.get(0)
+            })
+            .optional()
+            .map_err(read)?;
+        let epoch = match epoch {
+            Some(epoch) => epoch,
+            None => {
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('epoch', ?1)",
+                    params![fresh_epoch],
+                )
+                .map_err(|e| self.write_error(e))?;
+                fresh_epoch.to_owned()
+            }
+        };
+        let next_seqs = conn
+            .prepare("SELECT tenant, next_seq FROM tenants ORDER BY tenant")
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| {
+                        Ok((
+                            row.get::<_, String>(0)?,
+                            row.get::<_, i64>(1)?.max(1) as u64,
+                        ))
+                    })
+                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            })
+            .map_err(read)?;
+        let limit = i64::try_from(retained).unwrap_or(i64::MAX);
+        let mut statement = conn
+            .prepare(
+                "SELECT ord, tenant, seq, frame FROM
+                   (SELECT ord, tenant, seq, frame FROM events ORDER BY ord DESC LIMIT ?1)
+                 ORDER BY ord",
+            )
+            .map_err(read)?;
+        let rows = statement
+            .query_map(params![limit], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    StoredEvent {
+                        tenant: row.get(1)?,
+                        seq: row.get::<_, i64>(2)?.max(0) as u64,
+                        text: row.get(3)?,
+                    },
+                ))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(read)?;
+        drop(statement);
+        // Appends mirror the rings' evictions, so more than `retained` rows only remain
+        // after a write that failed: what the log will not hold leaves the file here,
+        // once, not on every commit.
+        if let Some((oldest, _)) = rows.first().filter(|_| rows.len() as i64 >= limit) {
+            conn.execute("DELETE FROM events WHERE ord < ?1", params![oldest])
+                .map_err(|e| self.write_error(e))?;
+        }
+        let events = rows.into_iter().map(|(_, event)| event).collect();
+        Ok(StoredStream {
+            epoch,
+            next_seqs,
+            events,
+        })
+    }
+
+    fn append(&self, events: &[StoredEvent], evicted: &[(String, u64)]) -> Result<(), StoreError> {
+        if events.is_empty() && evicted.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(|e| self.write_error(e))?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO events (tenant, seq, frame) VALUES (?1, ?2, ?3)",
+                )
+                .map_err(|e| self.write_error(e))?;
+            let mut next = tx
+                .prepare_cached(
+                    "INSERT INTO tenants (tenant, next_seq) VALUES (?1, ?2)
+                     ON CONFLICT (tenant) DO UPDATE
+                     SET next_seq = MAX(next_seq, excluded.next_seq)",
+                )
+                .map_err(|e| self.write_error(e))?;
+            for event in events {
+                let seq = i64::try_from(event.seq).unwrap_or(i64::MAX);
+                insert
+                    .execute(params![event.tenant, seq, event.text])
+                    .map_err(|e| self.write_error(e))?;
+                next.execute(params![event.tenant, seq.saturating_add(1)])
+                    .map_err(|e| self.write_error(e))?;
+            }
+            // The file holds what the rings hold: a tenant's evictions are its oldest.
+            let mut evict = tx
+                .prepare_cached("DELETE FROM events WHERE tenant = ?1 AND seq <= ?2")
+                .map_err(|e| self.write_error(e))?;
+            for (tenant, seq) in evicted {
+                let seq = i64::try_from(*seq).unwrap_or(i64::MAX);
+                evict
+                    .execute(params![tenant, seq])
+                    .map_err(|e| self.write_error(e))?;
+            }
+        }
+        tx.commit().map_err(|e| self.write_error(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(tenant: &str, seq: u64) -> StoredEvent {
+        StoredEvent {
+            tenant: tenant.into(),
+            seq,
+            text: format!(r#"{{"kind":"session.closed","seq":{seq},"ts":"t"}}"#),
+        }
+    }
+
+    fn kept(stream: &StoredStream) -> Vec<(&str, u64)> {
+        stream
+            .events
+            .iter()
+            .map(|e| (e.tenant.as_str(), e.seq))
+            .collect()
+    }
+
+    #[test]
+    fn a_reopened_store_keeps_its_epoch_and_newest_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/runtime.db");
+        let store = SqliteStore::open(&path).unwrap();
+        let first = store.stream("ep_1", 3).unwrap();
+        assert_eq!(first.epoch, "ep_1");
+        assert!(first.next_seqs.is_empty());
+        store
+            .append(
+                &(1..=5).map(|seq| event("default", seq)).collect::<Vec<_>>(),
+                &[],
+            )
+            .unwrap();
+        drop(store);
+        let store = SqliteStore::open(&path).unwrap();
+        let again = store.stream("ep_2", 3).unwrap();
+        assert_eq!(again.epoch, "ep_1", "the stream continues");
+        assert_eq!(again.next_seqs, [("default".to_owned(), 6)]);
+        assert_eq!(
+            kept(&again),
+            [("default", 3), ("default", 4), ("default", 5)]
+        );
+    }
+
+    #[test]
+    fn tenants_keep_their_own_seqs_order_and_evictions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime.db");
+        let store = SqliteStore::open(&path).unwrap();
+        store.stream("ep_1", 100).unwrap();
+        let batch = [
+            event("a", 1),
+            event("b", 1),
+            event("a", 2),
+            event("b", 2),
+            event("a", 3),
+        ];
+        store.append(&batch, &[]).unwrap();
+        // a's two oldest left the ring: they leave the file, b's seq 1 and 2 stay.
+        store.append(&[event("b", 3)], &[("a".into(), 2)]).unwrap();
+        // A tenant whose every event was evicted still goes on from its own seq.
+        store.append(&[], &[("b".into(), 3)]).unwrap();
+        drop(store);
+        let again = SqliteStore::open(&path)
+            .unwrap()
+            .stream("ep_2", 100)
+            .unwrap();
+        assert_eq!(kept(&again), [("a", 3)]);
+        assert_eq!(again.next_seqs, [("a".to_owned(), 4), ("b".to_owned(), 4)]);
+    }
+
+    #[test]
+    fn a_damaged_file_and_a_newer_schema_are_errors_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let junk = dir.path().join("junk.db");
+        std::fs::write(&junk, vec![0x5a; 8192]).unwrap();
+        let err = SqliteStore::open(&junk).unwrap_err().to_string();
+        assert!(err.contains("junk.db") && err.contains("damaged"), "{err}");
+        assert_eq!(
+            std::fs::read(&junk).unwrap(),
+            vec![0x5a; 8192],
+            "left as it was"
+        );
+
+        let newer = dir.path().join("newer.db");
+        Connection::open(&newer)
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        let err = SqliteStore::open(&newer).unwrap_err().to_string();
+        assert!(
+            err.contains("newer.db") && err.contains("newer than this spyglass"),
+            "{err}"
+        );
+    }
+}
