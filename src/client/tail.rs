@@ -58,6 +58,14 @@ fn outcome_text(outcome: &Outcome) -> String {
 /// One readable line: seq, time, kind, session, and what happened.
 pub fn readable(frame: &Frame) -> String {
     let time = frame.ts.get(11..23).unwrap_or(&frame.ts);
+    if let Event::StreamReset(e) = &frame.event {
+        // A marker line, not an event line: seqs before it belong to another stream.
+        let line = format!(
+            "──── runtime restarted at {time}: stream {} starts over ({}) ────",
+            e.epoch, e.reason
+        );
+        return shown(&line).into_owned();
+    }
     let session = frame.session_id.as_deref().unwrap_or("-");
     let what = what_happened(&frame.event);
     let line = format!(
@@ -123,14 +131,7 @@ pub fn what_happened(event: &Event) -> String {
         ),
         Event::StreamGap(e) => format!("events {}..={} are no longer held", e.from, e.to),
         Event::StreamHello(e) => format!("stream {}", e.epoch),
-        Event::StreamReset(e) => {
-            // A marker line, not an event line: seqs before it belong to another stream.
-            let line = format!(
-                "──── runtime restarted at {time}: stream {} starts over ({}) ────",
-                e.epoch, e.reason
-            );
-            return shown(&line).into_owned();
-        }
+        Event::StreamReset(e) => format!("stream {} starts over ({})", e.epoch, e.reason),
         Event::AgentStepCompleted(e) => {
             let tools: Vec<&str> = e.step.tool_calls.iter().map(|c| c.name.as_str()).collect();
             format!(
