@@ -186,7 +186,11 @@ impl Runtime {
             config.subscriber_queue,
             budget.clone(),
         );
-        let evals = evals::EvalState::new(config.eval_history, config.retained_eval_runs);
+        let evals = evals::EvalState::new(
+            config.eval_history,
+            config.retained_eval_runs,
+            budget.clone(),
+        );
         Runtime {
             inner: Arc::new(Inner {
                 config,

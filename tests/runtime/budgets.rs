@@ -279,3 +279,112 @@ async fn a_tenant_past_its_open_sessions_gets_429() {
     assert_eq!(list["sessions"].as_array().unwrap().len(), 3);
     handle.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_sessions_make_room_before_an_open_sessions_events_are_dropped() {
+    let _one = MEASURED.lock().await;
+    let budget = 4 * MIB;
+    let handle = server(RuntimeConfig {
+        max_retained_bytes: budget,
+        max_sessions_per_tenant: 1000,
+        ..test_config()
+    })
+    .await;
+    let api = Api::new(&handle);
+    // The open session is the oldest: the log alone would drop its events first.
+    let open = api.session(json!({"t/a": {"ok": true}})).await;
+    let input = json!({"blob": "o".repeat(20_000)});
+    let (status, body) = api.execute(&open, "t/a", input.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    // 60 closed sessions holding 40 KB of mocks each: 2.4 MB of closed data.
+    for i in 0..60 {
+        let sid = create(
+            &api,
+            json!({"servers": [], "user_id": format!("c{i}"), "mocks": {"t/a": fixture(40_000)}}),
+        )
+        .await;
+        assert_eq!(api.delete(&format!("/v1/sessions/{sid}")).await.0, 204);
+    }
+    assert_eq!(handle.runtime().budget_stats().evicted_sessions, 0);
+    // 100 more 20 KB calls on the open one: 2 MB of events and 1 MiB of its record.
+    for _ in 0..100 {
+        let (status, body) = api.execute(&open, "t/a", input.clone()).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let stats = handle.runtime().budget_stats();
+    eprintln!("{stats:?}");
+    assert!(stats.retained_bytes <= budget, "{stats:?}");
+    assert!(stats.evicted_sessions > 0, "{stats:?}");
+    assert!(
+        stats.evicted_sessions < 60,
+        "only what was needed goes: {stats:?}"
+    );
+    assert_eq!(stats.evicted_events, 0, "{stats:?}");
+    // Every call of the open session is still on the log, its first one included.
+    let (status, page) = api.get("/v1/events?since=0&limit=10000").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.get("gap").is_none(), "{page}");
+    let calls = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["sessionId"] == open.as_str() && e["kind"] == "tool.called")
+        .count();
+    assert_eq!(calls, 101);
+    let (_, list) = api.get("/v1/sessions?limit=1000").await;
+    assert_eq!(
+        list["sessions"].as_array().unwrap().len(),
+        61 - stats.evicted_sessions as usize
+    );
+    assert_eq!(list["sessions"][0]["id"], open.as_str());
+    handle.shutdown().await;
+}
+
+/// A suite of one skipped case whose input makes its document about `bytes` long.
+fn large_suite(name: &str, bytes: usize) -> Value {
+    json!({"suite": name, "cases": [{"id": "c", "input": "s".repeat(bytes), "skip": "large"}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suite_documents_and_eval_runs_count_against_the_budget() {
+    let _one = MEASURED.lock().await;
+    let budget = 2 * MIB;
+    let handle = server(RuntimeConfig {
+        max_retained_bytes: budget,
+        ..test_config()
+    })
+    .await;
+    let api = Api::new(&handle);
+    // 40 × 200 KB suites = 8 MB of documents, four times the budget.
+    for i in 0..40 {
+        let (status, created) = api
+            .post(
+                "/v1/evals/runs",
+                json!({"suites": [large_suite(&format!("s{i}"), 200_000)]}),
+            )
+            .await;
+        assert_eq!(status, 202, "{created}");
+        let id = created["run_id"].as_str().unwrap().to_owned();
+        handle
+            .runtime()
+            .wait_eval_run("default", &id)
+            .await
+            .unwrap();
+    }
+    let stats = handle.runtime().budget_stats();
+    eprintln!("{stats:?}");
+    assert!(stats.retained_bytes <= budget, "{stats:?}");
+    assert!(stats.eval_bytes > 1_000_000, "{stats:?}");
+    assert!(stats.evicted_evals >= 30, "{stats:?}");
+    assert!(stats.evicted_eval_bytes >= 30 * 200_000, "{stats:?}");
+    // The newest suite is still there for a rerun by name; the oldest made room.
+    let (status, doc) = api.get("/v1/evals/suites/s39").await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["document"]["suite"], "s39");
+    let (status, _) = api.get("/v1/evals/suites/s0").await;
+    assert_eq!(status, 404);
+    let (_, health) = api.get("/health").await;
+    assert_eq!(health["memory"]["evicted_evals"], stats.evicted_evals);
+    assert!(health["memory"]["eval_bytes"].as_u64().unwrap() > 0);
+    handle.shutdown().await;
+}
