@@ -388,3 +388,77 @@ async fn suite_documents_and_eval_runs_count_against_the_budget() {
     assert!(health["memory"]["eval_bytes"].as_u64().unwrap() > 0);
     handle.shutdown().await;
 }
+
+#[tokio::test]
+async fn approvals_list_in_pages_and_the_client_follows_the_cursor() {
+    let handle = server(RuntimeConfig {
+        max_sessions_per_tenant: 2000,
+        ..crate::support::runtime::policy_config(
+            r#"
+            [[rule]]
+            id = "all"
+            tool = "t/gated"
+            action = "approval"
+            "#,
+        )
+    })
+    .await;
+    let api = Api::new(&handle);
+    let sid = api.session(json!({"t/gated": {"ok": true}})).await;
+    let mut ids = Vec::new();
+    for i in 0..130 {
+        let (status, body) = api.execute(&sid, "t/gated", json!({"n": i})).await;
+        assert_eq!(status, 202, "{body}");
+        ids.push(body["approval_id"].as_str().unwrap().to_owned());
+    }
+    // Another tenant's approvals are neither listed nor counted in a page.
+    let other = Api::new(&handle).with_tenant("other");
+    let theirs = other.session(json!({"t/gated": {"ok": true}})).await;
+    assert_eq!(other.execute(&theirs, "t/gated", json!({})).await.0, 202);
+    let (status, first) = api.get("/v1/approvals").await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["approvals"].as_array().unwrap().len(), 100);
+    let cursor = first["next_cursor"].as_str().unwrap().to_owned();
+    let (_, second) = api.get(&format!("/v1/approvals?cursor={cursor}")).await;
+    assert_eq!(second["approvals"].as_array().unwrap().len(), 30);
+    assert!(second.get("next_cursor").is_none(), "{second}");
+    let listed: Vec<String> = first["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(second["approvals"].as_array().unwrap())
+        .map(|a| a["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed, ids);
+    // A decided row leaves the pending pages but not `status=all`'s.
+    let (status, _) = api
+        .post(&format!("/v1/approvals/{}/deny", ids[0]), json!({}))
+        .await;
+    assert_eq!(status, 200);
+    let (_, small) = api.get("/v1/approvals?limit=7").await;
+    assert_eq!(small["approvals"].as_array().unwrap().len(), 7);
+    assert_eq!(small["approvals"][0]["id"], ids[1].as_str());
+    let (_, all) = api.get("/v1/approvals?status=all&limit=7").await;
+    assert_eq!(all["approvals"][0]["id"], ids[0].as_str());
+    let cursor = all["next_cursor"].as_str().unwrap();
+    let (_, next) = api
+        .get(&format!("/v1/approvals?status=all&limit=7&cursor={cursor}"))
+        .await;
+    assert_eq!(next["approvals"][0]["id"], ids[7].as_str());
+    let (status, err) = api.get("/v1/approvals?cursor=nope").await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["code"], "invalid_query");
+    let (status, _) = api.get("/v1/approvals?limit=-1").await;
+    assert_eq!(status, 400);
+
+    // The inspector's re-read walks every page: 1,130 rows past the 1,000 a page holds.
+    for i in 0..1000 {
+        assert_eq!(api.execute(&sid, "t/gated", json!({"m": i})).await.0, 202);
+    }
+    let rest = RestClient::new(&handle.url(), None).unwrap();
+    let all = rest.approvals().await.unwrap();
+    assert_eq!(all.approvals.len(), 1130);
+    assert_eq!(all.approvals[0].id, ids[0]);
+    assert!(all.next_cursor.is_none());
+    handle.shutdown().await;
+}
