@@ -91,14 +91,30 @@ impl RestClient {
         Ok(all)
     }
 
-    /// `GET /v1/approvals?status=all`.
+    /// `GET /v1/approvals?status=all`, every page (like `sessions`).
     pub async fn approvals(&self) -> Result<ApprovalList, ClientError> {
-        let response = self
-            .http
-            .get(format!("{}/v1/approvals?status=all", self.base))
-            .send()
-            .await?;
-        Self::read(response).await
+        let mut all = ApprovalList {
+            approvals: Vec::new(),
+            next_cursor: None,
+        };
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let mut request = self
+                .http
+                .get(format!("{}/v1/approvals", self.base))
+                .query(&[("status", "all")])
+                .query(&[("limit", SESSIONS_PAGE)]);
+            if let Some(cursor) = &cursor {
+                request = request.query(&[("cursor", cursor)]);
+            }
+            let page: ApprovalList = Self::read(request.send().await?).await?;
+            all.approvals.extend(page.approvals);
+            match page.next_cursor {
+                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+                _ => break,
+            }
+        }
+        Ok(all)
     }
 
     /// `POST /v1/approvals/:id/approve` or `/deny`; the effect arrives on the stream.
@@ -202,7 +218,8 @@ impl RestClient {
 }
 
 /// Percent-encodes one URL path segment (suite names hold spaces and slashes).
-/// Rows asked for per page of `GET /v1/sessions` (the runtime's most).
+/// Rows asked for per page of `GET /v1/sessions` and `GET /v1/approvals` (the runtime's
+/// most).
 const SESSIONS_PAGE: usize = 1000;
 /// Pages followed at most in one re-read.
 const MAX_PAGES: usize = 10_000;

@@ -338,6 +338,7 @@ fn hydrate_takes_the_runtimes_counters_and_keeps_timelines() {
             note: None,
             replay: None,
         }],
+        next_cursor: None,
     };
     m.hydrate(
         SessionList {
@@ -388,6 +389,7 @@ fn a_late_request_does_not_undo_a_decision_the_re_read_knew() {
         },
         ApprovalList {
             approvals: vec![view],
+            next_cursor: None,
         },
     );
     m.apply(&frame(

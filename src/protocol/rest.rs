@@ -265,6 +265,9 @@ pub struct ApprovalView {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalList {
     pub approvals: Vec<ApprovalView>,
+    /// `GET /v1/approvals`: pass as `cursor` for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// Optional body of `POST /v1/approvals/:id/approve` and `/deny`.

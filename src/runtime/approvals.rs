@@ -3,7 +3,7 @@
 //! already spoke); a replay whose mock or session is gone is `mocks_engine_error`.
 
 use super::policy::{Literal, Op};
-use super::sessions::new_id;
+use super::sessions::{DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE, Page, new_id};
 use super::{ApiErrorWithStatus, Runtime, lock};
 use crate::protocol::envelope::codes;
 use crate::protocol::events::{
@@ -217,21 +217,58 @@ impl Runtime {
     }
 
     /// `GET /v1/approvals`: this tenant's approvals, oldest first.
-    pub fn list_approvals(&self, tenant: &str, filter: StatusFilter) -> ApprovalList {
+    /// One page of this tenant's approvals, oldest first, paged like `GET /v1/sessions`
+    /// (`limit`, `cursor`, `next_cursor`). A cursor is a position in the queue, which only
+    /// grows, so rows queued between pages neither repeat nor shift the rest.
+    pub fn list_approvals(
+        &self,
+        tenant: &str,
+        filter: StatusFilter,
+        page: &Page,
+    ) -> Result<ApprovalList, ApiErrorWithStatus> {
+        let limit = page
+            .limit
+            .unwrap_or(DEFAULT_SESSIONS_PAGE)
+            .clamp(1, MAX_SESSIONS_PAGE);
+        let start = match page.cursor.as_deref() {
+            None | Some("") => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .map_err(|_| {
+                    ApiErrorWithStatus::new(
+                        400,
+                        codes::INVALID_QUERY,
+                        format!("cursor `{cursor}` is not one a page of /v1/approvals gave"),
+                    )
+                })?
+                .saturating_add(1),
+        };
         self.expire_due_approvals();
         let queue = lock(&self.inner.approvals);
-        ApprovalList {
-            approvals: queue
-                .order
-                .iter()
-                .filter_map(|id| queue.rows.get(id))
-                .filter(|row| row.tenant == tenant)
-                .filter(|row| {
-                    filter == StatusFilter::All || row.view.status == ApprovalStatus::Pending
-                })
-                .map(|row| row.view.clone())
-                .collect(),
+        let mut approvals = Vec::new();
+        let mut next_cursor = None;
+        let rows = queue
+            .order
+            .iter()
+            .enumerate()
+            .skip(start)
+            .filter_map(|(at, id)| queue.rows.get(id).map(|row| (at, row)))
+            .filter(|(_, row)| row.tenant == tenant)
+            .filter(|(_, row)| {
+                filter == StatusFilter::All || row.view.status == ApprovalStatus::Pending
+            });
+        for (at, row) in rows {
+            if approvals.len() == limit {
+                // One more row exists: the page ends at the last one returned.
+                next_cursor = Some(at.saturating_sub(1).to_string());
+                break;
+            }
+            approvals.push(row.view.clone());
         }
+        Ok(ApprovalList {
+            approvals,
+            next_cursor,
+        })
     }
 
     /// `POST /v1/approvals/:id/approve|deny`. A second decision is 409; a decision after

@@ -2,6 +2,7 @@
 //! in a fresh test-mode session driven through the same model loop as `send`, judged and
 //! emitted as `agent.eval.completed`; plus the per-tenant run table and pass-rate history.
 
+use super::log::Budget;
 use super::sessions::new_id;
 use super::{ApiErrorWithStatus, Runtime, lock};
 use crate::eval::assert::{CaseRun, evaluate, skipped};
@@ -16,7 +17,8 @@ use crate::protocol::rest::{
 use crate::protocol::{ApiError, Frame};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -29,6 +31,23 @@ struct RunEntry {
     detail: EvalRunDetail,
     started: Instant,
     done: watch::Sender<bool>,
+    /// When it started (`EvalState::stamp`), for evicting the oldest first.
+    stamp: u64,
+    /// Its detail's JSON text length, as the byte budget counts it.
+    bytes: usize,
+}
+
+/// A suite document kept for reruns, with what the budget counts for it (its JSON text
+/// length) and when it was kept (`EvalState::stamp`), for evicting the oldest first.
+struct Document {
+    value: Value,
+    bytes: usize,
+    stamp: u64,
+}
+
+/// What the byte budget counts for a document or record: its JSON text.
+fn json_len<T: serde::Serialize>(value: &T) -> usize {
+    serde_json::to_string(value).map_or(0, |text| text.len())
 }
 
 #[derive(Default)]
@@ -43,19 +62,29 @@ pub(crate) struct EvalState {
     runs: Mutex<RunTable>,
     history: Mutex<HashMap<String, EvalHistory>>,
     /// Per tenant, each suite as its latest run request gave it, for reruns by name.
-    documents: Mutex<HashMap<String, BTreeMap<String, Value>>>,
+    documents: Mutex<HashMap<String, BTreeMap<String, Document>>>,
+    /// Orders the documents kept, across tenants.
+    stamp: AtomicU64,
     settings: HistorySettings,
     retained_runs: usize,
+    /// Runs and documents count against the runtime's byte budget.
+    budget: Arc<Budget>,
 }
 
 impl EvalState {
-    pub(crate) fn new(settings: HistorySettings, retained_runs: usize) -> Self {
+    pub(crate) fn new(
+        settings: HistorySettings,
+        retained_runs: usize,
+        budget: Arc<Budget>,
+    ) -> Self {
         Self {
             runs: Mutex::new(RunTable::default()),
             history: Mutex::new(HashMap::new()),
             documents: Mutex::new(HashMap::new()),
+            stamp: AtomicU64::new(0),
             settings,
             retained_runs: retained_runs.max(1),
+            budget,
         }
     }
 
@@ -79,19 +108,93 @@ impl EvalState {
         let mut documents = lock(&self.documents);
         let documents = documents.entry(tenant.to_owned()).or_default();
         for (suite, document) in suites.iter().zip(&request.suites) {
-            if !documents.contains_key(&suite.name) && documents.len() >= MAX_SUITE_DOCUMENTS {
+            if !documents.contains_key(&suite.name)
+                && documents.len() >= MAX_SUITE_DOCUMENTS
+                && let Some((_, old)) = documents.pop_first()
+            {
                 // Bounded like every other table; the name sorted first gives way.
-                documents.pop_first();
+                self.budget.remove_evals(old.bytes, false);
             }
-            documents.insert(suite.name.clone(), document.clone());
+            let kept = Document {
+                value: document.clone(),
+                bytes: json_len(document),
+                stamp: self.stamp.fetch_add(1, Ordering::Relaxed),
+            };
+            self.budget.add_evals(kept.bytes);
+            if let Some(old) = documents.insert(suite.name.clone(), kept) {
+                self.budget.remove_evals(old.bytes, false);
+            }
         }
     }
 
     pub(crate) fn document(&self, tenant: &str, suite: &str) -> Option<Value> {
-        lock(&self.documents).get(tenant)?.get(suite).cloned()
+        lock(&self.documents)
+            .get(tenant)?
+            .get(suite)
+            .map(|d| d.value.clone())
     }
 
-    fn insert(&self, run_id: &str, entry: RunEntry) {
+    /// Drops the oldest of the finished runs and the suite documents (a run's age is its
+    /// start), counted as evicted; false when there is nothing left that may go.
+    pub(crate) fn evict_oldest(&self) -> bool {
+        let run = {
+            let table = lock(&self.runs);
+            table
+                .order
+                .iter()
+                .find_map(|id| table.by_id.get(id).filter(|r| r.detail.status != RUNNING))
+                .map(|r| (r.stamp, r.detail.run_id.clone()))
+        };
+        let mut documents = lock(&self.documents);
+        let document = documents
+            .iter()
+            .flat_map(|(tenant, docs)| docs.iter().map(move |(name, d)| (d.stamp, tenant, name)))
+            .min_by_key(|(stamp, _, _)| *stamp)
+            .map(|(stamp, tenant, name)| (stamp, tenant.clone(), name.clone()));
+        match (run, document) {
+            (Some((run_stamp, _)), Some((doc_stamp, tenant, name))) if doc_stamp < run_stamp => {
+                self.drop_document(&mut documents, &tenant, &name)
+            }
+            (None, Some((_, tenant, name))) => self.drop_document(&mut documents, &tenant, &name),
+            (Some((_, id)), _) => {
+                drop(documents);
+                let mut table = lock(&self.runs);
+                table.order.retain(|kept| *kept != id);
+                match table.by_id.remove(&id) {
+                    Some(run) => {
+                        self.budget.remove_evals(run.bytes, true);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            (None, None) => false,
+        }
+    }
+
+    fn drop_document(
+        &self,
+        documents: &mut HashMap<String, BTreeMap<String, Document>>,
+        tenant: &str,
+        name: &str,
+    ) -> bool {
+        let Some(docs) = documents.get_mut(tenant) else {
+            return false;
+        };
+        let Some(old) = docs.remove(name) else {
+            return false;
+        };
+        if docs.is_empty() {
+            documents.remove(tenant);
+        }
+        self.budget.remove_evals(old.bytes, true);
+        true
+    }
+
+    fn insert(&self, run_id: &str, mut entry: RunEntry) {
+        entry.bytes = json_len(&entry.detail);
+        entry.stamp = self.stamp.fetch_add(1, Ordering::Relaxed);
+        self.budget.add_evals(entry.bytes);
         let mut table = lock(&self.runs);
         table.order.push_back(run_id.to_owned());
         table.by_id.insert(run_id.to_owned(), entry);
@@ -105,15 +208,20 @@ impl EvalState {
             }) else {
                 break;
             };
-            if let Some(id) = table.order.remove(at) {
-                table.by_id.remove(&id);
+            if let Some(id) = table.order.remove(at)
+                && let Some(run) = table.by_id.remove(&id)
+            {
+                self.budget.remove_evals(run.bytes, false);
             }
         }
     }
 
     fn push_case(&self, run_id: &str, record: EvalCaseRecord) {
+        let bytes = json_len(&record);
         let mut table = lock(&self.runs);
         if let Some(run) = table.by_id.get_mut(run_id) {
+            run.bytes += bytes;
+            self.budget.add_evals(bytes);
             let detail = &mut run.detail;
             match record.result.status {
                 EvalStatus::Passed => detail.passed += 1,
@@ -285,8 +393,11 @@ impl Runtime {
                 },
                 started: Instant::now(),
                 done,
+                stamp: 0,
+                bytes: 0,
             },
         );
+        self.make_room();
         self.emit_for(
             tenant,
             None,
@@ -379,6 +490,7 @@ impl Runtime {
             let record = self.run_case(&tenant, &run_id, planned, scope).await;
             counts.add(record.result.status);
             self.inner.evals.push_case(&run_id, record);
+            self.make_room();
         }
         let duration = clock.elapsed().as_secs_f64() * 1000.0;
         // On the stream before the run reads as completed, so a poller that saw

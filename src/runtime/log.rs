@@ -41,26 +41,34 @@ pub struct Budget {
     pub max: usize,
     log: AtomicUsize,
     sessions: AtomicUsize,
+    evals: AtomicUsize,
     evicted_events: AtomicU64,
     evicted_event_bytes: AtomicU64,
     evicted_sessions: AtomicU64,
     evicted_session_bytes: AtomicU64,
+    evicted_evals: AtomicU64,
+    evicted_eval_bytes: AtomicU64,
 }
 
 /// A snapshot of the budget (`Runtime::budget_stats`, `/health`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct BudgetStats {
     pub max_bytes: usize,
-    /// Log plus sessions: never above `max_bytes` for long (one event may overshoot).
+    /// Log, sessions and evals: never above `max_bytes` for long (one event may overshoot).
     pub retained_bytes: usize,
     pub log_bytes: usize,
     pub session_bytes: usize,
+    /// Eval runs and the suite documents kept for reruns (their JSON text).
+    pub eval_bytes: usize,
     /// Events dropped from the log because of bytes, not count.
     pub evicted_events: u64,
     pub evicted_event_bytes: u64,
     /// Closed sessions dropped to make room.
     pub evicted_sessions: u64,
     pub evicted_session_bytes: u64,
+    /// Finished eval runs and suite documents dropped to make room.
+    pub evicted_evals: u64,
+    pub evicted_eval_bytes: u64,
 }
 
 impl Budget {
@@ -69,15 +77,34 @@ impl Budget {
             max: max.max(1),
             log: AtomicUsize::new(0),
             sessions: AtomicUsize::new(0),
+            evals: AtomicUsize::new(0),
             evicted_events: AtomicU64::new(0),
             evicted_event_bytes: AtomicU64::new(0),
             evicted_sessions: AtomicU64::new(0),
             evicted_session_bytes: AtomicU64::new(0),
+            evicted_evals: AtomicU64::new(0),
+            evicted_eval_bytes: AtomicU64::new(0),
         }
     }
 
     pub fn retained(&self) -> usize {
-        self.log.load(Ordering::Relaxed) + self.sessions.load(Ordering::Relaxed)
+        self.log.load(Ordering::Relaxed)
+            + self.sessions.load(Ordering::Relaxed)
+            + self.evals.load(Ordering::Relaxed)
+    }
+
+    pub fn add_evals(&self, bytes: usize) {
+        self.evals.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// An eval run or suite document left the runtime: evicted by the budget when `evicted`.
+    pub fn remove_evals(&self, bytes: usize, evicted: bool) {
+        self.evals.fetch_sub(bytes, Ordering::Relaxed);
+        if evicted {
+            self.evicted_evals.fetch_add(1, Ordering::Relaxed);
+            self.evicted_eval_bytes
+                .fetch_add(bytes as u64, Ordering::Relaxed);
+        }
     }
 
     pub fn add_session(&self, bytes: usize) {
@@ -97,15 +124,19 @@ impl Budget {
     pub fn stats(&self) -> BudgetStats {
         let log_bytes = self.log.load(Ordering::Relaxed);
         let session_bytes = self.sessions.load(Ordering::Relaxed);
+        let eval_bytes = self.evals.load(Ordering::Relaxed);
         BudgetStats {
             max_bytes: self.max,
-            retained_bytes: log_bytes + session_bytes,
+            retained_bytes: log_bytes + session_bytes + eval_bytes,
             log_bytes,
             session_bytes,
+            eval_bytes,
             evicted_events: self.evicted_events.load(Ordering::Relaxed),
             evicted_event_bytes: self.evicted_event_bytes.load(Ordering::Relaxed),
             evicted_sessions: self.evicted_sessions.load(Ordering::Relaxed),
             evicted_session_bytes: self.evicted_session_bytes.load(Ordering::Relaxed),
+            evicted_evals: self.evicted_evals.load(Ordering::Relaxed),
+            evicted_eval_bytes: self.evicted_eval_bytes.load(Ordering::Relaxed),
         }
     }
 }

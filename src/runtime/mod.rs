@@ -193,7 +193,11 @@ impl Runtime {
         }
         let budget = Arc::new(log::Budget::new(config.max_retained_bytes));
         let log = make_log(&config, budget.clone());
-        let evals = evals::EvalState::new(config.eval_history, config.retained_eval_runs);
+        let evals = evals::EvalState::new(
+            config.eval_history,
+            config.retained_eval_runs,
+            budget.clone(),
+        );
         Runtime {
             inner: Arc::new(Inner {
                 config,

@@ -225,6 +225,12 @@ impl SessionMap {
     }
 }
 
+/// Where closed data starts to give way: a sixteenth of the budget short of it, room for
+/// the next call's event and its record before the log reaches the budget itself.
+fn room_mark(max: usize) -> usize {
+    max - max / 16
+}
+
 /// What create answers when a tenant holds `max_sessions_per_tenant` open sessions.
 pub const TOO_MANY_SESSIONS: &str = "too_many_sessions";
 /// What create answers for a string field longer than `max_string_bytes`.
@@ -729,7 +735,56 @@ impl Runtime {
                 count.closed += 1;
             }
         }
+        drop(sessions);
+        self.make_room();
         Ok(())
+    }
+
+    /// Past `room_mark` of the byte budget, closed data gives way, oldest first: closed
+    /// sessions, then finished eval runs and suite documents. Run when a session closes
+    /// and when a call grows a session, so the log, which drops events only once the
+    /// whole budget is spent, seldom has to while any closed data is left. Takes the map's
+    /// lock and then a session's, never with a session's lock held (the order of every
+    /// other path), and only the budget's counters of the log.
+    pub(crate) fn make_room(&self) {
+        let budget = &self.inner.budget;
+        let mark = room_mark(budget.max);
+        if budget.retained() <= mark {
+            return;
+        }
+        let any_closed = !self
+            .inner
+            .sessions
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .closed
+            .is_empty();
+        let mut evicted = Vec::new();
+        if any_closed {
+            let mut sessions = self
+                .inner
+                .sessions
+                .write()
+                .unwrap_or_else(|poison| poison.into_inner());
+            while budget.retained() > mark {
+                let Some(old) = sessions.oldest_closed(None) else {
+                    break;
+                };
+                if let Some(entry) = sessions.remove(&old) {
+                    budget.remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
+                    evicted.push(entry);
+                }
+            }
+        }
+        // Freed outside the map's lock.
+        if !evicted.is_empty() {
+            tracing::info!(
+                sessions = evicted.len(),
+                "closed sessions evicted to stay within the byte budget"
+            );
+        }
+        drop(evicted);
+        while budget.retained() > mark && self.inner.evals.evict_oldest() {}
     }
 
     /// `POST /v1/sessions/:id/execute`.
@@ -876,6 +931,8 @@ impl Runtime {
             &self.inner.budget,
         );
         drop(s);
+        // The record grew the session's bytes: closed data makes room before the log must.
+        self.make_room();
         if let Some(row) = approval {
             self.announce_approval(&tenant, &session_id, row);
         }

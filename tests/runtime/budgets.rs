@@ -279,3 +279,186 @@ async fn a_tenant_past_its_open_sessions_gets_429() {
     assert_eq!(list["sessions"].as_array().unwrap().len(), 3);
     handle.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_sessions_make_room_before_an_open_sessions_events_are_dropped() {
+    let _one = MEASURED.lock().await;
+    let budget = 4 * MIB;
+    let handle = server(RuntimeConfig {
+        max_retained_bytes: budget,
+        max_sessions_per_tenant: 1000,
+        ..test_config()
+    })
+    .await;
+    let api = Api::new(&handle);
+    // The open session is the oldest: the log alone would drop its events first.
+    let open = api.session(json!({"t/a": {"ok": true}})).await;
+    let input = json!({"blob": "o".repeat(20_000)});
+    let (status, body) = api.execute(&open, "t/a", input.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    // 60 closed sessions holding 40 KB of mocks each: 2.4 MB of closed data.
+    for i in 0..60 {
+        let sid = create(
+            &api,
+            json!({"servers": [], "user_id": format!("c{i}"), "mocks": {"t/a": fixture(40_000)}}),
+        )
+        .await;
+        assert_eq!(api.delete(&format!("/v1/sessions/{sid}")).await.0, 204);
+    }
+    assert_eq!(handle.runtime().budget_stats().evicted_sessions, 0);
+    // 100 more 20 KB calls on the open one: 2 MB of events and 1 MiB of its record.
+    for _ in 0..100 {
+        let (status, body) = api.execute(&open, "t/a", input.clone()).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let stats = handle.runtime().budget_stats();
+    eprintln!("{stats:?}");
+    assert!(stats.retained_bytes <= budget, "{stats:?}");
+    assert!(stats.evicted_sessions > 0, "{stats:?}");
+    assert!(
+        stats.evicted_sessions < 60,
+        "only what was needed goes: {stats:?}"
+    );
+    assert_eq!(stats.evicted_events, 0, "{stats:?}");
+    // Every call of the open session is still on the log, its first one included.
+    let (status, page) = api.get("/v1/events?since=0&limit=10000").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.get("gap").is_none(), "{page}");
+    let calls = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["sessionId"] == open.as_str() && e["kind"] == "tool.called")
+        .count();
+    assert_eq!(calls, 101);
+    let (_, list) = api.get("/v1/sessions?limit=1000").await;
+    assert_eq!(
+        list["sessions"].as_array().unwrap().len(),
+        61 - stats.evicted_sessions as usize
+    );
+    assert_eq!(list["sessions"][0]["id"], open.as_str());
+    handle.shutdown().await;
+}
+
+/// A suite of one skipped case whose input makes its document about `bytes` long.
+fn large_suite(name: &str, bytes: usize) -> Value {
+    json!({"suite": name, "cases": [{"id": "c", "input": "s".repeat(bytes), "skip": "large"}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suite_documents_and_eval_runs_count_against_the_budget() {
+    let _one = MEASURED.lock().await;
+    let budget = 2 * MIB;
+    let handle = server(RuntimeConfig {
+        max_retained_bytes: budget,
+        ..test_config()
+    })
+    .await;
+    let api = Api::new(&handle);
+    // 40 × 200 KB suites = 8 MB of documents, four times the budget.
+    for i in 0..40 {
+        let (status, created) = api
+            .post(
+                "/v1/evals/runs",
+                json!({"suites": [large_suite(&format!("s{i}"), 200_000)]}),
+            )
+            .await;
+        assert_eq!(status, 202, "{created}");
+        let id = created["run_id"].as_str().unwrap().to_owned();
+        handle
+            .runtime()
+            .wait_eval_run("default", &id)
+            .await
+            .unwrap();
+    }
+    let stats = handle.runtime().budget_stats();
+    eprintln!("{stats:?}");
+    assert!(stats.retained_bytes <= budget, "{stats:?}");
+    assert!(stats.eval_bytes > 1_000_000, "{stats:?}");
+    assert!(stats.evicted_evals >= 30, "{stats:?}");
+    assert!(stats.evicted_eval_bytes >= 30 * 200_000, "{stats:?}");
+    // The newest suite is still there for a rerun by name; the oldest made room.
+    let (status, doc) = api.get("/v1/evals/suites/s39").await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["document"]["suite"], "s39");
+    let (status, _) = api.get("/v1/evals/suites/s0").await;
+    assert_eq!(status, 404);
+    let (_, health) = api.get("/health").await;
+    assert_eq!(health["memory"]["evicted_evals"], stats.evicted_evals);
+    assert!(health["memory"]["eval_bytes"].as_u64().unwrap() > 0);
+    handle.shutdown().await;
+}
+
+#[tokio::test]
+async fn approvals_list_in_pages_and_the_client_follows_the_cursor() {
+    let handle = server(RuntimeConfig {
+        max_sessions_per_tenant: 2000,
+        ..crate::support::runtime::policy_config(
+            r#"
+            [[rule]]
+            id = "all"
+            tool = "t/gated"
+            action = "approval"
+            "#,
+        )
+    })
+    .await;
+    let api = Api::new(&handle);
+    let sid = api.session(json!({"t/gated": {"ok": true}})).await;
+    let mut ids = Vec::new();
+    for i in 0..130 {
+        let (status, body) = api.execute(&sid, "t/gated", json!({"n": i})).await;
+        assert_eq!(status, 202, "{body}");
+        ids.push(body["approval_id"].as_str().unwrap().to_owned());
+    }
+    // Another tenant's approvals are neither listed nor counted in a page.
+    let other = Api::new(&handle).with_tenant("other");
+    let theirs = other.session(json!({"t/gated": {"ok": true}})).await;
+    assert_eq!(other.execute(&theirs, "t/gated", json!({})).await.0, 202);
+    let (status, first) = api.get("/v1/approvals").await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["approvals"].as_array().unwrap().len(), 100);
+    let cursor = first["next_cursor"].as_str().unwrap().to_owned();
+    let (_, second) = api.get(&format!("/v1/approvals?cursor={cursor}")).await;
+    assert_eq!(second["approvals"].as_array().unwrap().len(), 30);
+    assert!(second.get("next_cursor").is_none(), "{second}");
+    let listed: Vec<String> = first["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(second["approvals"].as_array().unwrap())
+        .map(|a| a["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed, ids);
+    // A decided row leaves the pending pages but not `status=all`'s.
+    let (status, _) = api
+        .post(&format!("/v1/approvals/{}/deny", ids[0]), json!({}))
+        .await;
+    assert_eq!(status, 200);
+    let (_, small) = api.get("/v1/approvals?limit=7").await;
+    assert_eq!(small["approvals"].as_array().unwrap().len(), 7);
+    assert_eq!(small["approvals"][0]["id"], ids[1].as_str());
+    let (_, all) = api.get("/v1/approvals?status=all&limit=7").await;
+    assert_eq!(all["approvals"][0]["id"], ids[0].as_str());
+    let cursor = all["next_cursor"].as_str().unwrap();
+    let (_, next) = api
+        .get(&format!("/v1/approvals?status=all&limit=7&cursor={cursor}"))
+        .await;
+    assert_eq!(next["approvals"][0]["id"], ids[7].as_str());
+    let (status, err) = api.get("/v1/approvals?cursor=nope").await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["code"], "invalid_query");
+    let (status, _) = api.get("/v1/approvals?limit=-1").await;
+    assert_eq!(status, 400);
+
+    // The inspector's re-read walks every page: 1,130 rows past the 1,000 a page holds.
+    for i in 0..1000 {
+        assert_eq!(api.execute(&sid, "t/gated", json!({"m": i})).await.0, 202);
+    }
+    let rest = RestClient::new(&handle.url(), None).unwrap();
+    let all = rest.approvals().await.unwrap();
+    assert_eq!(all.approvals.len(), 1130);
+    assert_eq!(all.approvals[0].id, ids[0]);
+    assert!(all.next_cursor.is_none());
+    handle.shutdown().await;
+}

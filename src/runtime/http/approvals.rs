@@ -6,14 +6,19 @@ use crate::protocol::envelope::codes;
 use crate::protocol::rest::DecisionRequest;
 use crate::runtime::ApiErrorWithStatus;
 use crate::runtime::approvals::{StatusFilter, Verdict};
+use crate::runtime::sessions::Page;
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
+/// `?status=pending|all&limit=N&cursor=C` (paged like `GET /v1/sessions`).
 #[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub(super) struct ApprovalQuery {
     status: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
 }
 
 pub(super) async fn list_approvals(
@@ -32,7 +37,11 @@ pub(super) async fn list_approvals(
             ));
         }
     };
-    Ok(Json(state.rt.list_approvals(&tenant, filter)).into_response())
+    let page = Page {
+        limit: query.limit,
+        cursor: query.cursor,
+    };
+    Ok(Json(state.rt.list_approvals(&tenant, filter, &page)?).into_response())
 }
 
 pub(super) async fn approve(
