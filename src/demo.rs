@@ -338,7 +338,7 @@ pub fn runtime_config() -> Result<RuntimeConfig, PolicyError> {
     Ok(RuntimeConfig {
         test_mode: true,
         policy: Policy::from_toml(POLICY)?,
-        approval_ttl: Duration::from_secs(120),
+        approval_ttl: Duration::from_mins(2),
         ..RuntimeConfig::default()
     })
 }

@@ -43,7 +43,7 @@ const SECRET_NAMES: &[&str] = &["session", "auth"];
 /// Auth schemes kept in front of a masked credential: they say what kind it was.
 const SCHEMES: &[&str] = &["bearer", "basic", "token", "digest"];
 
-/// Values secret by their shape, wherever they appear: `Bearer …`, CodeSpar `csk_…`
+/// Values secret by their shape, wherever they appear: `Bearer …`, `CodeSpar` `csk_…`
 /// keys, OpenAI-style `sk-…`, JWTs, AWS key ids, GitHub and Slack tokens. One regex, so
 /// a line is searched once; the literal prefixes let it skip most text quickly.
 static SHAPED: LazyLock<Option<Regex>> = LazyLock::new(|| {

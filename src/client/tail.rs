@@ -124,7 +124,10 @@ pub fn readable(frame: &Frame) -> String {
         Event::AgentFailed(e) => format!(
             "{} failed: {}",
             e.agent_name,
-            e.error.as_ref().map(|x| x.as_text()).unwrap_or_default()
+            e.error
+                .as_ref()
+                .map(super::super::protocol::json::RawJson::as_text)
+                .unwrap_or_default()
         ),
         Event::AgentEvalCompleted(e) => format!(
             "{} / {} {}{}",

@@ -80,7 +80,7 @@ impl Paths {
     }
 }
 
-/// Where logs go when neither XDG_STATE_HOME (absolute) nor HOME is set: the working
+/// Where logs go when neither `XDG_STATE_HOME` (absolute) nor HOME is set: the working
 /// directory, so spyglass still runs.
 pub const LOCAL_STATE_DIR: &str = ".spyglass-state";
 

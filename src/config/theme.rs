@@ -320,10 +320,10 @@ impl Theme {
             path: path.to_path_buf(),
             source,
         })?;
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "custom".to_string());
+        let stem = path.file_stem().map_or_else(
+            || "custom".to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
         Theme::parse_user(&src, &path.display().to_string(), &stem)
     }
 
@@ -349,9 +349,10 @@ impl Theme {
         }
         Err(ThemeError::UnknownTheme {
             name: spec.to_string(),
-            searched: theme_dir
-                .map(|d| d.display().to_string())
-                .unwrap_or_else(|| "(no theme directory: HOME is not set)".to_string()),
+            searched: theme_dir.map_or_else(
+                || "(no theme directory: HOME is not set)".to_string(),
+                |d| d.display().to_string(),
+            ),
         })
     }
 

@@ -232,17 +232,16 @@ impl Model {
     }
 
     fn session_mut_or_new(&mut self, id: &str) -> &mut Session {
-        let abs = match self.index.get(id) {
-            Some(abs) => *abs,
-            None => {
-                let abs = self.end_abs();
-                self.index.insert(id.to_owned(), abs);
-                self.sessions.push_back(Session::new(id));
-                while self.sessions.len() > self.limits.sessions.max(1) {
-                    self.drop_oldest_session();
-                }
-                abs
+        let abs = if let Some(abs) = self.index.get(id) {
+            *abs
+        } else {
+            let abs = self.end_abs();
+            self.index.insert(id.to_owned(), abs);
+            self.sessions.push_back(Session::new(id));
+            while self.sessions.len() > self.limits.sessions.max(1) {
+                self.drop_oldest_session();
             }
+            abs
         };
         let i = (abs - self.base) as usize;
         &mut self.sessions[i]
@@ -564,43 +563,40 @@ impl Model {
         let start = parse_ms(&called.started_at).or(at.map(|t| t - called.duration));
         let is_envelope = called.outcome.envelope().is_some();
         let mut dropped = 0;
-        match session.timeline.call_mut(&called.call_id) {
-            Some(call) => {
-                // Told first by a step: the runtime's account is the precise one.
-                call.outcome = called.outcome.clone();
-                call.start_ms = start.or(call.start_ms);
-                call.duration_ms = called.duration;
-                call.counter = called.counter;
-                call.from_runtime = true;
-                if is_envelope && !counted {
-                    session.envelopes += 1;
-                }
+        if let Some(call) = session.timeline.call_mut(&called.call_id) {
+            // Told first by a step: the runtime's account is the precise one.
+            call.outcome = called.outcome.clone();
+            call.start_ms = start.or(call.start_ms);
+            call.duration_ms = called.duration;
+            call.counter = called.counter;
+            call.from_runtime = true;
+            if is_envelope && !counted {
+                session.envelopes += 1;
             }
-            None => {
-                let call = Call {
-                    id: called.call_id.clone(),
-                    tool: called.tool.clone(),
-                    input: called.input.clone(),
-                    outcome: called.outcome.clone(),
-                    start_ms: start,
-                    duration_ms: called.duration,
-                    counter: called.counter,
-                    iteration: called.iteration,
-                    from_runtime: true,
-                    approval_id: match called.outcome.envelope() {
-                        Some(Envelope::ApprovalRequired { approval_id, .. }) => {
-                            Some(approval_id.clone())
-                        }
-                        _ => None,
-                    },
-                    replay: None,
-                };
-                dropped = session.timeline.push_call(call, limits.calls_per_session);
-                if !counted {
-                    session.calls += 1;
-                    if is_envelope {
-                        session.envelopes += 1;
+        } else {
+            let call = Call {
+                id: called.call_id.clone(),
+                tool: called.tool.clone(),
+                input: called.input.clone(),
+                outcome: called.outcome.clone(),
+                start_ms: start,
+                duration_ms: called.duration,
+                counter: called.counter,
+                iteration: called.iteration,
+                from_runtime: true,
+                approval_id: match called.outcome.envelope() {
+                    Some(Envelope::ApprovalRequired { approval_id, .. }) => {
+                        Some(approval_id.clone())
                     }
+                    _ => None,
+                },
+                replay: None,
+            };
+            dropped = session.timeline.push_call(call, limits.calls_per_session);
+            if !counted {
+                session.calls += 1;
+                if is_envelope {
+                    session.envelopes += 1;
                 }
             }
         }

@@ -102,7 +102,9 @@ pub struct Call {
 
 impl Call {
     pub fn envelope_code(&self) -> Option<&str> {
-        self.outcome.envelope().map(|e| e.code())
+        self.outcome
+            .envelope()
+            .map(super::super::protocol::envelope::Envelope::code)
     }
 }
 

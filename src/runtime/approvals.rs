@@ -273,17 +273,15 @@ impl Runtime {
         }
         let outcome = self.replay(tenant, &view);
         let mut queue = lock(&self.inner.approvals);
-        let row = queue
-            .rows
-            .get_mut(approval_id)
-            .map(|row| {
-                row.view.replay = Some(outcome.clone());
-                row.view.clone()
-            })
-            .unwrap_or_else(|| ApprovalView {
+        let row = if let Some(row) = queue.rows.get_mut(approval_id) {
+            row.view.replay = Some(outcome);
+            row.view.clone()
+        } else {
+            ApprovalView {
                 replay: Some(outcome),
                 ..view
-            });
+            }
+        };
         Ok(row)
     }
 

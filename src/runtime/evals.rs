@@ -303,7 +303,7 @@ impl Runtime {
         let id = run_id.clone();
         tokio::spawn(async move {
             rt.execute_run(tenant, id, suites, repeat, glob, scope)
-                .await
+                .await;
         });
         Ok(run_id)
     }
@@ -459,8 +459,7 @@ impl Runtime {
         };
         let limit = case
             .timeout_ms
-            .map(Duration::from_millis)
-            .unwrap_or(self.inner.config.eval_case_timeout);
+            .map_or(self.inner.config.eval_case_timeout, Duration::from_millis);
         let clock = Instant::now();
         let elapsed = || clock.elapsed().as_secs_f64() * 1000.0;
         let outcome = tokio::time::timeout(

@@ -209,7 +209,7 @@ impl EventLog {
         // a valid deque, so keep serving rather than take the runtime down.
         self.ring
             .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Stamps, retains and broadcasts one event. Under the lock only the stamp is written:

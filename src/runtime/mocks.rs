@@ -33,12 +33,12 @@ pub fn is_canonical(name: &str) -> bool {
     part(server, b"-") && part(tool, b"_-")
 }
 
-/// Names of CodeSpar's built-in tools start with this (`codespar_charge`, …).
+/// Names of `CodeSpar`'s built-in tools start with this (`codespar_charge`, …).
 pub const BUILTIN_PREFIX: &str = "codespar_";
 /// The one built-in that is answered by the runtime itself and bypasses every gate.
 pub const LIST_TOOLS: &str = "codespar_list_tools";
 
-/// Whether a name is a CodeSpar built-in's, `codespar_` then `[a-z0-9_]`. Seed 000: a
+/// Whether a name is a `CodeSpar` built-in's, `codespar_` then `[a-z0-9_]`. Seed 000: a
 /// built-in that reaches external state (the SDK's `charge()`, `ship()`, `issue()`,
 /// `discover()` wrappers call them) declares its fixtures in `mocks` like a normal tool.
 pub fn is_builtin(name: &str) -> bool {
@@ -112,9 +112,7 @@ pub struct MockTable {
 impl MockTable {
     /// Runs the size and shape gates (seed 000 gates 2 and 3) on a `mocks` value.
     pub fn from_payload(mocks: &Value) -> Result<MockTable, MocksRejection> {
-        let bytes = serde_json::to_string(mocks)
-            .map(|text| text.len())
-            .unwrap_or(0);
+        let bytes = serde_json::to_string(mocks).map_or(0, |text| text.len());
         if bytes > MAX_MOCKS_BYTES {
             return Err(MocksRejection::TooLarge { bytes });
         }

@@ -239,7 +239,7 @@ pub const MAX_SESSIONS_PAGE: usize = 1000;
 /// A fixed cost per session beyond its variable fields: ids, stamps, counters, the lock.
 const SESSION_OVERHEAD: usize = 1024;
 
-/// What `execute` answered: the SDK's ToolResult, or an envelope (with its own status).
+/// What `execute` answered: the SDK's `ToolResult`, or an envelope (with its own status).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExecuteReply {
     Ok(ToolResult),
@@ -254,7 +254,7 @@ impl ExecuteReply {
         }
     }
 
-    /// The response body: the ToolResult, or the envelope JSON itself.
+    /// The response body: the `ToolResult`, or the envelope JSON itself.
     pub fn body(&self) -> Value {
         match self {
             Self::Ok(result) => serde_json::to_value(result).unwrap_or(Value::Null),
@@ -433,7 +433,7 @@ impl Runtime {
             .inner
             .sessions
             .read()
-            .unwrap_or_else(|poison| poison.into_inner());
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match sessions.by_id.get(id) {
             // Another tenant's session is indistinguishable from a missing one.
             Some(entry) if entry.tenant == tenant => Ok(entry.session.clone()),
@@ -446,7 +446,7 @@ impl Runtime {
             .inner
             .sessions
             .read()
-            .unwrap_or_else(|poison| poison.into_inner());
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         sessions.by_id.get(id).map(|e| e.tenant.clone())
     }
 
@@ -538,7 +538,7 @@ impl Runtime {
                 .inner
                 .sessions
                 .write()
-                .unwrap_or_else(|poison| poison.into_inner());
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let cap = config.max_sessions_per_tenant.max(1);
             let count = sessions.tenants.get(tenant).copied().unwrap_or_default();
             if count.open >= cap {
@@ -638,7 +638,7 @@ impl Runtime {
             .inner
             .sessions
             .read()
-            .unwrap_or_else(|poison| poison.into_inner());
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let range = match after {
             Some(key) => sessions.order.range(key.saturating_add(1)..),
             None => sessions.order.range(..),
@@ -721,7 +721,7 @@ impl Runtime {
             .inner
             .sessions
             .write()
-            .unwrap_or_else(|poison| poison.into_inner());
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(key) = sessions.by_id.get(id).map(|e| e.key) {
             sessions.closed.insert(key, id.to_owned());
             if let Some(count) = sessions.tenants.get_mut(tenant) {

@@ -715,7 +715,7 @@ async fn the_in_process_api_starts_a_run_and_awaits_it() {
     assert!(summary.suites[0].cases[0].flaky);
     match client.eval_run("run_nope").await {
         Err(ClientError::Api { status, code, .. }) => {
-            assert_eq!((status, code.as_str()), (404, "not_found"))
+            assert_eq!((status, code.as_str()), (404, "not_found"));
         }
         other => panic!("{other:?}"),
     }

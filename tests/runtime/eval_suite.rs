@@ -1,6 +1,6 @@
 //! Eval suites from files to printout: the shipped example parses and, run through a
 //! stand-in for the scripted loop, gives the outcomes its comments promise; broken files
-//! on disk are rejected naming file, case and field; the JUnit and JSON writers agree
+//! on disk are rejected naming file, case and field; the `JUnit` and JSON writers agree
 //! with the table.
 
 use serde_json::{Value, json};

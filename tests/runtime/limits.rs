@@ -103,7 +103,7 @@ async fn an_observer_sending_a_huge_message_is_dropped_alone() {
     let ended = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
             match rude.next().await {
-                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                None | Some(Err(_) | Ok(Message::Close(_))) => return,
                 Some(Ok(_)) => {}
             }
         }

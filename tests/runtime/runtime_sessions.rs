@@ -93,7 +93,7 @@ async fn broken_bodies_get_json_errors() {
     let exec = format!("/v1/sessions/{sid}/execute");
     let cases: Vec<(&str, String)> = vec![
         ("/v1/sessions", "{not json".into()),
-        ("/v1/sessions", "".into()),
+        ("/v1/sessions", String::new()),
         ("/v1/sessions", "[1,2]".into()),
         (
             "/v1/sessions",
@@ -104,7 +104,7 @@ async fn broken_bodies_get_json_errors() {
             "/v1/sessions",
             r#"{"servers": [], "model": {"sequence": 3}}"#.into(),
         ),
-        (&exec, "".into()),
+        (&exec, String::new()),
         (&exec, r#"{"input": {}}"#.into()),
         (&exec, r#"{"tool": 7}"#.into()),
         (&exec, r#"{"tool": "asaas/x", "input": "str"}"#.into()),
@@ -484,7 +484,7 @@ async fn concurrent_consume_is_exact() {
             other => panic!("unexpected {other}: {body}"),
         }
     }
-    served.sort();
+    served.sort_unstable();
     assert_eq!(
         served,
         (0..K as u64).collect::<Vec<_>>(),

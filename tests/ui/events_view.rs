@@ -1,4 +1,4 @@
-//! Golden screens of the Events tab (TestBackend + insta, fixed clock): following the
+//! Golden screens of the Events tab (`TestBackend` + insta, fixed clock): following the
 //! stream, held still while frames keep folding, filtered; Enter shows a frame as pretty
 //! JSON; and secrets (`csk_test_…` keys, Bearer values) never reach the rendered buffer,
 //! the copied text, or the Sessions detail pane.
@@ -23,7 +23,7 @@ fn keys(app: &mut App, text: &str) {
         key(app, KeyCode::Char(c));
     }
 }
-/// Frame `seq`: sessions ses_a / ses_b alternate; every third is a session creation.
+/// Frame `seq`: sessions `ses_a` / `ses_b` alternate; every third is a session creation.
 fn frame(seq: u64) -> Value {
     let sid = if seq.is_multiple_of(2) {
         "ses_a"

@@ -1,4 +1,4 @@
-//! Golden screens of the Sessions view (TestBackend + insta), driven through the App with
+//! Golden screens of the Sessions view (`TestBackend` + insta), driven through the App with
 //! scripted frames, key presses and a fixed clock; plus the behaviours a user would notice:
 //! selection kept by id, Enter on an empty list, and frame cost independent of history size.
 

@@ -68,7 +68,7 @@ pub fn line_diff<'a>(expected: &'a str, actual: &'a str) -> Vec<LineDiff<'a>> {
     out
 }
 
-/// One place where two JSON values differ, by JSONPath (`$.payment.items[0].id`).
+/// One place where two JSON values differ, by `JSONPath` (`$.payment.items[0].id`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum PathDiff {
     /// Both have the path, with different values (or different types).

@@ -337,11 +337,11 @@ fn render_timeline(
                         replay.outcome.envelope().map_or("ok", |e| e.code())
                     );
                 }
-                let style = theme.outcome(
-                    c.replay
-                        .as_ref()
-                        .map_or(code, |r| r.outcome.envelope().map(|e| e.code())),
-                );
+                let style = theme.outcome(c.replay.as_ref().map_or(code, |r| {
+                    r.outcome
+                        .envelope()
+                        .map(crate::protocol::envelope::Envelope::code)
+                }));
                 let bar_style = if code.is_some() {
                     theme.outcome(code)
                 } else {
