@@ -181,9 +181,8 @@ fn mask_fields(text: &str) -> Cow<'_, str> {
         };
         let value = &text[start..end];
         let masked = match kind {
-            Value::Str => mask_secret(value),
+            Value::Str | Value::Bare => mask_secret(value),
             Value::Number => format!("\"{MASK}\""),
-            Value::Bare => mask_secret(value),
         };
         if masked != value {
             let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));

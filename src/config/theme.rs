@@ -334,7 +334,10 @@ impl Theme {
         spec: &str,
         theme_dir: Option<&Path>,
     ) -> Result<(Theme, ThemeSource), ThemeError> {
-        if spec.contains('/') || spec.ends_with(".toml") {
+        // Case matters: `--theme x.TOML` is a name (and an unknown one), as it always was.
+        #[expect(clippy::case_sensitive_file_extension_comparisons)]
+        let is_file = spec.contains('/') || spec.ends_with(".toml");
+        if is_file {
             let path = PathBuf::from(spec);
             return Ok((Theme::load_file(&path)?, ThemeSource::File(path)));
         }

@@ -346,7 +346,7 @@ fn check(assertion: &Assertion, facts: &Facts<'_>, out: &mut Vec<AssertionResult
     }
 }
 
-/// The output as JSON, allowing the ```json fences models like to wrap it in.
+/// The output as JSON, allowing the `` ```json `` fences models like to wrap it in.
 fn parse_output_json(output: &str) -> Result<Value, serde_json::Error> {
     let trimmed = output.trim();
     let unfenced = trimmed
@@ -441,7 +441,7 @@ impl JsonPath {
                             .filter(|_| inner.len() >= 2)
                     });
                     if let Some(key) = quoted {
-                        segments.push(PathSegment::Key(key.to_owned()))
+                        segments.push(PathSegment::Key(key.to_owned()));
                     } else {
                         let index = inner.parse::<usize>().map_err(|_| {
                             fail("brackets hold an index (`[0]`) or a quoted key (`[\"a b\"]`)")

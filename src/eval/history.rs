@@ -542,7 +542,10 @@ mod tests {
             !history.apply_frame(&frame(1, eval)),
             "a replayed frame is not counted twice"
         );
-        assert!(!history.apply_frame(&frame(2, Event::SessionClosed(Default::default()))));
+        assert!(!history.apply_frame(&frame(
+            2,
+            Event::SessionClosed(crate::protocol::events::SessionClosed::default())
+        )));
         let summary = history.summary();
         assert_eq!(case(&summary, "s", "a").passed, 1);
         assert_eq!(

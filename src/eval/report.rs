@@ -563,7 +563,7 @@ mod tests {
             status: "completed".into(),
             suites: vec!["payments".into()],
             repeat: 1,
-            scope: Default::default(),
+            scope: crate::protocol::events::EvalScope::default(),
             passed: 2,
             failed: 1,
             errored: 1,

@@ -121,6 +121,7 @@ pub fn parse_ms(ts: &str) -> Option<f64> {
 /// The shape the runtime writes, `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, read directly: every
 /// frame carries one or two stamps and chrono's general parser was a third of a fold.
 /// Anything else (offsets, leap seconds, lowercase) is left to chrono.
+#[expect(clippy::many_single_char_names)] // y, mo, d, h, mi, s: the date's own names.
 fn utc_ms(ts: &str) -> Option<f64> {
     let b = ts.as_bytes();
     let shape = b.len() >= 20
@@ -463,7 +464,7 @@ impl Model {
             }
             Event::StreamGap(_) => self.counters.gaps += 1,
             Event::AgentStepCompleted(step) => {
-                let Some((id, external)) = self.agent_session(frame) else {
+                let Some((id, external)) = Self::agent_session(frame) else {
                     self.counters.orphans += 1;
                     return;
                 };
@@ -492,7 +493,7 @@ impl Model {
 
     /// The session an agent event belongs to: its `sessionId`, else an external session
     /// keyed by conversation, else by agent name.
-    fn agent_session(&self, frame: &Frame) -> Option<(String, bool)> {
+    fn agent_session(frame: &Frame) -> Option<(String, bool)> {
         if let Some(id) = &frame.session_id {
             return Some((id.clone(), false));
         }
@@ -505,7 +506,7 @@ impl Model {
     }
 
     fn agent_run(&mut self, frame: &Frame, run: &AgentRun, status: SessionStatus, at: Option<f64>) {
-        let Some((id, external)) = self.agent_session(frame) else {
+        let Some((id, external)) = Self::agent_session(frame) else {
             self.counters.orphans += 1;
             return;
         };

@@ -172,11 +172,13 @@ impl ApiError {
         }
     }
 
+    #[must_use]
     pub fn with_field(mut self, field: impl Into<String>) -> Self {
         self.field = Some(field.into());
         self
     }
 
+    #[must_use]
     pub fn with_index(mut self, index: usize) -> Self {
         self.index = Some(index);
         self

@@ -81,7 +81,6 @@ impl RoleError {
                 EXIT_USAGE
             }
             Self::Client(err) | Self::Ui(UiError::Client(err)) => client_code(err),
-            Self::Ui(UiError::Io(_)) => EXIT_FAILED,
             Self::Eval(err) => match err {
                 EvalCliError::Unreachable { .. } => EXIT_UNREACHABLE,
                 EvalCliError::Suites(_)
@@ -97,7 +96,8 @@ impl RoleError {
                 | serve::ServeError::Binding(_)
                 | serve::ServeError::Listen { .. } => EXIT_USAGE,
             },
-            Self::CasesFailed { .. }
+            Self::Ui(UiError::Io(_))
+            | Self::CasesFailed { .. }
             | Self::DemoPolicy(_)
             | Self::Tokio(_)
             | Self::Embedded(_)

@@ -251,8 +251,8 @@ impl Runtime {
                 Verdict::Approve => ApprovalStatus::Approved,
                 Verdict::Deny => ApprovalStatus::Denied,
             };
-            row.view.decided_by = by.clone();
-            row.view.note = note.clone();
+            row.view.decided_by.clone_from(&by);
+            row.view.note.clone_from(&note);
             row.view.clone()
         };
         self.emit_for(

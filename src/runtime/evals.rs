@@ -128,7 +128,7 @@ impl EvalState {
     fn finish(&self, run_id: &str, duration_ms: f64) {
         let mut table = lock(&self.runs);
         if let Some(run) = table.by_id.get_mut(run_id) {
-            run.detail.status = COMPLETED.to_owned();
+            COMPLETED.clone_into(&mut run.detail.status);
             run.detail.duration_ms = duration_ms;
             run.done.send_replace(true);
         }
@@ -214,6 +214,9 @@ impl Runtime {
     /// Starts an eval run for `tenant` and answers its id at once; the cases run in a
     /// background task (so this needs a Tokio runtime). `eval.run.started` is already on
     /// the stream when this returns. Await the end with `wait_eval_run`.
+    // By value like the request an HTTP handler decodes; borrowing would change every
+    // caller's signature for no saving.
+    #[expect(clippy::needless_pass_by_value)]
     pub fn run_evals(
         &self,
         tenant: &str,

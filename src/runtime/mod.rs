@@ -252,6 +252,8 @@ impl Runtime {
 
     /// Binds `addr` (`SO_REUSEADDR`, so a restart can take the same port at once) and serves
     /// the HTTP and WebSocket routes until `ServerHandle::shutdown`.
+    // Async in the public API so that callers need not change when it comes to await.
+    #[expect(clippy::unused_async)]
     pub async fn serve(&self, addr: SocketAddr) -> std::io::Result<ServerHandle> {
         let socket = if addr.is_ipv4() {
             tokio::net::TcpSocket::new_v4()?

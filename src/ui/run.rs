@@ -188,7 +188,7 @@ pub async fn run_source(config: InspectorConfig, source: Source) -> Result<(), U
 fn debug_panic() {
     #[cfg(debug_assertions)]
     assert!(
-        !std::env::var_os("SPYGLASS_DEBUG_PANIC").is_some_and(|v| v == "1"),
+        std::env::var_os("SPYGLASS_DEBUG_PANIC").is_none_or(|v| v != "1"),
         "SPYGLASS_DEBUG_PANIC=1: forced panic with the terminal set up"
     );
 }

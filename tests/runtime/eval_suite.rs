@@ -27,7 +27,8 @@ fn simulate(case: &Case, attempt: u32) -> CaseRun {
         };
     };
     let mocks = case.mocks.clone().unwrap_or(Value::Null);
-    let mut consumed: std::collections::HashMap<String, usize> = Default::default();
+    let mut consumed: std::collections::HashMap<String, usize> =
+        std::collections::HashMap::default();
     let mut calls = Vec::new();
     for (step, script) in model.sequence.iter().enumerate() {
         if let Some(fail) = model.fail_on_step.iter().find(|f| f.step as usize == step) {

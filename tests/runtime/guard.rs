@@ -18,7 +18,7 @@ async fn closed_within(socket: &mut TcpStream, wait: Duration) -> bool {
             Err(_) => return false,
             Ok(Ok(0) | Err(_)) => return true,
             // A 408 or similar before the close is fine; keep reading to the close.
-            Ok(Ok(_)) => continue,
+            Ok(Ok(_)) => {}
         }
     }
 }

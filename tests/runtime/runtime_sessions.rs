@@ -458,9 +458,9 @@ async fn no_mocks_at_all_means_tool_not_mocked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_consume_is_exact() {
+    const K: usize = 10;
     let handle = server(test_config()).await;
     let api = std::sync::Arc::new(Api::new(&handle));
-    const K: usize = 10;
     let entries: Vec<Value> = (0..K).map(|i| json!({"n": i})).collect();
     let sid = api.session(json!({"asaas/create_nfe": entries})).await;
     let mut tasks = Vec::new();

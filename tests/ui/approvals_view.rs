@@ -24,7 +24,7 @@ fn session(app: &mut App, seq: u64, sid: &str) {
     let ts = "2026-11-22T21:43:30.000Z";
     feed(
         app,
-        &session_created(seq, ts, sid, "user_test", &["asaas"], mocks),
+        &session_created(seq, ts, sid, "user_test", &["asaas"], &mocks),
     );
 }
 

@@ -32,7 +32,7 @@ fn frame(seq: u64) -> Value {
     };
     let ts = format!("2026-11-22T21:43:{:02}.{:03}Z", seq / 10, (seq % 10) * 100);
     if seq.is_multiple_of(3) {
-        session_created(seq, &ts, sid, &format!("u{seq}"), &[], json!([]))
+        session_created(seq, &ts, sid, &format!("u{seq}"), &[], &json!([]))
     } else {
         tool_called(
             seq,
@@ -201,7 +201,7 @@ fn secrets_are_masked_in_every_rendered_pane_and_in_copies() {
     });
     feed(
         &mut app,
-        &session_created(1, "2026-11-22T21:43:30.000Z", "ses_s", "u", &[], json!([])),
+        &session_created(1, "2026-11-22T21:43:30.000Z", "ses_s", "u", &[], &json!([])),
     );
     feed(&mut app, &secret_call(2));
     let mut shown = vec![];
