@@ -126,7 +126,7 @@ pub fn readable(frame: &Frame) -> String {
             e.agent_name,
             e.error
                 .as_ref()
-                .map(super::super::protocol::json::RawJson::as_text)
+                .map(crate::protocol::json::RawJson::as_text)
                 .unwrap_or_default()
         ),
         Event::AgentEvalCompleted(e) => format!(

@@ -104,7 +104,7 @@ impl Call {
     pub fn envelope_code(&self) -> Option<&str> {
         self.outcome
             .envelope()
-            .map(super::super::protocol::envelope::Envelope::code)
+            .map(crate::protocol::envelope::Envelope::code)
     }
 }
 
