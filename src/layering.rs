@@ -1,5 +1,5 @@
 //! The one-way arrows between the crate's rooms (docs/ARCHITECTURE.md), checked on the
-//! source: a lower room that names a higher one fails the build's tests with file:line.
+//! source: a lower room that names a higher one fails the build's tests naming file and line.
 
 use std::fs;
 use std::path::{Path, PathBuf};
