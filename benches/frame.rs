@@ -45,7 +45,7 @@ fn main() {
         for view in frame::views() {
             frame::show(&mut app, view);
             group.bench_function(view, |b| {
-                b.iter(|| terminal.draw(|f| draw(f, &mut app)).map(|_| ()).is_ok())
+                b.iter(|| terminal.draw(|f| draw(f, &mut app)).map(|_| ()).is_ok());
             });
         }
         group.finish();

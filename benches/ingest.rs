@@ -31,10 +31,10 @@ fn main() {
     let mut group = c.benchmark_group("ingest");
     group.throughput(Throughput::Elements(texts.len() as u64));
     group.bench_function("parse_only", |b| {
-        b.iter(|| ingest::parse_only(&texts).map_err(|e| e.to_string()))
+        b.iter(|| ingest::parse_only(&texts).map_err(|e| e.to_string()));
     });
     group.bench_function("decode_fold", |b| {
-        b.iter(|| ingest::decode_and_fold(&texts).map_err(|e| e.to_string()))
+        b.iter(|| ingest::decode_and_fold(&texts).map_err(|e| e.to_string()));
     });
     let msgs = ingest::messages(&texts);
     let rt = support::tokio_rt(2).map_err(|e| e.to_string());
@@ -49,7 +49,7 @@ fn main() {
                     }
                 }
                 total
-            })
+            });
         });
     }
     group.finish();

@@ -132,10 +132,6 @@ impl Http {
     }
 }
 
-fn mocks(value: Value) -> Option<Value> {
-    Some(value)
-}
-
 fn script(value: Value) -> Result<Option<crate::protocol::rest::ModelScript>, DemoError> {
     serde_json::from_value(value)
         .map(Some)
@@ -183,7 +179,7 @@ async fn checkout(http: &Http, round: u32, pause: Duration) -> Result<(), DemoEr
         .create(CreateSession {
             servers: vec!["asaas".into(), "nuvem-fiscal".into()],
             user_id: format!("shopper_{round:03}"),
-            mocks: mocks(json!({
+            mocks: Some(json!({
                 "asaas/create_payment": {"id": format!("pay_{round}"), "status": "PENDING"},
                 "asaas/create_customer": {"id": format!("cus_{round}")},
                 "nuvem-fiscal/create_nfe": [
@@ -269,7 +265,7 @@ async fn agent_run(http: &Http, round: u32, pause: Duration) -> Result<(), DemoE
         .create(CreateSession {
             servers: vec!["asaas".into(), "nuvem-fiscal".into(), "z-api".into()],
             user_id: format!("agent_{round:03}"),
-            mocks: mocks(json!({
+            mocks: Some(json!({
                 "asaas/create_customer": {"id": "cus_agent"},
                 "asaas/create_payment": [{"id": "pay_agent", "status": "PENDING"}],
                 "nuvem-fiscal/create_nfe": {"id": "nfe_agent", "status": "AUTHORIZED"},
@@ -338,7 +334,7 @@ pub fn runtime_config() -> Result<RuntimeConfig, PolicyError> {
     Ok(RuntimeConfig {
         test_mode: true,
         policy: Policy::from_toml(POLICY)?,
-        approval_ttl: Duration::from_secs(120),
+        approval_ttl: Duration::from_mins(2),
         ..RuntimeConfig::default()
     })
 }

@@ -7,6 +7,8 @@ pub mod config;
 pub mod demo;
 pub mod eval;
 pub mod glob;
+#[cfg(test)]
+mod layering;
 pub mod mask;
 pub mod model;
 pub mod protocol;

@@ -26,6 +26,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
     about = "A terminal inspector for AI-agent test sessions, and the test-mode runtime it watches",
     long_about = None
 )]
+// Doc comments here are the --help text: backticks would print there as-is.
+#[expect(clippy::doc_markdown)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -70,6 +72,8 @@ impl Cli {
 }
 
 #[derive(Subcommand, Debug, Clone)]
+// Doc comments here are the --help text: backticks would print there as-is.
+#[expect(clippy::doc_markdown)]
 enum Command {
     /// Start a runtime in-process with a scripted workload and open the inspector on it.
     Demo,

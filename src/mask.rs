@@ -43,7 +43,7 @@ const SECRET_NAMES: &[&str] = &["session", "auth"];
 /// Auth schemes kept in front of a masked credential: they say what kind it was.
 const SCHEMES: &[&str] = &["bearer", "basic", "token", "digest"];
 
-/// Values secret by their shape, wherever they appear: `Bearer …`, CodeSpar `csk_…`
+/// Values secret by their shape, wherever they appear: `Bearer …`, `CodeSpar` `csk_…`
 /// keys, OpenAI-style `sk-…`, JWTs, AWS key ids, GitHub and Slack tokens. One regex, so
 /// a line is searched once; the literal prefixes let it skip most text quickly.
 static SHAPED: LazyLock<Option<Regex>> = LazyLock::new(|| {
@@ -181,9 +181,8 @@ fn mask_fields(text: &str) -> Cow<'_, str> {
         };
         let value = &text[start..end];
         let masked = match kind {
-            Value::Str => mask_secret(value),
+            Value::Str | Value::Bare => mask_secret(value),
             Value::Number => format!("\"{MASK}\""),
-            Value::Bare => mask_secret(value),
         };
         if masked != value {
             let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));

@@ -101,7 +101,7 @@ async fn round(
     let rate = calls as f64 / start.elapsed().as_secs_f64();
 
     // The same number of calls on the static mock of the same session.
-    let tickets = Arc::new(AtomicI64::new(calls as i64));
+    let tickets = Arc::new(AtomicI64::new(i64::try_from(calls)?));
     let fixed = Arc::new(post(&path, STATIC_BODY));
     let start = Instant::now();
     let mut tasks = vec![];
@@ -140,7 +140,7 @@ pub fn run(clients: usize, entries: usize, rounds: usize) -> anyhow::Result<Cons
         let (mut served, ex, rate, base) =
             generator.block_on(round(handle.addr, clients, entries))?;
         served.sort_unstable();
-        let expected: Vec<i64> = (0..entries as i64).collect();
+        let expected: Vec<i64> = (0..i64::try_from(entries)?).collect();
         exact &= served == expected && ex == clients;
         successes += served.len();
         exhausted += ex;

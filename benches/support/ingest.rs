@@ -173,7 +173,7 @@ pub async fn over_websocket(msgs: &[Utf8Bytes]) -> anyhow::Result<(f64, f64, App
             busy.as_secs_f64() / elapsed,
         ))
     };
-    let (rate, busy) = tokio::time::timeout(Duration::from_secs(120), fold)
+    let (rate, busy) = tokio::time::timeout(Duration::from_mins(2), fold)
         .await
         .context("ingest did not finish in 120 s")??;
     observer.abort();

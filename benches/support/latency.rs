@@ -149,7 +149,7 @@ async fn bare_transport(rate: u32, events: usize) -> anyhow::Result<Vec<f64>> {
         }
         bail!("stream ended early")
     };
-    tokio::time::timeout(Duration::from_secs(120), read)
+    tokio::time::timeout(Duration::from_mins(2), read)
         .await
         .context("bare transport timed out")??;
     thread.join().ok().context("emitter panicked")?;
@@ -193,7 +193,7 @@ async fn inspector(rate: u32, events: usize) -> anyhow::Result<(Vec<f64>, u64, A
     let mut frames = 0u64;
     let mut drawn_to = 0u64;
     let mut last_draw: Option<Instant> = None;
-    let deadline = tokio::time::sleep(Duration::from_secs(120));
+    let deadline = tokio::time::sleep(Duration::from_mins(2));
     tokio::pin!(deadline);
     loop {
         if app.is_dirty() && last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
@@ -221,8 +221,8 @@ async fn inspector(rate: u32, events: usize) -> anyhow::Result<(Vec<f64>, u64, A
                     }
                 }
             }
-            _ = tokio::time::sleep_until(next_frame.into()), if app.is_dirty() => {}
-            _ = &mut deadline => bail!("inspector saw {drawn_to} of {events} events in 120 s"),
+            () = tokio::time::sleep_until(next_frame.into()), if app.is_dirty() => {}
+            () = &mut deadline => bail!("inspector saw {drawn_to} of {events} events in 120 s"),
         }
     }
     thread.join().ok().context("emitter panicked")?;

@@ -1,5 +1,5 @@
 //! `spyglass eval`'s client side: read and check every suite file, post them to a runtime
-//! over REST, follow the run to its end, print the table and write the JUnit / JSON files.
+//! over REST, follow the run to its end, print the table and write the `JUnit` / JSON files.
 //! Which runtime (`--url` or one in-process) is the role's choice, not this module's.
 
 use super::{ClientError, RestClient};

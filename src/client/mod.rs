@@ -164,7 +164,8 @@ pub fn backoff(attempt: u32, jitter: f64) -> Duration {
 /// `backoff` from another first delay (same doubling, cap and jitter).
 pub fn backoff_from(base: Duration, attempt: u32, jitter: f64) -> Duration {
     const CAP_MS: f64 = 10_000.0;
-    let exp = base.as_secs_f64() * 1000.0 * 2f64.powi(attempt.saturating_sub(1).min(16) as i32);
+    let exp =
+        base.as_secs_f64() * 1000.0 * 2f64.powi(attempt.saturating_sub(1).min(16).cast_signed());
     let ceiling = exp.min(CAP_MS);
     let jitter = jitter.clamp(0.0, 1.0);
     Duration::from_millis((ceiling * (1.0 - 0.5 * jitter)) as u64)

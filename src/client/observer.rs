@@ -197,9 +197,10 @@ async fn read(
     // An item the batching below took from the stream but did not handle.
     let mut carried = None;
     loop {
-        let next = match carried.take() {
-            Some(item) => item,
-            None => tokio::select! {
+        let next = if let Some(item) = carried.take() {
+            item
+        } else {
+            tokio::select! {
                 biased;
                 next = ws.next() => next,
                 () = &mut heartbeat => {
@@ -213,22 +214,23 @@ async fn read(
                         config.heartbeat.as_secs()
                     ));
                 }
-            },
+            }
         };
         last_heard = tokio::time::Instant::now();
         let text = match next {
             None => return Some("stream closed".into()),
             Some(Err(e)) => return Some(e.to_string()),
             Some(Ok(Message::Text(text))) => text,
-            Some(Ok(Message::Binary(bytes))) => match std::str::from_utf8(&bytes) {
-                Ok(text) => text.into(),
-                Err(_) => {
+            Some(Ok(Message::Binary(bytes))) => {
+                if let Ok(text) = std::str::from_utf8(&bytes) {
+                    text.into()
+                } else {
                     tx.send(ClientMsg::ParseError("binary frame is not UTF-8".into()))
                         .await
                         .ok()?;
                     continue;
                 }
-            },
+            }
             Some(Ok(Message::Close(_))) => return Some("runtime closed the stream".into()),
             // Pings and pongs only prove the line is alive; the heartbeat starts over.
             Some(Ok(_)) => continue,

@@ -27,7 +27,7 @@ pub enum Format {
     JsonLines,
 }
 
-fn counter_text(counter: &Option<Counter>) -> String {
+fn counter_text(counter: Option<&Counter>) -> String {
     match counter {
         Some(Counter {
             consumed,
@@ -99,7 +99,7 @@ pub fn what_happened(event: &Event) -> String {
             e.tool,
             outcome_text(&e.outcome),
             e.duration,
-            counter_text(&e.counter)
+            counter_text(e.counter.as_ref())
         ),
         Event::ApprovalRequested(e) => format!(
             "{} {} waits for approval (rule {}, until {})",
@@ -116,7 +116,7 @@ pub fn what_happened(event: &Event) -> String {
             e.approval_id,
             e.tool,
             outcome_text(&e.outcome),
-            counter_text(&e.counter)
+            counter_text(e.counter.as_ref())
         ),
         Event::EvalRunStarted(e) => format!(
             "{} suites=[{}] cases={} repeat={}",
@@ -151,7 +151,10 @@ pub fn what_happened(event: &Event) -> String {
         Event::AgentFailed(e) => format!(
             "{} failed: {}",
             e.agent_name,
-            e.error.as_ref().map(|x| x.as_text()).unwrap_or_default()
+            e.error
+                .as_ref()
+                .map(crate::protocol::json::RawJson::as_text)
+                .unwrap_or_default()
         ),
         Event::AgentEvalCompleted(e) => format!(
             "{} / {} {}{}",
@@ -235,7 +238,7 @@ pub async fn tail<W: Write, S: Write>(
                 Format::JsonLines => json_line(frame),
             };
             if let Err(e) = writeln!(out, "{line}") {
-                break 'stream write_failed(e, &mut status);
+                break 'stream write_failed(&e, &mut status);
             }
             written += 1;
             if count.is_some_and(|n| written >= n) {
@@ -247,7 +250,7 @@ pub async fn tail<W: Write, S: Write>(
         if rx.is_empty()
             && let Err(e) = out.flush()
         {
-            break 'stream write_failed(e, &mut status);
+            break 'stream write_failed(&e, &mut status);
         }
     };
     observer.abort();
@@ -257,7 +260,7 @@ pub async fn tail<W: Write, S: Write>(
 
 /// How a failed write ends the stream: a closed pipe is the reader leaving, quietly;
 /// anything else is said on stderr.
-fn write_failed<S: Write>(e: std::io::Error, status: &mut S) -> TailEnd {
+fn write_failed<S: Write>(e: &std::io::Error, status: &mut S) -> TailEnd {
     if e.kind() != ErrorKind::BrokenPipe {
         let _ = writeln!(status, "spyglass: cannot write: {e}");
     }

@@ -153,7 +153,7 @@ impl Action {
     }
 
     fn info(self) -> ActionInfo {
-        use Scope::*;
+        use Scope::{Approvals, Evals, Events, Global, List, Prompt, Sessions};
         match self {
             Action::Quit => ("quit", "quit", &["q", "ctrl-c"], &[Global]),
             Action::Help => ("help", "show or hide this help", &["?"], &[Global]),
@@ -327,7 +327,7 @@ impl KeyMap {
 }
 
 /// Make a key press comparable with a binding. Terminals disagree on whether `Q` or `?`
-/// arrives with SHIFT set, and Shift-Tab arrives as BackTab with or without it: for
+/// arrives with SHIFT set, and Shift-Tab arrives as `BackTab` with or without it: for
 /// characters the case already says it, so SHIFT is dropped.
 pub fn normalize(code: KeyCode, modifiers: KeyModifiers) -> Key {
     match code {

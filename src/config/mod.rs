@@ -171,7 +171,7 @@ mod tests {
         }
     }
 
-    const FULL: &str = r##"
+    const FULL: &str = r#"
 url = "http://127.0.0.1:9000/"
 theme = "light"
 mouse = false
@@ -188,7 +188,7 @@ quit = ["ctrl-q", "Q"]
 approve = "A"
 help = "f1"
 next_tab = "Tab"
-"##;
+"#;
 
     #[test]
     fn a_full_file_is_read() {

@@ -89,7 +89,7 @@ pub fn store_file(env: &Env) -> Option<PathBuf> {
         .map(|d| d.join("spyglass").join("runtime.db"))
 }
 
-/// Where logs go when neither XDG_STATE_HOME (absolute) nor HOME is set: the working
+/// Where logs go when neither `XDG_STATE_HOME` (absolute) nor HOME is set: the working
 /// directory, so spyglass still runs.
 pub const LOCAL_STATE_DIR: &str = ".spyglass-state";
 

@@ -320,10 +320,10 @@ impl Theme {
             path: path.to_path_buf(),
             source,
         })?;
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "custom".to_string());
+        let stem = path.file_stem().map_or_else(
+            || "custom".to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
         Theme::parse_user(&src, &path.display().to_string(), &stem)
     }
 
@@ -334,7 +334,10 @@ impl Theme {
         spec: &str,
         theme_dir: Option<&Path>,
     ) -> Result<(Theme, ThemeSource), ThemeError> {
-        if spec.contains('/') || spec.ends_with(".toml") {
+        // Case matters: `--theme x.TOML` is a name (and an unknown one), as it always was.
+        #[expect(clippy::case_sensitive_file_extension_comparisons)]
+        let is_file = spec.contains('/') || spec.ends_with(".toml");
+        if is_file {
             let path = PathBuf::from(spec);
             return Ok((Theme::load_file(&path)?, ThemeSource::File(path)));
         }
@@ -349,9 +352,10 @@ impl Theme {
         }
         Err(ThemeError::UnknownTheme {
             name: spec.to_string(),
-            searched: theme_dir
-                .map(|d| d.display().to_string())
-                .unwrap_or_else(|| "(no theme directory: HOME is not set)".to_string()),
+            searched: theme_dir.map_or_else(
+                || "(no theme directory: HOME is not set)".to_string(),
+                |d| d.display().to_string(),
+            ),
         })
     }
 

@@ -346,18 +346,17 @@ fn check(assertion: &Assertion, facts: &Facts<'_>, out: &mut Vec<AssertionResult
     }
 }
 
-/// The output as JSON, allowing the ```json fences models like to wrap it in.
+/// The output as JSON, allowing the `` ```json `` fences models like to wrap it in.
 fn parse_output_json(output: &str) -> Result<Value, serde_json::Error> {
     let trimmed = output.trim();
     let unfenced = trimmed
         .strip_prefix("```")
         .and_then(|rest| rest.strip_suffix("```"))
-        .map(|inner| {
+        .map_or(trimmed, |inner| {
             inner
                 .trim_start_matches(|c: char| c.is_ascii_alphanumeric())
                 .trim()
-        })
-        .unwrap_or(trimmed);
+        });
     serde_json::from_str(unfenced)
 }
 
@@ -441,14 +440,13 @@ impl JsonPath {
                             .and_then(|s| s.strip_suffix(*q))
                             .filter(|_| inner.len() >= 2)
                     });
-                    match quoted {
-                        Some(key) => segments.push(PathSegment::Key(key.to_owned())),
-                        None => {
-                            let index = inner.parse::<usize>().map_err(|_| {
-                                fail("brackets hold an index (`[0]`) or a quoted key (`[\"a b\"]`)")
-                            })?;
-                            segments.push(PathSegment::Index(index));
-                        }
+                    if let Some(key) = quoted {
+                        segments.push(PathSegment::Key(key.to_owned()));
+                    } else {
+                        let index = inner.parse::<usize>().map_err(|_| {
+                            fail("brackets hold an index (`[0]`) or a quoted key (`[\"a b\"]`)")
+                        })?;
+                        segments.push(PathSegment::Index(index));
                     }
                     i = close + 1;
                 }
@@ -480,7 +478,7 @@ impl fmt::Display for JsonPath {
                             .chars()
                             .all(|c| c.is_alphanumeric() || c == '_' || c == '-') =>
                 {
-                    write!(f, ".{key}")?
+                    write!(f, ".{key}")?;
                 }
                 PathSegment::Key(key) => write!(f, "[{key:?}]")?,
                 PathSegment::Index(index) => write!(f, "[{index}]")?,

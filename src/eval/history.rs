@@ -103,18 +103,17 @@ impl SuiteHistory {
 
     /// The case's history, added (with no outcomes) if new.
     fn case_mut(&mut self, name: &str) -> &mut CaseHistory {
-        let at = match self.cases.iter().position(|c| c.name == name) {
-            Some(at) => at,
-            None => {
-                self.cases.push(CaseHistory {
-                    name: name.to_owned(),
-                    outcomes: VecDeque::new(),
-                    last: AgentEvalCompleted::default(),
-                    last_session_id: None,
-                    last_rerun: false,
-                });
-                self.cases.len() - 1
-            }
+        let at = if let Some(at) = self.cases.iter().position(|c| c.name == name) {
+            at
+        } else {
+            self.cases.push(CaseHistory {
+                name: name.to_owned(),
+                outcomes: VecDeque::new(),
+                last: AgentEvalCompleted::default(),
+                last_session_id: None,
+                last_rerun: false,
+            });
+            self.cases.len() - 1
         };
         &mut self.cases[at]
     }
@@ -132,25 +131,24 @@ impl SuiteHistory {
 
     /// The run this event belongs to, opened if new.
     fn run_for(&mut self, event: &AgentEvalCompleted) -> u64 {
-        match &event.run_id {
-            Some(id) => match self.runs.iter().find(|r| r.run_id.as_ref() == Some(id)) {
+        if let Some(id) = &event.run_id {
+            match self.runs.iter().find(|r| r.run_id.as_ref() == Some(id)) {
                 Some(run) => run.ordinal,
                 None => self.open_run(Some(id.clone())),
-            },
-            None => {
-                if let Some(batch) = &mut self.external
-                    && batch.seen.insert(event.case.clone())
-                    && self.runs.iter().any(|r| r.ordinal == batch.ordinal)
-                {
-                    return batch.ordinal;
-                }
-                let ordinal = self.open_run(None);
-                self.external = Some(ExternalBatch {
-                    ordinal,
-                    seen: HashSet::from([event.case.clone()]),
-                });
-                ordinal
             }
+        } else {
+            if let Some(batch) = &mut self.external
+                && batch.seen.insert(event.case.clone())
+                && self.runs.iter().any(|r| r.ordinal == batch.ordinal)
+            {
+                return batch.ordinal;
+            }
+            let ordinal = self.open_run(None);
+            self.external = Some(ExternalBatch {
+                ordinal,
+                seen: HashSet::from([event.case.clone()]),
+            });
+            ordinal
         }
     }
 }
@@ -209,12 +207,11 @@ impl EvalHistory {
             self.last_seq = seq;
         }
         let settings = self.settings;
-        let index = match self.suites.iter().position(|s| s.name == event.suite) {
-            Some(index) => index,
-            None => {
-                self.suites.push(SuiteHistory::new(&event.suite));
-                self.suites.len() - 1
-            }
+        let index = if let Some(index) = self.suites.iter().position(|s| s.name == event.suite) {
+            index
+        } else {
+            self.suites.push(SuiteHistory::new(&event.suite));
+            self.suites.len() - 1
         };
         let suite = &mut self.suites[index];
         if event.scope == EvalScope::Case {
@@ -545,7 +542,10 @@ mod tests {
             !history.apply_frame(&frame(1, eval)),
             "a replayed frame is not counted twice"
         );
-        assert!(!history.apply_frame(&frame(2, Event::SessionClosed(Default::default()))));
+        assert!(!history.apply_frame(&frame(
+            2,
+            Event::SessionClosed(crate::protocol::events::SessionClosed::default())
+        )));
         let summary = history.summary();
         assert_eq!(case(&summary, "s", "a").passed, 1);
         assert_eq!(

@@ -1,5 +1,5 @@
 //! Evals without IO of their own: suite files and their checks, judging a case's run,
-//! the CLI's printouts (table, JUnit XML, JSON) and the bounded pass-rate history.
+//! the CLI's printouts (table, `JUnit` XML, JSON) and the bounded pass-rate history.
 //! The runner that drives the runtime lives in the runtime; these pieces are shared.
 
 pub mod assert;

@@ -1,5 +1,5 @@
 //! What `spyglass eval` prints and writes: a table of cases per suite with one summary
-//! line, the exit rule, JUnit XML (failures and errors apart) and the JSON results.
+//! line, the exit rule, `JUnit` XML (failures and errors apart) and the JSON results.
 
 use crate::protocol::events::{AssertionResult, EvalStatus};
 use crate::protocol::rest::{EvalCaseRecord, EvalRunDetail};
@@ -206,7 +206,7 @@ fn seconds(ms: f64) -> String {
     text[..keep].to_owned()
 }
 
-/// JUnit XML: one `<testsuite>` per suite; failed cases get `<failure>`, errored ones
+/// `JUnit` XML: one `<testsuite>` per suite; failed cases get `<failure>`, errored ones
 /// `<error>`, skipped ones `<skipped>`; messages carry expected and actual.
 pub fn junit_xml(records: &[EvalCaseRecord]) -> String {
     let all = Counts::of(records);
@@ -563,7 +563,7 @@ mod tests {
             status: "completed".into(),
             suites: vec!["payments".into()],
             repeat: 1,
-            scope: Default::default(),
+            scope: crate::protocol::events::EvalScope::default(),
             passed: 2,
             failed: 1,
             errored: 1,

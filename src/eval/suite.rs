@@ -331,6 +331,8 @@ pub fn load_suite(path: &Path) -> Result<Suite, SuiteError> {
 /// Parses suite text; `file` names it in errors and picks the format by extension.
 pub fn parse_suite(file: &str, text: &str) -> Result<Suite, SuiteError> {
     let lower = file.to_ascii_lowercase();
+    // `lower` is lowercased above, so these compare without case.
+    #[expect(clippy::case_sensitive_file_extension_comparisons)]
     let json = if lower.ends_with(".json") {
         true
     } else if lower.ends_with(".toml") {

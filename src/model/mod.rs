@@ -123,6 +123,7 @@ pub fn parse_ms(ts: &str) -> Option<f64> {
 /// The shape the runtime writes, `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, read directly: every
 /// frame carries one or two stamps and chrono's general parser was a third of a fold.
 /// Anything else (offsets, leap seconds, lowercase) is left to chrono.
+#[expect(clippy::many_single_char_names)] // y, mo, d, h, mi, s: the date's own names.
 fn utc_ms(ts: &str) -> Option<f64> {
     let b = ts.as_bytes();
     let shape = b.len() >= 20
@@ -234,17 +235,16 @@ impl Model {
     }
 
     fn session_mut_or_new(&mut self, id: &str) -> &mut Session {
-        let abs = match self.index.get(id) {
-            Some(abs) => *abs,
-            None => {
-                let abs = self.end_abs();
-                self.index.insert(id.to_owned(), abs);
-                self.sessions.push_back(Session::new(id));
-                while self.sessions.len() > self.limits.sessions.max(1) {
-                    self.drop_oldest_session();
-                }
-                abs
+        let abs = if let Some(abs) = self.index.get(id) {
+            *abs
+        } else {
+            let abs = self.end_abs();
+            self.index.insert(id.to_owned(), abs);
+            self.sessions.push_back(Session::new(id));
+            while self.sessions.len() > self.limits.sessions.max(1) {
+                self.drop_oldest_session();
             }
+            abs
         };
         let i = (abs - self.base) as usize;
         &mut self.sessions[i]
@@ -485,7 +485,7 @@ impl Model {
             // Handled in `apply`, before the duplicate test.
             Event::StreamHello(_) | Event::StreamReset(_) => {}
             Event::AgentStepCompleted(step) => {
-                let Some((id, external)) = self.agent_session(frame) else {
+                let Some((id, external)) = Self::agent_session(frame) else {
                     self.counters.orphans += 1;
                     return;
                 };
@@ -514,7 +514,7 @@ impl Model {
 
     /// The session an agent event belongs to: its `sessionId`, else an external session
     /// keyed by conversation, else by agent name.
-    fn agent_session(&self, frame: &Frame) -> Option<(String, bool)> {
+    fn agent_session(frame: &Frame) -> Option<(String, bool)> {
         if let Some(id) = &frame.session_id {
             return Some((id.clone(), false));
         }
@@ -527,7 +527,7 @@ impl Model {
     }
 
     fn agent_run(&mut self, frame: &Frame, run: &AgentRun, status: SessionStatus, at: Option<f64>) {
-        let Some((id, external)) = self.agent_session(frame) else {
+        let Some((id, external)) = Self::agent_session(frame) else {
             self.counters.orphans += 1;
             return;
         };
@@ -588,43 +588,40 @@ impl Model {
         let start = parse_ms(&called.started_at).or(at.map(|t| t - called.duration));
         let is_envelope = called.outcome.envelope().is_some();
         let mut dropped = 0;
-        match session.timeline.call_mut(&called.call_id) {
-            Some(call) => {
-                // Told first by a step: the runtime's account is the precise one.
-                call.outcome = called.outcome.clone();
-                call.start_ms = start.or(call.start_ms);
-                call.duration_ms = called.duration;
-                call.counter = called.counter;
-                call.from_runtime = true;
-                if is_envelope && !counted {
-                    session.envelopes += 1;
-                }
+        if let Some(call) = session.timeline.call_mut(&called.call_id) {
+            // Told first by a step: the runtime's account is the precise one.
+            call.outcome = called.outcome.clone();
+            call.start_ms = start.or(call.start_ms);
+            call.duration_ms = called.duration;
+            call.counter = called.counter;
+            call.from_runtime = true;
+            if is_envelope && !counted {
+                session.envelopes += 1;
             }
-            None => {
-                let call = Call {
-                    id: called.call_id.clone(),
-                    tool: called.tool.clone(),
-                    input: called.input.clone(),
-                    outcome: called.outcome.clone(),
-                    start_ms: start,
-                    duration_ms: called.duration,
-                    counter: called.counter,
-                    iteration: called.iteration,
-                    from_runtime: true,
-                    approval_id: match called.outcome.envelope() {
-                        Some(Envelope::ApprovalRequired { approval_id, .. }) => {
-                            Some(approval_id.clone())
-                        }
-                        _ => None,
-                    },
-                    replay: None,
-                };
-                dropped = session.timeline.push_call(call, limits.calls_per_session);
-                if !counted {
-                    session.calls += 1;
-                    if is_envelope {
-                        session.envelopes += 1;
+        } else {
+            let call = Call {
+                id: called.call_id.clone(),
+                tool: called.tool.clone(),
+                input: called.input.clone(),
+                outcome: called.outcome.clone(),
+                start_ms: start,
+                duration_ms: called.duration,
+                counter: called.counter,
+                iteration: called.iteration,
+                from_runtime: true,
+                approval_id: match called.outcome.envelope() {
+                    Some(Envelope::ApprovalRequired { approval_id, .. }) => {
+                        Some(approval_id.clone())
                     }
+                    _ => None,
+                },
+                replay: None,
+            };
+            dropped = session.timeline.push_call(call, limits.calls_per_session);
+            if !counted {
+                session.calls += 1;
+                if is_envelope {
+                    session.envelopes += 1;
                 }
             }
         }

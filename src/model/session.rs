@@ -103,7 +103,9 @@ pub struct Call {
 
 impl Call {
     pub fn envelope_code(&self) -> Option<&str> {
-        self.outcome.envelope().map(|e| e.code())
+        self.outcome
+            .envelope()
+            .map(crate::protocol::envelope::Envelope::code)
     }
 }
 

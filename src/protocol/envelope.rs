@@ -1,5 +1,5 @@
 //! Tool-result envelopes (seed 000) and the error bodies of the REST routes.
-//! Field names are the snake_case of the CodeSpar wire, exactly: `code` plus siblings.
+//! Field names are the `snake_case` of the `CodeSpar` wire, exactly: `code` plus siblings.
 
 use serde::{Deserialize, Serialize};
 
@@ -172,11 +172,13 @@ impl ApiError {
         }
     }
 
+    #[must_use]
     pub fn with_field(mut self, field: impl Into<String>) -> Self {
         self.field = Some(field.into());
         self
     }
 
+    #[must_use]
     pub fn with_index(mut self, index: usize) -> Self {
         self.index = Some(index);
         self

@@ -148,7 +148,7 @@ impl EvalScope {
 
 /// `agent.eval.completed`: one per case (seed 001 fields, plus spyglass's own). Read
 /// through `EvalCompletedWire`, so an absent `status` follows `pass` (seed 001's
-/// MetricResult is `{pass, score?, reason?}`) and a `status` that contradicts `pass` is
+/// `MetricResult` is `{pass, score?, reason?}`) and a `status` that contradicts `pass` is
 /// refused rather than counted either way.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase", try_from = "EvalCompletedWire")]

@@ -16,7 +16,7 @@ impl RawJson {
         Self::from_value(&serde_json::Value::Null)
     }
 
-    /// Serialises any value; serde_json's own types cannot fail here, a custom `Serialize`
+    /// Serialises any value; `serde_json`'s own types cannot fail here, a custom `Serialize`
     /// that fails becomes `null` rather than a panic.
     pub fn from_value<T: Serialize + ?Sized>(value: &T) -> Self {
         match serde_json::value::to_raw_value(value) {
@@ -36,7 +36,7 @@ impl RawJson {
     }
 
     /// Parses the text into a `serde_json::Value`. Valid text can still fail here: nesting
-    /// past serde_json's recursion limit (128) or a number out of f64 range (`1e400`).
+    /// past `serde_json`'s recursion limit (128) or a number out of f64 range (`1e400`).
     /// Anything that decides on the value (policy) must use this and refuse on `Err`.
     pub fn try_value(&self) -> Result<serde_json::Value, serde_json::Error> {
         serde_json::from_str(self.0.get())

@@ -32,7 +32,7 @@ pub fn now_rfc3339() -> String {
         let mut last = last.borrow_mut();
         if last.0 != secs {
             let whole = now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-            last.1 = whole.trim_end_matches('Z').to_owned();
+            whole.trim_end_matches('Z').clone_into(&mut last.1);
             last.1.push('.');
             last.0 = secs;
         }

@@ -1,5 +1,5 @@
-//! REST bodies: the CodeSpar session wire (what the `codespar` SDK sends and reads) and
-//! spyglass's own read routes (sessions, approvals). Snake_case, as the SDK reads them.
+//! REST bodies: the `CodeSpar` session wire (what the `codespar` SDK sends and reads) and
+//! spyglass's own read routes (sessions, approvals). `Snake_case`, as the SDK reads them.
 
 use super::events::{
     AgentEvalCompleted, AssertionResult, Counter, Decision, DeclaredMock, EvalScope, EvalStatus,

@@ -10,17 +10,16 @@ use crate::runtime::{RuntimeConfig, embedded};
 /// `SPYGLASS_URL` must never send CI's evals elsewhere.
 pub async fn run(args: EvalArgs, url: Option<String>) -> Result<(), RoleError> {
     let prepared = prepare(&args)?;
-    let (url, embedded) = match url {
-        Some(url) => (url, None),
-        None => {
-            let config = RuntimeConfig {
-                test_mode: true,
-                ..RuntimeConfig::default()
-            };
-            let handle = embedded(config, None).await.map_err(RoleError::Embedded)?;
-            eprintln!("spyglass eval: embedded runtime on {}", handle.url());
-            (handle.url(), Some(handle))
-        }
+    let (url, embedded) = if let Some(url) = url {
+        (url, None)
+    } else {
+        let config = RuntimeConfig {
+            test_mode: true,
+            ..RuntimeConfig::default()
+        };
+        let handle = embedded(config, None).await.map_err(RoleError::Embedded)?;
+        eprintln!("spyglass eval: embedded runtime on {}", handle.url());
+        (handle.url(), Some(handle))
     };
     let (mut out, mut log) = (std::io::stdout(), std::io::stderr());
     let result = run_suites(&args, &prepared, &url, &mut out, &mut log).await;

@@ -8,16 +8,15 @@ use crate::ui::{InspectorConfig, Watching, inspector_config};
 
 /// Runs the inspector with a resolved config until the user quits.
 pub async fn run(config: Resolved) -> Result<(), RoleError> {
-    let (url, embedded) = match config.url.value.clone() {
-        Some(url) => (url, None),
-        None => {
-            let runtime = RuntimeConfig {
-                test_mode: true,
-                ..RuntimeConfig::default()
-            };
-            let handle = embedded(runtime, None).await.map_err(RoleError::Embedded)?;
-            (handle.url(), Some(handle))
-        }
+    let (url, embedded) = if let Some(url) = config.url.value.clone() {
+        (url, None)
+    } else {
+        let runtime = RuntimeConfig {
+            test_mode: true,
+            ..RuntimeConfig::default()
+        };
+        let handle = embedded(runtime, None).await.map_err(RoleError::Embedded)?;
+        (handle.url(), Some(handle))
     };
     tracing::info!(%url, embedded = embedded.is_some(), "inspector starting");
     let inspector = InspectorConfig {

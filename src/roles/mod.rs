@@ -81,7 +81,6 @@ impl RoleError {
                 EXIT_USAGE
             }
             Self::Client(err) | Self::Ui(UiError::Client(err)) => client_code(err),
-            Self::Ui(UiError::Io(_)) => EXIT_FAILED,
             Self::Eval(err) => match err {
                 EvalCliError::Unreachable { .. } => EXIT_UNREACHABLE,
                 EvalCliError::Suites(_)
@@ -98,7 +97,8 @@ impl RoleError {
                 | serve::ServeError::Listen { .. }
                 | serve::ServeError::Store(_) => EXIT_USAGE,
             },
-            Self::CasesFailed { .. }
+            Self::Ui(UiError::Io(_))
+            | Self::CasesFailed { .. }
             | Self::DemoPolicy(_)
             | Self::Tokio(_)
             | Self::Embedded(_)

@@ -56,8 +56,7 @@ pub enum ServeError {
 /// `CODESPAR_TEST_MODE_ENABLED`: `true` or `1`, in any case, turns test mode on.
 fn env_test_mode() -> bool {
     std::env::var("CODESPAR_TEST_MODE_ENABLED")
-        .map(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1"))
-        .unwrap_or(false)
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1"))
 }
 
 /// Every key `serve` accepts: plain ones, and ones bound to projects.

@@ -78,7 +78,7 @@ fn record(call: &Dispatched) -> ToolCallRecord {
 /// Sleeps `wait`, or less when the session closes meanwhile (the caller then checks).
 async fn wait_unless_closed(closing: &mut watch::Receiver<bool>, wait: Duration) {
     tokio::select! {
-        _ = tokio::time::sleep(wait) => {}
+        () = tokio::time::sleep(wait) => {}
         _ = closing.wait_for(|closed| *closed) => {}
     }
 }
@@ -321,7 +321,7 @@ impl Runtime {
                     error: "agent_failed".to_owned(),
                     message: error.clone(),
                 })
-                .await
+                .await;
             }
             None => out(SendFrame::Done(result.send_result())).await,
         }

@@ -319,8 +319,8 @@ impl Runtime {
                 Verdict::Approve => ApprovalStatus::Approved,
                 Verdict::Deny => ApprovalStatus::Denied,
             };
-            row.view.decided_by = by.clone();
-            row.view.note = note.clone();
+            row.view.decided_by.clone_from(&by);
+            row.view.note.clone_from(&note);
             row.view.clone()
         };
         self.emit_for(
@@ -341,17 +341,15 @@ impl Runtime {
         }
         let outcome = self.replay(tenant, &view);
         let mut queue = lock(&self.inner.approvals);
-        let row = queue
-            .rows
-            .get_mut(approval_id)
-            .map(|row| {
-                row.view.replay = Some(outcome.clone());
-                row.view.clone()
-            })
-            .unwrap_or_else(|| ApprovalView {
+        let row = if let Some(row) = queue.rows.get_mut(approval_id) {
+            row.view.replay = Some(outcome);
+            row.view.clone()
+        } else {
+            ApprovalView {
                 replay: Some(outcome),
                 ..view
-            });
+            }
+        };
         Ok(row)
     }
 

@@ -236,7 +236,7 @@ impl EvalState {
     fn finish(&self, run_id: &str, duration_ms: f64) {
         let mut table = lock(&self.runs);
         if let Some(run) = table.by_id.get_mut(run_id) {
-            run.detail.status = COMPLETED.to_owned();
+            COMPLETED.clone_into(&mut run.detail.status);
             run.detail.duration_ms = duration_ms;
             run.done.send_replace(true);
         }
@@ -322,6 +322,9 @@ impl Runtime {
     /// Starts an eval run for `tenant` and answers its id at once; the cases run in a
     /// background task (so this needs a Tokio runtime). `eval.run.started` is already on
     /// the stream when this returns. Await the end with `wait_eval_run`.
+    // By value like the request an HTTP handler decodes; borrowing would change every
+    // caller's signature for no saving.
+    #[expect(clippy::needless_pass_by_value)]
     pub fn run_evals(
         &self,
         tenant: &str,
@@ -414,7 +417,7 @@ impl Runtime {
         let id = run_id.clone();
         tokio::spawn(async move {
             rt.execute_run(tenant, id, suites, repeat, glob, scope)
-                .await
+                .await;
         });
         Ok(run_id)
     }
@@ -571,8 +574,7 @@ impl Runtime {
         };
         let limit = case
             .timeout_ms
-            .map(Duration::from_millis)
-            .unwrap_or(self.inner.config.eval_case_timeout);
+            .map_or(self.inner.config.eval_case_timeout, Duration::from_millis);
         let clock = Instant::now();
         let elapsed = || clock.elapsed().as_secs_f64() * 1000.0;
         let outcome = tokio::time::timeout(

@@ -277,6 +277,8 @@ impl StoreWriter {
 
 /// Commits events as they come, grouped: whatever queued while the last transaction ran
 /// goes in the next one, so a burst of calls costs one commit, not one each.
+// Runs on its own thread, which owns both for its whole life.
+#[expect(clippy::needless_pass_by_value)]
 fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>) {
     let mut batch = Vec::new();
     let mut evicted: HashMap<String, u64> = HashMap::new();
@@ -333,6 +335,7 @@ impl EventLog {
 
     /// The log goes on with stream `epoch`, each tenant from its `next_seqs` seq (a
     /// history reopened).
+    #[must_use]
     pub fn continuing(mut self, epoch: String, next_seqs: Vec<(String, u64)>) -> Self {
         self.epoch = epoch;
         {
@@ -345,6 +348,7 @@ impl EventLog {
     }
 
     /// Sends every event appended (and evicted) from now on to the store's writer.
+    #[must_use]
     pub fn with_writer(mut self, writer: StoreWriter) -> Self {
         self.writer = Some(writer);
         self
@@ -354,6 +358,7 @@ impl EventLog {
     /// within the capacity and the byte budget, each tenant's run contiguous and ending
     /// at its newest seq (a stored text that no longer decodes breaks it: the older part
     /// is a gap). Call after `continuing`, which says where each tenant's seqs stand.
+    #[must_use]
     pub fn with_history(self, events: Vec<Logged>) -> Self {
         // Per tenant, keep only the contiguous run ending just below its next seq.
         let mut expected: HashMap<String, u64> = {
@@ -446,7 +451,7 @@ impl EventLog {
         // a valid deque, so keep serving rather than take the runtime down.
         self.ring
             .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Stamps, retains and broadcasts one event. Under the lock only the stamp is written:

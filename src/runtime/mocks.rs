@@ -33,12 +33,12 @@ pub fn is_canonical(name: &str) -> bool {
     part(server, b"-") && part(tool, b"_-")
 }
 
-/// Names of CodeSpar's built-in tools start with this (`codespar_charge`, …).
+/// Names of `CodeSpar`'s built-in tools start with this (`codespar_charge`, …).
 pub const BUILTIN_PREFIX: &str = "codespar_";
 /// The one built-in that is answered by the runtime itself and bypasses every gate.
 pub const LIST_TOOLS: &str = "codespar_list_tools";
 
-/// Whether a name is a CodeSpar built-in's, `codespar_` then `[a-z0-9_]`. Seed 000: a
+/// Whether a name is a `CodeSpar` built-in's, `codespar_` then `[a-z0-9_]`. Seed 000: a
 /// built-in that reaches external state (the SDK's `charge()`, `ship()`, `issue()`,
 /// `discover()` wrappers call them) declares its fixtures in `mocks` like a normal tool.
 pub fn is_builtin(name: &str) -> bool {
@@ -112,9 +112,7 @@ pub struct MockTable {
 impl MockTable {
     /// Runs the size and shape gates (seed 000 gates 2 and 3) on a `mocks` value.
     pub fn from_payload(mocks: &Value) -> Result<MockTable, MocksRejection> {
-        let bytes = serde_json::to_string(mocks)
-            .map(|text| text.len())
-            .unwrap_or(0);
+        let bytes = serde_json::to_string(mocks).map_or(0, |text| text.len());
         if bytes > MAX_MOCKS_BYTES {
             return Err(MocksRejection::TooLarge { bytes });
         }
@@ -300,39 +298,39 @@ mod tests {
             let err = MockTable::from_payload(&serde_json::json!({ name: {} })).unwrap_err();
             match err {
                 MocksRejection::Invalid { field: f, .. } => assert_eq!(f, field),
-                other => panic!("{name}: {other:?}"),
+                other @ MocksRejection::TooLarge { .. } => panic!("{name}: {other:?}"),
             }
         }
     }
     use serde_json::json;
 
-    fn rejection(mocks: Value) -> MocksRejection {
-        MockTable::from_payload(&mocks).unwrap_err()
+    fn rejection(mocks: &Value) -> MocksRejection {
+        MockTable::from_payload(mocks).unwrap_err()
     }
 
     #[test]
     fn shape_errors_name_the_field_by_pointer() {
         assert_eq!(
-            rejection(json!({"asaas/x": [{}, 3]})),
+            rejection(&json!({"asaas/x": [{}, 3]})),
             MocksRejection::Invalid {
                 field: "/mocks/asaas~1x/1".into(),
                 message: "entry 1 of `asaas/x` must be an object".into()
             }
         );
-        let MocksRejection::Invalid { field, message } = rejection(json!({"asaas__x": {}})) else {
+        let MocksRejection::Invalid { field, message } = rejection(&json!({"asaas__x": {}})) else {
             panic!("expected invalid");
         };
         assert_eq!(field, "/mocks/asaas__x");
         assert!(message.contains("server/tool"));
-        let MocksRejection::Invalid { field, .. } = rejection(json!({"a~b/c": {}})) else {
+        let MocksRejection::Invalid { field, .. } = rejection(&json!({"a~b/c": {}})) else {
             panic!("expected invalid");
         };
         assert_eq!(field, "/mocks/a~0b~1c");
-        let MocksRejection::Invalid { field, .. } = rejection(json!([1])) else {
+        let MocksRejection::Invalid { field, .. } = rejection(&json!([1])) else {
             panic!("expected invalid");
         };
         assert_eq!(field, "/mocks");
-        let MocksRejection::Invalid { field, .. } = rejection(json!({"a/b": "x"})) else {
+        let MocksRejection::Invalid { field, .. } = rejection(&json!({"a/b": "x"})) else {
             panic!("expected invalid");
         };
         assert_eq!(field, "/mocks/a~1b");
@@ -342,7 +340,7 @@ mod tests {
     fn size_gate_runs_before_shape() {
         let big = "x".repeat(MAX_MOCKS_BYTES);
         assert!(matches!(
-            rejection(json!({"NOT CANONICAL": {"pad": big}})),
+            rejection(&json!({"NOT CANONICAL": {"pad": big}})),
             MocksRejection::TooLarge { .. }
         ));
     }

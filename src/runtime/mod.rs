@@ -78,7 +78,7 @@ pub struct RuntimeConfig {
     /// How long a client has to send a request's headers; also how long a kept-alive
     /// connection may sit idle before the next request (one hyper timer does both).
     pub header_timeout: Duration,
-    /// Open connections (WebSockets included) the server holds in total; lowered below
+    /// Open connections (`WebSockets` included) the server holds in total; lowered below
     /// the process's descriptor limit when that is smaller.
     pub max_connections: usize,
     /// Open connections one peer IP may hold.
@@ -98,7 +98,7 @@ impl Default for RuntimeConfig {
             policy: Policy::default(),
             api_keys: Vec::new(),
             retained_events: 100_000,
-            approval_ttl: Duration::from_secs(15 * 60),
+            approval_ttl: Duration::from_mins(15),
             subscriber_queue: 4096,
             ping_interval: Duration::from_secs(15),
             max_body_bytes: 1024 * 1024,
@@ -166,7 +166,9 @@ pub struct Runtime {
 /// Locks a mutex, treating poison as usable: every critical section here leaves its data
 /// consistent before anything that could panic.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The default tenant when a request names no `x-codespar-project`.
@@ -259,8 +261,10 @@ impl Runtime {
             .collect()
     }
 
-    /// Binds `addr` (SO_REUSEADDR, so a restart can take the same port at once) and serves
+    /// Binds `addr` (`SO_REUSEADDR`, so a restart can take the same port at once) and serves
     /// the HTTP and WebSocket routes until `ServerHandle::shutdown`.
+    // Async in the public API so that callers need not change when it comes to await.
+    #[expect(clippy::unused_async)]
     pub async fn serve(&self, addr: SocketAddr) -> std::io::Result<ServerHandle> {
         let socket = if addr.is_ipv4() {
             tokio::net::TcpSocket::new_v4()?

@@ -190,7 +190,7 @@ pub(crate) async fn stream(
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
     loop {
         tokio::select! {
-            _ = stopped(&mut stop) => {
+            () = stopped(&mut stop) => {
                 let _ = sub.socket.send(Message::Close(None)).await;
                 return;
             }
@@ -215,7 +215,7 @@ pub(crate) async fn stream(
                 }
             }
             incoming = sub.socket.recv() => match incoming {
-                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                None | Some(Err(_) | Ok(Message::Close(_))) => return,
                 Some(Ok(_)) => {}
             }
         }

@@ -50,9 +50,9 @@ fn descriptor_limit() -> Option<usize> {
 /// The total cap actually applied: the configured one, lowered below the descriptor limit
 /// so a full server still has descriptors to accept (and refuse) with.
 pub(crate) fn effective_total(configured: usize) -> usize {
-    let bound = descriptor_limit()
-        .map(|limit| limit.saturating_sub(SPARE_DESCRIPTORS).max(16))
-        .unwrap_or(usize::MAX);
+    let bound = descriptor_limit().map_or(usize::MAX, |limit| {
+        limit.saturating_sub(SPARE_DESCRIPTORS).max(16)
+    });
     configured.clamp(1, bound)
 }
 
@@ -271,7 +271,7 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     }
 }
 
-/// Serves `app` on `listener` until `stop`, then lets open connections finish (WebSockets
+/// Serves `app` on `listener` until `stop`, then lets open connections finish (`WebSockets`
 /// close themselves on the same signal) and returns once they have.
 pub(crate) async fn serve(
     listener: TcpListener,
@@ -288,7 +288,7 @@ pub(crate) async fn serve(
     let (alive_tx, alive_rx) = watch::channel(());
     loop {
         let (stream, remote) = tokio::select! {
-            _ = stopped(&mut stop) => break,
+            () = stopped(&mut stop) => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(err) => {
@@ -388,8 +388,8 @@ async fn connection(
                 }
                 return;
             }
-            _ = conn.close.notified() => return,
-            _ = stopped(&mut stop), if !stopping => {
+            () = conn.close.notified() => return,
+            () = stopped(&mut stop), if !stopping => {
                 stopping = true;
                 served.as_mut().graceful_shutdown();
             }

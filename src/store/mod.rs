@@ -116,7 +116,7 @@ impl StoreChoice {
     }
 }
 
-/// Opens (or creates) the SQLite store at `path` and a runtime continuing its stream.
+/// Opens (or creates) the `SQLite` store at `path` and a runtime continuing its stream.
 pub fn open_runtime(config: RuntimeConfig, path: &Path) -> Result<Runtime, StoreError> {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(path)?);
     runtime_on(config, store)

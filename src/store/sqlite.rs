@@ -1,4 +1,4 @@
-//! The SQLite engine of `Store`: one file in WAL mode, schema versioned by `user_version`
+//! The `SQLite` engine of `Store`: one file in WAL mode, schema versioned by `user_version`
 //! with ordered migrations; a damaged file or a newer schema is an error, never a reset.
 
 use super::{Store, StoreError, StoredEvent, StoredStream};
@@ -21,6 +21,8 @@ const MIGRATIONS: &[&str] = &["
 "];
 
 /// The schema version this build writes.
+// A handful of migrations: the cast cannot wrap.
+#[expect(clippy::cast_possible_wrap)]
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 pub struct SqliteStore {
@@ -28,6 +30,8 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
 }
 
+// The connection has nothing a reader of the Debug output needs.
+#[expect(clippy::missing_fields_in_debug)]
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteStore")
@@ -93,7 +97,7 @@ impl SqliteStore {
     fn conn(&self) -> MutexGuard<'_, Connection> {
         self.conn
             .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn write_error(&self, source: rusqlite::Error) -> StoreError {
@@ -110,8 +114,12 @@ impl SqliteStore {
         for (index, sql) in MIGRATIONS.iter().enumerate().skip(from.max(0) as usize) {
             let tx = conn.transaction().map_err(|e| self.write_error(e))?;
             tx.execute_batch(sql).map_err(|e| self.write_error(e))?;
-            tx.pragma_update(None, "user_version", index as i64 + 1)
-                .map_err(|e| self.write_error(e))?;
+            tx.pragma_update(
+                None,
+                "user_version",
+                i64::try_from(index + 1).unwrap_or(i64::MAX),
+            )
+            .map_err(|e| self.write_error(e))?;
             tx.commit().map_err(|e| self.write_error(e))?;
         }
         Ok(())
@@ -123,7 +131,7 @@ trait PathNote {
 }
 
 impl PathNote for StoreError {
-    /// A failed integrity check has no SQLite error to carry; its report is the reason.
+    /// A failed integrity check has no `SQLite` error to carry; its report is the reason.
     fn map_path_note(self, note: &str) -> Self {
         match self {
             StoreError::Corrupt { path, .. } => StoreError::Corrupt {
@@ -155,16 +163,15 @@ impl Store for SqliteStore {
             })
             .optional()
             .map_err(read)?;
-        let epoch = match epoch {
-            Some(epoch) => epoch,
-            None => {
-                conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('epoch', ?1)",
-                    params![fresh_epoch],
-                )
-                .map_err(|e| self.write_error(e))?;
-                fresh_epoch.to_owned()
-            }
+        let epoch = if let Some(epoch) = epoch {
+            epoch
+        } else {
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('epoch', ?1)",
+                params![fresh_epoch],
+            )
+            .map_err(|e| self.write_error(e))?;
+            fresh_epoch.to_owned()
         };
         let next_seqs = conn
             .prepare("SELECT tenant, next_seq FROM tenants ORDER BY tenant")
@@ -204,7 +211,10 @@ impl Store for SqliteStore {
         // Appends mirror the rings' evictions, so more than `retained` rows only remain
         // after a write that failed: what the log will not hold leaves the file here,
         // once, not on every commit.
-        if let Some((oldest, _)) = rows.first().filter(|_| rows.len() as i64 >= limit) {
+        if let Some((oldest, _)) = rows
+            .first()
+            .filter(|_| i64::try_from(rows.len()).unwrap_or(i64::MAX) >= limit)
+        {
             conn.execute("DELETE FROM events WHERE ord < ?1", params![oldest])
                 .map_err(|e| self.write_error(e))?;
         }

@@ -34,10 +34,12 @@ impl Tab {
         }
     }
 
+    #[must_use]
     pub fn next(self) -> Self {
         Self::ALL[(self.index() + 1) % 4]
     }
 
+    #[must_use]
     pub fn prev(self) -> Self {
         Self::ALL[(self.index() + 3) % 4]
     }

@@ -187,9 +187,10 @@ pub async fn run_source(config: InspectorConfig, source: Source) -> Result<(), U
 /// screen, so a test can check the panic path restores it. Debug builds only.
 fn debug_panic() {
     #[cfg(debug_assertions)]
-    if std::env::var_os("SPYGLASS_DEBUG_PANIC").is_some_and(|v| v == "1") {
-        panic!("SPYGLASS_DEBUG_PANIC=1: forced panic with the terminal set up");
-    }
+    assert!(
+        std::env::var_os("SPYGLASS_DEBUG_PANIC").is_none_or(|v| v != "1"),
+        "SPYGLASS_DEBUG_PANIC=1: forced panic with the terminal set up"
+    );
 }
 
 async fn event_loop(
@@ -227,24 +228,21 @@ async fn event_loop(
                 Some(Err(err)) => return Err(err.into()),
                 None => return Ok(()),
             },
-            msg = rx.recv(), if client_open => match msg {
-                Some(msg) => {
-                    app.on_client(msg);
-                    for _ in 0..BATCH {
-                        match rx.try_recv() {
-                            Ok(msg) => app.on_client(msg),
-                            Err(_) => break,
-                        }
+            msg = rx.recv(), if client_open => if let Some(msg) = msg {
+                app.on_client(msg);
+                for _ in 0..BATCH {
+                    match rx.try_recv() {
+                        Ok(msg) => app.on_client(msg),
+                        Err(_) => break,
                     }
                 }
-                None => {
-                    client_open = false;
-                    app.on_client_closed();
-                }
+            } else {
+                client_open = false;
+                app.on_client_closed();
             },
             _ = tick.tick() => app.on_tick(),
             // Only armed while a redraw is pending, so an idle inspector truly sleeps.
-            _ = tokio::time::sleep_until(next_frame.into()), if app.is_dirty() => {}
+            () = tokio::time::sleep_until(next_frame.into()), if app.is_dirty() => {}
         }
     }
 }

@@ -86,7 +86,7 @@ fn an_unknown_theme_flag_is_an_error() {
 }
 
 /// `--help` and `--print-config` name the log file through one XDG resolver: a relative
-/// XDG_STATE_HOME is invalid (XDG spec) and both ignore it for `$HOME/.local/state`.
+/// `XDG_STATE_HOME` is invalid (XDG spec) and both ignore it for `$HOME/.local/state`.
 #[test]
 fn help_and_print_config_ignore_a_relative_state_home_alike() {
     let home = tempfile::tempdir().unwrap();

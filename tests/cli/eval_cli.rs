@@ -1,5 +1,5 @@
 //! `spyglass eval` as a user runs it: the real binary on temp suite files, its table and
-//! summary line, exit codes, the JUnit and JSON files it writes, a `--url` runtime and an
+//! summary line, exit codes, the `JUnit` and JSON files it writes, a `--url` runtime and an
 //! unreachable one, and the example payments suite's promised counts.
 
 use crate::support::runtime::{server, test_config};

@@ -72,10 +72,10 @@ fn a_panic_restores_the_terminal() {
     let entered = text
         .find("\x1b[?1049h")
         .unwrap_or_else(|| panic!("never entered the alternate screen:\n{text:?}"));
-    let left = text[entered..]
-        .find("\x1b[?1049l")
-        .map(|at| at + entered)
-        .unwrap_or_else(|| panic!("did not leave the alternate screen after the panic:\n{text:?}"));
+    let left = text[entered..].find("\x1b[?1049l").map_or_else(
+        || panic!("did not leave the alternate screen after the panic:\n{text:?}"),
+        |at| at + entered,
+    );
     let panic_at = text
         .find("SPYGLASS_DEBUG_PANIC=1: forced panic")
         .unwrap_or_else(|| panic!("the forced panic did not happen:\n{text:?}"));

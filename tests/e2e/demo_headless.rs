@@ -1,6 +1,6 @@
 //! The demo as a new user meets it, headless: the demo's runtime and policy in-process, its
 //! first round of workload over real HTTP, the App fed by the real observer client and
-//! drawn into a TestBackend on a scripted clock. Every tab has content; approving the
+//! drawn into a `TestBackend` on a scripted clock. Every tab has content; approving the
 //! pending payment sends it through the runtime and its replay shows beside it; the one
 //! left alone expires when the clock passes its deadline.
 

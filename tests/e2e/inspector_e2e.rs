@@ -1,5 +1,5 @@
 //! End to end: the in-process runtime, the real observer WebSocket client, sessions and
-//! calls made over HTTP, and the App rendered to a TestBackend buffer after every message:
+//! calls made over HTTP, and the App rendered to a `TestBackend` buffer after every message:
 //! the session appears, its stateful mock goes 1/2 then 2/2, an unmocked call shows
 //! `tool_not_mocked`; then the server stops and restarts on the same port, the status bar
 //! says reconnecting, and the stream resumes with no call shown twice.

@@ -1,5 +1,5 @@
-//! Compatibility with the real CodeSpar Python SDK: builds (or reuses) a venv under
-//! target/sdk-venv with codespar==0.14.0 from PyPI, starts the runtime in-process and runs
+//! Compatibility with the real `CodeSpar` Python SDK: builds (or reuses) a venv under
+//! target/sdk-venv with codespar==0.14.0 from `PyPI`, starts the runtime in-process and runs
 //! tests/sdk/compat.py against it. Missing python3/venv/pip fail with what to install.
 
 use crate::support::venv;

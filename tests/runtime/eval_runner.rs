@@ -50,7 +50,7 @@ fn charge_model(text: &str) -> Value {
     ]})
 }
 
-fn case(id: &str, model: Value, assert: Value) -> Value {
+fn case(id: &str, model: &Value, assert: &Value) -> Value {
     json!({"id": id, "input": "Charge R$5", "model": model, "assert": assert})
 }
 
@@ -66,26 +66,26 @@ fn assertion_suite() -> Value {
         "suite": "kinds",
         "defaults": {"mocks": {"asaas/create_payment": {"id": "pay_1", "status": "PENDING"}}},
         "cases": [
-            case("contains pass", charge.clone(), json!({"contains": "pay_1"})),
-            case("contains fail", charge.clone(), json!({"contains": ["pay_1", "pay_2"]})),
-            case("equals pass", charge.clone(), json!({"equals": "Charged pay_1"})),
-            case("equals fail", charge.clone(), json!({"equals": "Charged pay_9"})),
-            case("regex pass", charge.clone(), json!({"regex": "^Charged pay_\\d+$"})),
-            case("regex fail", charge.clone(), json!({"regex": "^Refunded"})),
-            case("called pass", charge.clone(),
-                 json!({"operation_called": {"name": "asaas/create_payment", "times": 1}})),
-            case("called fail", charge.clone(),
-                 json!({"operation_called": {"name": "asaas/create_payment", "times": 2}})),
-            case("envelope pass", misspelled.clone(), json!({"envelope": "tool_not_mocked"})),
-            case("envelope fail", charge.clone(), json!({"envelope": "tool_not_mocked"})),
-            case("no envelope pass", charge.clone(), json!({"no_envelope": true})),
-            case("no envelope fail", misspelled.clone(), json!({"no_envelope": true})),
-            case("json path pass", json_text.clone(),
-                 json!({"json_path": {"path": "$.items[0].price", "equals": 5}})),
-            case("json path fail", json_text.clone(),
-                 json!({"json_path": {"path": "$.id", "equals": "pay_2"}})),
-            case("max tokens pass", charge.clone(), json!({"max_tokens": 10000})),
-            case("max tokens fail", charge.clone(), json!({"max_tokens": 1})),
+            case("contains pass", &charge, &json!({"contains": "pay_1"})),
+            case("contains fail", &charge, &json!({"contains": ["pay_1", "pay_2"]})),
+            case("equals pass", &charge, &json!({"equals": "Charged pay_1"})),
+            case("equals fail", &charge, &json!({"equals": "Charged pay_9"})),
+            case("regex pass", &charge, &json!({"regex": "^Charged pay_\\d+$"})),
+            case("regex fail", &charge, &json!({"regex": "^Refunded"})),
+            case("called pass", &charge,
+                 &json!({"operation_called": {"name": "asaas/create_payment", "times": 1}})),
+            case("called fail", &charge,
+                 &json!({"operation_called": {"name": "asaas/create_payment", "times": 2}})),
+            case("envelope pass", &misspelled, &json!({"envelope": "tool_not_mocked"})),
+            case("envelope fail", &charge, &json!({"envelope": "tool_not_mocked"})),
+            case("no envelope pass", &charge, &json!({"no_envelope": true})),
+            case("no envelope fail", &misspelled, &json!({"no_envelope": true})),
+            case("json path pass", &json_text,
+                 &json!({"json_path": {"path": "$.items[0].price", "equals": 5}})),
+            case("json path fail", &json_text,
+                 &json!({"json_path": {"path": "$.id", "equals": "pay_2"}})),
+            case("max tokens pass", &charge, &json!({"max_tokens": 10000})),
+            case("max tokens fail", &charge, &json!({"max_tokens": 1})),
         ]
     })
 }
@@ -297,8 +297,8 @@ async fn the_stream_shows_the_run_its_sessions_and_one_result_per_attempt() {
         "suite": "stream",
         "defaults": {"mocks": {"asaas/create_payment": {"id": "pay_1"}}},
         "cases": [
-            case("charges", charge_model("Charged pay_1"), json!({"contains": "pay_1"})),
-            case("forgets", charge_model("Done"), json!({"contains": "pay_1"})),
+            case("charges", &charge_model("Charged pay_1"), &json!({"contains": "pay_1"})),
+            case("forgets", &charge_model("Done"), &json!({"contains": "pay_1"})),
         ]
     });
     let (status, created) = api
@@ -692,7 +692,7 @@ async fn the_in_process_api_starts_a_run_and_awaits_it() {
         suites: vec![flaky_suite()],
         repeat: Some(2),
         case: None,
-        scope: Default::default(),
+        scope: spyglass::protocol::events::EvalScope::default(),
     };
     let id = rt.run_evals("default", request).unwrap();
     let detail = rt.wait_eval_run("default", &id).await.unwrap();
@@ -715,7 +715,7 @@ async fn the_in_process_api_starts_a_run_and_awaits_it() {
     assert!(summary.suites[0].cases[0].flaky);
     match client.eval_run("run_nope").await {
         Err(ClientError::Api { status, code, .. }) => {
-            assert_eq!((status, code.as_str()), (404, "not_found"))
+            assert_eq!((status, code.as_str()), (404, "not_found"));
         }
         other => panic!("{other:?}"),
     }

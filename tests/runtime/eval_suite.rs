@@ -1,6 +1,6 @@
 //! Eval suites from files to printout: the shipped example parses and, run through a
 //! stand-in for the scripted loop, gives the outcomes its comments promise; broken files
-//! on disk are rejected naming file, case and field; the JUnit and JSON writers agree
+//! on disk are rejected naming file, case and field; the `JUnit` and JSON writers agree
 //! with the table.
 
 use serde_json::{Value, json};
@@ -27,7 +27,8 @@ fn simulate(case: &Case, attempt: u32) -> CaseRun {
         };
     };
     let mocks = case.mocks.clone().unwrap_or(Value::Null);
-    let mut consumed: std::collections::HashMap<String, usize> = Default::default();
+    let mut consumed: std::collections::HashMap<String, usize> =
+        std::collections::HashMap::default();
     let mut calls = Vec::new();
     for (step, script) in model.sequence.iter().enumerate() {
         if let Some(fail) = model.fail_on_step.iter().find(|f| f.step as usize == step) {

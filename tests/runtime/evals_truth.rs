@@ -1,4 +1,4 @@
-//! Eval results that tell the truth, over real HTTP: a seed-001 MetricResult without
+//! Eval results that tell the truth, over real HTTP: a seed-001 `MetricResult` without
 //! `status` counts by `pass`, a contradicting `status` is refused, a one-case rerun is no
 //! suite run, a call held for approval is no pass, the case JSON carries the final text,
 //! and execute's 202 and `codespar_*` mocks read right for the SDK.

@@ -3,8 +3,8 @@
 
 use spyglass::protocol::{decode, encode};
 
-/// decode_event: an unknown kind carrying a number too long for an exact f64 changed its
-/// digits on every re-encoding (serde_json's fast float parser was off by one ulp), so a
+/// `decode_event`: an unknown kind carrying a number too long for an exact f64 changed its
+/// digits on every re-encoding (`serde_json`'s fast float parser was off by one ulp), so a
 /// frame relayed twice was not the frame relayed once.
 #[test]
 fn re_encoding_a_frame_is_stable_for_long_numbers() {
@@ -20,7 +20,7 @@ fn re_encoding_a_frame_is_stable_for_long_numbers() {
     }
 }
 
-/// decode_event: an unknown-kind frame holding a number beyond f64 (`5e668`) decoded, but
+/// `decode_event`: an unknown-kind frame holding a number beyond f64 (`5e668`) decoded, but
 /// re-encoding it (to restamp it for the stream) produced `null`: the runtime would have
 /// accepted it on ingest and streamed `null` to every observer. It is now refused at
 /// decode with a syntax error, and ingest answers 400 with its index.

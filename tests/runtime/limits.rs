@@ -103,7 +103,7 @@ async fn an_observer_sending_a_huge_message_is_dropped_alone() {
     let ended = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
             match rude.next().await {
-                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                None | Some(Err(_) | Ok(Message::Close(_))) => return,
                 Some(Ok(_)) => {}
             }
         }
@@ -113,7 +113,9 @@ async fn an_observer_sending_a_huge_message_is_dropped_alone() {
     // ...and everyone else streams on.
     rt.emit(
         None,
-        spyglass::protocol::Event::SessionClosed(Default::default()),
+        spyglass::protocol::Event::SessionClosed(
+            spyglass::protocol::events::SessionClosed::default(),
+        ),
     );
     let frame = next_frame(&mut polite, Duration::from_secs(5))
         .await

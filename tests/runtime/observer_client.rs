@@ -179,7 +179,11 @@ async fn rest_errors_carry_the_runtimes_code() {
     tokio::spawn(async move { axum::serve(listener, app).await });
     let rest = RestClient::new(&url, None).unwrap();
     let err = rest
-        .decide("apr_1", true, &Default::default())
+        .decide(
+            "apr_1",
+            true,
+            &spyglass::protocol::rest::DecisionRequest::default(),
+        )
         .await
         .unwrap_err();
     assert!(

@@ -430,7 +430,7 @@ fn envelope_json(e: &Envelope) -> Value {
 
 fn keys(v: &Value) -> Vec<&str> {
     let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-    k.sort();
+    k.sort_unstable();
     k
 }
 

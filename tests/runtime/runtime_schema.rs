@@ -120,7 +120,7 @@ async fn real_frames_validate_against_the_schema() {
         "agent.eval.completed",
     ]
     .iter()
-    .map(|k| k.to_string())
+    .map(std::string::ToString::to_string)
     .collect();
     assert_eq!(kinds, want);
 

@@ -210,7 +210,7 @@ fn sse_frames(text: &str) -> Vec<(String, Value)> {
             let mut data = String::new();
             for line in frame.lines() {
                 if let Some(rest) = line.strip_prefix("event:") {
-                    event = rest.trim().to_owned();
+                    rest.trim().clone_into(&mut event);
                 } else if let Some(rest) = line.strip_prefix("data:") {
                     data.push_str(rest.trim());
                 }

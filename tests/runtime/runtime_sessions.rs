@@ -93,7 +93,7 @@ async fn broken_bodies_get_json_errors() {
     let exec = format!("/v1/sessions/{sid}/execute");
     let cases: Vec<(&str, String)> = vec![
         ("/v1/sessions", "{not json".into()),
-        ("/v1/sessions", "".into()),
+        ("/v1/sessions", String::new()),
         ("/v1/sessions", "[1,2]".into()),
         (
             "/v1/sessions",
@@ -104,7 +104,7 @@ async fn broken_bodies_get_json_errors() {
             "/v1/sessions",
             r#"{"servers": [], "model": {"sequence": 3}}"#.into(),
         ),
-        (&exec, "".into()),
+        (&exec, String::new()),
         (&exec, r#"{"input": {}}"#.into()),
         (&exec, r#"{"tool": 7}"#.into()),
         (&exec, r#"{"tool": "asaas/x", "input": "str"}"#.into()),
@@ -458,9 +458,9 @@ async fn no_mocks_at_all_means_tool_not_mocked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_consume_is_exact() {
+    const K: usize = 10;
     let handle = server(test_config()).await;
     let api = std::sync::Arc::new(Api::new(&handle));
-    const K: usize = 10;
     let entries: Vec<Value> = (0..K).map(|i| json!({"n": i})).collect();
     let sid = api.session(json!({"asaas/create_nfe": entries})).await;
     let mut tasks = Vec::new();
@@ -484,7 +484,7 @@ async fn concurrent_consume_is_exact() {
             other => panic!("unexpected {other}: {body}"),
         }
     }
-    served.sort();
+    served.sort_unstable();
     assert_eq!(
         served,
         (0..K as u64).collect::<Vec<_>>(),

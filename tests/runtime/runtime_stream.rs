@@ -351,7 +351,7 @@ async fn a_bad_batch_is_refused_whole_with_the_index() {
             Some(1),
         ),
         ("[{\"kind\": \"x.y\"}".into(), "invalid_body", None),
-        ("".into(), "invalid_body", None),
+        (String::new(), "invalid_body", None),
         ("  \n ".into(), "invalid_body", None),
     ];
     for (body, code, index) in cases {

@@ -229,7 +229,7 @@ fn spawn_workload(rt: Runtime, seed: u64, events: u64) -> tokio::task::JoinHandl
                 let input = json!({"value": rng.u32(0..1000), "note": "chaos"});
                 match rt.execute(TENANT, sid, tool, input.into()).await.unwrap() {
                     ExecuteReply::Envelope(Envelope::ApprovalRequired { approval_id, .. }) => {
-                        pending.push(approval_id)
+                        pending.push(approval_id);
                     }
                     ExecuteReply::Ok(_) | ExecuteReply::Envelope(_) => {}
                 }
@@ -333,7 +333,7 @@ async fn run_chaos(
     let mut points: Vec<u64> = (0..cuts).map(|_| rng.u64(1..events)).collect();
     points.sort_unstable();
     let mut restarts = 0;
-    let limit = Duration::from_secs(60);
+    let limit = Duration::from_mins(1);
     for (i, point) in points.iter().enumerate() {
         wait_for(&format!("the client to pass seq {point}"), limit, || {
             seen.last_seq.load(Ordering::SeqCst) >= *point

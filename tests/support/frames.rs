@@ -30,7 +30,7 @@ pub fn session_created(
     session: &str,
     user: &str,
     servers: &[&str],
-    mocks: Value,
+    mocks: &Value,
 ) -> Value {
     frame(
         "session.created",

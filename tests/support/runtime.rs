@@ -164,7 +164,7 @@ pub async fn next_frame(ws: &mut Ws, wait: Duration) -> Option<Value> {
         match msg {
             Message::Text(text) => return Some(serde_json::from_str(&text).unwrap()),
             Message::Close(_) => return None,
-            _ => continue,
+            _ => {}
         }
     }
 }

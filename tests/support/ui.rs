@@ -142,7 +142,7 @@ pub async fn until_app(
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(msg)) => app.on_client(msg),
             Ok(None) => panic!("client channel closed while waiting for {what}; screen:\n{text}"),
-            Err(_) => panic!("timed out waiting for {what}; screen:\n{text}"),
+            Err(elapsed) => panic!("{elapsed} waiting for {what}; screen:\n{text}"),
         }
         text = screen(app, width, height);
     }

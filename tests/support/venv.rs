@@ -1,5 +1,5 @@
-//! The real CodeSpar Python SDK in a venv under target/sdk-venv (codespar==0.14.0 from
-//! PyPI), built on first use and reused after; shared by the tests that drive it.
+//! The real `CodeSpar` Python SDK in a venv under target/sdk-venv (codespar==0.14.0 from
+//! `PyPI`), built on first use and reused after; shared by the tests that drive it.
 //! Missing python3/venv/pip fail with what to install, never a silent skip.
 
 use std::path::{Path, PathBuf};
@@ -12,9 +12,10 @@ const SDK: &str = "codespar==0.14.0";
 static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn venv_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
+        PathBuf::from,
+    );
     target.join("sdk-venv")
 }
 
@@ -22,14 +23,13 @@ fn run(cmd: &mut Command, what: &str, hint: &str) -> Output {
     let output = cmd
         .output()
         .unwrap_or_else(|err| panic!("{what}: cannot run ({err}). {hint}"));
-    if !output.status.success() {
-        panic!(
-            "{what} failed ({}). {hint}\nstdout:\n{}\nstderr:\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    assert!(
+        output.status.success(),
+        "{what} failed ({}). {hint}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     output
 }
 
@@ -38,7 +38,7 @@ pub fn sdk_python() -> PathBuf {
     // A test that panicked while building leaves the lock poisoned; the next one rebuilds.
     let _building = BUILDING
         .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let venv = venv_dir();
     let python = if cfg!(windows) {
         venv.join("Scripts").join("python.exe")

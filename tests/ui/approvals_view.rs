@@ -1,4 +1,4 @@
-//! Golden screens of the Approvals tab (TestBackend + insta, fixed clock): pending calls
+//! Golden screens of the Approvals tab (`TestBackend` + insta, fixed clock): pending calls
 //! with a countdown and a locally expired row greyed, an approved call with its replay's
 //! outcome, and a 409 in the status line; plus the prompt's behaviour (any other key
 //! cancels, nothing is sent without a runtime), the pending count on the tab title from
@@ -24,7 +24,7 @@ fn session(app: &mut App, seq: u64, sid: &str) {
     let ts = "2026-11-22T21:43:30.000Z";
     feed(
         app,
-        &session_created(seq, ts, sid, "user_test", &["asaas"], mocks),
+        &session_created(seq, ts, sid, "user_test", &["asaas"], &mocks),
     );
 }
 
@@ -72,7 +72,7 @@ fn pending_with_countdown() {
     let text = screen(&mut app, 120, 14);
     assert!(text.contains("4m 59s"), "{text}");
     insta::assert_snapshot!(text);
-    clock.advance(Duration::from_secs(60));
+    clock.advance(Duration::from_mins(1));
     assert!(screen(&mut app, 120, 14).contains("3m 59s"), "counts down");
 
     // The expired row is greyed (muted), the live one is not.

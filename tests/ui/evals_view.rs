@@ -1,4 +1,4 @@
-//! Golden screens of the Evals tab (TestBackend + insta, fixed clock): no results, the
+//! Golden screens of the Evals tab (`TestBackend` + insta, fixed clock): no results, the
 //! suite list, a case list with a flaky case, a case with a JSON path diff and one with a
 //! text line diff; plus what a user would notice: selection kept by name, `t` landing on
 //! the case's session, reruns without a runtime saying so, empty lists, and the help.
@@ -376,7 +376,7 @@ fn help_on_the_evals_tab_lists_its_keys() {
     assert!(!text.contains("approve the selected call"), "{text}");
     assert!(!text.contains("sort calls by start"), "{text}");
     assert!(!text.contains("Typing a filter"), "{text}");
-    assert!(text.contains("r") && text.contains("rerun the selected eval case"));
+    assert!(text.contains('r') && text.contains("rerun the selected eval case"));
     insta::assert_snapshot!(text);
 }
 

@@ -1,4 +1,4 @@
-//! Golden screens of the Events tab (TestBackend + insta, fixed clock): following the
+//! Golden screens of the Events tab (`TestBackend` + insta, fixed clock): following the
 //! stream, held still while frames keep folding, filtered; Enter shows a frame as pretty
 //! JSON; and secrets (`csk_test_…` keys, Bearer values) never reach the rendered buffer,
 //! the copied text, or the Sessions detail pane.
@@ -23,7 +23,7 @@ fn keys(app: &mut App, text: &str) {
         key(app, KeyCode::Char(c));
     }
 }
-/// Frame `seq`: sessions ses_a / ses_b alternate; every third is a session creation.
+/// Frame `seq`: sessions `ses_a` / `ses_b` alternate; every third is a session creation.
 fn frame(seq: u64) -> Value {
     let sid = if seq.is_multiple_of(2) {
         "ses_a"
@@ -32,7 +32,7 @@ fn frame(seq: u64) -> Value {
     };
     let ts = format!("2026-11-22T21:43:{:02}.{:03}Z", seq / 10, (seq % 10) * 100);
     if seq.is_multiple_of(3) {
-        session_created(seq, &ts, sid, &format!("u{seq}"), &[], json!([]))
+        session_created(seq, &ts, sid, &format!("u{seq}"), &[], &json!([]))
     } else {
         tool_called(
             seq,
@@ -205,7 +205,7 @@ fn secrets_are_masked_in_every_rendered_pane_and_in_copies() {
     });
     feed(
         &mut app,
-        &session_created(1, "2026-11-22T21:43:30.000Z", "ses_s", "u", &[], json!([])),
+        &session_created(1, "2026-11-22T21:43:30.000Z", "ses_s", "u", &[], &json!([])),
     );
     feed(&mut app, &secret_call(2));
     let mut shown = vec![];

@@ -1,4 +1,4 @@
-//! One test binary for the inspector's screens: golden TestBackend screens (insta, stored
+//! One test binary for the inspector's screens: golden `TestBackend` screens (insta, stored
 //! under ui/snapshots/) and key, mouse and copy behaviour, driven with scripted frames.
 
 #[path = "../support/mod.rs"]

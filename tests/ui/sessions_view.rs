@@ -1,4 +1,4 @@
-//! Golden screens of the Sessions view (TestBackend + insta), driven through the App with
+//! Golden screens of the Sessions view (`TestBackend` + insta), driven through the App with
 //! scripted frames, key presses and a fixed clock; plus the behaviours a user would notice:
 //! selection kept by id, Enter on an empty list, and frame cost independent of history size.
 
@@ -22,7 +22,7 @@ fn created(seq: u64, id: &str, user: &str, ts: &str) -> Value {
         {"tool": "nuvem-fiscal/create_nfe", "mode": "stateful", "entries": 2},
         {"tool": "asaas/create_payment", "mode": "static", "entries": 1},
     ]);
-    session_created(seq, ts, id, user, &["nuvem-fiscal", "asaas"], mocks)
+    session_created(seq, ts, id, user, &["nuvem-fiscal", "asaas"], &mocks)
 }
 
 /// A call of `tool` with input `{"value":5}`; `extra` holds more fields (a counter).

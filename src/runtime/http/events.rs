@@ -128,7 +128,7 @@ pub(super) async fn list_events(
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-fn invalid_event(index: usize, message: String) -> ApiErrorWithStatus {
+fn invalid_event(index: usize, message: &str) -> ApiErrorWithStatus {
     ApiErrorWithStatus {
         status: 400,
         error: ApiError::new(codes::INVALID_EVENT, format!("event {index}: {message}"))
@@ -138,7 +138,7 @@ fn invalid_event(index: usize, message: String) -> ApiErrorWithStatus {
 
 /// A decode failure; a failure of one field (a `status` contradicting `pass`) names it.
 fn undecodable(index: usize, err: &DecodeError) -> ApiErrorWithStatus {
-    let mut out = invalid_event(index, err.to_string());
+    let mut out = invalid_event(index, &err.to_string());
     if let Some(field) = err.field() {
         out.error = out.error.with_field(field);
     }
@@ -186,7 +186,7 @@ pub(super) async fn ingest_events(
         ) {
             return Err(invalid_event(
                 index,
-                format!("{} is written by the runtime only", event.event.kind()),
+                &format!("{} is written by the runtime only", event.event.kind()),
             ));
         }
         events.push(event);

@@ -1,5 +1,5 @@
 //! The handler of `POST /v1/sessions/{id}/execute`: checks the input's shape, dispatches
-//! through `Runtime::execute` and writes the ToolResult or the envelope with its status.
+//! through `Runtime::execute` and writes the `ToolResult` or the envelope with its status.
 
 use super::state::{AppState, Id, JsonBody, Tenant};
 use crate::protocol::Envelope;
@@ -40,7 +40,7 @@ pub(super) async fn execute(
     })
 }
 
-/// The 202 of a call held for approval. A 2xx is read by the SDK as a ToolResult (it
+/// The 202 of a call held for approval. A 2xx is read by the SDK as a `ToolResult` (it
 /// takes `success`, `data`, `error`), so the envelope goes in `data` too, where
 /// `is_approval_required(result.data)` finds it; its fields stay at the top level for
 /// clients that read the envelope itself.

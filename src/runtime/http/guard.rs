@@ -168,8 +168,11 @@ mod tests {
 
     fn guard(origins: &[&str], hosts: &[&str]) -> Guard {
         let config = RuntimeConfig {
-            allowed_origins: origins.iter().map(|s| s.to_string()).collect(),
-            allowed_hosts: hosts.iter().map(|s| s.to_string()).collect(),
+            allowed_origins: origins
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
+            allowed_hosts: hosts.iter().map(std::string::ToString::to_string).collect(),
             ..RuntimeConfig::default()
         };
         Guard::new(&config, "127.0.0.1:8000".parse().unwrap())

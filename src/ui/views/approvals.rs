@@ -378,6 +378,17 @@ fn status_word(status: ApprovalStatus) -> &'static str {
 
 impl ApprovalsState {
     fn render_table(&self, frame: &mut Frame, area: Rect, cx: &Cx) -> Option<Placed> {
+        // One row's cells as text, measured before any is drawn.
+        struct Cells {
+            row: usize,
+            session: String,
+            tool: String,
+            input: String,
+            rule: String,
+            state: Span<'static>,
+            replay: (String, Style),
+            style: Style,
+        }
         let theme = cx.theme;
         let model = cx.model;
         let pending = model.approvals.pending_count();
@@ -417,16 +428,6 @@ impl ApprovalsState {
         let now = cx.now_ms;
         // Each row's cells as text first, so every column but INPUT is as wide as what it
         // shows (or its header); INPUT takes what is left.
-        struct Cells {
-            row: usize,
-            session: String,
-            tool: String,
-            input: String,
-            rule: String,
-            state: Span<'static>,
-            replay: (String, Style),
-            style: Style,
-        }
         let visible: Vec<Cells> = self
             .rows
             .iter()
@@ -601,7 +602,8 @@ pub fn condition_fields(condition: &str, input: &crate::protocol::RawJson) -> Ve
                     _ => v.get(key),
                 });
             }
-            let shown_value = at.map_or_else(|| "(absent)".to_owned(), |v| v.to_string());
+            let shown_value =
+                at.map_or_else(|| "(absent)".to_owned(), std::string::ToString::to_string);
             Some(format!("{left} = {shown_value}"))
         })
         .collect()

@@ -19,6 +19,7 @@ const MAX_LCS_CELLS: usize = 4_000_000;
 
 /// The lines of `expected` and `actual` in order, each marked same, removed or added; a
 /// minimal diff (LCS), removals before additions where both are possible.
+#[expect(clippy::many_single_char_names)] // a, b, i, j: the LCS's textbook names.
 pub fn line_diff<'a>(expected: &'a str, actual: &'a str) -> Vec<LineDiff<'a>> {
     let a: Vec<&str> = expected.lines().collect();
     let b: Vec<&str> = actual.lines().collect();
@@ -68,7 +69,7 @@ pub fn line_diff<'a>(expected: &'a str, actual: &'a str) -> Vec<LineDiff<'a>> {
     out
 }
 
-/// One place where two JSON values differ, by JSONPath (`$.payment.items[0].id`).
+/// One place where two JSON values differ, by `JSONPath` (`$.payment.items[0].id`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum PathDiff {
     /// Both have the path, with different values (or different types).

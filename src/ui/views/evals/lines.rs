@@ -187,7 +187,7 @@ fn assertion_diff(assertion: &AssertionResult, lines: &mut Vec<(Tone, String)>) 
         && let Value::Object(map) = &expected
         && let (Some(Value::String(path)), Some(equals)) = (map.get("path"), map.get("equals"))
     {
-        root = path.clone();
+        root.clone_from(path);
         expected = equals.clone();
     }
     let composite = |v: &Value| matches!(v, Value::Object(_) | Value::Array(_));

@@ -38,6 +38,8 @@ pub(super) fn render(state: &EvalsState, frame: &mut Frame, area: Rect, cx: &Cx)
 }
 
 fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> Option<Placed> {
+    const GAUGE_W: usize = 8;
+    const TREND_W: usize = 8;
     let evals = &cx.model.evals;
     let theme = cx.theme;
     let len = evals.suites_len();
@@ -81,8 +83,6 @@ fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> 
         .and_then(|s| evals.suite_row(s))
         .unwrap_or(0);
     let offset = state.suites.window(len, sel, height);
-    const GAUGE_W: usize = 8;
-    const TREND_W: usize = 8;
     let rows = evals
         .suites()
         .enumerate()

@@ -364,10 +364,11 @@ fn call_outcome(
     let approval = model
         .approvals
         .get(c.approval_id.as_deref().unwrap_or(held));
-    let replayed = c
-        .replay
-        .as_ref()
-        .map(|r| r.outcome.envelope().map(|e| e.code()));
+    let replayed = c.replay.as_ref().map(|r| {
+        r.outcome
+            .envelope()
+            .map(crate::protocol::envelope::Envelope::code)
+    });
     match (approval.map(|a| a.status), replayed) {
         (_, Some(code)) => Span::styled(
             format!("approved → {}", code.unwrap_or("ok")),
