@@ -181,7 +181,7 @@ impl Action {
             Action::Copy => ("copy", "copy the selected item as JSON", &["y"], &[List]),
             Action::Sort => (
                 "sort",
-                "sort calls by start or duration",
+                "calls in order or by duration",
                 &["s"],
                 &[Sessions],
             ),
