@@ -45,16 +45,18 @@ struct RawHistory {
     events: Option<toml::Value>,
     approvals: Option<toml::Value>,
     eval_runs: Option<toml::Value>,
+    max_mib: Option<toml::Value>,
 }
 
 impl RawHistory {
-    fn entries(self) -> [(&'static str, Option<toml::Value>); 5] {
+    fn entries(self) -> [(&'static str, Option<toml::Value>); 6] {
         [
             ("sessions", self.sessions),
             ("calls_per_session", self.calls_per_session),
             ("events", self.events),
             ("approvals", self.approvals),
             ("eval_runs", self.eval_runs),
+            ("max_mib", self.max_mib),
         ]
     }
 }
@@ -156,15 +158,16 @@ impl Config {
             for (name, value) in history.entries() {
                 let Some(value) = value else { continue };
                 let full = format!("history.{name}");
+                let max = History::max(name);
                 let n = value
                     .as_integer()
                     .and_then(|i| usize::try_from(i).ok())
-                    .filter(|n| (1..=History::MAX).contains(n))
+                    .filter(|n| (1..=max).contains(n))
                     .ok_or_else(|| {
                         bad(
                             &full,
                             &value,
-                            &format!("expected a whole number from 1 to {}", History::MAX),
+                            &format!("expected a whole number from 1 to {max}"),
                         )
                     })?;
                 config.history.push((name, n));

@@ -85,6 +85,8 @@ pub struct History {
     pub events: usize,
     pub approvals: usize,
     pub eval_runs: usize,
+    /// Mebibytes the inspector's model may retain in all (`model::Limits::bytes`).
+    pub max_mib: usize,
 }
 
 impl Default for History {
@@ -95,21 +97,40 @@ impl Default for History {
             events: 20_000,
             approvals: 1_000,
             eval_runs: 200,
+            max_mib: 256,
         }
     }
 }
 
 impl History {
-    pub const KEYS: [&'static str; 5] = [
+    pub const KEYS: [&'static str; 6] = [
         "sessions",
         "calls_per_session",
         "events",
         "approvals",
         "eval_runs",
+        "max_mib",
     ];
 
     /// Above this a bound is surely a typo, and would let memory grow without check.
     pub const MAX: usize = 10_000_000;
+
+    /// Above this a byte budget (64 GiB) is surely a typo too.
+    pub const MAX_MIB: usize = 65_536;
+
+    /// The largest value `key` accepts (all start at 1).
+    pub fn max(key: &str) -> usize {
+        if key == "max_mib" {
+            Self::MAX_MIB
+        } else {
+            Self::MAX
+        }
+    }
+
+    /// `max_mib` in bytes, as the model counts them.
+    pub fn bytes(&self) -> usize {
+        self.max_mib.saturating_mul(1024 * 1024)
+    }
 
     pub fn get(&self, key: &str) -> Option<usize> {
         Some(match key {
@@ -118,6 +139,7 @@ impl History {
             "events" => self.events,
             "approvals" => self.approvals,
             "eval_runs" => self.eval_runs,
+            "max_mib" => self.max_mib,
             _ => return None,
         })
     }
@@ -129,6 +151,7 @@ impl History {
             "events" => &mut self.events,
             "approvals" => &mut self.approvals,
             "eval_runs" => &mut self.eval_runs,
+            "max_mib" => &mut self.max_mib,
             _ => return None,
         })
     }
@@ -182,6 +205,7 @@ calls_per_session = 60
 events = 70
 approvals = 80
 eval_runs = 90
+max_mib = 100
 
 [keys]
 quit = ["ctrl-q", "Q"]
@@ -208,7 +232,8 @@ next_tab = "Tab"
                 calls_per_session: 60,
                 events: 70,
                 approvals: 80,
-                eval_runs: 90
+                eval_runs: 90,
+                max_mib: 100,
             }
         );
         assert_eq!(
@@ -255,6 +280,30 @@ next_tab = "Tab"
             .find(|l| l.contains("history.sessions"))
             .unwrap();
         assert!(sessions_line.contains("(default)"), "{sessions_line}");
+    }
+
+    #[test]
+    fn max_mib_sets_the_inspector_byte_budget() {
+        let home = Home::new();
+        home.write_config("[history]\nmax_mib = 64\n");
+        let r = Config::resolve(&CliOverrides::default(), &home.env(&[])).unwrap();
+        assert_eq!(r.history.max_mib, 64);
+        assert_eq!(r.history.bytes(), 64 * 1024 * 1024);
+        assert_eq!(crate::ui::run::limits(&r.history).bytes, 64 * 1024 * 1024);
+        // Unset, the model's own default: one number, not two that could drift.
+        assert_eq!(
+            crate::ui::run::limits(&History::default()).bytes,
+            crate::model::Limits::default().bytes
+        );
+        let err = parse_err("[history]\nmax_mib = 65537");
+        assert!(
+            err.contains("expected a whole number from 1 to 65536"),
+            "{err}"
+        );
+        assert!(
+            parse_err("[history]\nevents = 0").contains("from 1 to 10000000"),
+            "the other keys keep their bound"
+        );
     }
 
     #[test]
@@ -462,6 +511,9 @@ next_tab = "Tab"
                 "\"enterr\"",
             ),
             ("[keys]\nquit = 1", "`keys.quit`", "1"),
+            ("[history]\nmax_mib = 0", "`history.max_mib`", "= 0"),
+            ("[history]\nmax_mib = 65537", "`history.max_mib`", "65537"),
+            ("[history]\nmax_mib = 2.5", "`history.max_mib`", "2.5"),
         ] {
             let err = parse_err(text);
             assert!(

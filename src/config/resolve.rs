@@ -68,7 +68,7 @@ pub struct Resolved {
     pub mouse: Setting<bool>,
     pub history: History,
     /// The source of each bound, in the order of [`History::KEYS`].
-    pub(super) history_sources: [Source; 5],
+    pub(super) history_sources: [Source; 6],
     pub keys: KeyMap,
     pub(super) keys_from_file: Vec<Action>,
     pub paths: Paths,

@@ -93,6 +93,7 @@ pub fn limits(history: &History) -> Limits {
         approvals: history.approvals,
         eval_runs: history.eval_runs,
         events: history.events,
+        bytes: history.bytes(),
         ..Limits::default()
     }
 }

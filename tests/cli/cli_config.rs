@@ -73,6 +73,53 @@ fn a_broken_config_file_is_reported_with_its_path_and_a_nonzero_exit() {
     );
 }
 
+/// `[history] max_mib` sets the inspector's byte budget: shown by `--print-config` with
+/// its source, defaulting to 256, and out of range or of the wrong kind refused by name.
+#[test]
+fn history_max_mib_is_printed_with_its_source_and_checked() {
+    let home = tempfile::tempdir().unwrap();
+    let max_mib_line = |out: &Output| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.trim_start().starts_with("history.max_mib "))
+            .unwrap_or_else(|| panic!("no history.max_mib line: {out:?}"))
+            .to_string()
+    };
+    let out = spyglass(home.path(), &["--print-config"]);
+    assert!(out.status.success(), "{out:?}");
+    let line = max_mib_line(&out);
+    assert!(
+        line.contains(" 256 ") && line.contains("(default)"),
+        "{line}"
+    );
+
+    write_config(home.path(), "[history]\nmax_mib = 64\n");
+    let out = spyglass(home.path(), &["--print-config"]);
+    assert!(out.status.success(), "{out:?}");
+    let line = max_mib_line(&out);
+    assert!(
+        line.contains(" 64 ") && line.contains("(config file)"),
+        "{line}"
+    );
+
+    for (value, shown) in [
+        ("0", "= 0"),
+        ("65537", "65537"),
+        ("\"256MiB\"", "\"256MiB\""),
+    ] {
+        write_config(home.path(), &format!("[history]\nmax_mib = {value}\n"));
+        let out = spyglass(home.path(), &["--print-config"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{value} accepted");
+        assert!(
+            stderr.contains("`history.max_mib`")
+                && stderr.contains(shown)
+                && stderr.contains("expected a whole number from 1 to 65536"),
+            "{value}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn an_unknown_theme_flag_is_an_error() {
     let home = tempfile::tempdir().unwrap();

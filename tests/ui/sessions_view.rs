@@ -374,3 +374,59 @@ fn a_frame_costs_about_the_same_at_ten_thousand_sessions_as_at_ten() {
         "10 sessions: {small:?}/frame, 10,000 sessions with 100,000 calls: {large:?}/frame"
     );
 }
+
+/// A recording may claim any duration: a huge, a negative or an overflowing one shows as
+/// a bounded mark in the DUR column and the OUTCOME beside it stays where it belongs.
+#[test]
+fn extreme_durations_stay_inside_the_dur_column() {
+    let (mut app, _) = app();
+    feed(
+        &mut app,
+        &created(1, "ses_01", "u", "2026-11-22T21:43:30.000Z"),
+    );
+    let durations = [
+        ("a/huge", 1e308),
+        ("a/neg", -5.0),
+        ("a/negmax", -1e308),
+        ("a/ok", 4.0),
+    ];
+    for (i, (tool, dur)) in durations.iter().enumerate() {
+        let seq = i as u64 + 2;
+        feed(
+            &mut app,
+            &called(
+                seq,
+                "ses_01",
+                &format!("call_{seq}"),
+                tool,
+                json!({"result": {"id": "x"}}),
+                json!({}),
+                "2026-11-22T21:43:31.000Z",
+                *dur,
+            ),
+        );
+    }
+    let text = screen(&mut app, 80, 24);
+    assert!(!text.contains("inf"), "{text}");
+    let column = |line: &str, needle: &str| {
+        line.find(needle)
+            .map(|at| line[..at].chars().count())
+            .unwrap_or_else(|| panic!("no {needle} in {line}\n{text}"))
+    };
+    let outcome_at = column(ui::row(&text, "OUTCOME"), "OUTCOME");
+    for (tool, shown) in [
+        ("a/huge", ">999h"),
+        ("a/neg", "—"),
+        ("a/negmax", "—"),
+        ("a/ok", "4.0ms"),
+    ] {
+        let line = ui::row(&text, &format!(" {tool} "));
+        assert!(
+            line.contains(&format!(" {shown} ok ")),
+            "{tool}: {line}\n{text}"
+        );
+        // The outcome starts under its header, and the row ends at the pane's border.
+        assert_eq!(column(line, " ok ") + 1, outcome_at, "{line}\n{text}");
+        assert!(line.chars().count() <= 80 && line.ends_with('│'), "{line}");
+    }
+}
