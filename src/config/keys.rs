@@ -179,12 +179,7 @@ impl Action {
             // Only the lists that can be filtered: a key listed in help must do something.
             Action::Filter => ("filter", "filter the list", &["/"], &[Sessions, Events]),
             Action::Copy => ("copy", "copy the selected item as JSON", &["y"], &[List]),
-            Action::Sort => (
-                "sort",
-                "calls in order or by duration",
-                &["s"],
-                &[Sessions],
-            ),
+            Action::Sort => ("sort", "calls in order or by duration", &["s"], &[Sessions]),
             Action::FocusLeft => (
                 "focus_left",
                 "focus the left pane (sessions, suites)",

@@ -409,9 +409,10 @@ fn extreme_durations_stay_inside_the_dur_column() {
     let text = screen(&mut app, 80, 24);
     assert!(!text.contains("inf"), "{text}");
     let column = |line: &str, needle: &str| {
-        line.find(needle)
-            .map(|at| line[..at].chars().count())
-            .unwrap_or_else(|| panic!("no {needle} in {line}\n{text}"))
+        let at = line
+            .find(needle)
+            .unwrap_or_else(|| panic!("no {needle} in {line}\n{text}"));
+        line[..at].chars().count()
     };
     let outcome_at = column(ui::row(&text, "OUTCOME"), "OUTCOME");
     for (tool, shown) in [
