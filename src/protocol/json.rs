@@ -36,10 +36,12 @@ impl RawJson {
     }
 
     /// Parses the text into a `serde_json::Value`. Valid text can still fail here: nesting
-    /// past `serde_json`'s recursion limit (128) or a number out of f64 range (`1e400`).
+    /// past `serde_json`'s recursion limit (128), a number out of f64 range (`1e400`), or
+    /// an object naming a key twice (`{"value":5000,"value":1}`: a reader keeping the first
+    /// and one keeping the last would judge two different inputs).
     /// Anything that decides on the value (policy) must use this and refuse on `Err`.
     pub fn try_value(&self) -> Result<serde_json::Value, serde_json::Error> {
-        serde_json::from_str(self.0.get())
+        serde_json::from_str::<UniqueKeys>(self.0.get()).map(|v| v.0)
     }
 
     /// The value for views and assertions (off the hot path). Text that cannot become a
@@ -154,6 +156,87 @@ impl<'de> Deserialize<'de> for RawJson {
     }
 }
 
+/// A `serde_json::Value` whose objects name each key once; built by `RawJson::try_value`.
+struct UniqueKeys(serde_json::Value);
+
+impl<'de> Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_any(UniqueKeysVisitor)
+            .map(UniqueKeys)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        serde_json::Number::from_f64(v)
+            .map(serde_json::Value::Number)
+            .ok_or_else(|| E::custom("a number that is not finite"))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        UniqueKeys::deserialize(d).map(|v| v.0)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(UniqueKeys(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let UniqueKeys(value) = map.next_value()?;
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "the key {key:?} appears twice in one object"
+                )));
+            }
+            object.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(object))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,5 +313,20 @@ mod tests {
         let padded: RawJson = serde_json::from_str("  {\"a\": 1}  ").unwrap();
         assert!(padded.is_object());
         assert!(!serde_json::from_str::<RawJson>("[]").unwrap().is_object());
+    }
+
+    #[test]
+    fn a_key_named_twice_is_refused_and_single_keys_still_parse() {
+        let twice = RawJson::from_text(r#"{"value":5000,"pad":{"a":1},"value":1}"#).unwrap();
+        let err = twice.try_value().unwrap_err().to_string();
+        assert!(err.contains(r#"the key "value" appears twice"#), "{err}");
+        let nested = RawJson::from_text(r#"{"a":[{"k":1,"k":2}]}"#).unwrap();
+        assert!(nested.try_value().is_err());
+        let fine = RawJson::from_text(r#"{"value":5000,"list":[1,2.5,"x",null,true,{"value":1}]}"#)
+            .unwrap();
+        assert_eq!(
+            fine.try_value().unwrap(),
+            serde_json::json!({"value":5000,"list":[1,2.5,"x",null,true,{"value":1}]})
+        );
     }
 }

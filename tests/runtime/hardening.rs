@@ -96,6 +96,29 @@ async fn input_a_rule_cannot_read_is_refused_not_let_through() {
     assert_eq!(status, 200);
 }
 
+/// Found by the `execute_policy` fuzz target's review: the rule read the last of two
+/// `value`s, so `{"value":5000,"value":1}` passed a deny meant for 5000.
+#[tokio::test]
+async fn a_key_named_twice_is_refused_not_read_as_either() {
+    let handle = server(policy_config()).await;
+    let api = Api::new(&handle);
+    let sid = api.session(json!({"asaas/refund": {"id": "r"}})).await;
+    for text in [
+        r#"{"tool":"asaas/refund","input":{"value":5000,"value":1}}"#,
+        r#"{"tool":"asaas/refund","input":{"value":1,"value":5000}}"#,
+    ] {
+        let (status, body) = api
+            .post_raw(&format!("/v1/sessions/{sid}/execute"), text)
+            .await;
+        assert_eq!(status, 400, "{text}: {body}");
+        assert_eq!(body["code"], "input_unreadable", "{body}");
+        let message = body["message"].as_str().unwrap();
+        assert!(message.contains(r#""value" appears twice"#), "{message}");
+    }
+    let (_, detail) = api.get(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(detail["calls"].as_array().unwrap().len(), 0, "{detail}");
+}
+
 #[tokio::test]
 async fn an_unparsable_input_on_the_stream_shows_as_sent_not_null() {
     let handle = server(test_config()).await;
