@@ -16,8 +16,8 @@
 //! ```
 
 use super::{
-    Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, draw_lines, fit, hints, key_cap,
-    key_label, scroll_pane, wrap_words,
+    Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, draw_detail, fit, hints, key_cap,
+    key_label, scroll_hint, scroll_pane, wrap_words,
 };
 use crate::mask::mask;
 use crate::model::{Approval, Model};
@@ -765,39 +765,21 @@ fn detail_pane_lines(a: &Approval, model: &Model) -> Vec<(bool, String)> {
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, detail: &ApprovalDetail, cx: &Cx) -> Placed {
-    let theme = cx.theme;
-    let key = |a: Action| key_cap(cx.keymap, a);
-    let title = Line::from(vec![
-        Span::styled(" Approval ", theme.title()),
-        Span::styled(
-            format!(
-                "· line {}/{} · {}{} {} {} scroll · {} approve · {} deny · {} back ",
-                detail.scroll + 1,
-                detail.lines.len(),
-                key(Action::Up),
-                key(Action::Down),
-                key(Action::PageUp),
-                key(Action::PageDown),
-                key(Action::Approve),
-                key(Action::Deny),
-                key(Action::Back),
-            ),
-            theme.muted(),
-        ),
-    ]);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(theme.accent())
-        .title(title);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    draw_lines(frame, inner, &detail.lines, detail.scroll, theme);
-    Placed {
-        pane: Pane::Detail,
-        rows: inner,
-        offset: detail.scroll,
-        page: inner.height as usize,
-    }
+    let hints = format!(
+        "{} · {} approve · {} deny",
+        scroll_hint(cx.keymap),
+        key_cap(cx.keymap, Action::Approve),
+        key_cap(cx.keymap, Action::Deny)
+    );
+    draw_detail(
+        frame,
+        area,
+        "Approval",
+        &hints,
+        &detail.lines,
+        detail.scroll,
+        cx,
+    )
 }
 
 fn detail_lines(a: &Approval, theme: &Theme, width: usize) -> Vec<Line<'static>> {

@@ -308,6 +308,69 @@ pub fn scroll_pane(scroll: &mut usize, lines: usize, page: usize, action: Action
     true
 }
 
+/// The frame of an opened detail pane, ` Name · line N/M · <hints> · Esc back `, in the
+/// accent border every detail pane wears; returns the area inside it.
+pub fn detail_frame(
+    frame: &mut Frame,
+    area: Rect,
+    name: &str,
+    hints: &str,
+    (scroll, len): (usize, usize),
+    cx: &Cx,
+) -> Rect {
+    let theme = cx.theme;
+    let title = Line::from(vec![
+        ratatui::text::Span::styled(format!(" {name} "), theme.title()),
+        ratatui::text::Span::styled(
+            format!(
+                "· line {}/{len} · {hints} · {} back ",
+                scroll + 1,
+                key_cap(cx.keymap, Action::Back)
+            ),
+            theme.muted(),
+        ),
+    ]);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.accent())
+        .title(title);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    inner
+}
+
+/// `↑↓ PgUp PgDn scroll`, from the keymap.
+pub fn scroll_hint(keymap: &KeyMap) -> String {
+    format!(
+        "{}{} {} {} scroll",
+        key_cap(keymap, Action::Up),
+        key_cap(keymap, Action::Down),
+        key_cap(keymap, Action::PageUp),
+        key_cap(keymap, Action::PageDown)
+    )
+}
+
+/// A detail pane of `(heading, text)` lines: its frame, its lines from `scroll`, and where
+/// it landed (for page keys and clicks).
+pub fn draw_detail(
+    frame: &mut Frame,
+    area: Rect,
+    name: &str,
+    hints: &str,
+    lines: &[(bool, String)],
+    scroll: usize,
+    cx: &Cx,
+) -> Placed {
+    let inner = detail_frame(frame, area, name, hints, (scroll, lines.len()), cx);
+    draw_lines(frame, inner, lines, scroll, cx.theme);
+    Placed {
+        pane: Pane::Detail,
+        rows: inner,
+        offset: scroll,
+        page: inner.height as usize,
+    }
+}
+
 /// Draws a scrolled pane's `(heading, text)` lines from `scroll`, long ones wrapped at the
 /// pane's width. Only what shows is wrapped: scroll counts source lines, so a huge value
 /// costs nothing until it is on screen. The text must already be masked and sanitised.

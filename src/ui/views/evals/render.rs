@@ -6,7 +6,7 @@ use super::state::{CaseDetail, EvalFocus, EvalsState};
 use crate::protocol::rest::SuiteSummary;
 use crate::sanitize::sanitize;
 use crate::ui::action::Action;
-use crate::ui::views::{Cx, Drawn, Pane, Placed, focused_block, hints, key_cap};
+use crate::ui::views::{Cx, Drawn, Pane, Placed, detail_frame, focused_block, hints};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -243,24 +243,14 @@ fn render_detail(frame: &mut Frame, area: Rect, detail: &CaseDetail, cx: &Cx) ->
             (Action::RerunCase, "rerun"),
         ],
     );
-    let title = Line::from(vec![
-        Span::styled(" Case ", theme.title()),
-        Span::styled(
-            format!(
-                "· line {}/{} · {keys} · {} back ",
-                detail.scroll + 1,
-                detail.lines.len(),
-                key_cap(cx.keymap, Action::Back)
-            ),
-            theme.muted(),
-        ),
-    ]);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(theme.accent())
-        .title(title);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
+    let inner = detail_frame(
+        frame,
+        area,
+        "Case",
+        &keys,
+        (detail.scroll, detail.lines.len()),
+        cx,
+    );
     let width = (inner.width as usize).max(1);
     let height = inner.height as usize;
     // The last line stops at the bottom, also when the case shrank since it was scrolled.

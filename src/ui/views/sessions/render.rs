@@ -10,7 +10,7 @@ use crate::ui::action::Action;
 use crate::ui::app::Watching;
 use crate::ui::theme::Theme;
 use crate::ui::views::{
-    Cx, Drawn, Pane, Placed, draw_lines, fit, fmt_age, fmt_ms, focused_block, key_cap,
+    Cx, Drawn, Pane, Placed, draw_detail, fit, fmt_age, fmt_ms, focused_block, key_cap, scroll_hint,
 };
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -547,35 +547,14 @@ fn render_timeline(
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, detail: &Detail, cx: &Cx) -> Placed {
-    let theme = cx.theme;
-    let key = |a: Action| key_cap(cx.keymap, a);
-    let title = Line::from(vec![
-        Span::styled(" Call ", theme.title()),
-        Span::styled(
-            format!(
-                "· line {}/{} · {}{} {} {} scroll · {} back ",
-                detail.scroll + 1,
-                detail.lines.len(),
-                key(Action::Up),
-                key(Action::Down),
-                key(Action::PageUp),
-                key(Action::PageDown),
-                key(Action::Back),
-            ),
-            theme.muted(),
-        ),
-    ]);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(theme.accent())
-        .title(title);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    draw_lines(frame, inner, &detail.lines, detail.scroll, theme);
-    Placed {
-        pane: Pane::Detail,
-        rows: inner,
-        offset: detail.scroll,
-        page: inner.height as usize,
-    }
+    let hints = scroll_hint(cx.keymap);
+    draw_detail(
+        frame,
+        area,
+        "Call",
+        &hints,
+        &detail.lines,
+        detail.scroll,
+        cx,
+    )
 }
