@@ -15,7 +15,8 @@
 
 use super::approvals::clock_part;
 use super::{
-    Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, fit, key_cap, scroll_pane, text_key,
+    Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, edit_filter, end_filter, fit,
+    key_cap, scroll_pane, text_key,
 };
 use crate::client::tail::what_happened;
 use crate::mask::mask;
@@ -24,7 +25,7 @@ use crate::protocol::Frame;
 use crate::protocol::events::{encode, encode_fields};
 use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
-use crossterm::event::{KeyCode, KeyEvent};
+use crossterm::event::KeyEvent;
 use ratatui::Frame as TermFrame;
 use ratatui::layout::{Constraint, Position, Rect};
 use ratatui::style::Style;
@@ -167,14 +168,9 @@ impl EventsState {
     }
 
     pub fn filter_key(&mut self, key: KeyEvent, model: &Model) {
-        match key.code {
-            KeyCode::Char(c) => self.filter.push(c),
-            KeyCode::Backspace => {
-                self.filter.pop();
-            }
-            _ => return,
+        if edit_filter(&mut self.filter, key) {
+            self.refresh_matches(&model.events, true);
         }
-        self.refresh_matches(&model.events, true);
     }
 
     /// Holds the view where it is now: the selection and the top row by position.
@@ -204,14 +200,8 @@ impl EventsState {
             return;
         }
         if self.editing_filter {
-            match action {
-                Action::Open => self.editing_filter = false,
-                Action::Back => {
-                    self.editing_filter = false;
-                    self.filter.clear();
-                    self.refresh_matches(log, true);
-                }
-                _ => {}
+            if end_filter(&mut self.editing_filter, &mut self.filter, action) {
+                self.refresh_matches(log, true);
             }
             return;
         }

@@ -308,6 +308,34 @@ pub fn scroll_pane(scroll: &mut usize, lines: usize, page: usize, action: Action
     true
 }
 
+/// Typing into a list filter: a character or Backspace edits `text`; true when it changed
+/// (the rows must be matched again).
+pub fn edit_filter(text: &mut String, key: KeyEvent) -> bool {
+    match key.code {
+        KeyCode::Char(c) => text.push(c),
+        KeyCode::Backspace => {
+            text.pop();
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// An action while a filter is typed: Enter keeps it, Esc drops it (any other action is
+/// ignored). True when the text was dropped (the rows must be matched again).
+pub fn end_filter(editing: &mut bool, text: &mut String, action: Action) -> bool {
+    match action {
+        Action::Open => *editing = false,
+        Action::Back => {
+            *editing = false;
+            text.clear();
+            return true;
+        }
+        _ => {}
+    }
+    false
+}
+
 /// The frame of an opened detail pane, ` Name · line N/M · <hints> · Esc back `, in the
 /// accent border every detail pane wears; returns the area inside it.
 pub fn detail_frame(

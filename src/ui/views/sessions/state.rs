@@ -4,8 +4,8 @@
 use super::lines::{TimelineCache, TimelineRow, build_timeline, detail_lines, pretty};
 use crate::model::{Call, Model, Session};
 use crate::ui::action::Action;
-use crate::ui::views::{ListCursor, scroll_pane};
-use crossterm::event::{KeyCode, KeyEvent};
+use crate::ui::views::{ListCursor, edit_filter, end_filter, scroll_pane};
+use crossterm::event::KeyEvent;
 use ratatui::layout::Position;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -182,12 +182,8 @@ impl SessionsState {
     }
 
     pub fn filter_key(&mut self, key: KeyEvent, model: &Model) {
-        match key.code {
-            KeyCode::Char(c) => self.filter.push(c),
-            KeyCode::Backspace => {
-                self.filter.pop();
-            }
-            _ => return,
+        if !edit_filter(&mut self.filter, key) {
+            return;
         }
         self.refresh_matches(model, true);
         if self.selected_row(model).is_none() {
@@ -240,14 +236,8 @@ impl SessionsState {
             return;
         }
         if self.editing_filter {
-            match action {
-                Action::Open => self.editing_filter = false,
-                Action::Back => {
-                    self.editing_filter = false;
-                    self.filter.clear();
-                    self.refresh_matches(model, true);
-                }
-                _ => {}
+            if end_filter(&mut self.editing_filter, &mut self.filter, action) {
+                self.refresh_matches(model, true);
             }
             return;
         }
