@@ -197,19 +197,18 @@ struct Ring {
 
 impl Ring {
     /// The tenant whose oldest event goes to make room for one of `appending`'s.
-    fn victim(&self, appending: &str, capacity: usize) -> Option<String> {
+    fn victim(&mut self, appending: &str, capacity: usize) -> Option<&mut TenantRing> {
         let own = self.tenants.get(appending).map_or(0, |t| t.events.len());
         let holders = self.holding + usize::from(own == 0);
         if own > 0 && own >= capacity / holders.max(1) {
-            return Some(appending.to_owned());
+            return self.tenants.get_mut(appending);
         }
         // Only reached when a tenant under its share appends to a full log, so the scan
         // (over tenants holding events) is not on a lone tenant's path.
         self.tenants
-            .iter()
-            .max_by_key(|(_, t)| t.events.len())
-            .filter(|(_, t)| !t.events.is_empty())
-            .map(|(name, _)| name.clone())
+            .values_mut()
+            .max_by_key(|t| t.events.len())
+            .filter(|t| !t.events.is_empty())
     }
 }
 
@@ -485,12 +484,10 @@ impl EventLog {
         };
         ring.emitted += 1;
         let ord = ring.emitted;
-        if !ring.tenants.contains_key(&logged.tenant) {
-            ring.tenants
-                .insert(logged.tenant.clone(), TenantRing::default());
-        }
-        let Some(own) = ring.tenants.get_mut(&logged.tenant) else {
-            return logged;
+        // One lookup on the common path; the tenant's name is copied only on its first event.
+        let own = match ring.tenants.get_mut(&logged.tenant) {
+            Some(own) => own,
+            None => ring.tenants.entry(logged.tenant.clone()).or_default(),
         };
         // Always unshared here: the Arc was made just above and not yet handed out.
         if let Some(unshared) = Arc::get_mut(&mut logged) {
@@ -551,19 +548,17 @@ impl EventLog {
     }
 
     fn evict(&self, ring: &mut Ring, appending: &str) -> Option<Arc<Logged>> {
-        let victim = ring.victim(appending, self.capacity)?;
-        let tenant = ring.tenants.get_mut(&victim)?;
-        let evicted = tenant.events.pop_front();
-        if let Some(old) = &evicted {
-            self.send_evicted(old);
-            tenant.bytes -= old.bytes;
-            ring.retained -= 1;
-            ring.bytes -= old.bytes;
-            if tenant.events.is_empty() {
-                ring.holding -= 1;
-            }
+        let tenant = ring.victim(appending, self.capacity)?;
+        let old = tenant.events.pop_front()?;
+        tenant.bytes -= old.bytes;
+        let emptied = tenant.events.is_empty();
+        self.send_evicted(&old);
+        ring.retained -= 1;
+        ring.bytes -= old.bytes;
+        if emptied {
+            ring.holding -= 1;
         }
-        evicted
+        Some(old)
     }
 
     /// Counts events dropped for bytes, and says so in the log at the first and then at

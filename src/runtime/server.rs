@@ -1,24 +1,29 @@
-//! The runtime's accept loop: one hyper HTTP/1 connection per socket with a header-read
-//! timeout, and a cap on open connections, per peer IP and in total, below the descriptor limit.
+//! The runtime's accept loop: one hyper HTTP/1 connection per socket, a header-read (and
+//! idle) timeout, and a cap on open connections, per peer IP and in total, below the descriptor limit.
 //!
 //! When a cap is reached a new connection takes the slot of the connection idle the longest
 //! (no request in flight, not a WebSocket), which is closed; only when every slot is busy is
 //! the new one refused at once with 503 `too_many_connections`. So sockets that send nothing
 //! (or half a request line) cannot keep `/health` or an authenticated client out.
+//!
+//! The timeout is one sweep over the connection table, not a timer per request: a connection
+//! with no request in flight whose socket has written nothing for `header_timeout` (so it
+//! has sent no complete request head since its last answer) is closed. hyper's own
+//! `header_read_timeout` arms and cancels a timer for every request, a tenth of the server's
+//! CPU for a mocked execute.
 
 use super::http::guard::Guard;
 use super::lock;
 use axum::Router;
 use axum::body::Body;
-use axum::extract::ConnectInfo;
 use axum::response::IntoResponse;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -61,13 +66,29 @@ struct Conn {
     ip: IpAddr,
     in_flight: AtomicUsize,
     upgraded: AtomicBool,
-    idle_since: Mutex<Instant>,
+    /// When the connection last finished a request or wrote to its socket, in µs since
+    /// the server's `Clock` began.
+    idle_since: AtomicU64,
     close: Notify,
 }
 
 impl Conn {
     fn evictable(&self) -> bool {
         self.in_flight.load(Ordering::Acquire) == 0 && !self.upgraded.load(Ordering::Acquire)
+    }
+
+    fn touch(&self, clock: &Clock) {
+        self.idle_since.store(clock.now(), Ordering::Relaxed);
+    }
+}
+
+/// Microseconds since the server started, cheap enough to read on every write.
+#[derive(Clone, Copy)]
+struct Clock(Instant);
+
+impl Clock {
+    fn now(self) -> u64 {
+        u64::try_from(self.0.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
 }
 
@@ -95,14 +116,32 @@ impl Table {
         self.conns
             .iter()
             .filter(|(_, c)| ip.is_none_or(|ip| c.ip == ip) && c.evictable())
-            .min_by_key(|(_, c)| *lock(&c.idle_since))
+            .min_by_key(|(_, c)| c.idle_since.load(Ordering::Relaxed))
             .map(|(id, _)| *id)
+    }
+
+    /// Closes every connection that has been idle (nothing in flight, nothing written)
+    /// since before `deadline`.
+    fn close_idle_since(&mut self, deadline: u64) -> usize {
+        let stale: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.evictable() && c.idle_since.load(Ordering::Relaxed) < deadline)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in &stale {
+            if let Some(conn) = self.remove(*id) {
+                conn.close.notify_one();
+            }
+        }
+        stale.len()
     }
 }
 
 struct Admission {
     limits: ConnLimits,
     table: Mutex<Table>,
+    clock: Clock,
 }
 
 /// A connection's place in the table, given back when its socket (or the WebSocket it
@@ -141,7 +180,7 @@ impl Admission {
             ip,
             in_flight: AtomicUsize::new(0),
             upgraded: AtomicBool::new(false),
-            idle_since: Mutex::new(Instant::now()),
+            idle_since: AtomicU64::new(self.clock.now()),
             close: Notify::new(),
         });
         table.next_id += 1;
@@ -163,7 +202,20 @@ impl Admission {
 /// WebSocket upgrade too.
 struct Tracked {
     stream: TcpStream,
+    conn: Arc<Conn>,
+    clock: Clock,
     _slot: Slot,
+}
+
+impl Tracked {
+    /// A write that moved bytes keeps the connection from counting as idle.
+    fn wrote(&self, result: &Poll<std::io::Result<usize>>) {
+        if let Poll::Ready(Ok(n)) = result
+            && *n > 0
+        {
+            self.conn.touch(&self.clock);
+        }
+    }
 }
 
 impl AsyncRead for Tracked {
@@ -182,7 +234,9 @@ impl AsyncWrite for Tracked {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let result = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.wrote(&result);
+        result
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -198,7 +252,9 @@ impl AsyncWrite for Tracked {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let result = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.wrote(&result);
+        result
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -207,19 +263,44 @@ impl AsyncWrite for Tracked {
 }
 
 /// Marks a connection busy while one of its requests is handled.
-struct Busy(Arc<Conn>);
+struct Busy(Arc<Conn>, Clock);
 
 impl Busy {
-    fn new(conn: Arc<Conn>) -> Busy {
+    fn new(conn: Arc<Conn>, clock: Clock) -> Busy {
         conn.in_flight.fetch_add(1, Ordering::AcqRel);
-        Busy(conn)
+        Busy(conn, clock)
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        *lock(&self.0.idle_since) = Instant::now();
+        self.0.touch(&self.1);
         self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// How often the sweep looks for idle connections: a quarter of the timeout, so one is
+/// closed at most 1.25 timeouts after its last answer.
+fn sweep_period(timeout: Duration) -> Duration {
+    (timeout / 4).clamp(Duration::from_millis(5), Duration::from_secs(1))
+}
+
+/// Closes, every `sweep_period`, the connections idle for longer than `header_timeout`:
+/// sockets that sent no complete request head since their last answer, slow or silent.
+async fn sweep_idle(admission: Arc<Admission>, mut stop: watch::Receiver<bool>) {
+    let timeout = u64::try_from(admission.limits.header_timeout.as_micros()).unwrap_or(u64::MAX);
+    let mut tick = tokio::time::interval(sweep_period(admission.limits.header_timeout));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = stopped(&mut stop) => return,
+            _ = tick.tick() => {}
+        }
+        let deadline = admission.clock.now().saturating_sub(timeout);
+        let closed = lock(&admission.table).close_idle_since(deadline);
+        if closed > 0 {
+            tracing::debug!(closed, "idle connections closed (header timeout)");
+        }
     }
 }
 
@@ -284,7 +365,9 @@ pub(crate) async fn serve(
     let admission = Arc::new(Admission {
         limits,
         table: Mutex::new(Table::default()),
+        clock: Clock(Instant::now()),
     });
+    tokio::spawn(sweep_idle(admission.clone(), stop.clone()));
     let (alive_tx, alive_rx) = watch::channel(());
     loop {
         let (stream, remote) = tokio::select! {
@@ -306,12 +389,14 @@ pub(crate) async fn serve(
         };
         let io = TokioIo::new(Tracked {
             stream,
+            conn: conn.clone(),
+            clock: admission.clock,
             _slot: slot,
         });
         tokio::spawn(connection(
             io,
-            remote,
             conn,
+            admission.clock,
             site.clone(),
             stop.clone(),
             alive_rx.clone(),
@@ -332,17 +417,16 @@ struct Site {
 
 async fn connection(
     io: TokioIo<Tracked>,
-    remote: SocketAddr,
     conn: Arc<Conn>,
+    clock: Clock,
     site: Arc<Site>,
     mut stop: watch::Receiver<bool>,
     _alive: watch::Receiver<()>,
 ) {
     let state = conn.clone();
     let shared = site.clone();
-    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-        req.extensions_mut().insert(ConnectInfo(remote));
-        let busy = Busy::new(state.clone());
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        let busy = Busy::new(state.clone(), clock);
         let refused = shared
             .guard
             .check(req.method(), req.uri().path(), req.headers())
@@ -371,12 +455,8 @@ async fn connection(
         }
     });
     let mut builder = http1::Builder::new();
-    // The header-read timer also runs while a kept-alive connection waits for its next
-    // request, so it is the idle timeout too.
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(site.limits.header_timeout)
-        .keep_alive(true);
+    // No hyper timer: the header-read and idle timeout is `sweep_idle`'s.
+    builder.keep_alive(true);
     let served = builder.serve_connection(io, service).with_upgrades();
     tokio::pin!(served);
     let mut stopping = false;

@@ -53,6 +53,44 @@ async fn slow_header_sockets_are_closed_after_the_header_timeout() {
 }
 
 #[tokio::test]
+async fn a_kept_alive_connection_in_use_outlives_the_header_timeout() {
+    let handle = server(RuntimeConfig {
+        header_timeout: Duration::from_millis(300),
+        ..test_config()
+    })
+    .await;
+    let mut socket = TcpStream::connect(handle.addr).await.unwrap();
+    let request = format!(
+        "GET /health HTTP/1.1\r\nhost: 127.0.0.1:{}\r\n\r\n",
+        handle.addr.port()
+    );
+    let started = Instant::now();
+    let mut answered = 0;
+    // Twelve requests 100 ms apart: four header timeouts long, never 300 ms idle.
+    while answered < 12 {
+        socket.write_all(request.as_bytes()).await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !String::from_utf8_lossy(&head).contains("\"status\"") {
+            let n = tokio::time::timeout(Duration::from_secs(2), socket.read(&mut buf))
+                .await
+                .expect("an answer within 2 s")
+                .unwrap();
+            assert!(
+                n > 0,
+                "closed after {answered} answers and {:?}",
+                started.elapsed()
+            );
+            head.extend_from_slice(&buf[..n]);
+        }
+        answered += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Left alone, the same connection is then closed.
+    assert!(closed_within(&mut socket, Duration::from_secs(3)).await);
+}
+
+#[tokio::test]
 async fn idle_sockets_over_the_cap_are_closed_oldest_first_and_health_still_answers() {
     let handle = server(RuntimeConfig {
         max_connections: 32,
