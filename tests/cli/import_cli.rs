@@ -387,3 +387,106 @@ fn pytest_junit_regenerated_with_the_real_tool_imports_alike() {
     };
     assert_eq!(names(&fresh[0]), names(&kept[0]));
 }
+
+/// Inspect AI from `PyPI` in a venv of its own, the fixture's task run now on
+/// `mockllm/model` in both log formats: each imports with the counts Inspect's own
+/// `results` give, and like the committed fixtures.
+#[test]
+fn inspect_logs_regenerated_with_the_real_tool_import_alike() {
+    let python = crate::support::venv::tool_python(
+        "import-inspect-venv",
+        "inspect-ai==0.3.285",
+        "inspect-ai",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for format in ["eval", "json"] {
+        let logs = dir.path().join(format);
+        let out = Command::new(&python)
+            .current_dir(fixture("src"))
+            .args([
+                "-m",
+                "inspect_ai",
+                "eval",
+                "inspect_task.py",
+                "--display",
+                "none",
+            ])
+            .args(["--log-format", format, "--log-dir"])
+            .arg(&logs)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "inspect eval: {}", text(&out.stderr));
+        let log = std::fs::read_dir(&logs)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == format))
+            .unwrap_or_else(|| panic!("no .{format} log in {}", logs.display()));
+        let fresh = read_all(&ImportArgs {
+            files: vec![log],
+            suite: None,
+        })
+        .unwrap();
+        let c = fresh[0].counts();
+        assert_eq!(
+            (c.passed, c.failed, c.errored, c.skipped),
+            tool_summary("inspect.json")
+        );
+        assert_eq!(fresh[0].skipped, 0);
+    }
+}
+
+/// promptfoo from npm into target/import-npm (installed on first use), the fixture's
+/// config run now with its echo provider and the scripted failing one: the results
+/// import with the counts promptfoo printed and wrote.
+#[test]
+fn promptfoo_results_regenerated_with_the_real_tool_import_alike() {
+    let prefix = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/import-npm");
+    let bin = prefix.join("node_modules/.bin/promptfoo");
+    let ready = Command::new(&bin)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| text(&o.stdout).contains("0.121.20"));
+    if !ready {
+        std::fs::create_dir_all(&prefix).unwrap();
+        let out = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .arg("promptfoo@0.121.20")
+            .output()
+            .unwrap_or_else(|err| {
+                panic!("npm: cannot run ({err}); install Node.js 20+ with npm (apt-get install nodejs npm)")
+            });
+        assert!(
+            out.status.success(),
+            "npm install promptfoo: {}",
+            text(&out.stderr)
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["promptfooconfig.yaml", "failing_provider.js"] {
+        std::fs::copy(fixture("src").join(name), dir.path().join(name)).unwrap();
+    }
+    let out = Command::new(&bin)
+        .current_dir(dir.path())
+        .args(["eval", "-c", "promptfooconfig.yaml", "-o", "results.json"])
+        .args(["--no-cache", "--no-progress-bar", "--no-table"])
+        .env("PROMPTFOO_DISABLE_TELEMETRY", "1")
+        .env("PROMPTFOO_DISABLE_UPDATE", "1")
+        .env("PROMPTFOO_CONFIG_DIR", dir.path().join(".promptfoo"))
+        .output()
+        .unwrap();
+    let printed = text(&out.stdout) + &text(&out.stderr);
+    assert!(printed.contains("2 passed"), "{printed}");
+    assert!(printed.contains("1 error"), "{printed}");
+    let fresh = read_all(&ImportArgs {
+        files: vec![dir.path().join("results.json")],
+        suite: None,
+    })
+    .unwrap();
+    let c = fresh[0].counts();
+    assert_eq!(
+        (c.passed, c.failed, c.errored, c.skipped),
+        tool_summary("promptfoo.json")
+    );
+    assert_eq!(fresh[0].summary, Some(c));
+}
