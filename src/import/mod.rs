@@ -234,7 +234,7 @@ pub fn import_file(path: &Path, suite: Option<&str>) -> Result<Imported, ImportE
         .map_err(read_err)?;
     let format = detect(&head).map_err(|what| ImportError::Unknown {
         path: name.clone(),
-        what,
+        what: sanitize(&what).into_owned(),
     })?;
     let open = || -> Result<_, ImportError> {
         let file = std::fs::File::open(path).map_err(read_err)?;
