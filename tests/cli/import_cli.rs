@@ -490,3 +490,34 @@ fn promptfoo_results_regenerated_with_the_real_tool_import_alike() {
     );
     assert_eq!(fresh[0].summary, Some(c));
 }
+
+/// `view` reads every file before it takes the terminal: a damaged one is a plain error
+/// on stderr, exit 2, and nothing drawn.
+#[test]
+fn view_of_a_damaged_file_is_exit_2_before_the_terminal_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("cut.eval");
+    let zip = std::fs::read(fixture("inspect.eval")).unwrap();
+    std::fs::write(&bad, &zip[..zip.len() / 3]).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_spyglass"))
+        .args([
+            "view",
+            fixture("pytest.xml").to_str().unwrap(),
+            bad.to_str().unwrap(),
+        ])
+        .env("XDG_STATE_HOME", dir.path())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("spyglass view: "), "{stderr}");
+    assert!(
+        stderr.contains("cut.eval: damaged Inspect AI log (.eval)"),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "nothing drawn: {:?}",
+        text(&out.stdout)
+    );
+}
