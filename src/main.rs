@@ -156,7 +156,8 @@ enum Command {
     ///
     /// The format is told from each file's content. Every file is one run, at the time the
     /// file gives. All files are read first: an unknown or damaged one stops the import
-    /// with exit 2 and nothing posted. Runtime from --url, else SPYGLASS_URL.
+    /// with exit 2 and nothing posted. Runtime from --url, else SPYGLASS_URL, else
+    /// CODESPAR_BASE_URL.
     Import {
         /// Results files.
         #[arg(required = true)]
