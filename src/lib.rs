@@ -7,6 +7,7 @@ pub mod config;
 pub mod demo;
 pub mod eval;
 pub mod glob;
+pub mod import;
 #[cfg(test)]
 mod layering;
 pub mod mask;

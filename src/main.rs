@@ -151,6 +151,30 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
     },
+    /// Post other eval tools' results to a runtime as eval results: JUnit XML, promptfoo
+    /// results JSON, Inspect AI logs (.json, .eval).
+    ///
+    /// The format is told from each file's content. Every file is one run, at the time the
+    /// file gives. All files are read first: an unknown or damaged one stops the import
+    /// with exit 2 and nothing posted. Runtime from --url, else SPYGLASS_URL, else
+    /// CODESPAR_BASE_URL.
+    Import {
+        /// Results files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Suite name for every result, instead of the one each file gives.
+        #[arg(long)]
+        suite: Option<String>,
+    },
+    /// Open the inspector offline on other eval tools' results files (as `import` reads).
+    View {
+        /// Results files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Suite name for every result, instead of the one each file gives.
+        #[arg(long)]
+        suite: Option<String>,
+    },
     /// Open the inspector on a recorded file, offline.
     Replay {
         file: PathBuf,
@@ -170,6 +194,8 @@ impl Command {
             Command::Tail { .. } => "tail",
             Command::Record { .. } => "record",
             Command::Replay { .. } => "replay",
+            Command::Import { .. } => "import",
+            Command::View { .. } => "view",
         }
     }
 }
@@ -263,6 +289,16 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             let config = resolve(&cli)?;
             start_logging(LogTo::File, true)?;
             roles::replay::run(config, &file, speed).await
+        }
+        Command::Import { files, suite } => {
+            let config = resolve(&cli)?;
+            start_logging(LogTo::File, false)?;
+            roles::import::run(config, roles::import::ImportArgs { files, suite }).await
+        }
+        Command::View { files, suite } => {
+            let config = resolve(&cli)?;
+            start_logging(LogTo::File, true)?;
+            roles::import::view(config, roles::import::ImportArgs { files, suite }).await
         }
     }
 }

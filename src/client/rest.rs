@@ -159,6 +159,23 @@ impl RestClient {
         Self::read(response).await
     }
 
+    /// `POST /v1/events` with `body`, a JSON array of events already encoded; answers how
+    /// many the runtime took (all or none of the batch).
+    pub async fn post_events(&self, body: String) -> Result<u64, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct Accepted {
+            accepted: u64,
+        }
+        let response = self
+            .http
+            .post(format!("{}/v1/events", self.base))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await?;
+        Ok(Self::read::<Accepted>(response).await?.accepted)
+    }
+
     /// `GET /v1/evals/summary[?window=N]`.
     pub async fn eval_summary(&self, window: Option<u32>) -> Result<EvalSummary, ClientError> {
         let query = window.map(|n| format!("?window={n}")).unwrap_or_default();

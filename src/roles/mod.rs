@@ -1,12 +1,15 @@
 //! What the command line can run, one module per role (inspect, demo, replay, serve, eval,
-//! tail/record): each an `async fn run` on main's one tokio runtime, failing with `RoleError`.
+//! tail/record, import/view): each an `async fn run` on main's one tokio runtime, failing
+//! with `RoleError`.
 //!
 //! `RoleError::exit_code` is the whole CLI's table of exit statuses: 0 done, 1 failed (an
 //! eval case failed or errored, the terminal or a runtime broke), 2 bad usage or bad input
-//! (flags, URL, config, suite or recording files), 3 the runtime cannot be reached.
+//! (flags, URL, config, suite, recording or results files to import), 3 the runtime cannot
+//! be reached.
 
 pub mod demo;
 pub mod eval;
+pub mod import;
 pub mod inspect;
 pub mod replay;
 pub mod serve;
@@ -15,6 +18,7 @@ pub mod tail;
 use crate::client::ClientError;
 use crate::client::eval::EvalCliError;
 use crate::config::ConfigError;
+use crate::import::ImportError;
 use crate::runtime::PolicyError;
 use crate::ui::UiError;
 use std::path::{Path, PathBuf};
@@ -44,6 +48,8 @@ pub enum RoleError {
     Eval(#[from] EvalCliError),
     #[error(transparent)]
     Serve(#[from] serve::ServeError),
+    #[error(transparent)]
+    Import(#[from] ImportError),
     #[error("{failed} failed and {errored} errored of {attempts} case attempt(s)")]
     CasesFailed {
         failed: u32,
@@ -77,9 +83,11 @@ impl RoleError {
     /// The process exit status for this error: the CLI's one table.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Config(_) | Self::Usage(_) | Self::Recording { .. } | Self::Output { .. } => {
-                EXIT_USAGE
-            }
+            Self::Config(_)
+            | Self::Usage(_)
+            | Self::Recording { .. }
+            | Self::Output { .. }
+            | Self::Import(_) => EXIT_USAGE,
             Self::Client(err) | Self::Ui(UiError::Client(err)) => client_code(err),
             Self::Eval(err) => match err {
                 EvalCliError::Unreachable { .. } => EXIT_UNREACHABLE,

@@ -1,5 +1,6 @@
 //! One test binary for the command line as a user runs it: the real `spyglass` binary
-//! (`--print-config`, `eval`, `serve`, `tail`, `record`) and the inspector in a real pty.
+//! (`--print-config`, `eval`, `import`, `serve`, `tail`, `record`) and the inspector in a
+//! real pty.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -7,6 +8,7 @@ mod support;
 mod clean_output;
 mod cli_config;
 mod eval_cli;
+mod import_cli;
 mod masking;
 mod runtime_serve;
 mod tail_cli;

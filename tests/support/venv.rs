@@ -101,3 +101,55 @@ pub async fn run_script(
     .await
     .unwrap()
 }
+
+/// Held while a tool venv is checked or built (the same reason as `BUILDING`).
+static BUILDING_TOOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A venv of its own under target/`name` with `requirement` (e.g. `pytest==9.2.0`) from
+/// `PyPI`, built on first use and reused while `module` imports; its python.
+pub fn tool_python(name: &str, requirement: &str, module: &str) -> PathBuf {
+    let _building = BUILDING_TOOL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let venv = venv_dir().with_file_name(name);
+    let python = if cfg!(windows) {
+        venv.join("Scripts").join("python.exe")
+    } else {
+        venv.join("bin").join("python")
+    };
+    let wanted = requirement.split_once("==").map_or("", |(_, v)| v);
+    let check = format!(
+        "import importlib.metadata as m, sys; sys.exit(m.version('{module}') != '{wanted}')"
+    );
+    let ready = python.exists()
+        && Command::new(&python)
+            .args(["-c", &check])
+            .status()
+            .is_ok_and(|s| s.success());
+    if ready {
+        return python;
+    }
+    let install = "Install Python 3.10+ with the venv module and pip \
+                   (Debian/Ubuntu: apt-get install python3 python3-venv python3-pip)";
+    run(Command::new("python3").arg("--version"), "python3", install);
+    run(
+        Command::new("python3")
+            .args(["-m", "venv", "--clear"])
+            .arg(&venv),
+        "python3 -m venv",
+        install,
+    );
+    run(
+        Command::new(&python).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            requirement,
+        ]),
+        &format!("pip install {requirement}"),
+        "pip needs to reach PyPI (or a mirror set in PIP_INDEX_URL)",
+    );
+    python
+}

@@ -1,0 +1,156 @@
+//! `spyglass import FILE…` posts other tools' results (`crate::import`) to a runtime as
+//! `agent.eval.completed` events; `spyglass view FILE…` opens the inspector on them offline.
+//!
+//! Every file is read before anything is sent or the terminal is taken: one unknown or
+//! damaged file stops the command with exit 2 and nothing posted.
+
+use super::RoleError;
+use crate::client::rest::RestClient;
+use crate::config::Resolved;
+use crate::import::{Imported, import_file, shown_path};
+use crate::protocol::events::{Frame, encode};
+use crate::ui::{InspectorConfig, Source, Watching, inspector_config, run_source};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Largest `POST /v1/events` body sent, well under the runtime's default 1 MiB limit.
+const BATCH_BYTES: usize = 512 * 1024;
+
+/// What to import.
+#[derive(Debug, Clone)]
+pub struct ImportArgs {
+    pub files: Vec<PathBuf>,
+    /// Replaces every suite name the files give.
+    pub suite: Option<String>,
+}
+
+/// Reads every file, or stops at the first one that cannot be read.
+pub fn read_all(args: &ImportArgs) -> Result<Vec<Imported>, RoleError> {
+    args.files
+        .iter()
+        .map(|path| import_file(path, args.suite.as_deref()).map_err(RoleError::from))
+        .collect()
+}
+
+/// One line per file: what it was, what it held, what was skipped. Text is sanitised.
+pub fn describe(imported: &Imported, out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{}: {}, run {}, {}: {}",
+        shown_path(&imported.path),
+        imported.format,
+        imported.run_id,
+        imported.ts,
+        imported.counts()
+    )?;
+    if let Some(summary) = imported.summary
+        && summary != imported.counts()
+    {
+        writeln!(out, "  the file's own summary says {summary}")?;
+    }
+    if imported.skipped > 0 {
+        writeln!(
+            out,
+            "  skipped {} unreadable entr{}: {}",
+            imported.skipped,
+            if imported.skipped == 1 { "y" } else { "ies" },
+            imported.notes.join("; ")
+        )?;
+    }
+    Ok(())
+}
+
+/// The events of one file as JSON, without stamps: the runtime stamps what it ingests.
+fn bodies(imported: &Imported) -> Vec<String> {
+    imported
+        .results
+        .iter()
+        .map(|result| {
+            let mut value = serde_json::to_value(result).unwrap_or_default();
+            if let Some(map) = value.as_object_mut() {
+                map.insert("kind".into(), "agent.eval.completed".into());
+            }
+            value.to_string()
+        })
+        .collect()
+}
+
+/// Reads the files, posts each one's events to the runtime in batches, and prints a line
+/// per file on stdout. Imported failures are not the command's failure: exit 0.
+pub async fn run(config: Resolved, args: ImportArgs) -> Result<(), RoleError> {
+    let imported = read_all(&args)?;
+    let Some(url) = config.url.value else {
+        return Err(RoleError::Usage(
+            "no runtime to import into: pass --url URL or set SPYGLASS_URL \
+             (`spyglass view FILE` opens them offline)"
+                .to_owned(),
+        ));
+    };
+    let key = config.api_key.value.as_ref().map(|k| k.expose().to_owned());
+    let rest = RestClient::new(&url, key.as_deref())?;
+    let mut out = std::io::stdout().lock();
+    for file in &imported {
+        let mut sent = 0;
+        let mut batch = String::from("[");
+        for body in bodies(file) {
+            if batch.len() > 1 && batch.len() + body.len() > BATCH_BYTES {
+                batch.push(']');
+                sent += rest
+                    .post_events(std::mem::replace(&mut batch, "[".into()))
+                    .await?;
+            }
+            if batch.len() > 1 {
+                batch.push(',');
+            }
+            batch.push_str(&body);
+        }
+        if batch.len() > 1 {
+            batch.push(']');
+            sent += rest.post_events(batch).await?;
+        }
+        let _ = describe(file, &mut out);
+        let _ = writeln!(out, "  posted {sent} event(s) to {url}");
+    }
+    Ok(())
+}
+
+/// The frames of every file, one run after another, as the JSON lines a replay plays.
+pub fn replay_text(imported: &[Imported]) -> String {
+    frames(imported)
+        .iter()
+        .map(|frame| encode(frame) + "\n")
+        .collect()
+}
+
+/// Reads the files, says on stderr what they held, and opens the inspector on their
+/// events as `replay` does, with nothing to send to.
+pub async fn view(config: Resolved, args: ImportArgs) -> Result<(), RoleError> {
+    let imported = read_all(&args)?;
+    let mut err = std::io::stderr().lock();
+    for file in &imported {
+        let _ = describe(file, &mut err);
+    }
+    drop(err);
+    let name = imported
+        .iter()
+        .map(|file| shown_path(&file.path))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let inspector = InspectorConfig {
+        watching: Watching::Replay { file: name.clone() },
+        ..inspector_config(name, &config)
+    };
+    let text = replay_text(&imported);
+    Ok(run_source(inspector, Source::Replay { text, speed: 0.0 }).await?)
+}
+
+/// Every file's frames, `seq` counting on from one file to the next.
+pub fn frames(imported: &[Imported]) -> Vec<Frame> {
+    let mut seq = 1;
+    let mut frames = Vec::new();
+    for file in imported {
+        frames.extend(file.frames(seq));
+        seq += file.results.len() as u64;
+    }
+    frames
+}
