@@ -17,6 +17,7 @@ mod limits;
 mod observer_client;
 mod protocol;
 mod races;
+mod refusals;
 mod runtime_approvals;
 mod runtime_auth;
 mod runtime_schema;
