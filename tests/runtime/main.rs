@@ -5,6 +5,7 @@
 mod support;
 
 mod approval_condition;
+mod bounded_tables;
 mod budgets;
 mod eval_runner;
 mod eval_suite;
