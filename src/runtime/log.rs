@@ -105,6 +105,13 @@ impl Budget {
             + self.approvals.load(Ordering::Relaxed)
     }
 
+    /// What the budget holds besides the log: the log keeps within what this leaves.
+    fn besides_log(&self) -> usize {
+        self.sessions.load(Ordering::Relaxed)
+            + self.evals.load(Ordering::Relaxed)
+            + self.approvals.load(Ordering::Relaxed)
+    }
+
     pub fn add_approvals(&self, bytes: usize) {
         self.approvals.fetch_add(bytes, Ordering::Relaxed);
     }
@@ -435,7 +442,7 @@ impl EventLog {
                 ring.bytes += logged.bytes;
                 ring.retained += 1;
                 own.events.push_back(logged.clone());
-                let sessions = self.budget.sessions.load(Ordering::Relaxed);
+                let sessions = self.budget.besides_log();
                 while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
                     let Some(old) = Self::evict_heaviest(ring, &logged) else {
                         break;
@@ -537,7 +544,7 @@ impl EventLog {
         // bytes loses its oldest events, all but the one just appended. Rare, so its Vec
         // costs the common path nothing.
         let mut over_budget = Vec::new();
-        let sessions = self.budget.sessions.load(Ordering::Relaxed);
+        let sessions = self.budget.besides_log();
         while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
             let Some(old) = Self::evict_heaviest(ring, &logged) else {
                 break;

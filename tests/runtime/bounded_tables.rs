@@ -205,3 +205,70 @@ async fn pending_approvals_past_the_cap_are_refused_never_evicted() {
     assert_eq!(status, 200);
     assert_eq!(api.execute(&sid, "t/gated", json!({"n": 21})).await.0, 202);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eval_history_with_long_names_stays_within_its_share_of_the_budget() {
+    let budget = 8 * MIB;
+    let handle = server(RuntimeConfig {
+        max_retained_bytes: budget,
+        ..test_config()
+    })
+    .await;
+    let api = Api::new(&handle);
+    let suites: Vec<String> = (0..3)
+        .map(|k| format!("suite-{k}-{}", "s".repeat(1000)))
+        .collect();
+    let case = |i: usize| format!("case-{i:05}-{}", "c".repeat(4000));
+    let reason = "r".repeat(2000);
+    // 1,500 results of distinct 4 KB cases in three 1 KB-named suites, over 30 runs:
+    // ~16 MB of history kept before, twice the whole budget.
+    for batch in 0..30 {
+        let events: Vec<Value> = (0..50)
+            .map(|j| {
+                let i = batch * 50 + j;
+                json!({"kind": "agent.eval.completed", "suite": suites[i % 3], "case": case(i),
+                       "status": "failed", "pass": false, "reason": reason, "duration": 1,
+                       "run_id": format!("run-{batch}")})
+            })
+            .collect();
+        let (status, body) = api.post("/v1/events", json!(events)).await;
+        assert_eq!(status, 200, "{body}");
+        let stats = memory(&api).await;
+        assert!(
+            stats["eval_bytes"].as_u64().unwrap() as usize <= budget / 4,
+            "after batch {batch}: {stats}"
+        );
+    }
+    let stats = memory(&api).await;
+    assert!(stats["evicted_evals"].as_u64().unwrap() > 1000, "{stats}");
+    assert!(
+        stats["retained_bytes"].as_u64().unwrap() as usize <= budget + 100_000,
+        "{stats}"
+    );
+    let (status, summary) = api.get("/v1/evals/summary").await;
+    assert_eq!(status, 200);
+    let cases: Vec<&str> = summary["suites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["cases"].as_array().unwrap())
+        .map(|c| c["case"].as_str().unwrap())
+        .collect();
+    // The newest results are kept, the oldest went first.
+    assert!(
+        cases.contains(&case(1499).as_str()),
+        "{} cases",
+        cases.len()
+    );
+    assert!(!cases.contains(&case(0).as_str()));
+    assert!(
+        cases.len() > 50 && cases.len() < 1500,
+        "{} cases",
+        cases.len()
+    );
+    println!(
+        "eval history: 1500 results, {} cases kept, {} summary bytes, {stats}",
+        cases.len(),
+        summary.to_string().len()
+    );
+}
