@@ -158,16 +158,8 @@ impl Runtime {
             queue.rows.len() - queue.resolved >= cap && queue.pending_of(tenant) >= cap
         };
         if over_cap(&lock(&self.inner.approvals)) {
+            // Expired ones no longer wait: they leave room.
             self.expire_due_approvals();
-            if over_cap(&lock(&self.inner.approvals)) {
-                return Err(ApiErrorWithStatus::new(
-                    429,
-                    TOO_MANY_PENDING_APPROVALS,
-                    format!(
-                        "{cap} approvals of this project are waiting for a decision; decide some before more calls are held"
-                    ),
-                ));
-            }
         }
         let now = Utc::now();
         let ttl = chrono::Duration::from_std(self.inner.config.approval_ttl)
@@ -195,8 +187,19 @@ impl Runtime {
             view: view.clone(),
         };
         let bytes = row_bytes(&view, tenant);
-        self.inner.budget.add_approvals(bytes);
+        // Checked again under the lock the row is added with, so racing calls cannot
+        // pass the cap together.
         let mut queue = lock(&self.inner.approvals);
+        if over_cap(&queue) {
+            return Err(ApiErrorWithStatus::new(
+                429,
+                TOO_MANY_PENDING_APPROVALS,
+                format!(
+                    "{cap} approvals of this project are waiting for a decision; decide some before more calls are held"
+                ),
+            ));
+        }
+        self.inner.budget.add_approvals(bytes);
         let at = queue.next_at;
         queue.next_at += 1;
         queue.order.insert(at, view.id.clone());

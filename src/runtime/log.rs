@@ -57,7 +57,8 @@ pub struct Budget {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct BudgetStats {
     pub max_bytes: usize,
-    /// Log, sessions and evals: never above `max_bytes` for long (one event may overshoot).
+    /// Log, sessions, evals and approvals: never above `max_bytes` for long (one event may
+    /// overshoot).
     pub retained_bytes: usize,
     pub log_bytes: usize,
     pub session_bytes: usize,
