@@ -272,3 +272,31 @@ async fn eval_history_with_long_names_stays_within_its_share_of_the_budget() {
         summary.to_string().len()
     );
 }
+
+#[tokio::test]
+async fn expired_approvals_are_resolved_rows_and_go_the_same_way() {
+    let handle = server(gated(RuntimeConfig {
+        approval_ttl: std::time::Duration::from_millis(50),
+        max_resolved_approvals: 3,
+        ..test_config()
+    }))
+    .await;
+    let api = Api::new(&handle);
+    let sid = api.session(json!({"t/gated": {"ok": true}})).await;
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        let (status, body) = api.execute(&sid, "t/gated", json!({"n": i})).await;
+        assert_eq!(status, 202, "{body}");
+        ids.push(body["approval_id"].as_str().unwrap().to_owned());
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    let rows = all_approvals(&api).await;
+    let kept: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        kept,
+        ids[7..].iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    assert!(rows.iter().all(|r| r["status"] == "expired"), "{rows:?}");
+    let stats = memory(&api).await;
+    assert_eq!(stats["evicted_approvals"], 7, "{stats}");
+}
