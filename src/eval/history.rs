@@ -72,6 +72,8 @@ struct CaseHistory {
     last_session_id: Option<String>,
     /// `last` came from a case run (scope `case`).
     last_rerun: bool,
+    /// `EvalHistory::clock` when a result last reached it, for dropping the oldest first.
+    touched: u64,
 }
 
 /// External events (no run id) of one suite count as one run until a case repeats.
@@ -88,6 +90,8 @@ struct SuiteHistory {
     cases: Vec<CaseHistory>,
     next_ordinal: u64,
     external: Option<ExternalBatch>,
+    /// `suite_bytes` as last counted.
+    bytes: usize,
 }
 
 impl SuiteHistory {
@@ -98,6 +102,7 @@ impl SuiteHistory {
             cases: Vec::new(),
             next_ordinal: 0,
             external: None,
+            bytes: 0,
         }
     }
 
@@ -112,6 +117,7 @@ impl SuiteHistory {
                 last: AgentEvalCompleted::default(),
                 last_session_id: None,
                 last_rerun: false,
+                touched: 0,
             });
             self.cases.len() - 1
         };
@@ -160,6 +166,57 @@ pub struct EvalHistory {
     suites: Vec<SuiteHistory>,
     last_seq: u64,
     dropped: u64,
+    /// Sum of the suites' `bytes`: what a byte budget counts for this history.
+    bytes: usize,
+    /// Counts results recorded, to order cases by their last one.
+    clock: u64,
+}
+
+/// Fixed share of a case or suite entry (vectors, options, numbers).
+const ENTRY_OVERHEAD: usize = 160;
+
+/// What a byte budget counts for a case: its name and latest result (strings and
+/// assertions) and its outcomes.
+fn case_bytes(case: &CaseHistory) -> usize {
+    let last = &case.last;
+    let assertions: usize = last
+        .assertions
+        .iter()
+        .map(|a| {
+            a.kind.len()
+                + a.expected.get().len()
+                + a.actual.get().len()
+                + a.message.as_ref().map_or(0, String::len)
+                + 64
+        })
+        .sum();
+    ENTRY_OVERHEAD
+        + case.name.len()
+        + last.suite.len()
+        + last.case.len()
+        + last.reason.as_ref().map_or(0, String::len)
+        + last.run_id.as_ref().map_or(0, String::len)
+        + case.last_session_id.as_ref().map_or(0, String::len)
+        + assertions
+        + case.outcomes.len() * std::mem::size_of::<Outcome>()
+}
+
+/// A suite's name, runs and the case names its external batch remembers, plus its cases.
+fn suite_bytes(suite: &SuiteHistory) -> usize {
+    let runs: usize = suite
+        .runs
+        .iter()
+        .map(|r| std::mem::size_of::<RunEntry>() + r.run_id.as_ref().map_or(0, String::len))
+        .sum();
+    let external: usize = suite
+        .external
+        .as_ref()
+        .map_or(0, |b| b.seen.iter().map(|c| c.len() + 32).sum());
+    ENTRY_OVERHEAD
+        + suite.name.len()
+        + runs
+        + external
+        + suite.cases.iter().map(case_bytes).sum::<usize>()
 }
 
 impl EvalHistory {
@@ -207,6 +264,8 @@ impl EvalHistory {
             self.last_seq = seq;
         }
         let settings = self.settings;
+        self.clock += 1;
+        let clock = self.clock;
         let index = if let Some(index) = self.suites.iter().position(|s| s.name == event.suite) {
             index
         } else {
@@ -221,6 +280,8 @@ impl EvalHistory {
             case.last = event.clone();
             case.last_session_id = session_id.map(str::to_owned);
             case.last_rerun = true;
+            case.touched = clock;
+            self.recount(index);
             return true;
         }
         let ordinal = suite.run_for(event);
@@ -228,6 +289,7 @@ impl EvalHistory {
             run.tally.add(event.status);
         }
         let case = suite.case_mut(&event.case);
+        case.touched = clock;
         case.last_rerun = false;
         case.outcomes.push_back(Outcome {
             ordinal,
@@ -255,7 +317,60 @@ impl EvalHistory {
             }
         }
         self.dropped += dropped;
+        self.recount(index);
         true
+    }
+
+    /// Bytes this history holds, as a byte budget counts them (names, latest results,
+    /// outcomes, runs).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Counts the bytes of the suite at `index` again. One pass over its cases, as
+    /// finding the case took.
+    fn recount(&mut self, index: usize) {
+        let suite = &mut self.suites[index];
+        let bytes = suite_bytes(suite);
+        self.bytes = self.bytes - suite.bytes + bytes;
+        suite.bytes = bytes;
+    }
+
+    /// Drops the case whose latest result is the oldest (its suite too when it was the
+    /// last), keeping at least `keep` cases; the bytes freed, or None when nothing may go.
+    pub fn drop_oldest_case(&mut self, keep: usize) -> Option<usize> {
+        let cases: usize = self.suites.iter().map(|s| s.cases.len()).sum();
+        if cases <= keep {
+            return None;
+        }
+        let (si, ci) = self
+            .suites
+            .iter()
+            .enumerate()
+            .flat_map(|(si, s)| {
+                s.cases
+                    .iter()
+                    .enumerate()
+                    .map(move |(ci, c)| (c.touched, si, ci))
+            })
+            .min()
+            .map(|(_, si, ci)| (si, ci))?;
+        let before = self.bytes;
+        let suite = &mut self.suites[si];
+        let case = suite.cases.remove(ci);
+        self.dropped += case.outcomes.len() as u64;
+        if let Some(batch) = &mut suite.external {
+            batch.seen.remove(&case.name);
+        }
+        if suite.cases.is_empty() {
+            let gone = self.suites.remove(si);
+            self.bytes -= gone.bytes;
+        } else {
+            let bytes = suite_bytes(suite);
+            self.bytes = self.bytes - suite.bytes + bytes;
+            suite.bytes = bytes;
+        }
+        Some(before - self.bytes)
     }
 
     /// Pass rates per suite (by name) and per case (in first-seen order).
@@ -414,6 +529,43 @@ mod tests {
         let c = case(&summary, "payments", "c");
         assert_eq!(c.pass_rate, Some(0.0));
         assert!(!c.flaky, "error and skip, never a pass: not flaky");
+    }
+
+    #[test]
+    fn bytes_follow_long_names_and_the_oldest_case_drops_first() {
+        let mut history = EvalHistory::new(HistorySettings::default());
+        let long = "x".repeat(4000);
+        for i in 0..10 {
+            let name = format!("{i}{long}");
+            history.record(0, None, &event("s", &name, EvalStatus::Passed, Some("r1")));
+        }
+        assert!(history.bytes() > 10 * 2 * 4000, "{}", history.bytes());
+        let before = history.bytes();
+        // Case 0 recorded again: case 1 is now the oldest.
+        history.record(
+            0,
+            None,
+            &event("s", &format!("0{long}"), EvalStatus::Failed, Some("r2")),
+        );
+        let freed = history.drop_oldest_case(1).unwrap();
+        assert!(freed > 8000, "{freed}");
+        assert!(history.bytes() < before);
+        let summary = history.summary();
+        let names: Vec<String> = summary.suites[0]
+            .cases
+            .iter()
+            .map(|c| c.case[..1].to_owned())
+            .collect();
+        assert_eq!(names, ["0", "2", "3", "4", "5", "6", "7", "8", "9"]);
+        while history.drop_oldest_case(1).is_some() {}
+        assert_eq!(
+            history.summary().suites[0].cases.len(),
+            1,
+            "the newest stays"
+        );
+        assert_eq!(history.drop_oldest_case(0).map(|f| f > 0), Some(true));
+        assert!(history.summary().suites.is_empty());
+        assert_eq!(history.bytes(), 0);
     }
 
     #[test]

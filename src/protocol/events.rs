@@ -574,6 +574,21 @@ impl Event {
                 Self::AgentStepCompleted(e) => step_bytes(&e.step),
                 Self::AgentCompleted(run) | Self::AgentFailed(run) => run_bytes(run),
                 Self::Unknown { kind, raw } => kind.len() + raw.get().len(),
+                Self::AgentEvalCompleted(e) => {
+                    e.suite.len()
+                        + e.case.len()
+                        + e.reason.as_ref().map_or(0, String::len)
+                        + e.run_id.as_ref().map_or(0, String::len)
+                        + e.assertions
+                            .iter()
+                            .map(|a| {
+                                a.kind.len()
+                                    + a.expected.get().len()
+                                    + a.actual.get().len()
+                                    + a.message.as_ref().map_or(0, String::len)
+                            })
+                            .sum::<usize>()
+                }
                 _ => 0,
             }
     }

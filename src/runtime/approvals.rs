@@ -12,19 +12,103 @@ use crate::protocol::events::{
 use crate::protocol::rest::{ApprovalList, ApprovalStatus, ApprovalView};
 use crate::protocol::{Envelope, Event, RawJson, now_rfc3339};
 use chrono::{DateTime, Utc};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 struct Row {
     view: ApprovalView,
     tenant: String,
     expires: DateTime<Utc>,
+    /// What the byte budget counts for it (`row_bytes`).
+    bytes: usize,
 }
 
+/// The table of approvals, pending and resolved. Resolved rows are bounded by count
+/// (`max_resolved_approvals`) and bytes (a quarter of the budget, and `make_room`),
+/// oldest first; pending rows only by the per-tenant cap at queueing.
 #[derive(Default)]
 pub(crate) struct ApprovalQueue {
     rows: HashMap<String, Row>,
-    order: Vec<String>,
+    /// Ids by queue position, which only grows: a `GET /v1/approvals` cursor is one, so
+    /// rows dropped between pages shift nothing.
+    order: BTreeMap<u64, String>,
+    next_at: u64,
+    /// Rows no longer pending (decided or expired).
+    resolved: usize,
+    /// Sum of the resolved rows' `bytes`.
+    resolved_bytes: usize,
+}
+
+/// What 429 answers when a tenant already has `max_pending_approvals` waiting.
+pub const TOO_MANY_PENDING_APPROVALS: &str = "too_many_pending_approvals";
+
+/// What the budget counts for an approval row: its strings and input as text, the replay's
+/// JSON, and a fixed share for the map entries and timestamps.
+fn row_bytes(view: &ApprovalView, tenant: &str) -> usize {
+    let replay = view
+        .replay
+        .as_ref()
+        .map_or(0, |r| serde_json::to_vec(r).map_or(0, |t| t.len()));
+    2 * view.id.len()
+        + view.session_id.len()
+        + view.call_id.len()
+        + view.tool.len()
+        + view.input.get().len()
+        + view.rule_id.len()
+        + view.decided_by.as_ref().map_or(0, String::len)
+        + view.note.as_ref().map_or(0, String::len)
+        + tenant.len()
+        + replay
+        + 192
+}
+
+impl ApprovalQueue {
+    /// A row just left `Pending`: it now counts among the resolved.
+    fn resolve(&mut self, id: &str) {
+        if let Some(row) = self.rows.get(id) {
+            self.resolved += 1;
+            self.resolved_bytes += row.bytes;
+        }
+    }
+
+    /// Drops the oldest resolved rows while more than `max` are kept or they hold more
+    /// than `max_bytes`; returns the bytes of each dropped row.
+    fn trim(&mut self, max: usize, max_bytes: usize) -> Vec<usize> {
+        let mut dropped = Vec::new();
+        if self.resolved <= max && self.resolved_bytes <= max_bytes {
+            return dropped;
+        }
+        let mut gone = Vec::new();
+        let mut freed = 0;
+        for (at, id) in &self.order {
+            if self.resolved - gone.len() <= max && self.resolved_bytes - freed <= max_bytes {
+                break;
+            }
+            if let Some(row) = self.rows.get(id)
+                && row.view.status != ApprovalStatus::Pending
+            {
+                gone.push(*at);
+                dropped.push(row.bytes);
+                freed += row.bytes;
+            }
+        }
+        for at in gone {
+            if let Some(id) = self.order.remove(&at)
+                && let Some(row) = self.rows.remove(&id)
+            {
+                self.resolved -= 1;
+                self.resolved_bytes -= row.bytes;
+            }
+        }
+        dropped
+    }
+
+    fn pending_of(&self, tenant: &str) -> usize {
+        self.rows
+            .values()
+            .filter(|row| row.tenant == tenant && row.view.status == ApprovalStatus::Pending)
+            .count()
+    }
 }
 
 /// What `dispatch` needs back from queueing a call.
@@ -67,7 +151,16 @@ impl Runtime {
         input: &RawJson,
         rule_id: &str,
         message: &str,
-    ) -> Queued {
+    ) -> Result<Queued, ApiErrorWithStatus> {
+        let cap = self.inner.config.max_pending_approvals.max(1);
+        let over_cap = |queue: &ApprovalQueue| {
+            // Every row pending is a bound on this tenant's: count only when it could be over.
+            queue.rows.len() - queue.resolved >= cap && queue.pending_of(tenant) >= cap
+        };
+        if over_cap(&lock(&self.inner.approvals)) {
+            // Expired ones no longer wait: they leave room.
+            self.expire_due_approvals();
+        }
         let now = Utc::now();
         let ttl = chrono::Duration::from_std(self.inner.config.approval_ttl)
             .unwrap_or(chrono::Duration::minutes(15));
@@ -93,17 +186,60 @@ impl Runtime {
             condition: self.condition_of(rule_id),
             view: view.clone(),
         };
+        let bytes = row_bytes(&view, tenant);
+        // Checked again under the lock the row is added with, so racing calls cannot
+        // pass the cap together.
         let mut queue = lock(&self.inner.approvals);
-        queue.order.push(view.id.clone());
+        if over_cap(&queue) {
+            return Err(ApiErrorWithStatus::new(
+                429,
+                TOO_MANY_PENDING_APPROVALS,
+                format!(
+                    "{cap} approvals of this project are waiting for a decision; decide some before more calls are held"
+                ),
+            ));
+        }
+        self.inner.budget.add_approvals(bytes);
+        let at = queue.next_at;
+        queue.next_at += 1;
+        queue.order.insert(at, view.id.clone());
         queue.rows.insert(
             view.id.clone(),
             Row {
                 view,
                 tenant: tenant.to_owned(),
                 expires,
+                bytes,
             },
         );
-        queued
+        drop(queue);
+        self.trim_approvals();
+        Ok(queued)
+    }
+
+    /// Keeps the resolved approvals within `max_resolved_approvals` and a quarter of the
+    /// byte budget, the oldest going first.
+    pub(crate) fn trim_approvals(&self) {
+        let budget = &self.inner.budget;
+        let dropped = lock(&self.inner.approvals)
+            .trim(self.inner.config.max_resolved_approvals, budget.max / 4);
+        for bytes in dropped {
+            budget.remove_approvals(bytes, true);
+        }
+    }
+
+    /// Drops the oldest resolved approval, for `make_room`; false when none is left.
+    pub(crate) fn evict_oldest_approval(&self) -> bool {
+        let mut queue = lock(&self.inner.approvals);
+        let Some(max) = queue.resolved.checked_sub(1) else {
+            return false;
+        };
+        let dropped = queue.trim(max, usize::MAX);
+        drop(queue);
+        for bytes in &dropped {
+            self.inner.budget.remove_approvals(*bytes, true);
+        }
+        !dropped.is_empty()
     }
 
     /// The `when` of the rule named `rule_id` as written in a policy file.
@@ -154,7 +290,7 @@ impl Runtime {
         let now = Utc::now();
         let expired: Vec<(String, String, String)> = {
             let mut queue = lock(&self.inner.approvals);
-            queue
+            let expired = queue
                 .rows
                 .values_mut()
                 .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
@@ -166,8 +302,15 @@ impl Runtime {
                         row.view.id.clone(),
                     )
                 })
-                .collect()
+                .collect::<Vec<_>>();
+            for (_, _, id) in &expired {
+                queue.resolve(id);
+            }
+            expired
         };
+        if !expired.is_empty() {
+            self.trim_approvals();
+        }
         for (tenant, session_id, approval_id) in expired {
             self.emit_for(
                 &tenant,
@@ -190,7 +333,7 @@ impl Runtime {
             let queue = &mut *guard;
             // In queue order, so the stream announces them oldest first.
             let mut expired = Vec::new();
-            for id in &queue.order {
+            for id in queue.order.values() {
                 if let Some(row) = queue.rows.get_mut(id)
                     && row.view.status == ApprovalStatus::Pending
                     && row.tenant == tenant
@@ -200,8 +343,14 @@ impl Runtime {
                     expired.push(id.clone());
                 }
             }
+            for id in &expired {
+                queue.resolve(id);
+            }
             expired
         };
+        if !expired.is_empty() {
+            self.trim_approvals();
+        }
         for approval_id in expired {
             self.emit_for(
                 tenant,
@@ -247,12 +396,11 @@ impl Runtime {
         let queue = lock(&self.inner.approvals);
         let mut approvals = Vec::new();
         let mut next_cursor = None;
+        let start = u64::try_from(start).unwrap_or(u64::MAX);
         let rows = queue
             .order
-            .iter()
-            .enumerate()
-            .skip(start)
-            .filter_map(|(at, id)| queue.rows.get(id).map(|row| (at, row)))
+            .range(start..)
+            .filter_map(|(at, id)| queue.rows.get(id).map(|row| (*at, row)))
             .filter(|(_, row)| row.tenant == tenant)
             .filter(|(_, row)| {
                 filter == StatusFilter::All || row.view.status == ApprovalStatus::Pending
@@ -321,7 +469,12 @@ impl Runtime {
             };
             row.view.decided_by.clone_from(&by);
             row.view.note.clone_from(&note);
-            row.view.clone()
+            let view = row.view.clone();
+            let grown = row_bytes(&row.view, &row.tenant).saturating_sub(row.bytes);
+            row.bytes += grown;
+            self.inner.budget.add_approvals(grown);
+            queue.resolve(approval_id);
+            view
         };
         self.emit_for(
             tenant,
@@ -337,19 +490,29 @@ impl Runtime {
             }),
         );
         if verdict == Verdict::Deny {
+            self.trim_approvals();
             return Ok(view);
         }
         let outcome = self.replay(tenant, &view);
         let mut queue = lock(&self.inner.approvals);
         let row = if let Some(row) = queue.rows.get_mut(approval_id) {
             row.view.replay = Some(outcome);
-            row.view.clone()
+            // The decision and replay grow the row: the budget counts it again.
+            let bytes = row_bytes(&row.view, &row.tenant);
+            let grown = bytes.saturating_sub(row.bytes);
+            row.bytes += grown;
+            let view = row.view.clone();
+            queue.resolved_bytes += grown;
+            self.inner.budget.add_approvals(grown);
+            view
         } else {
             ApprovalView {
                 replay: Some(outcome),
                 ..view
             }
         };
+        drop(queue);
+        self.trim_approvals();
         Ok(row)
     }
 

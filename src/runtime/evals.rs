@@ -94,13 +94,37 @@ impl EvalState {
         let Event::AgentEvalCompleted(event) = &frame.event else {
             return;
         };
-        let mut history = lock(&self.history);
-        let history = history
+        let mut histories = lock(&self.history);
+        let history = histories
             .entry(tenant.to_owned())
             .or_insert_with(|| EvalHistory::new(self.settings));
+        let before = history.bytes();
         // seq 0: frames may reach here slightly out of seq order across threads, and the
         // log never replays, so the history's replay guard must not drop any of them.
         history.record(0, frame.session_id.as_deref(), event);
+        let after = history.bytes();
+        self.budget.add_evals(after);
+        self.budget.remove_evals(before, false);
+        // Pass-rate history keeps within a quarter of the budget, every tenant's together:
+        // this tenant's oldest cases go first (its newest stays), then the others'. It is
+        // not among what `make_room` drops for the log: the rates outlive the events.
+        let cap = self.budget.max / 4;
+        let mut total: usize = histories.values().map(EvalHistory::bytes).sum();
+        while total > cap {
+            let freed = histories
+                .get_mut(tenant)
+                .and_then(|h| h.drop_oldest_case(1))
+                .or_else(|| {
+                    histories
+                        .iter_mut()
+                        .filter(|(t, _)| t.as_str() != tenant)
+                        .max_by_key(|(_, h)| h.bytes())
+                        .and_then(|(_, h)| h.drop_oldest_case(0))
+                });
+            let Some(freed) = freed else { break };
+            self.budget.remove_evals(freed, true);
+            total -= freed;
+        }
     }
 
     /// Remembers each suite of a run request under its name (the latest one wins).

@@ -42,19 +42,23 @@ pub struct Budget {
     log: AtomicUsize,
     sessions: AtomicUsize,
     evals: AtomicUsize,
+    approvals: AtomicUsize,
     evicted_events: AtomicU64,
     evicted_event_bytes: AtomicU64,
     evicted_sessions: AtomicU64,
     evicted_session_bytes: AtomicU64,
     evicted_evals: AtomicU64,
     evicted_eval_bytes: AtomicU64,
+    evicted_approvals: AtomicU64,
+    evicted_approval_bytes: AtomicU64,
 }
 
 /// A snapshot of the budget (`Runtime::budget_stats`, `/health`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct BudgetStats {
     pub max_bytes: usize,
-    /// Log, sessions and evals: never above `max_bytes` for long (one event may overshoot).
+    /// Log, sessions, evals and approvals: never above `max_bytes` for long (one event may
+    /// overshoot).
     pub retained_bytes: usize,
     pub log_bytes: usize,
     pub session_bytes: usize,
@@ -69,6 +73,11 @@ pub struct BudgetStats {
     /// Finished eval runs and suite documents dropped to make room.
     pub evicted_evals: u64,
     pub evicted_eval_bytes: u64,
+    /// Approval rows (resolved ones; pending rows are never dropped).
+    pub approval_bytes: usize,
+    /// Resolved approvals dropped, past `max_resolved_approvals` or the budget.
+    pub evicted_approvals: u64,
+    pub evicted_approval_bytes: u64,
 }
 
 impl Budget {
@@ -78,12 +87,15 @@ impl Budget {
             log: AtomicUsize::new(0),
             sessions: AtomicUsize::new(0),
             evals: AtomicUsize::new(0),
+            approvals: AtomicUsize::new(0),
             evicted_events: AtomicU64::new(0),
             evicted_event_bytes: AtomicU64::new(0),
             evicted_sessions: AtomicU64::new(0),
             evicted_session_bytes: AtomicU64::new(0),
             evicted_evals: AtomicU64::new(0),
             evicted_eval_bytes: AtomicU64::new(0),
+            evicted_approvals: AtomicU64::new(0),
+            evicted_approval_bytes: AtomicU64::new(0),
         }
     }
 
@@ -91,6 +103,28 @@ impl Budget {
         self.log.load(Ordering::Relaxed)
             + self.sessions.load(Ordering::Relaxed)
             + self.evals.load(Ordering::Relaxed)
+            + self.approvals.load(Ordering::Relaxed)
+    }
+
+    /// What the budget holds besides the log: the log keeps within what this leaves.
+    fn besides_log(&self) -> usize {
+        self.sessions.load(Ordering::Relaxed)
+            + self.evals.load(Ordering::Relaxed)
+            + self.approvals.load(Ordering::Relaxed)
+    }
+
+    pub fn add_approvals(&self, bytes: usize) {
+        self.approvals.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// An approval row left the table, dropped to stay bounded when `evicted`.
+    pub fn remove_approvals(&self, bytes: usize, evicted: bool) {
+        self.approvals.fetch_sub(bytes, Ordering::Relaxed);
+        if evicted {
+            self.evicted_approvals.fetch_add(1, Ordering::Relaxed);
+            self.evicted_approval_bytes
+                .fetch_add(bytes as u64, Ordering::Relaxed);
+        }
     }
 
     pub fn add_evals(&self, bytes: usize) {
@@ -125,9 +159,10 @@ impl Budget {
         let log_bytes = self.log.load(Ordering::Relaxed);
         let session_bytes = self.sessions.load(Ordering::Relaxed);
         let eval_bytes = self.evals.load(Ordering::Relaxed);
+        let approval_bytes = self.approvals.load(Ordering::Relaxed);
         BudgetStats {
             max_bytes: self.max,
-            retained_bytes: log_bytes + session_bytes + eval_bytes,
+            retained_bytes: log_bytes + session_bytes + eval_bytes + approval_bytes,
             log_bytes,
             session_bytes,
             eval_bytes,
@@ -137,6 +172,9 @@ impl Budget {
             evicted_session_bytes: self.evicted_session_bytes.load(Ordering::Relaxed),
             evicted_evals: self.evicted_evals.load(Ordering::Relaxed),
             evicted_eval_bytes: self.evicted_eval_bytes.load(Ordering::Relaxed),
+            approval_bytes,
+            evicted_approvals: self.evicted_approvals.load(Ordering::Relaxed),
+            evicted_approval_bytes: self.evicted_approval_bytes.load(Ordering::Relaxed),
         }
     }
 }
@@ -405,7 +443,7 @@ impl EventLog {
                 ring.bytes += logged.bytes;
                 ring.retained += 1;
                 own.events.push_back(logged.clone());
-                let sessions = self.budget.sessions.load(Ordering::Relaxed);
+                let sessions = self.budget.besides_log();
                 while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
                     let Some(old) = Self::evict_heaviest(ring, &logged) else {
                         break;
@@ -507,7 +545,7 @@ impl EventLog {
         // bytes loses its oldest events, all but the one just appended. Rare, so its Vec
         // costs the common path nothing.
         let mut over_budget = Vec::new();
-        let sessions = self.budget.sessions.load(Ordering::Relaxed);
+        let sessions = self.budget.besides_log();
         while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
             let Some(old) = Self::evict_heaviest(ring, &logged) else {
                 break;

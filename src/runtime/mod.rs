@@ -66,6 +66,12 @@ pub struct RuntimeConfig {
     /// Sessions one tenant may hold open; past it create answers 429 `too_many_sessions`.
     /// Its closed ones beyond this many are dropped, oldest first.
     pub max_sessions_per_tenant: usize,
+    /// Decided and expired approvals kept for `GET /v1/approvals?status=all`, every tenant's;
+    /// past it (or the byte budget) the oldest resolved go first. Pending ones never do.
+    pub max_resolved_approvals: usize,
+    /// Approvals one tenant may have waiting; past it a call its policy holds answers 429
+    /// `too_many_pending_approvals` (nothing counted or emitted).
+    pub max_pending_approvals: usize,
     /// Bytes of one string field of a create body (`user_id`, each server, metadata).
     pub max_string_bytes: usize,
     /// Model steps, and tool calls over all steps, a session's script may hold.
@@ -110,6 +116,8 @@ impl Default for RuntimeConfig {
             max_eval_attempts: 10_000,
             max_retained_bytes: 256 * 1024 * 1024,
             max_sessions_per_tenant: 1_000,
+            max_resolved_approvals: 10_000,
+            max_pending_approvals: 1_000,
             max_string_bytes: 1024,
             max_script_calls: 256,
             max_send_response_bytes: 8 * 1024 * 1024,

@@ -13,7 +13,7 @@
 //! CPU for a mocked execute.
 
 use super::http::guard::Guard;
-use super::lock;
+use super::{ApiErrorWithStatus, lock};
 use axum::Router;
 use axum::body::Body;
 use axum::response::IntoResponse;
@@ -25,7 +25,7 @@ use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -69,12 +69,35 @@ struct Conn {
     /// When the connection last finished a request or wrote to its socket, in µs since
     /// the server's `Clock` began.
     idle_since: AtomicU64,
+    /// Since when (µs, plus one so 0 means "not stalled") a write has waited on a socket
+    /// the peer does not read.
+    stalled_since: AtomicU64,
+    /// Set by the sweep: every further read or write fails, which ends a WebSocket whose
+    /// task sits in a send that will never complete.
+    killed: AtomicBool,
+    /// The task parked on a stalled write, woken when the sweep kills the connection.
+    parked: Mutex<Option<Waker>>,
     close: Notify,
 }
 
 impl Conn {
     fn evictable(&self) -> bool {
         self.in_flight.load(Ordering::Acquire) == 0 && !self.upgraded.load(Ordering::Acquire)
+    }
+
+    /// An upgraded connection (or one between its 101 and the upgrade) whose peer has not
+    /// taken a byte since before `deadline`: idle eviction spares it, this does not.
+    fn write_stalled_before(&self, deadline: u64) -> bool {
+        let since = self.stalled_since.load(Ordering::Relaxed);
+        since != 0 && since - 1 < deadline
+    }
+
+    fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.close.notify_one();
+        if let Some(waker) = lock(&self.parked).take() {
+            waker.wake();
+        }
     }
 
     fn touch(&self, clock: &Clock) {
@@ -121,17 +144,21 @@ impl Table {
     }
 
     /// Closes every connection that has been idle (nothing in flight, nothing written)
-    /// since before `deadline`.
+    /// since before `deadline`, and every one whose writes have waited on an unread
+    /// socket since then (a WebSocket whose peer stopped reading, or never read its 101).
     fn close_idle_since(&mut self, deadline: u64) -> usize {
         let stale: Vec<u64> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.evictable() && c.idle_since.load(Ordering::Relaxed) < deadline)
+            .filter(|(_, c)| {
+                (c.evictable() && c.idle_since.load(Ordering::Relaxed) < deadline)
+                    || c.write_stalled_before(deadline)
+            })
             .map(|(id, _)| *id)
             .collect();
         for id in &stale {
             if let Some(conn) = self.remove(*id) {
-                conn.close.notify_one();
+                conn.kill();
             }
         }
         stale.len()
@@ -181,6 +208,9 @@ impl Admission {
             in_flight: AtomicUsize::new(0),
             upgraded: AtomicBool::new(false),
             idle_since: AtomicU64::new(self.clock.now()),
+            stalled_since: AtomicU64::new(0),
+            killed: AtomicBool::new(false),
+            parked: Mutex::new(None),
             close: Notify::new(),
         });
         table.next_id += 1;
@@ -204,17 +234,64 @@ struct Tracked {
     stream: TcpStream,
     conn: Arc<Conn>,
     clock: Clock,
+    /// hyper's own refusal being replaced on the socket (`refusal_body`): the JSON answer
+    /// and how much of it is written.
+    replacing: Option<(Vec<u8>, usize)>,
     _slot: Slot,
 }
 
+fn killed() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "closed: the peer took nothing written for the header timeout",
+    )
+}
+
 impl Tracked {
-    /// A write that moved bytes keeps the connection from counting as idle.
-    fn wrote(&self, result: &Poll<std::io::Result<usize>>) {
-        if let Poll::Ready(Ok(n)) = result
-            && *n > 0
-        {
-            self.conn.touch(&self.clock);
+    /// A write that moved bytes keeps the connection from counting as idle; one that
+    /// waits starts (or continues) a stall the sweep may end.
+    fn wrote(&self, result: &Poll<std::io::Result<usize>>, cx: &Context<'_>) {
+        match result {
+            Poll::Ready(Ok(n)) if *n > 0 => {
+                self.conn.touch(&self.clock);
+                if self.conn.stalled_since.load(Ordering::Relaxed) != 0 {
+                    self.conn.stalled_since.store(0, Ordering::Relaxed);
+                }
+            }
+            Poll::Pending => {
+                if self.conn.stalled_since.load(Ordering::Relaxed) == 0 {
+                    self.conn
+                        .stalled_since
+                        .store(self.clock.now() + 1, Ordering::Relaxed);
+                }
+                *lock(&self.conn.parked) = Some(cx.waker().clone());
+            }
+            Poll::Ready(_) => {}
         }
+    }
+
+    /// Writes the JSON answer in place of hyper's bodiless one; Ready(n) with hyper's whole
+    /// `n` bytes once the JSON is out, as if hyper's had been written.
+    fn poll_replace(&mut self, cx: &mut Context<'_>, n: usize) -> Poll<std::io::Result<usize>> {
+        while let Some((answer, done)) = self.replacing.take() {
+            if done == answer.len() {
+                break;
+            }
+            let result = Pin::new(&mut self.stream).poll_write(cx, &answer[done..]);
+            self.wrote(&result, cx);
+            match result {
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+                }
+                Poll::Ready(Ok(k)) => self.replacing = Some((answer, done + k)),
+                Poll::Ready(Err(err)) => return Poll::Ready(Err(err)),
+                Poll::Pending => {
+                    self.replacing = Some((answer, done));
+                    return Poll::Pending;
+                }
+            }
+        }
+        Poll::Ready(Ok(n))
     }
 }
 
@@ -224,6 +301,9 @@ impl AsyncRead for Tracked {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
+        if self.conn.killed.load(Ordering::Acquire) {
+            return Poll::Ready(Err(killed()));
+        }
         Pin::new(&mut self.stream).poll_read(cx, buf)
     }
 }
@@ -234,8 +314,19 @@ impl AsyncWrite for Tracked {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
+        if self.conn.killed.load(Ordering::Acquire) {
+            return Poll::Ready(Err(killed()));
+        }
+        if self.replacing.is_none()
+            && let Some(answer) = refusal_body(buf)
+        {
+            self.replacing = Some((answer, 0));
+        }
+        if self.replacing.is_some() {
+            return self.poll_replace(cx, buf.len());
+        }
         let result = Pin::new(&mut self.stream).poll_write(cx, buf);
-        self.wrote(&result);
+        self.wrote(&result, cx);
         result
     }
 
@@ -252,8 +343,23 @@ impl AsyncWrite for Tracked {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
+        if self.conn.killed.load(Ordering::Acquire) {
+            return Poll::Ready(Err(killed()));
+        }
+        // hyper's refusal is a head alone: one slice (or one with empty ones after it).
+        if self.replacing.is_none()
+            && let Some(first) = bufs.first()
+            && bufs[1..].iter().all(|b| b.is_empty())
+            && let Some(answer) = refusal_body(first)
+        {
+            self.replacing = Some((answer, 0));
+        }
+        if self.replacing.is_some() {
+            let n = bufs.iter().map(|b| b.len()).sum();
+            return self.poll_replace(cx, n);
+        }
         let result = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
-        self.wrote(&result);
+        self.wrote(&result, cx);
         result
     }
 
@@ -302,6 +408,56 @@ async fn sweep_idle(admission: Arc<Admission>, mut stop: watch::Receiver<bool>) 
             tracing::debug!(closed, "idle connections closed (header timeout)");
         }
     }
+}
+
+/// A request target longer than this is refused 414 `uri_too_long` (hyper's own bound is
+/// 64 KiB); no route takes more than a few hundred bytes of path and query.
+pub(crate) const MAX_URI_BYTES: usize = 8 * 1024;
+/// A request head (request line and headers) longer than this is refused 431
+/// `headers_too_large` (hyper's own bound is its ~400 KiB read buffer).
+pub(crate) const MAX_HEAD_BYTES: usize = 32 * 1024;
+
+/// The JSON answer of a 4xx hyper writes itself, with no body, when it cannot read a
+/// request head (too large, malformed): the same `{code, message}` every route answers.
+fn refusal_answer(status: &str, code: &str, message: &str) -> Vec<u8> {
+    let body = serde_json::json!({ "code": code, "message": message }).to_string();
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// What replaces `head` on the socket when it is one of hyper's own bodiless refusals
+/// (`proto::h1::role::Server::on_error`: 400, 414 or 431, `content-length: 0`, and the
+/// connection closes after it). hyper offers no hook to give them a body, and no route
+/// answers these statuses without one, so the head alone identifies them. Costs one
+/// 10-byte compare on every other write.
+fn refusal_body(head: &[u8]) -> Option<Vec<u8>> {
+    if !head.starts_with(b"HTTP/1.1 4") || head.len() > 512 || !head.ends_with(b"\r\n\r\n") {
+        return None;
+    }
+    if !head.windows(21).any(|w| w == b"\r\ncontent-length: 0\r\n") {
+        return None;
+    }
+    Some(match &head[9..12] {
+        b"400" => refusal_answer(
+            "400 Bad Request",
+            BAD_REQUEST,
+            "the request is not HTTP/1.1 this server can read (request line or a header is malformed)",
+        ),
+        b"414" => refusal_answer(
+            "414 URI Too Long",
+            URI_TOO_LONG,
+            &format!("the request target is over {MAX_URI_BYTES} bytes"),
+        ),
+        b"431" => refusal_answer(
+            "431 Request Header Fields Too Large",
+            HEADERS_TOO_LARGE,
+            &format!("the request head (request line and headers) is over {MAX_HEAD_BYTES} bytes"),
+        ),
+        _ => return None,
+    })
 }
 
 const REFUSAL: &str = "{\"code\":\"too_many_connections\",\"message\":\"the runtime holds as many connections as it allows and none is idle; retry shortly\"}";
@@ -391,6 +547,7 @@ pub(crate) async fn serve(
             stream,
             conn: conn.clone(),
             clock: admission.clock,
+            replacing: None,
             _slot: slot,
         });
         tokio::spawn(connection(
@@ -415,6 +572,20 @@ struct Site {
     limits: ConnLimits,
 }
 
+/// What 414 answers when a request target is over `MAX_URI_BYTES`.
+pub const URI_TOO_LONG: &str = "uri_too_long";
+/// What 431 answers when a request head is over `MAX_HEAD_BYTES`.
+pub const HEADERS_TOO_LARGE: &str = "headers_too_large";
+/// What 400 answers for a request head hyper cannot parse.
+pub const BAD_REQUEST: &str = "bad_request";
+
+/// The request target's length as sent (origin form: path and query; absolute form too).
+fn target_len(uri: &hyper::Uri) -> usize {
+    let path = uri.path_and_query().map_or(0, |p| p.as_str().len());
+    let authority = uri.authority().map_or(0, |a| a.as_str().len());
+    path + authority + uri.scheme_str().map_or(0, str::len)
+}
+
 async fn connection(
     io: TokioIo<Tracked>,
     conn: Arc<Conn>,
@@ -427,10 +598,18 @@ async fn connection(
     let shared = site.clone();
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
         let busy = Busy::new(state.clone(), clock);
-        let refused = shared
-            .guard
-            .check(req.method(), req.uri().path(), req.headers())
-            .err();
+        let refused = if target_len(req.uri()) > MAX_URI_BYTES {
+            Some(ApiErrorWithStatus::new(
+                414,
+                URI_TOO_LONG,
+                format!("the request target is over {MAX_URI_BYTES} bytes"),
+            ))
+        } else {
+            shared
+                .guard
+                .check(req.method(), req.uri().path(), req.headers())
+                .err()
+        };
         let mut app = shared.app.clone();
         let limit = shared.limits.max_body_bytes;
         let routed = match refused {
@@ -456,7 +635,7 @@ async fn connection(
     });
     let mut builder = http1::Builder::new();
     // No hyper timer: the header-read and idle timeout is `sweep_idle`'s.
-    builder.keep_alive(true);
+    builder.keep_alive(true).max_header_size(MAX_HEAD_BYTES);
     let served = builder.serve_connection(io, service).with_upgrades();
     tokio::pin!(served);
     let mut stopping = false;

@@ -787,6 +787,7 @@ impl Runtime {
             );
         }
         drop(evicted);
+        while budget.retained() > mark && self.evict_oldest_approval() {}
         while budget.retained() > mark && self.inner.evals.evict_oldest() {}
     }
 
@@ -888,7 +889,7 @@ impl Runtime {
                     &input,
                     &rule_id,
                     &message,
-                );
+                )?;
                 let envelope = Envelope::ApprovalRequired {
                     approval_id: row.approval_id.clone(),
                     expires_at: row.expires_at.clone(),

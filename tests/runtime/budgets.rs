@@ -393,6 +393,7 @@ async fn suite_documents_and_eval_runs_count_against_the_budget() {
 async fn approvals_list_in_pages_and_the_client_follows_the_cursor() {
     let handle = server(RuntimeConfig {
         max_sessions_per_tenant: 2000,
+        max_pending_approvals: 2000,
         ..crate::support::runtime::policy_config(
             r#"
             [[rule]]

@@ -223,47 +223,6 @@ async fn a_body_streamed_to_an_unknown_route_gets_the_404() {
     assert!(answer.contains(r#""code":"not_found""#), "{answer}");
 }
 
-#[tokio::test]
-async fn hyper_refusals_are_bodyless_as_documented() {
-    // What docs/RELIABILITY.md says hyper answers itself, before any route runs.
-    let handle = server(test_config()).await;
-    let mut socket = tokio::net::TcpStream::connect(handle.addr).await.unwrap();
-    let head = format!(
-        "GET /v1/sessions HTTP/1.1\r\nhost: localhost\r\nx-big: {}\r\n\r\n",
-        "a".repeat(512 * 1024)
-    );
-    let _ = socket.write_all(head.as_bytes()).await;
-    let mut answer = Vec::new();
-    let _ = socket.read_to_end(&mut answer).await;
-    let answer = String::from_utf8_lossy(&answer);
-    assert!(
-        answer.starts_with("HTTP/1.1 431 Request Header Fields Too Large"),
-        "{answer}"
-    );
-    assert!(answer.contains("content-length: 0"), "{answer}");
-
-    let mut socket = tokio::net::TcpStream::connect(handle.addr).await.unwrap();
-    let head = format!(
-        "GET /v1/{} HTTP/1.1\r\nhost: localhost\r\n\r\n",
-        "a".repeat(70_000)
-    );
-    let _ = socket.write_all(head.as_bytes()).await;
-    let mut answer = Vec::new();
-    let _ = socket.read_to_end(&mut answer).await;
-    let answer = String::from_utf8_lossy(&answer);
-    assert!(answer.starts_with("HTTP/1.1 414 URI Too Long"), "{answer}");
-
-    let mut socket = tokio::net::TcpStream::connect(handle.addr).await.unwrap();
-    socket
-        .write_all(b"GET /v1/sessions HTTP/1.1\r\nhost x\r\n\r\n")
-        .await
-        .unwrap();
-    let mut answer = Vec::new();
-    let _ = socket.read_to_end(&mut answer).await;
-    let answer = String::from_utf8_lossy(&answer);
-    assert!(answer.starts_with("HTTP/1.1 400 Bad Request"), "{answer}");
-}
-
 /// A three-step run on a stateful mock with three entries, its second step waiting.
 fn slow_script() -> Value {
     json!({

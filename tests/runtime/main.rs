@@ -5,6 +5,7 @@
 mod support;
 
 mod approval_condition;
+mod bounded_tables;
 mod budgets;
 mod eval_runner;
 mod eval_suite;
@@ -17,6 +18,7 @@ mod limits;
 mod observer_client;
 mod protocol;
 mod races;
+mod refusals;
 mod runtime_approvals;
 mod runtime_auth;
 mod runtime_schema;

@@ -520,6 +520,9 @@ async fn a_hundred_cuts_lose_nothing_and_repeat_nothing() {
         // The workload creates ~1,300 sessions: the per-tenant retention of closed ones
         // (1,000 by default) would drop some the model still shows.
         max_sessions_per_tenant: 10_000,
+        // Approvals likewise: it leaves over 1,000 waiting, and the model keeps every row.
+        max_pending_approvals: 100_000,
+        max_resolved_approvals: 100_000,
         ..RuntimeConfig::default()
     };
     let out = run_chaos(config, seed, EVENTS, CUTS, 0).await;
@@ -596,6 +599,8 @@ async fn gaps_are_healed_by_the_rest_re_read() {
         policy: policy(),
         retained_events: 300,
         max_sessions_per_tenant: 10_000,
+        max_pending_approvals: 100_000,
+        max_resolved_approvals: 100_000,
         ..RuntimeConfig::default()
     };
     let out = run_chaos(config, seed, 30_000, 30, 400).await;
