@@ -144,6 +144,7 @@ impl Runtime {
                 }
                 let call = s.model_calls;
                 s.model_calls = s.model_calls.saturating_add(1);
+                self.persist_counters(&s);
                 match s.model.fail_on_step.iter().find(|f| f.step == call) {
                     Some(fail) => Answer::Fail(fail.error.clone()),
                     None => {

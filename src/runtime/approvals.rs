@@ -4,7 +4,7 @@
 
 use super::policy::{Literal, Op};
 use super::sessions::{DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE, Page, new_id};
-use super::{ApiErrorWithStatus, Runtime, lock};
+use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use crate::protocol::envelope::codes;
 use crate::protocol::events::{
     ApprovalReplayed, ApprovalRequested, ApprovalResolved, Decision, Outcome,
@@ -93,6 +93,7 @@ impl Runtime {
             condition: self.condition_of(rule_id),
             view: view.clone(),
         };
+        self.persist(persist::APPROVAL, tenant, &view.id, &view);
         let mut queue = lock(&self.inner.approvals);
         queue.order.push(view.id.clone());
         queue.rows.insert(
@@ -160,6 +161,7 @@ impl Runtime {
                 .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
                 .map(|row| {
                     row.view.status = ApprovalStatus::Expired;
+                    self.persist(persist::APPROVAL, &row.tenant, &row.view.id, &row.view);
                     (
                         row.tenant.clone(),
                         row.view.session_id.clone(),
@@ -197,6 +199,7 @@ impl Runtime {
                     && row.view.session_id == session_id
                 {
                     row.view.status = ApprovalStatus::Expired;
+                    self.persist(persist::APPROVAL, tenant, id, &row.view);
                     expired.push(id.clone());
                 }
             }
@@ -321,6 +324,7 @@ impl Runtime {
             };
             row.view.decided_by.clone_from(&by);
             row.view.note.clone_from(&note);
+            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
             row.view.clone()
         };
         self.emit_for(
@@ -343,6 +347,7 @@ impl Runtime {
         let mut queue = lock(&self.inner.approvals);
         let row = if let Some(row) = queue.rows.get_mut(approval_id) {
             row.view.replay = Some(outcome);
+            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
             row.view.clone()
         } else {
             ApprovalView {
@@ -401,8 +406,37 @@ impl Runtime {
         );
         if let Some(s) = guard.as_mut() {
             s.last_seq = logged.frame.seq;
+            self.persist_counters(s);
         }
         drop(guard);
         outcome
+    }
+}
+
+impl Runtime {
+    /// Puts stored approvals back in the order they were queued. A pending one is
+    /// approvable until its `expires_at`, and approving it replays its recorded call.
+    pub(crate) fn restore_approvals(&self, records: Vec<crate::store::StoredRecord>) {
+        let mut rows: Vec<(String, ApprovalView)> = records
+            .iter()
+            .filter_map(|r| persist::decode(r).map(|view| (r.tenant.clone(), view)))
+            .collect();
+        rows.sort_by(|(_, a), (_, b)| (&a.requested_at, &a.id).cmp(&(&b.requested_at, &b.id)));
+        let mut queue = lock(&self.inner.approvals);
+        for (tenant, view) in rows {
+            let Ok(expires) = DateTime::parse_from_rfc3339(&view.expires_at) else {
+                tracing::warn!(approval = %view.id, "stored approval has no readable expiry; skipped");
+                continue;
+            };
+            queue.order.push(view.id.clone());
+            queue.rows.insert(
+                view.id.clone(),
+                Row {
+                    view,
+                    tenant,
+                    expires: expires.with_timezone(&Utc),
+                },
+            );
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! The durable store behind the runtime: one `Store` trait (what a runtime keeps across a
 //! restart) and its engines; `sqlite` is the one today, Postgres is a later one.
 //!
-//! What is kept now: the event log's stream (its epoch, every retained event with its
-//! tenant and per-tenant seq, each tenant's next seq). A reopened store continues the
-//! stream: same epoch, each tenant's seqs going on, the retained events back in the rings.
+//! What is kept: the event log's stream (its epoch, every retained event with its tenant
+//! and per-tenant seq, each tenant's next seq) and the runtime's state as documents
+//! (`runtime::persist`: sessions and their counters, approvals, eval runs, suite
+//! documents, eval outcomes). A reopened store continues the stream and the state.
 
 pub mod sqlite;
 
@@ -75,6 +76,24 @@ pub struct StoredStream {
     pub events: Vec<StoredEvent>,
 }
 
+/// One document of the runtime's state: a session, its counters, an approval, an eval
+/// run, a suite document, an eval outcome (`kind`), JSON text in `value`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    pub kind: String,
+    pub tenant: String,
+    pub key: String,
+    pub value: String,
+}
+
+/// A change to the state, committed with the events of the same batch, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateWrite {
+    Put(StoredRecord),
+    /// Only `kind`, `tenant` and `key` matter.
+    Delete(StoredRecord),
+}
+
 /// What a runtime keeps across a restart. Writes come from one writer thread, grouped;
 /// reads happen at open. Another engine implements this and nothing else changes.
 pub trait Store: Send + Sync + 'static {
@@ -86,7 +105,15 @@ pub trait Store: Send + Sync + 'static {
     /// Writes a batch in one transaction: the events in stamping order (each tenant's
     /// next seq with them), and for each `(tenant, seq)` of `evicted` that event and the
     /// tenant's older ones dropped, so the store holds what the log's rings hold.
-    fn append(&self, events: &[StoredEvent], evicted: &[(String, u64)]) -> Result<(), StoreError>;
+    /// ... and `state`'s puts and deletes, in the same transaction.
+    fn append(
+        &self,
+        events: &[StoredEvent],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<(), StoreError>;
+    /// Every state document, read at open.
+    fn state(&self) -> Result<Vec<StoredRecord>, StoreError>;
 }
 
 /// Where `--store` says the runtime keeps its state.
@@ -131,16 +158,19 @@ pub fn runtime_on(config: RuntimeConfig, store: Arc<dyn Store>) -> Result<Runtim
         .into_iter()
         .filter_map(|e| Logged::restore(&e.text, e.tenant))
         .collect();
+    let state = store.state()?;
     let path = store.describe();
     let writer = StoreWriter::spawn(store).map_err(|source| StoreError::Thread { path, source })?;
     // The writer is in place before the history goes back, so what the capacity or the
     // byte budget evicts on the way in leaves the file too.
-    Ok(Runtime::with_log(config, move |config, budget| {
+    let runtime = Runtime::with_log(config, move |config, budget| {
         EventLog::new(config.retained_events, config.subscriber_queue, budget)
             .continuing(stream.epoch, stream.next_seqs)
             .with_writer(writer)
             .with_history(restored)
-    }))
+    });
+    runtime.restore_state(state);
+    Ok(runtime)
 }
 
 impl Runtime {
