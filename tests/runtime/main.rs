@@ -24,3 +24,4 @@ mod runtime_send;
 mod runtime_sessions;
 mod runtime_stream;
 mod security;
+mod store_state;
