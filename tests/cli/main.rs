@@ -9,5 +9,6 @@ mod cli_config;
 mod eval_cli;
 mod masking;
 mod runtime_serve;
+mod store_kill;
 mod tail_cli;
 mod terminal_pty;
