@@ -58,6 +58,11 @@ struct Cli {
     /// spyglass uses, then exit.
     #[arg(long = "print-config", global = true)]
     print_config: bool,
+
+    /// Where the inspector's embedded runtime (no --url) keeps its state: a SQLite file,
+    /// or `memory` (default: $XDG_DATA_HOME/spyglass/runtime.db).
+    #[arg(long, value_name = "PATH|memory")]
+    store: Option<String>,
 }
 
 impl Cli {
@@ -110,8 +115,9 @@ enum Command {
         /// Open connections per client IP.
         #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
         max_connections_per_ip: u32,
-        /// Where the runtime keeps its event stream: a SQLite file (its epoch and seqs go
-        /// on after a restart), or `memory` (the default: nothing survives the process).
+        /// Where the runtime keeps its state: a SQLite file (sessions, counters, approvals,
+        /// evals and the event stream go on after a restart), or `memory` (nothing survives
+        /// the process). Default: $XDG_DATA_HOME/spyglass/runtime.db.
         #[arg(long, value_name = "PATH|memory")]
         store: Option<String>,
     },
@@ -184,7 +190,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
     let Some(command) = cli.command.clone() else {
         let config = resolve(&cli)?;
         start_logging(LogTo::File, true)?;
-        return roles::inspect::run(config).await;
+        return roles::inspect::run(config, cli.store.clone()).await;
     };
     match command {
         Command::Demo => {

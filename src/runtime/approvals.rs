@@ -416,7 +416,7 @@ impl Runtime {
 impl Runtime {
     /// Puts stored approvals back in the order they were queued. A pending one is
     /// approvable until its `expires_at`, and approving it replays its recorded call.
-    pub(crate) fn restore_approvals(&self, records: Vec<crate::store::StoredRecord>) {
+    pub(crate) fn restore_approvals(&self, records: &[crate::store::StoredRecord]) {
         let mut rows: Vec<(String, ApprovalView)> = records
             .iter()
             .filter_map(|r| persist::decode(r).map(|view| (r.tenant.clone(), view)))

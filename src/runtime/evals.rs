@@ -660,9 +660,9 @@ impl Runtime {
     /// when the runtime stopped cannot finish: it comes back `interrupted`.
     pub(crate) fn restore_evals(
         &self,
-        runs: Vec<crate::store::StoredRecord>,
-        suites: Vec<crate::store::StoredRecord>,
-        outcomes: Vec<crate::store::StoredRecord>,
+        runs: &[crate::store::StoredRecord],
+        suites: &[crate::store::StoredRecord],
+        outcomes: &[crate::store::StoredRecord],
     ) {
         let evals = &self.inner.evals;
         let mut details: Vec<(String, EvalRunDetail)> = runs
@@ -693,7 +693,7 @@ impl Runtime {
         }
         {
             let mut documents = lock(&evals.documents);
-            for record in &suites {
+            for record in suites {
                 let Some(value) = persist::decode::<Value>(record) else {
                     continue;
                 };
@@ -710,7 +710,7 @@ impl Runtime {
             }
         }
         let mut frames: Vec<(String, Frame, u64)> = Vec::new();
-        for record in &outcomes {
+        for record in outcomes {
             let Ok(frame) = crate::protocol::decode(&record.value) else {
                 tracing::warn!(key = %record.key, "stored eval outcome unreadable; skipped");
                 continue;

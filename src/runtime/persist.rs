@@ -106,9 +106,9 @@ impl Runtime {
                 other => tracing::warn!(kind = other, "unknown state kind in the store; skipped"),
             }
         }
-        self.restore_sessions(sessions, &mut counters);
-        self.restore_approvals(approvals);
-        self.restore_evals(runs, suites, outcomes);
+        self.restore_sessions(&sessions, &mut counters);
+        self.restore_approvals(&approvals);
+        self.restore_evals(&runs, &suites, &outcomes);
     }
 }
 

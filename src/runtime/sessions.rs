@@ -1048,7 +1048,7 @@ impl Runtime {
     /// taken from the restored `tool.called` events. Their bytes count in the budget.
     pub(crate) fn restore_sessions(
         &self,
-        records: Vec<crate::store::StoredRecord>,
+        records: &[crate::store::StoredRecord],
         counters: &mut HashMap<(String, String), crate::store::StoredRecord>,
     ) {
         let mut docs: Vec<(String, String, SessionDoc)> = records
@@ -1065,13 +1065,13 @@ impl Runtime {
                 .and_then(|r| persist::decode(&r))
                 .unwrap_or_default();
             let mut mocks = match &doc.mocks {
-                Some(payload) => match MockTable::from_payload(payload) {
-                    Ok(table) => table,
-                    Err(_) => {
+                Some(payload) => {
+                    let Ok(table) = MockTable::from_payload(payload) else {
                         tracing::warn!(session = %id, "stored mocks no longer pass the gates; session skipped");
                         continue;
-                    }
-                },
+                    };
+                    table
+                }
                 None => MockTable::default(),
             };
             for (tool, (consumed, calls)) in &counts.mocks {

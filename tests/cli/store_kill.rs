@@ -27,32 +27,74 @@ impl Drop for Server {
 }
 
 async fn serve(store: &Path, data: &Path) -> (Server, String) {
+    let (server, url, _) = serve_with(Some(store), data).await;
+    (server, url)
+}
+
+/// `serve` on `store`, else on its default; the URL and the line that announced it.
+async fn serve_with(store: Option<&Path>, data: &Path) -> (Server, String, String) {
+    let mut command = spyglass(&["serve", "--test-mode", "--addr", "127.0.0.1:0"]);
+    if let Some(store) = store {
+        command.arg("--store").arg(store);
+    }
     let mut child = Server(
-        spyglass(&["serve", "--test-mode", "--addr", "127.0.0.1:0", "--store"])
-            .arg(store)
+        command
             .env("XDG_DATA_HOME", data)
             .stdout(Stdio::null())
             .spawn()
             .unwrap(),
     );
     let stderr = child.0.stderr.take().unwrap();
-    let url = tokio::task::spawn_blocking(move || {
+    let (url, line) = tokio::task::spawn_blocking(move || {
         let mut lines = BufReader::new(stderr).lines();
-        let url = lines
+        let found = lines
             .find_map(|line| {
                 let line = line.ok()?;
                 let at = line.find("http://")?;
-                line[at..].split_whitespace().next().map(str::to_owned)
+                let url = line[at..].split_whitespace().next()?.to_owned();
+                Some((url, line))
             })
             .unwrap_or_default();
         // Keep draining so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        url
+        found
     })
     .await
     .unwrap();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    (child, url)
+    (child, url, line)
+}
+
+#[tokio::test]
+async fn serve_keeps_its_state_in_the_data_dir_by_default() {
+    let data = tempfile::tempdir().unwrap();
+    let (mut server, url, line) = serve_with(None, data.path()).await;
+    let file = data.path().join("spyglass/runtime.db");
+    assert!(
+        line.contains(&format!("store {}", file.display())),
+        "{line}"
+    );
+    let created: Value = reqwest::Client::new()
+        .post(format!("{url}/v1/sessions"))
+        .json(&json!({"servers": [], "user_id": "kept", "mocks": {}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    server.0.kill().unwrap();
+    server.0.wait().unwrap();
+    assert!(file.exists());
+    let (_server, url, _) = serve_with(None, data.path()).await;
+    let detail: Value = reqwest::get(format!("{url}/v1/sessions/{id}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(detail["user_id"], "kept", "{detail}");
 }
 
 /// 64 workers calling `TOOL` until it is exhausted or the server is gone; every entry
