@@ -1046,6 +1046,12 @@ impl Runtime {
     /// Puts stored sessions back in creation order, their counters applied to their
     /// mock tables (the next stateful entry served is the next one) and their calls
     /// taken from the restored `tool.called` events. Their bytes count in the budget.
+    ///
+    /// A call's event and its counters are two writes: a commit may hold the event and
+    /// not yet the counters (never the reverse, they are sent in that order). So the
+    /// counters are a checkpoint at their `last_seq`, and the session's newer events roll
+    /// them forward: a call whose event is stored is counted, and its entry never served
+    /// again.
     pub(crate) fn restore_sessions(
         &self,
         records: &[crate::store::StoredRecord],
@@ -1058,7 +1064,8 @@ impl Runtime {
             })
             .collect();
         docs.sort_by_key(|(_, _, d)| d.key);
-        let mut restored = HashMap::new();
+        let mut restored: Vec<(u64, usize, Session)> = Vec::new();
+        let mut by_id: HashMap<String, usize> = HashMap::new();
         for (tenant, id, doc) in docs {
             let counts: CountersDoc = counters
                 .remove(&(tenant.clone(), id.clone()))
@@ -1088,93 +1095,128 @@ impl Runtime {
                     .as_ref()
                     .map_or(0, |m| serde_json::to_vec(m).map_or(0, |v| v.len()))
                 + serde_json::to_vec(&doc.model).map_or(0, |v| v.len());
-            let session = Session {
-                id: id.clone(),
-                tenant: tenant.clone(),
-                user_id: doc.user_id,
-                servers: doc.servers,
-                created_at: doc.created_at.clone(),
-                last_activity: if counts.last_activity.is_empty() {
-                    doc.created_at
-                } else {
-                    counts.last_activity.clone()
+            by_id.insert(id.clone(), restored.len());
+            restored.push((
+                doc.key,
+                bytes,
+                Session {
+                    id,
+                    tenant,
+                    user_id: doc.user_id,
+                    servers: doc.servers,
+                    created_at: doc.created_at.clone(),
+                    last_activity: if counts.last_activity.is_empty() {
+                        doc.created_at
+                    } else {
+                        counts.last_activity.clone()
+                    },
+                    closed: counts.closed,
+                    closing: watch::Sender::new(counts.closed),
+                    mocks,
+                    calls: VecDeque::new(),
+                    calls_bytes: 0,
+                    call_count: counts.calls,
+                    envelope_count: counts.envelopes,
+                    model: doc.model,
+                    model_calls: counts.model_calls,
+                    last_seq: counts.last_seq,
                 },
-                closed: counts.closed,
-                closing: watch::Sender::new(counts.closed),
-                mocks,
-                calls: VecDeque::new(),
-                calls_bytes: 0,
-                call_count: counts.calls,
-                envelope_count: counts.envelopes,
-                model: if counts.closed {
-                    ModelScript::default()
-                } else {
-                    doc.model
-                },
-                model_calls: counts.model_calls,
-                last_seq: counts.last_seq,
+            ));
+        }
+        // The calls a session lists are its `tool.called` events the log still holds;
+        // those past its counters' checkpoint are counted too.
+        let retained = self.inner.config.retained_calls;
+        for logged in self.inner.log.all_since(0, usize::MAX) {
+            let Some(&at) = logged
+                .frame
+                .session_id
+                .as_deref()
+                .and_then(|id| by_id.get(id))
+            else {
+                continue;
             };
-            let session = Arc::new(Mutex::new(session));
-            restored.insert(id.clone(), session.clone());
-            let mut sessions = self
-                .inner
-                .sessions
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            sessions.next_key = sessions.next_key.max(doc.key + 1);
-            sessions.order.insert(doc.key, id.clone());
-            if counts.closed {
-                sessions.closed.insert(doc.key, id.clone());
+            let s = &mut restored[at].2;
+            let newer = logged.frame.seq > s.last_seq;
+            // The events a live session's `last_seq` follows (emitted under its lock).
+            let moves = matches!(
+                logged.frame.event,
+                Event::ToolCalled(_)
+                    | Event::ApprovalReplayed(_)
+                    | Event::SessionClosed(_)
+                    | Event::SessionCreated(_)
+            );
+            match &logged.frame.event {
+                Event::ToolCalled(call) => {
+                    let envelope = matches!(call.outcome, Outcome::Envelope(_));
+                    let (calls, envelopes, activity) =
+                        (s.call_count, s.envelope_count, s.last_activity.clone());
+                    s.record(&logged, envelope, retained, &self.inner.budget);
+                    if newer {
+                        roll_forward(&mut s.mocks, &call.tool, call.counter.as_ref());
+                    } else {
+                        // Counted in the checkpoint, which the log may not hold whole.
+                        s.call_count = calls;
+                        s.envelope_count = envelopes;
+                        s.last_activity = activity;
+                    }
+                }
+                Event::ApprovalReplayed(replay) if newer => {
+                    roll_forward(&mut s.mocks, &replay.tool, replay.counter.as_ref());
+                    s.last_activity.clone_from(&logged.frame.ts);
+                }
+                Event::SessionClosed(_) if newer => {
+                    s.closed = true;
+                    s.closing.send_replace(true);
+                }
+                _ => {}
             }
+            if newer && moves {
+                s.last_seq = logged.frame.seq;
+            }
+        }
+        let mut sessions = self
+            .inner
+            .sessions
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (key, bytes, mut session) in restored {
+            if session.closed {
+                // A closed session never runs its script again.
+                session.model = ModelScript::default();
+            }
+            let (id, tenant, closed) = (session.id.clone(), session.tenant.clone(), session.closed);
+            sessions.next_key = sessions.next_key.max(key + 1);
+            sessions.order.insert(key, id.clone());
             let count = sessions.tenants.entry(tenant.clone()).or_default();
-            if counts.closed {
+            if closed {
                 count.closed += 1;
             } else {
                 count.open += 1;
             }
+            if closed {
+                sessions.closed.insert(key, id.clone());
+            }
             sessions.by_id.insert(
                 id,
                 Entry {
-                    session,
+                    session: Arc::new(Mutex::new(session)),
                     tenant,
-                    key: doc.key,
+                    key,
                     bytes,
                 },
             );
             self.inner.budget.add_session(bytes);
         }
-        if restored.is_empty() {
-            return;
-        }
-        // The calls a session lists are its `tool.called` events the log still holds.
-        let retained = self.inner.config.retained_calls;
-        for logged in self.inner.log.all_since(0, usize::MAX) {
-            if !matches!(logged.frame.event, Event::ToolCalled(_)) {
-                continue;
-            }
-            let Some(session) = logged
-                .frame
-                .session_id
-                .as_deref()
-                .and_then(|id| restored.get(id))
-            else {
-                continue;
-            };
-            let mut s = lock(session);
-            let (calls, envelopes, activity) =
-                (s.call_count, s.envelope_count, s.last_activity.clone());
-            let envelope = matches!(
-                &logged.frame.event,
-                Event::ToolCalled(ToolCalled {
-                    outcome: Outcome::Envelope(_),
-                    ..
-                })
-            );
-            s.record(&logged, envelope, retained, &self.inner.budget);
-            // The counts are the stored ones: the log may no longer hold every call.
-            s.call_count = calls;
-            s.envelope_count = envelopes;
-            s.last_activity = activity;
+    }
+}
+
+/// A dispatch or replay of `tool` the counters' checkpoint missed: one more call, and
+/// the entries served as its event's counter says.
+fn roll_forward(mocks: &mut MockTable, tool: &str, counter: Option<&Counter>) {
+    if let Some(slot) = mocks.slots.get_mut(tool) {
+        slot.calls = slot.calls.saturating_add(1);
+        if let Some(counter) = counter {
+            slot.consumed = slot.consumed.max(counter.consumed);
         }
     }
 }

@@ -218,6 +218,12 @@ async fn kill_9_mid_consumption_loses_no_answered_call_and_serves_no_entry_twice
     let after = Arc::new(Mutex::new(Vec::new()));
     consume(&url, &session, &after).await;
     let after: Vec<u64> = after.lock().unwrap().clone();
+    println!(
+        "answered before the kill: {}, stored: {}, served after the restart: {}",
+        answered.len(),
+        stored.len(),
+        after.len()
+    );
     let mut overall: Vec<u64> = stored_entries.iter().copied().chain(after).collect();
     overall.sort_unstable();
     assert_eq!(
