@@ -35,6 +35,10 @@ pub enum StoreError {
         found: i64,
         supported: i64,
     },
+    #[error(
+        "store {path} is in use by another spyglass runtime; stop that one, point this one at it with --url, or pass another --store (or --store memory)"
+    )]
+    Locked { path: PathBuf },
     #[error("cannot open store {path}: {source}")]
     Open {
         path: PathBuf,

@@ -70,10 +70,27 @@ impl SqliteStore {
             path: path.clone(),
             source,
         })?;
+        // One runtime per store: two would stamp the same seqs. EXCLUSIVE locking holds
+        // the file from the first write until the connection closes, and a second
+        // runtime's first read finds it busy.
+        // A runtime that just stopped may take a moment to close the file; one still
+        // running is refused after this.
+        conn.busy_timeout(std::time::Duration::from_secs(2))
+            .and_then(|()| conn.pragma_update(None, "locking_mode", "EXCLUSIVE"))
+            .map_err(|source| StoreError::Open {
+                path: path.clone(),
+                source,
+            })?;
         // The first read of the file is where SQLite finds it is not a database.
-        let corrupt = |source| StoreError::Corrupt {
-            path: path.clone(),
-            source,
+        let corrupt = |source: rusqlite::Error| {
+            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
+                StoreError::Locked { path: path.clone() }
+            } else {
+                StoreError::Corrupt {
+                    path: path.clone(),
+                    source,
+                }
+            }
         };
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |row| row.get(0))
@@ -96,10 +113,17 @@ impl SqliteStore {
         // the last ones (docs/RELIABILITY.md).
         conn.pragma_update(None, "journal_mode", "WAL")
             .and_then(|()| conn.pragma_update(None, "synchronous", "NORMAL"))
-            .and_then(|()| conn.busy_timeout(std::time::Duration::from_secs(5)))
-            .map_err(|source| StoreError::Open {
-                path: path.clone(),
-                source,
+            // A write takes the exclusive lock now, not at the first event.
+            .and_then(|()| conn.execute_batch("BEGIN IMMEDIATE; COMMIT;"))
+            .map_err(|source| {
+                if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
+                    StoreError::Locked { path: path.clone() }
+                } else {
+                    StoreError::Open {
+                        path: path.clone(),
+                        source,
+                    }
+                }
             })?;
         let store = SqliteStore {
             path,
@@ -422,5 +446,20 @@ mod tests {
             err.contains("newer.db") && err.contains("newer than this spyglass"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_store_held_by_another_runtime_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("held.db");
+        let first = SqliteStore::open(&path).unwrap();
+        first.stream("ep_1", 10).unwrap();
+        let err = SqliteStore::open(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("held.db") && err.contains("in use by another spyglass runtime"),
+            "{err}"
+        );
+        drop(first);
+        SqliteStore::open(&path).expect("free again once the first one closed");
     }
 }
