@@ -144,6 +144,14 @@ enum Command {
         /// Write the results as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Keep the embedded runtime's eval history in this SQLite file, so runs (a CI
+        /// job keeping the file as a cache) accumulate pass rates and flaky cases.
+        #[arg(long, value_name = "PATH")]
+        store: Option<PathBuf>,
+        /// After the run, print per case its last N outcomes (default 10) from the
+        /// embedded runtime's history (with --store, across runs).
+        #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "10")]
+        history: Option<usize>,
     },
     /// Print the observer stream, one line per event.
     Tail {
@@ -233,6 +241,8 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             case,
             junit,
             json,
+            store,
+            history,
         } => {
             start_logging(LogTo::File, false)?;
             let args = EvalArgs {
@@ -248,7 +258,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 json,
             };
             // --url only: a stray SPYGLASS_URL must never send CI's evals elsewhere.
-            roles::eval::run(args, cli.url.clone()).await
+            roles::eval::run(args, cli.url.clone(), store, history).await
         }
         Command::Tail { json } => {
             let config = resolve(&cli)?;

@@ -258,6 +258,25 @@ impl EvalHistory {
         true
     }
 
+    /// Each case's outcomes the history holds, oldest first, per suite (by name) and
+    /// case (in first-seen order): what `spyglass eval --history` prints.
+    pub fn outcomes(&self) -> Vec<(String, String, Vec<EvalStatus>)> {
+        let mut suites: Vec<&SuiteHistory> = self.suites.iter().collect();
+        suites.sort_by(|a, b| a.name.cmp(&b.name));
+        suites
+            .into_iter()
+            .flat_map(|suite| {
+                suite.cases.iter().map(|case| {
+                    (
+                        suite.name.clone(),
+                        case.name.clone(),
+                        case.outcomes.iter().map(|o| o.status).collect(),
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// Pass rates per suite (by name) and per case (in first-seen order).
     pub fn summary(&self) -> EvalSummary {
         self.summary_over(self.settings.window)

@@ -530,12 +530,16 @@ impl Runtime {
                 scope,
             }),
         );
-        self.inner.evals.finish(&run_id, duration);
+        // Stored before it reads as completed, so whoever saw `completed` and then
+        // flushed the store (`spyglass eval --store`) finds it there.
         if self.has_store()
-            && let Ok(detail) = self.eval_run(&tenant, &run_id)
+            && let Ok(mut detail) = self.eval_run(&tenant, &run_id)
         {
+            COMPLETED.clone_into(&mut detail.status);
+            detail.duration_ms = duration;
             self.persist(persist::EVAL_RUN, &tenant, &run_id, &detail);
         }
+        self.inner.evals.finish(&run_id, duration);
     }
 
     /// One attempt: run (unless skipped), judge, emit `agent.eval.completed`, close the
@@ -628,6 +632,14 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// This tenant's eval outcomes per suite and case, oldest first (`EvalHistory::outcomes`).
+    pub fn eval_outcomes(&self, tenant: &str) -> Vec<(String, String, Vec<EvalStatus>)> {
+        lock(&self.inner.evals.history)
+            .get(tenant)
+            .map(EvalHistory::outcomes)
+            .unwrap_or_default()
+    }
+
     /// Deletes from the store the runs and suite documents the eval tables dropped.
     pub(crate) fn unpersist_evals(&self) {
         let removed = std::mem::take(&mut *lock(&self.inner.evals.removed));

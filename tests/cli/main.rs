@@ -7,6 +7,7 @@ mod support;
 mod clean_output;
 mod cli_config;
 mod eval_cli;
+mod eval_history;
 mod masking;
 mod runtime_serve;
 mod store_kill;
