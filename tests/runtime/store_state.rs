@@ -281,3 +281,59 @@ async fn a_store_of_schema_version_1_opens_migrates_and_keeps_its_stream() {
     assert_eq!(status, 200);
     stop(rt, handle).await;
 }
+
+/// Its own Tokio runtime, dropped at the end with every task still on it: a process
+/// ending, as far as the store can tell.
+fn in_a_process<T>(work: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(work)
+}
+
+#[test]
+fn a_run_going_when_the_runtime_stops_comes_back_interrupted_not_running_forever() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runtime.db");
+    let id = in_a_process(async {
+        let (rt, handle) = open(&path).await;
+        let api = Api::new(&handle);
+        let slow = json!({
+            "suite": "slow",
+            "cases": [{"id": "waits", "input": "x",
+                       "model": {"sequence": [{"text": "late", "delay_ms": 60_000}]},
+                       "assert": {"contains": "late"}}]
+        });
+        let (status, created) = api.post("/v1/evals/runs", json!({"suites": [slow]})).await;
+        assert_eq!(status, 202, "{created}");
+        stop(rt, handle).await;
+        created["run_id"].as_str().unwrap().to_owned()
+    });
+    // The run's task died with its runtime; give the writer thread a moment to close.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let rt = loop {
+        match spyglass::store::open_runtime(config(), &path) {
+            Ok(rt) => break rt,
+            Err(_) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(err) => panic!("{err}"),
+        }
+    };
+    in_a_process(async {
+        let handle = rt.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let api = Api::new(&handle);
+        let (status, detail) = api.get(&format!("/v1/evals/runs/{id}")).await;
+        assert_eq!(status, 200, "{detail}");
+        assert_eq!(detail["status"], "interrupted", "{detail}");
+        // Waiting on it ends at once: nothing will finish it.
+        let waited = tokio::time::timeout(Duration::from_secs(5), rt.wait_eval_run("default", &id))
+            .await
+            .expect("a restored run is not waited on forever")
+            .unwrap();
+        assert_eq!(waited.status, "interrupted");
+        stop(rt, handle).await;
+    });
+}
