@@ -184,3 +184,67 @@ impl Runtime {
         self.inner.log.flush();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An engine whose every write fails (a full or read-only disk).
+    struct Failing;
+
+    impl Store for Failing {
+        fn describe(&self) -> String {
+            "failing".into()
+        }
+        fn stream(&self, fresh_epoch: &str, _: usize) -> Result<StoredStream, StoreError> {
+            Ok(StoredStream {
+                epoch: fresh_epoch.to_owned(),
+                ..StoredStream::default()
+            })
+        }
+        fn append(
+            &self,
+            _: &[StoredEvent],
+            _: &[(String, u64)],
+            _: &[StateWrite],
+        ) -> Result<(), StoreError> {
+            Err(StoreError::Locked {
+                path: PathBuf::from("failing"),
+            })
+        }
+        fn state(&self) -> Result<Vec<StoredRecord>, StoreError> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_whose_commit_failed_is_refused_not_acknowledged() {
+        let config = RuntimeConfig {
+            test_mode: true,
+            ..RuntimeConfig::default()
+        };
+        let rt = runtime_on(config, Arc::new(Failing)).unwrap();
+        let body = crate::protocol::rest::CreateSession {
+            user_id: "u".into(),
+            mocks: Some(serde_json::json!({"a/b": {"ok": true}})),
+            ..Default::default()
+        };
+        let session = rt.create_session("default", body).unwrap();
+        let err = rt.committed().await.unwrap_err();
+        assert_eq!(err.status, 503);
+        assert_eq!(err.error.code, crate::runtime::STORE_UNAVAILABLE);
+        let err = rt
+            .execute(
+                "default",
+                &session.id,
+                "a/b",
+                crate::protocol::RawJson::from_value(&serde_json::json!({})),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.status, 503, "{err}");
+        // Memory: nothing to wait for.
+        let memory = Runtime::new(RuntimeConfig::default());
+        assert!(memory.committed().await.is_ok());
+    }
+}
