@@ -243,6 +243,31 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.status, 503, "{err}");
+        // A `send` streamed as SSE: the tool's result frame is refused the same way.
+        let body: crate::protocol::rest::CreateSession =
+            serde_json::from_value(serde_json::json!({
+                "user_id": "u",
+                "mocks": {"a/b": {"ok": true}},
+                "model": {"sequence": [{"tool_calls": [{"name": "a/b"}]}, {"text": "done"}]}
+            }))
+            .unwrap();
+        let agent = rt.create_session("default", body).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+        rt.run_agent("default", &agent.id, "go", Some(tx))
+            .await
+            .unwrap();
+        let mut codes = Vec::new();
+        while let Ok(frame) = rx.try_recv() {
+            if let crate::protocol::rest::SendFrame::Error { error, .. } = frame {
+                codes.push(error);
+            }
+        }
+        assert!(
+            codes
+                .first()
+                .is_some_and(|c| c == crate::runtime::STORE_UNAVAILABLE),
+            "{codes:?}"
+        );
         // Memory: nothing to wait for.
         let memory = Runtime::new(RuntimeConfig::default());
         assert!(memory.committed().await.is_ok());
