@@ -58,6 +58,11 @@ struct Cli {
     /// spyglass uses, then exit.
     #[arg(long = "print-config", global = true)]
     print_config: bool,
+
+    /// Where the inspector's embedded runtime (no --url) keeps its state: a SQLite file,
+    /// or `memory` (default: $XDG_DATA_HOME/spyglass/runtime.db).
+    #[arg(long, value_name = "PATH|memory")]
+    store: Option<String>,
 }
 
 impl Cli {
@@ -110,8 +115,9 @@ enum Command {
         /// Open connections per client IP.
         #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
         max_connections_per_ip: u32,
-        /// Where the runtime keeps its event stream: a SQLite file (its epoch and seqs go
-        /// on after a restart), or `memory` (the default: nothing survives the process).
+        /// Where the runtime keeps its state: a SQLite file (sessions, counters, approvals,
+        /// evals and the event stream go on after a restart), or `memory` (nothing survives
+        /// the process). Default: $XDG_DATA_HOME/spyglass/runtime.db.
         #[arg(long, value_name = "PATH|memory")]
         store: Option<String>,
     },
@@ -138,6 +144,14 @@ enum Command {
         /// Write the results as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Keep the embedded runtime's eval history in this SQLite file, so runs (a CI
+        /// job keeping the file as a cache) accumulate pass rates and flaky cases.
+        #[arg(long, value_name = "PATH")]
+        store: Option<PathBuf>,
+        /// After the run, print per case its last N outcomes (default 10) from the
+        /// embedded runtime's history (with --store, across runs).
+        #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "10")]
+        history: Option<usize>,
     },
     /// Print the observer stream, one line per event.
     Tail {
@@ -210,7 +224,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
     let Some(command) = cli.command.clone() else {
         let config = resolve(&cli)?;
         start_logging(LogTo::File, true)?;
-        return roles::inspect::run(config).await;
+        return roles::inspect::run(config, cli.store.clone()).await;
     };
     match command {
         Command::Demo => {
@@ -253,6 +267,8 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             case,
             junit,
             json,
+            store,
+            history,
         } => {
             start_logging(LogTo::File, false)?;
             let args = EvalArgs {
@@ -268,7 +284,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 json,
             };
             // --url only: a stray SPYGLASS_URL must never send CI's evals elsewhere.
-            roles::eval::run(args, cli.url.clone()).await
+            roles::eval::run(args, cli.url.clone(), store, history).await
         }
         Command::Tail { json } => {
             let config = resolve(&cli)?;

@@ -337,8 +337,9 @@ impl EvalHistory {
     }
 
     /// Drops the case whose latest result is the oldest (its suite too when it was the
-    /// last), keeping at least `keep` cases; the bytes freed, or None when nothing may go.
-    pub fn drop_oldest_case(&mut self, keep: usize) -> Option<usize> {
+    /// last), keeping at least `keep` cases; the bytes freed with the suite and case
+    /// dropped, or None when nothing may go.
+    pub fn drop_oldest_case(&mut self, keep: usize) -> Option<(usize, String, String)> {
         let cases: usize = self.suites.iter().map(|s| s.cases.len()).sum();
         if cases <= keep {
             return None;
@@ -358,6 +359,7 @@ impl EvalHistory {
         let before = self.bytes;
         let suite = &mut self.suites[si];
         let case = suite.cases.remove(ci);
+        let names = (suite.name.clone(), case.name.clone());
         self.dropped += case.outcomes.len() as u64;
         if let Some(batch) = &mut suite.external {
             batch.seen.remove(&case.name);
@@ -370,7 +372,26 @@ impl EvalHistory {
             self.bytes = self.bytes - suite.bytes + bytes;
             suite.bytes = bytes;
         }
-        Some(before - self.bytes)
+        Some((before - self.bytes, names.0, names.1))
+    }
+
+    /// Each case's outcomes the history holds, oldest first, per suite (by name) and
+    /// case (in first-seen order): what `spyglass eval --history` prints.
+    pub fn outcomes(&self) -> Vec<(String, String, Vec<EvalStatus>)> {
+        let mut suites: Vec<&SuiteHistory> = self.suites.iter().collect();
+        suites.sort_by(|a, b| a.name.cmp(&b.name));
+        suites
+            .into_iter()
+            .flat_map(|suite| {
+                suite.cases.iter().map(|case| {
+                    (
+                        suite.name.clone(),
+                        case.name.clone(),
+                        case.outcomes.iter().map(|o| o.status).collect(),
+                    )
+                })
+            })
+            .collect()
     }
 
     /// Pass rates per suite (by name) and per case (in first-seen order).
@@ -547,7 +568,7 @@ mod tests {
             None,
             &event("s", &format!("0{long}"), EvalStatus::Failed, Some("r2")),
         );
-        let freed = history.drop_oldest_case(1).unwrap();
+        let freed = history.drop_oldest_case(1).unwrap().0;
         assert!(freed > 8000, "{freed}");
         assert!(history.bytes() < before);
         let summary = history.summary();
@@ -563,7 +584,7 @@ mod tests {
             1,
             "the newest stays"
         );
-        assert_eq!(history.drop_oldest_case(0).map(|f| f > 0), Some(true));
+        assert_eq!(history.drop_oldest_case(0).map(|f| f.0 > 0), Some(true));
         assert!(history.summary().suites.is_empty());
         assert_eq!(history.bytes(), 0);
     }

@@ -1,14 +1,33 @@
 //! `spyglass eval`: check the suite files, then run them on the `--url` runtime, else on an
-//! embedded one (test mode on) through the same REST calls; exit 1 when a case failed.
+//! embedded one (test mode on, in memory or on `--store`) through the same REST calls;
+//! print the history with `--history`; exit 1 when a case failed.
 
 use super::RoleError;
+use super::serve::ServeError;
 use crate::client::eval::{EvalArgs, prepare, run as run_suites};
 use crate::eval::report::Counts;
-use crate::runtime::{RuntimeConfig, embedded};
+use crate::protocol::events::EvalStatus;
+use crate::runtime::{DEFAULT_TENANT, Runtime, RuntimeConfig};
+use crate::store::StoreChoice;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 
 /// Prints the table to stdout and progress to stderr. `url` is `--url` only: a stray
-/// `SPYGLASS_URL` must never send CI's evals elsewhere.
-pub async fn run(args: EvalArgs, url: Option<String>) -> Result<(), RoleError> {
+/// `SPYGLASS_URL` must never send CI's evals elsewhere. `store` keeps the embedded
+/// runtime's state (its eval history) in a file; `history` prints that many outcomes per
+/// case after the run.
+pub async fn run(
+    args: EvalArgs,
+    url: Option<String>,
+    store: Option<PathBuf>,
+    history: Option<usize>,
+) -> Result<(), RoleError> {
+    if url.is_some() && (store.is_some() || history.is_some()) {
+        return Err(RoleError::Usage(
+            "--store and --history are for the embedded runtime; a --url runtime keeps its own store (spyglass serve --store)".to_owned(),
+        ));
+    }
     let prepared = prepare(&args)?;
     let (url, embedded) = if let Some(url) = url {
         (url, None)
@@ -17,14 +36,24 @@ pub async fn run(args: EvalArgs, url: Option<String>) -> Result<(), RoleError> {
             test_mode: true,
             ..RuntimeConfig::default()
         };
-        let handle = embedded(config, None).await.map_err(RoleError::Embedded)?;
+        let choice = store.map_or(StoreChoice::Memory, StoreChoice::File);
+        let runtime = choice.runtime(config).map_err(ServeError::from)?;
+        let handle = runtime
+            .serve(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .map_err(RoleError::Embedded)?;
         eprintln!("spyglass eval: embedded runtime on {}", handle.url());
         (handle.url(), Some(handle))
     };
     let (mut out, mut log) = (std::io::stdout(), std::io::stderr());
     let result = run_suites(&args, &prepared, &url, &mut out, &mut log).await;
     if let Some(handle) = embedded {
+        let runtime = handle.runtime();
         handle.shutdown().await;
+        runtime.flush_store();
+        if let Some(last) = history {
+            let _ = out.write_all(history_table(&runtime, last).as_bytes());
+        }
     }
     let counts = Counts::of(&result?.cases);
     if counts.success() {
@@ -36,4 +65,35 @@ pub async fn run(args: EvalArgs, url: Option<String>) -> Result<(), RoleError> {
             attempts: prepared.attempts,
         })
     }
+}
+
+/// Per case its last `last` outcomes, oldest first (`P` passed, `F` failed, `E` errored,
+/// `S` skipped), and how many of them passed.
+fn history_table(runtime: &Runtime, last: usize) -> String {
+    let rows = runtime.eval_outcomes(DEFAULT_TENANT);
+    let mut text = format!("\nHistory (last {last} outcomes per case, oldest first):\n");
+    let width = rows
+        .iter()
+        .map(|(suite, case, _)| suite.chars().count() + case.chars().count() + 3)
+        .max()
+        .unwrap_or(0);
+    for (suite, case, outcomes) in rows {
+        let shown = &outcomes[outcomes.len().saturating_sub(last.max(1))..];
+        let marks: String = shown
+            .iter()
+            .map(|status| match status {
+                EvalStatus::Passed => 'P',
+                EvalStatus::Failed => 'F',
+                EvalStatus::Error => 'E',
+                EvalStatus::Skipped => 'S',
+            })
+            .collect();
+        let passed = shown.iter().filter(|s| **s == EvalStatus::Passed).count();
+        let name = crate::sanitize::sanitize(&format!("{suite} / {case}")).into_owned();
+        text.push_str(&format!(
+            "  {name:<width$}  {marks:<last$}  {passed}/{} passed\n",
+            shown.len()
+        ));
+    }
+    text
 }

@@ -1,13 +1,18 @@
-//! `spyglass [--url URL]`: the inspector on the runtime the config names, else on an empty
-//! test-mode runtime started here, whose URL the status bar shows so tests can be pointed at it.
+//! `spyglass [--url URL] [--store PATH|memory]`: the inspector on the runtime the config
+//! names, else on a test-mode runtime started here (on the default store, like `serve`),
+//! whose URL the status bar shows so tests can be pointed at it.
 
 use super::RoleError;
+use super::serve::{ServeError, store_choice};
 use crate::config::Resolved;
-use crate::runtime::{RuntimeConfig, embedded};
+use crate::config::paths::Env;
+use crate::runtime::RuntimeConfig;
 use crate::ui::{InspectorConfig, Watching, inspector_config};
+use std::net::SocketAddr;
 
-/// Runs the inspector with a resolved config until the user quits.
-pub async fn run(config: Resolved) -> Result<(), RoleError> {
+/// Runs the inspector with a resolved config until the user quits. `store` is the
+/// embedded runtime's `--store` (unused with a URL).
+pub async fn run(config: Resolved, store: Option<String>) -> Result<(), RoleError> {
     let (url, embedded) = if let Some(url) = config.url.value.clone() {
         (url, None)
     } else {
@@ -15,7 +20,13 @@ pub async fn run(config: Resolved) -> Result<(), RoleError> {
             test_mode: true,
             ..RuntimeConfig::default()
         };
-        let handle = embedded(runtime, None).await.map_err(RoleError::Embedded)?;
+        let runtime = store_choice(store.as_deref(), &Env::from_process())
+            .runtime(runtime)
+            .map_err(ServeError::from)?;
+        let handle = runtime
+            .serve(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .map_err(RoleError::Embedded)?;
         (handle.url(), Some(handle))
     };
     tracing::info!(%url, embedded = embedded.is_some(), "inspector starting");
@@ -29,7 +40,9 @@ pub async fn run(config: Resolved) -> Result<(), RoleError> {
     };
     let result = crate::ui::run(inspector).await;
     if let Some(handle) = embedded {
+        let runtime = handle.runtime();
         handle.shutdown().await;
+        runtime.flush_store();
     }
     Ok(result?)
 }

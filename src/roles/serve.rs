@@ -124,14 +124,13 @@ impl Keys {
     }
 }
 
-/// Whether `serve` without `--store` keeps its state in `store_file`. Off while the store
-/// keeps only the event stream: a reopened stream whose sessions are gone would show the
-/// inspector sessions the runtime no longer knows, with no reset to say so. It turns on
-/// when sessions, counters and approvals are kept too (issue 16, step 2).
-const DEFAULT_TO_FILE: bool = false;
+/// Whether `serve` and the inspector's embedded runtime without `--store` keep their
+/// state in `store_file`: on since the store keeps sessions, counters, approvals and
+/// evals with the stream, so a restart continues where the runtime stopped.
+const DEFAULT_TO_FILE: bool = true;
 
-/// `--store`, else the default file (when on), else memory.
-fn store_choice(flag: Option<&str>, env: &Env) -> StoreChoice {
+/// `--store`, else the default file (when on and a data directory is known), else memory.
+pub(crate) fn store_choice(flag: Option<&str>, env: &Env) -> StoreChoice {
     match flag {
         Some(flag) => StoreChoice::parse(flag),
         None if DEFAULT_TO_FILE => store_file(env).map_or(StoreChoice::Memory, StoreChoice::File),

@@ -107,10 +107,23 @@ impl Runtime {
         let mut closing = lock(&session).closing.subscribe();
         let out = |frame: SendFrame| {
             let frames = frames.clone();
+            let rt = self.clone();
             async move {
-                if let Some(frames) = frames {
-                    let _ = frames.send(frame).await;
-                }
+                let Some(frames) = frames else { return };
+                // A tool's result and the run's end are answers: as with execute, one
+                // leaves only once what it reports is in the store.
+                let answer = matches!(
+                    frame,
+                    SendFrame::ToolResult(_) | SendFrame::Done(_) | SendFrame::Error { .. }
+                );
+                let frame = match if answer { rt.committed().await } else { Ok(()) } {
+                    Err(err) => SendFrame::Error {
+                        error: err.error.code,
+                        message: err.error.message,
+                    },
+                    Ok(()) => frame,
+                };
+                let _ = frames.send(frame).await;
             }
         };
         out(SendFrame::UserMessage {
@@ -144,6 +157,7 @@ impl Runtime {
                 }
                 let call = s.model_calls;
                 s.model_calls = s.model_calls.saturating_add(1);
+                self.persist_counters(&s);
                 match s.model.fail_on_step.iter().find(|f| f.step == call) {
                     Some(fail) => Answer::Fail(fail.error.clone()),
                     None => {

@@ -4,7 +4,7 @@
 
 use super::policy::{Literal, Op};
 use super::sessions::{DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE, Page, new_id};
-use super::{ApiErrorWithStatus, Runtime, lock};
+use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use crate::protocol::envelope::codes;
 use crate::protocol::events::{
     ApprovalReplayed, ApprovalRequested, ApprovalResolved, Decision, Outcome,
@@ -72,8 +72,9 @@ impl ApprovalQueue {
     }
 
     /// Drops the oldest resolved rows while more than `max` are kept or they hold more
-    /// than `max_bytes`; returns the bytes of each dropped row.
-    fn trim(&mut self, max: usize, max_bytes: usize) -> Vec<usize> {
+    /// than `max_bytes`; returns each dropped row's bytes, tenant and id (its stored
+    /// document goes too).
+    fn trim(&mut self, max: usize, max_bytes: usize) -> Vec<(usize, String, String)> {
         let mut dropped = Vec::new();
         if self.resolved <= max && self.resolved_bytes <= max_bytes {
             return dropped;
@@ -88,7 +89,6 @@ impl ApprovalQueue {
                 && row.view.status != ApprovalStatus::Pending
             {
                 gone.push(*at);
-                dropped.push(row.bytes);
                 freed += row.bytes;
             }
         }
@@ -98,6 +98,7 @@ impl ApprovalQueue {
             {
                 self.resolved -= 1;
                 self.resolved_bytes -= row.bytes;
+                dropped.push((row.bytes, row.tenant, id));
             }
         }
         dropped
@@ -199,6 +200,7 @@ impl Runtime {
                 ),
             ));
         }
+        self.persist(persist::APPROVAL, tenant, &view.id, &view);
         self.inner.budget.add_approvals(bytes);
         let at = queue.next_at;
         queue.next_at += 1;
@@ -223,8 +225,9 @@ impl Runtime {
         let budget = &self.inner.budget;
         let dropped = lock(&self.inner.approvals)
             .trim(self.inner.config.max_resolved_approvals, budget.max / 4);
-        for bytes in dropped {
+        for (bytes, tenant, id) in dropped {
             budget.remove_approvals(bytes, true);
+            self.unpersist(persist::APPROVAL, &tenant, &id);
         }
     }
 
@@ -236,8 +239,9 @@ impl Runtime {
         };
         let dropped = queue.trim(max, usize::MAX);
         drop(queue);
-        for bytes in &dropped {
+        for (bytes, tenant, id) in &dropped {
             self.inner.budget.remove_approvals(*bytes, true);
+            self.unpersist(persist::APPROVAL, tenant, id);
         }
         !dropped.is_empty()
     }
@@ -296,6 +300,7 @@ impl Runtime {
                 .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
                 .map(|row| {
                     row.view.status = ApprovalStatus::Expired;
+                    self.persist(persist::APPROVAL, &row.tenant, &row.view.id, &row.view);
                     (
                         row.tenant.clone(),
                         row.view.session_id.clone(),
@@ -340,6 +345,7 @@ impl Runtime {
                     && row.view.session_id == session_id
                 {
                     row.view.status = ApprovalStatus::Expired;
+                    self.persist(persist::APPROVAL, tenant, id, &row.view);
                     expired.push(id.clone());
                 }
             }
@@ -469,6 +475,7 @@ impl Runtime {
             };
             row.view.decided_by.clone_from(&by);
             row.view.note.clone_from(&note);
+            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
             let view = row.view.clone();
             let grown = row_bytes(&row.view, &row.tenant).saturating_sub(row.bytes);
             row.bytes += grown;
@@ -497,6 +504,7 @@ impl Runtime {
         let mut queue = lock(&self.inner.approvals);
         let row = if let Some(row) = queue.rows.get_mut(approval_id) {
             row.view.replay = Some(outcome);
+            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
             // The decision and replay grow the row: the budget counts it again.
             let bytes = row_bytes(&row.view, &row.tenant);
             let grown = bytes.saturating_sub(row.bytes);
@@ -564,8 +572,50 @@ impl Runtime {
         );
         if let Some(s) = guard.as_mut() {
             s.last_seq = logged.frame.seq;
+            self.persist_counters(s);
         }
         drop(guard);
         outcome
+    }
+}
+
+impl Runtime {
+    /// Puts stored approvals back in the order they were queued. A pending one is
+    /// approvable until its `expires_at`, and approving it replays its recorded call.
+    pub(crate) fn restore_approvals(&self, records: &[crate::store::StoredRecord]) {
+        let mut rows: Vec<(String, ApprovalView)> = records
+            .iter()
+            .filter_map(|r| persist::decode(r).map(|view| (r.tenant.clone(), view)))
+            .collect();
+        rows.sort_by(|(_, a), (_, b)| (&a.requested_at, &a.id).cmp(&(&b.requested_at, &b.id)));
+        let mut queue = lock(&self.inner.approvals);
+        for (tenant, view) in rows {
+            let Ok(expires) = DateTime::parse_from_rfc3339(&view.expires_at) else {
+                tracing::warn!(approval = %view.id, "stored approval has no readable expiry; skipped");
+                continue;
+            };
+            let bytes = row_bytes(&view, &tenant);
+            let pending = view.status == ApprovalStatus::Pending;
+            let id = view.id.clone();
+            self.inner.budget.add_approvals(bytes);
+            let at = queue.next_at;
+            queue.next_at += 1;
+            queue.order.insert(at, id.clone());
+            queue.rows.insert(
+                id.clone(),
+                Row {
+                    view,
+                    tenant,
+                    expires: expires.with_timezone(&Utc),
+                    bytes,
+                },
+            );
+            if !pending {
+                queue.resolve(&id);
+            }
+        }
+        drop(queue);
+        // A store written under larger bounds comes back within today's.
+        self.trim_approvals();
     }
 }

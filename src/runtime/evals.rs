@@ -4,7 +4,7 @@
 
 use super::log::Budget;
 use super::sessions::new_id;
-use super::{ApiErrorWithStatus, Runtime, lock};
+use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use crate::eval::assert::{CaseRun, evaluate, skipped};
 use crate::eval::history::{EvalHistory, HistorySettings};
 use crate::eval::report::Counts;
@@ -69,6 +69,11 @@ pub(crate) struct EvalState {
     retained_runs: usize,
     /// Runs and documents count against the runtime's byte budget.
     budget: Arc<Budget>,
+    /// Store documents of runs and suites dropped here, `(kind, tenant, key)`, for the
+    /// runtime to delete from its store (`Runtime::unpersist_evals`).
+    removed: Mutex<Vec<(&'static str, String, String)>>,
+    /// Per `(tenant, suite, case)` the outcomes stored so far: the next slot of its ring.
+    pub(crate) outcome_slots: Mutex<HashMap<(String, String, String), u64>>,
 }
 
 impl EvalState {
@@ -85,6 +90,8 @@ impl EvalState {
             settings,
             retained_runs: retained_runs.max(1),
             budget,
+            removed: Mutex::new(Vec::new()),
+            outcome_slots: Mutex::new(HashMap::new()),
         }
     }
 
@@ -111,19 +118,44 @@ impl EvalState {
         let cap = self.budget.max / 4;
         let mut total: usize = histories.values().map(EvalHistory::bytes).sum();
         while total > cap {
-            let freed = histories
+            let dropped = histories
                 .get_mut(tenant)
                 .and_then(|h| h.drop_oldest_case(1))
+                .map(|d| (tenant.to_owned(), d))
                 .or_else(|| {
                     histories
                         .iter_mut()
                         .filter(|(t, _)| t.as_str() != tenant)
                         .max_by_key(|(_, h)| h.bytes())
-                        .and_then(|(_, h)| h.drop_oldest_case(0))
+                        .and_then(|(t, h)| h.drop_oldest_case(0).map(|d| (t.clone(), d)))
                 });
-            let Some(freed) = freed else { break };
+            let Some((owner, (freed, suite, case))) = dropped else {
+                break;
+            };
             self.budget.remove_evals(freed, true);
             total -= freed;
+            self.forget_outcomes(&owner, &suite, &case);
+        }
+    }
+
+    /// A case gone from the history: its stored outcome slots go from the store too
+    /// (`unpersist_evals`), so the file keeps what the history keeps.
+    fn forget_outcomes(&self, tenant: &str, suite: &str, case: &str) {
+        let slots = lock(&self.outcome_slots).remove(&(
+            tenant.to_owned(),
+            suite.to_owned(),
+            case.to_owned(),
+        ));
+        let used = slots
+            .unwrap_or(0)
+            .min(self.settings.max_outcomes_per_case.max(1) as u64);
+        let mut removed = lock(&self.removed);
+        for slot in 0..used {
+            removed.push((
+                persist::OUTCOME,
+                tenant.to_owned(),
+                outcome_key(suite, case, slot),
+            ));
         }
     }
 
@@ -134,10 +166,11 @@ impl EvalState {
         for (suite, document) in suites.iter().zip(&request.suites) {
             if !documents.contains_key(&suite.name)
                 && documents.len() >= MAX_SUITE_DOCUMENTS
-                && let Some((_, old)) = documents.pop_first()
+                && let Some((name, old)) = documents.pop_first()
             {
                 // Bounded like every other table; the name sorted first gives way.
                 self.budget.remove_evals(old.bytes, false);
+                lock(&self.removed).push((persist::SUITE, tenant.to_owned(), name));
             }
             let kept = Document {
                 value: document.clone(),
@@ -187,6 +220,7 @@ impl EvalState {
                 match table.by_id.remove(&id) {
                     Some(run) => {
                         self.budget.remove_evals(run.bytes, true);
+                        lock(&self.removed).push((persist::EVAL_RUN, run.tenant, id));
                         true
                     }
                     None => false,
@@ -212,6 +246,7 @@ impl EvalState {
             documents.remove(tenant);
         }
         self.budget.remove_evals(old.bytes, true);
+        lock(&self.removed).push((persist::SUITE, tenant.to_owned(), name.to_owned()));
         true
     }
 
@@ -236,6 +271,7 @@ impl EvalState {
                 && let Some(run) = table.by_id.remove(&id)
             {
                 self.budget.remove_evals(run.bytes, false);
+                lock(&self.removed).push((persist::EVAL_RUN, run.tenant, id));
             }
         }
     }
@@ -402,22 +438,29 @@ impl Runtime {
         }
         let scope = check_scope(&planned, &request)?;
         self.inner.evals.keep_documents(tenant, &suites, &request);
+        if self.has_store() {
+            for (suite, document) in suites.iter().zip(&request.suites) {
+                self.persist(persist::SUITE, tenant, &suite.name, document);
+            }
+        }
         let attempts = u32::try_from(planned.len()).unwrap_or(u32::MAX);
         let run_id = new_id("run_");
         let names: Vec<String> = suites.iter().map(|s| s.name.clone()).collect();
         let (done, _) = watch::channel(false);
+        let detail = EvalRunDetail {
+            run_id: run_id.clone(),
+            status: RUNNING.to_owned(),
+            suites: names.clone(),
+            repeat,
+            scope,
+            ..EvalRunDetail::default()
+        };
+        self.persist(persist::EVAL_RUN, tenant, &run_id, &detail);
         self.inner.evals.insert(
             &run_id,
             RunEntry {
                 tenant: tenant.to_owned(),
-                detail: EvalRunDetail {
-                    run_id: run_id.clone(),
-                    status: RUNNING.to_owned(),
-                    suites: names.clone(),
-                    repeat,
-                    scope,
-                    ..EvalRunDetail::default()
-                },
+                detail,
                 started: Instant::now(),
                 done,
                 stamp: 0,
@@ -425,6 +468,7 @@ impl Runtime {
             },
         );
         self.make_room();
+        self.unpersist_evals();
         self.emit_for(
             tenant,
             None,
@@ -535,6 +579,15 @@ impl Runtime {
                 scope,
             }),
         );
+        // Stored before it reads as completed, so whoever saw `completed` and then
+        // flushed the store (`spyglass eval --store`) finds it there.
+        if self.has_store()
+            && let Ok(mut detail) = self.eval_run(&tenant, &run_id)
+        {
+            COMPLETED.clone_into(&mut detail.status);
+            detail.duration_ms = duration;
+            self.persist(persist::EVAL_RUN, &tenant, &run_id, &detail);
+        }
         self.inner.evals.finish(&run_id, duration);
     }
 
@@ -626,3 +679,143 @@ impl Runtime {
         (Some(session.id), run)
     }
 }
+
+impl Runtime {
+    /// This tenant's eval outcomes per suite and case, oldest first (`EvalHistory::outcomes`).
+    pub fn eval_outcomes(&self, tenant: &str) -> Vec<(String, String, Vec<EvalStatus>)> {
+        lock(&self.inner.evals.history)
+            .get(tenant)
+            .map(EvalHistory::outcomes)
+            .unwrap_or_default()
+    }
+
+    /// Deletes from the store the runs and suite documents the eval tables dropped.
+    pub(crate) fn unpersist_evals(&self) {
+        let removed = std::mem::take(&mut *lock(&self.inner.evals.removed));
+        for (kind, tenant, key) in removed {
+            self.unpersist(kind, &tenant, &key);
+        }
+    }
+
+    /// Stores one `agent.eval.completed` for the pass-rate history, in its case's ring
+    /// of `max_outcomes_per_case` slots, so the file holds what the history can use.
+    pub(crate) fn persist_outcome(&self, tenant: &str, logged: &super::log::Logged) {
+        let Event::AgentEvalCompleted(event) = &logged.frame.event else {
+            return;
+        };
+        let cap = self.inner.evals.settings.max_outcomes_per_case.max(1) as u64;
+        let slot = {
+            let mut slots = lock(&self.inner.evals.outcome_slots);
+            let next = slots
+                .entry((tenant.to_owned(), event.suite.clone(), event.case.clone()))
+                .or_default();
+            let slot = *next % cap;
+            *next += 1;
+            slot
+        };
+        let key = outcome_key(&event.suite, &event.case, slot);
+        self.persist(persist::OUTCOME, tenant, &key, &RawText(logged.text()));
+    }
+
+    /// Puts stored eval runs, suite documents and history back. A run that was going
+    /// when the runtime stopped cannot finish: it comes back `interrupted`.
+    pub(crate) fn restore_evals(
+        &self,
+        runs: &[crate::store::StoredRecord],
+        suites: &[crate::store::StoredRecord],
+        outcomes: &[crate::store::StoredRecord],
+    ) {
+        let evals = &self.inner.evals;
+        let mut details: Vec<(String, EvalRunDetail)> = runs
+            .iter()
+            .filter_map(|r| persist::decode(r).map(|d| (r.tenant.clone(), d)))
+            .collect();
+        // Run ids are random: the store's order is not the start order; the cases'
+        // count is no better. Stable, and the newest kept is what retention needs.
+        details.sort_by(|(_, a), (_, b)| a.run_id.cmp(&b.run_id));
+        for (tenant, mut detail) in details {
+            if detail.status == RUNNING {
+                INTERRUPTED.clone_into(&mut detail.status);
+                self.persist(persist::EVAL_RUN, &tenant, &detail.run_id, &detail);
+            }
+            let (done, _) = watch::channel(true);
+            let run_id = detail.run_id.clone();
+            evals.insert(
+                &run_id,
+                RunEntry {
+                    tenant,
+                    detail,
+                    started: Instant::now(),
+                    done,
+                    stamp: 0,
+                    bytes: 0,
+                },
+            );
+        }
+        {
+            let mut documents = lock(&evals.documents);
+            for record in suites {
+                let Some(value) = persist::decode::<Value>(record) else {
+                    continue;
+                };
+                let kept = Document {
+                    bytes: json_len(&value),
+                    value,
+                    stamp: evals.stamp.fetch_add(1, Ordering::Relaxed),
+                };
+                evals.budget.add_evals(kept.bytes);
+                documents
+                    .entry(record.tenant.clone())
+                    .or_default()
+                    .insert(record.key.clone(), kept);
+            }
+        }
+        let mut frames: Vec<(String, Frame, u64)> = Vec::new();
+        for record in outcomes {
+            let Ok(frame) = crate::protocol::decode(&record.value) else {
+                tracing::warn!(key = %record.key, "stored eval outcome unreadable; skipped");
+                continue;
+            };
+            let slot = record
+                .key
+                .rsplit('\u{1f}')
+                .next()
+                .and_then(|slot| slot.parse().ok())
+                .unwrap_or(0);
+            frames.push((record.tenant.clone(), frame, slot));
+        }
+        // Seqs count per tenant and go on across restarts: they order each tenant's.
+        frames.sort_by(|(ta, a, _), (tb, b, _)| (ta, a.seq).cmp(&(tb, b.seq)));
+        let mut slots = lock(&evals.outcome_slots);
+        for (tenant, frame, slot) in &frames {
+            evals.observe(tenant, frame);
+            if let Event::AgentEvalCompleted(event) = &frame.event {
+                // The newest stored outcome's slot is followed by the next one.
+                slots.insert(
+                    (tenant.clone(), event.suite.clone(), event.case.clone()),
+                    slot + 1,
+                );
+            }
+        }
+        drop(slots);
+        self.unpersist_evals();
+    }
+}
+
+/// `suite`, `case` and the slot, joined by a unit separator no name holds in practice.
+fn outcome_key(suite: &str, case: &str, slot: u64) -> String {
+    format!("{suite}\u{1f}{case}\u{1f}{slot}")
+}
+
+/// Text already JSON, stored as it is.
+struct RawText<'a>(&'a str);
+
+impl serde::Serialize for RawText<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serde_json::value::RawValue::from_string(self.0.to_owned())
+            .map_err(serde::ser::Error::custom)?
+            .serialize(serializer)
+    }
+}
+
+const INTERRUPTED: &str = "interrupted";

@@ -15,7 +15,7 @@
 //! thread in order, so the file holds what the rings hold.
 
 use crate::protocol::{Event, Frame, decode, encode, now_rfc3339};
-use crate::store::{Store, StoredEvent};
+use crate::store::{StateWrite, Store, StoredEvent};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -286,6 +286,10 @@ enum Write {
     Evicted(String, u64),
     /// Answered once everything sent before it is committed.
     Flush(std::sync::mpsc::SyncSender<()>),
+    /// A state document put or deleted, ordered with the events around it.
+    State(StateWrite),
+    /// `Flush` for a task: what an answer waits on before it is sent.
+    Ack(tokio::sync::oneshot::Sender<()>),
 }
 
 /// The most events one transaction takes; more wait for the next.
@@ -320,6 +324,10 @@ fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>) {
     let mut batch = Vec::new();
     let mut evicted: HashMap<String, u64> = HashMap::new();
     let mut flushes = Vec::new();
+    let mut acks = Vec::new();
+    // The last write of each document in the batch: a burst of calls on one session
+    // commits its counters once.
+    let mut state: HashMap<(String, String, String), StateWrite> = HashMap::new();
     while let Ok(first) = rx.recv() {
         let mut next = Some(first);
         while let Some(msg) = next.take() {
@@ -334,14 +342,30 @@ fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>) {
                     *upto = (*upto).max(seq);
                 }
                 Write::Flush(done) => flushes.push(done),
+                Write::Ack(done) => acks.push(done),
+                Write::State(write) => {
+                    let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
+                    state.insert((r.kind.clone(), r.tenant.clone(), r.key.clone()), write);
+                }
             }
             if batch.len() < MAX_BATCH {
                 next = rx.try_recv().ok();
             }
         }
         let evicted_upto: Vec<(String, u64)> = evicted.drain().collect();
-        if let Err(err) = store.append(&batch, &evicted_upto) {
-            tracing::error!(%err, events = batch.len(), "store write failed");
+        let writes: Vec<StateWrite> = state.drain().map(|(_, write)| write).collect();
+        match store.append(&batch, &evicted_upto, &writes) {
+            Ok(()) => {
+                for done in acks.drain(..) {
+                    let _ = done.send(());
+                }
+            }
+            // An answer waiting on this commit is refused (its sender dropped): what
+            // was not kept is never acknowledged as kept.
+            Err(err) => {
+                tracing::error!(%err, events = batch.len(), "store write failed");
+                acks.clear();
+            }
         }
         batch.clear();
         for done in flushes.drain(..) {
@@ -382,6 +406,28 @@ impl EventLog {
             }
         }
         self
+    }
+
+    /// Whether a store's writer takes what the log appends.
+    pub(crate) fn has_store(&self) -> bool {
+        self.writer.is_some()
+    }
+
+    /// Sends a state document's put or delete to the store's writer, after every event
+    /// appended before it; nothing without a store.
+    pub(crate) fn write_state(&self, write: StateWrite) {
+        if let Some(writer) = &self.writer {
+            writer.send(Write::State(write));
+        }
+    }
+
+    /// A receiver answered once everything sent to the store so far is committed (an
+    /// error when that commit failed); `None` without a store.
+    pub(crate) fn commit_ack(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        let writer = self.writer.as_ref()?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        writer.send(Write::Ack(tx));
+        Some(rx)
     }
 
     /// Sends every event appended (and evicted) from now on to the store's writer.

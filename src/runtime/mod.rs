@@ -9,12 +9,14 @@ pub mod http;
 pub mod log;
 pub mod mocks;
 pub mod observe;
+mod persist;
 pub mod policy;
 mod server;
 pub mod sessions;
 
 pub use agent::AgentRunResult;
 pub use log::{BudgetStats, LogStats};
+pub use persist::STORE_UNAVAILABLE;
 pub use policy::{Policy, PolicyError};
 pub use sessions::ExecuteReply;
 
@@ -244,6 +246,13 @@ impl Runtime {
     ) -> Arc<log::Logged> {
         let logged = self.inner.log.append(tenant.to_owned(), session_id, event);
         self.inner.evals.observe(tenant, &logged.frame);
+        if matches!(logged.frame.event, Event::AgentEvalCompleted(_)) {
+            // What the history dropped to stay in budget leaves the store at once.
+            self.unpersist_evals();
+        }
+        if self.has_store() {
+            self.persist_outcome(tenant, &logged);
+        }
         logged
     }
 

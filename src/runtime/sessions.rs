@@ -6,7 +6,7 @@ use super::log::Budget;
 use super::log::Logged;
 use super::mocks::{MAX_MOCKS_BYTES, MockTable, MocksRejection};
 use super::policy::Verdict;
-use super::{ApiErrorWithStatus, Runtime, lock};
+use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use crate::protocol::envelope::codes;
 use crate::protocol::events::{
     CallSource, Counter, Outcome, SessionClosed, SessionCreated, ToolCalled,
@@ -542,6 +542,7 @@ impl Runtime {
         let id = session.id.clone();
         let session = Arc::new(Mutex::new(session));
         let mut evicted = Vec::new();
+        let stored_key;
         {
             let mut sessions = self
                 .inner
@@ -583,6 +584,7 @@ impl Runtime {
             }
             let key = sessions.next_key;
             sessions.next_key += 1;
+            stored_key = key;
             sessions.order.insert(key, id.clone());
             sessions.by_id.insert(
                 id.clone(),
@@ -603,10 +605,28 @@ impl Runtime {
                 "closed sessions evicted to stay within the per-tenant cap or the byte budget"
             );
         }
+        self.unpersist_sessions(&evicted);
         drop(evicted);
         // Nobody knows the id before this returns, so nothing else can emit for it yet.
         let mut s = lock(&session);
+        if self.has_store() {
+            self.persist(
+                persist::SESSION,
+                tenant,
+                &id,
+                &SessionDoc {
+                    key: stored_key,
+                    user_id: s.user_id.clone(),
+                    servers: s.servers.clone(),
+                    created_at: s.created_at.clone(),
+                    mocks: req.mocks.clone().filter(|m| !m.is_null()),
+                    model: s.model.clone(),
+                    metadata,
+                },
+            );
+        }
         s.last_seq = self.emit_for(tenant, Some(id), event).frame.seq;
+        self.persist_counters(&s);
         drop(s);
         Ok(body)
     }
@@ -724,6 +744,7 @@ impl Runtime {
             )
             .frame
             .seq;
+        self.persist_counters(&session);
         drop(session);
         // Taken after the session lock is released: lookups take the map's lock first.
         let mut sessions = self
@@ -786,14 +807,14 @@ impl Runtime {
                 "closed sessions evicted to stay within the byte budget"
             );
         }
+        self.unpersist_sessions(&evicted);
         drop(evicted);
         while budget.retained() > mark && self.evict_oldest_approval() {}
         while budget.retained() > mark && self.inner.evals.evict_oldest() {}
+        self.unpersist_evals();
     }
 
     /// `POST /v1/sessions/:id/execute`.
-    // Async in the public API so that callers need not change when it comes to await.
-    #[expect(clippy::unused_async)]
     pub async fn execute(
         &self,
         tenant: &str,
@@ -810,6 +831,8 @@ impl Runtime {
             None,
             CallStart::now(),
         )?;
+        // The answer leaves only once its counter and its event are in the store.
+        self.committed().await?;
         Ok(match call.outcome {
             Ok(data) => ExecuteReply::Ok(ToolResult {
                 success: true,
@@ -936,6 +959,7 @@ impl Runtime {
             self.inner.config.retained_calls,
             &self.inner.budget,
         );
+        self.persist_counters(&s);
         drop(s);
         // The record grew the session's bytes: closed data makes room before the log must.
         self.make_room();
@@ -951,5 +975,249 @@ impl Runtime {
             duration_ms,
             counter,
         })
+    }
+}
+
+/// A session as its store keeps it from create on (`persist::SESSION`); what its calls
+/// change is in `CountersDoc`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SessionDoc {
+    /// Its creation position: the list order and page cursors go on across a restart.
+    key: u64,
+    user_id: String,
+    servers: Vec<String>,
+    created_at: String,
+    #[serde(default)]
+    mocks: Option<Value>,
+    #[serde(default)]
+    model: ModelScript,
+    #[serde(default)]
+    metadata: Map<String, Value>,
+}
+
+/// What a session's calls move (`persist::COUNTERS`), rewritten after each.
+#[derive(serde::Serialize, serde::Deserialize, Default)]
+pub(crate) struct CountersDoc {
+    closed: bool,
+    calls: u32,
+    envelopes: u32,
+    model_calls: u32,
+    last_activity: String,
+    last_seq: u64,
+    /// Per mocked tool: entries served, dispatches naming it.
+    mocks: BTreeMap<String, (u32, u32)>,
+}
+
+impl Runtime {
+    /// Writes a session's counters to the store (nothing without one). Called under the
+    /// session's lock, after the event that moved them, so the store never holds a
+    /// counter ahead of or behind its events.
+    pub(crate) fn persist_counters(&self, s: &Session) {
+        if !self.has_store() {
+            return;
+        }
+        let doc = CountersDoc {
+            closed: s.closed,
+            calls: s.call_count,
+            envelopes: s.envelope_count,
+            model_calls: s.model_calls,
+            last_activity: s.last_activity.clone(),
+            last_seq: s.last_seq,
+            mocks: s
+                .mocks
+                .slots
+                .iter()
+                .map(|(tool, slot)| (tool.clone(), (slot.consumed, slot.calls)))
+                .collect(),
+        };
+        self.persist(persist::COUNTERS, &s.tenant, &s.id, &doc);
+    }
+
+    fn unpersist_sessions(&self, evicted: &[Entry]) {
+        if !self.has_store() {
+            return;
+        }
+        for entry in evicted {
+            let id = lock(&entry.session).id.clone();
+            self.unpersist(persist::SESSION, &entry.tenant, &id);
+            self.unpersist(persist::COUNTERS, &entry.tenant, &id);
+        }
+    }
+
+    /// Puts stored sessions back in creation order, their counters applied to their
+    /// mock tables (the next stateful entry served is the next one) and their calls
+    /// taken from the restored `tool.called` events. Their bytes count in the budget.
+    ///
+    /// A call's event and its counters are two writes: a commit may hold the event and
+    /// not yet the counters (never the reverse, they are sent in that order). So the
+    /// counters are a checkpoint at their `last_seq`, and the session's newer events roll
+    /// them forward: a call whose event is stored is counted, and its entry never served
+    /// again.
+    pub(crate) fn restore_sessions(
+        &self,
+        records: &[crate::store::StoredRecord],
+        counters: &mut HashMap<(String, String), crate::store::StoredRecord>,
+    ) {
+        let mut docs: Vec<(String, String, SessionDoc)> = records
+            .iter()
+            .filter_map(|r| {
+                persist::decode::<SessionDoc>(r).map(|d| (r.tenant.clone(), r.key.clone(), d))
+            })
+            .collect();
+        docs.sort_by_key(|(_, _, d)| d.key);
+        let mut restored: Vec<(u64, usize, Session)> = Vec::new();
+        let mut by_id: HashMap<String, usize> = HashMap::new();
+        for (tenant, id, doc) in docs {
+            let counts: CountersDoc = counters
+                .remove(&(tenant.clone(), id.clone()))
+                .and_then(|r| persist::decode(&r))
+                .unwrap_or_default();
+            let mut mocks = match &doc.mocks {
+                Some(payload) => {
+                    let Ok(table) = MockTable::from_payload(payload) else {
+                        tracing::warn!(session = %id, "stored mocks no longer pass the gates; session skipped");
+                        continue;
+                    };
+                    table
+                }
+                None => MockTable::default(),
+            };
+            for (tool, (consumed, calls)) in &counts.mocks {
+                if let Some(slot) = mocks.slots.get_mut(tool) {
+                    slot.consumed = *consumed;
+                    slot.calls = *calls;
+                }
+            }
+            let bytes = SESSION_OVERHEAD
+                + doc.user_id.len()
+                + doc.servers.iter().map(|s| s.len() + 24).sum::<usize>()
+                + doc
+                    .mocks
+                    .as_ref()
+                    .map_or(0, |m| serde_json::to_vec(m).map_or(0, |v| v.len()))
+                + serde_json::to_vec(&doc.model).map_or(0, |v| v.len());
+            by_id.insert(id.clone(), restored.len());
+            restored.push((
+                doc.key,
+                bytes,
+                Session {
+                    id,
+                    tenant,
+                    user_id: doc.user_id,
+                    servers: doc.servers,
+                    created_at: doc.created_at.clone(),
+                    last_activity: if counts.last_activity.is_empty() {
+                        doc.created_at
+                    } else {
+                        counts.last_activity.clone()
+                    },
+                    closed: counts.closed,
+                    closing: watch::Sender::new(counts.closed),
+                    mocks,
+                    calls: VecDeque::new(),
+                    calls_bytes: 0,
+                    call_count: counts.calls,
+                    envelope_count: counts.envelopes,
+                    model: doc.model,
+                    model_calls: counts.model_calls,
+                    last_seq: counts.last_seq,
+                },
+            ));
+        }
+        // The calls a session lists are its `tool.called` events the log still holds;
+        // those past its counters' checkpoint are counted too.
+        let retained = self.inner.config.retained_calls;
+        for logged in self.inner.log.all_since(0, usize::MAX) {
+            let Some(&at) = logged
+                .frame
+                .session_id
+                .as_deref()
+                .and_then(|id| by_id.get(id))
+            else {
+                continue;
+            };
+            let s = &mut restored[at].2;
+            let newer = logged.frame.seq > s.last_seq;
+            // The events a live session's `last_seq` follows (emitted under its lock).
+            let moves = matches!(
+                logged.frame.event,
+                Event::ToolCalled(_)
+                    | Event::ApprovalReplayed(_)
+                    | Event::SessionClosed(_)
+                    | Event::SessionCreated(_)
+            );
+            match &logged.frame.event {
+                Event::ToolCalled(call) => {
+                    let envelope = matches!(call.outcome, Outcome::Envelope(_));
+                    let (calls, envelopes, activity) =
+                        (s.call_count, s.envelope_count, s.last_activity.clone());
+                    s.record(&logged, envelope, retained, &self.inner.budget);
+                    if newer {
+                        roll_forward(&mut s.mocks, &call.tool, call.counter.as_ref());
+                    } else {
+                        // Counted in the checkpoint, which the log may not hold whole.
+                        s.call_count = calls;
+                        s.envelope_count = envelopes;
+                        s.last_activity = activity;
+                    }
+                }
+                Event::ApprovalReplayed(replay) if newer => {
+                    roll_forward(&mut s.mocks, &replay.tool, replay.counter.as_ref());
+                    s.last_activity.clone_from(&logged.frame.ts);
+                }
+                Event::SessionClosed(_) if newer => {
+                    s.closed = true;
+                    s.closing.send_replace(true);
+                }
+                _ => {}
+            }
+            if newer && moves {
+                s.last_seq = logged.frame.seq;
+            }
+        }
+        let mut sessions = self
+            .inner
+            .sessions
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (key, bytes, mut session) in restored {
+            if session.closed {
+                // A closed session never runs its script again.
+                session.model = ModelScript::default();
+            }
+            let (id, tenant, closed) = (session.id.clone(), session.tenant.clone(), session.closed);
+            sessions.next_key = sessions.next_key.max(key + 1);
+            sessions.order.insert(key, id.clone());
+            let count = sessions.tenants.entry(tenant.clone()).or_default();
+            if closed {
+                count.closed += 1;
+            } else {
+                count.open += 1;
+            }
+            if closed {
+                sessions.closed.insert(key, id.clone());
+            }
+            sessions.by_id.insert(
+                id,
+                Entry {
+                    session: Arc::new(Mutex::new(session)),
+                    tenant,
+                    key,
+                    bytes,
+                },
+            );
+            self.inner.budget.add_session(bytes);
+        }
+    }
+}
+
+/// A dispatch or replay of `tool` the counters' checkpoint missed: one more call, and
+/// the entries served as its event's counter says.
+fn roll_forward(mocks: &mut MockTable, tool: &str, counter: Option<&Counter>) {
+    if let Some(slot) = mocks.slots.get_mut(tool) {
+        slot.calls = slot.calls.saturating_add(1);
+        if let Some(counter) = counter {
+            slot.consumed = slot.consumed.max(counter.consumed);
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! The durable store behind the runtime: one `Store` trait (what a runtime keeps across a
 //! restart) and its engines; `sqlite` is the one today, Postgres is a later one.
 //!
-//! What is kept now: the event log's stream (its epoch, every retained event with its
-//! tenant and per-tenant seq, each tenant's next seq). A reopened store continues the
-//! stream: same epoch, each tenant's seqs going on, the retained events back in the rings.
+//! What is kept: the event log's stream (its epoch, every retained event with its tenant
+//! and per-tenant seq, each tenant's next seq) and the runtime's state as documents
+//! (`runtime::persist`: sessions and their counters, approvals, eval runs, suite
+//! documents, eval outcomes). A reopened store continues the stream and the state.
 
 pub mod sqlite;
 
@@ -34,6 +35,10 @@ pub enum StoreError {
         found: i64,
         supported: i64,
     },
+    #[error(
+        "store {path} is in use by another spyglass runtime; stop that one, point this one at it with --url, or pass another --store (or --store memory)"
+    )]
+    Locked { path: PathBuf },
     #[error("cannot open store {path}: {source}")]
     Open {
         path: PathBuf,
@@ -75,6 +80,24 @@ pub struct StoredStream {
     pub events: Vec<StoredEvent>,
 }
 
+/// One document of the runtime's state: a session, its counters, an approval, an eval
+/// run, a suite document, an eval outcome (`kind`), JSON text in `value`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    pub kind: String,
+    pub tenant: String,
+    pub key: String,
+    pub value: String,
+}
+
+/// A change to the state, committed with the events of the same batch, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateWrite {
+    Put(StoredRecord),
+    /// Only `kind`, `tenant` and `key` matter.
+    Delete(StoredRecord),
+}
+
 /// What a runtime keeps across a restart. Writes come from one writer thread, grouped;
 /// reads happen at open. Another engine implements this and nothing else changes.
 pub trait Store: Send + Sync + 'static {
@@ -86,7 +109,15 @@ pub trait Store: Send + Sync + 'static {
     /// Writes a batch in one transaction: the events in stamping order (each tenant's
     /// next seq with them), and for each `(tenant, seq)` of `evicted` that event and the
     /// tenant's older ones dropped, so the store holds what the log's rings hold.
-    fn append(&self, events: &[StoredEvent], evicted: &[(String, u64)]) -> Result<(), StoreError>;
+    /// ... and `state`'s puts and deletes, in the same transaction.
+    fn append(
+        &self,
+        events: &[StoredEvent],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<(), StoreError>;
+    /// Every state document, read at open.
+    fn state(&self) -> Result<Vec<StoredRecord>, StoreError>;
 }
 
 /// Where `--store` says the runtime keeps its state.
@@ -131,16 +162,19 @@ pub fn runtime_on(config: RuntimeConfig, store: Arc<dyn Store>) -> Result<Runtim
         .into_iter()
         .filter_map(|e| Logged::restore(&e.text, e.tenant))
         .collect();
+    let state = store.state()?;
     let path = store.describe();
     let writer = StoreWriter::spawn(store).map_err(|source| StoreError::Thread { path, source })?;
     // The writer is in place before the history goes back, so what the capacity or the
     // byte budget evicts on the way in leaves the file too.
-    Ok(Runtime::with_log(config, move |config, budget| {
+    let runtime = Runtime::with_log(config, move |config, budget| {
         EventLog::new(config.retained_events, config.subscriber_queue, budget)
             .continuing(stream.epoch, stream.next_seqs)
             .with_writer(writer)
             .with_history(restored)
-    }))
+    });
+    runtime.restore_state(state);
+    Ok(runtime)
 }
 
 impl Runtime {
@@ -148,5 +182,94 @@ impl Runtime {
     /// test that reopens the file). Without a store it returns at once.
     pub fn flush_store(&self) {
         self.inner.log.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An engine whose every write fails (a full or read-only disk).
+    struct Failing;
+
+    impl Store for Failing {
+        fn describe(&self) -> String {
+            "failing".into()
+        }
+        fn stream(&self, fresh_epoch: &str, _: usize) -> Result<StoredStream, StoreError> {
+            Ok(StoredStream {
+                epoch: fresh_epoch.to_owned(),
+                ..StoredStream::default()
+            })
+        }
+        fn append(
+            &self,
+            _: &[StoredEvent],
+            _: &[(String, u64)],
+            _: &[StateWrite],
+        ) -> Result<(), StoreError> {
+            Err(StoreError::Locked {
+                path: PathBuf::from("failing"),
+            })
+        }
+        fn state(&self) -> Result<Vec<StoredRecord>, StoreError> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_whose_commit_failed_is_refused_not_acknowledged() {
+        let config = RuntimeConfig {
+            test_mode: true,
+            ..RuntimeConfig::default()
+        };
+        let rt = runtime_on(config, Arc::new(Failing)).unwrap();
+        let body = crate::protocol::rest::CreateSession {
+            user_id: "u".into(),
+            mocks: Some(serde_json::json!({"a/b": {"ok": true}})),
+            ..Default::default()
+        };
+        let session = rt.create_session("default", body).unwrap();
+        let err = rt.committed().await.unwrap_err();
+        assert_eq!(err.status, 503);
+        assert_eq!(err.error.code, crate::runtime::STORE_UNAVAILABLE);
+        let err = rt
+            .execute(
+                "default",
+                &session.id,
+                "a/b",
+                crate::protocol::RawJson::from_value(&serde_json::json!({})),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.status, 503, "{err}");
+        // A `send` streamed as SSE: the tool's result frame is refused the same way.
+        let body: crate::protocol::rest::CreateSession =
+            serde_json::from_value(serde_json::json!({
+                "user_id": "u",
+                "mocks": {"a/b": {"ok": true}},
+                "model": {"sequence": [{"tool_calls": [{"name": "a/b"}]}, {"text": "done"}]}
+            }))
+            .unwrap();
+        let agent = rt.create_session("default", body).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+        rt.run_agent("default", &agent.id, "go", Some(tx))
+            .await
+            .unwrap();
+        let mut codes = Vec::new();
+        while let Ok(frame) = rx.try_recv() {
+            if let crate::protocol::rest::SendFrame::Error { error, .. } = frame {
+                codes.push(error);
+            }
+        }
+        assert!(
+            codes
+                .first()
+                .is_some_and(|c| c == crate::runtime::STORE_UNAVAILABLE),
+            "{codes:?}"
+        );
+        // Memory: nothing to wait for.
+        let memory = Runtime::new(RuntimeConfig::default());
+        assert!(memory.committed().await.is_ok());
     }
 }

@@ -1,14 +1,19 @@
 //! The `SQLite` engine of `Store`: one file in WAL mode, schema versioned by `user_version`
 //! with ordered migrations; a damaged file or a newer schema is an error, never a reset.
 
-use super::{Store, StoreError, StoredEvent, StoredStream};
+use super::{StateWrite, Store, StoreError, StoredEvent, StoredRecord, StoredStream};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-/// Migration `i` takes a store from schema version `i` to `i + 1`. Seqs count per
-/// tenant, so an event is `(tenant, seq)`; `ord` is the stamping order across tenants.
-const MIGRATIONS: &[&str] = &["
+/// Migration `i` takes a store from schema version `i` to `i + 1`; a shipped one is never
+/// edited, stores of every earlier version open through the rest. Seqs count per tenant,
+/// so an event is `(tenant, seq)`; `ord` is the stamping order across tenants. Version 2
+/// adds the runtime's state as JSON documents by `(kind, tenant, key)`: sessions, their
+/// counters (a row of their own, so a call rewrites a few bytes, not the mock table),
+/// approvals, eval runs, suite documents and outcomes.
+const MIGRATIONS: &[&str] = &[
+    "
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE events (
         ord INTEGER PRIMARY KEY,
@@ -18,7 +23,17 @@ const MIGRATIONS: &[&str] = &["
         UNIQUE (tenant, seq)
     );
     CREATE TABLE tenants (tenant TEXT PRIMARY KEY, next_seq INTEGER NOT NULL);
-"];
+",
+    "
+    CREATE TABLE state (
+        kind TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (kind, tenant, key)
+    ) WITHOUT ROWID;
+",
+];
 
 /// The schema version this build writes.
 // A handful of migrations: the cast cannot wrap.
@@ -55,10 +70,27 @@ impl SqliteStore {
             path: path.clone(),
             source,
         })?;
+        // One runtime per store: two would stamp the same seqs. EXCLUSIVE locking holds
+        // the file from the first write until the connection closes, and a second
+        // runtime's first read finds it busy.
+        // A runtime that just stopped may take a moment to close the file; one still
+        // running is refused after this.
+        conn.busy_timeout(std::time::Duration::from_secs(2))
+            .and_then(|()| conn.pragma_update(None, "locking_mode", "EXCLUSIVE"))
+            .map_err(|source| StoreError::Open {
+                path: path.clone(),
+                source,
+            })?;
         // The first read of the file is where SQLite finds it is not a database.
-        let corrupt = |source| StoreError::Corrupt {
-            path: path.clone(),
-            source,
+        let corrupt = |source: rusqlite::Error| {
+            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
+                StoreError::Locked { path: path.clone() }
+            } else {
+                StoreError::Corrupt {
+                    path: path.clone(),
+                    source,
+                }
+            }
         };
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |row| row.get(0))
@@ -81,10 +113,17 @@ impl SqliteStore {
         // the last ones (docs/RELIABILITY.md).
         conn.pragma_update(None, "journal_mode", "WAL")
             .and_then(|()| conn.pragma_update(None, "synchronous", "NORMAL"))
-            .and_then(|()| conn.busy_timeout(std::time::Duration::from_secs(5)))
-            .map_err(|source| StoreError::Open {
-                path: path.clone(),
-                source,
+            // A write takes the exclusive lock now, not at the first event.
+            .and_then(|()| conn.execute_batch("BEGIN IMMEDIATE; COMMIT;"))
+            .map_err(|source| {
+                if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
+                    StoreError::Locked { path: path.clone() }
+                } else {
+                    StoreError::Open {
+                        path: path.clone(),
+                        source,
+                    }
+                }
             })?;
         let store = SqliteStore {
             path,
@@ -226,8 +265,34 @@ impl Store for SqliteStore {
         })
     }
 
-    fn append(&self, events: &[StoredEvent], evicted: &[(String, u64)]) -> Result<(), StoreError> {
-        if events.is_empty() && evicted.is_empty() {
+    fn state(&self) -> Result<Vec<StoredRecord>, StoreError> {
+        let conn = self.conn();
+        conn.prepare("SELECT kind, tenant, key, value FROM state ORDER BY kind, tenant, key")
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| {
+                        Ok(StoredRecord {
+                            kind: row.get(0)?,
+                            tenant: row.get(1)?,
+                            key: row.get(2)?,
+                            value: row.get(3)?,
+                        })
+                    })
+                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            })
+            .map_err(|source| StoreError::Corrupt {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    fn append(
+        &self,
+        events: &[StoredEvent],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<(), StoreError> {
+        if events.is_empty() && evicted.is_empty() && state.is_empty() {
             return Ok(());
         }
         let mut conn = self.conn();
@@ -262,6 +327,21 @@ impl Store for SqliteStore {
                 evict
                     .execute(params![tenant, seq])
                     .map_err(|e| self.write_error(e))?;
+            }
+            let mut put = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO state (kind, tenant, key, value) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(|e| self.write_error(e))?;
+            let mut delete = tx
+                .prepare_cached("DELETE FROM state WHERE kind = ?1 AND tenant = ?2 AND key = ?3")
+                .map_err(|e| self.write_error(e))?;
+            for write in state {
+                match write {
+                    StateWrite::Put(r) => put.execute(params![r.kind, r.tenant, r.key, r.value]),
+                    StateWrite::Delete(r) => delete.execute(params![r.kind, r.tenant, r.key]),
+                }
+                .map_err(|e| self.write_error(e))?;
             }
         }
         tx.commit().map_err(|e| self.write_error(e))
@@ -300,6 +380,7 @@ mod tests {
             .append(
                 &(1..=5).map(|seq| event("default", seq)).collect::<Vec<_>>(),
                 &[],
+                &[],
             )
             .unwrap();
         drop(store);
@@ -326,11 +407,13 @@ mod tests {
             event("b", 2),
             event("a", 3),
         ];
-        store.append(&batch, &[]).unwrap();
+        store.append(&batch, &[], &[]).unwrap();
         // a's two oldest left the ring: they leave the file, b's seq 1 and 2 stay.
-        store.append(&[event("b", 3)], &[("a".into(), 2)]).unwrap();
+        store
+            .append(&[event("b", 3)], &[("a".into(), 2)], &[])
+            .unwrap();
         // A tenant whose every event was evicted still goes on from its own seq.
-        store.append(&[], &[("b".into(), 3)]).unwrap();
+        store.append(&[], &[("b".into(), 3)], &[]).unwrap();
         drop(store);
         let again = SqliteStore::open(&path)
             .unwrap()
@@ -363,5 +446,20 @@ mod tests {
             err.contains("newer.db") && err.contains("newer than this spyglass"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_store_held_by_another_runtime_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("held.db");
+        let first = SqliteStore::open(&path).unwrap();
+        first.stream("ep_1", 10).unwrap();
+        let err = SqliteStore::open(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("held.db") && err.contains("in use by another spyglass runtime"),
+            "{err}"
+        );
+        drop(first);
+        SqliteStore::open(&path).expect("free again once the first one closed");
     }
 }

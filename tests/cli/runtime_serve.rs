@@ -32,6 +32,7 @@ fn a_bad_policy_file_names_file_rule_and_field() {
     let out = Command::new(env!("CARGO_BIN_EXE_spyglass"))
         .args(["serve", "--addr", "127.0.0.1:0", "--policy"])
         .arg(&path)
+        .env("XDG_DATA_HOME", dir.path())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

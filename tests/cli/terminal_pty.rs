@@ -61,6 +61,7 @@ fn a_panic_restores_the_terminal() {
         .args(["-c", PTY_DRIVER, "sh", "-c", &shell])
         .env("SPYGLASS_DEBUG_PANIC", "1")
         .env("XDG_STATE_HOME", state.path())
+        .env("XDG_DATA_HOME", state.path())
         .env("TERM", "xterm-256color")
         .env_remove("SPYGLASS_URL")
         .env_remove("CODESPAR_BASE_URL")

@@ -26,3 +26,4 @@ mod runtime_send;
 mod runtime_sessions;
 mod runtime_stream;
 mod security;
+mod store_state;

@@ -6,10 +6,17 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// A data directory for the binaries the tests start, so a runtime on its default store
+/// never writes to the user's `$XDG_DATA_HOME`. One per test process, left in the temp dir.
+pub fn test_data_home() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("spyglass-test-data-{}", std::process::id()))
+}
+
 /// The binary with `args`, stdin closed and stderr captured.
 pub fn spyglass(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_spyglass"));
     cmd.args(args)
+        .env("XDG_DATA_HOME", test_data_home())
         .env_remove("SPYGLASS_URL")
         .env_remove("CODESPAR_BASE_URL")
         .env_remove("CODESPAR_API_KEY")

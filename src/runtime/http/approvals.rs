@@ -53,6 +53,7 @@ pub(super) async fn approve(
     let view = state
         .rt
         .decide(&tenant, &id, Verdict::Approve, body.by, body.note)?;
+    state.rt.committed().await?;
     Ok(Json(view).into_response())
 }
 
@@ -65,5 +66,6 @@ pub(super) async fn deny(
     let view = state
         .rt
         .decide(&tenant, &id, Verdict::Deny, body.by, body.note)?;
+    state.rt.committed().await?;
     Ok(Json(view).into_response())
 }

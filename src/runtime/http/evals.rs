@@ -18,6 +18,7 @@ pub(super) async fn create_run(
     JsonBody(request): JsonBody<EvalRunRequest>,
 ) -> Result<Response, ApiErrorWithStatus> {
     let run_id = state.rt.run_evals(&tenant, request)?;
+    state.rt.committed().await?;
     Ok((StatusCode::ACCEPTED, Json(EvalRunCreated { run_id })).into_response())
 }
 

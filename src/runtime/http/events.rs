@@ -198,6 +198,7 @@ pub(super) async fn ingest_events(
         first.get_or_insert(logged.frame.seq);
         last = Some(logged.frame.seq);
     }
+    state.rt.committed().await?;
     Ok(axum::Json(serde_json::json!({
         "accepted": items.len(),
         "first_seq": first,

@@ -29,6 +29,7 @@ pub(super) async fn send(
 ) -> Result<Response, ApiErrorWithStatus> {
     if !wants_sse(&headers) {
         let result = state.rt.send(&tenant, &id, &req.message).await?;
+        state.rt.committed().await?;
         // A failed model call is the provider being unavailable, as a real runtime would
         // answer when its LLM is rate limited: 503 with the model's error as message.
         return Ok(match &result.error {

@@ -16,6 +16,7 @@ pub(super) async fn create_session(
     JsonBody(req): JsonBody<CreateSession>,
 ) -> Result<Response, ApiErrorWithStatus> {
     let body = state.rt.create_session(&tenant, req)?;
+    state.rt.committed().await?;
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
@@ -61,5 +62,6 @@ pub(super) async fn close_session(
     Id(id): Id,
 ) -> Result<Response, ApiErrorWithStatus> {
     state.rt.close_session(&tenant, &id)?;
+    state.rt.committed().await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

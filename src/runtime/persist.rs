@@ -1,0 +1,125 @@
+//! The runtime's state as a store keeps it: the documents (sessions, their counters,
+//! approvals, eval runs, suite documents, eval outcomes), their writes, the commit an
+//! answer waits for, and putting them back when a runtime opens on a store.
+
+use super::{ApiErrorWithStatus, Runtime};
+use crate::store::{StateWrite, StoredRecord};
+use serde::Serialize;
+
+/// A session as created: id, user, servers, metadata, its mocks payload and script.
+pub(crate) const SESSION: &str = "session";
+/// What a session's calls move: per-tool counters, call and envelope counts, last
+/// activity, the closed flag. Its own row so a call does not rewrite the mock table.
+pub(crate) const COUNTERS: &str = "counters";
+/// An approval with the call it holds, pending or resolved.
+pub(crate) const APPROVAL: &str = "approval";
+/// An eval run's detail, written when it starts and when it ends.
+pub(crate) const EVAL_RUN: &str = "eval.run";
+/// A suite document kept for reruns.
+pub(crate) const SUITE: &str = "eval.suite";
+/// One `agent.eval.completed` folded into the pass-rate history, per case a ring of
+/// `max_outcomes_per_case` slots.
+pub(crate) const OUTCOME: &str = "eval.outcome";
+
+/// What an answer gets when the commit it waits for failed.
+pub const STORE_UNAVAILABLE: &str = "store_unavailable";
+
+impl Runtime {
+    /// Whether this runtime keeps its state in a store.
+    pub(crate) fn has_store(&self) -> bool {
+        self.inner.log.has_store()
+    }
+
+    /// Puts a document (serialized only when there is a store), ordered after every
+    /// event and document sent before it.
+    pub(crate) fn persist<T: Serialize + ?Sized>(
+        &self,
+        kind: &str,
+        tenant: &str,
+        key: &str,
+        value: &T,
+    ) {
+        if !self.has_store() {
+            return;
+        }
+        match serde_json::to_string(value) {
+            Ok(value) => self.inner.log.write_state(StateWrite::Put(StoredRecord {
+                kind: kind.to_owned(),
+                tenant: tenant.to_owned(),
+                key: key.to_owned(),
+                value,
+            })),
+            Err(err) => tracing::error!(%err, kind, key, "state not serializable; not stored"),
+        }
+    }
+
+    /// Deletes a document (an evicted session, run or suite).
+    pub(crate) fn unpersist(&self, kind: &str, tenant: &str, key: &str) {
+        if !self.has_store() {
+            return;
+        }
+        self.inner.log.write_state(StateWrite::Delete(StoredRecord {
+            kind: kind.to_owned(),
+            tenant: tenant.to_owned(),
+            key: key.to_owned(),
+            value: String::new(),
+        }));
+    }
+
+    /// Waits until everything this runtime has sent to its store so far is committed:
+    /// an answer awaits this before it is sent, so what a client was told survives a
+    /// `kill -9`. The writer groups the waiting answers into one transaction. Without a
+    /// store it returns at once. A failed commit is 503 `store_unavailable`.
+    pub async fn committed(&self) -> Result<(), ApiErrorWithStatus> {
+        let Some(ack) = self.inner.log.commit_ack() else {
+            return Ok(());
+        };
+        ack.await.map_err(|_| {
+            ApiErrorWithStatus::new(
+                503,
+                STORE_UNAVAILABLE,
+                "the runtime could not commit this to its store; see its log",
+            )
+        })
+    }
+
+    /// Puts a store's documents back: sessions with their counters (and their calls
+    /// from the restored `tool.called` events), approvals, eval runs, suite documents
+    /// and history. A document that no longer decodes is skipped with a warning.
+    pub(crate) fn restore_state(&self, records: Vec<StoredRecord>) {
+        let mut sessions = Vec::new();
+        let mut counters = std::collections::HashMap::new();
+        let mut approvals = Vec::new();
+        let mut runs = Vec::new();
+        let mut suites = Vec::new();
+        let mut outcomes = Vec::new();
+        for record in records {
+            match record.kind.as_str() {
+                SESSION => sessions.push(record),
+                COUNTERS => {
+                    counters.insert((record.tenant.clone(), record.key.clone()), record);
+                }
+                APPROVAL => approvals.push(record),
+                EVAL_RUN => runs.push(record),
+                SUITE => suites.push(record),
+                OUTCOME => outcomes.push(record),
+                other => tracing::warn!(kind = other, "unknown state kind in the store; skipped"),
+            }
+        }
+        self.restore_sessions(&sessions, &mut counters);
+        self.restore_approvals(&approvals);
+        self.restore_evals(&runs, &suites, &outcomes);
+    }
+}
+
+/// Decodes a stored document, warning (not failing) on one that no longer decodes: the
+/// rest of the state still comes back.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(record: &StoredRecord) -> Option<T> {
+    match serde_json::from_str(&record.value) {
+        Ok(value) => Some(value),
+        Err(err) => {
+            tracing::warn!(%err, kind = %record.kind, key = %record.key, "stored state unreadable; skipped");
+            None
+        }
+    }
+}

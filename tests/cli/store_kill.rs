@@ -1,0 +1,235 @@
+//! `kill -9` of a real `spyglass serve --store F` in the middle of 64-way concurrent
+//! consumption of a stateful mock, then a restart on the same file: every answer sent
+//! before the kill is in the store (counter, `tool.called`, seq), and each entry is
+//! served exactly once over both runtimes.
+
+use crate::support::cli::spyglass;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const ENTRIES: usize = 600;
+const WORKERS: usize = 64;
+const TOOL: &str = "asaas/next_charge";
+
+/// Kills the server when the test ends, pass or fail.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn serve(store: &Path, data: &Path) -> (Server, String) {
+    let (server, url, _) = serve_with(Some(store), data).await;
+    (server, url)
+}
+
+/// `serve` on `store`, else on its default; the URL and the line that announced it.
+async fn serve_with(store: Option<&Path>, data: &Path) -> (Server, String, String) {
+    let mut command = spyglass(&["serve", "--test-mode", "--addr", "127.0.0.1:0"]);
+    if let Some(store) = store {
+        command.arg("--store").arg(store);
+    }
+    let mut child = Server(
+        command
+            .env("XDG_DATA_HOME", data)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let stderr = child.0.stderr.take().unwrap();
+    let (url, line) = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stderr).lines();
+        let found = lines
+            .find_map(|line| {
+                let line = line.ok()?;
+                let at = line.find("http://")?;
+                let url = line[at..].split_whitespace().next()?.to_owned();
+                Some((url, line))
+            })
+            .unwrap_or_default();
+        // Keep draining so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        found
+    })
+    .await
+    .unwrap();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (child, url, line)
+}
+
+#[tokio::test]
+async fn serve_keeps_its_state_in_the_data_dir_by_default() {
+    let data = tempfile::tempdir().unwrap();
+    let (mut server, url, line) = serve_with(None, data.path()).await;
+    let file = data.path().join("spyglass/runtime.db");
+    assert!(
+        line.contains(&format!("store {}", file.display())),
+        "{line}"
+    );
+    let created: Value = reqwest::Client::new()
+        .post(format!("{url}/v1/sessions"))
+        .json(&json!({"servers": [], "user_id": "kept", "mocks": {}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    server.0.kill().unwrap();
+    server.0.wait().unwrap();
+    assert!(file.exists());
+    let (_server, url, _) = serve_with(None, data.path()).await;
+    let detail: Value = reqwest::get(format!("{url}/v1/sessions/{id}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(detail["user_id"], "kept", "{detail}");
+}
+
+/// 64 workers calling `TOOL` until it is exhausted or the server is gone; every entry
+/// answered 200 is pushed to `served` as it arrives.
+async fn consume(url: &str, session: &str, served: &Arc<Mutex<Vec<u64>>>) {
+    let client = reqwest::Client::new();
+    let mut workers = Vec::new();
+    for _ in 0..WORKERS {
+        let (client, served) = (client.clone(), served.clone());
+        let endpoint = format!("{url}/v1/sessions/{session}/execute");
+        workers.push(tokio::spawn(async move {
+            loop {
+                let Ok(response) = client
+                    .post(&endpoint)
+                    .json(&json!({"tool": TOOL, "input": {}}))
+                    .send()
+                    .await
+                else {
+                    return;
+                };
+                if response.status().as_u16() != 200 {
+                    return;
+                }
+                let Ok(body) = response.json::<Value>().await else {
+                    return;
+                };
+                served
+                    .lock()
+                    .unwrap()
+                    .push(body["data"]["n"].as_u64().unwrap());
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+}
+
+/// The entries the runtime's `tool.called` events say were served, with their seqs.
+async fn served_by_events(url: &str, session: &str) -> Vec<(u64, u64)> {
+    let page: Value = reqwest::get(format!("{url}/v1/events?since=0&limit=5000"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "tool.called" && e["sessionId"] == session)
+        .filter_map(|e| Some((e["outcome"]["result"]["n"].as_u64()?, e["seq"].as_u64()?)))
+        .collect()
+}
+
+async fn consumed(url: &str, session: &str) -> u64 {
+    let detail: Value = reqwest::get(format!("{url}/v1/sessions/{session}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    detail["mocks"][0]["counter"]["consumed"].as_u64().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_consumption_loses_no_answered_call_and_serves_no_entry_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runtime.db");
+    let (mut server, url) = serve(&store, dir.path()).await;
+    let entries: Vec<Value> = (0..ENTRIES).map(|n| json!({ "n": n })).collect();
+    let created: Value = reqwest::Client::new()
+        .post(format!("{url}/v1/sessions"))
+        .json(&json!({"servers": ["asaas"], "user_id": "u", "mocks": {TOOL: entries}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let session = created["id"].as_str().unwrap().to_owned();
+
+    let before = Arc::new(Mutex::new(Vec::new()));
+    let consumer = {
+        let (url, session, before) = (url.clone(), session.clone(), before.clone());
+        tokio::spawn(async move { consume(&url, &session, &before).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while before.lock().unwrap().len() < ENTRIES / 3 {
+        assert!(Instant::now() < deadline, "the calls did not get going");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    server.0.kill().unwrap(); // SIGKILL: no shutdown, no flush.
+    server.0.wait().unwrap();
+    consumer.await.unwrap();
+    let answered: Vec<u64> = before.lock().unwrap().clone();
+    assert!(answered.len() < ENTRIES, "killed in the middle");
+
+    let (_server, url) = serve(&store, dir.path()).await;
+    let stored = served_by_events(&url, &session).await;
+    let stored_entries: BTreeSet<u64> = stored.iter().map(|(n, _)| *n).collect();
+    assert_eq!(stored_entries.len(), stored.len(), "no entry in two events");
+    for n in &answered {
+        assert!(
+            stored_entries.contains(n),
+            "entry {n} was answered 200 before the kill but is not in the store"
+        );
+    }
+    let seqs: BTreeSet<u64> = stored.iter().map(|(_, seq)| *seq).collect();
+    assert_eq!(
+        seqs.len(),
+        stored.len(),
+        "every stored call has its own seq"
+    );
+    assert_eq!(
+        consumed(&url, &session).await,
+        stored.len() as u64,
+        "the counter matches the stored calls"
+    );
+
+    let after = Arc::new(Mutex::new(Vec::new()));
+    consume(&url, &session, &after).await;
+    let after: Vec<u64> = after.lock().unwrap().clone();
+    println!(
+        "answered before the kill: {}, stored: {}, served after the restart: {}",
+        answered.len(),
+        stored.len(),
+        after.len()
+    );
+    let mut overall: Vec<u64> = stored_entries.iter().copied().chain(after).collect();
+    overall.sort_unstable();
+    assert_eq!(
+        overall,
+        (0..ENTRIES as u64).collect::<Vec<_>>(),
+        "each entry served exactly once over both runtimes"
+    );
+    assert_eq!(consumed(&url, &session).await, ENTRIES as u64);
+}
