@@ -13,6 +13,7 @@ use axum::routing::post as route_post;
 use spyglass::protocol::rest::ExecuteRequest;
 use spyglass::runtime::{RuntimeConfig, start};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -102,16 +103,32 @@ pub async fn load(
 }
 
 pub fn run(connections: usize, secs: f64, rounds: usize) -> anyhow::Result<ExecuteResult> {
+    run_on(connections, secs, rounds, None)
+}
+
+/// `run`, the runtime keeping its state in the `SQLite` store at `store` when given: each
+/// answer then waits for the commit holding its call (the `store` figure).
+pub fn run_on(
+    connections: usize,
+    secs: f64,
+    rounds: usize,
+    store: Option<&Path>,
+) -> anyhow::Result<ExecuteResult> {
     // The servers get their own two workers and the generator its own, as with wrk -t2.
     let servers = super::tokio_rt(2)?;
     let generator = super::tokio_rt(2)?;
-    let handle = servers.block_on(start(
-        RuntimeConfig {
-            test_mode: true,
-            ..RuntimeConfig::default()
-        },
-        "127.0.0.1:0".parse()?,
-    ))?;
+    let config = RuntimeConfig {
+        test_mode: true,
+        ..RuntimeConfig::default()
+    };
+    let addr: SocketAddr = "127.0.0.1:0".parse()?;
+    let handle = match store {
+        None => servers.block_on(start(config, addr))?,
+        Some(path) => {
+            let runtime = spyglass::store::open_runtime(config, path)?;
+            servers.block_on(runtime.serve(addr))?
+        }
+    };
     let runtime_addr = handle.addr;
     // One session per connection, as 32 test processes would have; the answer the bare
     // handler gives is one the runtime really gave.

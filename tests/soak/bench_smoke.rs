@@ -80,6 +80,32 @@ fn execute_answers_200_from_runtime_and_bare_handler() {
 }
 
 #[test]
+fn store_answers_only_what_it_committed() {
+    let _process = crate::PROCESS.blocking_read();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runtime.db");
+    let r = support::execute::run_on(4, 0.2, 1, Some(&path)).unwrap();
+    assert_eq!(r.failures, 0);
+    assert!(r.ok > 0 && r.rate > 0.0 && r.baseline > 0.0);
+    // Every call answered 200 is in the file: reopened, its stream has at least as many
+    // events (the sessions' creations and the probe's call besides).
+    let reopened = spyglass::store::open_runtime(
+        spyglass::runtime::RuntimeConfig {
+            retained_events: 10_000_000,
+            ..spyglass::runtime::RuntimeConfig::default()
+        },
+        &path,
+    )
+    .unwrap();
+    let emitted = reopened.stats().emitted;
+    assert!(
+        emitted >= r.ok,
+        "{} calls answered, {emitted} events stored",
+        r.ok
+    );
+}
+
+#[test]
 fn consume_serves_each_entry_once_under_64_clients() {
     let _process = crate::PROCESS.blocking_read();
     let r = support::consume::run(64, 300, 1).unwrap();
