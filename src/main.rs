@@ -150,6 +150,9 @@ enum Command {
         /// Output file.
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
+        /// Overwrite the output file when it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Open the inspector on a recorded file, offline.
     Replay {
@@ -254,10 +257,18 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             };
             roles::tail::run(config, format, Sink::Stdout).await
         }
-        Command::Record { output } => {
+        Command::Record { output, force } => {
             let config = resolve(&cli)?;
             start_logging(LogTo::File, false)?;
-            roles::tail::run(config, Format::JsonLines, Sink::File(output)).await
+            roles::tail::run(
+                config,
+                Format::JsonLines,
+                Sink::File {
+                    path: output,
+                    force,
+                },
+            )
+            .await
         }
         Command::Replay { file, speed } => {
             let config = resolve(&cli)?;

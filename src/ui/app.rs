@@ -31,6 +31,12 @@ pub enum Conn {
     Reconnecting {
         attempt: u32,
         retry_at: Instant,
+        /// Why the last try failed (refused, DNS, TLS, the stream dropped).
+        cause: String,
+    },
+    /// The runtime refused the stream (401/403); nothing is retried until the key changes.
+    Rejected {
+        status: u16,
     },
     /// No stream at all (replay, or the client task has ended).
     Offline,
@@ -200,13 +206,17 @@ impl App {
                 self.model.note_parse_error();
             }
             ClientMsg::Disconnected {
-                attempt, retry_in, ..
+                attempt,
+                retry_in,
+                reason,
             } => {
                 self.conn = Conn::Reconnecting {
                     attempt,
                     retry_at: now + retry_in,
+                    cause: reason,
                 }
             }
+            ClientMsg::Rejected { status } => self.conn = Conn::Rejected { status },
             ClientMsg::Hydrated {
                 sessions,
                 approvals,
@@ -280,7 +290,10 @@ impl App {
 
     /// The client task is gone: no more frames will come.
     pub fn on_client_closed(&mut self) {
-        self.conn = Conn::Offline;
+        // A refusal says more than "offline": it stays, naming the fix.
+        if !matches!(self.conn, Conn::Rejected { .. }) {
+            self.conn = Conn::Offline;
+        }
         self.dirty = true;
     }
 

@@ -85,14 +85,30 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         Conn::Connecting { attempt } => {
             Span::styled(format!("◌ connecting (attempt {attempt})"), theme.warn())
         }
-        Conn::Reconnecting { attempt, retry_at } => {
+        Conn::Reconnecting {
+            attempt,
+            retry_at,
+            cause,
+        } => {
             let left = retry_at.saturating_duration_since(app.clock.now());
             Span::styled(
                 format!(
-                    "◌ reconnecting in {} s (attempt {attempt})",
+                    "◌ {}; reconnecting in {} s (attempt {attempt})",
+                    shown(cause),
                     left.as_secs_f64().ceil() as u64
                 ),
                 theme.warn(),
+            )
+        }
+        Conn::Rejected { status } => {
+            let what = if *status == 403 {
+                "403 forbidden"
+            } else {
+                "401 unauthorized"
+            };
+            Span::styled(
+                format!("✕ {what}: pass --api-key KEY or set CODESPAR_API_KEY"),
+                theme.error(),
             )
         }
         Conn::Offline => Span::styled("○ offline", theme.error()),
