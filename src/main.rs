@@ -114,6 +114,10 @@ enum Command {
         /// on after a restart), or `memory` (the default: nothing survives the process).
         #[arg(long, value_name = "PATH|memory")]
         store: Option<String>,
+        /// The inspector's global flags, which serve does not read: declared here, hidden,
+        /// so `serve --help` lists only what serve uses and giving one is refused.
+        #[command(flatten)]
+        unused: ServeIgnores,
     },
     /// Run eval suite files on a runtime and print per-suite and per-case results.
     ///
@@ -163,6 +167,33 @@ enum Command {
     },
 }
 
+/// Global flags with the same ids, so clap does not add the real ones to `serve`.
+#[derive(clap::Args, Debug, Clone)]
+struct ServeIgnores {
+    #[arg(long, hide = true)]
+    url: Option<String>,
+    #[arg(long, hide = true)]
+    theme: Option<String>,
+    #[arg(long = "no-mouse", hide = true)]
+    no_mouse: bool,
+    #[arg(long = "print-config", hide = true)]
+    print_config: bool,
+}
+
+impl ServeIgnores {
+    /// The first one given, as its flag.
+    fn given(&self) -> Option<&'static str> {
+        [
+            (self.url.is_some(), "--url"),
+            (self.theme.is_some(), "--theme"),
+            (self.no_mouse, "--no-mouse"),
+            (self.print_config, "--print-config"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+}
+
 impl Command {
     /// How errors name the role: `spyglass <role>: <message>`.
     fn name(&self) -> &'static str {
@@ -206,7 +237,13 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             max_connections,
             max_connections_per_ip,
             store,
+            unused,
         } => {
+            if let Some(flag) = unused.given() {
+                return Err(RoleError::Usage(format!(
+                    "serve does not read {flag}; `spyglass serve --help` lists what it does"
+                )));
+            }
             start_logging(LogTo::Stderr, true)?;
             let args = ServeArgs {
                 addr,
