@@ -59,8 +59,15 @@ fn approvals_show_every_row_again_after_shrinking_and_growing() {
     assert_eq!(rows_with(&tall, "asaas/create_payment"), 11, "{tall}");
     let short = screen(&mut app, 100, 10);
     assert!(short.contains("apr_11"), "the selection shows: {short}");
+    // Rows are hidden above: the list's bottom border says how many.
+    let border = short.lines().find(|l| l.starts_with('└')).unwrap();
+    assert!(border.ends_with(" ↑10 above ─┘"), "{short}");
     let again = screen(&mut app, 120, 30);
     assert_eq!(rows_with(&again, "asaas/create_payment"), 11, "{again}");
+    assert!(
+        !again.contains(" above "),
+        "nothing hidden, no marker: {again}"
+    );
 }
 
 #[test]

@@ -26,6 +26,7 @@ use crate::protocol::rest::{ApprovalStatus, ApprovalView};
 use crate::sanitize::{sanitize, shown, shown_text};
 use crate::ui::action::{Action, Scope};
 use crate::ui::theme::Theme;
+use crate::ui::views::placed_list;
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
@@ -511,7 +512,14 @@ impl ApprovalsState {
         )
         .header(header);
         frame.render_widget(table, inner);
-        Some(Placed::under_header(Pane::List, inner, offset))
+        Some(placed_list(
+            frame,
+            area,
+            (Pane::List, inner),
+            offset,
+            self.rows.len(),
+            theme,
+        ))
     }
 
     /// The footer's lines at `width`: the prompt while confirming, else the selected

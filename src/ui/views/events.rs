@@ -25,6 +25,7 @@ use crate::protocol::Frame;
 use crate::protocol::events::{encode, encode_fields};
 use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
+use crate::ui::views::placed_list;
 use crossterm::event::KeyEvent;
 use ratatui::Frame as TermFrame;
 use ratatui::layout::{Constraint, Position, Rect};
@@ -495,7 +496,14 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
     )
     .header(header);
     frame.render_widget(table, inner);
-    drawn.push(Placed::under_header(Pane::List, inner, top));
+    drawn.push(placed_list(
+        frame,
+        area,
+        (Pane::List, inner),
+        top,
+        len,
+        theme,
+    ));
     drawn
 }
 
@@ -538,9 +546,14 @@ mod tests {
         }
         view.after_model_change(&screen.model);
         let after = screen.text(&mut view, 80, 12);
-        // Only the count in the title moves.
-        let rows = |t: &str| t.lines().skip(1).collect::<Vec<_>>().join("\n");
+        // Only the counts move: in the title, and the rows below in the bottom border.
+        let rows = |t: &str| {
+            let lines: Vec<&str> = t.lines().collect();
+            lines[1..lines.len() - 1].join("\n")
+        };
         assert_eq!(rows(&before), rows(&after));
+        assert!(before.ends_with("─ ↑11 above ─┘\n"), "{before}");
+        assert!(after.ends_with("─ ↑11 above · ↓5 below ─┘\n"), "{after}");
         insta::assert_snapshot!(after);
     }
 

@@ -94,6 +94,56 @@ impl Placed {
     }
 }
 
+/// A list's rows drawn under their header in `inner`, `offset` the first of `len`: where
+/// they were placed, with the rows hidden above and below marked on the bottom border of
+/// the list's frame `outer` (` ↑3 above · ↓5 below `), so a cut list says it is one.
+pub fn placed_list(
+    frame: &mut Frame,
+    outer: Rect,
+    (pane, inner): (Pane, Rect),
+    offset: usize,
+    len: usize,
+    theme: &Theme,
+) -> Placed {
+    let placed = Placed::under_header(pane, inner, offset);
+    let above = offset.min(len);
+    let below = len.saturating_sub(offset + placed.page);
+    if let Some(text) = scroll_marker(above, below, (outer.width as usize).saturating_sub(4))
+        && outer.height >= 2
+    {
+        let width = text.chars().count() as u16;
+        let at = Rect {
+            x: outer.x + outer.width - 2 - width,
+            y: outer.y + outer.height - 1,
+            width,
+            height: 1,
+        };
+        frame.render_widget(
+            ratatui::widgets::Paragraph::new(ratatui::text::Span::styled(text, theme.muted())),
+            at,
+        );
+    }
+    placed
+}
+
+/// ` ↑3 above · ↓5 below ` (or ` ↑3 ↓5 ` when that does not fit in `room`); `None` when
+/// nothing is hidden or not even the short form fits.
+pub fn scroll_marker(above: usize, below: usize, room: usize) -> Option<String> {
+    let part = |n: usize, arrow: &str, word: &str| (n > 0).then(|| format!("{arrow}{n}{word}"));
+    let join = |parts: [Option<String>; 2], sep: &str| {
+        let parts: Vec<String> = parts.into_iter().flatten().collect();
+        (!parts.is_empty()).then(|| format!(" {} ", parts.join(sep)))
+    };
+    let long = join(
+        [part(above, "↑", " above"), part(below, "↓", " below")],
+        " · ",
+    )?;
+    if long.chars().count() <= room {
+        return Some(long);
+    }
+    join([part(above, "↑", ""), part(below, "↓", "")], " ").filter(|s| s.chars().count() <= room)
+}
+
 /// What one `render` recorded: the panes it laid out. The app hands it back to the view
 /// (`View::place`), so clicks and page keys use what is on screen.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -607,6 +657,18 @@ mod tests {
         assert_eq!(fmt_age(10_000.0, Some(9_500.0)), "now");
         assert_eq!(fmt_age(200_000.0, Some(10_000.0)), "3m");
         assert_eq!(fmt_age(0.0, None), "-");
+    }
+
+    #[test]
+    fn the_scroll_marker_counts_hidden_rows_and_shortens_to_fit() {
+        assert_eq!(scroll_marker(0, 0, 80), None);
+        assert_eq!(
+            scroll_marker(3, 5, 80).as_deref(),
+            Some(" ↑3 above · ↓5 below ")
+        );
+        assert_eq!(scroll_marker(0, 12, 80).as_deref(), Some(" ↓12 below "));
+        assert_eq!(scroll_marker(3, 5, 10).as_deref(), Some(" ↑3 ↓5 "));
+        assert_eq!(scroll_marker(3, 5, 4), None);
     }
 
     #[test]

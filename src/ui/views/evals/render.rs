@@ -6,6 +6,7 @@ use super::state::{CaseDetail, EvalFocus, EvalsState};
 use crate::protocol::rest::SuiteSummary;
 use crate::sanitize::sanitize;
 use crate::ui::action::Action;
+use crate::ui::views::placed_list;
 use crate::ui::views::{Cx, Drawn, Pane, Placed, detail_frame, focused_block, hints};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -133,7 +134,14 @@ fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> 
     )
     .header(header);
     frame.render_widget(table, inner);
-    Some(Placed::under_header(Pane::Suites, inner, offset))
+    Some(placed_list(
+        frame,
+        area,
+        (Pane::Suites, inner),
+        offset,
+        len,
+        theme,
+    ))
 }
 
 fn render_cases(
@@ -231,7 +239,7 @@ fn render_cases(
     )
     .header(header);
     frame.render_widget(table, body);
-    Placed::under_header(Pane::Cases, body, offset)
+    placed_list(frame, area, (Pane::Cases, body), offset, len, theme)
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, detail: &CaseDetail, cx: &Cx) -> Placed {

@@ -9,6 +9,7 @@ use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
 use crate::ui::app::Watching;
 use crate::ui::theme::Theme;
+use crate::ui::views::placed_list;
 use crate::ui::views::{
     Cx, Drawn, Pane, Placed, draw_detail, fit, fmt_age, fmt_ms, focused_block, key_cap, scroll_hint,
 };
@@ -269,7 +270,14 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
     )
     .header(header);
     frame.render_widget(table, inner);
-    Some(Placed::under_header(Pane::List, inner, offset))
+    Some(placed_list(
+        frame,
+        area,
+        (Pane::List, inner),
+        offset,
+        len,
+        theme,
+    ))
 }
 
 fn gauge(consumed: u32, entries: u32, width: usize) -> String {
@@ -543,7 +551,14 @@ fn render_timeline(
         lines.push(line);
     }
     frame.render_widget(Paragraph::new(lines), inner);
-    Some(Placed::under_header(Pane::Timeline, inner, offset))
+    Some(placed_list(
+        frame,
+        area,
+        (Pane::Timeline, inner),
+        offset,
+        len,
+        theme,
+    ))
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, detail: &Detail, cx: &Cx) -> Placed {
