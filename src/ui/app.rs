@@ -110,6 +110,10 @@ pub struct App {
     pub evals: EvalsState,
     pub events: EventsState,
     pub show_help: bool,
+    /// The first help line shown, when help is taller than the screen.
+    pub help_scroll: usize,
+    /// Help's (lines, lines that fit) as last drawn, for its scroll keys.
+    pub help_fit: (usize, usize),
     /// A one-line message for the status bar (a REST error, say); cleared by the next key.
     pub notice: Option<String>,
     /// Who decisions are sent as (`by` in the request body).
@@ -140,6 +144,8 @@ impl App {
             evals: EvalsState::default(),
             events: EventsState::default(),
             show_help: false,
+            help_scroll: 0,
+            help_fit: (0, 0),
             notice: None,
             user: "spyglass".to_owned(),
             quit: false,
@@ -317,11 +323,20 @@ impl App {
         self.dirty = true;
         self.notice = None;
         if self.show_help {
-            // Any key closes help; the quit keys still quit.
+            // Any key closes help; the quit keys still quit, and the scroll keys scroll
+            // it while it is taller than the screen.
             if self.keymap.matches(Action::Quit, &key) {
                 self.quit = true;
             }
+            let (lines, page) = self.help_fit;
+            if lines > page
+                && let Some(action) = self.keymap.lookup(&[Scope::List], &key)
+                && crate::ui::views::scroll_pane(&mut self.help_scroll, lines, page, action)
+            {
+                return;
+            }
             self.show_help = false;
+            self.help_scroll = 0;
             return;
         }
         // A text field or a prompt takes keys before the keymap does.

@@ -32,7 +32,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     let drawn = app.view().render(frame, body, &app.cx());
     render_status(frame, status, app);
     if app.show_help {
-        render_help(frame, body, app);
+        app.help_fit = render_help(frame, body, app);
     }
     app.tab_hits = hits;
     app.place(&drawn);
@@ -191,8 +191,9 @@ fn source_spans(app: &App) -> Vec<Span<'static>> {
 }
 
 /// Help is the keymap itself: the global keys and the tab in view's, grouped by where each
-/// applies, two columns when tall.
-fn render_help(frame: &mut Frame, area: Rect, app: &App) {
+/// applies, two columns when tall, scrolled from `app.help_scroll` when taller still.
+/// Returns (rows, rows that fit) for the scroll keys.
+fn render_help(frame: &mut Frame, area: Rect, app: &App) -> (usize, usize) {
     let theme = &app.theme;
     let mut lines = vec![];
     for &scope in app.tab.help_scopes() {
@@ -242,20 +243,46 @@ fn render_help(frame: &mut Frame, area: Rect, app: &App) {
         width,
         height,
     };
+    let page = usize::from(height.saturating_sub(2));
+    let scroll = app.help_scroll.min(rows.saturating_sub(page));
     frame.render_widget(Clear, popup);
+    let title = if rows > page {
+        format!(
+            " Keys · {} scroll · any other key closes ",
+            crate::ui::views::scroll_hint(&app.keymap).trim_end_matches(" scroll")
+        )
+    } else {
+        " Keys · any key closes ".to_owned()
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.accent())
-        .title(Span::styled(" Keys · any key closes ", theme.title()));
+        .title(Span::styled(title, theme.title()));
     let inner = block.inner(popup);
     frame.render_widget(block, popup);
+    let shown = |lines: Vec<Line<'static>>| Paragraph::new(lines).scroll((scroll as u16, 0));
     if two {
         let right = lines.split_off(rows);
         let [l, r] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
             .areas(inner);
-        frame.render_widget(Paragraph::new(lines), l);
-        frame.render_widget(Paragraph::new(right), r);
+        frame.render_widget(shown(lines), l);
+        frame.render_widget(shown(right), r);
     } else {
-        frame.render_widget(Paragraph::new(lines), inner);
+        frame.render_widget(shown(lines), inner);
     }
+    let below = rows.saturating_sub(scroll + page);
+    if let Some(text) =
+        crate::ui::views::scroll_marker(scroll, below, usize::from(width.saturating_sub(4)))
+        && popup.height >= 2
+    {
+        let w = text.chars().count() as u16;
+        let at = Rect {
+            x: popup.x + popup.width - 2 - w,
+            y: popup.y + popup.height - 1,
+            width: w,
+            height: 1,
+        };
+        frame.render_widget(Paragraph::new(Span::styled(text, theme.muted())), at);
+    }
+    (rows, page)
 }

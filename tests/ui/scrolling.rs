@@ -96,3 +96,32 @@ fn a_held_filtered_event_list_fills_its_pane() {
     let text = screen(&mut app, 120, 30);
     assert_eq!(rows_with(&text, "approval.requested"), 8, "{text}");
 }
+
+#[test]
+fn help_scrolls_when_taller_than_the_screen() {
+    let (mut app, _) = ui::app();
+    keys(&mut app, "?");
+    let top = screen(&mut app, 80, 24);
+    assert!(
+        top.contains("Keys · ↑↓ PgUp PgDn scroll · any other key closes"),
+        "{top}"
+    );
+    assert!(top.contains(" below ─┘"), "{top}");
+    assert!(!top.contains("type (backspace deletes)"), "{top}");
+    press(&mut app, KeyCode::End);
+    assert!(app.show_help, "a scroll key keeps help open");
+    let bottom = screen(&mut app, 80, 24);
+    assert!(bottom.contains("type (backspace deletes)"), "{bottom}");
+    assert!(bottom.contains("Sessions"), "{bottom}");
+    insta::assert_snapshot!(bottom);
+    keys(&mut app, "x");
+    assert!(!app.show_help);
+    // Opened again, it starts at the top.
+    keys(&mut app, "?");
+    assert_eq!(screen(&mut app, 80, 24), top);
+    // When it fits, the scroll keys close it like any other key.
+    let tall = screen(&mut app, 80, 60);
+    assert!(tall.contains("Keys · any key closes"), "{tall}");
+    keys(&mut app, "j");
+    assert!(!app.show_help);
+}
