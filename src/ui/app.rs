@@ -112,6 +112,9 @@ pub struct App {
     pub show_help: bool,
     /// The first help line shown, when help is taller than the screen.
     pub help_scroll: usize,
+    /// The approval a decision was sent for, whose "sent; waiting" notice goes when the
+    /// runtime's answer lands.
+    awaiting: Option<String>,
     /// Help's (lines, lines that fit) as last drawn, for its scroll keys.
     pub help_fit: (usize, usize),
     /// A one-line message for the status bar (a REST error, say); cleared by the next key.
@@ -146,6 +149,7 @@ impl App {
             show_help: false,
             help_scroll: 0,
             help_fit: (0, 0),
+            awaiting: None,
             notice: None,
             user: "spyglass".to_owned(),
             quit: false,
@@ -229,8 +233,26 @@ impl App {
             } => self.model.hydrate(sessions, approvals),
             ClientMsg::RestError(err) => self.notice = Some(err),
         }
+        self.settle_awaited();
         self.after_model_change();
         self.dirty = true;
+    }
+
+    /// A decision that landed clears its "sent; waiting for the runtime" notice.
+    fn settle_awaited(&mut self) {
+        let Some(id) = &self.awaiting else { return };
+        let landed = self
+            .model
+            .approvals
+            .get(id)
+            .is_none_or(|a| a.status != crate::protocol::rest::ApprovalStatus::Pending);
+        if landed {
+            let waiting = format!(" {id} sent; waiting for the runtime");
+            if self.notice.as_ref().is_some_and(|n| n.ends_with(&waiting)) {
+                self.notice = None;
+            }
+            self.awaiting = None;
+        }
     }
 
     /// Every view catches up with the model (selections kept, caches rebuilt). Called for
@@ -437,6 +459,7 @@ impl App {
         self.notice = Some(format!(
             "{verb} {approval_id} sent; waiting for the runtime"
         ));
+        self.awaiting = Some(approval_id.to_owned());
     }
 
     /// An eval rerun goes out over REST in a task; results come back on the stream.

@@ -125,3 +125,80 @@ fn help_scrolls_when_taller_than_the_screen() {
     keys(&mut app, "j");
     assert!(!app.show_help);
 }
+
+#[test]
+fn a_decision_leaves_the_cursor_at_its_place_in_the_pending_list() {
+    let (mut app, _) = ui::app();
+    pending(&mut app, 4);
+    keys(&mut app, "2j");
+    assert_eq!(app.approvals.list.selected.as_deref(), Some("apr_02"));
+    let resolved = json!({"approvalId": "apr_02", "decision": "approved", "by": "ana"});
+    feed(
+        &mut app,
+        &frame("approval.resolved", 50, TS, "ses_1", resolved),
+    );
+    // apr_02 went down to the decided rows; the cursor is on the row now second.
+    assert_eq!(app.approvals.list.selected.as_deref(), Some("apr_03"));
+    let text = screen(&mut app, 120, 16);
+    let selected = text.lines().find(|l| l.contains('›')).unwrap();
+    assert!(selected.contains(r#"{"value":3}"#), "{text}");
+    // The last pending one decided: the cursor goes to the one before it.
+    keys(&mut app, "j");
+    assert_eq!(app.approvals.list.selected.as_deref(), Some("apr_04"));
+    let resolved = json!({"approvalId": "apr_04", "decision": "denied", "by": "ana"});
+    feed(
+        &mut app,
+        &frame("approval.resolved", 51, TS, "ses_1", resolved),
+    );
+    assert_eq!(app.approvals.list.selected.as_deref(), Some("apr_03"));
+    // A decided row selected stays selected when another decision lands.
+    keys(&mut app, "G");
+    let last = app.approvals.list.selected.clone();
+    let resolved = json!({"approvalId": "apr_01", "decision": "approved", "by": "ana"});
+    feed(
+        &mut app,
+        &frame("approval.resolved", 52, TS, "ses_1", resolved),
+    );
+    assert_eq!(app.approvals.list.selected, last);
+}
+
+#[test]
+fn sorting_the_timeline_keeps_the_selected_call() {
+    let (mut app, _) = ui::app();
+    feed(
+        &mut app,
+        &session_created(1, TS, "ses_1", "u", &["asaas"], &json!([])),
+    );
+    for (i, dur) in [(1, 0.5), (2, 3.0), (3, 1.0), (4, 2.0)] {
+        feed(
+            &mut app,
+            &tool_called(
+                i + 1,
+                TS,
+                "ses_1",
+                &format!("call_{i}"),
+                &format!("t/tool_{i}"),
+            )
+            .outcome(json!({"result": {}}))
+            .duration(dur)
+            .build(),
+        );
+    }
+    // Into the timeline, onto the third call (tool_3, 1.0 s).
+    press(&mut app, KeyCode::Enter);
+    keys(&mut app, "l");
+    keys(&mut app, "jj");
+    let selected = |app: &mut App| {
+        let text = screen(app, 140, 20);
+        let line = text.lines().find(|l| l.contains("›t/tool"));
+        let line = line.unwrap_or_else(|| panic!("no selected call: {text}"));
+        line.split('›').nth(1).unwrap()[..8].to_owned()
+    };
+    assert_eq!(selected(&mut app), "t/tool_3");
+    keys(&mut app, "s");
+    let text = screen(&mut app, 140, 20);
+    assert!(text.contains("by duration"), "{text}");
+    assert_eq!(selected(&mut app), "t/tool_3", "{text}");
+    keys(&mut app, "s");
+    assert_eq!(selected(&mut app), "t/tool_3");
+}

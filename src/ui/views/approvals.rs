@@ -65,6 +65,8 @@ pub struct ApprovalsState {
     detail_page: usize,
     /// Display order (ids): pending oldest first, then decided newest first.
     rows: Vec<String>,
+    /// How many of `rows` lead as pending.
+    pending_rows: usize,
     built_rev: Option<u64>,
 }
 
@@ -174,6 +176,14 @@ impl ApprovalsState {
         if self.built_rev == Some(approvals.rev()) {
             return;
         }
+        // Where the selection was among the pending rows: a decision moves its row down to
+        // the decided ones, and the cursor stays at this place in the pending list.
+        let was_pending_at = self
+            .list
+            .selected
+            .as_ref()
+            .and_then(|id| self.rows.iter().position(|r| r == id))
+            .filter(|row| *row < self.pending_rows);
         self.rows.clear();
         self.rows.extend(
             approvals
@@ -189,6 +199,20 @@ impl ApprovalsState {
                 .map(|a| a.id.clone()),
         );
         self.built_rev = Some(approvals.rev());
+        let pending_now = approvals.pending_count();
+        self.pending_rows = pending_now;
+        let decided = self
+            .list
+            .selected
+            .as_ref()
+            .and_then(|id| approvals.get(id))
+            .is_some_and(|a| a.status != ApprovalStatus::Pending);
+        if let Some(row) = was_pending_at
+            && decided
+            && pending_now > 0
+        {
+            self.list.selected = self.rows.get(row.min(pending_now - 1)).cloned();
+        }
         let still_there = self
             .list
             .selected
