@@ -38,20 +38,64 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     app.place(&drawn);
 }
 
+/// The tab titles as they fit in `width`: whole with `│` between, then closer together,
+/// then shortened, then numbers only, so every tab stays on screen and clickable.
+pub fn tab_titles(width: usize, pending: usize) -> (Vec<String>, &'static str) {
+    let count = if pending > 0 {
+        format!(" ({pending})")
+    } else {
+        String::new()
+    };
+    let titles = |name: &dyn Fn(Tab) -> &'static str| -> Vec<String> {
+        Tab::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, tab)| {
+                // The pending count shows from every tab: a held call is waiting on someone.
+                let more = if *tab == Tab::Approvals {
+                    count.as_str()
+                } else {
+                    ""
+                };
+                format!("{} {}{more}", i + 1, name(*tab))
+                    .trim_end()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let short = |tab: Tab| match tab {
+        Tab::Sessions => "Sess",
+        Tab::Approvals => "Appr",
+        Tab::Evals => "Evals",
+        Tab::Events => "Events",
+    };
+    let candidates = [
+        (titles(&|t| t.title()), " │ "),
+        (titles(&|t| t.title()), " "),
+        (titles(&short), " "),
+        (titles(&|_| ""), " "),
+    ];
+    let used = |(titles, sep): &(Vec<String>, &str)| {
+        1 + titles.iter().map(|t| t.chars().count()).sum::<usize>()
+            + sep.chars().count() * (titles.len() - 1)
+    };
+    let last = candidates[3].clone();
+    candidates
+        .into_iter()
+        .find(|c| used(c) <= width)
+        .unwrap_or(last)
+}
+
 /// The tab titles, and where each was drawn.
 fn render_tabs(frame: &mut Frame, area: Rect, app: &App) -> TabHits {
     let mut spans = vec![Span::raw(" ")];
     let mut x = area.x + 1;
     let mut hits = TabHits::default();
-    for (i, tab) in Tab::ALL.iter().enumerate() {
+    let (titles, sep) = tab_titles(usize::from(area.width), app.model.approvals.pending_count());
+    for (i, (tab, title)) in Tab::ALL.iter().zip(titles).enumerate() {
         if i > 0 {
-            spans.push(Span::styled(" │ ", app.theme.muted()));
-            x += 3;
-        }
-        let mut title = format!("{} {}", i + 1, tab.title());
-        // The pending count shows from every tab: a held call is waiting on someone.
-        if *tab == Tab::Approvals && app.model.approvals.pending_count() > 0 {
-            title.push_str(&format!(" ({})", app.model.approvals.pending_count()));
+            spans.push(Span::styled(sep, app.theme.muted()));
+            x += sep.chars().count() as u16;
         }
         let style = if *tab == app.tab {
             app.theme.selection().add_modifier(Modifier::BOLD)

@@ -517,6 +517,57 @@ pub fn fit(text: &str, width: usize) -> String {
     out
 }
 
+/// A table column as [`fit_columns`] sees it: the width its widest value (or header)
+/// wants, the least it may be cut to (with an ellipsis; `min == want` never cuts), and how
+/// much it matters (0 first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Col {
+    pub want: usize,
+    pub min: usize,
+    pub priority: u8,
+}
+
+impl Col {
+    /// A column whose values lose their meaning when cut: shown whole or not at all.
+    pub fn whole(want: usize, priority: u8) -> Self {
+        Self {
+            want,
+            min: want,
+            priority,
+        }
+    }
+}
+
+/// Column widths for a table `width` wide (one space between shown columns): the least
+/// important columns are dropped (`None`) until every shown one gets its `min`; what is
+/// left widens the shown ones toward `want`, most important first. A column never gets
+/// less than its `min`, so a value is shown whole, cut with an ellipsis, or not at all.
+pub fn fit_columns(cols: &[Col], width: usize) -> Vec<Option<usize>> {
+    let mut order: Vec<usize> = (0..cols.len()).collect();
+    order.sort_by_key(|&i| (cols[i].priority, i));
+    let mut shown = vec![false; cols.len()];
+    let mut used = 0usize;
+    for &i in &order {
+        let need = cols[i].min + usize::from(used > 0);
+        if used + need <= width {
+            shown[i] = true;
+            used += need;
+        }
+    }
+    let mut widths: Vec<Option<usize>> = (0..cols.len())
+        .map(|i| shown[i].then_some(cols[i].min))
+        .collect();
+    let mut spare = width.saturating_sub(used);
+    for &i in &order {
+        if let Some(w) = &mut widths[i] {
+            let more = cols[i].want.saturating_sub(*w).min(spare);
+            *w += more;
+            spare -= more;
+        }
+    }
+    widths
+}
+
 /// Words of `text` laid into lines of at most `width` columns; a word longer than a line
 /// is split. Never empty.
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
@@ -657,6 +708,35 @@ mod tests {
         assert_eq!(fmt_age(10_000.0, Some(9_500.0)), "now");
         assert_eq!(fmt_age(200_000.0, Some(10_000.0)), "3m");
         assert_eq!(fmt_age(0.0, None), "-");
+    }
+
+    #[test]
+    fn columns_give_way_by_priority_and_are_never_cut_below_their_minimum() {
+        let cols = [
+            Col {
+                want: 25,
+                min: 13,
+                priority: 0,
+            },
+            Col::whole(9, 1),
+            Col::whole(5, 3),
+            Col::whole(3, 2),
+        ];
+        // Everything fits: every column as wide as it wants.
+        assert_eq!(
+            fit_columns(&cols, 60),
+            [Some(25), Some(9), Some(5), Some(3)]
+        );
+        // Tighter: the id is cut before any column goes.
+        assert_eq!(
+            fit_columns(&cols, 35),
+            [Some(15), Some(9), Some(5), Some(3)]
+        );
+        // Tighter still: the least important column goes, the next stays whole.
+        assert_eq!(fit_columns(&cols, 28), [Some(14), Some(9), None, Some(3)]);
+        // The status no longer fits whole: it goes rather than show `clos`.
+        assert_eq!(fit_columns(&cols, 20), [Some(16), None, None, Some(3)]);
+        assert_eq!(fit_columns(&cols, 0), [None, None, None, None]);
     }
 
     #[test]
