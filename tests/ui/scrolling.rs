@@ -202,3 +202,61 @@ fn sorting_the_timeline_keeps_the_selected_call() {
     keys(&mut app, "s");
     assert_eq!(selected(&mut app), "t/tool_3");
 }
+
+#[test]
+fn narrow_screens_keep_every_tab_and_whole_values() {
+    let (mut app, _) = ui::app();
+    feed(
+        &mut app,
+        &session_created(
+            1,
+            TS,
+            "ses_kOYND1yf5OeCVd4eqPlj",
+            "spyglass-eval",
+            &[],
+            &json!([]),
+        ),
+    );
+    pending(&mut app, 4);
+    for (width, height) in [(40, 12), (50, 12), (80, 24)] {
+        let text = screen(&mut app, width, height);
+        let tabs = text.lines().next().unwrap();
+        for n in ["1", "2", "3", "4"] {
+            assert!(
+                tabs.contains(&format!("{n} ")) || tabs.ends_with(n),
+                "{tabs}"
+            );
+        }
+        assert!(tabs.contains("(4)"), "the pending count stays: {tabs}");
+    }
+    let at_40 = screen(&mut app, 40, 12);
+    assert!(
+        at_40.lines().next().unwrap().contains("4 Events"),
+        "{at_40}"
+    );
+    // At 80x24 a status is never cut, and a cut id says so.
+    let at_80 = screen(&mut app, 80, 24);
+    let row = at_80.lines().find(|l| l.contains("ses_kOYND")).unwrap();
+    assert!(
+        row.contains("active") || row.contains("spyglass-eval"),
+        "{at_80}"
+    );
+    assert!(
+        row.contains("ses_kOYND1yf5OeCVd4eqPlj") || row.contains('…'),
+        "{at_80}"
+    );
+    for cut in ["acti ", "comp ", "clos "] {
+        assert!(!at_80.contains(cut), "{at_80}");
+    }
+    // Clicks land on the shortened tabs too.
+    let tabs = screen(&mut app, 40, 12);
+    let bar = tabs.lines().next().unwrap();
+    let x = bar[..bar.find("4 Events").unwrap()].chars().count();
+    app.on_mouse(crossterm::event::MouseEvent {
+        kind: crossterm::event::MouseEventKind::Down(crossterm::event::MouseButton::Left),
+        column: x as u16,
+        row: 0,
+        modifiers: crossterm::event::KeyModifiers::NONE,
+    });
+    assert_eq!(app.tab, spyglass::ui::Tab::Events, "{bar}");
+}

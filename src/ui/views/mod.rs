@@ -548,6 +548,10 @@ pub fn fit_columns(cols: &[Col], width: usize) -> Vec<Option<usize>> {
     let mut shown = vec![false; cols.len()];
     let mut used = 0usize;
     for &i in &order {
+        // A column with nothing to show (no flaky case, say) takes no room at all.
+        if cols[i].want == 0 {
+            continue;
+        }
         let need = cols[i].min + usize::from(used > 0);
         if used + need <= width {
             shown[i] = true;
