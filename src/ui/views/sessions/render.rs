@@ -218,7 +218,7 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
         visible
             .clone()
             .filter_map(|row| state.list_row(model, row))
-            .map(|s| cell(s))
+            .map(cell)
             .max()
             .unwrap_or(0)
             .max(header.chars().count())
