@@ -248,6 +248,16 @@ fn narrow_screens_keep_every_tab_and_whole_values() {
     for cut in ["acti ", "comp ", "clos "] {
         assert!(!at_80.contains(cut), "{at_80}");
     }
+    // Events at 40 columns: a time whole or not at all, a cut session id says so.
+    keys(&mut app, "4g");
+    let events = screen(&mut app, 40, 12);
+    assert!(
+        events.contains("21:43:31.000") || !events.contains("21:43"),
+        "{events}"
+    );
+    let row = events.lines().find(|l| l.contains("ses_kOYND")).unwrap();
+    assert!(row.contains('…'), "{events}");
+    keys(&mut app, "1");
     // Clicks land on the shortened tabs too.
     let tabs = screen(&mut app, 40, 12);
     let bar = tabs.lines().next().unwrap();
