@@ -258,6 +258,13 @@ fn narrow_screens_keep_every_tab_and_whole_values() {
     let row = events.lines().find(|l| l.contains("ses_kOYND")).unwrap();
     assert!(row.contains('…'), "{events}");
     keys(&mut app, "1");
+    // Approvals at 40 columns: the tool cut with an ellipsis, the countdown whole.
+    keys(&mut app, "2");
+    let approvals = screen(&mut app, 40, 12);
+    let row = approvals.lines().find(|l| l.contains('›')).unwrap();
+    assert!(row.contains("asaas/create") && row.contains('…'), "{approvals}");
+    assert!(row.contains("5m 00s") || row.contains("4m 59s"), "{approvals}");
+    keys(&mut app, "1");
     // Clicks land on the shortened tabs too.
     let tabs = screen(&mut app, 40, 12);
     let bar = tabs.lines().next().unwrap();
