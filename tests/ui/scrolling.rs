@@ -262,8 +262,14 @@ fn narrow_screens_keep_every_tab_and_whole_values() {
     keys(&mut app, "2");
     let approvals = screen(&mut app, 40, 12);
     let row = approvals.lines().find(|l| l.contains('›')).unwrap();
-    assert!(row.contains("asaas/create") && row.contains('…'), "{approvals}");
-    assert!(row.contains("5m 00s") || row.contains("4m 59s"), "{approvals}");
+    assert!(
+        row.contains("asaas/create") && row.contains('…'),
+        "{approvals}"
+    );
+    assert!(
+        row.contains("5m 00s") || row.contains("4m 59s"),
+        "{approvals}"
+    );
     keys(&mut app, "1");
     // Clicks land on the shortened tabs too.
     let tabs = screen(&mut app, 40, 12);

@@ -347,7 +347,7 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
         return;
     }
     let visible = inner.height.saturating_sub(1) as usize;
-    let rows = session.mocks.iter().take(visible).map(|m| {
+    let cells = |m: &crate::model::MockRow| {
         let (mode, consumed) = match m.mode {
             MockMode::Stateful => ("stateful", gauge(m.consumed, m.entries, 6)),
             MockMode::Static => ("static", "—".to_owned()),
@@ -359,31 +359,77 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
         } else {
             ("", Style::default())
         };
+        (mode, consumed, note, style)
+    };
+    // CONSUMED (`2/2 exhausted`) and MODE are shown whole or not at all, the tool cut
+    // with an ellipsis; CALLS, then MODE give way first.
+    let shown_mocks = || session.mocks.iter().take(visible);
+    let widest = |header: &str, cell: &dyn Fn(&crate::model::MockRow) -> usize| {
+        shown_mocks()
+            .map(cell)
+            .max()
+            .unwrap_or(0)
+            .max(header.chars().count())
+    };
+    let tool_want = widest("TOOL", &|m| sanitize(&m.tool).chars().count());
+    let cols = [
+        Col {
+            want: tool_want,
+            min: tool_want.min(14),
+            priority: 0,
+        },
+        Col::whole(widest("MODE", &|m| cells(m).0.len()), 2),
+        Col::whole(
+            widest("CONSUMED", &|m| {
+                let (_, consumed, note, _) = cells(m);
+                consumed.chars().count() + note.chars().count()
+            }),
+            1,
+        ),
+        Col::whole(widest("CALLS", &|m| m.calls.to_string().len()), 3),
+    ];
+    let mut widths = fit_columns(&cols, inner.width as usize);
+    let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
+    if let Some(tool) = &mut widths[0] {
+        *tool += (inner.width as usize + 1).saturating_sub(used);
+    }
+    let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
+        cells
+            .into_iter()
+            .zip(&widths)
+            .filter_map(|(cell, w)| w.map(|_| cell))
+            .collect()
+    };
+    let rows = shown_mocks().map(|m| {
+        let (mode, consumed, note, style) = cells(m);
         let gauge_style = if m.exhausted() {
             theme.error()
         } else {
             theme.bar()
         };
-        Row::new(vec![
-            Cell::from(sanitize(&m.tool).into_owned()),
+        Row::new(keep(vec![
+            Cell::from(fit(&sanitize(&m.tool), widths[0].unwrap_or(0))),
             Cell::from(mode),
             Cell::from(Line::from(vec![
                 Span::styled(consumed, gauge_style),
                 Span::raw(note),
             ])),
             Cell::from(Line::from(m.calls.to_string()).right_aligned()),
-        ])
+        ]))
         .style(style)
     });
-    let header = Row::new(["TOOL", "MODE", "CONSUMED", "CALLS"]).style(theme.muted());
+    let header = Row::new(keep(
+        ["TOOL", "MODE", "CONSUMED", "CALLS"]
+            .map(Cell::from)
+            .to_vec(),
+    ))
+    .style(theme.muted());
     let table = Table::new(
         rows,
-        [
-            Constraint::Min(14),
-            Constraint::Length(8),
-            Constraint::Length(26),
-            Constraint::Length(5),
-        ],
+        widths
+            .iter()
+            .flatten()
+            .map(|w| Constraint::Length(*w as u16)),
     )
     .header(header);
     frame.render_widget(table, inner);
