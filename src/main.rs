@@ -120,6 +120,10 @@ enum Command {
         /// the process). Default: $XDG_DATA_HOME/spyglass/runtime.db.
         #[arg(long, value_name = "PATH|memory")]
         store: Option<String>,
+        /// The inspector's global flags, which serve does not read: declared here, hidden,
+        /// so `serve --help` lists only what serve uses and giving one is refused.
+        #[command(flatten)]
+        unused: ServeIgnores,
     },
     /// Run eval suite files on a runtime and print per-suite and per-case results.
     ///
@@ -164,6 +168,9 @@ enum Command {
         /// Output file.
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
+        /// Overwrite the output file when it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Post other eval tools' results to a runtime as eval results: JUnit XML, promptfoo
     /// results JSON, Inspect AI logs (.json, .eval).
@@ -196,6 +203,33 @@ enum Command {
         #[arg(long, default_value_t = 1.0)]
         speed: f64,
     },
+}
+
+/// Global flags with the same ids, so clap does not add the real ones to `serve`.
+#[derive(clap::Args, Debug, Clone)]
+struct ServeIgnores {
+    #[arg(long, hide = true)]
+    url: Option<String>,
+    #[arg(long, hide = true)]
+    theme: Option<String>,
+    #[arg(long = "no-mouse", hide = true)]
+    no_mouse: bool,
+    #[arg(long = "print-config", hide = true)]
+    print_config: bool,
+}
+
+impl ServeIgnores {
+    /// The first one given, as its flag.
+    fn given(&self) -> Option<&'static str> {
+        [
+            (self.url.is_some(), "--url"),
+            (self.theme.is_some(), "--theme"),
+            (self.no_mouse, "--no-mouse"),
+            (self.print_config, "--print-config"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
 }
 
 impl Command {
@@ -243,7 +277,13 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             max_connections,
             max_connections_per_ip,
             store,
+            unused,
         } => {
+            if let Some(flag) = unused.given() {
+                return Err(RoleError::Usage(format!(
+                    "serve does not read {flag}; `spyglass serve --help` lists what it does"
+                )));
+            }
             start_logging(LogTo::Stderr, true)?;
             let args = ServeArgs {
                 addr,
@@ -296,10 +336,18 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             };
             roles::tail::run(config, format, Sink::Stdout).await
         }
-        Command::Record { output } => {
+        Command::Record { output, force } => {
             let config = resolve(&cli)?;
             start_logging(LogTo::File, false)?;
-            roles::tail::run(config, Format::JsonLines, Sink::File(output)).await
+            roles::tail::run(
+                config,
+                Format::JsonLines,
+                Sink::File {
+                    path: output,
+                    force,
+                },
+            )
+            .await
         }
         Command::Replay { file, speed } => {
             let config = resolve(&cli)?;

@@ -36,6 +36,11 @@ pub enum ClientMsg {
         retry_in: Duration,
         reason: String,
     },
+    /// The runtime refused the stream itself (401/403): retrying with the same key cannot
+    /// help, so the observer has stopped. `rejected_hint` says what to change.
+    Rejected {
+        status: u16,
+    },
     /// A REST re-read of the runtime's state (after `stream.gap`).
     Hydrated {
         sessions: SessionList,
@@ -61,6 +66,24 @@ pub enum ClientError {
     WebSocket(String),
     #[error("bad API key: {0}")]
     Key(String),
+    #[error("{}", rejected_hint(*status))]
+    Rejected { status: u16 },
+    #[error("runtime unreachable after {attempts} attempts: {reason}")]
+    Unreachable { attempts: u32, reason: String },
+}
+
+/// What to do about a runtime refusing the stream with `status` (401 or 403), naming the
+/// flag and the variable that carry the key.
+pub fn rejected_hint(status: u16) -> String {
+    match status {
+        401 => "the runtime refused the stream: 401 unauthorized (no API key or a wrong one); \
+                pass --api-key KEY or set CODESPAR_API_KEY"
+            .to_owned(),
+        403 => "the runtime refused the stream: 403 forbidden (this API key may not watch it); \
+                pass another with --api-key KEY or set CODESPAR_API_KEY"
+            .to_owned(),
+        other => format!("the runtime refused the stream: {other}"),
+    }
 }
 
 /// Requests the UI sends without waiting for them: each runs in its own task and only a

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::error::{Error as WsError, UrlError};
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
@@ -78,6 +79,12 @@ async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMs
                     None => return,
                 }
             }
+            Err(ClientError::Rejected { status }) => {
+                tracing::warn!(status, "runtime refused the stream; not retrying");
+                let _ = tx.send(ClientMsg::Rejected { status }).await;
+                return;
+            }
+            Err(ClientError::WebSocket(cause)) => cause,
             Err(err) => err.to_string(),
         };
         attempt = attempt.saturating_add(1);
@@ -167,11 +174,44 @@ async fn connect(config: &ObserverConfig, since: u64, epoch: &str) -> Result<Ws,
     let dial = tokio_tungstenite::connect_async_with_config(request, Some(caps), true);
     match tokio::time::timeout(Duration::from_secs(10), dial).await {
         Ok(Ok((ws, _))) => Ok(ws),
-        Ok(Err(e)) => Err(ClientError::WebSocket(e.to_string())),
+        Ok(Err(e)) => Err(dial_error(&e, &config.base_url)),
         Err(_) => Err(ClientError::WebSocket(
-            "connect timed out after 10 s".into(),
+            "no answer within 10 s (timed out)".into(),
         )),
     }
+}
+
+/// A failed dial in the words the status bar and `tail` show: the cause first (refused,
+/// DNS, TLS, the runtime's answer), since "IO error: os error 111" tells a user nothing.
+fn dial_error(e: &WsError, base_url: &str) -> ClientError {
+    let host = base_url
+        .split_once("://")
+        .map_or(base_url, |(_, rest)| rest)
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let cause = match e {
+        WsError::Http(response) => {
+            let status = response.status().as_u16();
+            if matches!(status, 401 | 403) {
+                return ClientError::Rejected { status };
+            }
+            format!("the runtime answered {status} to the stream request")
+        }
+        WsError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            format!("connection refused by {host}")
+        }
+        WsError::Io(io) if io.to_string().contains("lookup address") => {
+            format!("DNS: cannot resolve {host}")
+        }
+        WsError::Io(io) => format!("cannot reach {host}: {io}"),
+        WsError::Tls(tls) => format!("TLS: {tls}"),
+        WsError::Url(UrlError::TlsFeatureNotEnabled) => {
+            "TLS: this build dials the stream over ws:// only; use an http:// URL".to_owned()
+        }
+        other => other.to_string(),
+    };
+    ClientError::WebSocket(cause)
 }
 
 /// Reads until the stream drops (returns why) or the UI is gone (returns `None`).

@@ -175,26 +175,53 @@ pub fn json_line(frame: &Frame) -> String {
     mask(&encode(frame)).into_owned()
 }
 
-/// Streams frames from `url` into `out` until the pipe closes, `stop` resolves, or
-/// `count` frames were written. Connection news goes to `status` (stderr), never `out`.
+/// Consecutive failed dials after which `tail` gives up on a runtime it never reached: a
+/// wrong URL or a runtime not started says so within seconds (about 4-8 s of backoff).
+pub const GIVE_UP_NEVER_CONNECTED: u32 = 5;
+/// The same once it had been connected: a runtime restarting gets about two minutes.
+pub const GIVE_UP_AFTER_CONNECTED: u32 = 16;
+
+/// Why a tail stopped short.
+#[derive(Debug, thiserror::Error)]
+pub enum TailError {
+    #[error(transparent)]
+    Client(#[from] super::ClientError),
+    /// The output could not be opened once the stream was up.
+    #[error("{0}")]
+    Open(std::io::Error),
+}
+
+/// Streams frames from `url` into the writer `open` makes until the pipe closes (a write
+/// fails or `hangup` resolves), `stop` resolves, or `count` frames were written. `open`
+/// runs once the stream is connected, so an unreachable runtime leaves no file behind.
+/// Connection news goes to `status` (stderr), never the output. A 401/403 ends it with
+/// `ClientError::Rejected`; a runtime unreachable for `GIVE_UP_*` dials in a row with
+/// `ClientError::Unreachable`.
+#[expect(clippy::too_many_arguments)]
 pub async fn tail<W: Write, S: Write>(
     url: &str,
     api_key: Option<&str>,
     format: Format,
     count: Option<u64>,
-    mut out: W,
+    open: impl FnOnce() -> std::io::Result<W>,
     mut status: S,
     stop: impl std::future::Future<Output = ()>,
-) -> Result<TailEnd, super::ClientError> {
+    hangup: impl std::future::Future<Output = ()>,
+) -> Result<TailEnd, TailError> {
     let rest = RestClient::new(url, api_key)?;
     let (tx, mut rx) = mpsc::channel(1024);
     let observer = spawn_observer(ObserverConfig::new(url, api_key), rest, tx);
     tokio::pin!(stop);
+    tokio::pin!(hangup);
+    let mut open = Some(open);
+    let mut out: Option<W> = None;
+    let mut connected_once = false;
     let mut written = 0u64;
     let end = 'stream: loop {
         let msg = tokio::select! {
             msg = rx.recv() => msg,
             () = &mut stop => break TailEnd::Stopped,
+            () = &mut hangup => break TailEnd::PipeClosed,
         };
         let Some(msg) = msg else {
             break TailEnd::Stopped;
@@ -202,17 +229,48 @@ pub async fn tail<W: Write, S: Write>(
         let frames = match msg {
             ClientMsg::Frames(frames) => frames,
             ClientMsg::Connected => {
+                connected_once = true;
+                if let Some(open) = open.take() {
+                    match open() {
+                        Ok(w) => out = Some(w),
+                        Err(e) => {
+                            observer.abort();
+                            return Err(TailError::Open(e));
+                        }
+                    }
+                }
                 let _ = writeln!(status, "spyglass: connected to {url}");
                 continue;
+            }
+            ClientMsg::Rejected { status: code } => {
+                observer.abort();
+                return Err(super::ClientError::Rejected { status: code }.into());
             }
             ClientMsg::Disconnected {
                 attempt,
                 retry_in,
                 reason,
             } => {
+                let limit = if connected_once {
+                    GIVE_UP_AFTER_CONNECTED
+                } else {
+                    GIVE_UP_NEVER_CONNECTED
+                };
+                if attempt >= limit {
+                    observer.abort();
+                    if let Some(out) = out.as_mut() {
+                        let _ = out.flush();
+                    }
+                    let reason = sanitize(&reason).into_owned();
+                    return Err(super::ClientError::Unreachable {
+                        attempts: attempt,
+                        reason,
+                    }
+                    .into());
+                }
                 let _ = writeln!(
                     status,
-                    "spyglass: {}; retrying in {:.1} s (attempt {attempt})",
+                    "spyglass: {}; retrying in {:.1} s (attempt {attempt} of {limit})",
                     sanitize(&reason),
                     retry_in.as_secs_f64()
                 );
@@ -232,6 +290,8 @@ pub async fn tail<W: Write, S: Write>(
             }
             ClientMsg::Connecting { .. } | ClientMsg::Hydrated { .. } => continue,
         };
+        // Frames only come on a connected stream, so the output is open.
+        let Some(out) = out.as_mut() else { continue };
         for frame in &frames {
             let line = match format {
                 Format::Readable => readable(frame),
@@ -254,8 +314,39 @@ pub async fn tail<W: Write, S: Write>(
         }
     };
     observer.abort();
-    let _ = out.flush();
+    if let Some(mut out) = out {
+        let _ = out.flush();
+    }
     Ok(end)
+}
+
+/// Resolves when stdout is a pipe whose reader has gone (`| head -2` done), so a tail
+/// waiting for the next event ends at once instead of at its next write. Never resolves
+/// for a terminal or a file, whose writes tell soon enough.
+pub async fn stdout_hangup() {
+    use std::os::fd::AsFd;
+    use tokio::io::Interest;
+    use tokio::io::unix::AsyncFd;
+    // A duplicate the watcher owns, so the descriptor it registers outlives it: the I/O
+    // safety `with_interest` was deprecated over (its replacement is `unsafe`).
+    let Ok(owned) = std::io::stdout().as_fd().try_clone_to_owned() else {
+        return std::future::pending().await;
+    };
+    // epoll refuses regular files; then only a failed write ends the stream.
+    #[expect(
+        deprecated,
+        reason = "the fd is owned by the AsyncFd, so it is I/O safe"
+    )]
+    let Ok(fd) = AsyncFd::with_interest(owned, Interest::ERROR) else {
+        return std::future::pending().await;
+    };
+    loop {
+        match fd.ready(Interest::ERROR).await {
+            Ok(guard) if guard.ready().is_error() => return,
+            Ok(mut guard) => guard.clear_ready(),
+            Err(_) => return std::future::pending().await,
+        }
+    }
 }
 
 /// How a failed write ends the stream: a closed pipe is the reader leaving, quietly;

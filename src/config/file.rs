@@ -178,6 +178,19 @@ impl Config {
                 return Err(bad("keys", &value, "expected a table: [keys]"));
             };
             config.keys = read_keys(path, table, &bad)?;
+            let mut map = super::keys::KeyMap::default();
+            for (action, keys) in &config.keys {
+                map.bind(*action, keys.clone());
+            }
+            if let Some(c) = map.first_conflict() {
+                return Err(ConfigError::KeyConflict {
+                    path: path.to_path_buf(),
+                    key: c.key,
+                    first: c.first.name(),
+                    second: c.second.name(),
+                    place: c.place,
+                });
+            }
         }
         Ok(config)
     }

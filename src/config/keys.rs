@@ -312,6 +312,29 @@ impl KeyMap {
         self.keys(action).first().map(|(c, m)| format_key(*c, *m))
     }
 
+    /// The first key two actions share where both can be asked for at once (on one tab, or
+    /// both in the approve/deny prompt): the more specific one would silently shadow the
+    /// other. A prompt key may repeat a tab key (`y` confirms there and copies elsewhere):
+    /// the prompt is modal.
+    pub fn first_conflict(&self) -> Option<KeyConflict> {
+        for (i, (first, first_keys)) in self.bindings.iter().enumerate() {
+            for (second, second_keys) in &self.bindings[i + 1..] {
+                let Some(key) = first_keys.iter().find(|k| second_keys.contains(k)) else {
+                    continue;
+                };
+                if let Some(place) = shared_place(*first, *second) {
+                    return Some(KeyConflict {
+                        key: format_key(key.0, key.1),
+                        first: *first,
+                        second: *second,
+                        place,
+                    });
+                }
+            }
+        }
+        None
+    }
+
     /// (keys, description) for every action, for the help overlay.
     pub fn help_lines(&self) -> Vec<(String, &'static str)> {
         Action::ALL
@@ -319,6 +342,50 @@ impl KeyMap {
             .map(|a| (self.describe(a), a.description()))
             .collect()
     }
+}
+
+/// Two actions bound to one key where both apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyConflict {
+    pub key: String,
+    pub first: Action,
+    pub second: Action,
+    /// Where both apply: "everywhere", "on the Approvals tab", "in the approve/deny prompt".
+    pub place: &'static str,
+}
+
+/// Where two actions can both be asked for, if anywhere: the scopes active together are a
+/// tab's own, the lists' and the global ones; the prompt's stand alone.
+fn shared_place(a: Action, b: Action) -> Option<&'static str> {
+    let together: [(&[Scope], &'static str); 5] = [
+        (
+            &[Scope::Global, Scope::List, Scope::Sessions],
+            "on the Sessions tab",
+        ),
+        (
+            &[Scope::Global, Scope::List, Scope::Approvals],
+            "on the Approvals tab",
+        ),
+        (
+            &[Scope::Global, Scope::List, Scope::Evals],
+            "on the Evals tab",
+        ),
+        (
+            &[Scope::Global, Scope::List, Scope::Events],
+            "on the Events tab",
+        ),
+        (&[Scope::Prompt], "in the approve/deny prompt"),
+    ];
+    let active = |action: Action, scopes: &[Scope]| scopes.iter().any(|s| action.applies_in(*s));
+    let both = |scopes: &[Scope]| active(a, scopes) && active(b, scopes);
+    let lists = [Scope::Global, Scope::List];
+    if both(&lists) {
+        return Some("everywhere");
+    }
+    together
+        .into_iter()
+        .find(|(scopes, _)| both(scopes))
+        .map(|(_, place)| place)
 }
 
 /// Make a key press comparable with a binding. Terminals disagree on whether `Q` or `?`
@@ -675,6 +742,44 @@ mod tests {
         map.bind(Action::RerunCase, vec![parse_key("x").unwrap()]);
         assert_eq!(at(&map, &evals, 'x'), Some(Action::RerunCase));
         assert_eq!(at(&map, &evals, 'r'), None);
+    }
+
+    #[test]
+    fn the_default_keys_do_not_conflict() {
+        assert_eq!(KeyMap::default().first_conflict(), None);
+    }
+
+    #[test]
+    fn a_key_two_actions_share_where_both_apply_is_a_conflict() {
+        let mut map = KeyMap::default();
+        map.bind(Action::Approve, vec![parse_key("y").unwrap()]);
+        let conflict = map.first_conflict().unwrap();
+        assert_eq!(
+            (conflict.key.as_str(), conflict.first, conflict.second),
+            ("y", Action::Copy, Action::Approve)
+        );
+        assert_eq!(conflict.place, "on the Approvals tab");
+
+        let mut map = KeyMap::default();
+        map.bind(Action::Help, vec![parse_key("j").unwrap()]);
+        assert_eq!(map.first_conflict().unwrap().place, "everywhere");
+
+        let mut map = KeyMap::default();
+        map.bind(Action::Note, vec![parse_key("y").unwrap()]);
+        assert_eq!(
+            map.first_conflict().unwrap().place,
+            "in the approve/deny prompt"
+        );
+    }
+
+    #[test]
+    fn one_key_on_different_tabs_or_in_the_prompt_is_not_a_conflict() {
+        let mut map = KeyMap::default();
+        // `f` follows on Events; rerunning a case on Evals with it is fine.
+        map.bind(Action::RerunCase, vec![parse_key("f").unwrap()]);
+        // The prompt is modal: `a` there does not shadow approve.
+        map.bind(Action::Note, vec![parse_key("a").unwrap()]);
+        assert_eq!(map.first_conflict(), None);
     }
 
     #[test]

@@ -44,6 +44,17 @@ pub enum ConfigError {
         value: String,
         expected: String,
     },
+    #[error(
+        "config file {path}: [keys] binds `{key}` to both `{first}` and `{second}`, and both \
+         apply {place}; give one of them another key"
+    )]
+    KeyConflict {
+        path: PathBuf,
+        key: String,
+        first: &'static str,
+        second: &'static str,
+        place: &'static str,
+    },
     #[error("bad key {value:?}: {reason}")]
     BadKey { value: String, reason: String },
     #[error("{0}")]

@@ -117,8 +117,13 @@ impl RoleError {
 
 fn client_code(err: &ClientError) -> u8 {
     match err {
-        ClientError::Url(_) | ClientError::Key(_) | ClientError::Api { .. } => EXIT_USAGE,
-        ClientError::Http(_) | ClientError::WebSocket(_) => EXIT_UNREACHABLE,
+        ClientError::Url(_)
+        | ClientError::Key(_)
+        | ClientError::Api { .. }
+        | ClientError::Rejected { .. } => EXIT_USAGE,
+        ClientError::Http(_) | ClientError::WebSocket(_) | ClientError::Unreachable { .. } => {
+            EXIT_UNREACHABLE
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! names, as lines on stdout or JSON lines in a file, until Ctrl-C or a closed pipe.
 
 use super::RoleError;
-use crate::client::tail::{Format, tail};
+use crate::client::tail::{Format, TailError, stdout_hangup, tail};
 use crate::config::Resolved;
 use std::path::PathBuf;
 
@@ -10,8 +10,12 @@ use std::path::PathBuf;
 #[derive(Debug, Clone)]
 pub enum Sink {
     Stdout,
-    /// `record -o FILE`, created (or truncated) before anything is read.
-    File(PathBuf),
+    /// `record -o FILE`: created once the stream is connected, so an unreachable runtime
+    /// leaves an existing file as it was. An existing file is refused unless `force`.
+    File {
+        path: PathBuf,
+        force: bool,
+    },
 }
 
 pub async fn run(config: Resolved, format: Format, sink: Sink) -> Result<(), RoleError> {
@@ -28,23 +32,73 @@ pub async fn run(config: Resolved, format: Format, sink: Sink) -> Result<(), Rol
         }
     };
     let stderr = std::io::stderr();
-    match sink {
+    let ended = match sink {
         Sink::Stdout => {
-            let out = std::io::BufWriter::new(std::io::stdout().lock());
-            tail(&url, key.as_deref(), format, None, out, stderr, stop).await?;
+            let open = || Ok(std::io::BufWriter::new(std::io::stdout().lock()));
+            tail(
+                &url,
+                key.as_deref(),
+                format,
+                None,
+                open,
+                stderr,
+                stop,
+                stdout_hangup(),
+            )
+            .await
+            .map_err(|err| (err, PathBuf::from("stdout")))
         }
-        Sink::File(path) => {
-            let file = std::fs::File::create(&path).map_err(|source| RoleError::Output {
-                path: path.clone(),
-                source,
-            })?;
+        Sink::File { path, force } => {
+            if !force && path.exists() {
+                return Err(RoleError::Usage(format!(
+                    "{} exists; pass --force to overwrite it",
+                    path.display()
+                )));
+            }
+            // A missing directory is bad usage now, not after the runtime answers.
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+                && !dir.is_dir()
+            {
+                return Err(RoleError::Output {
+                    path: path.clone(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!("no directory {}", dir.display()),
+                    ),
+                });
+            }
             eprintln!(
-                "spyglass record: writing {} from {url}; Ctrl-C stops",
+                "spyglass record: writing {} from {url} once connected; Ctrl-C stops",
                 path.display()
             );
-            let out = std::io::BufWriter::new(file);
-            tail(&url, key.as_deref(), format, None, out, stderr, stop).await?;
+            let open = || {
+                let mut options = std::fs::OpenOptions::new();
+                options.write(true);
+                if force {
+                    options.create(true).truncate(true);
+                } else {
+                    // It did not exist a moment ago: never clobber one made since.
+                    options.create_new(true);
+                }
+                options.open(&path).map(std::io::BufWriter::new)
+            };
+            tail(
+                &url,
+                key.as_deref(),
+                format,
+                None,
+                open,
+                stderr,
+                stop,
+                std::future::pending(),
+            )
+            .await
+            .map_err(|err| (err, path.clone()))
         }
+    };
+    match ended {
+        Ok(_) => Ok(()),
+        Err((TailError::Client(err), _)) => Err(RoleError::Client(err)),
+        Err((TailError::Open(source), path)) => Err(RoleError::Output { path, source }),
     }
-    Ok(())
 }

@@ -31,6 +31,12 @@ pub enum Conn {
     Reconnecting {
         attempt: u32,
         retry_at: Instant,
+        /// Why the last try failed (refused, DNS, TLS, the stream dropped).
+        cause: String,
+    },
+    /// The runtime refused the stream (401/403); nothing is retried until the key changes.
+    Rejected {
+        status: u16,
     },
     /// No stream at all (replay, or the client task has ended).
     Offline,
@@ -104,6 +110,13 @@ pub struct App {
     pub evals: EvalsState,
     pub events: EventsState,
     pub show_help: bool,
+    /// The first help line shown, when help is taller than the screen.
+    pub help_scroll: usize,
+    /// The approval a decision was sent for, whose "sent; waiting" notice goes when the
+    /// runtime's answer lands.
+    awaiting: Option<String>,
+    /// Help's (lines, lines that fit) as last drawn, for its scroll keys.
+    pub help_fit: (usize, usize),
     /// A one-line message for the status bar (a REST error, say); cleared by the next key.
     pub notice: Option<String>,
     /// Who decisions are sent as (`by` in the request body).
@@ -134,6 +147,9 @@ impl App {
             evals: EvalsState::default(),
             events: EventsState::default(),
             show_help: false,
+            help_scroll: 0,
+            help_fit: (0, 0),
+            awaiting: None,
             notice: None,
             user: "spyglass".to_owned(),
             quit: false,
@@ -200,21 +216,43 @@ impl App {
                 self.model.note_parse_error();
             }
             ClientMsg::Disconnected {
-                attempt, retry_in, ..
+                attempt,
+                retry_in,
+                reason,
             } => {
                 self.conn = Conn::Reconnecting {
                     attempt,
                     retry_at: now + retry_in,
+                    cause: reason,
                 }
             }
+            ClientMsg::Rejected { status } => self.conn = Conn::Rejected { status },
             ClientMsg::Hydrated {
                 sessions,
                 approvals,
             } => self.model.hydrate(sessions, approvals),
             ClientMsg::RestError(err) => self.notice = Some(err),
         }
+        self.settle_awaited();
         self.after_model_change();
         self.dirty = true;
+    }
+
+    /// A decision that landed clears its "sent; waiting for the runtime" notice.
+    fn settle_awaited(&mut self) {
+        let Some(id) = &self.awaiting else { return };
+        let landed = self
+            .model
+            .approvals
+            .get(id)
+            .is_none_or(|a| a.status != crate::protocol::rest::ApprovalStatus::Pending);
+        if landed {
+            let waiting = format!(" {id} sent; waiting for the runtime");
+            if self.notice.as_ref().is_some_and(|n| n.ends_with(&waiting)) {
+                self.notice = None;
+            }
+            self.awaiting = None;
+        }
     }
 
     /// Every view catches up with the model (selections kept, caches rebuilt). Called for
@@ -280,7 +318,10 @@ impl App {
 
     /// The client task is gone: no more frames will come.
     pub fn on_client_closed(&mut self) {
-        self.conn = Conn::Offline;
+        // A refusal says more than "offline": it stays, naming the fix.
+        if !matches!(self.conn, Conn::Rejected { .. }) {
+            self.conn = Conn::Offline;
+        }
         self.dirty = true;
     }
 
@@ -304,11 +345,20 @@ impl App {
         self.dirty = true;
         self.notice = None;
         if self.show_help {
-            // Any key closes help; the quit keys still quit.
+            // Any key closes help; the quit keys still quit, and the scroll keys scroll
+            // it while it is taller than the screen.
             if self.keymap.matches(Action::Quit, &key) {
                 self.quit = true;
             }
+            let (lines, page) = self.help_fit;
+            if lines > page
+                && let Some(action) = self.keymap.lookup(&[Scope::List], &key)
+                && crate::ui::views::scroll_pane(&mut self.help_scroll, lines, page, action)
+            {
+                return;
+            }
             self.show_help = false;
+            self.help_scroll = 0;
             return;
         }
         // A text field or a prompt takes keys before the keymap does.
@@ -409,6 +459,7 @@ impl App {
         self.notice = Some(format!(
             "{verb} {approval_id} sent; waiting for the runtime"
         ));
+        self.awaiting = Some(approval_id.to_owned());
     }
 
     /// An eval rerun goes out over REST in a task; results come back on the stream.

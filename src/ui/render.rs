@@ -32,10 +32,58 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     let drawn = app.view().render(frame, body, &app.cx());
     render_status(frame, status, app);
     if app.show_help {
-        render_help(frame, body, app);
+        app.help_fit = render_help(frame, body, app);
     }
     app.tab_hits = hits;
     app.place(&drawn);
+}
+
+/// The tab titles as they fit in `width`: whole with `│` between, then closer together,
+/// then shortened, then numbers only, so every tab stays on screen and clickable.
+pub fn tab_titles(width: usize, pending: usize) -> (Vec<String>, &'static str) {
+    let count = if pending > 0 {
+        format!(" ({pending})")
+    } else {
+        String::new()
+    };
+    let titles = |name: &dyn Fn(Tab) -> &'static str| -> Vec<String> {
+        Tab::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, tab)| {
+                // The pending count shows from every tab: a held call is waiting on someone.
+                let more = if *tab == Tab::Approvals {
+                    count.as_str()
+                } else {
+                    ""
+                };
+                format!("{} {}{more}", i + 1, name(*tab))
+                    .trim_end()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let short = |tab: Tab| match tab {
+        Tab::Sessions => "Sess",
+        Tab::Approvals => "Appr",
+        Tab::Evals => "Evals",
+        Tab::Events => "Events",
+    };
+    let candidates = [
+        (titles(&|t| t.title()), " │ "),
+        (titles(&|t| t.title()), " "),
+        (titles(&short), " "),
+        (titles(&|_| ""), " "),
+    ];
+    let used = |(titles, sep): &(Vec<String>, &str)| {
+        1 + titles.iter().map(|t| t.chars().count()).sum::<usize>()
+            + sep.chars().count() * (titles.len() - 1)
+    };
+    let last = candidates[3].clone();
+    candidates
+        .into_iter()
+        .find(|c| used(c) <= width)
+        .unwrap_or(last)
 }
 
 /// The tab titles, and where each was drawn.
@@ -43,15 +91,11 @@ fn render_tabs(frame: &mut Frame, area: Rect, app: &App) -> TabHits {
     let mut spans = vec![Span::raw(" ")];
     let mut x = area.x + 1;
     let mut hits = TabHits::default();
-    for (i, tab) in Tab::ALL.iter().enumerate() {
+    let (titles, sep) = tab_titles(usize::from(area.width), app.model.approvals.pending_count());
+    for (i, (tab, title)) in Tab::ALL.iter().zip(titles).enumerate() {
         if i > 0 {
-            spans.push(Span::styled(" │ ", app.theme.muted()));
-            x += 3;
-        }
-        let mut title = format!("{} {}", i + 1, tab.title());
-        // The pending count shows from every tab: a held call is waiting on someone.
-        if *tab == Tab::Approvals && app.model.approvals.pending_count() > 0 {
-            title.push_str(&format!(" ({})", app.model.approvals.pending_count()));
+            spans.push(Span::styled(sep, app.theme.muted()));
+            x += sep.chars().count() as u16;
         }
         let style = if *tab == app.tab {
             app.theme.selection().add_modifier(Modifier::BOLD)
@@ -85,14 +129,30 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         Conn::Connecting { attempt } => {
             Span::styled(format!("◌ connecting (attempt {attempt})"), theme.warn())
         }
-        Conn::Reconnecting { attempt, retry_at } => {
+        Conn::Reconnecting {
+            attempt,
+            retry_at,
+            cause,
+        } => {
             let left = retry_at.saturating_duration_since(app.clock.now());
             Span::styled(
                 format!(
-                    "◌ reconnecting in {} s (attempt {attempt})",
+                    "◌ {}; reconnecting in {} s (attempt {attempt})",
+                    shown(cause),
                     left.as_secs_f64().ceil() as u64
                 ),
                 theme.warn(),
+            )
+        }
+        Conn::Rejected { status } => {
+            let what = if *status == 403 {
+                "403 forbidden"
+            } else {
+                "401 unauthorized"
+            };
+            Span::styled(
+                format!("✕ {what}: pass --api-key KEY or set CODESPAR_API_KEY"),
+                theme.error(),
             )
         }
         Conn::Offline => Span::styled("○ offline", theme.error()),
@@ -175,8 +235,9 @@ fn source_spans(app: &App) -> Vec<Span<'static>> {
 }
 
 /// Help is the keymap itself: the global keys and the tab in view's, grouped by where each
-/// applies, two columns when tall.
-fn render_help(frame: &mut Frame, area: Rect, app: &App) {
+/// applies, two columns when tall, scrolled from `app.help_scroll` when taller still.
+/// Returns (rows, rows that fit) for the scroll keys.
+fn render_help(frame: &mut Frame, area: Rect, app: &App) -> (usize, usize) {
     let theme = &app.theme;
     let mut lines = vec![];
     for &scope in app.tab.help_scopes() {
@@ -226,20 +287,46 @@ fn render_help(frame: &mut Frame, area: Rect, app: &App) {
         width,
         height,
     };
+    let page = usize::from(height.saturating_sub(2));
+    let scroll = app.help_scroll.min(rows.saturating_sub(page));
     frame.render_widget(Clear, popup);
+    let title = if rows > page {
+        format!(
+            " Keys · {} scroll · any other key closes ",
+            crate::ui::views::scroll_hint(&app.keymap).trim_end_matches(" scroll")
+        )
+    } else {
+        " Keys · any key closes ".to_owned()
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.accent())
-        .title(Span::styled(" Keys · any key closes ", theme.title()));
+        .title(Span::styled(title, theme.title()));
     let inner = block.inner(popup);
     frame.render_widget(block, popup);
+    let shown = |lines: Vec<Line<'static>>| Paragraph::new(lines).scroll((scroll as u16, 0));
     if two {
         let right = lines.split_off(rows);
         let [l, r] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
             .areas(inner);
-        frame.render_widget(Paragraph::new(lines), l);
-        frame.render_widget(Paragraph::new(right), r);
+        frame.render_widget(shown(lines), l);
+        frame.render_widget(shown(right), r);
     } else {
-        frame.render_widget(Paragraph::new(lines), inner);
+        frame.render_widget(shown(lines), inner);
     }
+    let below = rows.saturating_sub(scroll + page);
+    if let Some(text) =
+        crate::ui::views::scroll_marker(scroll, below, usize::from(width.saturating_sub(4)))
+        && popup.height >= 2
+    {
+        let w = text.chars().count() as u16;
+        let at = Rect {
+            x: popup.x + popup.width - 2 - w,
+            y: popup.y + popup.height - 1,
+            width: w,
+            height: 1,
+        };
+        frame.render_widget(Paragraph::new(Span::styled(text, theme.muted())), at);
+    }
+    (rows, page)
 }

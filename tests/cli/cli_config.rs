@@ -207,3 +207,45 @@ fn a_broken_config_file_exits_two_before_any_role_starts() {
         assert!(stderr.contains("`history.events`"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn a_key_bound_over_another_action_is_refused_naming_both() {
+    let home = tempfile::tempdir().unwrap();
+    write_config(home.path(), "[keys]\napprove = \"y\"\n");
+    let out = spyglass(home.path(), &["--print-config"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("binds `y` to both `copy` and `approve`")
+            && stderr.contains("on the Approvals tab")
+            && stderr.contains("config.toml"),
+        "{stderr}"
+    );
+    // The same key on two tabs, or in the modal prompt, is fine.
+    write_config(home.path(), "[keys]\nrerun_case = \"f\"\nnote = \"a\"\n");
+    assert!(spyglass(home.path(), &["--print-config"]).status.success());
+}
+
+#[test]
+fn serve_help_lists_only_what_serve_reads() {
+    let home = tempfile::tempdir().unwrap();
+    let out = spyglass(home.path(), &["serve", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for used in ["--addr", "--policy", "--api-key", "--store", "--test-mode"] {
+        assert!(help.contains(used), "{used} missing:\n{help}");
+    }
+    for unused in ["--url", "--theme", "--no-mouse", "--print-config"] {
+        assert!(!help.contains(unused), "{unused} listed:\n{help}");
+    }
+    let out = spyglass(
+        home.path(),
+        &["serve", "--theme", "light", "--addr", "127.0.0.1:0"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("serve does not read --theme"), "{stderr}");
+    // The other subcommands still take the global flags.
+    let tail = spyglass(home.path(), &["tail", "--help"]);
+    assert!(String::from_utf8_lossy(&tail.stdout).contains("--url"));
+}

@@ -169,3 +169,176 @@ fn tail_with_a_malformed_url_exits_two_naming_it() {
         "{stderr}"
     );
 }
+
+/// A port nothing listens on (bound, then let go).
+fn closed_port_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_refused_for_its_key_exits_two_naming_the_fix() {
+    let rt = crate::support::runtime::server(spyglass::runtime::RuntimeConfig {
+        api_keys: vec!["csk_right".to_owned()],
+        ..crate::support::runtime::test_config()
+    })
+    .await;
+    for extra in [&[][..], &["--api-key", "csk_wrong"][..]] {
+        let mut args = vec!["tail", "--url"];
+        let url = rt.url();
+        args.push(&url);
+        args.extend(extra);
+        let child = spyglass(&args).stdout(Stdio::null()).spawn().unwrap();
+        let out = tokio::task::spawn_blocking(move || {
+            let mut child = child;
+            let status = wait_exit(&mut child, Duration::from_secs(10));
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+            (status, stderr)
+        })
+        .await
+        .unwrap();
+        assert_eq!(out.0.code(), Some(2), "{extra:?}: {}", out.1);
+        assert!(out.1.contains("401 unauthorized"), "{}", out.1);
+        assert!(
+            out.1.contains("--api-key") && out.1.contains("CODESPAR_API_KEY"),
+            "{}",
+            out.1
+        );
+        assert!(
+            !out.1.contains("csk_wrong"),
+            "the key is never echoed: {}",
+            out.1
+        );
+    }
+    rt.shutdown().await;
+}
+
+#[test]
+fn tail_gives_up_on_an_unreachable_runtime_with_exit_three() {
+    let url = closed_port_url();
+    let started = std::time::Instant::now();
+    let mut child = spyglass(&["tail", "--url", &url])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = wait_exit(&mut child, Duration::from_secs(30));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("connection refused by 127.0.0.1"),
+        "the cause is named: {stderr}"
+    );
+    assert!(stderr.contains("unreachable after 5 attempts"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn record_refuses_to_overwrite_a_file_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    std::fs::write(&path, "precious\n").unwrap();
+    let out = spyglass(&[
+        "record",
+        "-o",
+        path.to_str().unwrap(),
+        "--url",
+        "http://127.0.0.1:9",
+    ])
+    .stdout(Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("exists") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "precious\n");
+}
+
+#[test]
+fn record_leaves_the_file_alone_when_the_runtime_is_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    std::fs::write(&path, "precious\n").unwrap();
+    let fresh = dir.path().join("new.jsonl");
+    let url = closed_port_url();
+    for (file, force) in [(&path, true), (&fresh, false)] {
+        let mut args = vec!["record", "-o", file.to_str().unwrap(), "--url", &url];
+        if force {
+            args.push("--force");
+        }
+        let mut child = spyglass(&args).stdout(Stdio::null()).spawn().unwrap();
+        assert_eq!(
+            wait_exit(&mut child, Duration::from_secs(30)).code(),
+            Some(3)
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "precious\n");
+    assert!(
+        !fresh.exists(),
+        "nothing is created before the stream connects"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_with_force_overwrites_once_connected() {
+    let rt = test_server().await;
+    session_with_calls(&rt.url(), 1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    std::fs::write(&path, "old line\nold line\nold line\n").unwrap();
+    let mut child = spyglass(&[
+        "record",
+        "-o",
+        path.to_str().unwrap(),
+        "--force",
+        "--url",
+        &rt.url(),
+    ])
+    .stdout(Stdio::null())
+    .spawn()
+    .unwrap();
+    wait_for_lines(&path, 2).await;
+    interrupt(&child);
+    assert!(wait_exit(&mut child, Duration::from_secs(10)).success());
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("old line"), "{text}");
+    assert_eq!(text.lines().count(), 2, "{text}");
+    rt.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_exits_promptly_when_the_reader_leaves_with_no_event_coming() {
+    for json in [true, false] {
+        let rt = test_server().await;
+        session_with_calls(&rt.url(), 2).await;
+        let url = rt.url();
+        let mut args = vec!["tail", "--url", &url];
+        if json {
+            args.push("--json");
+        }
+        let mut child = spyglass(&args).stdout(Stdio::piped()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        // Like `| head -2`: two lines read, then the read end closes. No more events come.
+        let read = tokio::task::spawn_blocking(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            (0..2)
+                .map(|_| lines.next().unwrap().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap();
+        assert_eq!(read.len(), 2);
+        let status =
+            tokio::task::spawn_blocking(move || wait_exit(&mut child, Duration::from_secs(3)))
+                .await
+                .unwrap();
+        assert!(status.success(), "json={json}: {status:?}");
+        rt.shutdown().await;
+    }
+}

@@ -92,6 +92,10 @@ async fn approve_from_the_app_replays_and_a_second_decision_is_a_409() {
     .await;
     assert!(text.contains("approved"), "{text}");
     assert!(
+        !text.contains("sent; waiting for the runtime"),
+        "the decision landed, so the notice went: {text}"
+    );
+    assert!(
         !text.contains("2 Approvals ("),
         "nothing pending any more: {text}"
     );

@@ -54,8 +54,9 @@ async fn recording() -> String {
         None,
         Format::JsonLines,
         Some(last_seq),
-        &mut out,
+        || Ok(&mut out),
         std::io::sink(),
+        std::future::pending(),
         std::future::pending(),
     )
     .await

@@ -500,11 +500,12 @@ async fn a_recording_keeps_the_reset_and_its_replay_clears_there() {
                 None,
                 spyglass::client::tail::Format::JsonLines,
                 Some(5),
-                &mut out,
+                || Ok(&mut out),
                 std::io::sink(),
                 async {
                     let _ = done_rx.await;
                 },
+                std::future::pending(),
             )
             .await
             .unwrap();

@@ -228,3 +228,50 @@ async fn a_burst_arrives_whole_and_in_order_however_it_is_batched() {
     );
     handle.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_closed_port_is_named_as_refused_in_the_reason() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let url = format!("http://{addr}");
+    let (tx, mut rx) = mpsc::channel(64);
+    let rest = RestClient::new(&url, None).unwrap();
+    let task = spawn_observer(ObserverConfig::new(&url, None), rest, tx);
+    loop {
+        if let ClientMsg::Disconnected { reason, .. } = next(&mut rx).await {
+            assert_eq!(reason, format!("connection refused by {addr}"));
+            break;
+        }
+    }
+    task.abort();
+}
+
+#[tokio::test]
+async fn a_runtime_refusing_the_key_is_not_retried() {
+    for (given, status) in [(None, 401), (Some("csk_wrong"), 401)] {
+        let rt = crate::support::runtime::server(spyglass::runtime::RuntimeConfig {
+            api_keys: vec!["csk_right".to_owned()],
+            ..crate::support::runtime::test_config()
+        })
+        .await;
+        let url = rt.url();
+        let (tx, mut rx) = mpsc::channel(64);
+        let rest = RestClient::new(&url, given).unwrap();
+        let _task = spawn_observer(ObserverConfig::new(&url, given), rest, tx);
+        let mut seen = vec![];
+        // The task ends after the refusal: the channel closes instead of a redial.
+        while let Ok(Some(msg)) = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+            seen.push(format!("{msg:?}"));
+        }
+        assert_eq!(
+            seen,
+            [
+                "Connecting { attempt: 0 }".to_owned(),
+                format!("Rejected {{ status: {status} }}")
+            ],
+            "key {given:?}"
+        );
+        rt.shutdown().await;
+    }
+}

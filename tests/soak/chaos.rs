@@ -319,6 +319,9 @@ async fn run_chaos(
                         seen.disconnected.fetch_add(1, Ordering::SeqCst);
                     }
                     ClientMsg::RestError(err) => eprintln!("chaos: rest error: {err}"),
+                    ClientMsg::Rejected { status } => {
+                        panic!("the keyless runtime refused: {status}")
+                    }
                     ClientMsg::Connecting { .. } => {}
                 }
                 seen.last_seq

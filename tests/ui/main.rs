@@ -8,5 +8,6 @@ mod approvals_view;
 mod clean_output_tui;
 mod evals_view;
 mod events_view;
+mod scrolling;
 mod sessions_view;
 mod timeline_order;

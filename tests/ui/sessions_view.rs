@@ -256,6 +256,39 @@ fn disconnected() {
 }
 
 #[test]
+fn a_refused_dial_says_why_in_the_status_bar() {
+    let (mut app, _) = app();
+    app.on_client(ClientMsg::Disconnected {
+        attempt: 5,
+        retry_in: Duration::from_secs(3),
+        reason: "connection refused by 127.0.0.1:8000".into(),
+    });
+    let text = screen(&mut app, 120, 12);
+    let bar = text.lines().last().unwrap();
+    assert!(
+        bar.starts_with(" ◌ connection refused by 127.0.0.1:8000; reconnecting in 3 s (attempt 5)"),
+        "{bar}"
+    );
+}
+
+#[test]
+fn a_rejected_key_stops_and_names_the_fix() {
+    let (mut app, _) = app();
+    app.on_client(ClientMsg::Rejected { status: 401 });
+    // The observer ends after a refusal; the bar keeps the reason, not "offline".
+    app.on_client_closed();
+    assert_eq!(app.conn, Conn::Rejected { status: 401 });
+    let text = screen(&mut app, 120, 12);
+    let bar = text.lines().last().unwrap();
+    assert!(
+        bar.starts_with(" ✕ 401 unauthorized: pass --api-key KEY or set CODESPAR_API_KEY │"),
+        "{bar}"
+    );
+    app.on_client(ClientMsg::Rejected { status: 403 });
+    assert!(screen(&mut app, 120, 12).contains("✕ 403 forbidden: pass --api-key KEY"));
+}
+
+#[test]
 fn help_is_generated_from_the_keymap() {
     let (mut app, _) = app();
     key(&mut app, KeyCode::Char('?'));

@@ -206,6 +206,8 @@ async fn a_mocked_three_step_send_draws_each_call_under_its_step() {
         feed(&mut app, &recorded);
         let text = screen(&mut app, width, height);
         in_order(&text, ORDER);
+        // An exhausted mock says so whole, however narrow the Mocks pane.
+        assert!(text.contains("1/1 exhausted"), "{text}");
         insta::assert_snapshot!(format!("ms_only_{width}x{height}"), text);
     }
 }

@@ -26,6 +26,7 @@ use crate::protocol::rest::{ApprovalStatus, ApprovalView};
 use crate::sanitize::{sanitize, shown, shown_text};
 use crate::ui::action::{Action, Scope};
 use crate::ui::theme::Theme;
+use crate::ui::views::{Col, fit_columns, placed_list};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
@@ -64,6 +65,8 @@ pub struct ApprovalsState {
     detail_page: usize,
     /// Display order (ids): pending oldest first, then decided newest first.
     rows: Vec<String>,
+    /// How many of `rows` lead as pending.
+    pending_rows: usize,
     built_rev: Option<u64>,
 }
 
@@ -173,6 +176,14 @@ impl ApprovalsState {
         if self.built_rev == Some(approvals.rev()) {
             return;
         }
+        // Where the selection was among the pending rows: a decision moves its row down to
+        // the decided ones, and the cursor stays at this place in the pending list.
+        let was_pending_at = self
+            .list
+            .selected
+            .as_ref()
+            .and_then(|id| self.rows.iter().position(|r| r == id))
+            .filter(|row| *row < self.pending_rows);
         self.rows.clear();
         self.rows.extend(
             approvals
@@ -188,6 +199,20 @@ impl ApprovalsState {
                 .map(|a| a.id.clone()),
         );
         self.built_rev = Some(approvals.rev());
+        let pending_now = approvals.pending_count();
+        self.pending_rows = pending_now;
+        let decided = self
+            .list
+            .selected
+            .as_ref()
+            .and_then(|id| approvals.get(id))
+            .is_some_and(|a| a.status != ApprovalStatus::Pending);
+        if let Some(row) = was_pending_at
+            && decided
+            && pending_now > 0
+        {
+            self.list.selected = self.rows.get(row.min(pending_now - 1)).cloned();
+        }
         let still_there = self
             .list
             .selected
@@ -461,34 +486,49 @@ impl ApprovalsState {
                 .min(max)
         };
         let count = |t: &str| t.chars().count();
-        let state_w = col("STATE", 10, &|c| c.state.width());
-        // When they do not all fit, INPUT keeps a quarter of the row: the session id gives
-        // way first (its start tells sessions apart), then the replay, the rule, the tool.
-        let mut w = [
-            col(" SESSION", 28, &|c| count(&c.session)),
-            col("REPLAY", (width / 4).max(6), &|c| count(&c.replay.0)),
-            col("RULE", 28, &|c| count(&c.rule)),
-            col("TOOL", 32, &|c| count(&c.tool)),
+        // Cut with an ellipsis down to a least width, or shown whole (STATE): when even
+        // those do not fit, whole columns give way, the rule first, then the replay, the
+        // session and the input; the tool and the state stay. INPUT keeps a quarter.
+        let cut = |want: usize, min: usize, priority: u8| Col {
+            want,
+            min: want.min(min),
+            priority,
+        };
+        let cols = [
+            cut(col(" SESSION", 28, &|c| count(&c.session)), 10, 3),
+            cut(col("TOOL", 32, &|c| count(&c.tool)), 12, 0),
+            cut((width / 4).max(8), 8, 2),
+            cut(col("RULE", 28, &|c| count(&c.rule)), 10, 5),
+            Col::whole(col("STATE", 10, &|c| c.state.width()), 1),
+            cut(
+                col("REPLAY", (width / 4).max(6), &|c| count(&c.replay.0)),
+                6,
+                4,
+            ),
         ];
-        let least = [10, 6, 10, 12];
-        for i in 0..w.len() {
-            let fixed: usize = w.iter().sum::<usize>() + state_w + 5;
-            let over = (fixed + width / 4).saturating_sub(width);
-            w[i] -= over.min(w[i].saturating_sub(least[i]));
+        let mut widths = fit_columns(&cols, width);
+        let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
+        if let Some(input) = &mut widths[2] {
+            *input += (width + 1).saturating_sub(used);
         }
-        let [session_w, replay_w, rule_w, tool_w] = w;
-        let input_w = width
-            .saturating_sub(session_w + tool_w + rule_w + state_w + replay_w + 5)
-            .max(8);
+        let w = |i: usize| widths[i].unwrap_or(0);
+        let (session_w, tool_w, input_w, rule_w, replay_w) = (w(0), w(1), w(2), w(3), w(5));
+        let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
+            cells
+                .into_iter()
+                .zip(&widths)
+                .filter_map(|(cell, w)| w.map(|_| cell))
+                .collect()
+        };
         let rows = visible.into_iter().map(|c| {
-            let r = Row::new(vec![
+            let r = Row::new(keep(vec![
                 Cell::from(fit(&c.session, session_w)),
                 Cell::from(fit(&c.tool, tool_w)),
                 Cell::from(fit(&c.input, input_w)),
                 Cell::from(fit(&c.rule, rule_w)),
                 Cell::from(c.state),
                 Cell::from(Span::styled(fit(&c.replay.0, replay_w), c.replay.1)),
-            ])
+            ]))
             .style(c.style);
             if c.row == sel {
                 r.style(theme.selection())
@@ -496,22 +536,29 @@ impl ApprovalsState {
                 r
             }
         });
-        let header =
-            Row::new([" SESSION", "TOOL", "INPUT", "RULE", "STATE", "REPLAY"]).style(theme.muted());
+        let header = Row::new(keep(
+            [" SESSION", "TOOL", "INPUT", "RULE", "STATE", "REPLAY"]
+                .map(Cell::from)
+                .to_vec(),
+        ))
+        .style(theme.muted());
         let table = Table::new(
             rows,
-            [
-                Constraint::Length(session_w as u16),
-                Constraint::Length(tool_w as u16),
-                Constraint::Length(input_w as u16),
-                Constraint::Length(rule_w as u16),
-                Constraint::Length(state_w as u16),
-                Constraint::Length(replay_w as u16),
-            ],
+            widths
+                .iter()
+                .flatten()
+                .map(|w| Constraint::Length(*w as u16)),
         )
         .header(header);
         frame.render_widget(table, inner);
-        Some(Placed::under_header(Pane::List, inner, offset))
+        Some(placed_list(
+            frame,
+            area,
+            (Pane::List, inner),
+            offset,
+            self.rows.len(),
+            theme,
+        ))
     }
 
     /// The footer's lines at `width`: the prompt while confirming, else the selected

@@ -25,6 +25,7 @@ use crate::protocol::Frame;
 use crate::protocol::events::{encode, encode_fields};
 use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
+use crate::ui::views::{Col, fit_columns, placed_list};
 use crossterm::event::KeyEvent;
 use ratatui::Frame as TermFrame;
 use ratatui::layout::{Constraint, Position, Rect};
@@ -420,7 +421,7 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
     let top = if state.follow {
         len.saturating_sub(height)
     } else {
-        super::scroll_to(state.row_of(log, state.top).min(len - 1), sel, height)
+        super::window(state.row_of(log, state.top), len, sel, height)
     };
     let visible: Vec<(usize, &Frame)> = (top..len.min(top + height))
         .filter_map(|row| Some((row, log.get(state.row_abs(log, row)?)?)))
@@ -436,27 +437,47 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
             .max(header.chars().count())
             .min(max)
     };
-    let seq_w = col(" SEQ", 12, &|f| f.seq.to_string().len() + 1);
-    let time_w = col("TIME", 24, &|f| clock_part(&f.ts).chars().count());
-    // WHAT is the point of a row: it keeps a third of it, the session id giving way
-    // first (its start tells sessions apart), then the kind.
+    // WHAT is the point of a row: it keeps a third of it. The session id (its start
+    // tells sessions apart) and the kind are cut with an ellipsis; SEQ and TIME are shown
+    // whole or, TIME first, not at all.
     let width = inner.width as usize;
-    let mut w = [
-        col("SESSION", 28, &|f| {
-            f.session_id.as_deref().map_or(1, |s| s.chars().count())
-        }),
-        col("KIND", 24, &|f| f.event.kind().chars().count()),
+    let session_want = col("SESSION", 28, &|f| {
+        f.session_id.as_deref().map_or(1, |s| s.chars().count())
+    });
+    let kind_want = col("KIND", 24, &|f| f.event.kind().chars().count());
+    let cols = [
+        Col::whole(col(" SEQ", 12, &|f| f.seq.to_string().len() + 1), 0),
+        Col::whole(col("TIME", 24, &|f| clock_part(&f.ts).chars().count()), 3),
+        Col {
+            want: kind_want,
+            min: kind_want.min(12),
+            priority: 1,
+        },
+        Col {
+            want: session_want,
+            min: session_want.min(10),
+            priority: 4,
+        },
+        Col {
+            want: (width / 3).max(8),
+            min: 8,
+            priority: 2,
+        },
     ];
-    let least = [10, 20];
-    for i in 0..w.len() {
-        let fixed = seq_w + time_w + w[0] + w[1] + 4;
-        let over = (fixed + width / 3).saturating_sub(width);
-        w[i] -= over.min(w[i].saturating_sub(least[i]));
+    let mut widths = fit_columns(&cols, width);
+    let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
+    if let Some(what) = &mut widths[4] {
+        *what += (width + 1).saturating_sub(used);
     }
-    let [session_w, kind_w] = w;
-    let what_w = (inner.width as usize)
-        .saturating_sub(seq_w + time_w + kind_w + session_w + 4)
-        .max(8);
+    let w = |i: usize| widths[i].unwrap_or(0);
+    let (kind_w, session_w, what_w) = (w(2), w(3), w(4));
+    let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
+        cells
+            .into_iter()
+            .zip(&widths)
+            .filter_map(|(cell, w)| w.map(|_| cell))
+            .collect()
+    };
     let rows = visible.into_iter().map(|(row, f)| {
         let mark = if row == sel { "›" } else { " " };
         let kind_style = match f.event.kind() {
@@ -466,7 +487,7 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
         };
         // Summarised for this row only, now that it is on screen; masked before shown.
         let what = what_happened(&f.event);
-        let r = Row::new(vec![
+        let r = Row::new(keep(vec![
             Cell::from(format!("{mark}{}", f.seq)),
             Cell::from(clock_part(&f.ts).to_owned()),
             Cell::from(Span::styled(fit(f.event.kind(), kind_w), kind_style)),
@@ -475,27 +496,36 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
                 session_w,
             )),
             Cell::from(fit(&mask(&what), what_w)),
-        ]);
+        ]));
         if row == sel && !state.follow {
             r.style(theme.selection())
         } else {
             r.style(Style::default())
         }
     });
-    let header = Row::new([" SEQ", "TIME", "KIND", "SESSION", "WHAT"]).style(theme.muted());
+    let header = Row::new(keep(
+        [" SEQ", "TIME", "KIND", "SESSION", "WHAT"]
+            .map(Cell::from)
+            .to_vec(),
+    ))
+    .style(theme.muted());
     let table = Table::new(
         rows,
-        [
-            Constraint::Length(seq_w as u16),
-            Constraint::Length(time_w as u16),
-            Constraint::Length(kind_w as u16),
-            Constraint::Length(session_w as u16),
-            Constraint::Min(8),
-        ],
+        widths
+            .iter()
+            .flatten()
+            .map(|w| Constraint::Length(*w as u16)),
     )
     .header(header);
     frame.render_widget(table, inner);
-    drawn.push(Placed::under_header(Pane::List, inner, top));
+    drawn.push(placed_list(
+        frame,
+        area,
+        (Pane::List, inner),
+        top,
+        len,
+        theme,
+    ));
     drawn
 }
 
@@ -538,9 +568,14 @@ mod tests {
         }
         view.after_model_change(&screen.model);
         let after = screen.text(&mut view, 80, 12);
-        // Only the count in the title moves.
-        let rows = |t: &str| t.lines().skip(1).collect::<Vec<_>>().join("\n");
+        // Only the counts move: in the title, and the rows below in the bottom border.
+        let rows = |t: &str| {
+            let lines: Vec<&str> = t.lines().collect();
+            lines[1..lines.len() - 1].join("\n")
+        };
         assert_eq!(rows(&before), rows(&after));
+        assert!(before.ends_with("─ ↑11 above ─┘\n"), "{before}");
+        assert!(after.ends_with("─ ↑11 above · ↓5 below ─┘\n"), "{after}");
         insta::assert_snapshot!(after);
     }
 

@@ -94,6 +94,56 @@ impl Placed {
     }
 }
 
+/// A list's rows drawn under their header in `inner`, `offset` the first of `len`: where
+/// they were placed, with the rows hidden above and below marked on the bottom border of
+/// the list's frame `outer` (` ↑3 above · ↓5 below `), so a cut list says it is one.
+pub fn placed_list(
+    frame: &mut Frame,
+    outer: Rect,
+    (pane, inner): (Pane, Rect),
+    offset: usize,
+    len: usize,
+    theme: &Theme,
+) -> Placed {
+    let placed = Placed::under_header(pane, inner, offset);
+    let above = offset.min(len);
+    let below = len.saturating_sub(offset + placed.page);
+    if let Some(text) = scroll_marker(above, below, (outer.width as usize).saturating_sub(4))
+        && outer.height >= 2
+    {
+        let width = text.chars().count() as u16;
+        let at = Rect {
+            x: outer.x + outer.width - 2 - width,
+            y: outer.y + outer.height - 1,
+            width,
+            height: 1,
+        };
+        frame.render_widget(
+            ratatui::widgets::Paragraph::new(ratatui::text::Span::styled(text, theme.muted())),
+            at,
+        );
+    }
+    placed
+}
+
+/// ` ↑3 above · ↓5 below ` (or ` ↑3 ↓5 ` when that does not fit in `room`); `None` when
+/// nothing is hidden or not even the short form fits.
+pub fn scroll_marker(above: usize, below: usize, room: usize) -> Option<String> {
+    let part = |n: usize, arrow: &str, word: &str| (n > 0).then(|| format!("{arrow}{n}{word}"));
+    let join = |parts: [Option<String>; 2], sep: &str| {
+        let parts: Vec<String> = parts.into_iter().flatten().collect();
+        (!parts.is_empty()).then(|| format!(" {} ", parts.join(sep)))
+    };
+    let long = join(
+        [part(above, "↑", " above"), part(below, "↓", " below")],
+        " · ",
+    )?;
+    if long.chars().count() <= room {
+        return Some(long);
+    }
+    join([part(above, "↑", ""), part(below, "↓", "")], " ").filter(|s| s.chars().count() <= room)
+}
+
 /// What one `render` recorded: the panes it laid out. The app hands it back to the view
 /// (`View::place`), so clicks and page keys use what is on screen.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -160,9 +210,9 @@ impl<K> ListCursor<K> {
     }
 
     /// The first row to draw so that `sel` shows in `height` rows, starting from where
-    /// the list was last drawn.
+    /// the list was last drawn (see [`window`]).
     pub fn window(&self, len: usize, sel: usize, height: usize) -> usize {
-        scroll_to(self.offset.min(len.saturating_sub(1)), sel, height)
+        window(self.offset, len, sel, height)
     }
 
     /// Takes what render laid out; `None` when the rows were not drawn (no clicks land).
@@ -203,6 +253,13 @@ pub fn step(cur: usize, len: usize, action: Action, page: usize) -> usize {
         Action::Bottom => last,
         _ => cur.min(last),
     }
+}
+
+/// The first row to draw of `len` rows in `height`, from `offset` (where the list was last
+/// drawn), so that `sel` shows and no row is hidden above while there is room below: the
+/// pane may have grown or the list shrunk (a filter, a decision) since.
+pub fn window(offset: usize, len: usize, sel: usize, height: usize) -> usize {
+    scroll_to(offset.min(len.saturating_sub(height.max(1))), sel, height)
 }
 
 /// Keeps `sel` inside the window `[offset, offset + height)`.
@@ -460,6 +517,61 @@ pub fn fit(text: &str, width: usize) -> String {
     out
 }
 
+/// A table column as [`fit_columns`] sees it: the width its widest value (or header)
+/// wants, the least it may be cut to (with an ellipsis; `min == want` never cuts), and how
+/// much it matters (0 first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Col {
+    pub want: usize,
+    pub min: usize,
+    pub priority: u8,
+}
+
+impl Col {
+    /// A column whose values lose their meaning when cut: shown whole or not at all.
+    pub fn whole(want: usize, priority: u8) -> Self {
+        Self {
+            want,
+            min: want,
+            priority,
+        }
+    }
+}
+
+/// Column widths for a table `width` wide (one space between shown columns): the least
+/// important columns are dropped (`None`) until every shown one gets its `min`; what is
+/// left widens the shown ones toward `want`, most important first. A column never gets
+/// less than its `min`, so a value is shown whole, cut with an ellipsis, or not at all.
+pub fn fit_columns(cols: &[Col], width: usize) -> Vec<Option<usize>> {
+    let mut order: Vec<usize> = (0..cols.len()).collect();
+    order.sort_by_key(|&i| (cols[i].priority, i));
+    let mut shown = vec![false; cols.len()];
+    let mut used = 0usize;
+    for &i in &order {
+        // A column with nothing to show (no flaky case, say) takes no room at all.
+        if cols[i].want == 0 {
+            continue;
+        }
+        let need = cols[i].min + usize::from(used > 0);
+        if used + need <= width {
+            shown[i] = true;
+            used += need;
+        }
+    }
+    let mut widths: Vec<Option<usize>> = (0..cols.len())
+        .map(|i| shown[i].then_some(cols[i].min))
+        .collect();
+    let mut spare = width.saturating_sub(used);
+    for &i in &order {
+        if let Some(w) = &mut widths[i] {
+            let more = cols[i].want.saturating_sub(*w).min(spare);
+            *w += more;
+            spare -= more;
+        }
+    }
+    widths
+}
+
 /// Words of `text` laid into lines of at most `width` columns; a word longer than a line
 /// is split. Never empty.
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
@@ -600,6 +712,62 @@ mod tests {
         assert_eq!(fmt_age(10_000.0, Some(9_500.0)), "now");
         assert_eq!(fmt_age(200_000.0, Some(10_000.0)), "3m");
         assert_eq!(fmt_age(0.0, None), "-");
+    }
+
+    #[test]
+    fn columns_give_way_by_priority_and_are_never_cut_below_their_minimum() {
+        let cols = [
+            Col {
+                want: 25,
+                min: 13,
+                priority: 0,
+            },
+            Col::whole(9, 1),
+            Col::whole(5, 3),
+            Col::whole(3, 2),
+        ];
+        // Everything fits: every column as wide as it wants.
+        assert_eq!(
+            fit_columns(&cols, 60),
+            [Some(25), Some(9), Some(5), Some(3)]
+        );
+        // Tighter: the id is cut before any column goes.
+        assert_eq!(
+            fit_columns(&cols, 35),
+            [Some(15), Some(9), Some(5), Some(3)]
+        );
+        // Tighter still: the least important column goes, the next stays whole.
+        assert_eq!(fit_columns(&cols, 28), [Some(14), Some(9), None, Some(3)]);
+        // The status no longer fits whole: it goes rather than show `clos`.
+        assert_eq!(fit_columns(&cols, 20), [Some(16), None, None, Some(3)]);
+        assert_eq!(fit_columns(&cols, 0), [None, None, None, None]);
+    }
+
+    #[test]
+    fn the_scroll_marker_counts_hidden_rows_and_shortens_to_fit() {
+        assert_eq!(scroll_marker(0, 0, 80), None);
+        assert_eq!(
+            scroll_marker(3, 5, 80).as_deref(),
+            Some(" ↑3 above · ↓5 below ")
+        );
+        assert_eq!(scroll_marker(0, 12, 80).as_deref(), Some(" ↓12 below "));
+        assert_eq!(scroll_marker(3, 5, 10).as_deref(), Some(" ↑3 ↓5 "));
+        assert_eq!(scroll_marker(3, 5, 4), None);
+    }
+
+    #[test]
+    fn a_window_never_hides_rows_above_while_there_is_room_below() {
+        // Scrolled to the end of 11 rows in 1 row, then 28 rows tall: all show.
+        assert_eq!(window(10, 11, 10, 28), 0);
+        // A filter left 16 rows of 706; the old offset was 690.
+        assert_eq!(window(690, 16, 15, 26), 0);
+        // Taller than the rest: the last rows fill the pane.
+        assert_eq!(window(8, 20, 19, 5), 15);
+        // Still scrolled where it fits.
+        assert_eq!(window(4, 20, 6, 5), 4);
+        assert_eq!(window(4, 20, 2, 5), 2);
+        assert_eq!(window(0, 0, 0, 5), 0);
+        assert_eq!(window(3, 10, 3, 0), 3);
     }
 
     #[test]

@@ -105,6 +105,39 @@ mod tests {
     }
 
     #[test]
+    fn narrow_columns_give_way_whole_and_never_change_a_value() {
+        let quick = eval(4, "payments", "a case with a long name", "passed", OK)
+            .replace(r#""duration":12"#, r#""duration":0"#);
+        let screen = Screen::new(model(&[eval(1, "payments", "charge", "passed", OK), quick]));
+        let mut view = EvalsState::default();
+        view.after_model_change(&screen.model);
+        screen.act(&mut view, Action::Open);
+        for width in [60, 52, 44] {
+            let text = screen.text(&mut view, width, 10);
+            for line in text.lines() {
+                // A duration shows whole (`<1ms`) or not at all; a pass rate keeps its `%`.
+                assert!(!line.contains(" 1ms"), "{width}: {text}");
+                assert!(
+                    !line.contains("100 ") && !line.ends_with("100│"),
+                    "{width}: {text}"
+                );
+            }
+            assert!(text.contains("100%"), "{width}: {text}");
+            // A cut name says so.
+            assert!(
+                text.contains("a case with a long name")
+                    || text
+                        .lines()
+                        .any(|l| l.contains("a case") && l.contains('…')),
+                "{width}: {text}"
+            );
+        }
+        let at_60 = screen.text(&mut view, 60, 10);
+        assert!(at_60.contains("<1ms"), "{at_60}");
+        insta::assert_snapshot!(at_60);
+    }
+
+    #[test]
     fn a_failed_case_with_its_line_diff() {
         let (screen, mut view) = results();
         screen.act(&mut view, Action::Open);

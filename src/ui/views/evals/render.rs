@@ -6,6 +6,7 @@ use super::state::{CaseDetail, EvalFocus, EvalsState};
 use crate::protocol::rest::SuiteSummary;
 use crate::sanitize::sanitize;
 use crate::ui::action::Action;
+use crate::ui::views::{Col, fit, fit_columns, placed_list};
 use crate::ui::views::{Cx, Drawn, Pane, Placed, detail_frame, focused_block, hints};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -83,6 +84,39 @@ fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> 
         .and_then(|s| evals.suite_row(s))
         .unwrap_or(0);
     let offset = state.suites.window(len, sel, height);
+    // SUITE (cut with an ellipsis down to 8), the pass rate and RUNS whole; the gauge and
+    // the trend give way first when narrow, the percentage staying.
+    let suite_want = evals
+        .suites()
+        .skip(offset)
+        .take(height)
+        .map(|s| 1 + sanitize(&s.suite).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let cols = [
+        Col {
+            want: suite_want,
+            min: suite_want.min(8),
+            priority: 0,
+        },
+        Col::whole(GAUGE_W, 3),
+        Col::whole(4, 1),
+        Col::whole(TREND_W, 4),
+        Col::whole(4, 2),
+    ];
+    let mut widths = fit_columns(&cols, inner.width as usize);
+    let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
+    if let Some(name) = &mut widths[0] {
+        *name += (inner.width as usize + 1).saturating_sub(used);
+    }
+    let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
+        cells
+            .into_iter()
+            .zip(&widths)
+            .filter_map(|(cell, w)| w.map(|_| cell))
+            .collect()
+    };
     let rows = evals
         .suites()
         .enumerate()
@@ -96,15 +130,16 @@ fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> 
                 Some(_) => theme.error(),
                 None => theme.muted(),
             };
-            let r = Row::new(vec![
-                Cell::from(format!("{mark}{}", sanitize(&s.suite))),
-                Cell::from(Line::from(vec![
-                    Span::styled(gauge(s.pass_rate, GAUGE_W), rate_style),
-                    Span::raw(format!(" {}", pct(s.pass_rate))),
-                ])),
+            let r = Row::new(keep(vec![
+                Cell::from(fit(
+                    &format!("{mark}{}", sanitize(&s.suite)),
+                    widths[0].unwrap_or(0),
+                )),
+                Cell::from(Span::styled(gauge(s.pass_rate, GAUGE_W), rate_style)),
+                Cell::from(pct(s.pass_rate)),
                 Cell::from(Span::styled(sparkline(&s.trend, TREND_W), theme.bar())),
                 Cell::from(Line::from(s.runs.to_string()).right_aligned()),
-            ]);
+            ]));
             if row == sel {
                 r.style(if state.focus == EvalFocus::Suites {
                     theme.selection()
@@ -115,25 +150,33 @@ fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> 
                 r
             }
         });
-    let header = Row::new(vec![
+    // The gauge's header says PASS; without the gauge the percentage's does.
+    let pass_over_gauge = widths[1].is_some();
+    let header = Row::new(keep(vec![
         Cell::from(" SUITE"),
         Cell::from("PASS"),
+        Cell::from(if pass_over_gauge { "" } else { "PASS" }),
         Cell::from("TREND"),
         Cell::from(Line::from("RUNS").right_aligned()),
-    ])
+    ]))
     .style(theme.muted());
     let table = Table::new(
         rows,
-        [
-            Constraint::Min(8),
-            Constraint::Length(GAUGE_W as u16 + 5),
-            Constraint::Length(TREND_W as u16),
-            Constraint::Length(4),
-        ],
+        widths
+            .iter()
+            .flatten()
+            .map(|w| Constraint::Length(*w as u16)),
     )
     .header(header);
     frame.render_widget(table, inner);
-    Some(Placed::under_header(Pane::Suites, inner, offset))
+    Some(placed_list(
+        frame,
+        area,
+        (Pane::Suites, inner),
+        offset,
+        len,
+        theme,
+    ))
 }
 
 fn render_cases(
@@ -179,6 +222,53 @@ fn render_cases(
     let sel = state.case_row(suite).unwrap_or(0);
     let offset = state.cases.window(len, sel, height);
     let focused = state.focus == EvalFocus::Cases;
+    let shown_cases = || suite.cases.iter().skip(offset).take(height);
+    let widest = |header: &str, cell: &dyn Fn(&crate::protocol::rest::CaseSummary) -> usize| {
+        shown_cases()
+            .map(cell)
+            .max()
+            .unwrap_or(0)
+            .max(header.chars().count())
+    };
+    let pass_text = |c: &crate::protocol::rest::CaseSummary| {
+        format!("{} {}/{}", pct(c.pass_rate), c.passed, judged(c))
+    };
+    let case_want = widest("CASE", &|c| sanitize(&c.case).chars().count());
+    // STATUS, CASE (cut with an ellipsis down to 8), PASS and DUR are shown whole or
+    // not at all, so `<1ms` never reads `1ms` nor `100%` `100`; the flaky badge and then
+    // the duration give way first.
+    let cols = [
+        Col::whole(
+            widest(" STATUS", &|c| {
+                1 + status_label(c.last_status).chars().count()
+            }),
+            0,
+        ),
+        Col {
+            want: case_want,
+            min: case_want.min(8),
+            priority: 1,
+        },
+        Col::whole(widest("PASS", &|c| pass_text(c).chars().count()), 2),
+        Col::whole(if shown_cases().any(|c| c.flaky) { 5 } else { 0 }, 4),
+        Col::whole(
+            widest("DUR", &|c| case_ms(c.last_duration).chars().count()),
+            3,
+        ),
+    ];
+    let mut widths = fit_columns(&cols, body.width as usize);
+    // Room to spare goes to the case names.
+    let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
+    if let Some(case) = &mut widths[1] {
+        *case += (body.width as usize + 1).saturating_sub(used);
+    }
+    let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
+        cells
+            .into_iter()
+            .zip(&widths)
+            .filter_map(|(cell, w)| w.map(|_| cell))
+            .collect()
+    };
     let rows = suite
         .cases
         .iter()
@@ -192,7 +282,7 @@ fn render_cases(
             } else {
                 Span::raw("")
             };
-            let r = Row::new(vec![
+            let r = Row::new(keep(vec![
                 Cell::from(Line::from(vec![
                     Span::raw(mark),
                     Span::styled(
@@ -200,38 +290,35 @@ fn render_cases(
                         status_style(c.last_status, theme),
                     ),
                 ])),
-                Cell::from(sanitize(&c.case).into_owned()),
-                Cell::from(format!("{} {}/{}", pct(c.pass_rate), c.passed, judged(c))),
+                Cell::from(fit(&sanitize(&c.case), widths[1].unwrap_or(0))),
+                Cell::from(pass_text(c)),
                 Cell::from(flaky),
                 Cell::from(Line::from(case_ms(c.last_duration)).right_aligned()),
-            ]);
+            ]));
             if row == sel && focused {
                 r.style(theme.selection())
             } else {
                 r
             }
         });
-    let header = Row::new(vec![
+    let header = Row::new(keep(vec![
         Cell::from(" STATUS"),
         Cell::from("CASE"),
         Cell::from("PASS"),
         Cell::from(""),
         Cell::from(Line::from("DUR").right_aligned()),
-    ])
+    ]))
     .style(theme.muted());
     let table = Table::new(
         rows,
-        [
-            Constraint::Length(10),
-            Constraint::Min(10),
-            Constraint::Length(10),
-            Constraint::Length(5),
-            Constraint::Length(7),
-        ],
+        widths
+            .iter()
+            .flatten()
+            .map(|w| Constraint::Length(*w as u16)),
     )
     .header(header);
     frame.render_widget(table, body);
-    Placed::under_header(Pane::Cases, body, offset)
+    placed_list(frame, area, (Pane::Cases, body), offset, len, theme)
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, detail: &CaseDetail, cx: &Cx) -> Placed {

@@ -9,6 +9,7 @@ use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
 use crate::ui::app::Watching;
 use crate::ui::theme::Theme;
+use crate::ui::views::{Col, fit_columns, placed_list};
 use crate::ui::views::{
     Cx, Drawn, Pane, Placed, draw_detail, fit, fmt_age, fmt_ms, focused_block, key_cap, scroll_hint,
 };
@@ -210,15 +211,54 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
     let offset = state.list.window(len, sel, height);
     let now = cx.now_ms;
     let visible = offset..len.min(offset + height);
-    // The user column is as wide as the longest user on screen (4 to 16); the id column
-    // takes the rest, so neither is cut while there is room for both.
-    let user_w = visible
-        .clone()
-        .filter_map(|row| state.list_row(model, row))
-        .map(|s| s.user.chars().count())
-        .max()
-        .unwrap_or(0)
-        .clamp(4, 16) as u16;
+    // Each column as wide as what it shows on screen; when they do not all fit, the id is
+    // cut (with an ellipsis, its start telling sessions apart) down to 13, then whole
+    // columns give way, the least telling first: LAST, USER, CALLS, ENV.
+    let widest = |header: &str, cell: &dyn Fn(&Session) -> usize| {
+        visible
+            .clone()
+            .filter_map(|row| state.list_row(model, row))
+            .map(cell)
+            .max()
+            .unwrap_or(0)
+            .max(header.chars().count())
+    };
+    let id_want = widest(" ID", &|s| {
+        1 + usize::from(s.external) + shown(&s.id).chars().count()
+    });
+    let user_want = widest("USER", &|s| shown(&s.user).chars().count()).min(16);
+    let cols = [
+        Col {
+            want: id_want,
+            min: id_want.min(13),
+            priority: 0,
+        },
+        Col {
+            want: user_want,
+            min: user_want.min(6),
+            priority: 4,
+        },
+        Col::whole(widest("STATUS", &|s| s.status.as_str().len()), 1),
+        Col::whole(widest("CALLS", &|s| s.calls.to_string().len()), 3),
+        Col::whole(widest("ENV", &|s| s.envelopes.to_string().len()), 2),
+        Col::whole(
+            widest("LAST", &|s| fmt_age(now, s.last_activity_ms).len()),
+            5,
+        ),
+    ];
+    let mut widths = fit_columns(&cols, inner.width as usize);
+    // Room to spare goes to the id column, so the others stay together on the right.
+    let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
+    if let Some(id) = &mut widths[0] {
+        *id += (inner.width as usize + 1).saturating_sub(used);
+    }
+    let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
+        cells
+            .into_iter()
+            .zip(&widths)
+            .filter_map(|(cell, w)| w.map(|_| cell))
+            .collect()
+    };
     let rows = visible.filter_map(|row| {
         let s = state.list_row(model, row)?;
         // A marker as well as the colour, so the selection survives a monochrome terminal.
@@ -235,16 +275,16 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
         } else {
             Style::default()
         };
-        let r = Row::new(vec![
-            Cell::from(id),
-            Cell::from(shown(&s.user).into_owned()),
+        let r = Row::new(keep(vec![
+            Cell::from(fit(&id, widths[0].unwrap_or(0))),
+            Cell::from(fit(&shown(&s.user), widths[1].unwrap_or(0))),
             Cell::from(Span::styled(s.status.as_str(), status_style)),
             Cell::from(Line::from(s.calls.to_string()).right_aligned()),
             Cell::from(
                 Line::from(Span::styled(s.envelopes.to_string(), env_style)).right_aligned(),
             ),
             Cell::from(Line::from(fmt_age(now, s.last_activity_ms)).right_aligned()),
-        ]);
+        ]));
         Some(if row == sel {
             r.style(if state.focus == Focus::List {
                 theme.selection()
@@ -255,21 +295,29 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             r
         })
     });
-    let header = Row::new([" ID", "USER", "STATUS", "CALLS", "ENV", "LAST"]).style(theme.muted());
+    let header = Row::new(keep(
+        [" ID", "USER", "STATUS", "CALLS", "ENV", "LAST"]
+            .map(Cell::from)
+            .to_vec(),
+    ))
+    .style(theme.muted());
     let table = Table::new(
         rows,
-        [
-            Constraint::Min(9),
-            Constraint::Length(user_w),
-            Constraint::Length(9),
-            Constraint::Length(5),
-            Constraint::Length(3),
-            Constraint::Length(4),
-        ],
+        widths
+            .iter()
+            .flatten()
+            .map(|w| Constraint::Length(*w as u16)),
     )
     .header(header);
     frame.render_widget(table, inner);
-    Some(Placed::under_header(Pane::List, inner, offset))
+    Some(placed_list(
+        frame,
+        area,
+        (Pane::List, inner),
+        offset,
+        len,
+        theme,
+    ))
 }
 
 fn gauge(consumed: u32, entries: u32, width: usize) -> String {
@@ -299,7 +347,7 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
         return;
     }
     let visible = inner.height.saturating_sub(1) as usize;
-    let rows = session.mocks.iter().take(visible).map(|m| {
+    let cells = |m: &crate::model::MockRow| {
         let (mode, consumed) = match m.mode {
             MockMode::Stateful => ("stateful", gauge(m.consumed, m.entries, 6)),
             MockMode::Static => ("static", "—".to_owned()),
@@ -311,31 +359,77 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
         } else {
             ("", Style::default())
         };
+        (mode, consumed, note, style)
+    };
+    // CONSUMED (`2/2 exhausted`) and MODE are shown whole or not at all, the tool cut
+    // with an ellipsis; CALLS, then MODE give way first.
+    let shown_mocks = || session.mocks.iter().take(visible);
+    let widest = |header: &str, cell: &dyn Fn(&crate::model::MockRow) -> usize| {
+        shown_mocks()
+            .map(cell)
+            .max()
+            .unwrap_or(0)
+            .max(header.chars().count())
+    };
+    let tool_want = widest("TOOL", &|m| sanitize(&m.tool).chars().count());
+    let cols = [
+        Col {
+            want: tool_want,
+            min: tool_want.min(14),
+            priority: 0,
+        },
+        Col::whole(widest("MODE", &|m| cells(m).0.len()), 2),
+        Col::whole(
+            widest("CONSUMED", &|m| {
+                let (_, consumed, note, _) = cells(m);
+                consumed.chars().count() + note.chars().count()
+            }),
+            1,
+        ),
+        Col::whole(widest("CALLS", &|m| m.calls.to_string().len()), 3),
+    ];
+    let mut widths = fit_columns(&cols, inner.width as usize);
+    let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
+    if let Some(tool) = &mut widths[0] {
+        *tool += (inner.width as usize + 1).saturating_sub(used);
+    }
+    let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
+        cells
+            .into_iter()
+            .zip(&widths)
+            .filter_map(|(cell, w)| w.map(|_| cell))
+            .collect()
+    };
+    let rows = shown_mocks().map(|m| {
+        let (mode, consumed, note, style) = cells(m);
         let gauge_style = if m.exhausted() {
             theme.error()
         } else {
             theme.bar()
         };
-        Row::new(vec![
-            Cell::from(sanitize(&m.tool).into_owned()),
+        Row::new(keep(vec![
+            Cell::from(fit(&sanitize(&m.tool), widths[0].unwrap_or(0))),
             Cell::from(mode),
             Cell::from(Line::from(vec![
                 Span::styled(consumed, gauge_style),
                 Span::raw(note),
             ])),
             Cell::from(Line::from(m.calls.to_string()).right_aligned()),
-        ])
+        ]))
         .style(style)
     });
-    let header = Row::new(["TOOL", "MODE", "CONSUMED", "CALLS"]).style(theme.muted());
+    let header = Row::new(keep(
+        ["TOOL", "MODE", "CONSUMED", "CALLS"]
+            .map(Cell::from)
+            .to_vec(),
+    ))
+    .style(theme.muted());
     let table = Table::new(
         rows,
-        [
-            Constraint::Min(14),
-            Constraint::Length(8),
-            Constraint::Length(26),
-            Constraint::Length(5),
-        ],
+        widths
+            .iter()
+            .flatten()
+            .map(|w| Constraint::Length(*w as u16)),
     )
     .header(header);
     frame.render_widget(table, inner);
@@ -543,7 +637,14 @@ fn render_timeline(
         lines.push(line);
     }
     frame.render_widget(Paragraph::new(lines), inner);
-    Some(Placed::under_header(Pane::Timeline, inner, offset))
+    Some(placed_list(
+        frame,
+        area,
+        (Pane::Timeline, inner),
+        offset,
+        len,
+        theme,
+    ))
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, detail: &Detail, cx: &Cx) -> Placed {

@@ -248,11 +248,23 @@ impl SessionsState {
                 self.focus = Focus::List;
             }
             Action::Sort => {
+                // The selected call stays selected in the new order (a step, which the
+                // duration order does not list, gives way to the first row).
+                let before = self
+                    .cache
+                    .as_ref()
+                    .and_then(|c| c.rows.get(self.timeline_sel()).copied());
                 self.sort = match self.sort {
                     CallSort::Start => CallSort::Duration,
                     CallSort::Duration => CallSort::Start,
                 };
-                self.reset_timeline();
+                self.ensure_cache(model);
+                let row = self
+                    .cache
+                    .as_ref()
+                    .zip(before)
+                    .and_then(|(c, before)| c.rows.iter().position(|r| *r == before));
+                self.timeline.selected = Some(row.unwrap_or(0));
             }
             Action::FocusLeft => self.focus = Focus::List,
             Action::FocusRight if self.list.selected.is_some() => self.focus = Focus::Timeline,
