@@ -11,14 +11,12 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("spyglass-store-bench-{}", std::process::id()));
     let path = dir.join("runtime.db");
     let result = support::execute::run_on(conns, 3.0, 3, Some(&path)).map(|r| {
-        let size = std::fs::read_dir(&dir)
-            .map(|entries| {
-                entries
-                    .filter_map(|e| e.ok()?.metadata().ok())
-                    .map(|m| m.len())
-                    .sum::<u64>()
-            })
-            .unwrap_or(0);
+        let size = std::fs::read_dir(&dir).map_or(0, |entries| {
+            entries
+                .filter_map(|e| e.ok()?.metadata().ok())
+                .map(|m| m.len())
+                .sum::<u64>()
+        });
         eprintln!(
             "store: {} connections, {} answered 200 (each committed first), {} other answers; store files {:.1} MiB",
             r.connections,
