@@ -7,10 +7,6 @@ use std::process::{Command, Output};
 
 const SDK: &str = "codespar==0.14.0";
 
-/// Held while the venv is checked or built: two tests of one binary building it at once
-/// would `--clear` each other's half-made venv.
-static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn venv_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
@@ -35,50 +31,7 @@ fn run(cmd: &mut Command, what: &str, hint: &str) -> Output {
 
 /// The venv's python with the SDK importable, creating the venv on first use.
 pub fn sdk_python() -> PathBuf {
-    // A test that panicked while building leaves the lock poisoned; the next one rebuilds.
-    let _building = BUILDING
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let venv = venv_dir();
-    let python = if cfg!(windows) {
-        venv.join("Scripts").join("python.exe")
-    } else {
-        venv.join("bin").join("python")
-    };
-    let ready = python.exists()
-        && Command::new(&python)
-            .args([
-                "-c",
-                "import codespar, sys; sys.exit(codespar.__version__ != '0.14.0')",
-            ])
-            .status()
-            .is_ok_and(|s| s.success());
-    if ready {
-        return python;
-    }
-    let install = "Install Python 3.10+ with the venv module and pip \
-                   (Debian/Ubuntu: apt-get install python3 python3-venv python3-pip)";
-    run(Command::new("python3").arg("--version"), "python3", install);
-    run(
-        Command::new("python3")
-            .args(["-m", "venv", "--clear"])
-            .arg(&venv),
-        "python3 -m venv",
-        install,
-    );
-    run(
-        Command::new(&python).args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            SDK,
-        ]),
-        "pip install codespar==0.14.0",
-        "pip needs to reach PyPI (or a mirror set in PIP_INDEX_URL)",
-    );
-    python
+    tool_python("sdk-venv", SDK, "codespar")
 }
 
 /// Runs `script` with the venv's `python` against the runtime at `url` with the API key
@@ -102,12 +55,14 @@ pub async fn run_script(
     .unwrap()
 }
 
-/// Held while a tool venv is checked or built (the same reason as `BUILDING`).
+/// Held while a venv is checked or built: two tests of one binary building it at once
+/// would `--clear` each other's half-made venv.
 static BUILDING_TOOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A venv of its own under target/`name` with `requirement` (e.g. `pytest==9.2.0`) from
 /// `PyPI`, built on first use and reused while `module` imports; its python.
 pub fn tool_python(name: &str, requirement: &str, module: &str) -> PathBuf {
+    // A test that panicked while building leaves the lock poisoned; the next one rebuilds.
     let _building = BUILDING_TOOL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -26,7 +26,7 @@ use crate::protocol::rest::{ApprovalStatus, ApprovalView};
 use crate::sanitize::{sanitize, shown, shown_text};
 use crate::ui::action::{Action, Scope};
 use crate::ui::theme::Theme;
-use crate::ui::views::{Col, fit_columns, placed_list};
+use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
@@ -506,20 +506,11 @@ impl ApprovalsState {
                 4,
             ),
         ];
-        let mut widths = fit_columns(&cols, width);
-        let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
-        if let Some(input) = &mut widths[2] {
-            *input += (width + 1).saturating_sub(used);
-        }
+        // Room to spare goes to the input column.
+        let widths = fit_columns_stretching(&cols, width, 2);
+        let keep = |cells: Vec<Cell<'static>>| shown_cells(cells, &widths);
         let w = |i: usize| widths[i].unwrap_or(0);
         let (session_w, tool_w, input_w, rule_w, replay_w) = (w(0), w(1), w(2), w(3), w(5));
-        let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
-            cells
-                .into_iter()
-                .zip(&widths)
-                .filter_map(|(cell, w)| w.map(|_| cell))
-                .collect()
-        };
         let rows = visible.into_iter().map(|c| {
             let r = Row::new(keep(vec![
                 Cell::from(fit(&c.session, session_w)),

@@ -25,7 +25,7 @@ use crate::protocol::Frame;
 use crate::protocol::events::{encode, encode_fields};
 use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
-use crate::ui::views::{Col, fit_columns, placed_list};
+use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crossterm::event::KeyEvent;
 use ratatui::Frame as TermFrame;
 use ratatui::layout::{Constraint, Position, Rect};
@@ -464,20 +464,11 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
             priority: 2,
         },
     ];
-    let mut widths = fit_columns(&cols, width);
-    let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
-    if let Some(what) = &mut widths[4] {
-        *what += (width + 1).saturating_sub(used);
-    }
+    // Room to spare goes to the what column.
+    let widths = fit_columns_stretching(&cols, width, 4);
+    let keep = |cells: Vec<Cell<'static>>| shown_cells(cells, &widths);
     let w = |i: usize| widths[i].unwrap_or(0);
     let (kind_w, session_w, what_w) = (w(2), w(3), w(4));
-    let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
-        cells
-            .into_iter()
-            .zip(&widths)
-            .filter_map(|(cell, w)| w.map(|_| cell))
-            .collect()
-    };
     let rows = visible.into_iter().map(|(row, f)| {
         let mark = if row == sel { "›" } else { " " };
         let kind_style = match f.event.kind() {

@@ -572,6 +572,26 @@ pub fn fit_columns(cols: &[Col], width: usize) -> Vec<Option<usize>> {
     widths
 }
 
+/// `fit_columns`, then the room left goes to column `stretch` (when shown), so the other
+/// columns stay together on the right.
+pub fn fit_columns_stretching(cols: &[Col], width: usize, stretch: usize) -> Vec<Option<usize>> {
+    let mut widths = fit_columns(cols, width);
+    let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
+    if let Some(w) = widths.get_mut(stretch).and_then(Option::as_mut) {
+        *w += (width + 1).saturating_sub(used);
+    }
+    widths
+}
+
+/// The cells of the columns `fit_columns` shows, in order.
+pub fn shown_cells<T>(cells: Vec<T>, widths: &[Option<usize>]) -> Vec<T> {
+    cells
+        .into_iter()
+        .zip(widths)
+        .filter_map(|(cell, w)| w.map(|_| cell))
+        .collect()
+}
+
 /// Words of `text` laid into lines of at most `width` columns; a word longer than a line
 /// is split. Never empty.
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {

@@ -6,7 +6,7 @@ use super::state::{CaseDetail, EvalFocus, EvalsState};
 use crate::protocol::rest::SuiteSummary;
 use crate::sanitize::sanitize;
 use crate::ui::action::Action;
-use crate::ui::views::{Col, fit, fit_columns, placed_list};
+use crate::ui::views::{Col, fit, fit_columns_stretching, placed_list, shown_cells};
 use crate::ui::views::{Cx, Drawn, Pane, Placed, detail_frame, focused_block, hints};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -105,18 +105,9 @@ fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> 
         Col::whole(TREND_W, 4),
         Col::whole(4, 2),
     ];
-    let mut widths = fit_columns(&cols, inner.width as usize);
-    let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
-    if let Some(name) = &mut widths[0] {
-        *name += (inner.width as usize + 1).saturating_sub(used);
-    }
-    let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
-        cells
-            .into_iter()
-            .zip(&widths)
-            .filter_map(|(cell, w)| w.map(|_| cell))
-            .collect()
-    };
+    // Room to spare goes to the name column.
+    let widths = fit_columns_stretching(&cols, inner.width as usize, 0);
+    let keep = |cells: Vec<Cell<'static>>| shown_cells(cells, &widths);
     let rows = evals
         .suites()
         .enumerate()
@@ -256,19 +247,9 @@ fn render_cases(
             3,
         ),
     ];
-    let mut widths = fit_columns(&cols, body.width as usize);
-    // Room to spare goes to the case names.
-    let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
-    if let Some(case) = &mut widths[1] {
-        *case += (body.width as usize + 1).saturating_sub(used);
-    }
-    let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
-        cells
-            .into_iter()
-            .zip(&widths)
-            .filter_map(|(cell, w)| w.map(|_| cell))
-            .collect()
-    };
+    // Room to spare goes to the case column.
+    let widths = fit_columns_stretching(&cols, body.width as usize, 1);
+    let keep = |cells: Vec<Cell<'static>>| shown_cells(cells, &widths);
     let rows = suite
         .cases
         .iter()

@@ -9,7 +9,7 @@ use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
 use crate::ui::app::Watching;
 use crate::ui::theme::Theme;
-use crate::ui::views::{Col, fit_columns, placed_list};
+use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crate::ui::views::{
     Cx, Drawn, Pane, Placed, draw_detail, fit, fmt_age, fmt_ms, focused_block, key_cap, scroll_hint,
 };
@@ -246,19 +246,9 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             5,
         ),
     ];
-    let mut widths = fit_columns(&cols, inner.width as usize);
-    // Room to spare goes to the id column, so the others stay together on the right.
-    let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
-    if let Some(id) = &mut widths[0] {
-        *id += (inner.width as usize + 1).saturating_sub(used);
-    }
-    let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
-        cells
-            .into_iter()
-            .zip(&widths)
-            .filter_map(|(cell, w)| w.map(|_| cell))
-            .collect()
-    };
+    // Room to spare goes to the id column.
+    let widths = fit_columns_stretching(&cols, inner.width as usize, 0);
+    let keep = |cells: Vec<Cell<'static>>| shown_cells(cells, &widths);
     let rows = visible.filter_map(|row| {
         let s = state.list_row(model, row)?;
         // A marker as well as the colour, so the selection survives a monochrome terminal.
@@ -388,18 +378,9 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
         ),
         Col::whole(widest("CALLS", &|m| m.calls.to_string().len()), 3),
     ];
-    let mut widths = fit_columns(&cols, inner.width as usize);
-    let used: usize = widths.iter().flatten().map(|w| w + 1).sum();
-    if let Some(tool) = &mut widths[0] {
-        *tool += (inner.width as usize + 1).saturating_sub(used);
-    }
-    let keep = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
-        cells
-            .into_iter()
-            .zip(&widths)
-            .filter_map(|(cell, w)| w.map(|_| cell))
-            .collect()
-    };
+    // Room to spare goes to the tool column.
+    let widths = fit_columns_stretching(&cols, inner.width as usize, 0);
+    let keep = |cells: Vec<Cell<'static>>| shown_cells(cells, &widths);
     let rows = shown_mocks().map(|m| {
         let (mode, consumed, note, style) = cells(m);
         let gauge_style = if m.exhausted() {
