@@ -247,7 +247,12 @@ impl Model {
             abs
         };
         let i = (abs - self.base) as usize;
-        &mut self.sessions[i]
+        let session = &mut self.sessions[i];
+        // Named by the runtime running now: it restored the session, no longer the old one's.
+        if session.status == SessionStatus::Previous {
+            session.status = SessionStatus::Active;
+        }
+        session
     }
 
     fn session_mut(&mut self, id: &str) -> Option<&mut Session> {
@@ -304,10 +309,9 @@ impl Model {
         let max = self.limits.bytes.max(1);
         while self.retained_bytes() > max
             && self.sessions.len() > 1
-            && self
-                .sessions
-                .front()
-                .is_some_and(|s| s.status == SessionStatus::Closed)
+            && self.sessions.front().is_some_and(|s| {
+                matches!(s.status, SessionStatus::Closed | SessionStatus::Previous)
+            })
         {
             self.drop_oldest_session();
         }
@@ -640,18 +644,30 @@ impl Model {
         self.counters.dropped.calls += dropped;
     }
 
-    /// Forgets everything the old stream said (after `stream.reset`): what a runtime that
-    /// restarted without its history told is no longer true of the one running now. The
-    /// limits and the stream's own bookkeeping (parse errors, resets) stay.
+    /// After `stream.reset`: the old stream's frames, approvals and evals are forgotten
+    /// (they cannot be decided or trusted on the runtime running now); its sessions stay
+    /// readable, marked `Previous`, until a re-read or a new frame says the new runtime
+    /// has them. The limits and the stream's own bookkeeping (parse errors, resets) stay.
     pub fn reset(&mut self) {
         let counters = Counters {
             resets: self.counters.resets + 1,
             parse_errors: self.counters.parse_errors,
             ..Counters::default()
         };
+        let mut sessions = std::mem::take(&mut self.sessions);
+        for session in &mut sessions {
+            session.status = SessionStatus::Previous;
+            // The new stream counts seqs from the start again.
+            session.hydrated_seq = 0;
+            session.rev += 1;
+        }
         *self = Model {
             limits: self.limits,
             counters,
+            sessions,
+            index: std::mem::take(&mut self.index),
+            base: self.base,
+            session_bytes: self.session_bytes,
             ..Model::default()
         };
     }

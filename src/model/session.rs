@@ -15,6 +15,8 @@ pub enum SessionStatus {
     Closed,
     Completed,
     Failed,
+    /// Known before a `stream.reset`: the runtime that held it restarted without it.
+    Previous,
 }
 
 impl SessionStatus {
@@ -24,6 +26,7 @@ impl SessionStatus {
             Self::Closed => "closed",
             Self::Completed => "completed",
             Self::Failed => "failed",
+            Self::Previous => "gone",
         }
     }
 

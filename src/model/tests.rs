@@ -632,20 +632,33 @@ fn large_frames_stay_within_the_byte_budget_and_evictions_are_counted() {
 }
 
 #[test]
-fn a_reset_forgets_the_old_stream_and_folds_the_new_one_from_seq_1() {
+fn a_reset_keeps_old_sessions_as_previous_drops_their_approvals_and_folds_the_new_stream() {
     let mut m = Model::new(Limits::default());
     for seq in 1..=21 {
         m.fold(Box::new(created(seq, &format!("ses_old{seq}"))));
     }
+    m.fold(Box::new(frame(
+        r#"{"kind":"approval.requested","seq":22,"ts":"2026-11-22T21:43:32.000Z","sessionId":"ses_old1","approvalId":"apr_1","callId":"c","tool":"nuvem-fiscal/create_nfe","input":{},"ruleId":"r","expiresAt":"2026-11-22T21:58:32.000Z","message":"m"}"#,
+    )));
+    assert_eq!(m.approvals.pending_count(), 1);
     // A hello names the stream and changes nothing.
     assert!(!m.apply(&frame(
-        r#"{"kind":"stream.hello","seq":21,"ts":"2026-11-22T21:43:31.000Z","epoch":"ep_a"}"#
+        r#"{"kind":"stream.hello","seq":22,"ts":"2026-11-22T21:43:31.000Z","epoch":"ep_a"}"#
     )));
-    assert_eq!(m.sessions_len(), 21);
     m.fold(Box::new(frame(
         r#"{"kind":"stream.reset","seq":0,"ts":"2026-11-22T21:44:00.000Z","epoch":"ep_b","reason":"r"}"#,
     )));
-    assert_eq!(m.sessions_len(), 0);
+    assert_eq!(m.sessions_len(), 21, "old sessions stay readable");
+    assert!(
+        (1..=21).all(|i| m.session(&format!("ses_old{i}")).map(|s| s.status)
+            == Some(SessionStatus::Previous)),
+        "none of the old sessions reads as active"
+    );
+    assert_eq!(SessionStatus::Previous.as_str(), "gone");
+    assert!(
+        m.approvals.is_empty(),
+        "an old approval can no longer be decided"
+    );
     assert_eq!(m.counters.resets, 1);
     assert_eq!(m.counters.last_seq, 0);
     assert_eq!(
@@ -654,10 +667,21 @@ fn a_reset_forgets_the_old_stream_and_folds_the_new_one_from_seq_1() {
         "the reset itself stays on the Events tab"
     );
     m.fold(Box::new(created(1, "ses_new")));
-    assert!(
-        m.session("ses_new").is_some(),
+    assert_eq!(
+        m.session("ses_new").map(|s| s.status),
+        Some(SessionStatus::Active),
         "seq 1 of the new stream is no duplicate"
     );
-    assert!(m.session("ses_old1").is_none());
+    // A runtime with a store brings a session back under its id: one row, active again.
+    m.fold(Box::new(created(2, "ses_old2")));
+    assert_eq!(m.sessions_len(), 22);
+    assert_eq!(
+        m.session("ses_old2").map(|s| s.status),
+        Some(SessionStatus::Active)
+    );
+    assert_eq!(
+        m.session("ses_old3").map(|s| s.status),
+        Some(SessionStatus::Previous)
+    );
     assert_eq!(m.counters.duplicates, 0);
 }

@@ -140,7 +140,7 @@ async fn fold_until(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_observer_sees_a_restart_and_the_model_shows_only_the_new_runtime() {
+async fn the_observer_sees_a_restart_and_the_model_marks_the_old_runtimes_sessions_previous() {
     let first = runtime_at("127.0.0.1:0".parse().unwrap()).await;
     let addr = first.addr;
     let url = first.url();
@@ -161,11 +161,12 @@ async fn the_observer_sees_a_restart_and_the_model_shows_only_the_new_runtime() 
         m.counters.resets == 1 && m.counters.last_seq == 2
     })
     .await;
-    assert!(
-        model.session(&old).is_none(),
-        "the old runtime's session is cleared"
+    assert_eq!(
+        model.session(&old).map(|s| s.status),
+        Some(spyglass::model::SessionStatus::Previous),
+        "the old runtime's session stays readable, not active"
     );
-    assert_eq!(model.sessions_len(), 1);
+    assert_eq!(model.sessions_len(), 2);
     let session = model.session(&new).unwrap();
     assert_eq!(session.user, "new_user");
     assert_eq!(session.mocks.len(), 1, "its declared mock is shown");
@@ -175,7 +176,7 @@ async fn the_observer_sees_a_restart_and_the_model_shows_only_the_new_runtime() 
     session_with_calls(&url, "later", 0).await;
     fold_until(&mut rx, &mut model, |m| m.counters.last_seq == 3).await;
     assert_eq!(model.counters.duplicates, 0);
-    assert_eq!(model.sessions_len(), 2);
+    assert_eq!(model.sessions_len(), 3);
     task.abort();
     second.shutdown().await;
 }
@@ -455,7 +456,7 @@ fn serve_on_a_damaged_store_fails_naming_the_file_and_leaves_it_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_inspector_says_the_runtime_restarted_and_shows_only_its_sessions() {
+async fn the_inspector_says_the_runtime_restarted_and_marks_the_old_sessions_gone() {
     let first = runtime_at("127.0.0.1:0".parse().unwrap()).await;
     let (addr, url) = (first.addr, first.url());
     session_with_calls(&url, "old_user", 20).await;
@@ -477,9 +478,13 @@ async fn the_inspector_says_the_runtime_restarted_and_shows_only_its_sessions() 
     })
     .await;
     assert!(text.contains("runtime restarted at "), "{text}");
+    let old_row = text
+        .lines()
+        .find(|l| l.contains("old_user"))
+        .unwrap_or_else(|| panic!("the old runtime's session stays listed:\n{text}"));
     assert!(
-        !text.contains("old_user"),
-        "the old runtime's sessions are cleared:\n{text}"
+        old_row.contains(" gone ") && !old_row.contains("active"),
+        "the old session reads as the previous runtime's, not active:\n{text}"
     );
     task.abort();
     second.shutdown().await;
@@ -551,6 +556,18 @@ async fn a_recording_keeps_the_reset_and_its_replay_clears_there() {
         m.counters.last_seq == 2 && m.counters.resets == 1
     })
     .await;
-    assert_eq!(model.sessions_len(), 1, "replay clears at the reset");
+    assert_eq!(
+        model.sessions_len(),
+        2,
+        "the replayed reset keeps the old session"
+    );
+    assert_eq!(
+        (0..model.sessions_len())
+            .filter_map(|row| model.session_newest(row))
+            .filter(|s| s.status == spyglass::model::SessionStatus::Previous)
+            .count(),
+        1,
+        "the replayed reset marks the old session previous"
+    );
     second.shutdown().await;
 }
