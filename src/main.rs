@@ -186,6 +186,10 @@ enum Command {
         /// Suite name for every result, instead of the one each file gives.
         #[arg(long)]
         suite: Option<String>,
+        /// Import into the SQLite store at PATH (an embedded runtime on it) instead of a
+        /// runtime at a URL: the history `spyglass eval --store PATH` reads.
+        #[arg(long, value_name = "PATH")]
+        store: Option<PathBuf>,
     },
     /// Open the inspector offline on other eval tools' results files (as `import` reads).
     View {
@@ -354,10 +358,14 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             start_logging(LogTo::File, true)?;
             roles::replay::run(config, &file, speed).await
         }
-        Command::Import { files, suite } => {
+        Command::Import {
+            files,
+            suite,
+            store,
+        } => {
             let config = resolve(&cli)?;
             start_logging(LogTo::File, false)?;
-            roles::import::run(config, roles::import::ImportArgs { files, suite }).await
+            roles::import::run(config, roles::import::ImportArgs { files, suite }, store).await
         }
         Command::View { files, suite } => {
             let config = resolve(&cli)?;

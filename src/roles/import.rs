@@ -76,20 +76,50 @@ fn bodies(imported: &Imported) -> Vec<String> {
 }
 
 /// Reads the files, posts each one's events to the runtime in batches, and prints a line
-/// per file on stdout. Imported failures are not the command's failure: exit 0.
-pub async fn run(config: Resolved, args: ImportArgs) -> Result<(), RoleError> {
+/// per file on stdout. Imported failures are not the command's failure: exit 0. With
+/// `store`, the runtime is an embedded one on that file (its history is what
+/// `eval --store` reads), stopped and flushed once every file is in.
+pub async fn run(
+    config: Resolved,
+    args: ImportArgs,
+    store: Option<PathBuf>,
+) -> Result<(), RoleError> {
     let imported = read_all(&args)?;
-    let Some(url) = config.url.value else {
-        return Err(RoleError::Usage(
-            "no runtime to import into: pass --url URL or set SPYGLASS_URL \
-             (`spyglass view FILE` opens them offline)"
-                .to_owned(),
-        ));
+    let Some(path) = store else {
+        let Some(url) = config.url.value else {
+            return Err(RoleError::Usage(
+                "no runtime to import into: pass --url URL, set SPYGLASS_URL or pass --store PATH \
+                 (`spyglass view FILE` opens them offline)"
+                    .to_owned(),
+            ));
+        };
+        let key = config.api_key.value.as_ref().map(|k| k.expose().to_owned());
+        return post_all(&imported, &url, key.as_deref()).await;
     };
-    let key = config.api_key.value.as_ref().map(|k| k.expose().to_owned());
-    let rest = RestClient::new(&url, key.as_deref())?;
+    if matches!(config.url.source, crate::config::Source::Flag(_)) {
+        return Err(RoleError::Usage(
+            "--store imports into an embedded runtime on that file; --url names another runtime: pass one of them".to_owned(),
+        ));
+    }
+    let runtime = crate::store::StoreChoice::File(path)
+        .runtime(crate::runtime::RuntimeConfig::default())
+        .map_err(super::serve::ServeError::from)?;
+    let handle = runtime
+        .serve(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .map_err(RoleError::Embedded)?;
+    let result = post_all(&imported, &handle.url(), None).await;
+    let runtime = handle.runtime();
+    handle.shutdown().await;
+    runtime.flush_store();
+    result
+}
+
+/// Posts every file's events to the runtime at `url`, a line per file on stdout.
+async fn post_all(imported: &[Imported], url: &str, key: Option<&str>) -> Result<(), RoleError> {
+    let rest = RestClient::new(url, key)?;
     let mut out = std::io::stdout().lock();
-    for file in &imported {
+    for file in imported {
         let mut sent = 0;
         let mut batch = String::from("[");
         for body in bodies(file) {

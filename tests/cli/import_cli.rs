@@ -521,3 +521,43 @@ fn view_of_a_damaged_file_is_exit_2_before_the_terminal_is_taken() {
         text(&out.stdout)
     );
 }
+
+#[test]
+fn import_into_a_store_is_in_the_history_the_store_reopens_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("history.db");
+    let store_arg = store.display().to_string();
+    let pytest = fixture("pytest.xml").display().to_string();
+    let out = spyglass(&["import", "--store", &store_arg, &pytest]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("posted 6 event(s)"),
+        "{}",
+        text(&out.stdout)
+    );
+    // The process is gone; the file alone holds what it imported.
+    let runtime =
+        spyglass::store::open_runtime(spyglass::runtime::RuntimeConfig::default(), &store).unwrap();
+    let summary = runtime.eval_summary("default", None);
+    let suite = summary
+        .suites
+        .iter()
+        .find(|s| s.suite == "pytest")
+        .unwrap_or_else(|| panic!("no pytest suite in {summary:?}"));
+    assert_eq!(counts(suite), tool_summary("pytest.xml"));
+    // --url and --store name two different runtimes: refused, nothing imported.
+    let both = spyglass(&[
+        "import",
+        "--url",
+        "http://127.0.0.1:9",
+        "--store",
+        &store_arg,
+        &pytest,
+    ]);
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both.stderr));
+    assert!(
+        text(&both.stderr).contains("--store"),
+        "{}",
+        text(&both.stderr)
+    );
+}
