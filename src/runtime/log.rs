@@ -113,18 +113,27 @@ impl Budget {
             + self.approvals.load(Ordering::Relaxed)
     }
 
+    /// `bytes` leave the figure `held`; when evicted, one more item and its bytes are
+    /// counted in `evicted`'s (count, bytes).
+    fn take(held: &AtomicUsize, bytes: usize, evicted: Option<(&AtomicU64, &AtomicU64)>) {
+        held.fetch_sub(bytes, Ordering::Relaxed);
+        if let Some((count, total)) = evicted {
+            count.fetch_add(1, Ordering::Relaxed);
+            total.fetch_add(bytes as u64, Ordering::Relaxed);
+        }
+    }
+
     pub fn add_approvals(&self, bytes: usize) {
         self.approvals.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// An approval row left the table, dropped to stay bounded when `evicted`.
     pub fn remove_approvals(&self, bytes: usize, evicted: bool) {
-        self.approvals.fetch_sub(bytes, Ordering::Relaxed);
-        if evicted {
-            self.evicted_approvals.fetch_add(1, Ordering::Relaxed);
-            self.evicted_approval_bytes
-                .fetch_add(bytes as u64, Ordering::Relaxed);
-        }
+        Self::take(
+            &self.approvals,
+            bytes,
+            evicted.then_some((&self.evicted_approvals, &self.evicted_approval_bytes)),
+        );
     }
 
     pub fn add_evals(&self, bytes: usize) {
@@ -133,12 +142,11 @@ impl Budget {
 
     /// An eval run or suite document left the runtime: evicted by the budget when `evicted`.
     pub fn remove_evals(&self, bytes: usize, evicted: bool) {
-        self.evals.fetch_sub(bytes, Ordering::Relaxed);
-        if evicted {
-            self.evicted_evals.fetch_add(1, Ordering::Relaxed);
-            self.evicted_eval_bytes
-                .fetch_add(bytes as u64, Ordering::Relaxed);
-        }
+        Self::take(
+            &self.evals,
+            bytes,
+            evicted.then_some((&self.evicted_evals, &self.evicted_eval_bytes)),
+        );
     }
 
     pub fn add_session(&self, bytes: usize) {
@@ -147,12 +155,11 @@ impl Budget {
 
     /// A session left the map: evicted by the budget when `evicted`.
     pub fn remove_session(&self, bytes: usize, evicted: bool) {
-        self.sessions.fetch_sub(bytes, Ordering::Relaxed);
-        if evicted {
-            self.evicted_sessions.fetch_add(1, Ordering::Relaxed);
-            self.evicted_session_bytes
-                .fetch_add(bytes as u64, Ordering::Relaxed);
-        }
+        Self::take(
+            &self.sessions,
+            bytes,
+            evicted.then_some((&self.evicted_sessions, &self.evicted_session_bytes)),
+        );
     }
 
     pub fn stats(&self) -> BudgetStats {

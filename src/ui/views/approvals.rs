@@ -26,13 +26,14 @@ use crate::protocol::rest::{ApprovalStatus, ApprovalView};
 use crate::sanitize::{sanitize, shown, shown_text};
 use crate::ui::action::{Action, Scope};
 use crate::ui::theme::Theme;
+use crate::ui::views::fitted_table;
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row};
 
 /// An approve or deny waiting for `y`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -533,14 +534,7 @@ impl ApprovalsState {
                 .to_vec(),
         ))
         .style(theme.muted());
-        let table = Table::new(
-            rows,
-            widths
-                .iter()
-                .flatten()
-                .map(|w| Constraint::Length(*w as u16)),
-        )
-        .header(header);
+        let table = fitted_table(rows, header, &widths);
         frame.render_widget(table, inner);
         Some(placed_list(
             frame,

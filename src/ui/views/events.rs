@@ -25,13 +25,14 @@ use crate::protocol::Frame;
 use crate::protocol::events::{encode, encode_fields};
 use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
+use crate::ui::views::fitted_table;
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crossterm::event::KeyEvent;
 use ratatui::Frame as TermFrame;
-use ratatui::layout::{Constraint, Position, Rect};
+use ratatui::layout::{Position, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row};
 
 /// One frame opened as pretty JSON.
 #[derive(Debug, Clone)]
@@ -500,14 +501,7 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
             .to_vec(),
     ))
     .style(theme.muted());
-    let table = Table::new(
-        rows,
-        widths
-            .iter()
-            .flatten()
-            .map(|w| Constraint::Length(*w as u16)),
-    )
-    .header(header);
+    let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, inner);
     drawn.push(placed_list(
         frame,

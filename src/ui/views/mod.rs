@@ -583,6 +583,19 @@ pub fn fit_columns_stretching(cols: &[Col], width: usize, stretch: usize) -> Vec
     widths
 }
 
+/// A table of the columns `fit_columns` shows, at the widths it gave them.
+pub fn fitted_table<'a>(
+    rows: impl IntoIterator<Item = ratatui::widgets::Row<'a>>,
+    header: ratatui::widgets::Row<'a>,
+    widths: &[Option<usize>],
+) -> ratatui::widgets::Table<'a> {
+    let widths = widths
+        .iter()
+        .flatten()
+        .map(|w| ratatui::layout::Constraint::Length(u16::try_from(*w).unwrap_or(u16::MAX)));
+    ratatui::widgets::Table::new(rows, widths).header(header)
+}
+
 /// The cells of the columns `fit_columns` shows, in order.
 pub fn shown_cells<T>(cells: Vec<T>, widths: &[Option<usize>]) -> Vec<T> {
     cells

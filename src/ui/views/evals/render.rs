@@ -6,13 +6,14 @@ use super::state::{CaseDetail, EvalFocus, EvalsState};
 use crate::protocol::rest::SuiteSummary;
 use crate::sanitize::sanitize;
 use crate::ui::action::Action;
+use crate::ui::views::fitted_table;
 use crate::ui::views::{Col, fit, fit_columns_stretching, placed_list, shown_cells};
 use crate::ui::views::{Cx, Drawn, Pane, Placed, detail_frame, focused_block, hints};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Wrap};
 
 pub(super) fn render(state: &EvalsState, frame: &mut Frame, area: Rect, cx: &Cx) -> Drawn {
     let [left, right] =
@@ -151,14 +152,7 @@ fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> 
         Cell::from(Line::from("RUNS").right_aligned()),
     ]))
     .style(theme.muted());
-    let table = Table::new(
-        rows,
-        widths
-            .iter()
-            .flatten()
-            .map(|w| Constraint::Length(*w as u16)),
-    )
-    .header(header);
+    let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, inner);
     Some(placed_list(
         frame,
@@ -290,14 +284,7 @@ fn render_cases(
         Cell::from(Line::from("DUR").right_aligned()),
     ]))
     .style(theme.muted());
-    let table = Table::new(
-        rows,
-        widths
-            .iter()
-            .flatten()
-            .map(|w| Constraint::Length(*w as u16)),
-    )
-    .header(header);
+    let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, body);
     placed_list(frame, area, (Pane::Cases, body), offset, len, theme)
 }

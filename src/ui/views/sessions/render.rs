@@ -9,6 +9,7 @@ use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
 use crate::ui::app::Watching;
 use crate::ui::theme::Theme;
+use crate::ui::views::fitted_table;
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crate::ui::views::{
     Cx, Drawn, Pane, Placed, draw_detail, fit, fmt_age, fmt_ms, focused_block, key_cap, scroll_hint,
@@ -17,7 +18,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row};
 
 pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &Cx) -> Drawn {
     let [left, right] =
@@ -291,14 +292,7 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             .to_vec(),
     ))
     .style(theme.muted());
-    let table = Table::new(
-        rows,
-        widths
-            .iter()
-            .flatten()
-            .map(|w| Constraint::Length(*w as u16)),
-    )
-    .header(header);
+    let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, inner);
     Some(placed_list(
         frame,
@@ -405,14 +399,7 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
             .to_vec(),
     ))
     .style(theme.muted());
-    let table = Table::new(
-        rows,
-        widths
-            .iter()
-            .flatten()
-            .map(|w| Constraint::Length(*w as u16)),
-    )
-    .header(header);
+    let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, inner);
 }
 
