@@ -13,6 +13,15 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde::de::DeserializeOwned;
 use std::time::Duration;
 
+/// What `POST /v1/events` answered.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize)]
+pub struct Posted {
+    pub accepted: u64,
+    /// Eval results the runtime already held (same run, case, attempt), left out.
+    #[serde(default)]
+    pub duplicates: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct RestClient {
     base: String,
@@ -160,12 +169,9 @@ impl RestClient {
     }
 
     /// `POST /v1/events` with `body`, a JSON array of events already encoded; answers how
-    /// many the runtime took (all or none of the batch).
-    pub async fn post_events(&self, body: String) -> Result<u64, ClientError> {
-        #[derive(serde::Deserialize)]
-        struct Accepted {
-            accepted: u64,
-        }
+    /// many the runtime took (all or none of the batch) and how many eval results it left
+    /// out because its history already held them.
+    pub async fn post_events(&self, body: String) -> Result<Posted, ClientError> {
         let response = self
             .http
             .post(format!("{}/v1/events", self.base))
@@ -173,7 +179,7 @@ impl RestClient {
             .body(body)
             .send()
             .await?;
-        Ok(Self::read::<Accepted>(response).await?.accepted)
+        Self::read::<Posted>(response).await
     }
 
     /// `GET /v1/evals/summary[?window=N]`.

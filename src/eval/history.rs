@@ -62,6 +62,8 @@ struct RunEntry {
 struct Outcome {
     ordinal: u64,
     status: EvalStatus,
+    /// The event's `attempt`: with the run and case, what makes a result the same one.
+    attempt: Option<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -133,6 +135,25 @@ impl SuiteHistory {
             tally: Tally::default(),
         });
         ordinal
+    }
+
+    /// Whether this exact result (its run id, case and attempt) is already held: the same
+    /// file imported twice, or a batch posted again, must not count twice.
+    fn holds(&self, event: &AgentEvalCompleted) -> bool {
+        let Some(id) = &event.run_id else {
+            return false;
+        };
+        let Some(run) = self.runs.iter().find(|r| r.run_id.as_ref() == Some(id)) else {
+            return false;
+        };
+        self.cases
+            .iter()
+            .find(|c| c.name == event.case)
+            .is_some_and(|case| {
+                case.outcomes
+                    .iter()
+                    .any(|o| o.ordinal == run.ordinal && o.attempt == event.attempt)
+            })
     }
 
     /// The run this event belongs to, opened if new.
@@ -249,8 +270,20 @@ impl EvalHistory {
         }
     }
 
+    /// Whether `event` is a result this history already holds (same suite, run id, case
+    /// and attempt); `record` ignores those.
+    pub fn holds(&self, event: &AgentEvalCompleted) -> bool {
+        event.scope != EvalScope::Case
+            && self
+                .suites
+                .iter()
+                .find(|s| s.name == event.suite)
+                .is_some_and(|suite| suite.holds(event))
+    }
+
     /// Folds one case outcome. `seq` is its stream sequence: a frame seen again (a
     /// replay after reconnecting) is ignored; 0 means "not from a stream", always taken.
+    /// A result already held (`holds`) is ignored too.
     pub fn record(
         &mut self,
         seq: u64,
@@ -262,6 +295,9 @@ impl EvalHistory {
                 return false;
             }
             self.last_seq = seq;
+        }
+        if self.holds(event) {
+            return false;
         }
         let settings = self.settings;
         self.clock += 1;
@@ -294,6 +330,7 @@ impl EvalHistory {
         case.outcomes.push_back(Outcome {
             ordinal,
             status: event.status,
+            attempt: event.attempt,
         });
         case.last = event.clone();
         case.last_session_id = session_id.map(str::to_owned);
@@ -621,6 +658,31 @@ mod tests {
     }
 
     #[test]
+    fn the_same_result_again_is_not_counted_twice() {
+        use EvalStatus::*;
+        let mut history = EvalHistory::new(HistorySettings::default());
+        let first = event("s", "a", Passed, Some("junit-1"));
+        assert!(!history.holds(&first));
+        assert!(history.record(0, None, &first));
+        assert!(history.holds(&first));
+        // The same file imported again: same run id, case and attempt.
+        assert!(!history.record(0, None, &event("s", "a", Passed, Some("junit-1"))));
+        let mut retry = event("s", "a", Failed, Some("junit-1"));
+        retry.attempt = Some(2);
+        assert!(
+            history.record(0, None, &retry),
+            "another attempt is another result"
+        );
+        assert!(history.record(0, None, &event("s", "a", Passed, Some("junit-2"))));
+        // Without a run id nothing says two results are the same one.
+        assert!(history.record(0, None, &event("s", "b", Passed, None)));
+        assert!(!history.holds(&event("s", "b", Passed, None)));
+        let summary = history.summary();
+        let a = case(&summary, "s", "a");
+        assert_eq!((a.passed, a.failed, a.runs), (2, 1, 2));
+    }
+
+    #[test]
     fn repeat_in_one_run_makes_a_case_flaky() {
         let mut history = EvalHistory::new(HistorySettings::default());
         for (attempt, status) in [(1, Passed), (2, Failed), (3, Passed), (4, Failed)] {
@@ -666,8 +728,10 @@ mod tests {
             window: 10,
             max_outcomes_per_case: 4,
         });
-        for _ in 0..10 {
-            history.record(0, None, &event("s", "a", Passed, Some("r1")));
+        for attempt in 1..=10 {
+            let mut e = event("s", "a", Passed, Some("r1"));
+            e.attempt = Some(attempt);
+            history.record(0, None, &e);
         }
         let summary = history.summary();
         assert_eq!(case(&summary, "s", "a").passed, 4);

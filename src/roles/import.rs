@@ -121,13 +121,16 @@ async fn post_all(imported: &[Imported], url: &str, key: Option<&str>) -> Result
     let mut out = std::io::stdout().lock();
     for file in imported {
         let mut sent = 0;
+        let mut held = 0;
         let mut batch = String::from("[");
         for body in bodies(file) {
             if batch.len() > 1 && batch.len() + body.len() > BATCH_BYTES {
                 batch.push(']');
-                sent += rest
+                let posted = rest
                     .post_events(std::mem::replace(&mut batch, "[".into()))
                     .await?;
+                sent += posted.accepted;
+                held += posted.duplicates;
             }
             if batch.len() > 1 {
                 batch.push(',');
@@ -136,10 +139,19 @@ async fn post_all(imported: &[Imported], url: &str, key: Option<&str>) -> Result
         }
         if batch.len() > 1 {
             batch.push(']');
-            sent += rest.post_events(batch).await?;
+            let posted = rest.post_events(batch).await?;
+            sent += posted.accepted;
+            held += posted.duplicates;
         }
         let _ = describe(file, &mut out);
         let _ = writeln!(out, "  posted {sent} event(s) to {url}");
+        if held > 0 {
+            let _ = writeln!(
+                out,
+                "  {held} result(s) of run {} were already there (imported before): not counted again",
+                file.run_id
+            );
+        }
     }
     Ok(())
 }

@@ -10,7 +10,9 @@ use crate::eval::history::{EvalHistory, HistorySettings};
 use crate::eval::report::Counts;
 use crate::eval::suite::{PlannedCase, Suite, plan, suite_from_request};
 use crate::protocol::envelope::codes;
-use crate::protocol::events::{EvalRunCompleted, EvalRunStarted, EvalScope, EvalStatus, Event};
+use crate::protocol::events::{
+    AgentEvalCompleted, EvalRunCompleted, EvalRunStarted, EvalScope, EvalStatus, Event,
+};
 use crate::protocol::rest::{
     CreateSession, EvalCaseRecord, EvalRunDetail, EvalRunRequest, EvalSummary,
 };
@@ -93,6 +95,14 @@ impl EvalState {
             removed: Mutex::new(Vec::new()),
             outcome_slots: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Whether the tenant's history already holds this result (same suite, run id, case
+    /// and attempt): ingest leaves such a result out rather than count it twice.
+    pub(crate) fn holds(&self, tenant: &str, event: &AgentEvalCompleted) -> bool {
+        lock(&self.history)
+            .get(tenant)
+            .is_some_and(|history| history.holds(event))
     }
 
     /// Folds every `agent.eval.completed` the log takes, the runner's and ingested ones

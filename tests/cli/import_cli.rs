@@ -141,6 +141,46 @@ async fn imported_counts_equal_each_tools_own_summary_in_the_runtime_history() {
     handle.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn importing_the_same_file_again_does_not_count_its_results_twice() {
+    let handle = server(test_config()).await;
+    let url = handle.url();
+    let file = fixture("pytest.xml").display().to_string();
+    let import = |url: String, file: String| {
+        tokio::task::spawn_blocking(move || spyglass(&["import", "--url", &url, &file]))
+    };
+    let first = import(url.clone(), file.clone()).await.unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    assert!(
+        !text(&first.stdout).contains("already there"),
+        "{}",
+        text(&first.stdout)
+    );
+    let again = import(url, file).await.unwrap();
+    let stdout = text(&again.stdout);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    let (p, f, e, s) = tool_summary("pytest.xml");
+    let total = p + f + e + s;
+    assert!(stdout.contains("posted 0 event(s)"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{total} result(s) of run junit-")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("already there"), "{stdout}");
+    let summary = handle.runtime().eval_summary("default", None);
+    let suite = summary
+        .suites
+        .iter()
+        .find(|s| s.suite == "pytest")
+        .unwrap_or_else(|| panic!("no pytest suite in {summary:?}"));
+    assert_eq!(counts(suite), (p, f, e, s));
+    assert_eq!(
+        suite.runs, 1,
+        "the same file is one run, however often imported"
+    );
+    handle.shutdown().await;
+}
+
 #[test]
 fn view_plays_the_same_events_into_the_inspectors_history() {
     let files = ["pytest.xml", "promptfoo.json", "inspect.eval"]

@@ -288,7 +288,10 @@ async fn ingest_accepts_seed_001_events_as_array_and_json_lines() {
     let events = seed_001_events();
     let (status, body) = api.post("/v1/events", Value::Array(events.clone())).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body, json!({"accepted": 5, "first_seq": 1, "last_seq": 5}));
+    assert_eq!(
+        body,
+        json!({"accepted": 5, "duplicates": 0, "first_seq": 1, "last_seq": 5})
+    );
 
     let lines: String = events.iter().map(|e| format!("{e}\n\n")).collect();
     let (status, body) = api.post_raw("/v1/events", lines).await;
@@ -315,6 +318,41 @@ async fn ingest_accepts_seed_001_events_as_array_and_json_lines() {
         assert!(frame["ts"].is_string());
     }
     assert_eq!(got[0]["step"]["toolCalls"][0]["id"], "t1");
+}
+
+#[tokio::test]
+async fn an_eval_result_posted_again_is_left_out_and_counted_as_a_duplicate() {
+    let handle = server(test_config()).await;
+    let api = Api::new(&handle);
+    let result = |case: &str, attempt: u32| {
+        json!({"kind": "agent.eval.completed", "suite": "imported", "case": case,
+               "status": "passed", "runId": "junit-20261120T100000-0badcafe",
+               "attempt": attempt})
+    };
+    let batch = json!([result("a", 1), result("b", 1)]);
+    let (status, body) = api.post("/v1/events", batch.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["accepted"].as_u64(), body["duplicates"].as_u64()),
+        (Some(2), Some(0))
+    );
+    // The same batch again (a re-import, or a retry after a lost answer), plus a new attempt.
+    let again = json!([result("a", 1), result("b", 1), result("a", 2)]);
+    let (status, body) = api.post("/v1/events", again).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["accepted"].as_u64(), body["duplicates"].as_u64()),
+        (Some(1), Some(2)),
+        "{body}"
+    );
+    assert_eq!(
+        body["first_seq"], body["last_seq"],
+        "one event logged: {body}"
+    );
+    let summary = handle.runtime().eval_summary("default", None);
+    let suite = &summary.suites[0];
+    assert_eq!((suite.runs, suite.passed), (1, 3), "{suite:?}");
+    assert_eq!(handle.runtime().events_since(0, 100).len(), 3);
 }
 
 #[tokio::test]

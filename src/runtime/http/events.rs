@@ -163,7 +163,8 @@ fn batch_items(text: &str) -> Result<Vec<String>, ApiErrorWithStatus> {
 }
 
 /// `POST /v1/events`: validates every event first; the first bad one answers 400 with
-/// its `index` and nothing of the batch is applied. Then each is stamped and emitted.
+/// its `index` and nothing of the batch is applied. Then each is stamped and emitted,
+/// except an `agent.eval.completed` the history already holds (counted as `duplicates`).
 pub(super) async fn ingest_events(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
@@ -193,14 +194,23 @@ pub(super) async fn ingest_events(
     }
     let mut first = None;
     let mut last = None;
+    let mut duplicates = 0usize;
     for event in events {
+        if let Event::AgentEvalCompleted(result) = &event.event
+            && state.rt.eval_result_held(&tenant, result)
+        {
+            // The same file imported again, or a batch retried after a lost answer.
+            duplicates += 1;
+            continue;
+        }
         let logged = state.rt.emit_for(&tenant, event.session_id, event.event);
         first.get_or_insert(logged.frame.seq);
         last = Some(logged.frame.seq);
     }
     state.rt.committed().await?;
     Ok(axum::Json(serde_json::json!({
-        "accepted": items.len(),
+        "accepted": items.len() - duplicates,
+        "duplicates": duplicates,
         "first_seq": first,
         "last_seq": last,
     }))
