@@ -63,6 +63,21 @@ struct Cli {
     /// or `memory` (default: $XDG_DATA_HOME/spyglass/runtime.db).
     #[arg(long, value_name = "PATH|memory")]
     store: Option<String>,
+
+    /// Policy rules (TOML) for the inspector's embedded runtime (no --url), so its
+    /// Approvals tab can fill: calls the rules hold wait there for a decision.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+
+    /// Address for the inspector's embedded runtime (no --url), e.g. 127.0.0.1:8000, so
+    /// an exported CODESPAR_BASE_URL stays right across restarts (default: a free port).
+    #[arg(long, value_name = "HOST:PORT")]
+    addr: Option<String>,
+
+    /// How long the embedded runtime (no --url) holds a call for approval before it
+    /// expires: 90s, 15m, 2h (default 15m).
+    #[arg(long = "approval-ttl", value_name = "DURATION", value_parser = spyglass::config::parse_duration)]
+    approval_ttl: Option<std::time::Duration>,
 }
 
 impl Cli {
@@ -120,6 +135,10 @@ enum Command {
         /// the process). Default: $XDG_DATA_HOME/spyglass/runtime.db.
         #[arg(long, value_name = "PATH|memory")]
         store: Option<String>,
+        /// How long a held call waits for a decision before it expires: 90s, 15m, 2h
+        /// (default 15m).
+        #[arg(long = "approval-ttl", value_name = "DURATION", value_parser = spyglass::config::parse_duration)]
+        approval_ttl: Option<std::time::Duration>,
         /// The inspector's global flags, which serve does not read: declared here, hidden,
         /// so `serve --help` lists only what serve uses and giving one is refused.
         #[command(flatten)]
@@ -262,7 +281,13 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
     let Some(command) = cli.command.clone() else {
         let config = resolve(&cli)?;
         start_logging(LogTo::File, true)?;
-        return roles::inspect::run(config, cli.store.clone()).await;
+        let embedded = roles::inspect::Embedded {
+            store: cli.store.clone(),
+            policy: cli.policy.clone(),
+            addr: cli.addr.clone(),
+            approval_ttl: cli.approval_ttl,
+        };
+        return roles::inspect::run(config, embedded).await;
     };
     match command {
         Command::Demo => {
@@ -281,6 +306,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             max_connections,
             max_connections_per_ip,
             store,
+            approval_ttl,
             unused,
         } => {
             if let Some(flag) = unused.given() {
@@ -302,6 +328,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 allow_hosts: allow_host,
                 max_connections: max_connections as usize,
                 max_connections_per_ip: max_connections_per_ip as usize,
+                approval_ttl,
             };
             roles::serve::run(args).await
         }

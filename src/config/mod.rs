@@ -22,6 +22,35 @@ pub use file::{Config, DEFAULT_THEME};
 pub use paths::{Env, Paths};
 pub use resolve::{CliOverrides, Resolved, Setting, Source};
 
+/// A duration as a flag gives it: a number with a unit (`90s`, `15m`, `2h`, `500ms`), or
+/// bare seconds. Zero is refused: a setting that expires at once is never what was meant.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (e.g. 90s, 15m, 2h)"))?;
+    let millis = match unit {
+        "ms" => Some(number),
+        "" | "s" => number.checked_mul(1000),
+        "m" => number.checked_mul(60_000),
+        "h" => number.checked_mul(3_600_000),
+        other => {
+            return Err(format!(
+                "{text:?}: unknown unit {other:?}; use ms, s, m or h (e.g. 90s, 15m)"
+            ));
+        }
+    }
+    .ok_or_else(|| format!("{text:?} is too long a duration"))?;
+    if millis == 0 {
+        return Err(format!("{text:?}: a duration must be more than zero"));
+    }
+    Ok(std::time::Duration::from_millis(millis))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("config file {path}: cannot read it: {source}")]

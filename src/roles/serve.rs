@@ -27,6 +27,8 @@ pub struct ServeArgs {
     pub max_connections_per_ip: usize,
     /// `--store PATH|memory`; `None` is the default file (`config::paths::store_file`).
     pub store: Option<String>,
+    /// How long a held call waits for a decision before it expires (default 15 min).
+    pub approval_ttl: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Error)]
@@ -173,6 +175,9 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         allowed_hosts: args.allow_hosts,
         max_connections: args.max_connections,
         max_connections_per_ip: args.max_connections_per_ip,
+        approval_ttl: args
+            .approval_ttl
+            .unwrap_or(RuntimeConfig::default().approval_ttl),
         ..RuntimeConfig::default()
     };
     let test_mode = config.test_mode;

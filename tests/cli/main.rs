@@ -11,6 +11,7 @@ mod eval_cli;
 mod eval_history;
 mod import_cli;
 mod masking;
+mod runtime_flags;
 mod runtime_serve;
 mod store_kill;
 mod tail_cli;
