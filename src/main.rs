@@ -45,6 +45,12 @@ struct Cli {
     #[arg(long = "api-key", global = true, action = clap::ArgAction::Append)]
     api_key: Vec<String>,
 
+    /// Project the inspector, tail, record, eval and import act for: sent as the
+    /// x-codespar-project header (else SPYGLASS_PROJECT, else the config file's
+    /// `project`, else the runtime's default project).
+    #[arg(long, global = true, value_name = "ID")]
+    project: Option<String>,
+
     /// Colour theme: dark, light, high-contrast, a NAME.toml in the user theme dir, or a
     /// path to a theme file (else the config file's `theme`, else dark).
     #[arg(long, global = true, value_name = "NAME")]
@@ -85,6 +91,7 @@ impl Cli {
         CliOverrides {
             url: self.url.clone(),
             api_key: self.api_key.last().cloned(),
+            project: self.project.clone(),
             theme: self.theme.clone(),
             no_mouse: self.no_mouse,
         }
@@ -235,6 +242,8 @@ struct ServeIgnores {
     url: Option<String>,
     #[arg(long, hide = true)]
     theme: Option<String>,
+    #[arg(long, hide = true)]
+    project: Option<String>,
     #[arg(long = "no-mouse", hide = true)]
     no_mouse: bool,
     #[arg(long = "print-config", hide = true)]
@@ -247,6 +256,7 @@ impl ServeIgnores {
         [
             (self.url.is_some(), "--url"),
             (self.theme.is_some(), "--theme"),
+            (self.project.is_some(), "--project"),
             (self.no_mouse, "--no-mouse"),
             (self.print_config, "--print-config"),
         ]
@@ -347,6 +357,11 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 api_key: cli.api_key.last().cloned().or_else(|| {
                     Env::from_process()
                         .get("CODESPAR_API_KEY")
+                        .map(str::to_owned)
+                }),
+                project: cli.project.clone().or_else(|| {
+                    Env::from_process()
+                        .get("SPYGLASS_PROJECT")
                         .map(str::to_owned)
                 }),
                 repeat,

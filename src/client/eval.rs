@@ -22,6 +22,8 @@ pub struct EvalArgs {
     pub paths: Vec<PathBuf>,
     /// Sent as a Bearer token to the runtime.
     pub api_key: Option<String>,
+    /// Sent as `x-codespar-project`: the project the run and its sessions belong to.
+    pub project: Option<String>,
     pub repeat: u32,
     pub case: Option<String>,
     pub junit: Option<PathBuf>,
@@ -135,10 +137,11 @@ pub async fn run(
     log: &mut dyn Write,
 ) -> Result<EvalRunDetail, EvalCliError> {
     let url = checked_url(url)?;
-    let client = RestClient::new(&url, args.api_key.as_deref()).map_err(|err| match err {
-        ClientError::Key(reason) => EvalCliError::Usage(format!("--api-key: {reason}")),
-        other => EvalCliError::Usage(other.to_string()),
-    })?;
+    let client = RestClient::scoped(&url, args.api_key.as_deref(), args.project.as_deref())
+        .map_err(|err| match err {
+            ClientError::Key(reason) => EvalCliError::Usage(format!("--api-key: {reason}")),
+            other => EvalCliError::Usage(other.to_string()),
+        })?;
     let _ = writeln!(
         log,
         "spyglass eval: {} case attempt(s) from {} suite(s) on {url}",

@@ -17,6 +17,39 @@ use std::time::Duration;
 use thiserror::Error;
 use tokio::sync::mpsc;
 
+/// A runtime as a client reaches it: its URL, the key sent as a Bearer token, and the
+/// project (`x-codespar-project`) every request and the stream act for.
+#[derive(Debug, Clone, Default)]
+pub struct Endpoint {
+    pub url: String,
+    pub api_key: Option<String>,
+    /// None: the runtime's default project (or the key's only one).
+    pub project: Option<String>,
+}
+
+impl Endpoint {
+    /// The runtime at `url`, no key, its default project.
+    pub fn new(url: &str) -> Self {
+        Self {
+            url: url.to_owned(),
+            ..Self::default()
+        }
+    }
+
+    /// REST calls to it, every one carrying the key and the project.
+    pub fn rest(&self) -> Result<RestClient, ClientError> {
+        RestClient::scoped(&self.url, self.api_key.as_deref(), self.project.as_deref())
+    }
+
+    /// Its observer stream, for the same key and project.
+    pub fn observer(&self) -> ObserverConfig {
+        ObserverConfig {
+            project: self.project.clone(),
+            ..ObserverConfig::new(&self.url, self.api_key.as_deref())
+        }
+    }
+}
+
 /// Everything the network side tells the UI loop.
 #[derive(Debug)]
 pub enum ClientMsg {
@@ -54,6 +87,8 @@ pub enum ClientMsg {
 pub enum ClientError {
     #[error("bad runtime URL `{0}`: expected http://, https://, ws:// or wss://")]
     Url(String),
+    #[error("bad project `{0}`: a project id is visible ASCII (e.g. prj_0123456789abcdef)")]
+    Project(String),
     #[error("runtime unreachable: {0}")]
     Http(#[from] reqwest::Error),
     #[error("runtime answered {status} {code}: {message}")]

@@ -19,6 +19,8 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 pub struct ObserverConfig {
     pub base_url: String,
     pub api_key: Option<String>,
+    /// The project the stream is for (`x-codespar-project`); None: the default one.
+    pub project: Option<String>,
     /// Resume point: only frames with a larger seq are asked for.
     pub since: u64,
     /// The stream `since` belongs to (`stream.hello`); empty when not known yet. Sent on
@@ -36,6 +38,7 @@ impl ObserverConfig {
         Self {
             base_url: base_url.to_owned(),
             api_key: api_key.map(str::to_owned),
+            project: None,
             since: 0,
             epoch: String::new(),
             heartbeat: Duration::from_secs(45),
@@ -167,6 +170,13 @@ async fn connect(config: &ObserverConfig, since: u64, epoch: &str) -> Result<Ws,
             .map_err(|e| ClientError::Key(e.to_string()))?;
         value.set_sensitive(true);
         request.headers_mut().insert("authorization", value);
+    }
+    if let Some(project) = &config.project {
+        let value = HeaderValue::from_str(project)
+            .map_err(|_| ClientError::Project(project.escape_debug().to_string()))?;
+        request
+            .headers_mut()
+            .insert(super::rest::PROJECT_HEADER, value);
     }
     let caps = WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME_BYTES))

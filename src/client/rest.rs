@@ -22,6 +22,9 @@ pub struct Posted {
     pub duplicates: u64,
 }
 
+/// The header a request names its project (tenant) with.
+pub const PROJECT_HEADER: &str = "x-codespar-project";
+
 #[derive(Debug, Clone)]
 pub struct RestClient {
     base: String,
@@ -30,7 +33,21 @@ pub struct RestClient {
 
 impl RestClient {
     pub fn new(base: &str, api_key: Option<&str>) -> Result<Self, ClientError> {
+        Self::scoped(base, api_key, None)
+    }
+
+    /// Like `new`, every request acting for `project` (`x-codespar-project`).
+    pub fn scoped(
+        base: &str,
+        api_key: Option<&str>,
+        project: Option<&str>,
+    ) -> Result<Self, ClientError> {
         let mut headers = HeaderMap::new();
+        if let Some(project) = project {
+            let value = HeaderValue::from_str(project)
+                .map_err(|_| ClientError::Project(project.escape_debug().to_string()))?;
+            headers.insert(PROJECT_HEADER, value);
+        }
         if let Some(key) = api_key {
             let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
                 .map_err(|e| ClientError::Key(e.to_string()))?;

@@ -1,7 +1,7 @@
 //! `spyglass tail` and `spyglass record`: the observer stream as lines, for pipes, CI logs
 //! and files. Readable lines or raw JSON lines; a closed pipe or Ctrl-C ends it cleanly.
 
-use super::{ClientMsg, ObserverConfig, RestClient, spawn_observer};
+use super::{ClientMsg, Endpoint, spawn_observer};
 use crate::mask::mask;
 use crate::protocol::events::{Counter, Event, Outcome};
 use crate::protocol::{Frame, encode};
@@ -197,10 +197,8 @@ pub enum TailError {
 /// Connection news goes to `status` (stderr), never the output. A 401/403 ends it with
 /// `ClientError::Rejected`; a runtime unreachable for `GIVE_UP_*` dials in a row with
 /// `ClientError::Unreachable`.
-#[expect(clippy::too_many_arguments)]
 pub async fn tail<W: Write, S: Write>(
-    url: &str,
-    api_key: Option<&str>,
+    endpoint: &Endpoint,
     format: Format,
     count: Option<u64>,
     open: impl FnOnce() -> std::io::Result<W>,
@@ -208,9 +206,9 @@ pub async fn tail<W: Write, S: Write>(
     stop: impl std::future::Future<Output = ()>,
     hangup: impl std::future::Future<Output = ()>,
 ) -> Result<TailEnd, TailError> {
-    let rest = RestClient::new(url, api_key)?;
+    let rest = endpoint.rest()?;
     let (tx, mut rx) = mpsc::channel(1024);
-    let observer = spawn_observer(ObserverConfig::new(url, api_key), rest, tx);
+    let observer = spawn_observer(endpoint.observer(), rest, tx);
     tokio::pin!(stop);
     tokio::pin!(hangup);
     let mut open = Some(open);
@@ -239,7 +237,15 @@ pub async fn tail<W: Write, S: Write>(
                         }
                     }
                 }
-                let _ = writeln!(status, "spyglass: connected to {url}");
+                let _ = match &endpoint.project {
+                    Some(project) => writeln!(
+                        status,
+                        "spyglass: connected to {} (project {})",
+                        endpoint.url,
+                        sanitize(project)
+                    ),
+                    None => writeln!(status, "spyglass: connected to {}", endpoint.url),
+                };
                 continue;
             }
             ClientMsg::Rejected { status: code } => {

@@ -15,6 +15,8 @@ pub const DEFAULT_THEME: &str = "dark";
 pub struct Config {
     pub url: Option<String>,
     pub api_key: Option<Secret>,
+    /// The project (`x-codespar-project`) the clients act for.
+    pub project: Option<String>,
     pub theme: Option<String>,
     pub mouse: Option<bool>,
     /// Only the bounds the file sets.
@@ -30,6 +32,7 @@ pub struct Config {
 struct RawConfig {
     url: Option<toml::Value>,
     api_key: Option<toml::Value>,
+    project: Option<toml::Value>,
     theme: Option<toml::Value>,
     mouse: Option<toml::Value>,
     history: Option<toml::Value>,
@@ -133,6 +136,13 @@ impl Config {
             let key = non_empty(value)
                 .ok_or_else(|| bad("api_key", value, "expected a non-empty string"))?;
             config.api_key = Some(Secret::new(key));
+        }
+        if let Some(value) = &raw.project {
+            let project = value
+                .as_str()
+                .filter(|s| super::valid_project(s))
+                .ok_or_else(|| bad("project", value, super::PROJECT_EXPECTED))?;
+            config.project = Some(project.to_owned());
         }
         if let Some(value) = &raw.theme {
             let theme = non_empty(value).ok_or_else(|| {

@@ -22,6 +22,15 @@ pub use file::{Config, DEFAULT_THEME};
 pub use paths::{Env, Paths};
 pub use resolve::{CliOverrides, Resolved, Setting, Source};
 
+/// What a project id must be, for errors: the runtime reads it from a header.
+pub const PROJECT_EXPECTED: &str =
+    "expected a project id: 1 to 128 visible ASCII characters (e.g. prj_0123456789abcdef)";
+
+/// Whether `text` can be a project id: it travels as the `x-codespar-project` header.
+pub fn valid_project(text: &str) -> bool {
+    (1..=128).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_graphic())
+}
+
 /// A duration as a flag gives it: a number with a unit (`90s`, `15m`, `2h`, `500ms`), or
 /// bare seconds. Zero is refused: a setting that expires at once is never what was meant.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -86,6 +95,9 @@ pub enum ConfigError {
     },
     #[error("bad key {value:?}: {reason}")]
     BadKey { value: String, reason: String },
+    /// A flag's or variable's value that cannot be used; `name` says which (its source).
+    #[error("{name}: {message}")]
+    Setting { name: String, message: String },
     #[error("{0}")]
     Theme(#[from] ThemeError),
 }
@@ -372,6 +384,7 @@ next_tab = "Tab"
         let cli = CliOverrides {
             url: Some("http://flag:4".into()),
             api_key: Some("csk_live_flag".into()),
+            project: None,
             theme: Some("high-contrast".into()),
             no_mouse: true,
         };

@@ -11,8 +11,9 @@ pub struct Env {
 }
 
 impl Env {
-    const NAMES: [&'static str; 7] = [
+    const NAMES: [&'static str; 8] = [
         "SPYGLASS_URL",
+        "SPYGLASS_PROJECT",
         "CODESPAR_BASE_URL",
         "CODESPAR_API_KEY",
         "XDG_CONFIG_HOME",

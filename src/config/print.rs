@@ -35,6 +35,12 @@ impl Resolved {
 
         line("url", &url, &self.url.source);
         line("api_key", &key, &self.api_key.source);
+        let project = self
+            .project
+            .value
+            .clone()
+            .unwrap_or_else(|| "(default)".to_string());
+        line("project", &project, &self.project.source);
         line("theme", &theme, &self.theme_name.source);
         line("mouse", &self.mouse.value.to_string(), &self.mouse.source);
         for (name, source) in History::KEYS.iter().zip(&self.history_sources) {

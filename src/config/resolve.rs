@@ -12,6 +12,7 @@ use std::fmt;
 pub struct CliOverrides {
     pub url: Option<String>,
     pub api_key: Option<String>,
+    pub project: Option<String>,
     pub theme: Option<String>,
     pub no_mouse: bool,
 }
@@ -62,6 +63,8 @@ pub struct Resolved {
     /// `None`: no runtime named, so the inspector starts an embedded one.
     pub url: Setting<Option<String>>,
     pub api_key: Setting<Option<Secret>>,
+    /// The project the clients act for (`x-codespar-project`); None: the default one.
+    pub project: Setting<Option<String>>,
     pub theme_name: Setting<String>,
     pub theme: Theme,
     pub theme_source: ThemeSource,
@@ -136,6 +139,28 @@ impl Config {
             None,
         );
 
+        let project = first_of(
+            [
+                (Source::Flag("--project"), cli.project.clone()),
+                from_env("SPYGLASS_PROJECT"),
+                (Source::File, self.project),
+            ]
+            .map(|(source, value)| (source, value.map(Some))),
+            None,
+        );
+        if let Some(value) = &project.value
+            && !super::valid_project(value)
+        {
+            return Err(ConfigError::Setting {
+                name: project.source.to_string(),
+                message: format!(
+                    "{:?}: {}",
+                    crate::sanitize::sanitize(value),
+                    super::PROJECT_EXPECTED
+                ),
+            });
+        }
+
         let theme_name = first_of(
             [
                 (Source::Flag("--theme"), cli.theme.clone()),
@@ -182,6 +207,7 @@ impl Config {
         Ok(Resolved {
             url,
             api_key,
+            project,
             theme_name,
             theme,
             theme_source,

@@ -62,8 +62,10 @@ struct RunEntry {
 struct Outcome {
     ordinal: u64,
     status: EvalStatus,
-    /// The event's `attempt`: with the run and case, what makes a result the same one.
+    /// The event's `attempt` and `duration`: with the run, case and status, what makes a
+    /// result the same one (a file imported again), not a retry that says the same.
     attempt: Option<u32>,
+    duration: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -137,8 +139,9 @@ impl SuiteHistory {
         ordinal
     }
 
-    /// Whether this exact result (its run id, case and attempt) is already held: the same
-    /// file imported twice, or a batch posted again, must not count twice.
+    /// Whether this exact result (its run id, case, attempt, status and duration) is
+    /// already held: the same file imported twice, or a batch posted again, must not count
+    /// twice; a retry that ends otherwise, or takes another time, is a result of its own.
     fn holds(&self, event: &AgentEvalCompleted) -> bool {
         let Some(id) = &event.run_id else {
             return false;
@@ -150,9 +153,12 @@ impl SuiteHistory {
             .iter()
             .find(|c| c.name == event.case)
             .is_some_and(|case| {
-                case.outcomes
-                    .iter()
-                    .any(|o| o.ordinal == run.ordinal && o.attempt == event.attempt)
+                case.outcomes.iter().any(|o| {
+                    o.ordinal == run.ordinal
+                        && o.attempt == event.attempt
+                        && o.status == event.status
+                        && o.duration.to_bits() == event.duration.to_bits()
+                })
             })
     }
 
@@ -270,8 +276,8 @@ impl EvalHistory {
         }
     }
 
-    /// Whether `event` is a result this history already holds (same suite, run id, case
-    /// and attempt); `record` ignores those.
+    /// Whether `event` is a result this history already holds (same suite, run id, case,
+    /// attempt, status and duration); `record` ignores those.
     pub fn holds(&self, event: &AgentEvalCompleted) -> bool {
         event.scope != EvalScope::Case
             && self
@@ -331,6 +337,7 @@ impl EvalHistory {
             ordinal,
             status: event.status,
             attempt: event.attempt,
+            duration: event.duration,
         });
         case.last = event.clone();
         case.last_session_id = session_id.map(str::to_owned);
@@ -674,12 +681,17 @@ mod tests {
             "another attempt is another result"
         );
         assert!(history.record(0, None, &event("s", "a", Passed, Some("junit-2"))));
+        // A retry without an attempt number that ends otherwise is a result of its own.
+        assert!(history.record(0, None, &event("s", "c", Passed, Some("junit-2"))));
+        assert!(history.record(0, None, &event("s", "c", Failed, Some("junit-2"))));
         // Without a run id nothing says two results are the same one.
         assert!(history.record(0, None, &event("s", "b", Passed, None)));
         assert!(!history.holds(&event("s", "b", Passed, None)));
         let summary = history.summary();
         let a = case(&summary, "s", "a");
         assert_eq!((a.passed, a.failed, a.runs), (2, 1, 2));
+        let c = case(&summary, "s", "c");
+        assert_eq!((c.passed, c.failed, c.flaky), (1, 1, true));
     }
 
     #[test]

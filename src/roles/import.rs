@@ -5,7 +5,7 @@
 //! damaged file stops the command with exit 2 and nothing posted.
 
 use super::RoleError;
-use crate::client::rest::RestClient;
+use crate::client::Endpoint;
 use crate::config::Resolved;
 use crate::import::{Imported, import_file, shown_path};
 use crate::protocol::events::{Frame, encode};
@@ -93,8 +93,12 @@ pub async fn run(
                     .to_owned(),
             ));
         };
-        let key = config.api_key.value.as_ref().map(|k| k.expose().to_owned());
-        return post_all(&imported, &url, key.as_deref()).await;
+        let endpoint = Endpoint {
+            url,
+            api_key: config.api_key.value.as_ref().map(|k| k.expose().to_owned()),
+            project: config.project.value.clone(),
+        };
+        return post_all(&imported, &endpoint).await;
     };
     if matches!(config.url.source, crate::config::Source::Flag(_)) {
         return Err(RoleError::Usage(
@@ -108,7 +112,11 @@ pub async fn run(
         .serve(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .await
         .map_err(RoleError::Embedded)?;
-    let result = post_all(&imported, &handle.url(), None).await;
+    let endpoint = Endpoint {
+        project: config.project.value.clone(),
+        ..Endpoint::new(&handle.url())
+    };
+    let result = post_all(&imported, &endpoint).await;
     let runtime = handle.runtime();
     handle.shutdown().await;
     runtime.flush_store();
@@ -116,8 +124,9 @@ pub async fn run(
 }
 
 /// Posts every file's events to the runtime at `url`, a line per file on stdout.
-async fn post_all(imported: &[Imported], url: &str, key: Option<&str>) -> Result<(), RoleError> {
-    let rest = RestClient::new(url, key)?;
+async fn post_all(imported: &[Imported], endpoint: &Endpoint) -> Result<(), RoleError> {
+    let rest = endpoint.rest()?;
+    let url = &endpoint.url;
     let mut out = std::io::stdout().lock();
     for file in imported {
         let mut sent = 0;

@@ -118,6 +118,7 @@ impl RoleError {
 fn client_code(err: &ClientError) -> u8 {
     match err {
         ClientError::Url(_)
+        | ClientError::Project(_)
         | ClientError::Key(_)
         | ClientError::Api { .. }
         | ClientError::Rejected { .. } => EXIT_USAGE,

@@ -2,6 +2,7 @@
 //! names, as lines on stdout or JSON lines in a file, until Ctrl-C or a closed pipe.
 
 use super::RoleError;
+use crate::client::Endpoint;
 use crate::client::tail::{Format, TailError, stdout_hangup, tail};
 use crate::config::Resolved;
 use std::path::PathBuf;
@@ -24,7 +25,11 @@ pub async fn run(config: Resolved, format: Format, sink: Sink) -> Result<(), Rol
             "no runtime to follow: pass --url URL or set SPYGLASS_URL".to_owned(),
         ));
     };
-    let key = config.api_key.value.as_ref().map(|k| k.expose().to_owned());
+    let endpoint = Endpoint {
+        url: url.clone(),
+        api_key: config.api_key.value.as_ref().map(|k| k.expose().to_owned()),
+        project: config.project.value.clone(),
+    };
     let stop = async {
         // No Ctrl-C handler (rare) means only a closed pipe ends it.
         if tokio::signal::ctrl_c().await.is_err() {
@@ -35,18 +40,9 @@ pub async fn run(config: Resolved, format: Format, sink: Sink) -> Result<(), Rol
     let ended = match sink {
         Sink::Stdout => {
             let open = || Ok(std::io::BufWriter::new(std::io::stdout().lock()));
-            tail(
-                &url,
-                key.as_deref(),
-                format,
-                None,
-                open,
-                stderr,
-                stop,
-                stdout_hangup(),
-            )
-            .await
-            .map_err(|err| (err, PathBuf::from("stdout")))
+            tail(&endpoint, format, None, open, stderr, stop, stdout_hangup())
+                .await
+                .map_err(|err| (err, PathBuf::from("stdout")))
         }
         Sink::File { path, force } => {
             if !force && path.exists() {
@@ -83,8 +79,7 @@ pub async fn run(config: Resolved, format: Format, sink: Sink) -> Result<(), Rol
                 options.open(&path).map(std::io::BufWriter::new)
             };
             tail(
-                &url,
-                key.as_deref(),
+                &endpoint,
                 format,
                 None,
                 open,

@@ -102,6 +102,8 @@ pub struct App {
     pub conn: Conn,
     pub url: String,
     pub watching: Watching,
+    /// The project watched, named in the status bar; None: the runtime's default one.
+    pub project: Option<String>,
     pub theme: Theme,
     pub keymap: KeyMap,
     pub clock: Arc<dyn Clock>,
@@ -139,6 +141,7 @@ impl App {
             conn: Conn::Connecting { attempt: 0 },
             url: url.to_owned(),
             watching: Watching::default(),
+            project: None,
             theme: Theme::default(),
             keymap: KeyMap::default(),
             clock,

@@ -14,7 +14,7 @@
 
 use super::action::{Action, Tab};
 use super::app::{App, Conn, TabHits, Watching};
-use crate::sanitize::shown;
+use crate::sanitize::{sanitize, shown};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -223,7 +223,7 @@ fn source_spans(app: &App) -> Vec<Span<'static>> {
     let url = app.url.clone();
     let badge =
         |text: &str| Span::styled(text.to_owned(), theme.accent().add_modifier(Modifier::BOLD));
-    match &app.watching {
+    let mut spans = match &app.watching {
         Watching::Runtime => vec![Span::raw(url)],
         Watching::Demo => vec![badge("demo"), Span::raw(format!(" · runtime {url}"))],
         Watching::Embedded => vec![
@@ -231,7 +231,12 @@ fn source_spans(app: &App) -> Vec<Span<'static>> {
             Span::raw(format!(" {url} · export CODESPAR_BASE_URL={url}")),
         ],
         Watching::Replay { file } => vec![badge("replay"), Span::raw(format!(" {file} · offline"))],
+    };
+    if let Some(project) = &app.project {
+        spans.push(Span::raw(" · project "));
+        spans.push(Span::styled(sanitize(project).into_owned(), theme.accent()));
     }
+    spans
 }
 
 /// Help is the keymap itself: the global keys and the tab in view's, grouped by where each

@@ -10,7 +10,7 @@ use super::render::draw;
 use super::terminal::TerminalGuard;
 use super::theme::Theme;
 use crate::client::replay::spawn_replay;
-use crate::client::{ClientError, ClientMsg, ObserverConfig, Outbox, RestClient, spawn_observer};
+use crate::client::{ClientError, ClientMsg, Endpoint, Outbox, spawn_observer};
 use crate::config::{History, Resolved};
 use crate::model::Limits;
 use crossterm::event::{Event, EventStream};
@@ -43,6 +43,8 @@ pub enum UiError {
 pub struct InspectorConfig {
     pub url: String,
     pub api_key: Option<String>,
+    /// The project the inspector watches (`x-codespar-project`); None: the default one.
+    pub project: Option<String>,
     pub limits: Limits,
     pub theme: Theme,
     pub keys: KeyMap,
@@ -61,6 +63,7 @@ impl InspectorConfig {
         InspectorConfig {
             url: url.to_owned(),
             api_key: None,
+            project: None,
             limits: Limits::default(),
             theme: Theme::default(),
             keys: KeyMap::default(),
@@ -76,6 +79,7 @@ pub fn inspector_config(url: String, config: &Resolved) -> InspectorConfig {
     InspectorConfig {
         url,
         api_key: config.api_key.value.as_ref().map(|k| k.expose().to_owned()),
+        project: config.project.value.clone(),
         limits: limits(&config.history),
         theme: Theme::clone(&config.theme),
         keys: KeyMap::clone(&config.keys),
@@ -140,12 +144,13 @@ pub fn wire(
     let mut app = App::new(&config.url, config.limits, clock);
     let feed = match source {
         Source::Live => {
-            let rest = RestClient::new(&config.url, config.api_key.as_deref())?;
-            let observer = spawn_observer(
-                ObserverConfig::new(&config.url, config.api_key.as_deref()),
-                rest.clone(),
-                tx.clone(),
-            );
+            let endpoint = Endpoint {
+                url: config.url.clone(),
+                api_key: config.api_key.clone(),
+                project: config.project.clone(),
+            };
+            let rest = endpoint.rest()?;
+            let observer = spawn_observer(endpoint.observer(), rest.clone(), tx.clone());
             app.outbox = Outbox::new(rest, tx);
             observer
         }
@@ -153,6 +158,7 @@ pub fn wire(
         Source::Replay { text, speed } => spawn_replay(text, speed, tx),
     };
     app.watching = config.watching;
+    app.project = config.project;
     app.theme = config.theme;
     app.keymap = config.keys;
     app.user = config.user;

@@ -249,3 +249,54 @@ fn serve_help_lists_only_what_serve_reads() {
     let tail = spyglass(home.path(), &["tail", "--help"]);
     assert!(String::from_utf8_lossy(&tail.stdout).contains("--url"));
 }
+
+/// `--project` over `SPYGLASS_PROJECT` over the file's `project`, printed with its source;
+/// a value that cannot travel as a header is refused, exit 2, wherever it came from.
+#[test]
+fn project_comes_from_flag_env_or_file_and_a_bad_one_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    write_config(home.path(), "project = \"prj_fromfile\"\n");
+    let project_line = |out: &Output| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.trim_start().starts_with("project "))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let out = spyglass(home.path(), &["--print-config"]);
+    assert!(
+        project_line(&out).contains("prj_fromfile") && project_line(&out).contains("(config file)")
+    );
+    let out = spyglass(home.path(), &["--print-config", "--project", "prj_flag"]);
+    assert!(
+        project_line(&out).contains("prj_flag") && project_line(&out).contains("(flag --project)")
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_spyglass"))
+        .args(["--print-config"])
+        .env_clear()
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("cfg"))
+        .env("SPYGLASS_PROJECT", "prj_env")
+        .output()
+        .unwrap();
+    assert!(
+        project_line(&out).contains("prj_env")
+            && project_line(&out).contains("(env SPYGLASS_PROJECT)")
+    );
+
+    let out = spyglass(home.path(), &["--print-config", "--project", "two words"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("flag --project") && stderr.contains("visible ASCII"),
+        "{stderr}"
+    );
+    write_config(home.path(), "project = \"\\u001b[31mred\"\n");
+    let out = spyglass(home.path(), &["--print-config"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`project`") && !stderr.contains('\u{1b}'),
+        "{stderr}"
+    );
+}

@@ -50,8 +50,7 @@ async fn recording() -> String {
     let last_seq = handle.runtime().stats().emitted;
     let mut out = Vec::new();
     tail(
-        &url,
-        None,
+        &spyglass::client::Endpoint::new(&url),
         Format::JsonLines,
         Some(last_seq),
         || Ok(&mut out),

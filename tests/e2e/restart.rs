@@ -501,8 +501,7 @@ async fn a_recording_keeps_the_reset_and_its_replay_clears_there() {
         tokio::spawn(async move {
             let mut out = Vec::new();
             spyglass::client::tail::tail(
-                &url,
-                None,
+                &spyglass::client::Endpoint::new(&url),
                 spyglass::client::tail::Format::JsonLines,
                 Some(5),
                 || Ok(&mut out),

@@ -48,15 +48,24 @@ impl Live {
         Live::new(url, true)
     }
 
+    /// Watching and acting for one project (`--project`).
+    pub fn for_project(url: &str, project: &str) -> Live {
+        let config = InspectorConfig {
+            project: Some(project.to_owned()),
+            ..InspectorConfig::new(url)
+        };
+        Live::wired(config, true)
+    }
+
+    fn new(url: &str, outbox: bool) -> Live {
+        Live::wired(InspectorConfig::new(url), outbox)
+    }
+
     /// The production wiring (`ui::wire`), on the fake clock; a watching-only App then
     /// loses its outbox so a test can see what the App does without one.
-    fn new(url: &str, outbox: bool) -> Live {
-        let Wired { mut app, rx, feed } = wire(
-            InspectorConfig::new(url),
-            Arc::new(FakeClock::at(NOW)),
-            Source::Live,
-        )
-        .unwrap();
+    fn wired(config: InspectorConfig, outbox: bool) -> Live {
+        let Wired { mut app, rx, feed } =
+            wire(config, Arc::new(FakeClock::at(NOW)), Source::Live).unwrap();
         assert!(app.outbox.is_some());
         if !outbox {
             app.outbox = None;

@@ -1,0 +1,84 @@
+//! `--project`: the inspector and `tail` act for one project of a runtime holding several,
+//! sending `x-codespar-project` on the stream and on REST; the status bar names it.
+
+use crate::support::runtime::{Api, test_server};
+use crate::support::ui::{Live, until};
+use serde_json::json;
+use spyglass::client::Endpoint;
+use spyglass::client::tail::{Format, tail};
+
+const SIZE: (u16, u16) = (140, 24);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inspector_and_tail_see_only_their_projects_sessions() {
+    let handle = test_server().await;
+    let url = handle.url();
+    let mocks = json!({"asaas/create_payment": {"id": "pay_1"}});
+    let ours = Api::new(&handle).with_tenant("prj_alpha0123456789");
+    let theirs = Api::new(&handle);
+    let (status, _) = theirs
+        .post(
+            "/v1/sessions",
+            json!({"servers": ["asaas"], "user_id": "bob", "mocks": mocks}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (status, created) = ours
+        .post(
+            "/v1/sessions",
+            json!({"servers": ["asaas"], "user_id": "alice", "mocks": mocks}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+
+    let Live {
+        mut app, mut rx, ..
+    } = Live::for_project(&url, "prj_alpha0123456789");
+    let text = until(&mut app, &mut rx, SIZE, "the project's session", |s| {
+        s.contains("alice")
+    })
+    .await;
+    assert!(text.contains("project prj_alpha0123456789"), "{text}");
+    // A session of the default project made after connecting does not show either.
+    let (status, _) = theirs
+        .post(
+            "/v1/sessions",
+            json!({"servers": ["asaas"], "user_id": "carol", "mocks": mocks}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let sid = created["id"].as_str().unwrap();
+    let (status, _) = ours.execute(sid, "asaas/create_payment", json!({})).await;
+    assert_eq!(status, 200);
+    let text = until(&mut app, &mut rx, SIZE, "the project's call", |s| {
+        s.contains("│ seq 2 │")
+    })
+    .await;
+    assert!(!text.contains("bob"), "{text}");
+    assert!(!text.contains("carol"), "{text}");
+
+    // tail for the same project: its two events, none of the default project's three.
+    let endpoint = Endpoint {
+        project: Some("prj_alpha0123456789".into()),
+        ..Endpoint::new(&url)
+    };
+    let mut out = Vec::new();
+    let mut status_lines = Vec::new();
+    tail(
+        &endpoint,
+        Format::JsonLines,
+        Some(2),
+        || Ok(&mut out),
+        &mut status_lines,
+        std::future::pending(),
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(out.contains("alice"), "{out}");
+    assert!(!out.contains("bob") && !out.contains("carol"), "{out}");
+    let said = String::from_utf8(status_lines).unwrap();
+    assert!(said.contains("(project prj_alpha0123456789)"), "{said}");
+}
