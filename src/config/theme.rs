@@ -7,6 +7,98 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+/// WCAG 2 AA's least contrast ratio for normal text.
+pub const MIN_CONTRAST: f64 = 4.5;
+
+/// A colour as the usual terminal palette (xterm's) shows it; None for the terminal's own
+/// default, which only the terminal knows.
+pub fn rgb(colour: Color) -> Option<(u8, u8, u8)> {
+    Some(match colour {
+        Color::Reset => return None,
+        Color::Black => (0, 0, 0),
+        Color::Red => (205, 0, 0),
+        Color::Green => (0, 205, 0),
+        Color::Yellow => (205, 205, 0),
+        Color::Blue => (0, 0, 238),
+        Color::Magenta => (205, 0, 205),
+        Color::Cyan => (0, 205, 205),
+        Color::Gray => (229, 229, 229),
+        Color::DarkGray => (127, 127, 127),
+        Color::LightRed => (255, 0, 0),
+        Color::LightGreen => (0, 255, 0),
+        Color::LightYellow => (255, 255, 0),
+        Color::LightBlue => (92, 92, 255),
+        Color::LightMagenta => (255, 0, 255),
+        Color::LightCyan => (0, 255, 255),
+        Color::White => (255, 255, 255),
+        Color::Rgb(r, g, b) => (r, g, b),
+        Color::Indexed(i) => indexed(i),
+    })
+}
+
+/// The 256-colour palette: the 16 basic colours, a 6×6×6 cube, 24 greys.
+fn indexed(i: u8) -> (u8, u8, u8) {
+    const BASIC: [Color; 16] = [
+        Color::Black,
+        Color::Red,
+        Color::Green,
+        Color::Yellow,
+        Color::Blue,
+        Color::Magenta,
+        Color::Cyan,
+        Color::Gray,
+        Color::DarkGray,
+        Color::LightRed,
+        Color::LightGreen,
+        Color::LightYellow,
+        Color::LightBlue,
+        Color::LightMagenta,
+        Color::LightCyan,
+        Color::White,
+    ];
+    match i {
+        0..=15 => rgb(BASIC[usize::from(i)]).unwrap_or((0, 0, 0)),
+        16..=231 => {
+            let level = |n: u8| if n == 0 { 0 } else { 55 + n * 40 };
+            let n = i - 16;
+            (level(n / 36), level((n / 6) % 6), level(n % 6))
+        }
+        _ => {
+            let grey = 8 + (i - 232) * 10;
+            (grey, grey, grey)
+        }
+    }
+}
+
+/// Whether a cell's symbol is something to read: not blank, not a box-drawing line or a
+/// block element, whose foreground is a drawn colour (a bar, a border), not text.
+fn is_text(symbol: &str) -> bool {
+    symbol
+        .chars()
+        .any(|c| !c.is_whitespace() && !('\u{2500}'..='\u{259f}').contains(&c))
+}
+
+/// WCAG 2 relative luminance.
+fn luminance((r, g, b): (u8, u8, u8)) -> f64 {
+    let channel = |c: u8| {
+        let c = f64::from(c) / 255.0;
+        if c <= 0.039_28 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+}
+
+/// WCAG 2 contrast ratio (1 to 21) of two colours; None when either is the terminal's
+/// default.
+pub fn contrast(a: Color, b: Color) -> Option<f64> {
+    let (la, lb) = (luminance(rgb(a)?), luminance(rgb(b)?));
+    let (hi, lo) = if la >= lb { (la, lb) } else { (lb, la) };
+    Some((hi + 0.05) / (lo + 0.05))
+}
+
 /// One semantic colour role. The UI asks for a role, never for a literal colour, so a
 /// theme file can restyle everything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -434,6 +526,62 @@ impl Theme {
         }
     }
 
+    /// Makes every cell of `buf` that has both colours set readable: where a role's
+    /// colour meets a background it was not chosen for (an `active` in green on the
+    /// selected row's light background, an accent on the status bar) and their contrast is
+    /// under WCAG AA's 4.5:1, the text takes that background's own foreground (the
+    /// selection's or the status bar's), else black or white, whichever reads better.
+    /// Cells drawn reversed, or with the terminal's default colours, are left alone: their
+    /// colours are the terminal's to choose.
+    pub fn keep_readable(&self, buf: &mut ratatui::buffer::Buffer) {
+        let mut last: Option<(Color, Color, Color)> = None;
+        for cell in &mut buf.content {
+            let (fg, bg) = (cell.fg, cell.bg);
+            if fg == Color::Reset
+                || bg == Color::Reset
+                || cell.modifier.contains(Modifier::REVERSED)
+                || !is_text(cell.symbol())
+            {
+                continue;
+            }
+            let fixed = match last {
+                Some((f, b, to)) if f == fg && b == bg => to,
+                _ => {
+                    let to = self.readable_on(fg, bg);
+                    last = Some((fg, bg, to));
+                    to
+                }
+            };
+            cell.fg = fixed;
+        }
+    }
+
+    /// `fg` when it reads on `bg` (contrast at least 4.5:1), else a colour that does.
+    pub fn readable_on(&self, fg: Color, bg: Color) -> Color {
+        if contrast(fg, bg).is_none_or(|ratio| ratio >= MIN_CONTRAST) {
+            return fg;
+        }
+        let own = if bg == self.selection_bg {
+            Some(self.selection_fg)
+        } else if bg == self.status_bg {
+            Some(self.status_fg)
+        } else {
+            None
+        };
+        if let Some(own) = own
+            && contrast(own, bg).is_some_and(|ratio| ratio >= MIN_CONTRAST)
+        {
+            return own;
+        }
+        let on_black = contrast(Color::Black, bg).unwrap_or(0.0);
+        let on_white = contrast(Color::White, bg).unwrap_or(0.0);
+        if on_black >= on_white {
+            Color::Black
+        } else {
+            Color::White
+        }
+    }
+
     /// The selected row.
     pub fn selection(&self) -> Style {
         Style::new().fg(self.selection_fg).bg(self.selection_bg)
@@ -502,6 +650,42 @@ impl Default for Theme {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contrast_follows_wcag() {
+        assert!((contrast(Color::Black, Color::White).unwrap() - 21.0).abs() < 1e-9);
+        assert!((contrast(Color::Green, Color::Green).unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!(contrast(Color::Reset, Color::White), None);
+        // #767676 on white is the textbook 4.54:1.
+        let grey = contrast(Color::Rgb(0x76, 0x76, 0x76), Color::White).unwrap();
+        assert!((grey - 4.54).abs() < 0.01, "{grey}");
+        assert_eq!(rgb(Color::Indexed(111)), Some((135, 175, 255)));
+        assert_eq!(rgb(Color::Indexed(244)), Some((128, 128, 128)));
+    }
+
+    #[test]
+    fn every_builtin_theme_pairs_and_every_role_on_them_read_at_aa() {
+        for name in BUILTIN_NAMES {
+            let theme = Theme::named(name).unwrap();
+            for (fg, bg, what) in [
+                (theme.selection_fg, theme.selection_bg, "selection"),
+                (theme.status_fg, theme.status_bg, "status bar"),
+            ] {
+                let ratio = contrast(fg, bg).unwrap();
+                assert!(ratio >= MIN_CONTRAST, "{name} {what}: {ratio:.2}");
+            }
+            for role in Role::ALL {
+                for bg in [theme.selection_bg, theme.status_bg] {
+                    let shown = theme.readable_on(theme.color(role), bg);
+                    let ratio = contrast(shown, bg).unwrap_or(21.0);
+                    assert!(
+                        ratio >= MIN_CONTRAST,
+                        "{name} {role:?} on {bg:?}: {ratio:.2}"
+                    );
+                }
+            }
+        }
+    }
     use std::collections::BTreeSet;
 
     /// Read from the source tree, not the compiled-in copy, so a theme added to `themes/`

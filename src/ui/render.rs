@@ -34,6 +34,8 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     if app.show_help {
         app.help_fit = render_help(frame, body, app);
     }
+    // Last: a role's colour on a background it was not chosen for stays readable.
+    app.theme.keep_readable(frame.buffer_mut());
     app.tab_hits = hits;
     app.place(&drawn);
 }

@@ -6,6 +6,7 @@ mod support;
 
 mod approvals_view;
 mod clean_output_tui;
+mod contrast;
 mod evals_view;
 mod events_view;
 mod scrolling;
