@@ -241,6 +241,38 @@ fn source_spans(app: &App) -> Vec<Span<'static>> {
     spans
 }
 
+/// What the columns of a tab's list mean, for the help overlay.
+pub fn column_help(tab: Tab) -> &'static [(&'static str, &'static str)] {
+    match tab {
+        Tab::Sessions => &[
+            ("ID", "session id; ↗ an external agent's run"),
+            (
+                "STATUS",
+                "active, completed, failed, closed, gone (restarted)",
+            ),
+            ("CALLS", "tool calls the session made"),
+            ("ENV", "calls answered with an envelope code, not a result"),
+            ("LAST", "time since the session's last event"),
+        ],
+        Tab::Approvals => &[
+            ("RULE", "the policy rule that held the call"),
+            ("STATE", "pending (time left), approved, denied, expired"),
+            ("REPLAY", "what the approved call's replay answered"),
+        ],
+        Tab::Evals => &[
+            ("PASS", "pass rate over the runs kept (skips left out)"),
+            ("TREND", "pass rate per run, oldest to newest"),
+            ("RUNS", "runs the rates look back over"),
+            ("DUR", "the case's latest duration"),
+        ],
+        Tab::Events => &[
+            ("SEQ", "the event's place in the stream"),
+            ("TIME", "when the runtime stamped it"),
+            ("WHAT", "the event in a line; Enter shows it whole"),
+        ],
+    }
+}
+
 /// Help is the keymap itself: the global keys and the tab in view's, grouped by where each
 /// applies, two columns when tall, scrolled from `app.help_scroll` when taller still.
 /// Returns (rows, rows that fit) for the scroll keys.
@@ -258,6 +290,13 @@ fn render_help(frame: &mut Frame, area: Rect, app: &App) -> (usize, usize) {
                 Span::raw(action.description()),
             ]));
         }
+    }
+    lines.push(Line::from(Span::styled("Columns", theme.title())));
+    for (column, meaning) in column_help(app.tab) {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {column:<16}"), theme.accent()),
+            Span::raw(*meaning),
+        ]));
     }
     if app.tab.has_text_input() {
         lines.push(Line::from(Span::styled(

@@ -85,10 +85,10 @@ async fn the_python_quickstart_runs_against_spyglass_serve() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_javascript_forwarder_posts_seed_events_to_the_runtime() {
-    if Command::new("node").arg("--version").output().is_err() {
-        eprintln!("skipped: node is not installed (the JavaScript example needs Node 18+)");
-        return;
-    }
+    assert!(
+        Command::new("node").arg("--version").output().is_ok(),
+        "the JavaScript example needs Node.js 18+: install it (apt-get install nodejs)"
+    );
     let handle = runtime().await;
     let url = handle.url();
     let output = tokio::task::spawn_blocking(move || {
@@ -119,4 +119,65 @@ async fn the_javascript_forwarder_posts_seed_events_to_the_runtime() {
     assert!(frames.iter().all(|f| f.session_id.is_none() && f.seq > 0));
     assert_eq!(frames[1].event.conversation_id(), Some("conv_js_1"));
     handle.shutdown().await;
+}
+
+/// The README's curl walkthrough, run as written (bash, curl, python3) against a runtime:
+/// the newcomer's first minutes must work, and its comments must say what happens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readmes_curl_walkthrough_runs_as_written() {
+    for tool in ["bash", "curl", "python3"] {
+        assert!(
+            Command::new(tool).arg("--version").output().is_ok(),
+            "the README walkthrough test runs {tool}: install it (apt-get install {tool})"
+        );
+    }
+    let readme = std::fs::read_to_string(example("README.md")).unwrap();
+    let block = readme
+        .split("<!-- walkthrough:start -->")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- walkthrough:end -->").next())
+        .expect("README.md marks its walkthrough");
+    let script = block
+        .trim()
+        .trim_start_matches("```sh")
+        .trim_end_matches("```")
+        .to_owned();
+    assert!(script.contains("URL=http://127.0.0.1:8000"), "{script}");
+    let handle = crate::support::runtime::test_server().await;
+    let script = script.replace(
+        "URL=http://127.0.0.1:8000",
+        &format!("URL={}", handle.url()),
+    );
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &script])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "walkthrough failed:\n{stdout}\n{stderr}"
+    );
+    // What the comments promise, in order: two payments, then exhausted, then not mocked.
+    let at = |needle: &str| {
+        stdout
+            .find(needle)
+            .unwrap_or_else(|| panic!("no {needle} in:\n{stdout}"))
+    };
+    assert!(at("pay_1") < at("pay_2"));
+    assert!(at("pay_2") < at("mocks_exhausted"));
+    assert!(at("mocks_exhausted") < at("tool_not_mocked"));
+    let sessions = handle.runtime().events_since(0, 100);
+    let kinds: Vec<&str> = sessions.iter().map(|f| f.event.kind()).collect();
+    assert_eq!(kinds.first(), Some(&"session.created"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"session.closed"), "{kinds:?}");
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "tool.called").count(),
+        4,
+        "{kinds:?}"
+    );
 }

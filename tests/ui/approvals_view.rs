@@ -325,3 +325,20 @@ fn help_on_the_approvals_tab_lists_its_keys_and_the_prompts() {
         );
     }
 }
+
+#[test]
+fn help_on_the_approvals_tab_says_what_its_columns_mean() {
+    let (mut app, _) = app();
+    key(&mut app, KeyCode::Char('2'));
+    key(&mut app, KeyCode::Char('?'));
+    let text = screen(&mut app, 120, 50);
+    assert!(text.contains("Columns"), "{text}");
+    assert!(
+        text.contains("STATE") && text.contains("pending (time left), approved, denied, expired"),
+        "{text}"
+    );
+    assert!(
+        text.contains("REPLAY") && text.contains("replay answered"),
+        "{text}"
+    );
+}
