@@ -182,12 +182,16 @@ enum Command {
         /// embedded runtime's history (with --store, across runs).
         #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "10")]
         history: Option<usize>,
+        #[command(flatten)]
+        unused: DisplayIgnores,
     },
     /// Print the observer stream, one line per event.
     Tail {
         /// Raw JSON lines instead of readable lines.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        unused: DisplayIgnores,
     },
     /// Save the observer stream as JSON lines.
     Record {
@@ -197,6 +201,8 @@ enum Command {
         /// Overwrite the output file when it exists.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        unused: DisplayIgnores,
     },
     /// Post other eval tools' results to a runtime as eval results: JUnit XML, promptfoo
     /// results JSON, Inspect AI logs (.json, .eval).
@@ -216,6 +222,8 @@ enum Command {
         /// runtime at a URL: the history `spyglass eval --store PATH` reads.
         #[arg(long, value_name = "PATH")]
         store: Option<PathBuf>,
+        #[command(flatten)]
+        unused: DisplayIgnores,
     },
     /// Open the inspector offline on other eval tools' results files (as `import` reads).
     View {
@@ -248,6 +256,30 @@ struct ServeIgnores {
     no_mouse: bool,
     #[arg(long = "print-config", hide = true)]
     print_config: bool,
+}
+
+/// The inspector's display flags, which the line-printing roles (eval, tail, record,
+/// import) do not read: declared hidden so their `--help` stays theirs and giving one is
+/// refused rather than silently ignored.
+#[derive(clap::Args, Debug, Clone)]
+struct DisplayIgnores {
+    #[arg(long, hide = true)]
+    theme: Option<String>,
+    #[arg(long = "no-mouse", hide = true)]
+    no_mouse: bool,
+}
+
+impl DisplayIgnores {
+    /// The first one given, as its flag.
+    fn given(&self) -> Option<&'static str> {
+        if self.theme.is_some() {
+            Some("--theme")
+        } else if self.no_mouse {
+            Some("--no-mouse")
+        } else {
+            None
+        }
+    }
 }
 
 impl ServeIgnores {
@@ -350,7 +382,9 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             json,
             store,
             history,
+            unused,
         } => {
+            refuse_unread("eval", unused.given())?;
             start_logging(LogTo::File, false)?;
             let args = EvalArgs {
                 paths,
@@ -372,7 +406,8 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             // --url only: a stray SPYGLASS_URL must never send CI's evals elsewhere.
             roles::eval::run(args, cli.url.clone(), store, history).await
         }
-        Command::Tail { json } => {
+        Command::Tail { json, unused } => {
+            refuse_unread("tail", unused.given())?;
             let config = resolve(&cli)?;
             start_logging(LogTo::File, false)?;
             let format = if json {
@@ -382,7 +417,12 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             };
             roles::tail::run(config, format, Sink::Stdout).await
         }
-        Command::Record { output, force } => {
+        Command::Record {
+            output,
+            force,
+            unused,
+        } => {
+            refuse_unread("record", unused.given())?;
             let config = resolve(&cli)?;
             start_logging(LogTo::File, false)?;
             roles::tail::run(
@@ -404,7 +444,9 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             files,
             suite,
             store,
+            unused,
         } => {
+            refuse_unread("import", unused.given())?;
             let config = resolve(&cli)?;
             start_logging(LogTo::File, false)?;
             roles::import::run(config, roles::import::ImportArgs { files, suite }, store).await
@@ -414,6 +456,16 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             start_logging(LogTo::File, true)?;
             roles::import::view(config, roles::import::ImportArgs { files, suite }).await
         }
+    }
+}
+
+/// A display flag given to a role that prints lines: bad usage, said plainly.
+fn refuse_unread(role: &str, flag: Option<&'static str>) -> Result<(), RoleError> {
+    match flag {
+        Some(flag) => Err(RoleError::Usage(format!(
+            "{role} does not read {flag} (it sets the inspector's display); `spyglass {role} --help` lists what it does"
+        ))),
+        None => Ok(()),
     }
 }
 

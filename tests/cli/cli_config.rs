@@ -300,3 +300,43 @@ fn project_comes_from_flag_env_or_file_and_a_bad_one_is_refused() {
         "{stderr}"
     );
 }
+
+/// The inspector's display flags mean nothing to the roles that print lines: refused,
+/// exit 2, naming the flag, and absent from their `--help`.
+#[test]
+fn display_flags_are_refused_by_the_line_printing_roles() {
+    let home = tempfile::tempdir().unwrap();
+    for (args, role, flag) in [
+        (
+            vec!["eval", "suite.toml", "--theme", "light"],
+            "eval",
+            "--theme",
+        ),
+        (vec!["tail", "--no-mouse"], "tail", "--no-mouse"),
+        (
+            vec!["--theme", "dark", "record", "-o", "x.jsonl"],
+            "record",
+            "--theme",
+        ),
+        (
+            vec!["import", "results.xml", "--no-mouse"],
+            "import",
+            "--no-mouse",
+        ),
+    ] {
+        let out = spyglass(home.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{role} does not read {flag}")),
+            "{args:?}: {stderr}"
+        );
+        let help = spyglass(home.path(), &[role, "--help"]);
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(
+            !help.contains("--theme") && !help.contains("--no-mouse"),
+            "{help}"
+        );
+    }
+    assert!(!home.path().join("x.jsonl").exists());
+}
