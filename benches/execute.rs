@@ -8,7 +8,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(32);
-    let result = support::execute::run(conns, 3.0, 3);
+    let result = support::execute::run(conns, 1.0, 9);
     if let Ok(r) = &result {
         eprintln!(
             "execute: {} connections, {} answered 200 by the runtime, {} other answers",

@@ -10,7 +10,7 @@ fn main() {
         .unwrap_or(32);
     let dir = std::env::temp_dir().join(format!("spyglass-store-bench-{}", std::process::id()));
     let path = dir.join("runtime.db");
-    let result = support::execute::run_on(conns, 3.0, 3, Some(&path)).map(|r| {
+    let result = support::execute::run_on(conns, 1.0, 9, Some(&path)).map(|r| {
         let size = std::fs::read_dir(&dir).map_or(0, |entries| {
             entries
                 .filter_map(|e| e.ok()?.metadata().ok())

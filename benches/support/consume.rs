@@ -36,6 +36,7 @@ impl ConsumeResult {
             value: self.rate,
             baseline: self.baseline,
             unit: "req/s",
+            paired: Vec::new(),
         }
     }
 }

@@ -28,6 +28,8 @@ pub struct ExecuteResult {
     pub connections: usize,
     pub rate: f64,
     pub baseline: f64,
+    /// Runtime rate over bare rate, per round.
+    pub paired: Vec<f64>,
     /// Answers other than 200 (there must be none).
     pub failures: u64,
     pub ok: u64,
@@ -40,6 +42,7 @@ impl ExecuteResult {
             value: self.rate,
             baseline: self.baseline,
             unit: "req/s",
+            paired: self.paired.clone(),
         }
     }
 }
@@ -152,13 +155,24 @@ pub fn run_on(
         .iter()
         .map(|s| post(&execute_path(s), EXECUTE_BODY))
         .collect();
-    let (mut rates, mut bases) = (vec![], vec![]);
+    let (mut rates, mut bases, mut paired) = (vec![], vec![], vec![]);
     let (mut ok, mut failures) = (0, 0);
-    for _ in 0..rounds.max(1) {
-        let (base, _, bare_other) = generator.block_on(load(bare_addr, requests.clone(), secs))?;
-        let (rate, o, other) = generator.block_on(load(runtime_addr, requests.clone(), secs))?;
+    for round in 0..rounds.max(1) {
+        // Which side goes first alternates, so neither always gets the warmer machine.
+        let bare = || generator.block_on(load(bare_addr, requests.clone(), secs));
+        let ours = || generator.block_on(load(runtime_addr, requests.clone(), secs));
+        let ((base, _, bare_other), (rate, o, other)) = if round % 2 == 0 {
+            let b = bare()?;
+            (b, ours()?)
+        } else {
+            let r = ours()?;
+            (bare()?, r)
+        };
         bases.push(base);
         rates.push(rate);
+        if base > 0.0 {
+            paired.push(rate / base);
+        }
         ok += o;
         failures += other + bare_other;
     }
@@ -167,6 +181,7 @@ pub fn run_on(
         connections,
         rate: median(&mut rates),
         baseline: median(&mut bases),
+        paired,
         failures,
         ok,
     })

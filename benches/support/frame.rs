@@ -170,6 +170,7 @@ impl FrameResult {
             value: worst.large_ms,
             baseline: worst.small_ms,
             unit: "ms",
+            paired: Vec::new(),
         })
     }
 }

@@ -29,6 +29,8 @@ pub struct IngestResult {
     pub sessions: usize,
     pub rate: f64,
     pub baseline: f64,
+    /// Fold rate over decode rate, per round.
+    pub paired: Vec<f64>,
     /// Share of the run the folding loop was busy (near 1: folding is the bottleneck).
     pub fold_busy: f64,
     /// Decode and fold on one thread, no socket.
@@ -42,6 +44,7 @@ impl IngestResult {
             value: self.rate,
             baseline: self.baseline,
             unit: "events/s",
+            paired: self.paired.clone(),
         }
     }
 }
@@ -56,12 +59,22 @@ pub fn run(frames: usize, rounds: usize) -> anyhow::Result<IngestResult> {
     let texts = workload(frames).texts();
     let msgs = messages(&texts);
     let rt = super::tokio_rt(2)?;
-    let (mut rates, mut bases) = (vec![], vec![]);
+    let (mut rates, mut bases, mut paired) = (vec![], vec![], vec![]);
     let mut last = None;
-    for _ in 0..rounds.max(1) {
-        bases.push(parse_only(&texts)?);
-        let (rate, busy, app) = rt.block_on(over_websocket(&msgs))?;
+    for round in 0..rounds.max(1) {
+        // Which side goes first alternates, so neither always gets the warmer machine.
+        let ((rate, busy, app), base) = if round % 2 == 0 {
+            let base = parse_only(&texts)?;
+            (rt.block_on(over_websocket(&msgs))?, base)
+        } else {
+            let folded = rt.block_on(over_websocket(&msgs))?;
+            (folded, parse_only(&texts)?)
+        };
+        bases.push(base);
         rates.push(rate);
+        if base > 0.0 {
+            paired.push(rate / base);
+        }
         last = Some((busy, app));
     }
     let (fold_busy, app) = last.context("no round ran")?;
@@ -75,6 +88,7 @@ pub fn run(frames: usize, rounds: usize) -> anyhow::Result<IngestResult> {
         sessions: app.model.sessions_len(),
         rate: median(&mut rates),
         baseline: median(&mut bases),
+        paired,
         fold_busy,
         in_process,
     })

@@ -48,6 +48,7 @@ impl LatencyResult {
             value: self.p99_ms,
             baseline: self.baseline_p99_ms,
             unit: "ms(p99)",
+            paired: Vec::new(),
         }
     }
 }

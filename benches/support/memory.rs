@@ -50,6 +50,7 @@ impl MemoryResult {
             value: self.per_event,
             baseline: self.raw_per_event,
             unit: "B/event",
+            paired: Vec::new(),
         }
     }
 

@@ -19,10 +19,17 @@ pub struct Figure {
     pub value: f64,
     pub baseline: f64,
     pub unit: &'static str,
+    /// Per-round ratios when the figure and its baseline ran in pairs, back to back: their
+    /// median is the ratio, so a machine that slows down between rounds moves both sides
+    /// of a pair alike instead of one median against the other.
+    pub paired: Vec<f64>,
 }
 
 impl Figure {
     pub fn ratio(&self) -> f64 {
+        if !self.paired.is_empty() {
+            return median(&mut self.paired.clone());
+        }
         if self.baseline == 0.0 {
             0.0
         } else {
@@ -64,7 +71,20 @@ pub fn figure_mode() -> bool {
 /// Prints a figure line on stdout, or the error on stderr with a failing exit.
 pub fn print_figure(figure: anyhow::Result<Figure>) {
     match figure {
-        Ok(figure) => println!("{}", figure.line()),
+        Ok(figure) => {
+            if !figure.paired.is_empty() {
+                let mut sorted = figure.paired.clone();
+                sorted.sort_by(f64::total_cmp);
+                eprintln!(
+                    "{}: ratio is the median of {} paired rounds, {:.2}–{:.2}",
+                    figure.name,
+                    sorted.len(),
+                    sorted[0],
+                    sorted[sorted.len() - 1]
+                );
+            }
+            println!("{}", figure.line());
+        }
         Err(err) => {
             eprintln!("bench failed: {err:#}");
             std::process::exit(1);
