@@ -328,6 +328,33 @@ async fn with_url_the_run_happens_on_that_runtime_and_lands_in_its_history() {
     handle.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_project_the_run_and_its_history_belong_to_that_project() {
+    let handle = server(test_config()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write(dir.path(), "greetings.toml", PASSING);
+    let url = handle.url();
+    let out = tokio::task::spawn_blocking(move || {
+        spyglass(&[
+            "eval",
+            suite.to_str().unwrap(),
+            "--url",
+            &url,
+            "--project",
+            "prj_evals",
+        ])
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let ours = handle.runtime().eval_summary("prj_evals", None);
+    assert_eq!(ours.suites.len(), 1, "{ours:?}");
+    assert_eq!(ours.suites[0].passed, 2);
+    let default = handle.runtime().eval_summary("default", None);
+    assert!(default.suites.is_empty(), "{default:?}");
+    handle.shutdown().await;
+}
+
 #[test]
 fn the_example_payments_suite_gives_the_counts_its_header_promises() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/evals/payments.toml");
