@@ -9,7 +9,8 @@ use std::collections::VecDeque;
 /// to one while older frames fall off the front.
 #[derive(Debug, Clone, Default)]
 pub struct EventLog {
-    frames: VecDeque<Box<Frame>>,
+    /// Each frame with its `approx_bytes`, counted once when it arrived.
+    frames: VecDeque<(Box<Frame>, usize)>,
     /// Absolute position of `frames[0]`.
     base: u64,
     /// Sum of the retained frames' `Event::approx_bytes`.
@@ -37,7 +38,7 @@ impl EventLog {
     /// The frame at absolute position `abs`, if still retained.
     pub fn get(&self, abs: u64) -> Option<&Frame> {
         let i = abs.checked_sub(self.base)?;
-        self.frames.get(usize::try_from(i).ok()?).map(|f| &**f)
+        self.frames.get(usize::try_from(i).ok()?).map(|(f, _)| &**f)
     }
 
     /// What the retained frames hold, roughly (`Event::approx_bytes`).
@@ -45,10 +46,11 @@ impl EventLog {
         self.bytes
     }
 
-    /// Appends; returns how many old frames were dropped to stay within `max`.
-    pub(crate) fn push(&mut self, frame: Box<Frame>, max: usize) -> u64 {
-        self.bytes += frame.event.approx_bytes();
-        self.frames.push_back(frame);
+    /// Appends a frame of `bytes` (its `Event::approx_bytes`, which the caller has counted
+    /// already); returns how many old frames were dropped to stay within `max`.
+    pub(crate) fn push(&mut self, frame: Box<Frame>, bytes: usize, max: usize) -> u64 {
+        self.bytes += bytes;
+        self.frames.push_back((frame, bytes));
         let mut dropped = 0;
         while self.frames.len() > max.max(1) {
             self.pop_oldest();
@@ -60,8 +62,8 @@ impl EventLog {
     /// Drops the oldest frame; false when none is left.
     pub(crate) fn pop_oldest(&mut self) -> bool {
         match self.frames.pop_front() {
-            Some(old) => {
-                self.bytes = self.bytes.saturating_sub(old.event.approx_bytes());
+            Some((_, bytes)) => {
+                self.bytes = self.bytes.saturating_sub(bytes);
                 self.base += 1;
                 true
             }

@@ -282,7 +282,7 @@ impl Model {
                 session.bytes += bytes;
                 self.session_bytes += bytes;
             }
-            self.counters.dropped.events += self.events.push(frame, self.limits.events);
+            self.counters.dropped.events += self.events.push(frame, bytes, self.limits.events);
             self.enforce_bytes();
         }
     }
