@@ -120,6 +120,21 @@ enum Command {
         /// the process). Default: $XDG_DATA_HOME/spyglass/runtime.db.
         #[arg(long, value_name = "PATH|memory")]
         store: Option<String>,
+        /// Where the openai provider answers (an OpenAI-compatible /v1 URL: Ollama, vLLM,
+        /// LiteLLM...), or PROVIDER=URL (openai, anthropic); repeatable. Keys come from
+        /// OPENAI_API_KEY and ANTHROPIC_API_KEY only.
+        #[arg(long = "model-base-url", value_name = "URL", action = clap::ArgAction::Append)]
+        model_base_url: Vec<String>,
+        /// Record every model exchange into DIR as a cassette.
+        #[arg(long, value_name = "DIR")]
+        model_record: Option<PathBuf>,
+        /// Serve model exchanges from the cassettes in DIR, with no network.
+        #[arg(long, value_name = "DIR")]
+        model_replay: Option<PathBuf>,
+        /// Model prices, TOML: one table per model name with input and output, dollars
+        /// per million tokens.
+        #[arg(long, value_name = "FILE")]
+        model_prices: Option<PathBuf>,
         /// The inspector's global flags, which serve does not read: declared here, hidden,
         /// so `serve --help` lists only what serve uses and giving one is refused.
         #[command(flatten)]
@@ -281,6 +296,10 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             max_connections,
             max_connections_per_ip,
             store,
+            model_base_url,
+            model_record,
+            model_replay,
+            model_prices,
             unused,
         } => {
             if let Some(flag) = unused.given() {
@@ -302,6 +321,12 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 allow_hosts: allow_host,
                 max_connections: max_connections as usize,
                 max_connections_per_ip: max_connections_per_ip as usize,
+                models: spyglass::config::models::ModelFlags {
+                    base_urls: model_base_url,
+                    record: model_record,
+                    replay: model_replay,
+                    prices: model_prices,
+                },
             };
             roles::serve::run(args).await
         }

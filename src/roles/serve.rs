@@ -27,6 +27,8 @@ pub struct ServeArgs {
     pub max_connections_per_ip: usize,
     /// `--store PATH|memory`; `None` is the default file (`config::paths::store_file`).
     pub store: Option<String>,
+    /// `--model-base-url`, `--model-record`, `--model-replay`, `--model-prices`.
+    pub models: crate::config::models::ModelFlags,
 }
 
 #[derive(Debug, Error)]
@@ -49,6 +51,8 @@ pub enum ServeError {
     Binding(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Models(#[from] crate::config::models::ModelSettingsError),
     #[error("cannot listen for Ctrl-C: {0}")]
     Signal(std::io::Error),
 }
@@ -173,6 +177,10 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         allowed_hosts: args.allow_hosts,
         max_connections: args.max_connections,
         max_connections_per_ip: args.max_connections_per_ip,
+        models: crate::config::models::ModelSettings::resolve(&args.models, |name| {
+            std::env::var(name).ok()
+        })
+        .map_err(ServeError::from)?,
         ..RuntimeConfig::default()
     };
     let test_mode = config.test_mode;
