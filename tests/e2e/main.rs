@@ -13,3 +13,4 @@ mod inspector_e2e;
 mod replay_view;
 mod restart;
 mod sdk_compat;
+mod sdk_models;

@@ -335,3 +335,94 @@ async fn malformed_answers_and_timeouts_fail_the_run() {
     .await;
     assert_eq!(body["message"], "openai did not answer within 0.3s");
 }
+
+/// The `data:` payloads of an SSE answer, in order.
+async fn sse_frames(api: &Api, sid: &str, message: &str) -> Vec<Value> {
+    let response = api
+        .client
+        .post(format!("{}/v1/sessions/{sid}/send", api.base))
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(json!({"message": message}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn send_stream_forwards_the_providers_text_deltas() {
+    let call = [("call_1", "asaas__create_payment", json!({"value": 5}))];
+    let fake = FakeLlm::start(vec![
+        fake_llm::openai_sse(&["Let me ", "charge"], &call, (20, 4)),
+        fake_llm::openai_sse(&["Charged ", "pay_1"], &[], (30, 2)),
+    ])
+    .await;
+    let handle = server(model_config(&fake)).await;
+    let api = Api::new(&handle);
+    let sid = openai_session(&api, json!("openai")).await;
+    let frames = sse_frames(&api, &sid, "Charge R$5").await;
+    let types: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "user_message",
+            "assistant_text",
+            "assistant_text",
+            "tool_use",
+            "tool_result",
+            "assistant_text",
+            "assistant_text",
+            "done"
+        ]
+    );
+    let texts: Vec<(&str, u64)> = frames
+        .iter()
+        .filter(|f| f["type"] == "assistant_text")
+        .map(|f| {
+            (
+                f["content"].as_str().unwrap(),
+                f["iteration"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [("Let me ", 0), ("charge", 0), ("Charged ", 1), ("pay_1", 1)]
+    );
+    assert_eq!(frames[3]["name"], "asaas/create_payment");
+    assert_eq!(frames[4]["toolCall"]["output"]["id"], "pay_1");
+    assert_eq!(frames[7]["result"]["message"], "Charged pay_1");
+    let seen = fake.seen();
+    assert_eq!(seen[0].body["stream"], true);
+    assert_eq!(seen[0].header("accept"), Some("text/event-stream"));
+    assert_eq!(seen[1].body["messages"][2]["tool_call_id"], "call_1");
+    let events = events(&handle);
+    let done = of_kind(&events, "agent.completed");
+    assert_eq!(done[0]["streaming"], true);
+    assert_eq!(done[0]["tokens"]["total"], 56);
+}
+
+#[tokio::test]
+async fn a_stream_that_breaks_off_ends_in_an_error_frame() {
+    let fake = FakeLlm::start(vec![Answer::Sse(vec![(
+        None,
+        json!({"choices": [{"index": 0, "delta": {"content": "half"}}]}).to_string(),
+    )])])
+    .await;
+    let handle = server(model_config(&fake)).await;
+    let api = Api::new(&handle);
+    let sid = openai_session(&api, json!("openai")).await;
+    let frames = sse_frames(&api, &sid, "go").await;
+    let last = frames.last().unwrap();
+    assert_eq!(last["type"], "error");
+    assert_eq!(
+        last["message"],
+        "openai: malformed answer: the stream ended before a finish_reason or [DONE]"
+    );
+}
