@@ -15,6 +15,7 @@ mod glob_limits;
 mod guard;
 mod hardening;
 mod limits;
+mod model_anthropic;
 mod model_openai;
 mod observer_client;
 mod protocol;
