@@ -283,6 +283,7 @@ impl Runtime {
                 tokens: step_tokens,
                 finish_reason: if done { "stop" } else { "tool_calls" }.to_owned(),
                 tool_calls: step_calls,
+                cassette: super::model::from_cassette(&live),
             };
             result.steps.push(step_event.clone());
             self.emit(

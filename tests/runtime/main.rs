@@ -16,6 +16,7 @@ mod guard;
 mod hardening;
 mod limits;
 mod model_anthropic;
+mod model_cassette;
 mod model_openai;
 mod observer_client;
 mod protocol;
