@@ -93,6 +93,11 @@ pub struct ModelSettings {
     pub max_output_tokens: u32,
     /// Model name to price; runs of an unpriced model cost 0.
     pub prices: BTreeMap<String, Price>,
+    /// The model `llm_judge` asks (`openai[:MODEL]`, `anthropic[:MODEL]`); `None` takes
+    /// the first configured provider.
+    pub judge_model: Option<String>,
+    /// The `OpenAI`-compatible embeddings model `semantic_match` uses.
+    pub embedding_model: String,
 }
 
 impl Default for ModelSettings {
@@ -110,6 +115,8 @@ impl Default for ModelSettings {
             max_retry_wait: Duration::from_secs(10),
             max_output_tokens: 1024,
             prices: BTreeMap::new(),
+            judge_model: None,
+            embedding_model: "text-embedding-3-small".to_owned(),
         }
     }
 }

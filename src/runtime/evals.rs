@@ -391,6 +391,12 @@ impl Runtime {
         request: EvalRunRequest,
     ) -> Result<String, ApiErrorWithStatus> {
         let suites = read_suites(&request)?;
+        super::model::judge::check_suites(&suites, &self.inner.config.models).map_err(
+            |message| ApiErrorWithStatus {
+                status: 400,
+                error: ApiError::new(codes::INVALID_SUITE, message).with_field("/suites"),
+            },
+        )?;
         let repeat = request.repeat.unwrap_or(1);
         if repeat == 0 {
             return Err(bad_request("/repeat", "repeat must be at least 1"));
@@ -606,6 +612,8 @@ impl Runtime {
         } else {
             let (session_id, run) = self.attempt(tenant, planned).await;
             let result = evaluate(case, &run);
+            let judge = super::model::judge::RuntimeJudge::new(&self.inner.config.models);
+            let result = crate::eval::judge::apply(case, &run, result, &judge).await;
             (session_id, result, run.output)
         };
         let mut event = result.to_event(&planned.suite.name, &case.id);

@@ -17,6 +17,7 @@ mod hardening;
 mod limits;
 mod model_anthropic;
 mod model_cassette;
+mod model_judge;
 mod model_openai;
 mod observer_client;
 mod protocol;

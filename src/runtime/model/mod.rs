@@ -4,6 +4,7 @@
 
 pub mod anthropic;
 pub mod cassette;
+pub mod judge;
 pub mod openai;
 
 use super::sessions::Session;
@@ -265,6 +266,29 @@ impl Live {
             streamed: false,
             from_cassette: false,
         }))
+    }
+
+    /// A one-message conversation with no tools (the judge's).
+    pub fn for_prompt(
+        settings: &ModelSettings,
+        choice: Choice,
+        prompt: &str,
+    ) -> Result<Live, String> {
+        let client = reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .build()
+            .map_err(|e| format!("cannot build the model client: {e}"))?;
+        Ok(Live {
+            choice,
+            settings: settings.clone(),
+            client,
+            tools: Vec::new(),
+            messages: vec![Msg::User(prompt.to_owned())],
+            pending: Vec::new(),
+            usage: None,
+            streamed: false,
+            from_cassette: false,
+        })
     }
 
     pub fn provider(&self) -> &'static str {
