@@ -617,6 +617,19 @@ impl Runtime {
             (session_id, result, run.output)
         };
         let mut event = result.to_event(&planned.suite.name, &case.id);
+        // A real model's tokens priced by the settings' table (the scripted one is free).
+        let settings = &self.inner.config.models;
+        if let Some(choice) = case
+            .model_for_attempt(planned.attempt)
+            .and_then(|m| m.provider.as_deref())
+            .and_then(|p| super::model::choose(p, settings).ok().flatten())
+        {
+            event.cost = settings.cost(
+                &choice.model,
+                result.tokens.prompt,
+                result.tokens.completion,
+            );
+        }
         event.run_id = Some(run_id.to_owned());
         event.attempt = Some(planned.attempt);
         event.scope = scope;

@@ -193,3 +193,35 @@ async fn judges_replay_from_a_cassette_with_no_provider() {
     assert_eq!(fake.seen().len(), 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn a_real_model_case_is_priced_from_the_settings_table() {
+    let fake = FakeLlm::start(vec![fake_llm::openai(
+        Some("Charged pay_1"),
+        &[],
+        (1_000_000, 500_000),
+    )])
+    .await;
+    let mut config = model_config(&fake);
+    config.models.prices.insert(
+        "gpt-4o-mini".to_owned(),
+        spyglass::config::models::Price {
+            input: 0.15,
+            output: 0.6,
+        },
+    );
+    let handle = server(config).await;
+    let api = Api::new(&handle);
+    let record = run(
+        &api,
+        json!({"suites": [{"suite": "priced", "cases": [{"id": "c", "input": "hi",
+            "model": {"provider": "openai"}, "assert": {"contains": "pay_1"}}]}]}),
+    )
+    .await;
+    assert_eq!(record["status"], "passed", "{record:#}");
+    assert!(
+        (record["cost"].as_f64().unwrap() - 0.45).abs() < 1e-9,
+        "{record:#}"
+    );
+    assert_eq!(record["tokens"]["total"], 1_500_000);
+}
