@@ -153,7 +153,7 @@ impl Runtime {
         'run: for iteration in 0..max {
             let step_started = now_rfc3339();
             let answer = if let Some(real) =
-                super::model::step(&mut live, iteration, frames.as_ref()).await
+                super::model::step(&mut live, iteration, frames.as_ref(), &mut closing).await
             {
                 real.map_or_else(Answer::Fail, Answer::Step)
             } else {

@@ -426,3 +426,30 @@ async fn a_stream_that_breaks_off_ends_in_an_error_frame() {
         "openai: malformed answer: the stream ended before a finish_reason or [DONE]"
     );
 }
+
+#[tokio::test]
+async fn closing_the_session_ends_a_run_waiting_on_the_provider() {
+    let fake = FakeLlm::start(vec![Answer::Hang(Duration::from_secs(20))]).await;
+    let handle = server(model_config(&fake)).await;
+    let api = Api::new(&handle);
+    let sid = openai_session(&api, json!("openai")).await;
+    let started = std::time::Instant::now();
+    let sending = {
+        let api = Api::new(&handle);
+        let sid = sid.clone();
+        tokio::spawn(async move { send(&api, &sid, "go").await })
+    };
+    while fake.seen().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (status, _) = api.delete(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(status, 204);
+    let (status, body) = sending.await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["message"], "session closed");
+}

@@ -539,15 +539,20 @@ impl Live {
 pub type RunModel = Result<Option<Live>, String>;
 
 /// The agent loop's seam: the next step of a real model, or `None` for the script.
+/// A session closed meanwhile ends the wait for the provider at once.
 pub async fn step(
     live: &mut RunModel,
     iteration: u32,
     frames: Option<&mpsc::Sender<SendFrame>>,
+    closing: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Option<Result<ScriptStep, String>> {
     match live {
         Err(error) => Some(Err(error.clone())),
         Ok(None) => None,
-        Ok(Some(live)) => Some(live.answer(iteration, frames).await),
+        Ok(Some(live)) => Some(tokio::select! {
+            answer = live.answer(iteration, frames) => answer,
+            _ = closing.wait_for(|closed| *closed) => Err(super::agent::SESSION_CLOSED.to_owned()),
+        }),
     }
 }
 
