@@ -77,8 +77,9 @@ impl Cli {
 }
 
 #[derive(Subcommand, Debug, Clone)]
-// Doc comments here are the --help text: backticks would print there as-is.
-#[expect(clippy::doc_markdown)]
+// Doc comments here are the --help text: backticks would print there as-is. One value is
+// parsed per process, so Serve's size (its many flags) costs nothing worth a Box.
+#[expect(clippy::doc_markdown, clippy::large_enum_variant)]
 enum Command {
     /// Start a runtime in-process with a scripted workload and open the inspector on it.
     Demo,
@@ -135,6 +136,10 @@ enum Command {
         /// per million tokens.
         #[arg(long, value_name = "FILE")]
         model_prices: Option<PathBuf>,
+        /// A model a session may name (e.g. gpt-4o-mini, llama3*); repeatable. None given:
+        /// any model of a configured provider.
+        #[arg(long = "model-allow", value_name = "MODEL", action = clap::ArgAction::Append)]
+        model_allow: Vec<String>,
         /// The inspector's global flags, which serve does not read: declared here, hidden,
         /// so `serve --help` lists only what serve uses and giving one is refused.
         #[command(flatten)]
@@ -300,6 +305,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             model_record,
             model_replay,
             model_prices,
+            model_allow,
             unused,
         } => {
             if let Some(flag) = unused.given() {
@@ -326,6 +332,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                     record: model_record,
                     replay: model_replay,
                     prices: model_prices,
+                    allow: model_allow,
                 },
             };
             roles::serve::run(args).await

@@ -130,6 +130,8 @@ pub struct ModelFlags {
     pub replay: Option<PathBuf>,
     /// `--model-prices FILE`: TOML, `[model-name] input = 0.15 output = 0.6`.
     pub prices: Option<PathBuf>,
+    /// `--model-allow NAME`: models a session may pick (`*` globs); none allows any.
+    pub allow: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -160,6 +162,7 @@ impl ModelSettings {
                 key: var("ANTHROPIC_API_KEY").map(ApiKey::new),
             },
             record_dir: flags.record.clone(),
+            allowed_models: flags.allow.clone(),
             replay_dir: flags.replay.clone(),
             ..ModelSettings::default()
         };
@@ -222,9 +225,11 @@ mod tests {
                 "http://127.0.0.1:11434/v1/".to_owned(),
                 "anthropic=http://127.0.0.1:9/v1".to_owned(),
             ],
+            allow: vec!["llama3*".to_owned()],
             ..ModelFlags::default()
         };
         let settings = ModelSettings::resolve(&flags, |_| None).unwrap();
+        assert_eq!(settings.allowed_models, ["llama3*"]);
         assert_eq!(
             settings.openai.url(OPENAI_DEFAULT_URL),
             "http://127.0.0.1:11434/v1"
