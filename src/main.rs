@@ -99,8 +99,9 @@ impl Cli {
 }
 
 #[derive(Subcommand, Debug, Clone)]
-// Doc comments here are the --help text: backticks would print there as-is.
-#[expect(clippy::doc_markdown)]
+// Doc comments here are the --help text: backticks would print there as-is. One value is
+// parsed per process, so Serve's size (its many flags) costs nothing worth a Box.
+#[expect(clippy::doc_markdown, clippy::large_enum_variant)]
 enum Command {
     /// Start a runtime in-process with a scripted workload and open the inspector on it.
     Demo,
@@ -146,6 +147,25 @@ enum Command {
         /// (default 15m).
         #[arg(long = "approval-ttl", value_name = "DURATION", value_parser = spyglass::config::parse_duration)]
         approval_ttl: Option<std::time::Duration>,
+        /// Where the openai provider answers (an OpenAI-compatible /v1 URL: Ollama, vLLM,
+        /// LiteLLM...), or PROVIDER=URL (openai, anthropic); repeatable. Keys come from
+        /// OPENAI_API_KEY and ANTHROPIC_API_KEY only.
+        #[arg(long = "model-base-url", value_name = "URL", action = clap::ArgAction::Append)]
+        model_base_url: Vec<String>,
+        /// Record every model exchange into DIR as a cassette.
+        #[arg(long, value_name = "DIR")]
+        model_record: Option<PathBuf>,
+        /// Serve model exchanges from the cassettes in DIR, with no network.
+        #[arg(long, value_name = "DIR")]
+        model_replay: Option<PathBuf>,
+        /// Model prices, TOML: one table per model name with input and output, dollars
+        /// per million tokens.
+        #[arg(long, value_name = "FILE")]
+        model_prices: Option<PathBuf>,
+        /// A model a session may name (e.g. gpt-4o-mini, llama3*); repeatable. None given:
+        /// any model of a configured provider.
+        #[arg(long = "model-allow", value_name = "MODEL", action = clap::ArgAction::Append)]
+        model_allow: Vec<String>,
         /// The inspector's global flags, which serve does not read: declared here, hidden,
         /// so `serve --help` lists only what serve uses and giving one is refused.
         #[command(flatten)]
@@ -349,6 +369,11 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             max_connections_per_ip,
             store,
             approval_ttl,
+            model_base_url,
+            model_record,
+            model_replay,
+            model_prices,
+            model_allow,
             unused,
         } => {
             if let Some(flag) = unused.given() {
@@ -371,6 +396,13 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 max_connections: max_connections as usize,
                 max_connections_per_ip: max_connections_per_ip as usize,
                 approval_ttl,
+                models: spyglass::config::models::ModelFlags {
+                    base_urls: model_base_url,
+                    record: model_record,
+                    replay: model_replay,
+                    prices: model_prices,
+                    allow: model_allow,
+                },
             };
             roles::serve::run(args).await
         }

@@ -8,6 +8,7 @@
 
 pub mod file;
 pub mod keys;
+pub mod models;
 pub mod paths;
 pub mod print;
 pub mod resolve;

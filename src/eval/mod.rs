@@ -4,6 +4,7 @@
 
 pub mod assert;
 pub mod history;
+pub mod judge;
 pub mod report;
 pub mod suite;
 

@@ -116,6 +116,9 @@ pub enum Assertion {
     NoEnvelope(NoEnvelope),
     JsonPath(Vec<JsonPathCheck>),
     MaxTokens(u64),
+    /// Judged by a model (`eval::judge`), after the rules above.
+    LlmJudge(super::judge::JudgeSpec),
+    SemanticMatch(super::judge::SemanticSpec),
 }
 
 /// Assertion keys in the order they are evaluated and reported.
@@ -128,6 +131,8 @@ pub const ASSERTION_KINDS: &[&str] = &[
     "no_envelope",
     "json_path",
     "max_tokens",
+    "llm_judge",
+    "semantic_match",
 ];
 
 /// The shapes of a suite file: serde refuses unknown keys, and every value stays raw
@@ -208,10 +213,14 @@ struct RawAssert {
     json_path: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     max_tokens: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    llm_judge: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    semantic_match: Option<Value>,
 }
 
 impl RawAssert {
-    fn kinds(self) -> [(&'static str, Option<Value>); 8] {
+    fn kinds(self) -> [(&'static str, Option<Value>); 10] {
         [
             ("contains", self.contains),
             ("equals", self.equals),
@@ -221,6 +230,8 @@ impl RawAssert {
             ("no_envelope", self.no_envelope),
             ("json_path", self.json_path),
             ("max_tokens", self.max_tokens),
+            ("llm_judge", self.llm_judge),
+            ("semantic_match", self.semantic_match),
         ]
     }
 }
@@ -797,6 +808,12 @@ fn read_assertions(at: &Place<'_>, value: &Value) -> Result<Vec<Assertion>, Suit
 
 fn read_assertion(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
     Ok(match kind {
+        "llm_judge" => Assertion::LlmJudge(
+            super::judge::read_llm_judge(value).map_err(|e| at.invalid(Some(kind), &e))?,
+        ),
+        "semantic_match" => Assertion::SemanticMatch(
+            super::judge::read_semantic_match(value).map_err(|e| at.invalid(Some(kind), &e))?,
+        ),
         "contains" => Assertion::Contains(at.strings(value, kind)?),
         "equals" => Assertion::Equals(at.string(value, kind)?),
         "regex" => {

@@ -123,6 +123,8 @@ pub struct StepRow {
     pub duration_ms: f64,
     /// The step's calls in dispatch order (its `toolCalls` list).
     pub call_ids: Vec<String>,
+    /// The model's answer was served from a cassette (`--model-replay`).
+    pub cassette: bool,
     /// Absolute call position the step stands before in `Timeline::rows`: its first call,
     /// or for a step without calls, the next call to arrive after it.
     anchor: u64,
@@ -288,6 +290,7 @@ impl Timeline {
             start_ms,
             duration_ms,
             call_ids,
+            cassette: step.cassette,
             anchor,
         });
         let mut dropped_steps = 0;

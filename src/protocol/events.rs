@@ -50,6 +50,10 @@ pub struct Step {
     pub tokens: Tokens,
     pub finish_reason: String,
     pub tool_calls: Vec<StepToolCall>,
+    /// The model's answer came from a recorded cassette, not a live provider (spyglass's
+    /// own; absent when false).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cassette: bool,
 }
 
 /// `agent.step.completed`: fired after each loop iteration.

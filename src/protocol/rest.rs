@@ -21,8 +21,28 @@ pub struct CreateSession {
     pub metadata: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mocks: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "script_or_provider"
+    )]
     pub model: Option<ModelScript>,
+}
+
+/// `model` is a script, or a string naming a real model (`openai:gpt-4o-mini`).
+fn script_or_provider<'de, D: serde::Deserializer<'de>>(
+    de: D,
+) -> Result<Option<ModelScript>, D::Error> {
+    match Option::<Value>::deserialize(de)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(spec)) => Ok(Some(ModelScript {
+            provider: Some(spec),
+            ..ModelScript::default()
+        })),
+        Some(other) => serde_json::from_value(other)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
 }
 
 /// A scripted fake model (seed 001's semantics): the Nth model call gets `sequence[N]`;
@@ -36,6 +56,10 @@ pub struct ModelScript {
     pub fail_on_step: Vec<FailOnStep>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_text: Option<String>,
+    /// A real model instead of the script (`openai[:MODEL]`, `anthropic[:MODEL]`):
+    /// `crate::runtime::model`. Also `metadata.model` for the SDK.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }
 
 /// One scripted model answer: tool calls, text, or both.

@@ -34,6 +34,13 @@ pub async fn run(
     } else {
         let config = RuntimeConfig {
             test_mode: true,
+            // Judge assertions and real-model cases read the provider settings from the
+            // environment (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_*).
+            models: crate::config::models::ModelSettings::resolve(
+                &crate::config::models::ModelFlags::default(),
+                |name| std::env::var(name).ok(),
+            )
+            .map_err(ServeError::from)?,
             ..RuntimeConfig::default()
         };
         let choice = store.map_or(StoreChoice::Memory, StoreChoice::File);

@@ -103,7 +103,8 @@ impl RoleError {
                 | serve::ServeError::KeysFile { .. }
                 | serve::ServeError::Binding(_)
                 | serve::ServeError::Listen { .. }
-                | serve::ServeError::Store(_) => EXIT_USAGE,
+                | serve::ServeError::Store(_)
+                | serve::ServeError::Models(_) => EXIT_USAGE,
             },
             Self::Ui(UiError::Io(_))
             | Self::CasesFailed { .. }

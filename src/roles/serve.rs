@@ -29,6 +29,8 @@ pub struct ServeArgs {
     pub store: Option<String>,
     /// How long a held call waits for a decision before it expires (default 15 min).
     pub approval_ttl: Option<std::time::Duration>,
+    /// `--model-base-url`, `--model-record`, `--model-replay`, `--model-prices`.
+    pub models: crate::config::models::ModelFlags,
 }
 
 #[derive(Debug, Error)]
@@ -51,6 +53,8 @@ pub enum ServeError {
     Binding(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Models(#[from] crate::config::models::ModelSettingsError),
     #[error("cannot listen for Ctrl-C: {0}")]
     Signal(std::io::Error),
 }
@@ -178,6 +182,10 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         approval_ttl: args
             .approval_ttl
             .unwrap_or(RuntimeConfig::default().approval_ttl),
+        models: crate::config::models::ModelSettings::resolve(&args.models, |name| {
+            std::env::var(name).ok()
+        })
+        .map_err(ServeError::from)?,
         ..RuntimeConfig::default()
     };
     let test_mode = config.test_mode;

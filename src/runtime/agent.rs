@@ -147,9 +147,16 @@ impl Runtime {
         let mut answer_bytes = message.len();
         let mut prompt_tokens = approx_tokens(message) + 8;
         let mut finished = false;
+        // A session naming a real model runs it instead of the script.
+        let mut live = super::model::Live::start(&self.inner.config.models, &session, message);
+        let (provider, model) = super::model::names(&live, PROVIDER, MODEL);
         'run: for iteration in 0..max {
             let step_started = now_rfc3339();
-            let answer = {
+            let answer = if let Some(real) =
+                super::model::step(&mut live, iteration, frames.as_ref(), &mut closing).await
+            {
+                real.map_or_else(Answer::Fail, Answer::Step)
+            } else {
                 let mut s = lock(&session);
                 if s.closed {
                     result.error = Some(SESSION_CLOSED.to_owned());
@@ -193,7 +200,7 @@ impl Runtime {
                 }
             }
             let text = step.text.clone().unwrap_or_default();
-            if !text.is_empty() {
+            if !text.is_empty() && !super::model::streamed(&live) {
                 out(SendFrame::AssistantText {
                     content: text.clone(),
                     iteration,
@@ -257,12 +264,14 @@ impl Runtime {
                 });
                 result.tool_calls.push(rec);
             }
+            super::model::tool_results(&mut live, &step_calls);
             let completion = approx_tokens(&text) + 8 * step.tool_calls.len() as u64;
             let step_tokens = Tokens {
                 prompt: prompt_tokens,
                 completion,
                 total: prompt_tokens + completion,
             };
+            let step_tokens = super::model::usage(&live).unwrap_or(step_tokens);
             result.tokens.prompt += step_tokens.prompt;
             result.tokens.completion += step_tokens.completion;
             result.tokens.total += step_tokens.total;
@@ -270,18 +279,19 @@ impl Runtime {
             let done = step.tool_calls.is_empty();
             let step_event = Step {
                 iteration,
-                model: MODEL.to_owned(),
+                model: model.clone(),
                 tokens: step_tokens,
                 finish_reason: if done { "stop" } else { "tool_calls" }.to_owned(),
                 tool_calls: step_calls,
+                cassette: super::model::from_cassette(&live),
             };
             result.steps.push(step_event.clone());
             self.emit(
                 Some(session_id.to_owned()),
                 Event::AgentStepCompleted(AgentStepCompleted {
                     agent_name: AGENT_NAME.to_owned(),
-                    model: MODEL.to_owned(),
-                    provider: PROVIDER.to_owned(),
+                    model: model.clone(),
+                    provider: provider.clone(),
                     iteration,
                     step: step_event,
                     tokens: result.tokens,
@@ -307,8 +317,8 @@ impl Runtime {
         result.duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
         let run = AgentRun {
             agent_name: AGENT_NAME.to_owned(),
-            model: MODEL.to_owned(),
-            provider: PROVIDER.to_owned(),
+            model: model.clone(),
+            provider: provider.clone(),
             input: RawJson::from_value(message),
             output: RawJson::from_value(&result.message),
             steps: result.steps.clone(),

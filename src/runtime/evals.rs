@@ -401,6 +401,12 @@ impl Runtime {
         request: EvalRunRequest,
     ) -> Result<String, ApiErrorWithStatus> {
         let suites = read_suites(&request)?;
+        super::model::judge::check_suites(&suites, &self.inner.config.models).map_err(
+            |message| ApiErrorWithStatus {
+                status: 400,
+                error: ApiError::new(codes::INVALID_SUITE, message).with_field("/suites"),
+            },
+        )?;
         let repeat = request.repeat.unwrap_or(1);
         if repeat == 0 {
             return Err(bad_request("/repeat", "repeat must be at least 1"));
@@ -616,9 +622,24 @@ impl Runtime {
         } else {
             let (session_id, run) = self.attempt(tenant, planned).await;
             let result = evaluate(case, &run);
+            let judge = super::model::judge::RuntimeJudge::new(&self.inner.config.models);
+            let result = crate::eval::judge::apply(case, &run, result, &judge).await;
             (session_id, result, run.output)
         };
         let mut event = result.to_event(&planned.suite.name, &case.id);
+        // A real model's tokens priced by the settings' table (the scripted one is free).
+        let settings = &self.inner.config.models;
+        if let Some(choice) = case
+            .model_for_attempt(planned.attempt)
+            .and_then(|m| m.provider.as_deref())
+            .and_then(|p| super::model::choose(p, settings).ok().flatten())
+        {
+            event.cost = settings.cost(
+                &choice.model,
+                result.tokens.prompt,
+                result.tokens.completion,
+            );
+        }
         event.run_id = Some(run_id.to_owned());
         event.attempt = Some(planned.attempt);
         event.scope = scope;

@@ -8,6 +8,7 @@ pub mod evals;
 pub mod http;
 pub mod log;
 pub mod mocks;
+pub mod model;
 pub mod observe;
 mod persist;
 pub mod policy;
@@ -97,6 +98,8 @@ pub struct RuntimeConfig {
     /// Extra `Host` names a loopback-bound runtime answers (`--allow-host`), besides
     /// localhost and loopback addresses.
     pub allowed_hosts: Vec<String>,
+    /// Real model providers behind `send` (`runtime::model`): routes, keys, cassettes.
+    pub models: crate::config::models::ModelSettings,
 }
 
 impl Default for RuntimeConfig {
@@ -129,6 +132,7 @@ impl Default for RuntimeConfig {
             max_connections_per_ip: 256,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            models: crate::config::models::ModelSettings::default(),
         }
     }
 }

@@ -489,7 +489,8 @@ impl Runtime {
         };
         let config = &self.inner.config;
         check_strings(&req, config.max_string_bytes)?;
-        let model = model_script(&req)?;
+        let mut model = model_script(&req)?;
+        super::model::pick(&mut model, req.metadata.as_ref(), &config.models)?;
         let script_field = if req.model.is_some() {
             "/model/sequence"
         } else {

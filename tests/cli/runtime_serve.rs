@@ -117,3 +117,36 @@ async fn serve_prints_its_url_and_reads_the_test_mode_env() {
     assert_eq!(create("csk_a").await.unwrap().status().as_u16(), 201);
     assert_eq!(create("csk_z").await.unwrap().status().as_u16(), 401);
 }
+
+/// The model flags are read at startup: contradictory or malformed ones stop it with
+/// exit 2 naming the flag, before anything listens.
+#[test]
+fn bad_model_flags_stop_serve_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let prices = dir.path().join("prices.toml");
+    std::fs::write(&prices, "[\"gpt-4o-mini\"]\ninput = \"cheap\"\n").unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--model-record", "a", "--model-replay", "b"],
+            "--model-record and --model-replay are exclusive",
+        ),
+        (
+            &["--model-base-url", "gemini=http://x"],
+            "--model-base-url gemini=http://x",
+        ),
+        (
+            &["--model-prices", prices.to_str().unwrap()],
+            "--model-prices",
+        ),
+    ];
+    for (flags, expected) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_spyglass"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--store", "memory"])
+            .args(flags)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(expected), "{flags:?}: {stderr}");
+    }
+}

@@ -14,3 +14,4 @@ mod projects;
 mod replay_view;
 mod restart;
 mod sdk_compat;
+mod sdk_models;

@@ -40,6 +40,7 @@ fn step() -> Step {
             duration: 1.5,
             needs_approval: true,
         }],
+        cassette: false,
     }
 }
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each binary uses its own part of the kit
 
 pub mod cli;
+pub mod fake_llm;
 pub mod frames;
 pub mod runtime;
 pub mod ui;

@@ -5,6 +5,7 @@
 mod support;
 
 mod approvals_view;
+mod cassette_step;
 mod clean_output_tui;
 mod contrast;
 mod evals_view;

@@ -536,7 +536,9 @@ fn render_timeline(
                 let Some(s) = session.timeline.steps.get(i) else {
                     continue;
                 };
-                let label = format!("▾ step {} · {}", s.iteration, s.finish_reason);
+                // Before the finish reason: a narrow column cuts the label's end.
+                let replayed = if s.cassette { "cassette · " } else { "" };
+                let label = format!("▾ step {} · {replayed}{}", s.iteration, s.finish_reason);
                 (
                     label,
                     Some(s.start_ms),
