@@ -349,10 +349,20 @@ pub fn encode_response(rejected: &[Rejected], encoding: Encoding) -> Vec<u8> {
             .collect::<Vec<_>>()
             .join("; "),
     });
-    let response = ExportTraceServiceResponse { partial_success };
     match encoding {
-        Encoding::Protobuf => response.encode_to_vec(),
-        Encoding::Json => serde_json::to_vec(&response).unwrap_or_default(),
+        Encoding::Protobuf => ExportTraceServiceResponse { partial_success }.encode_to_vec(),
+        // Written by hand: the derive writes an absent field as `null`, and int64 as a
+        // number where the JSON mapping says string.
+        Encoding::Json => {
+            let body = match partial_success {
+                Some(p) => serde_json::json!({"partialSuccess": {
+                    "rejectedSpans": p.rejected_spans.to_string(),
+                    "errorMessage": p.error_message,
+                }}),
+                None => serde_json::json!({}),
+            };
+            body.to_string().into_bytes()
+        }
     }
 }
 

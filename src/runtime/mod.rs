@@ -165,6 +165,8 @@ pub(crate) struct Inner {
     pub(crate) sessions: RwLock<SessionMap>,
     pub(crate) approvals: Mutex<approvals::ApprovalQueue>,
     pub(crate) evals: evals::EvalState,
+    /// Traces whose spans came before their root (`POST /v1/traces`).
+    pub(crate) otel: Mutex<crate::otel::Assembler>,
 }
 
 /// The runtime's state; cheap to clone (all clones share it).
@@ -210,6 +212,8 @@ impl Runtime {
             config.retained_eval_runs,
             budget.clone(),
         );
+        // A sixteenth of the byte budget: pending traces hold ids and parents only.
+        let otel = Mutex::new(crate::otel::Assembler::new(config.max_retained_bytes / 16));
         Runtime {
             inner: Arc::new(Inner {
                 config,
@@ -218,6 +222,7 @@ impl Runtime {
                 sessions: RwLock::new(SessionMap::default()),
                 approvals: Mutex::new(approvals::ApprovalQueue::default()),
                 evals,
+                otel,
             }),
         }
     }
