@@ -38,6 +38,9 @@ pub struct ModelSpan {
     pub output_tokens: u64,
     pub finish_reason: String,
     pub error: Option<Failure>,
+    /// The first user text it was sent (`gen_ai.input.messages`), the run's prompt when
+    /// the agent span names none.
+    pub prompt: Option<String>,
 }
 
 /// One tool execution: a call.
@@ -167,7 +170,28 @@ fn model(span: &SpanIn) -> ModelSpan {
         output_tokens: output_tokens(span).unwrap_or(0),
         finish_reason: finish_reason(span),
         error: failure(span),
+        prompt: first_user_text(span),
     }
+}
+
+/// The text of the first user message in `gen_ai.input.messages` (parts with `content`, or
+/// a plain `content` string).
+fn first_user_text(span: &SpanIn) -> Option<String> {
+    let Value::String(messages) = span.attributes.get("gen_ai.input.messages")? else {
+        return None;
+    };
+    let messages: Vec<Value> = serde_json::from_str(messages).ok()?;
+    let user = messages.iter().find(|m| m["role"] == "user")?;
+    let content = match &user["content"] {
+        Value::String(s) => s.clone(),
+        _ => user["parts"]
+            .as_array()?
+            .iter()
+            .filter_map(|p| p["content"].as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    (!content.is_empty()).then(|| text(&content))
 }
 
 fn tool(span: &SpanIn) -> ToolSpan {
@@ -253,6 +277,7 @@ fn input_tokens(span: &SpanIn) -> Option<u64> {
         span,
         &[
             "gen_ai.usage.input_tokens",
+            "gen_ai.aggregated_usage.input_tokens",
             "gen_ai.usage.prompt_tokens",
             "ai.usage.inputTokens",
             "ai.usage.promptTokens",
@@ -267,6 +292,7 @@ fn output_tokens(span: &SpanIn) -> Option<u64> {
         span,
         &[
             "gen_ai.usage.output_tokens",
+            "gen_ai.aggregated_usage.output_tokens",
             "gen_ai.usage.completion_tokens",
             "ai.usage.outputTokens",
             "ai.usage.completionTokens",

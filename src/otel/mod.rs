@@ -94,6 +94,7 @@ struct Conversation {
     agent: String,
     model: String,
     provider: String,
+    prompt: Option<String>,
     call_ids: HashSet<String>,
 }
 
@@ -326,6 +327,9 @@ fn step_event(
     if !model.provider.is_empty() {
         conversation.provider.clone_from(&model.provider);
     }
+    if conversation.prompt.is_none() {
+        conversation.prompt.clone_from(&model.prompt);
+    }
     let finish_reason = match (&model.error, model.finish_reason.is_empty()) {
         (Some(_), _) => "error".to_owned(),
         (None, false) => model.finish_reason.clone(),
@@ -456,7 +460,10 @@ fn run_event(span: &SpanIn, agent: map::AgentSpan, conversation: &mut Conversati
         } else {
             agent.provider
         },
-        input: agent.input.unwrap_or_default(),
+        input: agent
+            .input
+            .or_else(|| conversation.prompt.as_ref().map(RawJson::from_value))
+            .unwrap_or_default(),
         output: agent.output.unwrap_or_default(),
         steps: Vec::new(),
         tokens,

@@ -364,3 +364,74 @@ fn broken_bodies_say_what_is_wrong() {
         Err(DecodeError::TooLarge { limit: 1000 })
     );
 }
+
+fn fixture_requests(dir: &str) -> Vec<Vec<u8>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/otel")
+        .join(dir);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|x| x == "pb" || x == "json" || x == "gz")
+        })
+        .collect();
+    files.sort();
+    files.iter().map(|p| std::fs::read(p).unwrap()).collect()
+}
+
+#[test]
+fn pydantic_ai_export_requests_fold_into_one_failed_run() {
+    let mut asm = Assembler::new(1 << 20);
+    let mut all = Vec::new();
+    for body in fixture_requests("pydantic") {
+        let req = decode::decode_request(&body, Encoding::Protobuf).unwrap();
+        let (spans, rejected) = decode::flatten(req);
+        assert!(rejected.is_empty());
+        all.extend(asm.ingest("default", &spans).0);
+    }
+    assert_eq!(
+        kinds(&all),
+        [
+            "session.created",
+            "agent.step.completed",
+            "tool.called",
+            "agent.step.completed",
+            "tool.called",
+            "agent.failed"
+        ]
+    );
+    let session = &all[0].session_id;
+    assert!(
+        all.iter().all(|e| &e.session_id == session),
+        "the conversation id"
+    );
+    let Event::ToolCalled(weather) = &all[2].event else {
+        panic!()
+    };
+    assert_eq!(
+        (weather.tool.as_str(), weather.iteration),
+        ("get_weather", Some(1))
+    );
+    assert_eq!(weather.input.get(), r#"{"city":"Oslo"}"#);
+    let Event::ToolCalled(explode) = &all[4].event else {
+        panic!()
+    };
+    assert_eq!(explode.iteration, Some(2));
+    assert_eq!(explode.outcome.envelope().unwrap().code(), "RuntimeError");
+    let Event::AgentFailed(run) = &all[5].event else {
+        panic!()
+    };
+    assert_eq!(run.agent_name, "weather_agent");
+    assert_eq!((run.tokens.prompt, run.tokens.completion), (23, 14));
+    assert_eq!(run.input.to_value(), json!("What is the weather in Oslo?"));
+    assert!(
+        run.error
+            .as_ref()
+            .unwrap()
+            .get()
+            .contains("the explode tool failed")
+    );
+    assert_eq!(asm.stats().pending_traces, 0);
+}

@@ -1,0 +1,219 @@
+//! Real OpenTelemetry producers into `POST /v1/traces`: a Pydantic AI agent on its
+//! `FunctionModel` with the stock Python OTLP/HTTP exporter (venv under target/otel-py-venv
+//! from `PyPI`), its spans watched by the real inspector client; the session, steps,
+//! calls, tokens and the failing tool in the model and on the screen.
+
+use crate::support::ui::{row, until_app};
+use crate::support::venv::tools_python;
+use spyglass::model::SessionStatus;
+use spyglass::protocol::events::Outcome;
+use spyglass::runtime::{RuntimeConfig, ServerHandle, start};
+use spyglass::ui::{App, FakeClock, InspectorConfig, Source, Wired, wire};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+const KEY: &str = "csk_test_spyglass_otel";
+
+const PYTHON_PACKAGES: &[&str] = &[
+    "pydantic-ai-slim==2.68.0",
+    "opentelemetry-sdk==1.45.2",
+    "opentelemetry-exporter-otlp-proto-http==1.45.2",
+    "opentelemetry-exporter-otlp-proto-grpc==1.45.2",
+];
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
+        PathBuf::from,
+    )
+}
+
+async fn keyed_runtime() -> ServerHandle {
+    start(
+        RuntimeConfig {
+            api_keys: vec![KEY.to_owned()],
+            ..RuntimeConfig::default()
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap()
+}
+
+/// The inspector as `spyglass inspect` wires it, with the runtime's key.
+fn inspector(url: &str) -> Wired {
+    let mut config = InspectorConfig::new(url);
+    config.api_key = Some(KEY.to_owned());
+    wire(
+        config,
+        Arc::new(FakeClock::at(crate::support::ui::NOW)),
+        Source::Live,
+    )
+    .unwrap()
+}
+
+/// Runs a producer with the two variables a user sets, off the async threads.
+async fn run_producer(mut cmd: Command, endpoint: String) -> Output {
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        .env(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            format!("Authorization=Bearer {KEY}"),
+        )
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL")
+        .env_remove("OTEL_SDK_DISABLED");
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+fn calls_of<'a>(app: &'a App, sid: &str) -> Vec<&'a spyglass::model::Call> {
+    app.model
+        .session(sid)
+        .map(|s| s.timeline.calls().iter().collect())
+        .unwrap_or_default()
+}
+
+/// The session the producer's spans made: the one `session.created` on the stream.
+fn otel_session(handle: &ServerHandle) -> String {
+    let frames = handle.runtime().events_since(0, 10_000);
+    let created: Vec<_> = frames
+        .iter()
+        .filter(|f| f.event.kind() == "session.created")
+        .collect();
+    assert_eq!(created.len(), 1, "one session: {frames:?}");
+    created[0].session_id.clone().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pydantic_ai_agent_over_otlp_http_shows_its_steps_calls_and_failure() {
+    let python = tokio::task::spawn_blocking(|| {
+        tools_python("otel-py-venv", PYTHON_PACKAGES, "pydantic-ai-slim")
+    })
+    .await
+    .unwrap();
+    let handle = keyed_runtime().await;
+    let Wired {
+        mut app,
+        mut rx,
+        feed,
+    } = inspector(&handle.url());
+
+    let capture = target_dir().join("otel-capture/pydantic");
+    let _ = std::fs::remove_dir_all(&capture);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/otel/pydantic_agent.py");
+    let mut cmd = Command::new(python);
+    cmd.arg(script).env("SPYGLASS_OTLP_CAPTURE", &capture);
+    let output = run_producer(cmd, handle.url()).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("RUN_FAILED: the explode tool failed: test"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        !stderr.contains("Failed to export"),
+        "the exporter was refused:\n{stderr}"
+    );
+    let sid = otel_session(&handle);
+
+    let text = until_app(&mut app, &mut rx, (160, 40), "the failed run", |app, _| {
+        app.model
+            .session(&sid)
+            .is_some_and(|s| s.status == SessionStatus::Failed)
+    })
+    .await;
+
+    let session = app.model.session(&sid).unwrap();
+    let summary = session.summary.as_deref().unwrap();
+    assert!(
+        summary
+            .metadata
+            .contains(&("source".to_owned(), "opentelemetry".to_owned())),
+        "{:?}",
+        summary.metadata
+    );
+    assert!(
+        summary
+            .metadata
+            .contains(&("service".to_owned(), "pydantic-weather".to_owned()))
+    );
+    let run = summary.run.as_ref().unwrap();
+    assert_eq!(run.agent, "weather_agent");
+    assert_eq!(run.model, "weather-fn");
+    assert!(run.failed);
+    assert!(run.output.contains("the explode tool failed"), "{run:?}");
+    // 11 and 12 prompt tokens over the two model calls, 7 completion tokens each.
+    assert_eq!((run.tokens.prompt, run.tokens.completion), (23, 14));
+
+    let steps: Vec<_> = session.timeline.steps.iter().collect();
+    assert_eq!(
+        steps.len(),
+        2,
+        "two model calls before the failure: {steps:?}"
+    );
+    assert_eq!(steps[0].iteration, 1);
+    assert_eq!(steps[0].model, "weather-fn");
+    assert_eq!(steps[0].tokens_total, 18);
+    assert_eq!(steps[1].tokens_total, 19);
+
+    let calls = calls_of(&app, &sid);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0].id, "call_weather");
+    assert_eq!(calls[0].tool, "get_weather");
+    assert_eq!(
+        calls[0].input.to_value(),
+        serde_json::json!({"city": "Oslo"})
+    );
+    assert_eq!(
+        calls[0].outcome,
+        Outcome::Result(serde_json::json!({"city": "Oslo", "temp_c": 21}).into())
+    );
+    assert_eq!(calls[0].iteration, Some(1));
+    assert!(calls[0].duration_ms > 0.0 && calls[0].duration_ms < 5_000.0);
+    assert_eq!(calls[1].tool, "explode");
+    assert_eq!(calls[1].iteration, Some(2));
+    assert_eq!(calls[1].envelope_code(), Some("RuntimeError"));
+    assert!(
+        calls[1]
+            .outcome
+            .envelope()
+            .unwrap()
+            .message()
+            .contains("the explode tool failed: test")
+    );
+    assert!(calls[1].duration_ms > 0.0);
+
+    // On screen: the run's summary, and each step with its call under it.
+    assert!(row(&text, &sid[..20]).contains("failed"), "{text}");
+    assert!(
+        row(&text, "failed: ").contains("the explode tool failed"),
+        "{text}"
+    );
+    assert!(
+        row(&text, "prompt: ").contains("What is the weather in Oslo?"),
+        "{text}"
+    );
+    assert!(
+        row(&text, "model weather-fn").contains("2 steps · 37 tokens (23 in, 14 out)"),
+        "{text}"
+    );
+    assert!(text.contains("source=opentelemetry"), "{text}");
+    assert!(row(&text, "step 1").contains("18 tokens"), "{text}");
+    let timeline = &text[text.find("STEP / CALL").unwrap()..];
+    assert!(row(timeline, "get_weather").contains("ok"), "{text}");
+    assert!(row(timeline, "step 2").contains("19 tokens"), "{text}");
+    assert!(row(timeline, "explode").contains("RuntimeError"), "{text}");
+    let lines: Vec<_> = timeline.lines().collect();
+    let at = |needle: &str| lines.iter().position(|l| l.contains(needle)).unwrap();
+    assert!(at("step 1") < at("get_weather") && at("get_weather") < at("step 2"));
+    assert!(at("step 2") < at("explode"), "{text}");
+
+    // The exporter's requests were kept, for the unit tests' fixtures.
+    let captured = std::fs::read_dir(&capture).map_or(0, Iterator::count);
+    assert!(captured >= 2, "children and root came in separate requests");
+    feed.abort();
+    handle.shutdown().await;
+}
