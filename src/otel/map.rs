@@ -147,7 +147,8 @@ fn agent(span: &SpanIn) -> AgentSpan {
                 "traceloop.entity.input",
                 "gen_ai.input.messages",
             ],
-        ),
+        )
+        .map(unwrap_prompt),
         output: first_json(
             span,
             &[
@@ -159,6 +160,16 @@ fn agent(span: &SpanIn) -> AgentSpan {
             ],
         ),
         error: failure(span),
+    }
+}
+
+/// The Vercel AI SDK's `ai.prompt` is `{"prompt": "..."}` for a plain prompt: its text.
+fn unwrap_prompt(input: RawJson) -> RawJson {
+    match input.to_value() {
+        Value::Object(map) if map.len() == 1 && map.get("prompt").is_some_and(Value::is_string) => {
+            RawJson::from_value(&map["prompt"])
+        }
+        _ => input,
     }
 }
 

@@ -83,6 +83,9 @@ struct Trace {
     session: String,
     spans: HashMap<String, Note>,
     bytes: usize,
+    /// Token usage of this trace's model calls: a run's total (the Vercel AI SDK's root
+    /// span reports its last step's usage only).
+    tokens: Tokens,
 }
 
 #[derive(Debug, Default)]
@@ -169,6 +172,7 @@ impl Assembler {
                         session,
                         spans: HashMap::new(),
                         bytes: 0,
+                        tokens: Tokens::default(),
                     },
                 );
                 self.order.push_back(key.clone());
@@ -225,7 +229,7 @@ impl Assembler {
                 }
                 Role::Agent(agent) => {
                     stats.runs += 1;
-                    Some(run_event(span, agent, conversation))
+                    Some(run_event(span, agent, trace.tokens, conversation))
                 }
                 Role::Other => {
                     stats.unmatched += 1;
@@ -316,9 +320,11 @@ fn step_event(
         completion: model.output_tokens,
         total: model.input_tokens + model.output_tokens,
     };
-    conversation.tokens.prompt += tokens.prompt;
-    conversation.tokens.completion += tokens.completion;
-    conversation.tokens.total += tokens.total;
+    for sum in [&mut conversation.tokens, &mut trace.tokens] {
+        sum.prompt += tokens.prompt;
+        sum.completion += tokens.completion;
+        sum.total += tokens.total;
+    }
     conversation.last_step = Some(iteration);
     let first = *conversation.first_ns.get_or_insert(span.start_ns);
     if !model.model.is_empty() {
@@ -435,10 +441,18 @@ fn tool_event(
     }))
 }
 
-fn run_event(span: &SpanIn, agent: map::AgentSpan, conversation: &mut Conversation) -> Event {
+/// A run's tokens: what its model calls reported, summed, when any came; else what the
+/// agent span says.
+fn run_event(
+    span: &SpanIn,
+    agent: map::AgentSpan,
+    steps: Tokens,
+    conversation: &mut Conversation,
+) -> Event {
     conversation.agent.clone_from(&agent.name);
     let tokens = match (agent.input_tokens, agent.output_tokens) {
-        (None, None) => conversation.tokens,
+        _ if steps.total > 0 => steps,
+        (None, None) => Tokens::default(),
         (input, output) => {
             let (prompt, completion) = (input.unwrap_or(0), output.unwrap_or(0));
             Tokens {

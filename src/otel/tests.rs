@@ -435,3 +435,43 @@ fn pydantic_ai_export_requests_fold_into_one_failed_run() {
     );
     assert_eq!(asm.stats().pending_traces, 0);
 }
+
+#[test]
+fn vercel_ai_sdk_export_requests_fold_into_one_completed_run() {
+    let mut asm = Assembler::new(1 << 20);
+    let mut all = Vec::new();
+    for body in fixture_requests("vercel") {
+        let req = decode::decode_request(&body, Encoding::Json).unwrap();
+        let (spans, rejected) = decode::flatten(req);
+        assert!(rejected.is_empty());
+        all.extend(asm.ingest("default", &spans).0);
+    }
+    assert_eq!(
+        kinds(&all),
+        [
+            "session.created",
+            "agent.step.completed",
+            "tool.called",
+            "agent.step.completed",
+            "tool.called",
+            "agent.step.completed",
+            "agent.completed"
+        ]
+    );
+    let Event::ToolCalled(explode) = &all[4].event else {
+        panic!()
+    };
+    assert_eq!(explode.iteration, Some(2));
+    assert_eq!(explode.outcome.envelope().unwrap().code(), "Error");
+    assert_eq!(
+        explode.outcome.envelope().unwrap().message(),
+        "the explode tool failed: test"
+    );
+    let Event::AgentCompleted(run) = &all[6].event else {
+        panic!()
+    };
+    assert_eq!(run.agent_name, "weather-agent");
+    assert_eq!((run.tokens.prompt, run.tokens.completion), (60, 18));
+    assert_eq!(run.input.to_value(), json!("What is the weather in Oslo?"));
+    assert_eq!(run.output.to_value(), json!("It is 21 C in Oslo."));
+}

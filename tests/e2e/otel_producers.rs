@@ -1,8 +1,10 @@
-//! Real OpenTelemetry producers into `POST /v1/traces`: a Pydantic AI agent on its
-//! `FunctionModel` with the stock Python OTLP/HTTP exporter (venv under target/otel-py-venv
-//! from `PyPI`), its spans watched by the real inspector client; the session, steps,
-//! calls, tokens and the failing tool in the model and on the screen.
-
+//! Real OpenTelemetry producers into `POST /v1/traces`, each with its own mock model and
+//! installed from its registry under target/: a Pydantic AI agent with the stock Python
+//! OTLP/HTTP protobuf exporter (venv target/otel-py-venv), and a Vercel AI SDK agent with
+//! the OpenTelemetry JS OTLP/HTTP exporter, JSON and gzip (npm prefix target/otel-npm).
+//! Watched by the real inspector client: session, steps, calls, tokens and the failing
+//! tool in the model and on the screen. What the exporters sent lands in
+//! target/otel-capture/ (tests/fixtures/otel/README.md).
 use crate::support::ui::{row, until_app};
 use crate::support::venv::tools_python;
 use spyglass::model::SessionStatus;
@@ -212,6 +214,172 @@ async fn a_pydantic_ai_agent_over_otlp_http_shows_its_steps_calls_and_failure() 
     assert!(at("step 2") < at("explode"), "{text}");
 
     // The exporter's requests were kept, for the unit tests' fixtures.
+    let captured = std::fs::read_dir(&capture).map_or(0, Iterator::count);
+    assert!(captured >= 2, "children and root came in separate requests");
+    feed.abort();
+    handle.shutdown().await;
+}
+
+const NPM_PACKAGES: &[&str] = &[
+    "ai@5.0.277",
+    "zod@4.6.7",
+    "@opentelemetry/api@1.10.0",
+    "@opentelemetry/context-async-hooks@3.1.1",
+    "@opentelemetry/sdk-trace@3.1.0",
+    "@opentelemetry/resources@3.1.1",
+    "@opentelemetry/exporter-trace-otlp-http@0.301.0",
+    "@opentelemetry/otlp-transformer@0.301.0",
+];
+
+/// The npm prefix under target/otel-npm with `NPM_PACKAGES`, installed on first use and
+/// reused while every package is there at its version.
+fn npm_prefix() -> PathBuf {
+    let prefix = target_dir().join("otel-npm");
+    let installed = |spec: &str| {
+        let (name, version) = spec.rsplit_once('@').unwrap();
+        let manifest = prefix.join("node_modules").join(name).join("package.json");
+        std::fs::read_to_string(manifest).is_ok_and(|text| {
+            serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| v["version"] == version)
+        })
+    };
+    if !NPM_PACKAGES.iter().all(|spec| installed(spec)) {
+        std::fs::create_dir_all(&prefix).unwrap();
+        let out = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+            .arg(&prefix)
+            .args(NPM_PACKAGES)
+            .output()
+            .unwrap_or_else(|err| {
+                panic!("npm: cannot run ({err}); install Node.js 20+ with npm (apt-get install nodejs npm)")
+            });
+        assert!(
+            out.status.success(),
+            "npm install {}: {}",
+            NPM_PACKAGES.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    prefix
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vercel_ai_sdk_agent_over_otlp_json_gzip_shows_its_steps_calls_and_failed_tool() {
+    let prefix = tokio::task::spawn_blocking(npm_prefix).await.unwrap();
+    // ESM resolves packages from the script's own directory: it runs from the prefix.
+    let script = prefix.join("vercel_agent.mjs");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/otel/vercel_agent.mjs"),
+        &script,
+    )
+    .unwrap();
+    let handle = keyed_runtime().await;
+    let Wired {
+        mut app,
+        mut rx,
+        feed,
+    } = inspector(&handle.url());
+
+    let capture = target_dir().join("otel-capture/vercel");
+    let _ = std::fs::remove_dir_all(&capture);
+    let mut cmd = Command::new("node");
+    cmd.arg(&script).env("SPYGLASS_OTLP_CAPTURE", &capture);
+    let output = run_producer(cmd, handle.url()).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("RUN_OK: It is 21 C in Oslo."),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.trim().is_empty(),
+        "the exporter complained:\n{stderr}"
+    );
+    let sid = otel_session(&handle);
+
+    let text = until_app(
+        &mut app,
+        &mut rx,
+        (160, 40),
+        "the completed run",
+        |app, _| {
+            app.model
+                .session(&sid)
+                .is_some_and(|s| s.status == SessionStatus::Completed)
+        },
+    )
+    .await;
+
+    let session = app.model.session(&sid).unwrap();
+    let summary = session.summary.as_deref().unwrap();
+    assert!(
+        summary
+            .metadata
+            .contains(&("service".to_owned(), "vercel-weather".to_owned())),
+        "{:?}",
+        summary.metadata
+    );
+    let run = summary.run.as_ref().unwrap();
+    assert_eq!(run.agent, "weather-agent");
+    assert_eq!(run.model, "mock-weather");
+    assert_eq!(run.provider, "mock-provider");
+    assert!(!run.failed);
+    assert_eq!(run.output, "It is 21 C in Oslo.");
+    // Summed over the three model calls (the root span reports the last one's only).
+    assert_eq!((run.tokens.prompt, run.tokens.completion), (60, 18));
+
+    let steps: Vec<_> = session.timeline.steps.iter().collect();
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    assert_eq!(
+        steps.iter().map(|s| s.tokens_total).collect::<Vec<_>>(),
+        [15, 26, 37]
+    );
+    assert_eq!(steps[0].finish_reason, "tool-calls");
+    assert_eq!(steps[2].finish_reason, "stop");
+
+    let calls = calls_of(&app, &sid);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        (calls[0].id.as_str(), calls[0].tool.as_str()),
+        ("call-weather", "weather")
+    );
+    assert_eq!(
+        calls[0].input.to_value(),
+        serde_json::json!({"city": "Oslo"})
+    );
+    assert_eq!(
+        calls[0].outcome,
+        Outcome::Result(serde_json::json!({"city": "Oslo", "tempC": 21}).into())
+    );
+    assert_eq!(calls[0].iteration, Some(1));
+    assert!(calls[0].duration_ms >= 0.0 && calls[0].duration_ms < 5_000.0);
+    assert_eq!(calls[1].tool, "explode");
+    assert_eq!(calls[1].iteration, Some(2));
+    assert_eq!(
+        calls[1].envelope_code(),
+        Some("Error"),
+        "the exception's type"
+    );
+    assert_eq!(
+        calls[1].outcome.envelope().unwrap().message(),
+        "the explode tool failed: test"
+    );
+
+    assert!(row(&text, &sid[..20]).contains("completed"), "{text}");
+    assert!(
+        row(&text, "prompt: ").contains("What is the weather in Oslo?"),
+        "{text}"
+    );
+    assert!(
+        row(&text, "model mock-weather").contains("3 steps · 78 tokens (60 in, 18 out)"),
+        "{text}"
+    );
+    let timeline = &text[text.find("STEP / CALL").unwrap()..];
+    assert!(row(timeline, "step 1").contains("15 tokens"), "{text}");
+    assert!(row(timeline, "weather").contains("ok"), "{text}");
+    assert!(row(timeline, "explode").contains("Error"), "{text}");
+    assert!(row(timeline, "step 3").contains("37 tokens"), "{text}");
+
     let captured = std::fs::read_dir(&capture).map_or(0, Iterator::count);
     assert!(captured >= 2, "children and root came in separate requests");
     feed.abort();
