@@ -338,8 +338,8 @@ pub(crate) fn line(s: &str) -> String {
     sanitize(&clip(s, MAX_NAME_BYTES)).into_owned()
 }
 
-/// The 200 answer: `partial_success` only when some spans were refused.
-pub fn encode_response(rejected: &[Rejected], encoding: Encoding) -> Vec<u8> {
+/// The answer to an export: `partial_success` only when some spans were refused.
+pub fn response(rejected: &[Rejected]) -> ExportTraceServiceResponse {
     let partial_success = (!rejected.is_empty()).then(|| ExportTracePartialSuccess {
         rejected_spans: i64::try_from(rejected.len()).unwrap_or(i64::MAX),
         error_message: rejected
@@ -349,6 +349,12 @@ pub fn encode_response(rejected: &[Rejected], encoding: Encoding) -> Vec<u8> {
             .collect::<Vec<_>>()
             .join("; "),
     });
+    ExportTraceServiceResponse { partial_success }
+}
+
+/// The 200 answer in the request's encoding.
+pub fn encode_response(rejected: &[Rejected], encoding: Encoding) -> Vec<u8> {
+    let ExportTraceServiceResponse { partial_success } = response(rejected);
     match encoding {
         Encoding::Protobuf => ExportTraceServiceResponse { partial_success }.encode_to_vec(),
         // Written by hand: the derive writes an absent field as `null`, and int64 as a

@@ -9,6 +9,7 @@ pub mod http;
 pub mod log;
 pub mod mocks;
 pub mod observe;
+pub mod otlp;
 mod persist;
 pub mod policy;
 mod server;

@@ -385,3 +385,76 @@ async fn a_vercel_ai_sdk_agent_over_otlp_json_gzip_shows_its_steps_calls_and_fai
     feed.abort();
     handle.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_agent_over_otlp_grpc_on_its_own_port() {
+    let python = tokio::task::spawn_blocking(|| {
+        tools_python("otel-py-venv", PYTHON_PACKAGES, "pydantic-ai-slim")
+    })
+    .await
+    .unwrap();
+    let handle = keyed_runtime().await;
+    let grpc = handle
+        .runtime()
+        .serve_otlp_grpc("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let Wired {
+        mut app,
+        mut rx,
+        feed,
+    } = inspector(&handle.url());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/otel/pydantic_agent.py");
+    let mut cmd = Command::new(python);
+    cmd.arg(script).env("OTLP_PROTOCOL", "grpc");
+    let output = run_producer(cmd, grpc.url()).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        !stderr.contains("Failed to export"),
+        "the exporter was refused:\n{stderr}"
+    );
+    let sid = otel_session(&handle);
+    let text = until_app(&mut app, &mut rx, (160, 40), "the failed run", |app, _| {
+        app.model
+            .session(&sid)
+            .is_some_and(|s| s.status == SessionStatus::Failed)
+    })
+    .await;
+    let session = app.model.session(&sid).unwrap();
+    let run = session.summary.as_deref().unwrap().run.as_ref().unwrap();
+    assert_eq!((run.tokens.prompt, run.tokens.completion), (23, 14));
+    assert_eq!(session.timeline.steps.len(), 2);
+    let calls = calls_of(&app, &sid);
+    let names: Vec<_> = calls.iter().map(|c| c.tool.as_str()).collect();
+    assert_eq!(names, ["get_weather", "explode"]);
+    assert_eq!(calls[1].envelope_code(), Some("RuntimeError"));
+    let timeline = &text[text.find("STEP / CALL").unwrap()..];
+    assert!(row(timeline, "explode").contains("RuntimeError"), "{text}");
+
+    // Without the key the exporter is refused and nothing more is shown.
+    let before = handle.runtime().events_since(0, 10_000).len();
+    let mut cmd = Command::new(
+        tokio::task::spawn_blocking(|| {
+            tools_python("otel-py-venv", PYTHON_PACKAGES, "pydantic-ai-slim")
+        })
+        .await
+        .unwrap(),
+    );
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/otel/pydantic_agent.py"))
+        .env("OTLP_PROTOCOL", "grpc");
+    let mut unkeyed = cmd;
+    unkeyed
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", grpc.url())
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer wrong");
+    let output = tokio::task::spawn_blocking(move || unkeyed.output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("UNAUTHENTICATED"), "{stderr}");
+    assert_eq!(handle.runtime().events_since(0, 10_000).len(), before);
+    feed.abort();
+    grpc.shutdown().await;
+    handle.shutdown().await;
+}

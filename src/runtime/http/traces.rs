@@ -3,7 +3,6 @@
 
 use super::state::{AppState, Tenant, discard_body};
 use crate::otel::decode::{self, Encoding};
-use crate::runtime::lock;
 use crate::sanitize::sanitize;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
@@ -87,17 +86,8 @@ pub(super) async fn export(
         Err(err) => return failure(err.http_status(), &err.to_string(), encoding),
     };
     let (spans, rejected) = decode::flatten(request);
-    {
-        // Held while emitting, so two exporters' requests keep each trace's order.
-        let mut assembler = lock(&state.rt.inner.otel);
-        let (emits, stats) = assembler.ingest(&tenant, &spans);
-        tracing::debug!(?stats, rejected = rejected.len(), "otlp export");
-        for emit in emits {
-            state
-                .rt
-                .emit_for(&tenant, Some(emit.session_id), emit.event);
-        }
-    }
+    let stats = state.rt.ingest_spans(&tenant, &spans);
+    tracing::debug!(?stats, rejected = rejected.len(), "otlp export");
     if let Err(err) = state.rt.committed().await {
         return failure(err.status, &err.error.message, encoding);
     }
