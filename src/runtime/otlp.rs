@@ -20,7 +20,7 @@ use tonic::{Request, Response, Status};
 impl Runtime {
     /// Emits what `spans` (one export request's) make on `tenant`'s stream. The assembler is
     /// held while emitting, so two exporters' requests keep each trace's order.
-    pub(crate) fn ingest_spans(&self, tenant: &str, spans: &[SpanIn]) -> crate::otel::IngestStats {
+    pub fn ingest_spans(&self, tenant: &str, spans: &[SpanIn]) -> crate::otel::IngestStats {
         let mut assembler = lock(&self.inner.otel);
         let (emits, stats) = assembler.ingest(tenant, spans);
         for emit in emits {
