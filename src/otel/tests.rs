@@ -475,3 +475,170 @@ fn vercel_ai_sdk_export_requests_fold_into_one_completed_run() {
     assert_eq!(run.input.to_value(), json!("What is the weather in Oslo?"));
     assert_eq!(run.output.to_value(), json!("It is 21 C in Oslo."));
 }
+
+// Spans as OpenInference (OpenAI Agents, LlamaIndex) and OpenLLMetry (LangChain via
+// traceloop) send them: the same session, step, call and run.
+#[test]
+fn openinference_and_openllmetry_spans_map_like_genai_ones() {
+    let openinference = vec![
+        span(
+            "0000000000000012",
+            Some("0000000000000011"),
+            "ChatCompletion",
+            1,
+            4,
+            &[
+                ("openinference.span.kind", json!("LLM")),
+                ("llm.model_name", json!("gpt-4o-mini")),
+                ("llm.token_count.prompt", json!(40)),
+                ("llm.token_count.completion", json!(9)),
+                ("session.id", json!("oi-session")),
+            ],
+        ),
+        span(
+            "0000000000000013",
+            Some("0000000000000011"),
+            "search",
+            4,
+            6,
+            &[
+                ("openinference.span.kind", json!("TOOL")),
+                ("tool.name", json!("search")),
+                ("input.value", json!("{\"q\":\"otel\"}")),
+                ("output.value", json!("found it")),
+            ],
+        ),
+        span(
+            "0000000000000011",
+            None,
+            "Agent workflow",
+            0,
+            7,
+            &[
+                ("openinference.span.kind", json!("AGENT")),
+                ("agent.name", json!("researcher")),
+                ("input.value", json!("find otel")),
+                ("output.value", json!("done")),
+            ],
+        ),
+    ];
+    let mut asm = Assembler::new(1 << 20);
+    let (emits, stats) = asm.ingest("default", &spans_of(&request(openinference)));
+    assert_eq!(
+        kinds(&emits),
+        [
+            "session.created",
+            "agent.step.completed",
+            "tool.called",
+            "agent.completed"
+        ]
+    );
+    assert_eq!(stats.unmatched, 0);
+    assert!(emits.iter().all(|e| e.session_id == "oi-session"));
+    let Event::AgentStepCompleted(step) = &emits[1].event else {
+        panic!()
+    };
+    assert_eq!(
+        (step.model.as_str(), step.step.tokens.total),
+        ("gpt-4o-mini", 49)
+    );
+    let Event::ToolCalled(call) = &emits[2].event else {
+        panic!()
+    };
+    assert_eq!(call.tool, "search");
+    assert_eq!(call.input.get(), r#"{"q":"otel"}"#);
+    assert_eq!(
+        call.outcome,
+        Outcome::Result(RawJson::from_value("found it"))
+    );
+    assert_eq!(call.duration, 2.0);
+    let Event::AgentCompleted(run) = &emits[3].event else {
+        panic!()
+    };
+    assert_eq!(run.agent_name, "researcher");
+    assert_eq!(run.output.to_value(), json!("done"));
+
+    let mut openllmetry: Vec<_> = [
+        span(
+            "0000000000000022",
+            Some("0000000000000021"),
+            "openai.chat",
+            1,
+            3,
+            &[
+                ("llm.request.type", json!("chat")),
+                ("gen_ai.system", json!("openai")),
+                ("gen_ai.request.model", json!("gpt-4o")),
+                ("gen_ai.usage.prompt_tokens", json!(12)),
+                ("gen_ai.usage.completion_tokens", json!(3)),
+            ],
+        ),
+        span(
+            "0000000000000023",
+            Some("0000000000000021"),
+            "get_time.tool",
+            3,
+            5,
+            &[
+                ("traceloop.span.kind", json!("tool")),
+                ("traceloop.entity.name", json!("get_time")),
+                ("traceloop.entity.input", json!("{\"tz\":\"UTC\"}")),
+                ("traceloop.entity.output", json!("{\"time\":\"12:00\"}")),
+            ],
+        ),
+        span(
+            "0000000000000024",
+            Some("0000000000000021"),
+            "format.task",
+            5,
+            6,
+            &[("traceloop.span.kind", json!("task"))],
+        ),
+        span(
+            "0000000000000021",
+            None,
+            "clock.workflow",
+            0,
+            7,
+            &[
+                ("traceloop.span.kind", json!("workflow")),
+                ("traceloop.entity.name", json!("clock")),
+            ],
+        ),
+    ]
+    .into_iter()
+    .collect();
+    for s in &mut openllmetry {
+        s["traceId"] = json!("0af7651916cd43dd8448eb211c80319c");
+    }
+    let (emits, stats) = asm.ingest("default", &spans_of(&request(openllmetry)));
+    assert_eq!(
+        kinds(&emits),
+        [
+            "session.created",
+            "agent.step.completed",
+            "tool.called",
+            SPAN_KIND,
+            "agent.completed"
+        ]
+    );
+    assert_eq!(stats.unmatched, 1, "the task span is shown, not dropped");
+    let Event::AgentStepCompleted(step) = &emits[1].event else {
+        panic!()
+    };
+    assert_eq!(
+        (step.provider.as_str(), step.step.tokens.total),
+        ("openai", 15)
+    );
+    let Event::ToolCalled(call) = &emits[2].event else {
+        panic!()
+    };
+    assert_eq!(call.tool, "get_time");
+    assert_eq!(call.input.get(), r#"{"tz":"UTC"}"#);
+    let Event::AgentCompleted(run) = &emits[4].event else {
+        panic!()
+    };
+    assert_eq!(run.agent_name, "clock");
+    assert_eq!(run.model, "gpt-4o");
+    assert_eq!(run.tokens.total, 15);
+}

@@ -233,6 +233,25 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_chunked_body_without_length_is_read_whole() {
+        let rt = runtime(1 << 20);
+        let body = gzip(&export_request(&[vec![5; 16]]).encode_to_vec());
+        let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+            body.chunks(7).map(|c| Ok(c.to_vec())).collect();
+        let (_tx, stop) = tokio::sync::watch::channel(false);
+        let mut router = super::super::router(rt.clone(), stop);
+        let req = Request::post("/v1/traces")
+            .header(header::CONTENT_TYPE, "application/x-protobuf")
+            .header(header::CONTENT_ENCODING, "gzip")
+            .body(Body::from_stream(futures_util::stream::iter(chunks)))
+            .unwrap();
+        assert!(req.headers().get(header::CONTENT_LENGTH).is_none());
+        let res = router.call(req).await.unwrap();
+        assert_eq!(res.status(), 200);
+        assert_eq!(rt.events_since(0, 10).len(), 2, "session and call");
+    }
+
+    #[tokio::test]
     async fn a_whole_success_has_no_partial_success() {
         let rt = runtime(1 << 20);
         let body = serde_json::to_vec(&export_request(&[vec![9; 16]])).unwrap();
