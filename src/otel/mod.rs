@@ -55,16 +55,17 @@ pub struct IngestStats {
 /// What the assembler holds and has let go.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AssemblerStats {
+    /// Traces remembered (their spans' parents, their run), pending or ended.
     pub pending_traces: usize,
     pub pending_bytes: usize,
-    /// Traces forgotten before their root came, to stay within the byte bound.
+    /// Traces forgotten, oldest first, to stay within the byte bound.
     pub evicted_traces: u64,
     pub unmatched_spans: u64,
 }
 
 type Key = (String, String);
 
-/// A span remembered until its trace's root arrives: enough to find a tool's step.
+/// A span remembered while its trace is: enough to find a tool's step.
 #[derive(Debug, Default)]
 struct Note {
     parent: Option<String>,
@@ -86,6 +87,9 @@ struct Trace {
     /// Token usage of this trace's model calls: a run's total (the Vercel AI SDK's root
     /// span reports its last step's usage only).
     tokens: Tokens,
+    /// The run its root ended (`agent.failed` when true), kept so a model call that comes
+    /// after the root corrects the run's tokens.
+    run: Option<Box<(bool, AgentRun)>>,
 }
 
 #[derive(Debug, Default)]
@@ -173,6 +177,7 @@ impl Assembler {
                         spans: HashMap::new(),
                         bytes: 0,
                         tokens: Tokens::default(),
+                        run: None,
                     },
                 );
                 self.order.push_back(key.clone());
@@ -221,7 +226,24 @@ impl Assembler {
             let event = match role {
                 Role::Model(model) => {
                     stats.steps += 1;
-                    Some(step_event(span, &model, trace, conversation))
+                    let step = step_event(span, &model, trace, conversation);
+                    if let Some(ended) = trace.run.as_mut() {
+                        // The run already ended (an exporter flushed its batches at once):
+                        // this step is placed after it, and the run's total says it too.
+                        out.push(Emit {
+                            session_id: session.clone(),
+                            event: step,
+                        });
+                        ended.1.tokens = trace.tokens;
+                        let (failed, run) = (ended.0, ended.1.clone());
+                        Some(if failed {
+                            Event::AgentFailed(run)
+                        } else {
+                            Event::AgentCompleted(run)
+                        })
+                    } else {
+                        Some(step)
+                    }
                 }
                 Role::Tool(tool) => {
                     stats.calls += 1;
@@ -229,7 +251,17 @@ impl Assembler {
                 }
                 Role::Agent(agent) => {
                     stats.runs += 1;
-                    Some(run_event(span, agent, trace.tokens, conversation))
+                    let event = run_event(span, agent, trace.tokens, conversation);
+                    if span.parent_id.is_none()
+                        && let Event::AgentCompleted(run) | Event::AgentFailed(run) = &event
+                    {
+                        let failed = matches!(event, Event::AgentFailed(_));
+                        let bytes = run.input.get().len() + run.output.get().len() + 256;
+                        trace.bytes += bytes;
+                        self.bytes += bytes;
+                        trace.run = Some(Box::new((failed, run.clone())));
+                    }
+                    Some(event)
                 }
                 Role::Other => {
                     stats.unmatched += 1;
@@ -247,14 +279,8 @@ impl Assembler {
                 });
             }
         }
-        // A root ends its trace: nothing later can nest under it.
-        for span in spans.iter().filter(|s| s.parent_id.is_none()) {
-            let key = (tenant.to_owned(), span.trace_id.clone());
-            if let Some(trace) = self.traces.remove(&key) {
-                self.bytes = self.bytes.saturating_sub(trace.bytes);
-                self.order.retain(|k| *k != key);
-            }
-        }
+        // A trace stays after its root (within the byte bound, oldest forgotten first):
+        // an exporter that flushes its batches at once can deliver a child after its root.
         self.enforce_bytes();
         (out, stats)
     }
