@@ -300,7 +300,7 @@ fn failures_and_unmatched_spans_are_kept_and_counted() {
     };
     let raw = raw.to_value();
     assert_eq!(raw["name"], "http get");
-    assert_eq!(raw["attributes"]["http.method"], "GET");
+    assert_eq!(raw["spanAttributes"]["http.method"], "GET");
 }
 
 #[test]

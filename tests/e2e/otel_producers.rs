@@ -458,3 +458,65 @@ async fn the_same_agent_over_otlp_grpc_on_its_own_port() {
     grpc.shutdown().await;
     handle.shutdown().await;
 }
+
+/// A span no convention matches, posted as OTLP JSON the way exporters write it (hex ids,
+/// int64 as strings, no `parentSpanId` on the root): listed on the Events tab with its
+/// attributes, and counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unmatched_span_is_shown_on_the_events_tab_and_counted() {
+    let handle = keyed_runtime().await;
+    let Wired {
+        mut app,
+        mut rx,
+        feed,
+    } = inspector(&handle.url());
+    let body = serde_json::json!({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "cron"}}]},
+        "scopeSpans": [{"spans": [{
+            "traceId": "4bf92f3577b34da6a3ce929d0e0e4736",
+            "spanId": "00f067aa0ba902b7",
+            "name": "nightly-cleanup",
+            "kind": 1,
+            "startTimeUnixNano": "1700000000000000000",
+            "endTimeUnixNano": "1700000000250000000",
+            "attributes": [{"key": "rows.deleted", "value": {"intValue": "42"}}],
+        }]}],
+    }]});
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/traces", handle.url()))
+        .bearer_auth(KEY)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), "{}");
+    // Without the key: refused like every route, nothing emitted.
+    let refused = reqwest::Client::new()
+        .post(format!("{}/v1/traces", handle.url()))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+
+    until_app(
+        &mut app,
+        &mut rx,
+        (140, 30),
+        "the span's event",
+        |app, _| app.model.counters.unknown_kinds == 1,
+    )
+    .await;
+    crate::support::ui::key(&mut app, '4');
+    let text = crate::support::ui::screen(&mut app, 140, 30);
+    let line = row(&text, "otel.span");
+    assert!(line.contains("nightly-cleanup"), "{text}");
+    assert_eq!(
+        handle.runtime().events_since(0, 100).len(),
+        2,
+        "session and span"
+    );
+    feed.abort();
+    handle.shutdown().await;
+}
