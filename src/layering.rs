@@ -25,6 +25,12 @@ const RULES: &[Rule] = &[
         except: &[],
         forbidden: &["ui", "client"],
     },
+    // Spans are mapped without IO: the runtime calls in, never the other way.
+    Rule {
+        rooms: &["otel/"],
+        except: &[],
+        forbidden: &["runtime", "roles", "ui", "client"],
+    },
     // The demo workload is started by its role only.
     Rule {
         rooms: &[""],

@@ -12,6 +12,7 @@ pub mod import;
 mod layering;
 pub mod mask;
 pub mod model;
+pub mod otel;
 pub mod protocol;
 pub mod roles;
 pub mod runtime;

@@ -132,6 +132,10 @@ enum Command {
         /// addresses; repeatable.
         #[arg(long = "allow-host", value_name = "HOST", action = clap::ArgAction::Append)]
         allow_host: Vec<String>,
+        /// Also take OTLP/gRPC trace exports on this address (4317 is the convention);
+        /// off unless given. OTLP/HTTP is always on the main port at /v1/traces.
+        #[arg(long, value_name = "HOST:PORT")]
+        otlp_grpc_addr: Option<String>,
         /// Open connections in total (kept below the descriptor limit).
         #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
         max_connections: u32,
@@ -367,6 +371,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             allow_host,
             max_connections,
             max_connections_per_ip,
+            otlp_grpc_addr,
             store,
             approval_ttl,
             model_base_url,
@@ -403,6 +408,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                     prices: model_prices,
                     allow: model_allow,
                 },
+                otlp_grpc_addr,
             };
             roles::serve::run(args).await
         }

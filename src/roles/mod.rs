@@ -99,6 +99,7 @@ impl RoleError {
             Self::Serve(err) => match err {
                 serve::ServeError::Signal(_) => EXIT_FAILED,
                 serve::ServeError::Addr(_)
+                | serve::ServeError::GrpcAddr(_)
                 | serve::ServeError::Policy(_)
                 | serve::ServeError::KeysFile { .. }
                 | serve::ServeError::Binding(_)

@@ -31,12 +31,16 @@ pub struct ServeArgs {
     pub approval_ttl: Option<std::time::Duration>,
     /// `--model-base-url`, `--model-record`, `--model-replay`, `--model-prices`.
     pub models: crate::config::models::ModelFlags,
+    /// `--otlp-grpc-addr`: OTLP/gRPC trace export on its own port; off when `None`.
+    pub otlp_grpc_addr: Option<String>,
 }
 
 #[derive(Debug, Error)]
 pub enum ServeError {
     #[error("--addr {0} is not HOST:PORT (e.g. 127.0.0.1:8000)")]
     Addr(String),
+    #[error("--otlp-grpc-addr {0} is not HOST:PORT (e.g. 127.0.0.1:4317)")]
+    GrpcAddr(String),
     #[error(transparent)]
     Policy(#[from] PolicyError),
     #[error("cannot listen on {addr}: {source}")]
@@ -150,6 +154,13 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         .addr
         .parse()
         .map_err(|_| ServeError::Addr(args.addr.clone()))?;
+    let grpc_addr: Option<SocketAddr> = match &args.otlp_grpc_addr {
+        Some(text) => Some(
+            text.parse()
+                .map_err(|_| ServeError::GrpcAddr(text.clone()))?,
+        ),
+        None => None,
+    };
     let policy = match &args.policy {
         Some(path) => Policy::load(path).map_err(ServeError::from)?,
         None => Policy::default(),
@@ -207,8 +218,22 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         if auth { "on" } else { "off" },
         handle.observe_url()
     );
+    let grpc = match grpc_addr {
+        Some(addr) => {
+            let grpc = runtime
+                .serve_otlp_grpc(addr)
+                .await
+                .map_err(|source| ServeError::Listen { addr, source })?;
+            eprintln!("spyglass runtime: OTLP/gRPC traces on {}", grpc.url());
+            Some(grpc)
+        }
+        None => None,
+    };
     let signal = tokio::signal::ctrl_c().await.map_err(ServeError::Signal);
     eprintln!("spyglass runtime: shutting down");
+    if let Some(grpc) = grpc {
+        grpc.shutdown().await;
+    }
     handle.shutdown().await;
     runtime.flush_store();
     Ok(signal?)

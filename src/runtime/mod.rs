@@ -10,6 +10,7 @@ pub mod log;
 pub mod mocks;
 pub mod model;
 pub mod observe;
+pub mod otlp;
 mod persist;
 pub mod policy;
 mod server;
@@ -169,6 +170,8 @@ pub(crate) struct Inner {
     pub(crate) sessions: RwLock<SessionMap>,
     pub(crate) approvals: Mutex<approvals::ApprovalQueue>,
     pub(crate) evals: evals::EvalState,
+    /// Traces whose spans came before their root (`POST /v1/traces`).
+    pub(crate) otel: Mutex<crate::otel::Assembler>,
 }
 
 /// The runtime's state; cheap to clone (all clones share it).
@@ -214,6 +217,8 @@ impl Runtime {
             config.retained_eval_runs,
             budget.clone(),
         );
+        // A sixteenth of the byte budget: pending traces hold ids and parents only.
+        let otel = Mutex::new(crate::otel::Assembler::new(config.max_retained_bytes / 16));
         Runtime {
             inner: Arc::new(Inner {
                 config,
@@ -222,6 +227,7 @@ impl Runtime {
                 sessions: RwLock::new(SessionMap::default()),
                 approvals: Mutex::new(approvals::ApprovalQueue::default()),
                 evals,
+                otel,
             }),
         }
     }

@@ -10,6 +10,7 @@ mod evals_view_e2e;
 mod examples;
 mod import_view;
 mod inspector_e2e;
+mod otel_producers;
 mod projects;
 mod replay_view;
 mod restart;

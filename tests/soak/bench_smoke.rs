@@ -114,3 +114,15 @@ fn consume_serves_each_entry_once_under_64_clients() {
     assert_eq!(r.exhausted, 64, "each client ends on mocks_exhausted");
     assert!(r.rate > 0.0 && r.baseline > 0.0);
 }
+
+#[test]
+fn otel_decodes_and_folds_every_span() {
+    let _process = crate::PROCESS.blocking_read();
+    let r = support::otel::run(50, 1).unwrap();
+    assert_eq!(r.spans, 200);
+    // Per trace: a session, two steps, a call, the run's end.
+    assert_eq!(r.events, 50 * 5);
+    assert!(r.rate > 0.0 && r.baseline > 0.0);
+    assert!(r.bytes_per_span > 0.0);
+    assert!(r.figure().line().starts_with("otel="));
+}

@@ -62,6 +62,13 @@ static BUILDING_TOOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// A venv of its own under target/`name` with `requirement` (e.g. `pytest==9.2.0`) from
 /// `PyPI`, built on first use and reused while `module` imports; its python.
 pub fn tool_python(name: &str, requirement: &str, module: &str) -> PathBuf {
+    tools_python(name, &[requirement], module)
+}
+
+/// As `tool_python`, with several requirements installed together; the first names the
+/// distribution whose version says the venv is ready.
+pub fn tools_python(name: &str, requirements: &[&str], module: &str) -> PathBuf {
+    let requirement = requirements[0];
     // A test that panicked while building leaves the lock poisoned; the next one rebuilds.
     let _building = BUILDING_TOOL
         .lock()
@@ -95,15 +102,16 @@ pub fn tool_python(name: &str, requirement: &str, module: &str) -> PathBuf {
         install,
     );
     run(
-        Command::new(&python).args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            requirement,
-        ]),
-        &format!("pip install {requirement}"),
+        Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(requirements),
+        &format!("pip install {}", requirements.join(" ")),
         "pip needs to reach PyPI (or a mirror set in PIP_INDEX_URL)",
     );
     python

@@ -114,6 +114,8 @@ impl Guard {
 
 /// POST needs a JSON type (`POST /v1/events` also takes JSON lines); DELETE may carry no
 /// type, since no page can send one cross-site without a preflight the runtime never grants.
+/// `POST /v1/traces` is OTLP's: protobuf too, and its handler answers any other type 415
+/// with the `Status` body exporters read, having changed nothing.
 fn check_content_type(
     method: &Method,
     path: &str,
@@ -139,6 +141,7 @@ fn check_content_type(
         )
     };
     let ok = match *method {
+        Method::POST if path == "/v1/traces" => true,
         Method::POST => essence
             .as_deref()
             .is_some_and(|t| json(t) || (path == "/v1/events" && lines(t))),
@@ -297,6 +300,17 @@ mod tests {
             Method::GET,
             "/v1/sessions",
             &[("content-type", "text/plain")]
+        ));
+        // OTLP exporters post protobuf; the handler refuses other types itself.
+        assert!(ok(
+            Method::POST,
+            "/v1/traces",
+            &[("content-type", "application/x-protobuf")]
+        ));
+        assert!(!ok(
+            Method::POST,
+            "/v1/events",
+            &[("content-type", "application/x-protobuf")]
         ));
     }
 }

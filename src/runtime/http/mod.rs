@@ -9,6 +9,7 @@ pub(crate) mod guard;
 mod send;
 mod sessions;
 mod state;
+mod traces;
 
 pub use state::{AppState, Id, JsonBody, OptionalJsonBody, Q, RawBody, Tenant};
 
@@ -38,6 +39,7 @@ pub const V1_ROUTES: &[(&str, &[&str])] = &[
     ("/v1/evals/suites/{name}", &["GET"]),
     ("/v1/observe", &["GET"]),
     ("/v1/events", &["GET", "POST"]),
+    ("/v1/traces", &["POST"]),
 ];
 
 /// The handler of one listed route and method.
@@ -60,6 +62,7 @@ fn handler(path: &str, method: &str) -> Option<MethodRouter<AppState>> {
         ("/v1/observe", "GET") => get(events::observe),
         ("/v1/events", "GET") => get(events::list_events),
         ("/v1/events", "POST") => post(events::ingest_events),
+        ("/v1/traces", "POST") => post(traces::export),
         _ => return None,
     })
 }

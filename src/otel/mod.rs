@@ -1,0 +1,555 @@
+//! OpenTelemetry in: OTLP trace export requests decoded (decode.rs), each span read through
+//! the `GenAI` conventions (map.rs), and assembled here into the observer events of sessions.
+//!
+//! A conversation id (else the trace id) is a session; a model call is a step; a tool span
+//! is a call of the step that is its ancestor, else of the session's latest step. Spans
+//! arrive children first, across requests: each is turned into its event as it arrives
+//! (a session shows live from its first span) and nothing already emitted is reordered;
+//! order and nesting come from arrival and parent ids, never from the span clocks.
+
+pub mod decode;
+pub mod map;
+
+pub use decode::{DecodeError, Encoding, Rejected, SpanIn};
+
+use crate::protocol::events::{
+    AgentRun, AgentStepCompleted, CallSource, Outcome, SessionCreated, Step, StepToolCall, Tokens,
+    ToolCalled,
+};
+use crate::protocol::{Envelope, Event, RawJson};
+use foldhash::{HashMap, HashMapExt, HashSet};
+use map::{Failure, Role};
+use std::collections::{BTreeMap, VecDeque};
+
+/// `metadata.source` of a session made from spans.
+pub const SOURCE: &str = "opentelemetry";
+/// The event kind a span no convention matched is shown as (Events tab).
+pub const SPAN_KIND: &str = "otel.span";
+/// Sessions the assembler remembers per runtime (their step counts and token sums); the
+/// oldest is forgotten first, and a span of it later starts its count again.
+const MAX_SESSIONS: usize = 10_000;
+/// Tool call ids remembered per session to keep call ids unique within it.
+const MAX_CALL_IDS: usize = 4_096;
+/// Ancestors walked to find a tool span's model call.
+const MAX_ANCESTORS: usize = 64;
+
+/// One event for the runtime to emit on a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Emit {
+    pub session_id: String,
+    pub event: Event,
+}
+
+/// What one request turned into.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IngestStats {
+    pub spans: usize,
+    pub sessions: usize,
+    pub runs: usize,
+    pub steps: usize,
+    pub calls: usize,
+    /// Spans no convention matched, shown as `otel.span` events.
+    pub unmatched: usize,
+}
+
+/// What the assembler holds and has let go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AssemblerStats {
+    /// Traces remembered (their spans' parents, their run), pending or ended.
+    pub pending_traces: usize,
+    pub pending_bytes: usize,
+    /// Traces forgotten, oldest first, to stay within the byte bound.
+    pub evicted_traces: u64,
+    pub unmatched_spans: u64,
+}
+
+type Key = (String, String);
+
+/// A span remembered while its trace is: enough to find a tool's step.
+#[derive(Debug, Default)]
+struct Note {
+    parent: Option<String>,
+    /// A model span's step, numbered when the span is first seen.
+    step: Option<u32>,
+    /// Whether its own event went out already.
+    emitted: bool,
+    /// Tool calls under a model span whose step has not gone out yet: the step claims them.
+    calls: Vec<StepToolCall>,
+}
+
+const NOTE_BYTES: usize = 96;
+
+#[derive(Debug)]
+struct Trace {
+    session: String,
+    spans: HashMap<String, Note>,
+    bytes: usize,
+    /// Token usage of this trace's model calls: a run's total (the Vercel AI SDK's root
+    /// span reports its last step's usage only).
+    tokens: Tokens,
+    /// The run its root ended (`agent.failed` when true), kept so a model call that comes
+    /// after the root corrects the run's tokens.
+    run: Option<Box<(bool, AgentRun)>>,
+}
+
+#[derive(Debug, Default)]
+struct Conversation {
+    steps: u32,
+    last_step: Option<u32>,
+    tokens: Tokens,
+    first_ns: Option<u64>,
+    agent: String,
+    model: String,
+    provider: String,
+    prompt: Option<String>,
+    call_ids: HashSet<String>,
+}
+
+/// The pending state between requests, bounded to `max_bytes`.
+#[derive(Debug)]
+pub struct Assembler {
+    max_bytes: usize,
+    bytes: usize,
+    traces: HashMap<Key, Trace>,
+    order: VecDeque<Key>,
+    sessions: HashMap<Key, Conversation>,
+    session_order: VecDeque<Key>,
+    evicted_traces: u64,
+    unmatched: u64,
+}
+
+impl Assembler {
+    /// `max_bytes` bounds the pending traces (the runtime gives it a share of its byte
+    /// budget); past it the oldest pending trace is forgotten.
+    pub fn new(max_bytes: usize) -> Assembler {
+        Assembler {
+            max_bytes: max_bytes.max(NOTE_BYTES * 16),
+            bytes: 0,
+            traces: HashMap::new(),
+            order: VecDeque::new(),
+            sessions: HashMap::new(),
+            session_order: VecDeque::new(),
+            evicted_traces: 0,
+            unmatched: 0,
+        }
+    }
+
+    pub fn stats(&self) -> AssemblerStats {
+        AssemblerStats {
+            pending_traces: self.traces.len(),
+            pending_bytes: self.bytes,
+            evicted_traces: self.evicted_traces,
+            unmatched_spans: self.unmatched,
+        }
+    }
+
+    /// The events `spans` (one request's, in the order sent) make for `tenant`.
+    pub fn ingest(&mut self, tenant: &str, spans: &[SpanIn]) -> (Vec<Emit>, IngestStats) {
+        let mut out = Vec::with_capacity(spans.len() + 1);
+        let mut stats = IngestStats {
+            spans: spans.len(),
+            ..IngestStats::default()
+        };
+        let roles: Vec<Role> = spans.iter().map(map::classify).collect();
+        // First every span is noted, so a tool finds the model call above it even when
+        // that call comes later in the same request.
+        for (span, role) in spans.iter().zip(&roles) {
+            let key = (tenant.to_owned(), span.trace_id.clone());
+            if !self.traces.contains_key(&key) {
+                let session = spans
+                    .iter()
+                    .filter(|s| s.trace_id == span.trace_id)
+                    .find_map(map::conversation_id)
+                    .unwrap_or_else(|| span.trace_id.clone());
+                let session_key = (tenant.to_owned(), session.clone());
+                if !self.sessions.contains_key(&session_key) {
+                    out.push(Emit {
+                        session_id: session.clone(),
+                        event: Event::SessionCreated(created(span)),
+                    });
+                    stats.sessions += 1;
+                    self.remember_session(session_key);
+                }
+                self.traces.insert(
+                    key.clone(),
+                    Trace {
+                        session,
+                        spans: HashMap::new(),
+                        bytes: 0,
+                        tokens: Tokens::default(),
+                        run: None,
+                    },
+                );
+                self.order.push_back(key.clone());
+            }
+            let Some(trace) = self.traces.get_mut(&key) else {
+                continue;
+            };
+            let session_key = (tenant.to_owned(), trace.session.clone());
+            if trace.spans.contains_key(&span.span_id) {
+                continue;
+            }
+            let step = if matches!(role, Role::Model(_)) {
+                self.sessions.get_mut(&session_key).map(|c| {
+                    c.steps += 1;
+                    c.steps
+                })
+            } else {
+                None
+            };
+            let bytes = NOTE_BYTES + span.span_id.len() * 2;
+            trace.spans.insert(
+                span.span_id.clone(),
+                Note {
+                    parent: span.parent_id.clone(),
+                    step,
+                    ..Note::default()
+                },
+            );
+            trace.bytes += bytes;
+            self.bytes += bytes;
+        }
+        for (span, role) in spans.iter().zip(roles) {
+            let key = (tenant.to_owned(), span.trace_id.clone());
+            let Some(trace) = self.traces.get_mut(&key) else {
+                continue;
+            };
+            let session = trace.session.clone();
+            let conversation = self
+                .sessions
+                .entry((tenant.to_owned(), session.clone()))
+                .or_default();
+            let emitted = trace.spans.get(&span.span_id).is_some_and(|n| n.emitted);
+            if emitted {
+                continue;
+            }
+            let event = match role {
+                Role::Model(model) => {
+                    stats.steps += 1;
+                    let step = step_event(span, &model, trace, conversation);
+                    if let Some(ended) = trace.run.as_mut() {
+                        // The run already ended (an exporter flushed its batches at once):
+                        // this step is placed after it, and the run's total says it too.
+                        out.push(Emit {
+                            session_id: session.clone(),
+                            event: step,
+                        });
+                        ended.1.tokens = trace.tokens;
+                        let (failed, run) = (ended.0, ended.1.clone());
+                        Some(if failed {
+                            Event::AgentFailed(run)
+                        } else {
+                            Event::AgentCompleted(run)
+                        })
+                    } else {
+                        Some(step)
+                    }
+                }
+                Role::Tool(tool) => {
+                    stats.calls += 1;
+                    tool_event(span, tool, trace, conversation)
+                }
+                Role::Agent(agent) => {
+                    stats.runs += 1;
+                    let event = run_event(span, agent, trace.tokens, conversation);
+                    if span.parent_id.is_none()
+                        && let Event::AgentCompleted(run) | Event::AgentFailed(run) = &event
+                    {
+                        let failed = matches!(event, Event::AgentFailed(_));
+                        let bytes = run.input.get().len() + run.output.get().len() + 256;
+                        trace.bytes += bytes;
+                        self.bytes += bytes;
+                        trace.run = Some(Box::new((failed, run.clone())));
+                    }
+                    Some(event)
+                }
+                Role::Other => {
+                    stats.unmatched += 1;
+                    self.unmatched += 1;
+                    Some(unmatched_event(span))
+                }
+            };
+            if let Some(note) = trace.spans.get_mut(&span.span_id) {
+                note.emitted = true;
+            }
+            if let Some(event) = event {
+                out.push(Emit {
+                    session_id: session,
+                    event,
+                });
+            }
+        }
+        // A trace stays after its root (within the byte bound, oldest forgotten first):
+        // an exporter that flushes its batches at once can deliver a child after its root.
+        self.enforce_bytes();
+        (out, stats)
+    }
+
+    fn remember_session(&mut self, key: Key) {
+        self.sessions.insert(key.clone(), Conversation::default());
+        self.session_order.push_back(key);
+        while self.session_order.len() > MAX_SESSIONS {
+            if let Some(old) = self.session_order.pop_front() {
+                self.sessions.remove(&old);
+            }
+        }
+    }
+
+    fn enforce_bytes(&mut self) {
+        while self.bytes > self.max_bytes {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(trace) = self.traces.remove(&old) {
+                self.bytes = self.bytes.saturating_sub(trace.bytes);
+                self.evicted_traces += 1;
+            }
+        }
+    }
+}
+
+fn rfc3339(ns: u64) -> String {
+    chrono::DateTime::from_timestamp_nanos(i64::try_from(ns).unwrap_or(i64::MAX))
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+fn created(span: &SpanIn) -> SessionCreated {
+    let mut metadata = BTreeMap::new();
+    metadata.insert("source".to_owned(), SOURCE.to_owned());
+    if !span.service.is_empty() {
+        metadata.insert("service".to_owned(), span.service.clone());
+    }
+    metadata.insert("trace".to_owned(), span.trace_id.clone());
+    SessionCreated {
+        user_id: span.service.clone(),
+        metadata,
+        ..SessionCreated::default()
+    }
+}
+
+fn step_event(
+    span: &SpanIn,
+    model: &map::ModelSpan,
+    trace: &mut Trace,
+    conversation: &mut Conversation,
+) -> Event {
+    let note = trace.spans.get_mut(&span.span_id);
+    let iteration = note
+        .as_ref()
+        .and_then(|n| n.step)
+        .unwrap_or(conversation.steps.max(1));
+    let tool_calls = note
+        .map(|n| std::mem::take(&mut n.calls))
+        .unwrap_or_default();
+    let tokens = Tokens {
+        prompt: model.input_tokens,
+        completion: model.output_tokens,
+        total: model.input_tokens + model.output_tokens,
+    };
+    for sum in [&mut conversation.tokens, &mut trace.tokens] {
+        sum.prompt += tokens.prompt;
+        sum.completion += tokens.completion;
+        sum.total += tokens.total;
+    }
+    conversation.last_step = Some(iteration);
+    let first = *conversation.first_ns.get_or_insert(span.start_ns);
+    if !model.model.is_empty() {
+        conversation.model.clone_from(&model.model);
+    }
+    if !model.provider.is_empty() {
+        conversation.provider.clone_from(&model.provider);
+    }
+    if conversation.prompt.is_none() {
+        conversation.prompt.clone_from(&model.prompt);
+    }
+    let finish_reason = match (&model.error, model.finish_reason.is_empty()) {
+        (Some(_), _) => "error".to_owned(),
+        (None, false) => model.finish_reason.clone(),
+        (None, true) => String::new(),
+    };
+    Event::AgentStepCompleted(AgentStepCompleted {
+        agent_name: if conversation.agent.is_empty() {
+            span.service.clone()
+        } else {
+            conversation.agent.clone()
+        },
+        model: model.model.clone(),
+        provider: model.provider.clone(),
+        iteration,
+        step: Step {
+            iteration,
+            model: model.model.clone(),
+            tokens,
+            finish_reason,
+            tool_calls,
+            cassette: false,
+        },
+        tokens: conversation.tokens,
+        duration: span.end_ns.saturating_sub(first) as f64 / 1e6,
+        streaming: span.name.contains("doStream"),
+        conversation_id: None,
+        started_at: Some(rfc3339(span.start_ns)),
+    })
+}
+
+/// The model call above `span`, if one is among its noted ancestors.
+fn ancestor_step(span: &SpanIn, trace: &Trace) -> Option<String> {
+    let mut parent = span.parent_id.as_ref();
+    for _ in 0..MAX_ANCESTORS {
+        let id = parent?;
+        let note = trace.spans.get(id)?;
+        if note.step.is_some() {
+            return Some(id.clone());
+        }
+        parent = note.parent.as_ref();
+    }
+    None
+}
+
+fn error_json(failure: &Failure) -> RawJson {
+    RawJson::from_value(&serde_json::json!({
+        "type": failure.kind,
+        "message": failure.message,
+    }))
+}
+
+fn tool_event(
+    span: &SpanIn,
+    tool: map::ToolSpan,
+    trace: &mut Trace,
+    conversation: &mut Conversation,
+) -> Option<Event> {
+    let mut call_id = tool.call_id.unwrap_or_else(|| span.span_id.clone());
+    if conversation.call_ids.contains(&call_id) {
+        call_id = format!("{call_id}#{}", span.span_id);
+    }
+    if conversation.call_ids.len() < MAX_CALL_IDS {
+        conversation.call_ids.insert(call_id.clone());
+    }
+    let outcome = match &tool.error {
+        Some(failure) => Outcome::Envelope(Envelope::Other {
+            code: failure.kind.clone(),
+            message: failure.message.clone(),
+        }),
+        None => Outcome::Result(tool.result.clone()),
+    };
+    let duration = span.duration_ms();
+    let iteration = match ancestor_step(span, trace) {
+        Some(model_id) => {
+            let note = trace.spans.get_mut(&model_id)?;
+            if !note.emitted {
+                // The step is still to come: it lists this call as its own.
+                note.calls.push(StepToolCall {
+                    id: call_id.clone(),
+                    name: tool.name.clone(),
+                    args: tool.args.clone(),
+                    result: match &tool.error {
+                        Some(failure) => error_json(failure),
+                        None => tool.result.clone(),
+                    },
+                    duration,
+                    needs_approval: false,
+                });
+            }
+            note.step
+        }
+        None => conversation.last_step,
+    };
+    Some(Event::ToolCalled(ToolCalled {
+        call_id,
+        tool: tool.name,
+        input: tool.args,
+        outcome,
+        started_at: rfc3339(span.start_ns),
+        duration,
+        counter: None,
+        source: CallSource::Send,
+        iteration,
+    }))
+}
+
+/// A run's tokens: what its model calls reported, summed, when any came; else what the
+/// agent span says.
+fn run_event(
+    span: &SpanIn,
+    agent: map::AgentSpan,
+    steps: Tokens,
+    conversation: &mut Conversation,
+) -> Event {
+    conversation.agent.clone_from(&agent.name);
+    let tokens = match (agent.input_tokens, agent.output_tokens) {
+        _ if steps.total > 0 => steps,
+        (None, None) => Tokens::default(),
+        (input, output) => {
+            let (prompt, completion) = (input.unwrap_or(0), output.unwrap_or(0));
+            Tokens {
+                prompt,
+                completion,
+                total: prompt + completion,
+            }
+        }
+    };
+    let run = AgentRun {
+        agent_name: agent.name,
+        model: if agent.model.is_empty() {
+            conversation.model.clone()
+        } else {
+            agent.model
+        },
+        provider: if agent.provider.is_empty() {
+            conversation.provider.clone()
+        } else {
+            agent.provider
+        },
+        input: agent
+            .input
+            .or_else(|| conversation.prompt.as_ref().map(RawJson::from_value))
+            .unwrap_or_default(),
+        output: agent.output.unwrap_or_default(),
+        steps: Vec::new(),
+        tokens,
+        duration: span.duration_ms(),
+        finish_reason: agent.finish_reason,
+        streaming: false,
+        conversation_id: None,
+        failover_attempts: 0,
+        error: agent.error.as_ref().map(error_json),
+    };
+    if run.error.is_some() {
+        Event::AgentFailed(run)
+    } else {
+        Event::AgentCompleted(run)
+    }
+}
+
+/// The span as it came. Keys are named so that, in the stream's sorted key order, the
+/// duration, name and service lead the Events tab's one-line view and the attributes
+/// follow.
+fn unmatched_event(span: &SpanIn) -> Event {
+    let mut raw = serde_json::json!({
+        "kind": SPAN_KIND,
+        "name": span.name,
+        "service": span.service,
+        "durationMs": span.duration_ms(),
+        "traceId": span.trace_id,
+        "spanId": span.span_id,
+        "startedAt": rfc3339(span.start_ns),
+        "spanAttributes": span.attributes,
+    });
+    if let Some(parent) = &span.parent_id {
+        raw["parentSpanId"] = parent.clone().into();
+    }
+    if let Some(error) = &span.error {
+        raw["error"] = error.clone().into();
+    }
+    if span.dropped_attributes > 0 {
+        raw["spanDroppedAttributes"] = span.dropped_attributes.into();
+    }
+    Event::Unknown {
+        kind: SPAN_KIND.to_owned(),
+        raw: RawJson::from_value(&raw),
+    }
+}
+
+#[cfg(test)]
+mod tests;
