@@ -76,6 +76,7 @@ fn every_kind() -> Vec<Frame> {
                     tool: "asaas/x".into(),
                     mode: MockMode::Stateful,
                     entries: 3,
+                    fallback: false,
                 }],
                 metadata: BTreeMap::from([("k".to_string(), "v".to_string())]),
             }),
@@ -93,6 +94,7 @@ fn every_kind() -> Vec<Frame> {
                 counter: Some(Counter {
                     consumed: 1,
                     total: Some(3),
+                    ..Counter::default()
                 }),
                 source: CallSource::Send,
                 iteration: Some(0),
@@ -149,6 +151,8 @@ fn every_kind() -> Vec<Frame> {
                 counter: Some(Counter {
                     consumed: 2,
                     total: None,
+                    rule: Some(1),
+                    fallback: false,
                 }),
             }),
         ),

@@ -317,6 +317,21 @@ fn gauge(consumed: u32, entries: u32, width: usize) -> String {
     )
 }
 
+/// A rules mock's CONSUMED cell: calls per rule by index, then the fallback's
+/// (`#0:2 #1:0 fb:1`), so a reader sees which rule answered.
+fn rule_hits(m: &crate::model::MockRow) -> String {
+    let mut parts: Vec<String> = m
+        .rule_hits
+        .iter()
+        .enumerate()
+        .map(|(i, hits)| format!("#{i}:{hits}"))
+        .collect();
+    if let Some(hits) = m.fallback_hits {
+        parts.push(format!("fb:{hits}"));
+    }
+    parts.join(" ")
+}
+
 fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme) {
     let block = Block::default()
         .borders(Borders::ALL)
@@ -335,6 +350,7 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
         let (mode, consumed) = match m.mode {
             MockMode::Stateful => ("stateful", gauge(m.consumed, m.entries, 6)),
             MockMode::Static => ("static", "—".to_owned()),
+            MockMode::Rules => ("rules", rule_hits(m)),
         };
         let (note, style) = if m.exhausted() {
             (" exhausted", theme.error())
