@@ -5,6 +5,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use spyglass::client::eval::EvalArgs;
 use spyglass::client::tail::Format;
 use spyglass::config::{CliOverrides, Config, Env, Paths, Resolved};
+use spyglass::roles::eval::FailOn;
 use spyglass::roles::serve::ServeArgs;
 use spyglass::roles::tail::Sink;
 use spyglass::roles::{self, LogTo, RoleError};
@@ -132,7 +133,10 @@ enum Command {
     /// an embedded runtime with test mode on. Exit status: 0 when nothing failed or
     /// errored, 1 when something did, 2 for bad usage or a bad suite file, 3 when the
     /// runtime cannot be reached.
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Eval {
+        #[command(subcommand)]
+        command: Option<EvalCommand>,
         /// Suite files (TOML or JSON).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -156,6 +160,14 @@ enum Command {
         /// embedded runtime's history (with --store, across runs).
         #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "10")]
         history: Option<usize>,
+        /// Compare with an earlier run's --json file: print per case what changed (newly
+        /// failing, fixed, newly flaky, new, removed).
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// What exits 1: any failed or errored case, or only a regression against
+        /// --baseline (a case that passed there fails or is flaky now).
+        #[arg(long, value_enum, default_value_t = FailOn::Any)]
+        fail_on: FailOn,
     },
     /// Print the observer stream, one line per event.
     Tail {
@@ -206,6 +218,24 @@ enum Command {
         /// Playback speed: 2 plays twice as fast, 0 as fast as the file reads.
         #[arg(long, default_value_t = 1.0)]
         speed: f64,
+    },
+}
+
+/// `spyglass eval`'s subcommands.
+#[derive(Subcommand, Debug, Clone)]
+enum EvalCommand {
+    /// Print what changed per case between two --json results files, running nothing.
+    ///
+    /// Exit status: 1 when a case of CURRENT fails or is flaky (with --fail-on
+    /// regression: only when one passed in BASELINE), 2 for a file that cannot be read.
+    Compare {
+        /// The earlier run's --json file.
+        baseline: PathBuf,
+        /// The later run's --json file.
+        current: PathBuf,
+        /// What exits 1: any failing or flaky case of CURRENT, or only a regression.
+        #[arg(long, value_enum, default_value_t = FailOn::Any)]
+        fail_on: FailOn,
     },
 }
 
@@ -306,6 +336,19 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             roles::serve::run(args).await
         }
         Command::Eval {
+            command:
+                Some(EvalCommand::Compare {
+                    baseline,
+                    current,
+                    fail_on,
+                }),
+            ..
+        } => {
+            start_logging(LogTo::File, false)?;
+            roles::eval::compare(&baseline, &current, fail_on)
+        }
+        Command::Eval {
+            command: None,
             paths,
             repeat,
             case,
@@ -313,6 +356,8 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             json,
             store,
             history,
+            baseline,
+            fail_on,
         } => {
             start_logging(LogTo::File, false)?;
             let args = EvalArgs {
@@ -326,9 +371,10 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 case,
                 junit,
                 json,
+                baseline,
             };
             // --url only: a stray SPYGLASS_URL must never send CI's evals elsewhere.
-            roles::eval::run(args, cli.url.clone(), store, history).await
+            roles::eval::run(args, cli.url.clone(), store, history, fail_on).await
         }
         Command::Tail { json } => {
             let config = resolve(&cli)?;

@@ -3,6 +3,7 @@
 //! Which runtime (`--url` or one in-process) is the role's choice, not this module's.
 
 use super::{ClientError, RestClient};
+use crate::eval::compare::{CompareError, Comparison, compare_runs, parse_results, render};
 use crate::eval::report::{json_results, junit_xml, render_table};
 use crate::eval::suite::{Suite, SuiteError, SuiteErrorKind, parse_suite, plan};
 use crate::protocol::events::EvalScope;
@@ -26,6 +27,8 @@ pub struct EvalArgs {
     pub case: Option<String>,
     pub junit: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    /// An earlier `--json` results file to compare this run with.
+    pub baseline: Option<PathBuf>,
 }
 
 #[derive(Debug, Error)]
@@ -44,6 +47,8 @@ pub enum EvalCliError {
         code: String,
         message: String,
     },
+    #[error(transparent)]
+    Compare(#[from] CompareError),
     #[error("cannot write {}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -89,6 +94,44 @@ pub struct Prepared {
     pub suites: usize,
     /// Case attempts the run will make (cases matching `--case`, times `--repeat`).
     pub attempts: usize,
+    /// `--baseline`, read and checked before anything runs: its file name and run.
+    pub baseline: Option<(String, EvalRunDetail)>,
+}
+
+/// Reads a `--json` results file; every error names it.
+pub fn read_results(path: &Path) -> Result<EvalRunDetail, CompareError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|err| CompareError::Read {
+        file: file.clone(),
+        reason: err.to_string(),
+    })?;
+    parse_results(&file, &text)
+}
+
+/// `spyglass eval compare A B`: the comparison of two results files, nothing run.
+pub fn compare_files(
+    baseline: &Path,
+    current: &Path,
+) -> Result<(Comparison, String), EvalCliError> {
+    let (before, after) = (read_results(baseline)?, read_results(current)?);
+    let (a, b) = (
+        baseline.display().to_string(),
+        current.display().to_string(),
+    );
+    let comparison = compare_runs(&a, &before, &b, &after)?;
+    let text = render(&comparison, &a);
+    Ok((comparison, text))
+}
+
+/// The finished run against `--baseline`, when one was given.
+pub fn against_baseline(
+    prepared: &Prepared,
+    detail: &EvalRunDetail,
+) -> Result<Option<Comparison>, EvalCliError> {
+    let Some((file, baseline)) = &prepared.baseline else {
+        return Ok(None);
+    };
+    Ok(Some(compare_runs(file, baseline, "this run", detail)?))
 }
 
 /// Reads and checks every file and the case filter; nothing is sent yet.
@@ -110,7 +153,12 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared, EvalCliError> {
             None => "the suites have no cases".to_owned(),
         }));
     }
+    let baseline = match &args.baseline {
+        Some(path) => Some((path.display().to_string(), read_results(path)?)),
+        None => None,
+    };
     Ok(Prepared {
+        baseline,
         request: EvalRunRequest {
             suites: read
                 .iter()
@@ -176,6 +224,11 @@ pub async fn run(
         tokio::time::sleep(POLL_EVERY).await;
     };
     let _ = write!(out, "{}", render_table(&detail.cases));
+    if let (Some(comparison), Some((file, _))) =
+        (against_baseline(prepared, &detail)?, &prepared.baseline)
+    {
+        let _ = write!(out, "\n{}", render(&comparison, file));
+    }
     if let Some(path) = &args.junit {
         write_file(path, &junit_xml(&detail.cases))?;
     }

@@ -3,6 +3,7 @@
 //! The runner that drives the runtime lives in the runtime; these pieces are shared.
 
 pub mod assert;
+pub mod compare;
 pub mod history;
 pub mod report;
 pub mod suite;

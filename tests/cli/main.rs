@@ -7,6 +7,7 @@ mod support;
 
 mod clean_output;
 mod cli_config;
+mod eval_baseline;
 mod eval_cli;
 mod eval_history;
 mod import_cli;
