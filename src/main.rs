@@ -168,6 +168,10 @@ enum Command {
         /// --baseline (a case that passed there fails or is flaky now).
         #[arg(long, value_enum, default_value_t = FailOn::Any)]
         fail_on: FailOn,
+        /// Write a self-contained HTML report here (suite table, assertions with expected
+        /// against actual, failing cases' timelines, pass-rate trend; no network).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Print the observer stream, one line per event.
     Tail {
@@ -358,6 +362,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             history,
             baseline,
             fail_on,
+            html,
         } => {
             start_logging(LogTo::File, false)?;
             let args = EvalArgs {
@@ -372,6 +377,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 junit,
                 json,
                 baseline,
+                html,
             };
             // --url only: a stray SPYGLASS_URL must never send CI's evals elsewhere.
             roles::eval::run(args, cli.url.clone(), store, history, fail_on).await

@@ -4,11 +4,13 @@
 
 use super::{ClientError, RestClient};
 use crate::eval::compare::{CompareError, Comparison, compare_runs, parse_results, render};
+use crate::eval::html::{ReportInput, html_report};
 use crate::eval::report::{json_results, junit_xml, render_table};
 use crate::eval::suite::{Suite, SuiteError, SuiteErrorKind, parse_suite, plan};
 use crate::protocol::events::EvalScope;
 use crate::protocol::rest::{EvalRunDetail, EvalRunRequest};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -29,7 +31,12 @@ pub struct EvalArgs {
     pub json: Option<PathBuf>,
     /// An earlier `--json` results file to compare this run with.
     pub baseline: Option<PathBuf>,
+    /// Write the self-contained HTML report here.
+    pub html: Option<PathBuf>,
 }
+
+/// Failing cases whose session calls the HTML report reads (one request each).
+const HTML_TIMELINES: usize = 100;
 
 #[derive(Debug, Error)]
 pub enum EvalCliError {
@@ -235,7 +242,49 @@ pub async fn run(
     if let Some(path) = &args.json {
         write_file(path, &json_results(&detail))?;
     }
+    if let Some(path) = &args.html {
+        let report = html_input(&client, &detail).await;
+        write_file(path, &html_report(&report))?;
+    }
     Ok(detail)
+}
+
+/// What the HTML report needs beyond the run: the suites' trends and the failing cases'
+/// calls. A read that fails leaves its part out, saying why, rather than the report.
+async fn html_input(client: &RestClient, detail: &EvalRunDetail) -> ReportInput {
+    let trends = match client.eval_summary(None).await {
+        Ok(summary) => summary
+            .suites
+            .into_iter()
+            .filter(|s| detail.suites.contains(&s.suite))
+            .map(|s| (s.suite, s.trend))
+            .collect(),
+        Err(_) => BTreeMap::new(),
+    };
+    let mut timelines = BTreeMap::new();
+    let failing = detail.cases.iter().filter(|c| {
+        matches!(
+            c.result.status,
+            crate::protocol::events::EvalStatus::Failed
+                | crate::protocol::events::EvalStatus::Error
+        )
+    });
+    for record in failing.take(HTML_TIMELINES) {
+        let Some(id) = &record.session_id else {
+            continue;
+        };
+        let calls = client
+            .session_calls(id)
+            .await
+            .map_err(|err| err.to_string());
+        timelines.insert(id.clone(), calls);
+    }
+    ReportInput {
+        detail: detail.clone(),
+        trends,
+        timelines,
+        generated_at: crate::protocol::now_rfc3339(),
+    }
 }
 
 fn checked_url(url: &str) -> Result<String, EvalCliError> {

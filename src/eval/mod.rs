@@ -5,6 +5,7 @@
 pub mod assert;
 pub mod compare;
 pub mod history;
+pub mod html;
 pub mod report;
 pub mod suite;
 

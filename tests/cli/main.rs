@@ -10,6 +10,7 @@ mod cli_config;
 mod eval_baseline;
 mod eval_cli;
 mod eval_history;
+mod eval_html;
 mod import_cli;
 mod masking;
 mod runtime_serve;
