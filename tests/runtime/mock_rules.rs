@@ -319,3 +319,38 @@ async fn rule_counters_survive_a_restart_on_a_store() {
     assert_eq!(mock_state(&again, PAY)["rule_hits"], json!([1, 2]));
     handle.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_eval_case_with_bad_rules_errors_naming_the_field() {
+    let handle = test_server().await;
+    let api = Api::new(&handle);
+    let suite = r#"
+suite = "s"
+[[case]]
+id = "bad rules"
+input = "x"
+mocks = { "asaas/pay" = { "$rules" = [ { match = { value = 5 } } ] } }
+"#;
+    let (status, created) = api
+        .post(
+            "/v1/evals/runs",
+            json!({"suites": [{"file": "s.toml", "text": suite}]}),
+        )
+        .await;
+    assert_eq!(status, 202, "{created}");
+    let run = created["run_id"].as_str().unwrap().to_owned();
+    let detail = loop {
+        let (_, detail) = api.get(&format!("/v1/evals/runs/{run}")).await;
+        if detail["status"] == "completed" {
+            break detail;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let case = &detail["cases"][0];
+    assert_eq!(case["status"], "error", "{detail}");
+    let reason = case["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("(mocks_invalid at /mocks/asaas~1pay/$rules/0/output)"),
+        "{reason}"
+    );
+}
