@@ -5,6 +5,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use spyglass::client::eval::EvalArgs;
 use spyglass::client::tail::Format;
 use spyglass::config::{CliOverrides, Config, Env, Paths, Resolved};
+use spyglass::roles::eval::FailOn;
 use spyglass::roles::serve::ServeArgs;
 use spyglass::roles::tail::Sink;
 use spyglass::roles::{self, LogTo, RoleError};
@@ -101,7 +102,10 @@ impl Cli {
 #[derive(Subcommand, Debug, Clone)]
 // Doc comments here are the --help text: backticks would print there as-is. One value is
 // parsed per process, so Serve's size (its many flags) costs nothing worth a Box.
-#[expect(clippy::doc_markdown, clippy::large_enum_variant)]
+// (`allow`, not `expect`: whether Serve is the large variant depends on the other
+// variants, and the eval variant is as large in some builds.)
+#[expect(clippy::doc_markdown)]
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Start a runtime in-process with a scripted workload and open the inspector on it.
     Demo,
@@ -182,7 +186,10 @@ enum Command {
     /// an embedded runtime with test mode on. Exit status: 0 when nothing failed or
     /// errored, 1 when something did, 2 for bad usage or a bad suite file, 3 when the
     /// runtime cannot be reached.
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Eval {
+        #[command(subcommand)]
+        command: Option<EvalCommand>,
         /// Suite files (TOML or JSON).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -208,6 +215,18 @@ enum Command {
         history: Option<usize>,
         #[command(flatten)]
         unused: DisplayIgnores,
+        /// Compare with an earlier run's --json file: print per case what changed (newly
+        /// failing, fixed, newly flaky, new, removed).
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// What exits 1: any failed or errored case, or only a regression against
+        /// --baseline (a case that passed there fails or is flaky now).
+        #[arg(long, value_enum, default_value_t = FailOn::Any)]
+        fail_on: FailOn,
+        /// Write a self-contained HTML report here (suite table, assertions with expected
+        /// against actual, failing cases' timelines, pass-rate trend; no network).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Print the observer stream, one line per event.
     Tail {
@@ -264,6 +283,24 @@ enum Command {
         /// Playback speed: 2 plays twice as fast, 0 as fast as the file reads.
         #[arg(long, default_value_t = 1.0)]
         speed: f64,
+    },
+}
+
+/// `spyglass eval`'s subcommands.
+#[derive(Subcommand, Debug, Clone)]
+enum EvalCommand {
+    /// Print what changed per case between two --json results files, running nothing.
+    ///
+    /// Exit status: 1 when a case of CURRENT fails or is flaky (with --fail-on
+    /// regression: only when one passed in BASELINE), 2 for a file that cannot be read.
+    Compare {
+        /// The earlier run's --json file.
+        baseline: PathBuf,
+        /// The later run's --json file.
+        current: PathBuf,
+        /// What exits 1: any failing or flaky case of CURRENT, or only a regression.
+        #[arg(long, value_enum, default_value_t = FailOn::Any)]
+        fail_on: FailOn,
     },
 }
 
@@ -413,6 +450,19 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             roles::serve::run(args).await
         }
         Command::Eval {
+            command:
+                Some(EvalCommand::Compare {
+                    baseline,
+                    current,
+                    fail_on,
+                }),
+            ..
+        } => {
+            start_logging(LogTo::File, false)?;
+            roles::eval::compare(&baseline, &current, fail_on)
+        }
+        Command::Eval {
+            command: None,
             paths,
             repeat,
             case,
@@ -421,6 +471,9 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             store,
             history,
             unused,
+            baseline,
+            fail_on,
+            html,
         } => {
             refuse_unread("eval", unused.given())?;
             start_logging(LogTo::File, false)?;
@@ -440,9 +493,11 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 case,
                 junit,
                 json,
+                baseline,
+                html,
             };
             // --url only: a stray SPYGLASS_URL must never send CI's evals elsewhere.
-            roles::eval::run(args, cli.url.clone(), store, history).await
+            roles::eval::run(args, cli.url.clone(), store, history, fail_on).await
         }
         Command::Tail { json, unused } => {
             refuse_unread("tail", unused.given())?;

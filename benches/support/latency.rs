@@ -96,6 +96,7 @@ fn tool_called(i: u64) -> (Option<String>, Event) {
         counter: Some(Counter {
             consumed: (i % 100) as u32,
             total: Some(100),
+            ..Counter::default()
         }),
         source: CallSource::Execute,
         iteration: None,

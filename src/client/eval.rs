@@ -3,11 +3,14 @@
 //! Which runtime (`--url` or one in-process) is the role's choice, not this module's.
 
 use super::{ClientError, RestClient};
+use crate::eval::compare::{CompareError, Comparison, compare_runs, parse_results, render};
+use crate::eval::html::{ReportInput, html_report};
 use crate::eval::report::{json_results, junit_xml, render_table};
 use crate::eval::suite::{Suite, SuiteError, SuiteErrorKind, parse_suite, plan};
 use crate::protocol::events::EvalScope;
 use crate::protocol::rest::{EvalRunDetail, EvalRunRequest};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,7 +31,14 @@ pub struct EvalArgs {
     pub case: Option<String>,
     pub junit: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    /// An earlier `--json` results file to compare this run with.
+    pub baseline: Option<PathBuf>,
+    /// Write the self-contained HTML report here.
+    pub html: Option<PathBuf>,
 }
+
+/// Failing cases whose session calls the HTML report reads (one request each).
+const HTML_TIMELINES: usize = 100;
 
 #[derive(Debug, Error)]
 pub enum EvalCliError {
@@ -46,6 +56,8 @@ pub enum EvalCliError {
         code: String,
         message: String,
     },
+    #[error(transparent)]
+    Compare(#[from] CompareError),
     #[error("cannot write {}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -91,6 +103,44 @@ pub struct Prepared {
     pub suites: usize,
     /// Case attempts the run will make (cases matching `--case`, times `--repeat`).
     pub attempts: usize,
+    /// `--baseline`, read and checked before anything runs: its file name and run.
+    pub baseline: Option<(String, EvalRunDetail)>,
+}
+
+/// Reads a `--json` results file; every error names it.
+pub fn read_results(path: &Path) -> Result<EvalRunDetail, CompareError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|err| CompareError::Read {
+        file: file.clone(),
+        reason: err.to_string(),
+    })?;
+    parse_results(&file, &text)
+}
+
+/// `spyglass eval compare A B`: the comparison of two results files, nothing run.
+pub fn compare_files(
+    baseline: &Path,
+    current: &Path,
+) -> Result<(Comparison, String), EvalCliError> {
+    let (before, after) = (read_results(baseline)?, read_results(current)?);
+    let (a, b) = (
+        baseline.display().to_string(),
+        current.display().to_string(),
+    );
+    let comparison = compare_runs(&a, &before, &b, &after)?;
+    let text = render(&comparison, &a);
+    Ok((comparison, text))
+}
+
+/// The finished run against `--baseline`, when one was given.
+pub fn against_baseline(
+    prepared: &Prepared,
+    detail: &EvalRunDetail,
+) -> Result<Option<Comparison>, EvalCliError> {
+    let Some((file, baseline)) = &prepared.baseline else {
+        return Ok(None);
+    };
+    Ok(Some(compare_runs(file, baseline, "this run", detail)?))
 }
 
 /// Reads and checks every file and the case filter; nothing is sent yet.
@@ -112,7 +162,12 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared, EvalCliError> {
             None => "the suites have no cases".to_owned(),
         }));
     }
+    let baseline = match &args.baseline {
+        Some(path) => Some((path.display().to_string(), read_results(path)?)),
+        None => None,
+    };
     Ok(Prepared {
+        baseline,
         request: EvalRunRequest {
             suites: read
                 .iter()
@@ -179,13 +234,60 @@ pub async fn run(
         tokio::time::sleep(POLL_EVERY).await;
     };
     let _ = write!(out, "{}", render_table(&detail.cases));
+    if let (Some(comparison), Some((file, _))) =
+        (against_baseline(prepared, &detail)?, &prepared.baseline)
+    {
+        let _ = write!(out, "\n{}", render(&comparison, file));
+    }
     if let Some(path) = &args.junit {
         write_file(path, &junit_xml(&detail.cases))?;
     }
     if let Some(path) = &args.json {
         write_file(path, &json_results(&detail))?;
     }
+    if let Some(path) = &args.html {
+        let report = html_input(&client, &detail).await;
+        write_file(path, &html_report(&report))?;
+    }
     Ok(detail)
+}
+
+/// What the HTML report needs beyond the run: the suites' trends and the failing cases'
+/// calls. A read that fails leaves its part out, saying why, rather than the report.
+async fn html_input(client: &RestClient, detail: &EvalRunDetail) -> ReportInput {
+    let trends = match client.eval_summary(None).await {
+        Ok(summary) => summary
+            .suites
+            .into_iter()
+            .filter(|s| detail.suites.contains(&s.suite))
+            .map(|s| (s.suite, s.trend))
+            .collect(),
+        Err(_) => BTreeMap::new(),
+    };
+    let mut timelines = BTreeMap::new();
+    let failing = detail.cases.iter().filter(|c| {
+        matches!(
+            c.result.status,
+            crate::protocol::events::EvalStatus::Failed
+                | crate::protocol::events::EvalStatus::Error
+        )
+    });
+    for record in failing.take(HTML_TIMELINES) {
+        let Some(id) = &record.session_id else {
+            continue;
+        };
+        let calls = client
+            .session_calls(id)
+            .await
+            .map_err(|err| err.to_string());
+        timelines.insert(id.clone(), calls);
+    }
+    ReportInput {
+        detail: detail.clone(),
+        trends,
+        timelines,
+        generated_at: crate::protocol::now_rfc3339(),
+    }
 }
 
 fn checked_url(url: &str) -> Result<String, EvalCliError> {

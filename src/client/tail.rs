@@ -28,16 +28,18 @@ pub enum Format {
 }
 
 fn counter_text(counter: Option<&Counter>) -> String {
-    match counter {
-        Some(Counter {
-            consumed,
-            total: Some(total),
-        }) => format!(" [{consumed}/{total}]"),
-        Some(Counter {
-            consumed,
-            total: None,
-        }) => format!(" [{consumed}]"),
-        None => String::new(),
+    let Some(counter) = counter else {
+        return String::new();
+    };
+    let consumed = counter.consumed;
+    let answered = match (counter.rule, counter.fallback) {
+        (Some(rule), _) => format!(" rule {rule}"),
+        (None, true) => " fallback".to_owned(),
+        (None, false) => String::new(),
+    };
+    match counter.total {
+        Some(total) => format!(" [{consumed}/{total}{answered}]"),
+        None => format!(" [{consumed}{answered}]"),
     }
 }
 
@@ -88,6 +90,9 @@ pub fn what_happened(event: &Event) -> String {
                     crate::protocol::events::MockMode::Static => m.tool.clone(),
                     crate::protocol::events::MockMode::Stateful => {
                         format!("{}×{}", m.tool, m.entries)
+                    }
+                    crate::protocol::events::MockMode::Rules => {
+                        format!("{} rules×{}", m.tool, m.entries)
                     }
                 })
                 .collect();
@@ -397,6 +402,7 @@ mod tests {
             Some(Counter {
                 consumed: 1,
                 total: Some(2),
+                ..Counter::default()
             }),
         );
         let line = readable(&ok);

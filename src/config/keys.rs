@@ -89,10 +89,11 @@ pub enum Action {
     RerunCase,
     RerunSuite,
     JumpToSession,
+    PinRun,
 }
 
 impl Action {
-    pub const ALL: [Action; 29] = [
+    pub const ALL: [Action; 30] = [
         Action::Quit,
         Action::Help,
         Action::NextTab,
@@ -122,6 +123,7 @@ impl Action {
         Action::RerunCase,
         Action::RerunSuite,
         Action::JumpToSession,
+        Action::PinRun,
     ];
 
     /// The action's name in the config file.
@@ -213,6 +215,12 @@ impl Action {
                 "jump_to_session",
                 "show the case's session timeline",
                 &["t"],
+                &[Evals],
+            ),
+            Action::PinRun => (
+                "pin_run",
+                "pin the newest run; later ones show changes",
+                &["p"],
                 &[Evals],
             ),
         }

@@ -3,7 +3,9 @@
 //! The runner that drives the runtime lives in the runtime; these pieces are shared.
 
 pub mod assert;
+pub mod compare;
 pub mod history;
+pub mod html;
 pub mod judge;
 pub mod report;
 pub mod suite;

@@ -4,7 +4,9 @@
 
 use crate::eval::history::{EvalHistory, HistorySettings};
 use crate::protocol::Frame;
-use crate::protocol::events::{EvalRunCompleted, EvalRunStarted, EvalScope, Event};
+use crate::protocol::events::{
+    AgentEvalCompleted, EvalRunCompleted, EvalRunStarted, EvalScope, Event,
+};
 use crate::protocol::rest::{CaseSummary, SuiteSummary};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -15,6 +17,9 @@ pub struct EvalRun {
     pub suites: Vec<String>,
     pub cases: u32,
     pub completed: Option<EvalRunCompleted>,
+    /// Its results without assertions (suite, case, status), so a pinned run can be
+    /// compared with later ones; at most `cases` of them (the count the run announced).
+    pub results: Vec<AgentEvalCompleted>,
 }
 
 #[derive(Debug, Clone)]
@@ -97,6 +102,17 @@ impl Evals {
         if let Some(summary) = self.history.suite(&result.suite) {
             self.summaries.insert(result.suite.clone(), summary);
         }
+        if result.scope == EvalScope::Suite
+            && let Some(id) = &result.run_id
+            && let Some(run) = self.runs.iter_mut().rev().find(|r| &r.run_id == id)
+            && run.results.len() < run.cases as usize
+        {
+            run.results.push(AgentEvalCompleted {
+                assertions: Vec::new(),
+                reason: None,
+                ..result.clone()
+            });
+        }
         self.rev += 1;
         self.history.dropped() - before
     }
@@ -112,6 +128,7 @@ impl Evals {
             suites: started.suites.clone(),
             cases: started.cases,
             completed: None,
+            results: Vec::new(),
         });
         self.rev += 1;
         let mut dropped = 0;

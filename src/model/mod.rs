@@ -385,6 +385,12 @@ impl Model {
                             consumed: 0,
                             calls: 0,
                             saw_exhausted: false,
+                            rule_hits: if m.mode == MockMode::Rules {
+                                vec![0; m.entries as usize]
+                            } else {
+                                Vec::new()
+                            },
+                            fallback_hits: m.fallback.then_some(0),
                         })
                         .collect();
                 }
@@ -471,6 +477,7 @@ impl Model {
                         mock.calls += 1;
                         if let Some(counter) = rep.counter {
                             mock.consumed = counter.consumed;
+                            mock.note_answer(&counter);
                         }
                         mock.saw_exhausted |= exhausted;
                     }
@@ -637,6 +644,7 @@ impl Model {
                 if let Some(total) = counter.total {
                     mock.entries = total;
                 }
+                mock.note_answer(&counter);
             }
             mock.saw_exhausted |= exhausted;
         }
@@ -693,7 +701,12 @@ impl Model {
                     let entries = match m.declared.mode {
                         MockMode::Static => 1,
                         MockMode::Stateful => m.counter.total.unwrap_or(m.declared.entries),
+                        MockMode::Rules => m.declared.entries,
                     };
+                    let mut rule_hits = m.rule_hits;
+                    if m.declared.mode == MockMode::Rules {
+                        rule_hits.resize(entries as usize, 0);
+                    }
                     MockRow {
                         tool: m.declared.tool,
                         mode: m.declared.mode,
@@ -701,6 +714,8 @@ impl Model {
                         consumed: m.counter.consumed,
                         calls: m.calls,
                         saw_exhausted: false,
+                        rule_hits,
+                        fallback_hits: m.declared.fallback.then_some(m.fallback_hits),
                     }
                 })
                 .collect();

@@ -53,9 +53,26 @@ pub struct MockRow {
     pub calls: u32,
     /// A call came back `mocks_exhausted`, even if the counter says otherwise.
     pub saw_exhausted: bool,
+    /// A rules mock: calls each rule answered, by index.
+    pub rule_hits: Vec<u32>,
+    /// A rules mock: calls its `$fallback` answered; `None` when it has none.
+    pub fallback_hits: Option<u32>,
 }
 
 impl MockRow {
+    /// Counts the rule (or fallback) a call's counter says answered it.
+    pub fn note_answer(&mut self, counter: &crate::protocol::events::Counter) {
+        if let Some(rule) = counter.rule {
+            let at = rule as usize;
+            if self.rule_hits.len() <= at {
+                self.rule_hits.resize(at + 1, 0);
+            }
+            self.rule_hits[at] += 1;
+        } else if counter.fallback {
+            *self.fallback_hits.get_or_insert(0) += 1;
+        }
+    }
+
     pub fn exhausted(&self) -> bool {
         self.saw_exhausted || (self.mode == MockMode::Stateful && self.consumed >= self.entries)
     }

@@ -282,13 +282,15 @@ impl TryFrom<EvalCompletedWire> for AgentEvalCompleted {
     }
 }
 
-/// Static mocks return one object on every call; stateful ones are consumed in order.
+/// Static mocks return one object on every call; stateful ones are consumed in order;
+/// rules mocks answer by the call's input (`{"$rules": [{match, output}], "$fallback"}`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MockMode {
     #[default]
     Static,
     Stateful,
+    Rules,
 }
 
 /// A mock a session declared at create time.
@@ -297,18 +299,26 @@ pub enum MockMode {
 pub struct DeclaredMock {
     pub tool: String,
     pub mode: MockMode,
-    /// Entries in a stateful array; 1 for a static mock.
+    /// Entries in a stateful array; rules of a rules mock; 1 for a static mock.
     pub entries: u32,
+    /// A rules mock with a `$fallback`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fallback: bool,
 }
 
 /// A mock's consume counter after a call: `consumed` successful returns; `total` is the
-/// entry count of a stateful mock and absent for a static one.
+/// entry count of a stateful mock and absent for a static one. After a call a rules mock
+/// answered, `rule` is the index of the rule that did, or `fallback` is true.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Counter {
     pub consumed: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<u32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fallback: bool,
 }
 
 /// `session.created`.

@@ -198,6 +198,17 @@ pub struct MockState {
     pub declared: DeclaredMock,
     pub counter: Counter,
     pub calls: u32,
+    /// A rules mock: calls each rule answered, by index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rule_hits: Vec<u32>,
+    /// A rules mock: calls its `$fallback` answered.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fallback_hits: u32,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A row of `GET /v1/sessions`.

@@ -4,7 +4,8 @@
 
 use super::RoleError;
 use super::serve::ServeError;
-use crate::client::eval::{EvalArgs, prepare, run as run_suites};
+use crate::client::eval::{EvalArgs, against_baseline, compare_files, prepare, run as run_suites};
+use crate::eval::compare::Standing;
 use crate::eval::report::Counts;
 use crate::protocol::events::EvalStatus;
 use crate::runtime::{DEFAULT_TENANT, Runtime, RuntimeConfig};
@@ -13,16 +14,64 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// What makes `spyglass eval` exit 1 (`--fail-on`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// Any case failed or errored.
+    #[default]
+    Any,
+    /// A case passing in the baseline fails or is flaky now (needs `--baseline`).
+    Regression,
+}
+
+/// `spyglass eval compare A B`: prints what changed from A to B; exits 1 as `fail_on`
+/// says (any failed or errored case of B, or a regression).
+pub fn compare(
+    baseline: &std::path::Path,
+    current: &std::path::Path,
+    fail_on: FailOn,
+) -> Result<(), RoleError> {
+    let (comparison, text) = compare_files(baseline, current)?;
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    let regressions = comparison.regressions();
+    let failing = comparison
+        .cases
+        .iter()
+        .filter(|c| matches!(c.after, Some(Standing::Failed | Standing::Flaky { .. })))
+        .count();
+    if regressions > 0 {
+        Err(RoleError::Regressions {
+            regressions,
+            baseline: baseline.display().to_string(),
+        })
+    } else if fail_on == FailOn::Any && failing > 0 {
+        Err(RoleError::FailingCases {
+            failing,
+            file: current.display().to_string(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
 /// Prints the table to stdout and progress to stderr. `url` is `--url` only: a stray
 /// `SPYGLASS_URL` must never send CI's evals elsewhere. `store` keeps the embedded
 /// runtime's state (its eval history) in a file; `history` prints that many outcomes per
-/// case after the run.
+/// case after the run. With `FailOn::Regression` only a regression against
+/// `--baseline` exits 1.
 pub async fn run(
     args: EvalArgs,
     url: Option<String>,
     store: Option<PathBuf>,
     history: Option<usize>,
+    fail_on: FailOn,
 ) -> Result<(), RoleError> {
+    if fail_on == FailOn::Regression && args.baseline.is_none() {
+        return Err(RoleError::Usage(
+            "--fail-on regression needs --baseline FILE (an earlier --json results file)"
+                .to_owned(),
+        ));
+    }
     if url.is_some() && (store.is_some() || history.is_some()) {
         return Err(RoleError::Usage(
             "--store and --history are for the embedded runtime; a --url runtime keeps its own store (spyglass serve --store)".to_owned(),
@@ -62,7 +111,24 @@ pub async fn run(
             let _ = out.write_all(history_table(&runtime, last).as_bytes());
         }
     }
-    let counts = Counts::of(&result?.cases);
+    let detail = result?;
+    if fail_on == FailOn::Regression {
+        let regressions =
+            against_baseline(&prepared, &detail)?.map_or(0, |comparison| comparison.regressions());
+        return if regressions == 0 {
+            Ok(())
+        } else {
+            Err(RoleError::Regressions {
+                regressions,
+                baseline: prepared
+                    .baseline
+                    .as_ref()
+                    .map(|(file, _)| file.clone())
+                    .unwrap_or_default(),
+            })
+        };
+    }
+    let counts = Counts::of(&detail.cases);
     if counts.success() {
         Ok(())
     } else {

@@ -56,6 +56,13 @@ pub enum RoleError {
         errored: u32,
         attempts: usize,
     },
+    #[error("{regressions} regression(s) against the baseline {baseline}")]
+    Regressions {
+        regressions: usize,
+        baseline: String,
+    },
+    #[error("{failing} case(s) fail or are flaky in {file}")]
+    FailingCases { failing: usize, file: String },
     #[error("the demo policy does not parse: {0}")]
     DemoPolicy(PolicyError),
     #[error("cannot start the async runtime: {0}")]
@@ -94,6 +101,7 @@ impl RoleError {
                 EvalCliError::Suites(_)
                 | EvalCliError::Usage(_)
                 | EvalCliError::Refused { .. }
+                | EvalCliError::Compare(_)
                 | EvalCliError::Write { .. } => EXIT_USAGE,
             },
             Self::Serve(err) => match err {
@@ -109,6 +117,8 @@ impl RoleError {
             },
             Self::Ui(UiError::Io(_))
             | Self::CasesFailed { .. }
+            | Self::Regressions { .. }
+            | Self::FailingCases { .. }
             | Self::DemoPolicy(_)
             | Self::Tokio(_)
             | Self::Embedded(_)

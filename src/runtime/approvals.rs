@@ -549,7 +549,7 @@ impl Runtime {
                 });
             }
             Some(s) => {
-                let result = s.mocks.consume(&view.tool, true);
+                let result = s.mocks.consume(&view.tool, &view.input, true);
                 s.last_activity = now_rfc3339();
                 (result, s.mocks.note_call(&view.tool))
             }

@@ -673,8 +673,15 @@ impl Runtime {
         let session = match self.create_session(tenant, request) {
             Ok(session) => session,
             Err(err) => {
+                // The field (`/mocks/asaas~1x/$rules/0/output`) says where in the case.
+                let at = err
+                    .error
+                    .field
+                    .as_deref()
+                    .map(|field| format!(" at {field}"))
+                    .unwrap_or_default();
                 let error = format!(
-                    "the case's session could not be created: {} ({})",
+                    "the case's session could not be created: {} ({}{at})",
                     err.error.message, err.error.code
                 );
                 return (None, no_result(error, 0.0));

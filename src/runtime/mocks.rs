@@ -1,7 +1,13 @@
 //! The session mock store: the create-time gates on a `mocks` payload (size, then shape,
 //! named by JSON pointer) and the per-tool consume counters that `execute` advances.
 //! Mocks are immutable once a session holds them; only the counters move.
+//!
+//! Besides seed 000's static object and stateful array, a tool may be mocked by input:
+//! `{"$rules": [{"match": {...}, "output": {...}}, ...], "$fallback": {...}}`, the first
+//! rule whose `match` the call's input satisfies answers (a key starting with `$` is a
+//! JSON path into the input, any other key a subset match on the input's own key).
 
+use crate::eval::assert::{JsonPath, json_equal};
 use crate::protocol::events::{Counter, DeclaredMock, MockMode};
 use crate::protocol::json::json_type;
 use crate::protocol::rest::MockState;
@@ -55,35 +61,145 @@ pub fn pointer_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-/// One declared mock: a static object, or a stateful array consumed in order. Entries are
-/// kept as the JSON text they are served as: a call copies the text into its answer and
-/// its `tool.called` event instead of cloning a tree and writing it out twice.
+/// The key that turns a mock's object into rules answering by input.
+pub const RULES_KEY: &str = "$rules";
+/// The optional answer of a rules mock when no rule matches.
+pub const FALLBACK_KEY: &str = "$fallback";
+
+/// One declared mock: a static object, a stateful array consumed in order, or rules tried
+/// in order on the call's input. Entries are kept as the JSON text they are served as: a
+/// call copies the text into its answer and its `tool.called` event instead of cloning a
+/// tree and writing it out twice.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Fixture {
     Static(RawJson),
     Stateful(Vec<RawJson>),
+    Rules {
+        rules: Vec<Rule>,
+        fallback: Option<RawJson>,
+    },
 }
 
-/// A mock and its counter: `consumed` successful returns, `calls` dispatches naming it.
+/// One `{match, output}` rule: every condition must hold for `output` to answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub conditions: Vec<Condition>,
+    pub output: RawJson,
+}
+
+/// One key of a rule's `match`: the input's own key (subset match) or a JSON path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    /// As written in `match` (`value`, `$.customer.id`).
+    pub key: String,
+    pub path: Option<JsonPath>,
+    pub expected: Value,
+}
+
+impl Condition {
+    fn found<'v>(&self, input: &'v Value) -> Option<&'v Value> {
+        match &self.path {
+            Some(path) => path.lookup(input),
+            None => input.as_object()?.get(&self.key),
+        }
+    }
+
+    fn holds(&self, input: &Value) -> bool {
+        self.found(input)
+            .is_some_and(|found| subset(&self.expected, found))
+    }
+
+    /// Why this condition did not hold, for the miss message.
+    fn miss(&self, input: &Value) -> String {
+        match self.found(input) {
+            None => format!("`{}` is absent, expected {}", self.key, self.expected),
+            Some(found) => format!("`{}` is {found}, expected {}", self.key, self.expected),
+        }
+    }
+}
+
+/// Whether `actual` holds everything `expected` says: objects by their keys (extra keys in
+/// `actual` allowed, recursively), arrays element by element at the same length, other
+/// values equal (numbers by value, `5` equals `5.0`).
+pub fn subset(expected: &Value, actual: &Value) -> bool {
+    match (expected, actual) {
+        (Value::Object(want), Value::Object(have)) => want
+            .iter()
+            .all(|(key, value)| have.get(key).is_some_and(|found| subset(value, found))),
+        (Value::Array(want), Value::Array(have)) => {
+            want.len() == have.len() && want.iter().zip(have).all(|(w, h)| subset(w, h))
+        }
+        _ => json_equal(expected, actual),
+    }
+}
+
+/// What answered a successful call of a rules mock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Rule(u32),
+    Fallback,
+}
+
+/// A mock and its counter: `consumed` successful returns, `calls` dispatches naming it;
+/// for a rules mock, how many calls each rule and the fallback answered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MockSlot {
     pub fixture: Fixture,
     pub consumed: u32,
     pub calls: u32,
+    pub rule_hits: Vec<u32>,
+    pub fallback_hits: u32,
+    /// What answered the call being dispatched, taken into its counter by `note_call`.
+    answered: Option<Answer>,
 }
 
 impl MockSlot {
+    fn new(fixture: Fixture) -> Self {
+        let rules = match &fixture {
+            Fixture::Rules { rules, .. } => rules.len(),
+            _ => 0,
+        };
+        Self {
+            fixture,
+            consumed: 0,
+            calls: 0,
+            rule_hits: vec![0; rules],
+            fallback_hits: 0,
+            answered: None,
+        }
+    }
+
+    /// Counts one answer (a replayed call's, or one a restored store missed).
+    pub fn note_answer(&mut self, answer: Answer) {
+        match answer {
+            Answer::Rule(i) => {
+                if let Some(hits) = self.rule_hits.get_mut(i as usize) {
+                    *hits = hits.saturating_add(1);
+                }
+            }
+            Answer::Fallback => self.fallback_hits = self.fallback_hits.saturating_add(1),
+        }
+    }
+
     pub fn declared(&self, tool: &str) -> DeclaredMock {
         match &self.fixture {
             Fixture::Static(_) => DeclaredMock {
                 tool: tool.to_owned(),
                 mode: MockMode::Static,
                 entries: 1,
+                fallback: false,
             },
             Fixture::Stateful(entries) => DeclaredMock {
                 tool: tool.to_owned(),
                 mode: MockMode::Stateful,
                 entries: len_u32(entries.len()),
+                fallback: false,
+            },
+            Fixture::Rules { rules, fallback } => DeclaredMock {
+                tool: tool.to_owned(),
+                mode: MockMode::Rules,
+                entries: len_u32(rules.len()),
+                fallback: fallback.is_some(),
             },
         }
     }
@@ -92,9 +208,11 @@ impl MockSlot {
         Counter {
             consumed: self.consumed,
             total: match &self.fixture {
-                Fixture::Static(_) => None,
                 Fixture::Stateful(entries) => Some(len_u32(entries.len())),
+                Fixture::Static(_) | Fixture::Rules { .. } => None,
             },
+            rule: None,
+            fallback: false,
         }
     }
 }
@@ -148,6 +266,9 @@ impl MockTable {
                 ));
             }
             let fixture = match value {
+                Value::Object(map) if map.contains_key(RULES_KEY) => {
+                    rules_fixture(tool, &field, map)?
+                }
                 Value::Object(_) => Fixture::Static(RawJson::from_value(value)),
                 Value::Array(entries) => {
                     if let Some(i) = entries.iter().position(|entry| !entry.is_object()) {
@@ -168,14 +289,7 @@ impl MockTable {
                     ));
                 }
             };
-            table.slots.insert(
-                tool.clone(),
-                MockSlot {
-                    fixture,
-                    consumed: 0,
-                    calls: 0,
-                },
-            );
+            table.slots.insert(tool.clone(), MockSlot::new(fixture));
         }
         Ok(table)
     }
@@ -194,15 +308,25 @@ impl MockTable {
                 declared: slot.declared(tool),
                 counter: slot.counter(),
                 calls: slot.calls,
+                rule_hits: slot.rule_hits.clone(),
+                fallback_hits: slot.fallback_hits,
             })
             .collect()
     }
 
-    /// Notes a dispatch naming `tool` (whatever its outcome) and returns its counter.
+    /// Notes a dispatch naming `tool` (whatever its outcome) and returns its counter,
+    /// naming the rule that answered it when a rules mock did.
     pub fn note_call(&mut self, tool: &str) -> Option<Counter> {
         let slot = self.slots.get_mut(tool)?;
         slot.calls = slot.calls.saturating_add(1);
-        Some(slot.counter())
+        let answered = slot.answered.take();
+        let mut counter = slot.counter();
+        match answered {
+            Some(Answer::Rule(i)) => counter.rule = Some(i),
+            Some(Answer::Fallback) => counter.fallback = true,
+            None => {}
+        }
+        Some(counter)
     }
 
     pub fn counter(&self, tool: &str) -> Option<Counter> {
@@ -211,8 +335,14 @@ impl MockTable {
 
     /// The mock-store gate: the fixture for this call, advancing the counter only when an
     /// entry is returned. `replay` turns a missing mock into `mocks_engine_error` (the call
-    /// was authorised once; its mock vanishing is an inconsistency, not a miss).
-    pub fn consume(&mut self, tool: &str, replay: bool) -> Result<RawJson, Envelope> {
+    /// was authorised once; its mock vanishing is an inconsistency, not a miss). A rules
+    /// mock reads `input`; the others ignore it.
+    pub fn consume(
+        &mut self,
+        tool: &str,
+        input: &RawJson,
+        replay: bool,
+    ) -> Result<RawJson, Envelope> {
         let Some(slot) = self.slots.get_mut(tool) else {
             return Err(if replay {
                 Envelope::MocksEngineError {
@@ -222,10 +352,39 @@ impl MockTable {
                 not_mocked(tool, self.slots.is_empty())
             });
         };
+        slot.answered = None;
         match &slot.fixture {
             Fixture::Static(value) => {
                 let value = value.clone();
                 slot.consumed = slot.consumed.saturating_add(1);
+                Ok(value)
+            }
+            Fixture::Rules { rules, fallback } => {
+                let input = input
+                    .try_value()
+                    .map_err(|err| Envelope::MocksEngineError {
+                        message: format!(
+                            "the rules mock for {tool} cannot read this call's input: {err}"
+                        ),
+                    })?;
+                let (value, answer) = match rules
+                    .iter()
+                    .position(|rule| rule.conditions.iter().all(|c| c.holds(&input)))
+                {
+                    Some(i) => (rules[i].output.clone(), Answer::Rule(len_u32(i))),
+                    None => match fallback {
+                        Some(value) => (value.clone(), Answer::Fallback),
+                        None => {
+                            return Err(Envelope::ToolNotMocked {
+                                tool_name: tool.to_owned(),
+                                message: no_rule_matched(tool, rules, &input),
+                            });
+                        }
+                    },
+                };
+                slot.consumed = slot.consumed.saturating_add(1);
+                slot.note_answer(answer);
+                slot.answered = Some(answer);
                 Ok(value)
             }
             Fixture::Stateful(entries) if entries.is_empty() => Err(Envelope::MocksEngineError {
@@ -249,6 +408,144 @@ impl MockTable {
             }
         }
     }
+}
+
+/// The miss message of a rules mock: the closest rule (most conditions held, the first
+/// of equals) and the first of its conditions that failed.
+fn no_rule_matched(tool: &str, rules: &[Rule], input: &Value) -> String {
+    let closest = rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let held = rule.conditions.iter().filter(|c| c.holds(input)).count();
+            (i, rule, held)
+        })
+        .fold(None::<(usize, &Rule, usize)>, |best, next| match best {
+            Some(best) if best.2 >= next.2 => Some(best),
+            _ => Some(next),
+        });
+    match closest {
+        None => format!("{tool} has no rule and no {FALLBACK_KEY} in this session"),
+        Some((i, rule, held)) => {
+            let why = rule
+                .conditions
+                .iter()
+                .find(|c| !c.holds(input))
+                .map(|c| c.miss(input))
+                .unwrap_or_default();
+            format!(
+                "{tool} is mocked by input, but no rule matches this call and there is no {FALLBACK_KEY}; closest is rule {i} ({held} of {} conditions held): {why}",
+                rule.conditions.len()
+            )
+        }
+    }
+}
+
+/// Reads a `{"$rules": [...], "$fallback": {...}}` mock, every error named by pointer.
+fn rules_fixture(
+    tool: &str,
+    field: &str,
+    map: &serde_json::Map<String, Value>,
+) -> Result<Fixture, MocksRejection> {
+    let invalid = |field: String, message: String| MocksRejection::Invalid { field, message };
+    if let Some(key) = map.keys().find(|k| *k != RULES_KEY && *k != FALLBACK_KEY) {
+        return Err(invalid(
+            format!("{field}/{}", pointer_token(key)),
+            format!(
+                "a rules mock of `{tool}` holds only `{RULES_KEY}` and `{FALLBACK_KEY}`, found `{key}`"
+            ),
+        ));
+    }
+    let rules_field = format!("{field}/{RULES_KEY}");
+    let Some(Value::Array(items)) = map.get(RULES_KEY) else {
+        return Err(invalid(
+            rules_field,
+            format!("`{RULES_KEY}` of `{tool}` must be an array of {{match, output}} rules"),
+        ));
+    };
+    let fallback = match map.get(FALLBACK_KEY) {
+        None => None,
+        Some(value @ Value::Object(_)) => Some(RawJson::from_value(value)),
+        Some(other) => {
+            return Err(invalid(
+                format!("{field}/{FALLBACK_KEY}"),
+                format!(
+                    "`{FALLBACK_KEY}` of `{tool}` must be an object, found {}",
+                    json_type(other)
+                ),
+            ));
+        }
+    };
+    if items.is_empty() && fallback.is_none() {
+        return Err(invalid(
+            rules_field,
+            format!("`{RULES_KEY}` of `{tool}` is empty and there is no `{FALLBACK_KEY}`"),
+        ));
+    }
+    let mut rules = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at = format!("{rules_field}/{i}");
+        let Value::Object(rule) = item else {
+            return Err(invalid(
+                at,
+                format!("rule {i} of `{tool}` must be an object {{match, output}}"),
+            ));
+        };
+        if let Some(key) = rule.keys().find(|k| *k != "match" && *k != "output") {
+            return Err(invalid(
+                format!("{at}/{}", pointer_token(key)),
+                format!(
+                    "rule {i} of `{tool}` has an unknown field `{key}` (expected match, output)"
+                ),
+            ));
+        }
+        let Some(Value::Object(matcher)) = rule.get("match") else {
+            return Err(invalid(
+                format!("{at}/match"),
+                format!(
+                    "rule {i} of `{tool}` needs `match`, an object of input keys or JSON paths"
+                ),
+            ));
+        };
+        let output = match rule.get("output") {
+            Some(value @ Value::Object(_)) => RawJson::from_value(value),
+            Some(other) => {
+                return Err(invalid(
+                    format!("{at}/output"),
+                    format!(
+                        "`output` of rule {i} of `{tool}` must be an object, found {}",
+                        json_type(other)
+                    ),
+                ));
+            }
+            None => {
+                return Err(invalid(
+                    format!("{at}/output"),
+                    format!("rule {i} of `{tool}` needs `output`, the object it answers with"),
+                ));
+            }
+        };
+        let mut conditions = Vec::with_capacity(matcher.len());
+        for (key, expected) in matcher {
+            let path = if key.starts_with('$') {
+                Some(JsonPath::parse(key).map_err(|err| {
+                    invalid(
+                        format!("{at}/match/{}", pointer_token(key)),
+                        err.to_string(),
+                    )
+                })?)
+            } else {
+                None
+            };
+            conditions.push(Condition {
+                key: key.clone(),
+                path,
+                expected: expected.clone(),
+            });
+        }
+        rules.push(Rule { conditions, output });
+    }
+    Ok(Fixture::Rules { rules, fallback })
 }
 
 /// The `tool_not_mocked` envelope for a dispatch with no matching mock.
@@ -337,6 +634,19 @@ mod tests {
     }
 
     #[test]
+    fn subset_matching_allows_extra_keys_and_compares_numbers_by_value() {
+        assert!(subset(
+            &json!({"a": {"b": 1}}),
+            &json!({"a": {"b": 1.0, "c": 2}, "d": 3})
+        ));
+        assert!(subset(&json!([{"k": 1}]), &json!([{"k": 1, "x": 0}])));
+        assert!(!subset(&json!([1]), &json!([1, 2])));
+        assert!(!subset(&json!({"a": 1}), &json!({"a": "1"})));
+        assert!(!subset(&json!({"a": null}), &json!({})));
+        assert!(subset(&json!({}), &json!({"anything": true})));
+    }
+
+    #[test]
     fn size_gate_runs_before_shape() {
         let big = "x".repeat(MAX_MOCKS_BYTES);
         assert!(matches!(
@@ -352,27 +662,37 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            table.consume("a/b", false).unwrap().to_value(),
+            table
+                .consume("a/b", &RawJson::null(), false)
+                .unwrap()
+                .to_value(),
             json!({"n": 1})
         );
         assert_eq!(
-            table.consume("a/b", false).unwrap().to_value(),
+            table
+                .consume("a/b", &RawJson::null(), false)
+                .unwrap()
+                .to_value(),
             json!({"n": 2})
         );
         assert!(matches!(
-            table.consume("a/b", false),
+            table.consume("a/b", &RawJson::null(), false),
             Err(Envelope::MocksExhausted { .. })
         ));
         assert_eq!(
             table.counter("a/b"),
             Some(Counter {
                 consumed: 2,
-                total: Some(2)
+                total: Some(2),
+                ..Counter::default()
             })
         );
         for _ in 0..3 {
             assert_eq!(
-                table.consume("a/s", false).unwrap().to_value(),
+                table
+                    .consume("a/s", &RawJson::null(), false)
+                    .unwrap()
+                    .to_value(),
                 json!({"k": 0})
             );
         }
@@ -380,19 +700,20 @@ mod tests {
             table.counter("a/s"),
             Some(Counter {
                 consumed: 3,
-                total: None
+                total: None,
+                ..Counter::default()
             })
         );
         assert!(matches!(
-            table.consume("a/e", false),
+            table.consume("a/e", &RawJson::null(), false),
             Err(Envelope::MocksEngineError { .. })
         ));
         assert!(matches!(
-            table.consume("a/zz", false),
+            table.consume("a/zz", &RawJson::null(), false),
             Err(Envelope::ToolNotMocked { .. })
         ));
         assert!(matches!(
-            table.consume("a/zz", true),
+            table.consume("a/zz", &RawJson::null(), true),
             Err(Envelope::MocksEngineError { .. })
         ));
     }

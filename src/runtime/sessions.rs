@@ -116,6 +116,15 @@ impl Session {
                         "Mocked in this session (stateful, {} entries)",
                         declared.entries
                     ),
+                    crate::protocol::events::MockMode::Rules => format!(
+                        "Mocked in this session (by input, {} rules{})",
+                        declared.entries,
+                        if declared.fallback {
+                            " and a fallback"
+                        } else {
+                            ""
+                        }
+                    ),
                 };
                 ToolInfo {
                     name: name.clone(),
@@ -928,7 +937,7 @@ impl Runtime {
             None if tool == LIST_TOOLS => Ok(RawJson::from_value(&json!({ "tools": s.tools() }))),
             // Not in test mode a session has no mocks: nothing to name about test mode.
             None if !self.inner.config.test_mode => Err(super::mocks::not_mocked_live(tool)),
-            None => s.mocks.consume(tool, false),
+            None => s.mocks.consume(tool, &input, false),
         };
         let counter = s.mocks.note_call(tool);
         let duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
@@ -1007,6 +1016,9 @@ pub(crate) struct CountersDoc {
     last_seq: u64,
     /// Per mocked tool: entries served, dispatches naming it.
     mocks: BTreeMap<String, (u32, u32)>,
+    /// Per rules mock: calls each rule answered, calls its fallback answered.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    rule_hits: BTreeMap<String, (Vec<u32>, u32)>,
 }
 
 impl Runtime {
@@ -1029,6 +1041,13 @@ impl Runtime {
                 .slots
                 .iter()
                 .map(|(tool, slot)| (tool.clone(), (slot.consumed, slot.calls)))
+                .collect(),
+            rule_hits: s
+                .mocks
+                .slots
+                .iter()
+                .filter(|(_, slot)| !slot.rule_hits.is_empty() || slot.fallback_hits > 0)
+                .map(|(tool, slot)| (tool.clone(), (slot.rule_hits.clone(), slot.fallback_hits)))
                 .collect(),
         };
         self.persist(persist::COUNTERS, &s.tenant, &s.id, &doc);
@@ -1087,6 +1106,14 @@ impl Runtime {
                 if let Some(slot) = mocks.slots.get_mut(tool) {
                     slot.consumed = *consumed;
                     slot.calls = *calls;
+                }
+            }
+            for (tool, (hits, fallback)) in &counts.rule_hits {
+                if let Some(slot) = mocks.slots.get_mut(tool) {
+                    for (have, stored) in slot.rule_hits.iter_mut().zip(hits) {
+                        *have = *stored;
+                    }
+                    slot.fallback_hits = *fallback;
                 }
             }
             let bytes = SESSION_OVERHEAD
@@ -1219,6 +1246,11 @@ fn roll_forward(mocks: &mut MockTable, tool: &str, counter: Option<&Counter>) {
         slot.calls = slot.calls.saturating_add(1);
         if let Some(counter) = counter {
             slot.consumed = slot.consumed.max(counter.consumed);
+            match (counter.rule, counter.fallback) {
+                (Some(i), _) => slot.note_answer(super::mocks::Answer::Rule(i)),
+                (None, true) => slot.note_answer(super::mocks::Answer::Fallback),
+                (None, false) => {}
+            }
         }
     }
 }

@@ -395,3 +395,19 @@ fn the_example_payments_suite_gives_the_counts_its_header_promises() {
     );
     assert!(stdout.contains("flaky confirmation #4"));
 }
+
+#[test]
+fn the_example_mocks_by_input_suite_passes_with_each_rule_answering() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/evals/mocks_by_input.toml");
+    let header = std::fs::read_to_string(&example).unwrap();
+    let promised = header
+        .lines()
+        .find_map(|l| l.strip_prefix("# Expected on one run: "))
+        .unwrap()
+        .trim_end_matches('.')
+        .to_owned();
+    let out = spyglass(&["eval", example.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert_eq!(last_line(&stdout), promised);
+}

@@ -7,8 +7,10 @@ mod support;
 
 mod clean_output;
 mod cli_config;
+mod eval_baseline;
 mod eval_cli;
 mod eval_history;
+mod eval_html;
 mod import_cli;
 mod masking;
 mod runtime_flags;

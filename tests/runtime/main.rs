@@ -15,6 +15,7 @@ mod glob_limits;
 mod guard;
 mod hardening;
 mod limits;
+mod mock_rules;
 mod model_anthropic;
 mod model_cassette;
 mod model_judge;

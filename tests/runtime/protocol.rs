@@ -77,6 +77,7 @@ fn every_kind() -> Vec<Frame> {
                     tool: "asaas/x".into(),
                     mode: MockMode::Stateful,
                     entries: 3,
+                    fallback: false,
                 }],
                 metadata: BTreeMap::from([("k".to_string(), "v".to_string())]),
             }),
@@ -94,6 +95,7 @@ fn every_kind() -> Vec<Frame> {
                 counter: Some(Counter {
                     consumed: 1,
                     total: Some(3),
+                    ..Counter::default()
                 }),
                 source: CallSource::Send,
                 iteration: Some(0),
@@ -150,6 +152,8 @@ fn every_kind() -> Vec<Frame> {
                 counter: Some(Counter {
                     consumed: 2,
                     total: None,
+                    rule: Some(1),
+                    fallback: false,
                 }),
             }),
         ),

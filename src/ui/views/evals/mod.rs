@@ -181,4 +181,91 @@ mod tests {
         assert_eq!(buf[(0, 0)].style().fg, theme.accent().fg);
         assert_eq!(buf[(79, 0)].style().fg, theme.border().fg);
     }
+
+    /// `p` pins the newest completed run; each later run lists what changed against it,
+    /// regressions first; `p` on the pinned run again unpins it.
+    #[test]
+    fn a_pinned_run_shows_each_later_runs_changes_against_it() {
+        let run = |seq: u64, id: &str, results: &[(&str, &str)]| {
+            let mut frames = vec![format!(
+                r#"{{"kind":"eval.run.started","seq":{seq},"ts":"2026-11-22T21:43:00.000Z","runId":"{id}","suites":["payments"],"cases":{},"repeat":1}}"#,
+                results.len()
+            )];
+            for (i, (case, status)) in results.iter().enumerate() {
+                frames.push(
+                    eval(seq + 1 + i as u64, "payments", case, status, "[]").replace("run_1", id),
+                );
+            }
+            frames.push(format!(
+                r#"{{"kind":"eval.run.completed","seq":{},"ts":"2026-11-22T21:44:00.000Z","runId":"{id}","passed":1,"failed":1}}"#,
+                seq + 1 + results.len() as u64
+            ));
+            frames
+        };
+        let first = run(
+            1,
+            "run_1",
+            &[
+                ("charge", "passed"),
+                ("refund", "failed"),
+                ("gone", "passed"),
+            ],
+        );
+        let mut screen = Screen::new(model(&first));
+        let mut view = EvalsState::default();
+        view.after_model_change(&screen.model);
+        let Effect::Notice(text) = screen.act(&mut view, Action::PinRun) else {
+            panic!("pinning says so");
+        };
+        assert_eq!(
+            text,
+            "pinned run run_1: later runs show what changed against it"
+        );
+        let screen_text = screen.text(&mut view, 100, 14);
+        assert!(screen_text.contains("No later run yet"), "{screen_text}");
+        for frame in run(
+            10,
+            "run_2",
+            &[
+                ("charge", "failed"),
+                ("refund", "passed"),
+                ("new one", "passed"),
+            ],
+        )
+        .into_iter()
+        .chain(run(
+            20,
+            "run_3",
+            &[
+                ("charge", "passed"),
+                ("refund", "passed"),
+                ("gone", "passed"),
+            ],
+        )) {
+            screen.model.fold(Box::new(
+                crate::protocol::decode(&frame).expect("a test frame"),
+            ));
+        }
+        view.after_model_change(&screen.model);
+        let text = screen.text(&mut view, 140, 18);
+        assert!(
+            text.contains("run_2: 1 regression(s), 1 fixed, 1 new, 1 removed"),
+            "{text}"
+        );
+        assert!(text.contains("  newly failing payments / charge"), "{text}");
+        assert!(
+            text.contains("run_3: 0 regression(s), 1 fixed, 0 new, 0 removed"),
+            "{text}"
+        );
+        insta::assert_snapshot!(text);
+        let Effect::Notice(text) = screen.act(&mut view, Action::PinRun) else {
+            panic!("pinning says so");
+        };
+        assert_eq!(
+            text,
+            "pinned run run_3: later runs show what changed against it"
+        );
+        screen.act(&mut view, Action::PinRun);
+        assert_eq!(view.pinned, None, "p on the pinned run unpins it");
+    }
 }

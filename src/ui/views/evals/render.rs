@@ -18,6 +18,16 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Wrap};
 pub(super) fn render(state: &EvalsState, frame: &mut Frame, area: Rect, cx: &Cx) -> Drawn {
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(area);
+    let left = match &state.pinned {
+        Some(pinned) => {
+            let [top, bottom] =
+                Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)])
+                    .areas(left);
+            render_pinned(frame, bottom, pinned, cx);
+            top
+        }
+        None => left,
+    };
     let mut drawn = Drawn::default();
     if let Some(placed) = render_suites(frame, left, state, cx) {
         drawn.push(placed);
@@ -37,6 +47,72 @@ pub(super) fn render(state: &EvalsState, frame: &mut Frame, area: Rect, cx: &Cx)
     };
     drawn.push(render_cases(frame, right, suite, state, cx));
     drawn
+}
+
+/// The pinned run and, newest first, what each later run changed against it: a count
+/// line per run, then its changed cases (regressions first).
+fn render_pinned(frame: &mut Frame, area: Rect, pinned: &str, cx: &Cx) {
+    use crate::eval::compare::{Change, compare_records};
+    let theme = cx.theme;
+    let runs = &cx.model.evals.runs;
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Line::from(vec![
+            Span::styled(" Pinned ", theme.title()),
+            Span::raw(format!("{} ", sanitize(pinned))),
+        ]));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let Some(at) = runs.iter().position(|r| r.run_id == pinned) else {
+        let text = "The pinned run is no longer held; p pins the newest run.";
+        frame.render_widget(Paragraph::new(Span::styled(text, theme.muted())), inner);
+        return;
+    };
+    let base = &runs[at].results;
+    let mut lines: Vec<Line> = Vec::new();
+    for run in runs.iter().skip(at + 1).rev() {
+        if run.completed.is_none() || run.results.is_empty() {
+            continue;
+        }
+        let cmp = compare_records(base, &run.results);
+        let regressions = cmp.regressions();
+        lines.push(Line::from(Span::styled(
+            format!(
+                "{}: {regressions} regression(s), {} fixed, {} new, {} removed",
+                sanitize(&run.run_id),
+                cmp.count(Change::Fixed),
+                cmp.count(Change::New),
+                cmp.count(Change::Removed)
+            ),
+            if regressions > 0 {
+                theme.error()
+            } else {
+                theme.ok()
+            },
+        )));
+        for c in cmp.changed() {
+            let style = if c.change.is_regression() {
+                theme.error()
+            } else {
+                theme.muted()
+            };
+            lines.push(Line::from(Span::styled(
+                format!(
+                    "  {:<13} {}",
+                    c.change.label(),
+                    sanitize(&format!("{} / {}", c.suite, c.case))
+                ),
+                style,
+            )));
+        }
+    }
+    if lines.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "No later run yet: runs after this one show what changed here.",
+            theme.muted(),
+        )));
+    }
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }
 
 fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> Option<Placed> {

@@ -34,6 +34,8 @@ pub struct EvalsState {
     pub detail: Option<CaseDetail>,
     /// Lines of the open case the pane shows at once.
     pub(super) detail_page: usize,
+    /// The run later runs are compared with (`p`), by id.
+    pub pinned: Option<String>,
 }
 
 impl EvalsState {
@@ -89,6 +91,7 @@ impl EvalsState {
             }
             match action {
                 Action::Back | Action::Open => self.detail = None,
+                Action::PinRun => return self.pin(model),
                 Action::RerunCase => return self.rerun_case(),
                 Action::RerunSuite => return self.rerun_suite(),
                 Action::JumpToSession => return self.jump(model),
@@ -140,6 +143,7 @@ impl EvalsState {
             Action::RerunCase => return self.rerun_case(),
             Action::RerunSuite => return self.rerun_suite(),
             Action::JumpToSession => return self.jump(model),
+            Action::PinRun => return self.pin(model),
             _ => {}
         }
         Effect::None
@@ -203,6 +207,30 @@ impl EvalsState {
                 lines: case_lines(suite, summary),
                 scroll: 0,
             });
+        }
+    }
+
+    /// Pins the newest completed run, or unpins it when it is the pinned one.
+    fn pin(&mut self, model: &Model) -> Effect {
+        let newest = model
+            .evals
+            .runs
+            .iter()
+            .rev()
+            .find(|r| r.completed.is_some() && !r.results.is_empty());
+        match newest {
+            None => Effect::Notice("no completed eval run to pin yet".to_owned()),
+            Some(run) if self.pinned.as_deref() == Some(run.run_id.as_str()) => {
+                self.pinned = None;
+                Effect::Notice(format!("unpinned run {}", run.run_id))
+            }
+            Some(run) => {
+                self.pinned = Some(run.run_id.clone());
+                Effect::Notice(format!(
+                    "pinned run {}: later runs show what changed against it",
+                    run.run_id
+                ))
+            }
         }
     }
 

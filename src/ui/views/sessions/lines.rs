@@ -74,6 +74,11 @@ pub(super) fn detail_lines(call: &Call) -> Vec<(bool, String)> {
             Some(total) => meta.push_str(&format!(" · counter {}/{}", counter.consumed, total)),
             None => meta.push_str(&format!(" · counter {}", counter.consumed)),
         }
+        if let Some(rule) = counter.rule {
+            meta.push_str(&format!(" · rule #{rule}"));
+        } else if counter.fallback {
+            meta.push_str(" · fallback");
+        }
     }
     if let Some(it) = call.iteration {
         meta.push_str(&format!(" · step {it}"));

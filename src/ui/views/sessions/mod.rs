@@ -167,6 +167,35 @@ mod tests {
         assert_eq!(buf[(79, 11)].style().fg, theme.border().fg);
     }
 
+    /// A session whose payment mock answers by input: three calls answered by rules 1, 0
+    /// and 1, one by the fallback; the Mocks pane counts them per rule and the opened
+    /// call names the rule that answered it.
+    #[test]
+    fn a_rules_mock_shows_which_rule_answered_each_call() {
+        let call = |seq: u64, n: u32, answered: &str, consumed: u32| {
+            format!(
+                r#"{{"kind":"tool.called","seq":{seq},"ts":"2026-11-22T21:43:3{n}.000Z","sessionId":"ses_r","callId":"call_{n}","tool":"asaas/create_payment","input":{{"value":{n}}},"outcome":{{"result":{{"id":"pay_{n}"}}}},"startedAt":"2026-11-22T21:43:3{n}.000Z","duration":2.0,"counter":{{"consumed":{consumed}{answered}}},"source":"execute"}}"#
+            )
+        };
+        let screen = Screen::new(model(&[
+            r#"{"kind":"session.created","seq":1,"ts":"2026-11-22T21:43:30.000Z","sessionId":"ses_r","userId":"ana","servers":["asaas"],"project":"default","mocks":[{"tool":"asaas/create_payment","mode":"rules","entries":3,"fallback":true},{"tool":"asaas/get_balance","mode":"static","entries":1}]}"#.to_owned(),
+            call(2, 1, r#","rule":1"#, 1),
+            call(3, 2, r#","rule":0"#, 2),
+            call(4, 3, r#","rule":1"#, 3),
+            call(5, 4, r#","fallback":true"#, 4),
+        ]));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        let text = screen.text(&mut view, 100, 14);
+        assert!(text.contains("#0:1 #1:2 #2:0 fb:1"), "{text}");
+        insta::assert_snapshot!("rules_mock_pane", text);
+        screen.act(&mut view, Action::FocusRight);
+        screen.act(&mut view, Action::Open);
+        let text = screen.text(&mut view, 100, 14);
+        assert!(text.contains("counter 1 · rule #1"), "{text}");
+        insta::assert_snapshot!("rules_mock_call", text);
+    }
+
     /// A failed run of four payments, each held for approval: one still pending, one
     /// approved and replayed, one denied, one expired. The session has metadata.
     fn failed_run_with_held_calls() -> (Screen, SessionsState) {

@@ -317,6 +317,24 @@ fn gauge(consumed: u32, entries: u32, width: usize) -> String {
     )
 }
 
+/// A rules mock's CONSUMED cell: calls per rule by index, then the fallback's
+/// (`#0:2 #1:0 fb:1`), so a reader sees which rule answered. Past six rules only those
+/// that answered are listed, so the cell stays narrow enough to be shown.
+fn rule_hits(m: &crate::model::MockRow) -> String {
+    let many = m.rule_hits.len() > 6;
+    let mut parts: Vec<String> = m
+        .rule_hits
+        .iter()
+        .enumerate()
+        .filter(|(_, hits)| !many || **hits > 0)
+        .map(|(i, hits)| format!("#{i}:{hits}"))
+        .collect();
+    if let Some(hits) = m.fallback_hits {
+        parts.push(format!("fb:{hits}"));
+    }
+    parts.join(" ")
+}
+
 fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme) {
     let block = Block::default()
         .borders(Borders::ALL)
@@ -335,6 +353,7 @@ fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme)
         let (mode, consumed) = match m.mode {
             MockMode::Stateful => ("stateful", gauge(m.consumed, m.entries, 6)),
             MockMode::Static => ("static", "—".to_owned()),
+            MockMode::Rules => ("rules", rule_hits(m)),
         };
         let (note, style) = if m.exhausted() {
             (" exhausted", theme.error())
@@ -628,4 +647,33 @@ fn render_detail(frame: &mut Frame, area: Rect, detail: &Detail, cx: &Cx) -> Pla
         detail.scroll,
         cx,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rule_hits;
+    use crate::model::MockRow;
+    use crate::protocol::events::MockMode;
+
+    fn row(hits: Vec<u32>, fallback: Option<u32>) -> MockRow {
+        MockRow {
+            tool: "a/b".into(),
+            mode: MockMode::Rules,
+            entries: u32::try_from(hits.len()).unwrap(),
+            consumed: hits.iter().sum(),
+            calls: 0,
+            saw_exhausted: false,
+            rule_hits: hits,
+            fallback_hits: fallback,
+        }
+    }
+
+    #[test]
+    fn a_long_rule_list_shows_only_the_rules_that_answered() {
+        assert_eq!(rule_hits(&row(vec![1, 0, 2], None)), "#0:1 #1:0 #2:2");
+        assert_eq!(
+            rule_hits(&row(vec![0, 0, 0, 0, 0, 0, 3, 0], Some(1))),
+            "#6:3 fb:1"
+        );
+    }
 }
