@@ -12,7 +12,7 @@ use spyglass::ui::App;
 use crate::support::ui;
 
 use crate::support::runtime::{policy_server, post};
-use crate::support::ui::{Live, key, until};
+use crate::support::ui::{Live, key, until, until_app};
 
 const SIZE: (u16, u16) = (170, 24);
 
@@ -136,6 +136,14 @@ async fn approve_from_the_app_replays_and_a_second_decision_is_a_409() {
     })
     .await;
     assert!(text.contains(&format!("approve {second}")), "{text}");
+    // The other decision's `approval.resolved` may still be on its way when the 409 lands.
+    until_app(&mut app, &mut rx, SIZE, "the other decision", |app, _| {
+        app.model
+            .approvals
+            .get(&second)
+            .is_some_and(|a| a.decided_by.is_some())
+    })
+    .await;
     let approval = app.model.approvals.get(&second).unwrap();
     assert_eq!(
         approval.decided_by.as_deref(),
