@@ -89,10 +89,11 @@ pub enum Action {
     RerunCase,
     RerunSuite,
     JumpToSession,
+    HideEvals,
 }
 
 impl Action {
-    pub const ALL: [Action; 29] = [
+    pub const ALL: [Action; 30] = [
         Action::Quit,
         Action::Help,
         Action::NextTab,
@@ -122,6 +123,7 @@ impl Action {
         Action::RerunCase,
         Action::RerunSuite,
         Action::JumpToSession,
+        Action::HideEvals,
     ];
 
     /// The action's name in the config file.
@@ -177,7 +179,12 @@ impl Action {
                 &[List],
             ),
             // Only the lists that can be filtered: a key listed in help must do something.
-            Action::Filter => ("filter", "filter the list", &["/"], &[Sessions, Events]),
+            Action::Filter => (
+                "filter",
+                "filter the list (key:value, -word excludes)",
+                &["/"],
+                &[Sessions, Approvals, Evals, Events],
+            ),
             Action::Copy => ("copy", "copy the selected item as JSON", &["y"], &[List]),
             Action::Sort => ("sort", "calls in order or by duration", &["s"], &[Sessions]),
             Action::FocusLeft => (
@@ -214,6 +221,12 @@ impl Action {
                 "show the case's session timeline",
                 &["t"],
                 &[Evals],
+            ),
+            Action::HideEvals => (
+                "hide_evals",
+                "hide or show closed eval sessions",
+                &["e"],
+                &[Sessions],
             ),
         }
     }

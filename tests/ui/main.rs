@@ -8,6 +8,7 @@ mod approvals_view;
 mod clean_output_tui;
 mod evals_view;
 mod events_view;
+mod find;
 mod scrolling;
 mod sessions_view;
 mod timeline_order;

@@ -27,6 +27,7 @@ use crate::sanitize::{sanitize, shown, shown_text};
 use crate::ui::action::{Action, Scope};
 use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
+use crate::ui::views::query::Query;
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
@@ -69,6 +70,24 @@ pub struct ApprovalsState {
     /// How many of `rows` lead as pending.
     pending_rows: usize,
     built_rev: Option<u64>,
+    /// The rows shown are those this filter keeps (see `query::Query`).
+    pub filter: String,
+    pub editing_filter: bool,
+}
+
+/// Whether the filter keeps an approval: `status:`, `session:`, `tool:`, `rule:`, `id:`,
+/// or text in its id, session, tool or rule.
+fn keeps(query: &Query, a: &Approval) -> bool {
+    query.matches(
+        &[
+            ("status", status_word(a.status)),
+            ("session", &a.session_id),
+            ("tool", &a.tool),
+            ("rule", &a.rule_id),
+            ("id", &a.id),
+        ],
+        &[&a.id, &a.session_id, &a.tool, &a.rule_id],
+    )
 }
 
 /// Whole seconds until `expires_ms` at `now_ms`; `None` once past (or unreadable).
@@ -185,22 +204,23 @@ impl ApprovalsState {
             .as_ref()
             .and_then(|id| self.rows.iter().position(|r| r == id))
             .filter(|row| *row < self.pending_rows);
+        let query = Query::parse(&self.filter);
         self.rows.clear();
         self.rows.extend(
             approvals
                 .iter()
-                .filter(|a| a.status == ApprovalStatus::Pending)
+                .filter(|a| a.status == ApprovalStatus::Pending && keeps(&query, a))
                 .map(|a| a.id.clone()),
         );
+        let pending_now = self.rows.len();
         self.rows.extend(
             approvals
                 .iter()
                 .rev()
-                .filter(|a| a.status != ApprovalStatus::Pending)
+                .filter(|a| a.status != ApprovalStatus::Pending && keeps(&query, a))
                 .map(|a| a.id.clone()),
         );
         self.built_rev = Some(approvals.rev());
-        let pending_now = approvals.pending_count();
         self.pending_rows = pending_now;
         let decided = self
             .list
@@ -222,6 +242,32 @@ impl ApprovalsState {
         if !still_there {
             self.list.selected = self.rows.first().cloned();
         }
+    }
+
+    /// The filter changed: the rows are matched again.
+    fn refilter(&mut self, model: &Model) {
+        self.built_rev = None;
+        self.after_model_change(model);
+    }
+
+    /// A key while the filter is typed.
+    fn filter_key(&mut self, key: TextKey, model: &Model) -> Effect {
+        match key {
+            TextKey::Keep => self.editing_filter = false,
+            TextKey::Discard => {
+                self.editing_filter = false;
+                self.filter.clear();
+                self.refilter(model);
+            }
+            TextKey::Quit => return Effect::Quit,
+            TextKey::Edit(key) => {
+                if super::edit_filter(&mut self.filter, key) {
+                    self.refilter(model);
+                }
+            }
+            TextKey::Ignore => {}
+        }
+        Effect::None
     }
 
     fn selected_row(&self) -> usize {
@@ -254,6 +300,15 @@ impl ApprovalsState {
             }
         }
         let row = match action {
+            Action::Filter => {
+                self.editing_filter = true;
+                return None;
+            }
+            Action::Back if !self.filter.is_empty() => {
+                self.filter.clear();
+                self.refilter(model);
+                return None;
+            }
             Action::Open => {
                 let a = self.selected(model)?;
                 self.detail = Some(ApprovalDetail {
@@ -309,6 +364,8 @@ impl View for ApprovalsState {
     fn on_key(&mut self, key: KeyEvent, cx: &Cx) -> Option<Effect> {
         if self.editing_note() {
             Some(self.note_key(super::text_key(cx.keymap, key)))
+        } else if self.editing_filter {
+            Some(self.filter_key(super::text_key(cx.keymap, key), cx.model))
         } else if self.prompt.is_some() {
             Some(self.prompt_key(key, cx))
         } else {
@@ -427,11 +484,24 @@ impl ApprovalsState {
                 (Action::Copy, "copy"),
             ],
         );
-        let title = Line::from(vec![
+        let mut title = vec![
             Span::styled(" Approvals ", theme.title()),
             Span::styled(format!("· {pending} pending "), theme.warn()),
-            Span::styled(format!("· {keys} "), theme.muted()),
-        ]);
+        ];
+        if !self.filter.is_empty() || self.editing_filter {
+            let cursor = if self.editing_filter { "▏" } else { "" };
+            title.push(Span::raw(format!(
+                "· {}/{} ",
+                self.rows.len(),
+                model.approvals.len()
+            )));
+            title.push(Span::styled(
+                format!("/{}{cursor} ", self.filter),
+                theme.warn(),
+            ));
+        }
+        title.push(Span::styled(format!("· {keys} "), theme.muted()));
+        let title = Line::from(title);
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border())
@@ -439,13 +509,21 @@ impl ApprovalsState {
         let inner = block.inner(area);
         frame.render_widget(block, area);
         if self.rows.is_empty() {
-            frame.render_widget(
-                Paragraph::new(Span::styled(
-                    "No approvals yet. Calls a policy holds for a human appear here.",
-                    theme.muted(),
-                )),
-                inner,
-            );
+            let msg = if self.filter.is_empty() {
+                "No approvals yet. Calls a policy holds for a human appear here.".to_owned()
+            } else {
+                format!(
+                    "No approval matches “{}” (status:X session:X tool:X rule:X, -word \
+                     excludes). {} clears the filter.",
+                    self.filter,
+                    key_cap(cx.keymap, Action::Back)
+                )
+            };
+            let mut text = Paragraph::new(Span::styled(msg, theme.muted()));
+            if !self.filter.is_empty() {
+                text = text.wrap(ratatui::widgets::Wrap { trim: true });
+            }
+            frame.render_widget(text, inner);
             return None;
         }
         let height = inner.height.saturating_sub(1) as usize;

@@ -6,6 +6,7 @@ pub mod approvals;
 pub mod diff;
 pub mod evals;
 pub mod events;
+pub mod query;
 pub mod sessions;
 
 use crate::model::Model;

@@ -171,11 +171,16 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
     let mut title = vec![Span::styled(" Sessions ", theme.title())];
     if state.filtering() || state.editing_filter {
         title.push(Span::raw(format!("{len}/{} ", model.sessions_len())));
-        let cursor = if state.editing_filter { "▏" } else { "" };
-        title.push(Span::styled(
-            format!("/{}{cursor} ", state.filter),
-            theme.warn(),
-        ));
+        if !state.filter.is_empty() || state.editing_filter {
+            let cursor = if state.editing_filter { "▏" } else { "" };
+            title.push(Span::styled(
+                format!("/{}{cursor} ", state.filter),
+                theme.warn(),
+            ));
+        }
+        if state.hide_evals {
+            title.push(Span::styled("· no closed evals ", theme.warn()));
+        }
     } else {
         title.push(Span::raw(format!("{len} ")));
     }
@@ -183,11 +188,17 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if len == 0 {
-        let msg = if state.filtering() {
+        let msg = if !state.filter.is_empty() {
             format!(
-                "No session matches “{}”. {} clears the filter.",
+                "No session matches “{}” (status:X user:X source:X id:X, -word excludes). {} \
+                 clears the filter.",
                 state.filter,
                 key_cap(cx.keymap, Action::Back)
+            )
+        } else if state.hide_evals && model.sessions_len() > 0 {
+            format!(
+                "Every session is a closed eval session. {} shows them.",
+                key_cap(cx.keymap, Action::HideEvals)
             )
         } else {
             match cx.watching {

@@ -4,6 +4,7 @@
 use super::lines::{TimelineCache, TimelineRow, build_timeline, detail_lines, pretty};
 use crate::model::{Call, Model, Session};
 use crate::ui::action::Action;
+use crate::ui::views::query::Query;
 use crate::ui::views::{ListCursor, edit_filter, end_filter, scroll_pane};
 use crossterm::event::KeyEvent;
 use ratatui::layout::Position;
@@ -40,6 +41,8 @@ pub struct SessionsState {
     pub focus: Focus,
     pub filter: String,
     pub editing_filter: bool,
+    /// Closed sessions of the eval runner are left out of the list.
+    pub hide_evals: bool,
     pub sort: CallSort,
     pub detail: Option<Detail>,
     /// Absolute positions of matching sessions, ascending; extended as sessions arrive.
@@ -52,14 +55,66 @@ pub struct SessionsState {
     pub(super) detail_page: usize,
 }
 
-fn matches_filter(session: &Session, needle_lower: &str) -> bool {
-    session.id.to_lowercase().contains(needle_lower)
-        || session.user.to_lowercase().contains(needle_lower)
+/// Where a session came from, as `source:` reads it: grouped agent events are `external`;
+/// the runtime's own are `sdk` (and `runtime`); a `source` in its metadata (an OTLP
+/// receiver's `otel`, say) counts too.
+fn sources(session: &Session) -> impl Iterator<Item = &str> {
+    let own: &[&str] = if session.external {
+        &["external"]
+    } else {
+        &["sdk", "runtime"]
+    };
+    let declared = session
+        .summary
+        .iter()
+        .flat_map(|s| s.metadata.iter())
+        .filter(|(k, _)| k == "source")
+        .map(|(_, v)| v.as_str());
+    own.iter().copied().chain(declared)
+}
+
+/// Who `spyglass eval` runs sessions as (the runtime's `EVAL_USER_ID`; the UI may not
+/// name the runtime layer).
+const EVAL_USER_ID: &str = "spyglass-eval";
+
+/// A finished session of the eval runner: the demo and `eval` leave a hundred of them.
+pub(super) fn closed_eval(session: &Session) -> bool {
+    session.user == EVAL_USER_ID && session.status != crate::model::SessionStatus::Active
+}
+
+fn matches_filter(session: &Session, query: &Query, hide_evals: bool) -> bool {
+    if hide_evals && closed_eval(session) {
+        return false;
+    }
+    let mut fields = vec![
+        ("status", session.status.as_str()),
+        ("user", session.user.as_str()),
+        ("id", session.id.as_str()),
+    ];
+    fields.extend(sources(session).map(|s| ("source", s)));
+    query.matches(&fields, &[&session.id, &session.user])
 }
 
 impl SessionsState {
+    /// Whether the list shows fewer than all sessions: a filter typed, or evals hidden.
     pub(super) fn filtering(&self) -> bool {
-        !self.filter.is_empty()
+        !self.filter.is_empty() || self.hide_evals
+    }
+
+    /// Hides or shows the closed eval sessions; the selection stays when it still shows.
+    pub fn toggle_hide_evals(&mut self, model: &Model) {
+        self.hide_evals = !self.hide_evals;
+        self.refilter(model);
+    }
+
+    /// Matches every held session again (the filter changed), keeping the selection when
+    /// it still shows, else the first row.
+    fn refilter(&mut self, model: &Model) {
+        self.refresh_matches(model, true);
+        if self.selected_row(model).is_none() {
+            self.select_row(model, 0);
+        }
+        self.ensure_cache(model);
     }
 
     pub fn list_len(&self, model: &Model) -> usize {
@@ -110,11 +165,11 @@ impl SessionsState {
             self.scanned_to = model.end_abs();
             return;
         }
-        let needle = self.filter.to_lowercase();
+        let query = Query::parse(&self.filter);
         for abs in self.scanned_to.max(first)..model.end_abs() {
             if model
                 .session_abs(abs)
-                .is_some_and(|s| matches_filter(s, &needle))
+                .is_some_and(|s| matches_filter(s, &query, self.hide_evals))
             {
                 self.matches.push(abs);
             }
@@ -169,6 +224,7 @@ impl SessionsState {
         self.editing_filter = false;
         if self.row_of(model, id).is_none() {
             self.filter.clear();
+            self.hide_evals = false;
             self.refresh_matches(model, true);
         }
         if self.list.selected.as_deref() != Some(id) {
@@ -182,14 +238,9 @@ impl SessionsState {
     }
 
     pub fn filter_key(&mut self, key: KeyEvent, model: &Model) {
-        if !edit_filter(&mut self.filter, key) {
-            return;
+        if edit_filter(&mut self.filter, key) {
+            self.refilter(model);
         }
-        self.refresh_matches(model, true);
-        if self.selected_row(model).is_none() {
-            self.select_row(model, 0);
-        }
-        self.ensure_cache(model);
     }
 
     /// Builds the selected session's timeline order when it is missing or stale, keeping
@@ -237,7 +288,7 @@ impl SessionsState {
         }
         if self.editing_filter {
             if end_filter(&mut self.editing_filter, &mut self.filter, action) {
-                self.refresh_matches(model, true);
+                self.refilter(model);
             }
             return;
         }
@@ -266,13 +317,14 @@ impl SessionsState {
                     .and_then(|(c, before)| c.rows.iter().position(|r| *r == before));
                 self.timeline.selected = Some(row.unwrap_or(0));
             }
+            Action::HideEvals => self.toggle_hide_evals(model),
             Action::FocusLeft => self.focus = Focus::List,
             Action::FocusRight if self.list.selected.is_some() => self.focus = Focus::Timeline,
             Action::Back => match self.focus {
                 Focus::Timeline => self.focus = Focus::List,
-                Focus::List if self.filtering() => {
+                Focus::List if !self.filter.is_empty() => {
                     self.filter.clear();
-                    self.refresh_matches(model, true);
+                    self.refilter(model);
                 }
                 Focus::List => {}
             },
