@@ -90,10 +90,12 @@ pub enum Action {
     RerunSuite,
     JumpToSession,
     HideEvals,
+    SortList,
+    FlipOrder,
 }
 
 impl Action {
-    pub const ALL: [Action; 30] = [
+    pub const ALL: [Action; 32] = [
         Action::Quit,
         Action::Help,
         Action::NextTab,
@@ -124,6 +126,8 @@ impl Action {
         Action::RerunSuite,
         Action::JumpToSession,
         Action::HideEvals,
+        Action::SortList,
+        Action::FlipOrder,
     ];
 
     /// The action's name in the config file.
@@ -226,6 +230,18 @@ impl Action {
                 "hide_evals",
                 "hide or show closed eval sessions",
                 &["e"],
+                &[Sessions],
+            ),
+            Action::SortList => (
+                "sort_list",
+                "order sessions by the next column",
+                &["o"],
+                &[Sessions],
+            ),
+            Action::FlipOrder => (
+                "flip_order",
+                "sessions ascending or descending",
+                &["O"],
                 &[Sessions],
             ),
         }

@@ -256,3 +256,74 @@ fn the_evals_filter_narrows_the_suites_cases_and_keeps_the_selection_inside() {
     let text = screen(&mut app, 120, 20);
     assert!(text.contains("charge small amount"), "{text}");
 }
+
+fn call(app: &mut App, seq: u64, sid: &str) {
+    let called = tool_called(seq, TS, sid, &format!("call_{seq}"), "asaas/create_payment")
+        .input(json!({"value": 5}))
+        .outcome(json!({"result": {"id": "pay"}}))
+        .duration(3.0);
+    feed(app, &called.build());
+}
+
+#[test]
+fn the_session_list_orders_by_any_column_and_the_selection_stays_on_its_session() {
+    let (mut app, _) = ui::app();
+    created(&mut app, 1, "ses_b", "zoe");
+    created(&mut app, 2, "ses_c", "ana");
+    created(&mut app, 3, "ses_a", "max");
+    for seq in 4..7 {
+        call(&mut app, seq, "ses_b");
+    }
+    call(&mut app, 7, "ses_a");
+    // Newest first, as always, until a column is picked.
+    let text = screen(&mut app, 120, 20);
+    assert_eq!(listed(&text), ["ses_a", "ses_c", "ses_b"], "{text}");
+    keys(&mut app, "gj");
+    assert_eq!(app.sessions.list.selected.as_deref(), Some("ses_c"));
+    // `o` orders by ID, then USER, STATUS, CALLS …
+    keys(&mut app, "o");
+    let text = screen(&mut app, 120, 20);
+    assert_eq!(listed(&text), ["ses_a", "ses_b", "ses_c"], "{text}");
+    assert!(text.contains(" ID▲"), "{text}");
+    assert_eq!(app.sessions.list.selected.as_deref(), Some("ses_c"));
+    keys(&mut app, "o");
+    let text = screen(&mut app, 120, 20);
+    assert_eq!(listed(&text), ["ses_c", "ses_a", "ses_b"], "{text}");
+    assert!(text.contains("USER▲"), "{text}");
+    keys(&mut app, "ooO");
+    let text = screen(&mut app, 120, 20);
+    assert_eq!(listed(&text), ["ses_b", "ses_a", "ses_c"], "{text}");
+    assert!(text.contains("CALLS▼"), "{text}");
+    assert_eq!(app.sessions.list.selected.as_deref(), Some("ses_c"));
+    insta::assert_snapshot!("by_calls_descending", text);
+    // Rows arriving take their place in the order; the selection stays on ses_c.
+    for seq in 10..14 {
+        call(&mut app, seq, "ses_c");
+    }
+    created(&mut app, 20, "ses_d", "bo");
+    let text = screen(&mut app, 120, 20);
+    assert_eq!(
+        listed(&text),
+        ["ses_c", "ses_b", "ses_a", "ses_d"],
+        "{text}"
+    );
+    assert_eq!(app.sessions.list.selected.as_deref(), Some("ses_c"));
+    assert!(row_of(&text, "ses_c").contains('›'), "{text}");
+    // A filter orders what it keeps.
+    let text = filtered(&mut app, "-user:zoe");
+    assert_eq!(listed(&text), ["ses_c", "ses_a", "ses_d"], "{text}");
+    press(&mut app, KeyCode::Esc);
+    // Past the last column: newest first again, no arrow.
+    keys(&mut app, "ooo");
+    let text = screen(&mut app, 120, 20);
+    assert_eq!(
+        listed(&text),
+        ["ses_d", "ses_a", "ses_c", "ses_b"],
+        "{text}"
+    );
+    assert!(!text.contains('▲') && !text.contains('▼'), "{text}");
+}
+
+fn row_of<'a>(text: &'a str, id: &str) -> &'a str {
+    text.lines().find(|l| l.contains(id)).unwrap_or("")
+}

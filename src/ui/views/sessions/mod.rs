@@ -20,7 +20,7 @@ mod lines;
 mod render;
 mod state;
 
-pub use state::{CallSort, Detail, Focus, SessionsState};
+pub use state::{CallSort, Detail, Focus, ListColumn, ListOrder, SessionsState};
 
 use super::{Cx, Drawn, Effect, Pane, TextKey, View, text_key};
 use crate::model::Model;

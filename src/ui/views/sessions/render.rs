@@ -235,10 +235,15 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             .unwrap_or(0)
             .max(header.chars().count())
     };
-    let id_want = widest(" ID", &|s| {
+    // The ordering column's header carries ▲ or ▼.
+    let mut names = [" ID", "USER", "STATUS", "CALLS", "ENV", "LAST"].map(str::to_owned);
+    if let Some(column) = state.order.column {
+        names[column.index()].push(if state.order.descending { '▼' } else { '▲' });
+    }
+    let id_want = widest(&names[0], &|s| {
         1 + usize::from(s.external) + shown(&s.id).chars().count()
     });
-    let user_want = widest("USER", &|s| shown(&s.user).chars().count()).min(16);
+    let user_want = widest(&names[1], &|s| shown(&s.user).chars().count()).min(16);
     let cols = [
         Col {
             want: id_want,
@@ -250,11 +255,11 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             min: user_want.min(6),
             priority: 4,
         },
-        Col::whole(widest("STATUS", &|s| s.status.as_str().len()), 1),
-        Col::whole(widest("CALLS", &|s| s.calls.to_string().len()), 3),
-        Col::whole(widest("ENV", &|s| s.envelopes.to_string().len()), 2),
+        Col::whole(widest(&names[2], &|s| s.status.as_str().len()), 1),
+        Col::whole(widest(&names[3], &|s| s.calls.to_string().len()), 3),
+        Col::whole(widest(&names[4], &|s| s.envelopes.to_string().len()), 2),
         Col::whole(
-            widest("LAST", &|s| fmt_age(now, s.last_activity_ms).len()),
+            widest(&names[5], &|s| fmt_age(now, s.last_activity_ms).len()),
             5,
         ),
     ];
@@ -297,12 +302,7 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             r
         })
     });
-    let header = Row::new(keep(
-        [" ID", "USER", "STATUS", "CALLS", "ENV", "LAST"]
-            .map(Cell::from)
-            .to_vec(),
-    ))
-    .style(theme.muted());
+    let header = Row::new(keep(names.map(Cell::from).to_vec())).style(theme.muted());
     let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, inner);
     Some(placed_list(

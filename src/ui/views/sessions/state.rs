@@ -23,6 +23,55 @@ pub enum CallSort {
     Duration,
 }
 
+/// A column the session list can be ordered by, in the order `sort_column` steps through
+/// them (after them, the list is newest first again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListColumn {
+    Id,
+    User,
+    Status,
+    Calls,
+    Env,
+    Last,
+}
+
+impl ListColumn {
+    pub const ALL: [ListColumn; 6] = [
+        Self::Id,
+        Self::User,
+        Self::Status,
+        Self::Calls,
+        Self::Env,
+        Self::Last,
+    ];
+
+    /// The column's position among the list's columns (as drawn).
+    pub fn index(self) -> usize {
+        Self::ALL.iter().position(|c| *c == self).unwrap_or(0)
+    }
+
+    fn cmp(self, a: &Session, b: &Session) -> std::cmp::Ordering {
+        match self {
+            Self::Id => a.id.cmp(&b.id),
+            Self::User => a.user.to_lowercase().cmp(&b.user.to_lowercase()),
+            Self::Status => a.status.as_str().cmp(b.status.as_str()),
+            Self::Calls => a.calls.cmp(&b.calls),
+            Self::Env => a.envelopes.cmp(&b.envelopes),
+            Self::Last => {
+                let at = |s: &Session| s.last_activity_ms.unwrap_or(f64::NEG_INFINITY);
+                at(a).total_cmp(&at(b))
+            }
+        }
+    }
+}
+
+/// How the session list is ordered: newest first (no column), or by a column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ListOrder {
+    pub column: Option<ListColumn>,
+    pub descending: bool,
+}
+
 /// The open call detail: its text, prepared once, and how far it is scrolled.
 #[derive(Debug, Clone)]
 pub struct Detail {
@@ -43,6 +92,9 @@ pub struct SessionsState {
     pub editing_filter: bool,
     /// Closed sessions of the eval runner are left out of the list.
     pub hide_evals: bool,
+    pub order: ListOrder,
+    /// With a column to order by: the shown sessions' absolute positions, in list order.
+    ordered: Vec<u64>,
     pub sort: CallSort,
     pub detail: Option<Detail>,
     /// Absolute positions of matching sessions, ascending; extended as sessions arrive.
@@ -111,6 +163,7 @@ impl SessionsState {
     /// it still shows, else the first row.
     fn refilter(&mut self, model: &Model) {
         self.refresh_matches(model, true);
+        self.reorder(model);
         if self.selected_row(model).is_none() {
             self.select_row(model, 0);
         }
@@ -118,7 +171,9 @@ impl SessionsState {
     }
 
     pub fn list_len(&self, model: &Model) -> usize {
-        if self.filtering() {
+        if self.order.column.is_some() {
+            self.ordered.len()
+        } else if self.filtering() {
             self.matches.len()
         } else {
             model.sessions_len()
@@ -126,7 +181,9 @@ impl SessionsState {
     }
 
     pub fn list_row<'m>(&self, model: &'m Model, row: usize) -> Option<&'m Session> {
-        if self.filtering() {
+        if self.order.column.is_some() {
+            model.session_abs(*self.ordered.get(row)?)
+        } else if self.filtering() {
             let i = self.matches.len().checked_sub(row + 1)?;
             model.session_abs(self.matches[i])
         } else {
@@ -135,7 +192,10 @@ impl SessionsState {
     }
 
     fn row_of(&self, model: &Model, id: &str) -> Option<usize> {
-        if self.filtering() {
+        if self.order.column.is_some() {
+            let abs = model.abs_of(id)?;
+            self.ordered.iter().position(|a| *a == abs)
+        } else if self.filtering() {
             let abs = model.abs_of(id)?;
             let i = self.matches.binary_search(&abs).ok()?;
             Some(self.matches.len() - 1 - i)
@@ -177,10 +237,51 @@ impl SessionsState {
         self.scanned_to = model.end_abs();
     }
 
+    /// Orders the shown sessions by the chosen column (ties newest first). Sessions change
+    /// as frames arrive (calls, status), so this runs after every model change; the
+    /// selection is by id and stays on its session wherever it lands.
+    fn reorder(&mut self, model: &Model) {
+        self.ordered.clear();
+        let Some(column) = self.order.column else {
+            return;
+        };
+        if self.filtering() {
+            self.ordered.extend(self.matches.iter().rev());
+        } else {
+            self.ordered
+                .extend((model.first_abs()..model.end_abs()).rev());
+        }
+        let descending = self.order.descending;
+        self.ordered.sort_by(|a, b| {
+            let (Some(sa), Some(sb)) = (model.session_abs(*a), model.session_abs(*b)) else {
+                return std::cmp::Ordering::Equal;
+            };
+            let by = column.cmp(sa, sb);
+            let by = if descending { by.reverse() } else { by };
+            by.then(b.cmp(a))
+        });
+    }
+
+    /// The next column to order the list by (after the last, newest first again).
+    pub fn sort_column(&mut self, model: &Model) {
+        self.order.column = match self.order.column {
+            None => Some(ListColumn::ALL[0]),
+            Some(c) => ListColumn::ALL.get(c.index() + 1).copied(),
+        };
+        self.reorder(model);
+    }
+
+    /// Ascending and descending swap.
+    pub fn flip_order(&mut self, model: &Model) {
+        self.order.descending = !self.order.descending;
+        self.reorder(model);
+    }
+
     /// Keeps the selection on the same session as rows arrive; picks the newest when there
     /// was none or it is gone. The timeline order and an open call follow the model.
     pub fn after_model_change(&mut self, model: &Model) {
         self.refresh_matches(model, false);
+        self.reorder(model);
         if self.selected_row(model).is_none() {
             self.select_row(model, 0);
         }
@@ -226,6 +327,7 @@ impl SessionsState {
             self.filter.clear();
             self.hide_evals = false;
             self.refresh_matches(model, true);
+            self.reorder(model);
         }
         if self.list.selected.as_deref() != Some(id) {
             self.reset_timeline();
@@ -318,6 +420,8 @@ impl SessionsState {
                 self.timeline.selected = Some(row.unwrap_or(0));
             }
             Action::HideEvals => self.toggle_hide_evals(model),
+            Action::SortList => self.sort_column(model),
+            Action::FlipOrder => self.flip_order(model),
             Action::FocusLeft => self.focus = Focus::List,
             Action::FocusRight if self.list.selected.is_some() => self.focus = Focus::Timeline,
             Action::Back => match self.focus {
