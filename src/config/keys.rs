@@ -92,10 +92,11 @@ pub enum Action {
     HideEvals,
     SortList,
     FlipOrder,
+    Jump,
 }
 
 impl Action {
-    pub const ALL: [Action; 32] = [
+    pub const ALL: [Action; 33] = [
         Action::Quit,
         Action::Help,
         Action::NextTab,
@@ -128,6 +129,7 @@ impl Action {
         Action::HideEvals,
         Action::SortList,
         Action::FlipOrder,
+        Action::Jump,
     ];
 
     /// The action's name in the config file.
@@ -163,6 +165,12 @@ impl Action {
         match self {
             Action::Quit => ("quit", "quit", &["q", "ctrl-c"], &[Global]),
             Action::Help => ("help", "show or hide this help", &["?"], &[Global]),
+            Action::Jump => (
+                "jump",
+                "jump to a session, approval or case by id",
+                &[":"],
+                &[Global],
+            ),
             Action::NextTab => ("next_tab", "next tab", &["tab"], &[Global]),
             Action::PrevTab => ("prev_tab", "previous tab", &["shift-tab"], &[Global]),
             Action::TabSessions => ("tab_sessions", "Sessions tab", &["1"], &[Global]),

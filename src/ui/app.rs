@@ -119,6 +119,8 @@ pub struct App {
     pub help_fit: (usize, usize),
     /// A one-line message for the status bar (a REST error, say); cleared by the next key.
     pub notice: Option<String>,
+    /// The jump prompt's text while it is open (`:`; see `jump`).
+    pub jump: Option<String>,
     /// Who decisions are sent as (`by` in the request body).
     pub user: String,
     pub quit: bool,
@@ -151,6 +153,7 @@ impl App {
             help_fit: (0, 0),
             awaiting: None,
             notice: None,
+            jump: None,
             user: "spyglass".to_owned(),
             quit: false,
             outbox: None,
@@ -343,6 +346,9 @@ impl App {
             return;
         }
         self.dirty = true;
+        if self.jump_key(key) {
+            return;
+        }
         self.notice = None;
         if self.show_help {
             // Any key closes help; the quit keys still quit, and the scroll keys scroll
@@ -383,6 +389,10 @@ impl App {
             Action::Quit => Effect::Quit,
             Action::Help => {
                 self.show_help = !self.show_help;
+                Effect::None
+            }
+            Action::Jump => {
+                self.start_jump();
                 Effect::None
             }
             Action::NextTab => {

@@ -327,3 +327,63 @@ fn the_session_list_orders_by_any_column_and_the_selection_stays_on_its_session(
 fn row_of<'a>(text: &'a str, id: &str) -> &'a str {
     text.lines().find(|l| l.contains(id)).unwrap_or("")
 }
+
+fn jump(app: &mut App, wanted: &str) -> String {
+    keys(app, ":");
+    keys(app, wanted);
+    press(app, KeyCode::Enter);
+    screen(app, 120, 20)
+}
+
+#[test]
+fn colon_jumps_to_a_session_an_approval_or_a_case_by_id_or_prefix() {
+    let mut app = approvals();
+    created(&mut app, 20, "ses_zeta", "bo");
+    feed(&mut app, &eval(21, "refund twice", "failed"));
+    // The prompt shows in the status bar as it is typed.
+    keys(&mut app, ":");
+    keys(&mut app, "apr_0");
+    let text = screen(&mut app, 120, 20);
+    let status = text.lines().last().unwrap_or("");
+    assert!(status.contains("jump to: apr_0▏"), "{text}");
+    insta::assert_snapshot!("jump_prompt", text);
+    press(&mut app, KeyCode::Char('2'));
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.tab, Tab::Approvals);
+    assert_eq!(app.approvals.list.selected.as_deref(), Some("apr_02"));
+    // A filter hiding the approval gives way.
+    filtered(&mut app, "status:denied");
+    jump(&mut app, "apr_01");
+    assert_eq!(app.approvals.list.selected.as_deref(), Some("apr_01"));
+    assert!(app.approvals.filter.is_empty());
+    // A session by its prefix, from another tab.
+    let text = jump(&mut app, "ses_z");
+    assert_eq!(app.tab, Tab::Sessions);
+    assert_eq!(app.sessions.list.selected.as_deref(), Some("ses_zeta"));
+    assert!(!text.contains("matches for"), "{text}");
+    // A case by the start of its name, any case.
+    jump(&mut app, "REFUND");
+    assert_eq!(app.tab, Tab::Evals);
+    assert_eq!(app.evals.cases.selected.as_deref(), Some("refund twice"));
+    // Several start alike: the first is shown, and the bar says there were more.
+    let text = jump(&mut app, "apr_");
+    assert_eq!(app.approvals.list.selected.as_deref(), Some("apr_01"));
+    assert!(
+        text.contains("3 matches for “apr_”: showing approval apr_01"),
+        "{text}"
+    );
+    // Unknown: a clear message, and nothing moves.
+    let text = jump(&mut app, "nope");
+    assert_eq!(app.tab, Tab::Approvals);
+    assert!(
+        text.contains("nothing to jump to: no session, approval or eval case starts with “nope”"),
+        "{text}"
+    );
+    // Esc closes the prompt without going anywhere; the next key acts as usual.
+    keys(&mut app, ":ses");
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.jump, None);
+    assert_eq!(app.tab, Tab::Approvals);
+    keys(&mut app, "1");
+    assert_eq!(app.tab, Tab::Sessions);
+}

@@ -244,6 +244,18 @@ impl ApprovalsState {
         }
     }
 
+    /// Shows one approval (a jump): a filter hiding it is cleared, an open pane closed.
+    pub fn select(&mut self, id: &str, model: &Model) {
+        if !self.rows.iter().any(|r| r == id) {
+            self.filter.clear();
+            self.editing_filter = false;
+            self.refilter(model);
+        }
+        self.detail = None;
+        self.prompt = None;
+        self.list.selected = Some(id.to_owned());
+    }
+
     /// The filter changed: the rows are matched again.
     fn refilter(&mut self, model: &Model) {
         self.built_rev = None;

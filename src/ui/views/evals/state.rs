@@ -76,6 +76,21 @@ impl EvalsState {
         self.shown_cases(suite).iter().position(|c| c.case == case)
     }
 
+    /// Shows one case (a jump): its suite selected, the cases focused, a filter hiding
+    /// it cleared.
+    pub fn select_case(&mut self, suite: &str, case: &str, model: &Model) {
+        self.detail = None;
+        self.suites.selected = Some(suite.to_owned());
+        self.cases.selected = Some(case.to_owned());
+        self.focus = EvalFocus::Cases;
+        if let Some(summary) = self.suite(model)
+            && self.case_row(summary).is_none()
+        {
+            self.filter.clear();
+            self.editing_filter = false;
+        }
+    }
+
     /// A key while the filter is typed; the selection moves to the first shown case when
     /// the filter hides it.
     pub(super) fn filter_key(&mut self, key: TextKey, model: &Model) -> Effect {
