@@ -93,10 +93,11 @@ pub enum Action {
     SortList,
     FlipOrder,
     Jump,
+    Mark,
 }
 
 impl Action {
-    pub const ALL: [Action; 33] = [
+    pub const ALL: [Action; 34] = [
         Action::Quit,
         Action::Help,
         Action::NextTab,
@@ -130,6 +131,7 @@ impl Action {
         Action::SortList,
         Action::FlipOrder,
         Action::Jump,
+        Action::Mark,
     ];
 
     /// The action's name in the config file.
@@ -213,6 +215,12 @@ impl Action {
             ),
             Action::Approve => ("approve", "approve the selected call", &["a"], &[Approvals]),
             Action::Deny => ("deny", "deny the selected call", &["d"], &[Approvals]),
+            Action::Mark => (
+                "mark",
+                "mark a call; a/d then decide all marked",
+                &["space", "m"],
+                &[Approvals],
+            ),
             Action::Confirm => ("confirm", "confirm an approve or deny", &["y"], &[Prompt]),
             Action::Note => ("note", "add a note before confirming", &["n"], &[Prompt]),
             Action::Follow => (

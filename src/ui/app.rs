@@ -435,6 +435,24 @@ impl App {
                 approve,
                 note,
             } => self.send_decision(&approval_id, approve, &note),
+            Effect::DecideAll {
+                approval_ids,
+                approve,
+                note,
+            } => {
+                let verb = if approve { "approve" } else { "deny" };
+                let what = format!("{verb} {} calls", approval_ids.len());
+                if self.outbox.is_none() {
+                    self.notice = self
+                        .offline(&what)
+                        .map(|why| format!("{why}; nothing sent"));
+                    return;
+                }
+                for id in &approval_ids {
+                    self.send_decision(id, approve, &note);
+                }
+                self.notice = Some(format!("{what} sent; waiting for the runtime"));
+            }
             Effect::Rerun { suite, case } => self.rerun(suite, case),
             Effect::ShowSession(id) => {
                 if self.sessions.select_session(&id, &self.model) {

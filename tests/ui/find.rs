@@ -387,3 +387,49 @@ fn colon_jumps_to_a_session_an_approval_or_a_case_by_id_or_prefix() {
     keys(&mut app, "1");
     assert_eq!(app.tab, Tab::Sessions);
 }
+
+#[test]
+fn marked_approvals_are_decided_together_after_one_confirmation_naming_the_count() {
+    let mut app = approvals();
+    keys(&mut app, "2");
+    // Space marks the row and moves on; the title counts the marks.
+    press(&mut app, KeyCode::Char(' '));
+    press(&mut app, KeyCode::Char(' '));
+    let text = screen(&mut app, 120, 20);
+    assert!(text.contains("· 2 marked"), "{text}");
+    assert!(row_of(&text, "create_payment").contains("●"), "{text}");
+    assert!(row_of(&text, "emit_nfe").contains("●"), "{text}");
+    assert!(!row_of(&text, "asaas/refund").contains("●"), "{text}");
+    // Marked twice is unmarked; the denied one marked is left out of the decision.
+    press(&mut app, KeyCode::Char(' '));
+    keys(&mut app, "m");
+    assert_eq!(app.approvals.marked, ["apr_01", "apr_02"]);
+    keys(&mut app, "m");
+    assert_eq!(app.approvals.marked, ["apr_01", "apr_02", "apr_03"]);
+    keys(&mut app, "d");
+    let text = screen(&mut app, 120, 20);
+    assert!(text.contains("Deny all 2 marked calls?"), "{text}");
+    assert!(text.contains("apr_01, apr_02"), "{text}");
+    assert!(text.contains("y confirm all 2"), "{text}");
+    assert!(
+        text.contains("1 marked call(s) already decided are left out"),
+        "{text}"
+    );
+    insta::assert_snapshot!("deny_marked", text);
+    // Confirmed: one request per call (here there is no runtime, and the bar says so once).
+    keys(&mut app, "y");
+    let text = screen(&mut app, 120, 20);
+    assert!(
+        text.contains("cannot deny 2 calls: no runtime to send it to; nothing sent"),
+        "{text}"
+    );
+    assert!(
+        app.approvals.marked.is_empty(),
+        "confirming clears the marks"
+    );
+    // Esc clears marks without deciding anything.
+    keys(&mut app, "gm");
+    press(&mut app, KeyCode::Esc);
+    assert!(app.approvals.marked.is_empty());
+    assert!(app.approvals.prompt.is_none());
+}

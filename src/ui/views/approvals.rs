@@ -40,6 +40,8 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
     pub approval_id: String,
+    /// The other marked approvals the same decision goes to (empty for one).
+    pub also: Vec<String>,
     pub approve: bool,
     pub note: String,
     pub editing_note: bool,
@@ -73,6 +75,8 @@ pub struct ApprovalsState {
     /// The rows shown are those this filter keeps (see `query::Query`).
     pub filter: String,
     pub editing_filter: bool,
+    /// Approvals marked to be decided together, in the order they were marked.
+    pub marked: Vec<String>,
 }
 
 /// Whether the filter keeps an approval: `status:`, `session:`, `tool:`, `rule:`, `id:`,
@@ -154,6 +158,16 @@ impl ApprovalsState {
     fn prompt_key(&mut self, key: KeyEvent, cx: &Cx) -> Effect {
         match cx.keymap.lookup(&[Scope::Prompt], &key) {
             Some(Action::Confirm) => match self.prompt.take() {
+                Some(p) if !p.also.is_empty() => {
+                    self.marked.clear();
+                    let mut ids = vec![p.approval_id];
+                    ids.extend(p.also);
+                    Effect::DecideAll {
+                        approval_ids: ids,
+                        approve: p.approve,
+                        note: p.note,
+                    }
+                }
                 Some(p) => Effect::Decide {
                     approval_id: p.approval_id,
                     approve: p.approve,
@@ -256,6 +270,37 @@ impl ApprovalsState {
         self.list.selected = Some(id.to_owned());
     }
 
+    /// Approve or deny with rows marked: one prompt for the marked ones still pending;
+    /// the decided ones are left out and said so.
+    fn prompt_marked(&mut self, approve: bool, model: &Model) -> Option<String> {
+        let pending: Vec<String> = self
+            .marked
+            .iter()
+            .filter(|id| {
+                model
+                    .approvals
+                    .get(id)
+                    .is_some_and(|a| a.status == ApprovalStatus::Pending)
+            })
+            .cloned()
+            .collect();
+        let skipped = self.marked.len() - pending.len();
+        let Some((first, rest)) = pending.split_first() else {
+            return Some(format!(
+                "none of the {} marked calls is still pending: nothing to decide",
+                self.marked.len()
+            ));
+        };
+        self.prompt = Some(Prompt {
+            approval_id: first.clone(),
+            also: rest.to_vec(),
+            approve,
+            note: String::new(),
+            editing_note: false,
+        });
+        (skipped > 0).then(|| format!("{skipped} marked call(s) already decided are left out"))
+    }
+
     /// The filter changed: the rows are matched again.
     fn refilter(&mut self, model: &Model) {
         self.built_rev = None;
@@ -321,6 +366,11 @@ impl ApprovalsState {
                 self.refilter(model);
                 return None;
             }
+            Action::Back if !self.marked.is_empty() => {
+                let n = self.marked.len();
+                self.marked.clear();
+                return Some(format!("{n} mark(s) cleared"));
+            }
             Action::Open => {
                 let a = self.selected(model)?;
                 self.detail = Some(ApprovalDetail {
@@ -336,6 +386,21 @@ impl ApprovalsState {
             | Action::PageDown
             | Action::Top
             | Action::Bottom => self.list.step(self.selected_row(), self.rows.len(), action),
+            Action::Mark => {
+                let id = self.list.selected.clone()?;
+                match self.marked.iter().position(|m| *m == id) {
+                    Some(i) => {
+                        self.marked.remove(i);
+                    }
+                    None => self.marked.push(id),
+                }
+                // On to the next row, so a run of rows is marked by repeating the key.
+                self.list
+                    .step(self.selected_row(), self.rows.len(), Action::Down)
+            }
+            Action::Approve | Action::Deny if !self.marked.is_empty() => {
+                return self.prompt_marked(action == Action::Approve, model);
+            }
             Action::Approve | Action::Deny => {
                 let approve = action == Action::Approve;
                 let Some(approval) = self.selected(model) else {
@@ -350,6 +415,7 @@ impl ApprovalsState {
                 }
                 self.prompt = Some(Prompt {
                     approval_id: approval.id.clone(),
+                    also: vec![],
                     approve,
                     note: String::new(),
                     editing_note: false,
@@ -512,6 +578,12 @@ impl ApprovalsState {
                 theme.warn(),
             ));
         }
+        if !self.marked.is_empty() {
+            title.push(Span::styled(
+                format!("· {} marked ", self.marked.len()),
+                theme.accent(),
+            ));
+        }
         title.push(Span::styled(format!("· {keys} "), theme.muted()));
         let title = Line::from(title);
         let block = Block::default()
@@ -552,7 +624,12 @@ impl ApprovalsState {
             .take(height)
             .filter_map(|(row, id)| {
                 let a = model.approvals.get(id)?;
-                let mark = if row == sel { "›" } else { " " };
+                let cursor = if row == sel { "›" } else { " " };
+                let mark = if self.marked.contains(id) {
+                    format!("{cursor}●")
+                } else {
+                    cursor.to_owned()
+                };
                 let (state, replay, style) = cells(a, now, theme);
                 Some(Cells {
                     row,
@@ -762,6 +839,9 @@ fn rule_sentence(a: &Approval) -> String {
 fn prompt_lines(prompt: &Prompt, cx: &Cx, width: usize) -> Vec<Line<'static>> {
     let theme = cx.theme;
     let verb = if prompt.approve { "Approve" } else { "Deny" };
+    if !prompt.also.is_empty() {
+        return marked_prompt_lines(prompt, verb, cx, width);
+    }
     let approval = cx.model.approvals.get(&prompt.approval_id);
     let what = approval
         .map(|a| format!("{} for {}", a.tool, a.session_id))
@@ -799,6 +879,48 @@ fn prompt_lines(prompt: &Prompt, cx: &Cx, width: usize) -> Vec<Line<'static>> {
         say(
             &format!(
                 "{} confirm · {} add a note · any other key cancels",
+                key(Action::Confirm),
+                key(Action::Note)
+            ),
+            theme.muted(),
+        );
+    }
+    lines
+}
+
+/// The prompt for several marked calls: how many, and which.
+fn marked_prompt_lines(prompt: &Prompt, verb: &str, cx: &Cx, width: usize) -> Vec<Line<'static>> {
+    let theme = cx.theme;
+    let count = prompt.also.len() + 1;
+    let ids: Vec<&str> = std::iter::once(prompt.approval_id.as_str())
+        .chain(prompt.also.iter().map(String::as_str))
+        .collect();
+    let key = |a: Action| key_label(cx.keymap, a);
+    let mut lines = Vec::new();
+    let mut say = |text: &str, style: Style| {
+        lines.extend(
+            wrap_words(&shown(text), width)
+                .into_iter()
+                .map(|l| Line::from(Span::styled(l, style))),
+        );
+    };
+    say(
+        &format!("{verb} all {count} marked calls?"),
+        theme.warn().add_modifier(Modifier::BOLD),
+    );
+    say(&ids.join(", "), Style::default());
+    if prompt.editing_note {
+        say(
+            &format!("note (for all {count}): {}▏", prompt.note),
+            theme.accent(),
+        );
+    } else {
+        if !prompt.note.is_empty() {
+            say(&format!("note: {}", prompt.note), theme.accent());
+        }
+        say(
+            &format!(
+                "{} confirm all {count} · {} add a note · any other key cancels",
                 key(Action::Confirm),
                 key(Action::Note)
             ),

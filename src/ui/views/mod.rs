@@ -43,6 +43,12 @@ pub enum Effect {
         approve: bool,
         note: String,
     },
+    /// Send one confirmed decision to several marked approvals.
+    DecideAll {
+        approval_ids: Vec<String>,
+        approve: bool,
+        note: String,
+    },
     /// Rerun a case (or, without one, the whole suite).
     Rerun {
         suite: String,
