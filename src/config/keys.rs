@@ -94,10 +94,11 @@ pub enum Action {
     FlipOrder,
     Jump,
     Mark,
+    FoldSteps,
 }
 
 impl Action {
-    pub const ALL: [Action; 34] = [
+    pub const ALL: [Action; 35] = [
         Action::Quit,
         Action::Help,
         Action::NextTab,
@@ -132,6 +133,7 @@ impl Action {
         Action::FlipOrder,
         Action::Jump,
         Action::Mark,
+        Action::FoldSteps,
     ];
 
     /// The action's name in the config file.
@@ -252,6 +254,12 @@ impl Action {
                 "sort_list",
                 "order sessions by the next column",
                 &["o"],
+                &[Sessions],
+            ),
+            Action::FoldSteps => (
+                "fold_steps",
+                "fold or unfold every step (enter: one)",
+                &["z"],
                 &[Sessions],
             ),
             Action::FlipOrder => (

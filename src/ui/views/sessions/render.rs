@@ -72,9 +72,16 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
     // `after_model_change`) is built for this frame only.
     let built;
     let cache = match &state.cache {
-        Some(c) if c.session_id == session.id && c.rev == session.rev && c.sort == state.sort => c,
+        Some(c)
+            if c.session_id == session.id
+                && c.rev == session.rev
+                && c.sort == state.sort
+                && c.collapsed == state.collapsed =>
+        {
+            c
+        }
         _ => {
-            built = build_timeline(session, state.sort);
+            built = build_timeline(session, state.sort, &state.collapsed);
             &built
         }
     };
@@ -547,7 +554,12 @@ fn render_timeline(
                 let Some(s) = session.timeline.steps.get(i) else {
                     continue;
                 };
-                let label = format!("▾ step {} · {}", s.iteration, s.finish_reason);
+                let glyph = if state.collapsed.contains(&i) {
+                    "▸"
+                } else {
+                    "▾"
+                };
+                let label = format!("{glyph} step {} · {}", s.iteration, s.finish_reason);
                 (
                     label,
                     Some(s.start_ms),

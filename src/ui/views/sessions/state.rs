@@ -105,6 +105,8 @@ pub struct SessionsState {
     pub(super) cache: Option<TimelineCache>,
     /// Lines of the open call the pane shows at once.
     pub(super) detail_page: usize,
+    /// The selected session's folded steps (by step index), their calls hidden.
+    pub collapsed: Vec<usize>,
 }
 
 /// Where a session came from, as `source:` reads it: grouped agent events are `external`;
@@ -305,6 +307,59 @@ impl SessionsState {
     fn reset_timeline(&mut self) {
         self.timeline.selected = Some(0);
         self.timeline.offset = 0;
+        self.collapsed.clear();
+    }
+
+    /// Folds the steps given (or unfolds them), the cursor staying on its row or, when
+    /// that row was folded away, on its step.
+    fn fold(&mut self, model: &Model, change: impl FnOnce(&mut Vec<usize>, &[TimelineRow])) {
+        let Some(cache) = &self.cache else { return };
+        let rows = cache.rows.clone();
+        let sel = self.timeline_sel();
+        let before = rows.get(sel).copied();
+        let step_of = rows
+            .iter()
+            .take(sel + 1)
+            .rev()
+            .find(|r| matches!(r, TimelineRow::Step(_)))
+            .copied();
+        change(&mut self.collapsed, &rows);
+        self.collapsed.sort_unstable();
+        self.collapsed.dedup();
+        self.ensure_cache(model);
+        let Some(cache) = &self.cache else { return };
+        let at =
+            |want: Option<TimelineRow>| want.and_then(|w| cache.rows.iter().position(|r| *r == w));
+        self.timeline.selected = Some(at(before).or_else(|| at(step_of)).unwrap_or(0));
+    }
+
+    /// Enter on a step folds or unfolds it.
+    fn toggle_step(&mut self, step: usize, model: &Model) {
+        self.fold(model, |collapsed, _| {
+            match collapsed.iter().position(|s| *s == step) {
+                Some(i) => {
+                    collapsed.remove(i);
+                }
+                None => collapsed.push(step),
+            }
+        });
+    }
+
+    /// Folds every step, or unfolds them all when all are folded.
+    fn toggle_all_steps(&mut self, model: &Model) {
+        let steps = self
+            .list
+            .selected
+            .as_deref()
+            .and_then(|id| model.session(id))
+            .map_or(0, |s| s.timeline.steps.len());
+        self.fold(model, |collapsed, _| {
+            if collapsed.len() >= steps {
+                collapsed.clear();
+            } else {
+                *collapsed = (0..steps).collect();
+            }
+        });
     }
 
     fn select_row(&mut self, model: &Model, row: usize) {
@@ -361,10 +416,11 @@ impl SessionsState {
             && cache.session_id == session.id
             && cache.rev == session.rev
             && cache.sort == self.sort
+            && cache.collapsed == self.collapsed
         {
             return;
         }
-        let cache = build_timeline(session, self.sort);
+        let cache = build_timeline(session, self.sort, &self.collapsed);
         let last = cache.rows.len().saturating_sub(1);
         self.timeline.selected = Some(self.timeline_sel().min(last));
         self.cache = Some(cache);
@@ -421,6 +477,7 @@ impl SessionsState {
             }
             Action::HideEvals => self.toggle_hide_evals(model),
             Action::SortList => self.sort_column(model),
+            Action::FoldSteps => self.toggle_all_steps(model),
             Action::FlipOrder => self.flip_order(model),
             Action::FocusLeft => self.focus = Focus::List,
             Action::FocusRight if self.list.selected.is_some() => self.focus = Focus::Timeline,
@@ -434,7 +491,16 @@ impl SessionsState {
             },
             Action::Open => match self.focus {
                 Focus::List if self.list.selected.is_some() => self.focus = Focus::Timeline,
-                Focus::Timeline => self.open_detail(model),
+                Focus::Timeline => match self
+                    .cache
+                    .as_ref()
+                    .and_then(|c| c.rows.get(self.timeline_sel()).copied())
+                {
+                    Some(TimelineRow::Step(i)) if self.sort == CallSort::Start => {
+                        self.toggle_step(i, model);
+                    }
+                    _ => self.open_detail(model),
+                },
                 Focus::List => {}
             },
             Action::Up
