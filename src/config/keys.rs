@@ -95,10 +95,12 @@ pub enum Action {
     Jump,
     Mark,
     FoldSteps,
+    NextMatch,
+    PrevMatch,
 }
 
 impl Action {
-    pub const ALL: [Action; 35] = [
+    pub const ALL: [Action; 37] = [
         Action::Quit,
         Action::Help,
         Action::NextTab,
@@ -134,6 +136,8 @@ impl Action {
         Action::Jump,
         Action::Mark,
         Action::FoldSteps,
+        Action::NextMatch,
+        Action::PrevMatch,
     ];
 
     /// The action's name in the config file.
@@ -254,6 +258,18 @@ impl Action {
                 "sort_list",
                 "order sessions by the next column",
                 &["o"],
+                &[Sessions],
+            ),
+            Action::NextMatch => (
+                "next_match",
+                "an open call: next match of / search",
+                &["n"],
+                &[Sessions],
+            ),
+            Action::PrevMatch => (
+                "prev_match",
+                "an open call: previous match",
+                &["N"],
                 &[Sessions],
             ),
             Action::FoldSteps => (

@@ -433,3 +433,44 @@ fn marked_approvals_are_decided_together_after_one_confirmation_naming_the_count
     assert!(app.approvals.marked.is_empty());
     assert!(app.approvals.prompt.is_none());
 }
+
+#[test]
+fn slash_searches_an_open_call_and_n_goes_to_the_next_match() {
+    let (mut app, _) = ui::app();
+    created(&mut app, 1, "ses_1", "ana");
+    let big: serde_json::Map<String, serde_json::Value> = (0..40)
+        .map(|i| (format!("field_{i:02}"), json!(i)))
+        .collect();
+    let called = tool_called(2, TS, "ses_1", "call_1", "asaas/create_payment")
+        .input(serde_json::Value::Object(big))
+        .outcome(json!({"result": {"id": "pay_1", "field_07": "again"}}))
+        .duration(3.0);
+    feed(&mut app, &called.build());
+    keys(&mut app, "l");
+    press(&mut app, KeyCode::Enter);
+    assert!(app.sessions.detail.is_some());
+    keys(&mut app, "/field_07");
+    let text = screen(&mut app, 100, 16);
+    assert!(text.contains("/field_07▏ 1/2"), "{text}");
+    assert!(
+        text.contains("\"field_07\": 7"),
+        "the first match is in view: {text}"
+    );
+    press(&mut app, KeyCode::Enter);
+    keys(&mut app, "n");
+    let text = screen(&mut app, 100, 16);
+    assert!(text.contains("/field_07 2/2"), "{text}");
+    assert!(text.contains("\"field_07\": \"again\""), "{text}");
+    insta::assert_snapshot!("call_search", text);
+    keys(&mut app, "N");
+    let text = screen(&mut app, 100, 16);
+    assert!(text.contains("/field_07 1/2"), "{text}");
+    // No match says so; Esc while typing drops the search, the call stays open.
+    keys(&mut app, "/nothing");
+    let text = screen(&mut app, 100, 16);
+    assert!(text.contains("/nothing▏ no match"), "{text}");
+    press(&mut app, KeyCode::Esc);
+    assert!(app.sessions.detail.is_some());
+    let text = screen(&mut app, 100, 16);
+    assert!(!text.contains("/nothing"), "{text}");
+}

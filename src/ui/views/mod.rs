@@ -7,6 +7,7 @@ pub mod diff;
 pub mod evals;
 pub mod events;
 pub mod query;
+pub mod search;
 pub mod sessions;
 
 use crate::model::Model;

@@ -35,6 +35,13 @@ impl View for SessionsState {
     }
 
     fn on_key(&mut self, key: KeyEvent, cx: &Cx) -> Option<Effect> {
+        if self.searching() {
+            match text_key(cx.keymap, key) {
+                TextKey::Quit => return Some(Effect::Quit),
+                other => self.search_key(other),
+            }
+            return Some(Effect::None);
+        }
         if !self.editing_filter {
             return None;
         }

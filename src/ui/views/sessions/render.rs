@@ -639,7 +639,15 @@ fn render_timeline(
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, detail: &Detail, cx: &Cx) -> Placed {
-    let hints = scroll_hint(cx.keymap);
+    let mut hints = scroll_hint(cx.keymap);
+    let found = detail.search.label(&detail.lines);
+    if !found.is_empty() {
+        hints = format!(
+            "{found} · {}/{} next/previous · {hints}",
+            key_cap(cx.keymap, Action::NextMatch),
+            key_cap(cx.keymap, Action::PrevMatch)
+        );
+    }
     draw_detail(
         frame,
         area,

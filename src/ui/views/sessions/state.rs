@@ -4,7 +4,9 @@
 use super::lines::{TimelineCache, TimelineRow, build_timeline, detail_lines, pretty};
 use crate::model::{Call, Model, Session};
 use crate::ui::action::Action;
+use crate::ui::views::TextKey;
 use crate::ui::views::query::Query;
+use crate::ui::views::search::PaneSearch;
 use crate::ui::views::{ListCursor, edit_filter, end_filter, scroll_pane};
 use crossterm::event::KeyEvent;
 use ratatui::layout::Position;
@@ -81,6 +83,7 @@ pub struct Detail {
     /// (is a heading, text)
     pub(super) lines: Vec<(bool, String)>,
     pub scroll: usize,
+    pub search: PaneSearch,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -394,6 +397,21 @@ impl SessionsState {
         true
     }
 
+    /// Whether a key is text for a search in the open call.
+    pub fn searching(&self) -> bool {
+        self.detail.as_ref().is_some_and(|d| d.search.typing)
+    }
+
+    /// A key while a search in the open call is typed: the pane follows the first match.
+    pub fn search_key(&mut self, key: TextKey) {
+        let page = self.detail_page;
+        if let Some(detail) = &mut self.detail
+            && let Some(line) = detail.search.key(key, &detail.lines, detail.scroll)
+        {
+            detail.scroll = line.min(detail.lines.len().saturating_sub(page.max(1)));
+        }
+    }
+
     pub fn filter_key(&mut self, key: KeyEvent, model: &Model) {
         if edit_filter(&mut self.filter, key) {
             self.refilter(model);
@@ -438,6 +456,20 @@ impl SessionsState {
     fn on_action(&mut self, action: Action, model: &Model) {
         if let Some(detail) = &mut self.detail {
             let page = self.detail_page;
+            let last = detail.lines.len().saturating_sub(page.max(1));
+            let found = match action {
+                Action::Filter => {
+                    detail.search.start();
+                    return;
+                }
+                Action::NextMatch => detail.search.step(&detail.lines, true),
+                Action::PrevMatch => detail.search.step(&detail.lines, false),
+                _ => None,
+            };
+            if let Some(line) = found {
+                detail.scroll = line.min(last);
+                return;
+            }
             let scrolled = scroll_pane(&mut detail.scroll, detail.lines.len(), page, action);
             if !scrolled && matches!(action, Action::Back | Action::Open) {
                 self.detail = None;
@@ -611,6 +643,7 @@ impl SessionsState {
                 rev: session.rev,
                 lines: detail_lines(call),
                 scroll: 0,
+                search: PaneSearch::default(),
             });
         }
     }
