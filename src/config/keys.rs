@@ -97,10 +97,11 @@ pub enum Action {
     FoldSteps,
     NextMatch,
     PrevMatch,
+    Times,
 }
 
 impl Action {
-    pub const ALL: [Action; 37] = [
+    pub const ALL: [Action; 38] = [
         Action::Quit,
         Action::Help,
         Action::NextTab,
@@ -138,6 +139,7 @@ impl Action {
         Action::FoldSteps,
         Action::NextMatch,
         Action::PrevMatch,
+        Action::Times,
     ];
 
     /// The action's name in the config file.
@@ -270,6 +272,12 @@ impl Action {
                 "prev_match",
                 "an open call: previous match",
                 &["N"],
+                &[Sessions],
+            ),
+            Action::Times => (
+                "times",
+                "times as ages or as clock times",
+                &["T"],
                 &[Sessions],
             ),
             Action::FoldSteps => (

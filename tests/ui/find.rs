@@ -474,3 +474,34 @@ fn slash_searches_an_open_call_and_n_goes_to_the_next_match() {
     let text = screen(&mut app, 100, 16);
     assert!(!text.contains("/nothing"), "{text}");
 }
+
+#[test]
+fn times_show_as_ages_or_clock_times_with_the_date_in_a_replay() {
+    let (mut app, _) = ui::app();
+    created(&mut app, 1, "ses_1", "ana");
+    call(&mut app, 2, "ses_1");
+    let text = screen(&mut app, 120, 20);
+    assert!(row_of(&text, "ses_1").contains(" 30s│"), "{text}");
+    assert!(text.contains("+0ms"), "{text}");
+    keys(&mut app, "T");
+    let text = screen(&mut app, 120, 20);
+    assert!(row_of(&text, "ses_1").contains("21:43:30│"), "{text}");
+    assert!(
+        text.contains("21:43:30.000"),
+        "the timeline's start: {text}"
+    );
+    assert!(!text.contains("+0ms"), "{text}");
+    insta::assert_snapshot!("clock_times", text);
+    // A replay is of another day: the date comes first.
+    app.watching = spyglass::ui::Watching::Replay {
+        file: "old.jsonl".into(),
+    };
+    let text = screen(&mut app, 160, 20);
+    assert!(text.contains("2026-11-22 21:43:30"), "{text}");
+    keys(&mut app, "T");
+    let text = screen(&mut app, 160, 20);
+    assert!(
+        text.contains("+0ms") && !text.contains("2026-11-22"),
+        "{text}"
+    );
+}

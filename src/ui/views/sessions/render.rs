@@ -171,6 +171,21 @@ fn summary_lines(session: &Session, width: usize, theme: &Theme) -> Vec<Line<'st
     lines
 }
 
+/// An epoch-milliseconds instant as a UTC clock time (`21:43:30`, with `.123` when
+/// `millis`), the date before it in a replay, where the day is not today; `-` unknown.
+pub(super) fn clock_at(ms: Option<f64>, millis: bool, watching: &Watching) -> String {
+    let Some(at) = ms.and_then(|ms| chrono::DateTime::from_timestamp_millis(ms as i64)) else {
+        return "-".into();
+    };
+    let date = if matches!(watching, Watching::Replay { .. }) {
+        "%Y-%m-%d "
+    } else {
+        ""
+    };
+    let time = if millis { "%H:%M:%S%.3f" } else { "%H:%M:%S" };
+    at.format(&format!("{date}{time}")).to_string()
+}
+
 fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) -> Option<Placed> {
     let model = cx.model;
     let theme = cx.theme;
@@ -229,6 +244,14 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
     let sel = state.selected_row(model).unwrap_or(0);
     let offset = state.list.window(len, sel, height);
     let now = cx.now_ms;
+    // LAST as an age, or as the clock time it happened.
+    let last = |s: &Session| {
+        if state.absolute_times {
+            clock_at(s.last_activity_ms, false, cx.watching)
+        } else {
+            fmt_age(now, s.last_activity_ms)
+        }
+    };
     let visible = offset..len.min(offset + height);
     // Each column as wide as what it shows on screen; when they do not all fit, the id is
     // cut (with an ellipsis, its start telling sessions apart) down to 13, then whole
@@ -265,10 +288,7 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
         Col::whole(widest(&names[2], &|s| s.status.as_str().len()), 1),
         Col::whole(widest(&names[3], &|s| s.calls.to_string().len()), 3),
         Col::whole(widest(&names[4], &|s| s.envelopes.to_string().len()), 2),
-        Col::whole(
-            widest(&names[5], &|s| fmt_age(now, s.last_activity_ms).len()),
-            5,
-        ),
+        Col::whole(widest(&names[5], &|s| last(s).chars().count()), 5),
     ];
     // Room to spare goes to the id column.
     let widths = fit_columns_stretching(&cols, inner.width as usize, 0);
@@ -297,7 +317,7 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             Cell::from(
                 Line::from(Span::styled(s.envelopes.to_string(), env_style)).right_aligned(),
             ),
-            Cell::from(Line::from(fmt_age(now, s.last_activity_ms)).right_aligned()),
+            Cell::from(Line::from(last(s)).right_aligned()),
         ]));
         Some(if row == sel {
             r.style(if state.focus == Focus::List {
@@ -531,8 +551,17 @@ fn render_timeline(
     let bar_w = rest.saturating_sub(label_w).max(4);
 
     let mut lines = Vec::with_capacity(height + 1);
-    let left = "+0ms";
-    let right = format!("+{}", fmt_ms(cache.t1 - cache.t0));
+    let (left, right) = if state.absolute_times {
+        (
+            clock_at(Some(cache.t0), true, cx.watching),
+            clock_at(Some(cache.t1), true, cx.watching),
+        )
+    } else {
+        (
+            "+0ms".to_owned(),
+            format!("+{}", fmt_ms(cache.t1 - cache.t0)),
+        )
+    };
     let axis_fill = bar_w.saturating_sub(left.len() + right.chars().count() + 2);
     lines.push(Line::from(vec![
         Span::styled(format!(" {:<label_w$} ", "STEP / CALL"), theme.muted()),

@@ -110,6 +110,8 @@ pub struct SessionsState {
     pub(super) detail_page: usize,
     /// The selected session's folded steps (by step index), their calls hidden.
     pub collapsed: Vec<usize>,
+    /// Times as the clock read them (LAST, the timeline's ends) rather than ages and offsets.
+    pub absolute_times: bool,
 }
 
 /// Where a session came from, as `source:` reads it: grouped agent events are `external`;
@@ -510,6 +512,7 @@ impl SessionsState {
             Action::HideEvals => self.toggle_hide_evals(model),
             Action::SortList => self.sort_column(model),
             Action::FoldSteps => self.toggle_all_steps(model),
+            Action::Times => self.absolute_times = !self.absolute_times,
             Action::FlipOrder => self.flip_order(model),
             Action::FocusLeft => self.focus = Focus::List,
             Action::FocusRight if self.list.selected.is_some() => self.focus = Focus::Timeline,
