@@ -90,10 +90,19 @@ pub enum Action {
     RerunSuite,
     JumpToSession,
     PinRun,
+    HideEvals,
+    SortList,
+    FlipOrder,
+    Jump,
+    Mark,
+    FoldSteps,
+    NextMatch,
+    PrevMatch,
+    Times,
 }
 
 impl Action {
-    pub const ALL: [Action; 30] = [
+    pub const ALL: [Action; 39] = [
         Action::Quit,
         Action::Help,
         Action::NextTab,
@@ -124,6 +133,15 @@ impl Action {
         Action::RerunSuite,
         Action::JumpToSession,
         Action::PinRun,
+        Action::HideEvals,
+        Action::SortList,
+        Action::FlipOrder,
+        Action::Jump,
+        Action::Mark,
+        Action::FoldSteps,
+        Action::NextMatch,
+        Action::PrevMatch,
+        Action::Times,
     ];
 
     /// The action's name in the config file.
@@ -159,6 +177,12 @@ impl Action {
         match self {
             Action::Quit => ("quit", "quit", &["q", "ctrl-c"], &[Global]),
             Action::Help => ("help", "show or hide this help", &["?"], &[Global]),
+            Action::Jump => (
+                "jump",
+                "jump to a session, approval or case by id",
+                &[":"],
+                &[Global],
+            ),
             Action::NextTab => ("next_tab", "next tab", &["tab"], &[Global]),
             Action::PrevTab => ("prev_tab", "previous tab", &["shift-tab"], &[Global]),
             Action::TabSessions => ("tab_sessions", "Sessions tab", &["1"], &[Global]),
@@ -179,7 +203,12 @@ impl Action {
                 &[List],
             ),
             // Only the lists that can be filtered: a key listed in help must do something.
-            Action::Filter => ("filter", "filter the list", &["/"], &[Sessions, Events]),
+            Action::Filter => (
+                "filter",
+                "filter the list (key:value, -word excludes)",
+                &["/"],
+                &[Sessions, Approvals, Evals, Events],
+            ),
             Action::Copy => ("copy", "copy the selected item as JSON", &["y"], &[List]),
             Action::Sort => ("sort", "calls in order or by duration", &["s"], &[Sessions]),
             Action::FocusLeft => (
@@ -196,6 +225,12 @@ impl Action {
             ),
             Action::Approve => ("approve", "approve the selected call", &["a"], &[Approvals]),
             Action::Deny => ("deny", "deny the selected call", &["d"], &[Approvals]),
+            Action::Mark => (
+                "mark",
+                "mark a call; a/d then decide all marked",
+                &["space", "m"],
+                &[Approvals],
+            ),
             Action::Confirm => ("confirm", "confirm an approve or deny", &["y"], &[Prompt]),
             Action::Note => ("note", "add a note before confirming", &["n"], &[Prompt]),
             Action::Follow => (
@@ -222,6 +257,48 @@ impl Action {
                 "pin the newest run; later ones show changes",
                 &["p"],
                 &[Evals],
+            ),
+            Action::HideEvals => (
+                "hide_evals",
+                "hide or show closed eval sessions",
+                &["e"],
+                &[Sessions],
+            ),
+            Action::SortList => (
+                "sort_list",
+                "order sessions by the next column",
+                &["o"],
+                &[Sessions],
+            ),
+            Action::NextMatch => (
+                "next_match",
+                "an open call: next match of / search",
+                &["n"],
+                &[Sessions],
+            ),
+            Action::PrevMatch => (
+                "prev_match",
+                "an open call: previous match",
+                &["N"],
+                &[Sessions],
+            ),
+            Action::Times => (
+                "times",
+                "times as ages or as clock times",
+                &["T"],
+                &[Sessions],
+            ),
+            Action::FoldSteps => (
+                "fold_steps",
+                "fold or unfold every step (enter: one)",
+                &["z"],
+                &[Sessions],
+            ),
+            Action::FlipOrder => (
+                "flip_order",
+                "sessions ascending or descending",
+                &["O"],
+                &[Sessions],
             ),
         }
     }

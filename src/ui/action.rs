@@ -65,9 +65,10 @@ impl Tab {
         }
     }
 
-    /// Whether the tab has a text field (a filter or a note) the user can type into.
+    /// Whether the tab has a text field (a filter or a note) the user can type into:
+    /// every tab has a filter.
     pub fn has_text_input(self) -> bool {
-        !matches!(self, Self::Evals)
+        true
     }
 
     /// The tab a "go to tab" action goes to.

@@ -121,6 +121,8 @@ pub struct App {
     pub help_fit: (usize, usize),
     /// A one-line message for the status bar (a REST error, say); cleared by the next key.
     pub notice: Option<String>,
+    /// The jump prompt's text while it is open (`:`; see `jump`).
+    pub jump: Option<String>,
     /// Who decisions are sent as (`by` in the request body).
     pub user: String,
     pub quit: bool,
@@ -154,6 +156,7 @@ impl App {
             help_fit: (0, 0),
             awaiting: None,
             notice: None,
+            jump: None,
             user: "spyglass".to_owned(),
             quit: false,
             outbox: None,
@@ -346,6 +349,9 @@ impl App {
             return;
         }
         self.dirty = true;
+        if self.jump_key(key) {
+            return;
+        }
         self.notice = None;
         if self.show_help {
             // Any key closes help; the quit keys still quit, and the scroll keys scroll
@@ -388,6 +394,10 @@ impl App {
                 self.show_help = !self.show_help;
                 Effect::None
             }
+            Action::Jump => {
+                self.start_jump();
+                Effect::None
+            }
             Action::NextTab => {
                 self.tab = self.tab.next();
                 Effect::None
@@ -428,6 +438,24 @@ impl App {
                 approve,
                 note,
             } => self.send_decision(&approval_id, approve, &note),
+            Effect::DecideAll {
+                approval_ids,
+                approve,
+                note,
+            } => {
+                let verb = if approve { "approve" } else { "deny" };
+                let what = format!("{verb} {} calls", approval_ids.len());
+                if self.outbox.is_none() {
+                    self.notice = self
+                        .offline(&what)
+                        .map(|why| format!("{why}; nothing sent"));
+                    return;
+                }
+                for id in &approval_ids {
+                    self.send_decision(id, approve, &note);
+                }
+                self.notice = Some(format!("{what} sent; waiting for the runtime"));
+            }
             Effect::Rerun { suite, case } => self.rerun(suite, case),
             Effect::ShowSession(id) => {
                 if self.sessions.select_session(&id, &self.model) {

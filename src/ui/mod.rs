@@ -5,6 +5,7 @@
 pub mod action;
 pub mod app;
 pub mod clock;
+pub mod jump;
 pub mod logfile;
 pub mod render;
 pub mod run;

@@ -8,6 +8,7 @@ mod approvals_e2e;
 mod demo_headless;
 mod evals_view_e2e;
 mod examples;
+mod find_e2e;
 mod import_view;
 mod inspector_e2e;
 mod otel_producers;

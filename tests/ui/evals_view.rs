@@ -370,12 +370,13 @@ fn rerun_without_a_runtime_says_so_in_the_status_line() {
 fn help_on_the_evals_tab_lists_its_keys() {
     let mut app = app();
     key(&mut app, KeyCode::Char('?'));
-    let text = screen(&mut app, 110, 40);
+    let text = screen(&mut app, 110, 50);
     ui::assert_help_lists_the_keys_of(&text, Tab::Evals);
-    // The other tabs' keys are not listed, nor typing (this tab has no text field).
+    // The other tabs' keys are not listed; typing is (the cases can be filtered).
     assert!(!text.contains("approve the selected call"), "{text}");
     assert!(!text.contains("sort calls by start"), "{text}");
-    assert!(!text.contains("Typing a filter"), "{text}");
+    assert!(text.contains("Typing a filter"), "{text}");
+    assert!(text.contains("filter the list"), "{text}");
     assert!(text.contains('r') && text.contains("rerun the selected eval case"));
     insta::assert_snapshot!(text);
 }

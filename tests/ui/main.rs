@@ -10,6 +10,7 @@ mod clean_output_tui;
 mod contrast;
 mod evals_view;
 mod events_view;
+mod find;
 mod scrolling;
 mod sessions_view;
 mod timeline_order;

@@ -292,7 +292,7 @@ fn a_rejected_key_stops_and_names_the_fix() {
 fn help_is_generated_from_the_keymap() {
     let (mut app, _) = app();
     key(&mut app, KeyCode::Char('?'));
-    let text = screen(&mut app, 110, 40);
+    let text = screen(&mut app, 110, 50);
     // Help lists the global keys and the tab in view's, not the other tabs'.
     ui::assert_help_lists_the_keys_of(&text, spyglass::ui::Tab::Sessions);
     assert!(!text.contains("approve the selected call"), "{text}");

@@ -229,3 +229,46 @@ async fn a_millisecond_recording_replays_with_calls_under_their_steps() {
     in_order(&shown, ORDER);
     assert_eq!(app.model.counters.parse_errors, 0);
 }
+
+#[tokio::test]
+async fn steps_fold_and_unfold_one_at_a_time_or_all_together() {
+    use crate::support::ui::{key, press};
+    use crossterm::event::KeyCode;
+    let recorded = ms_only(&three_step_send().await);
+    let mut app = app();
+    feed(&mut app, &recorded);
+    // The timeline focused, its first row (step 0) selected: Enter folds it.
+    key(&mut app, 'l');
+    press(&mut app, KeyCode::Enter);
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("▸ step 0"), "{text}");
+    assert!(
+        !text.contains("  asaas/crea"),
+        "step 0's calls are folded: {text}"
+    );
+    in_order(&text, &["▸ step 0", "▾ step 1", "  nuvem-fis", "▾ step 2"]);
+    insta::assert_snapshot!("step_0_folded", text);
+    // Enter again unfolds it; nothing was opened.
+    press(&mut app, KeyCode::Enter);
+    let text = screen(&mut app, 80, 24);
+    in_order(&text, ORDER);
+    assert!(app.sessions.detail.is_none());
+    // `z` folds every step, the cursor going from a folded call to its step.
+    key(&mut app, 'j');
+    key(&mut app, 'j');
+    key(&mut app, 'z');
+    let text = screen(&mut app, 80, 24);
+    in_order(&text, &["▸ step 0", "▸ step 1", "▸ step 2"]);
+    assert!(
+        !text.contains("  asaas/") && !text.contains("  nuvem-fis"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("▸ step 0") && l.contains('›')),
+        "the cursor is on the folded call's step: {text}"
+    );
+    // `z` again unfolds them all.
+    key(&mut app, 'z');
+    in_order(&screen(&mut app, 80, 24), ORDER);
+}

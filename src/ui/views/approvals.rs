@@ -27,6 +27,7 @@ use crate::sanitize::{sanitize, shown, shown_text};
 use crate::ui::action::{Action, Scope};
 use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
+use crate::ui::views::query::Query;
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
@@ -39,6 +40,8 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
     pub approval_id: String,
+    /// The other marked approvals the same decision goes to (empty for one).
+    pub also: Vec<String>,
     pub approve: bool,
     pub note: String,
     pub editing_note: bool,
@@ -69,6 +72,26 @@ pub struct ApprovalsState {
     /// How many of `rows` lead as pending.
     pending_rows: usize,
     built_rev: Option<u64>,
+    /// The rows shown are those this filter keeps (see `query::Query`).
+    pub filter: String,
+    pub editing_filter: bool,
+    /// Approvals marked to be decided together, in the order they were marked.
+    pub marked: Vec<String>,
+}
+
+/// Whether the filter keeps an approval: `status:`, `session:`, `tool:`, `rule:`, `id:`,
+/// or text in its id, session, tool or rule.
+fn keeps(query: &Query, a: &Approval) -> bool {
+    query.matches(
+        &[
+            ("status", status_word(a.status)),
+            ("session", &a.session_id),
+            ("tool", &a.tool),
+            ("rule", &a.rule_id),
+            ("id", &a.id),
+        ],
+        &[&a.id, &a.session_id, &a.tool, &a.rule_id],
+    )
 }
 
 /// Whole seconds until `expires_ms` at `now_ms`; `None` once past (or unreadable).
@@ -135,6 +158,16 @@ impl ApprovalsState {
     fn prompt_key(&mut self, key: KeyEvent, cx: &Cx) -> Effect {
         match cx.keymap.lookup(&[Scope::Prompt], &key) {
             Some(Action::Confirm) => match self.prompt.take() {
+                Some(p) if !p.also.is_empty() => {
+                    self.marked.clear();
+                    let mut ids = vec![p.approval_id];
+                    ids.extend(p.also);
+                    Effect::DecideAll {
+                        approval_ids: ids,
+                        approve: p.approve,
+                        note: p.note,
+                    }
+                }
                 Some(p) => Effect::Decide {
                     approval_id: p.approval_id,
                     approve: p.approve,
@@ -185,22 +218,23 @@ impl ApprovalsState {
             .as_ref()
             .and_then(|id| self.rows.iter().position(|r| r == id))
             .filter(|row| *row < self.pending_rows);
+        let query = Query::parse(&self.filter);
         self.rows.clear();
         self.rows.extend(
             approvals
                 .iter()
-                .filter(|a| a.status == ApprovalStatus::Pending)
+                .filter(|a| a.status == ApprovalStatus::Pending && keeps(&query, a))
                 .map(|a| a.id.clone()),
         );
+        let pending_now = self.rows.len();
         self.rows.extend(
             approvals
                 .iter()
                 .rev()
-                .filter(|a| a.status != ApprovalStatus::Pending)
+                .filter(|a| a.status != ApprovalStatus::Pending && keeps(&query, a))
                 .map(|a| a.id.clone()),
         );
         self.built_rev = Some(approvals.rev());
-        let pending_now = approvals.pending_count();
         self.pending_rows = pending_now;
         let decided = self
             .list
@@ -222,6 +256,75 @@ impl ApprovalsState {
         if !still_there {
             self.list.selected = self.rows.first().cloned();
         }
+    }
+
+    /// Shows one approval (a jump): a filter hiding it is cleared, an open pane closed.
+    pub fn select(&mut self, id: &str, model: &Model) {
+        if !self.rows.iter().any(|r| r == id) {
+            self.filter.clear();
+            self.editing_filter = false;
+            self.refilter(model);
+        }
+        self.detail = None;
+        self.prompt = None;
+        self.list.selected = Some(id.to_owned());
+    }
+
+    /// Approve or deny with rows marked: one prompt for the marked ones still pending;
+    /// the decided ones are left out and said so.
+    fn prompt_marked(&mut self, approve: bool, model: &Model) -> Option<String> {
+        let pending: Vec<String> = self
+            .marked
+            .iter()
+            .filter(|id| {
+                model
+                    .approvals
+                    .get(id)
+                    .is_some_and(|a| a.status == ApprovalStatus::Pending)
+            })
+            .cloned()
+            .collect();
+        let skipped = self.marked.len() - pending.len();
+        let Some((first, rest)) = pending.split_first() else {
+            return Some(format!(
+                "none of the {} marked calls is still pending: nothing to decide",
+                self.marked.len()
+            ));
+        };
+        self.prompt = Some(Prompt {
+            approval_id: first.clone(),
+            also: rest.to_vec(),
+            approve,
+            note: String::new(),
+            editing_note: false,
+        });
+        (skipped > 0).then(|| format!("{skipped} marked call(s) already decided are left out"))
+    }
+
+    /// The filter changed: the rows are matched again.
+    fn refilter(&mut self, model: &Model) {
+        self.built_rev = None;
+        self.after_model_change(model);
+    }
+
+    /// A key while the filter is typed.
+    fn filter_key(&mut self, key: TextKey, model: &Model) -> Effect {
+        match key {
+            TextKey::Keep => self.editing_filter = false,
+            TextKey::Discard => {
+                self.editing_filter = false;
+                self.filter.clear();
+                self.refilter(model);
+            }
+            TextKey::Quit => return Effect::Quit,
+            TextKey::Edit(key) => {
+                if super::edit_filter(&mut self.filter, key) {
+                    self.refilter(model);
+                }
+            }
+            TextKey::Ignore => {}
+        }
+        Effect::None
     }
 
     fn selected_row(&self) -> usize {
@@ -254,6 +357,20 @@ impl ApprovalsState {
             }
         }
         let row = match action {
+            Action::Filter => {
+                self.editing_filter = true;
+                return None;
+            }
+            Action::Back if !self.filter.is_empty() => {
+                self.filter.clear();
+                self.refilter(model);
+                return None;
+            }
+            Action::Back if !self.marked.is_empty() => {
+                let n = self.marked.len();
+                self.marked.clear();
+                return Some(format!("{n} mark(s) cleared"));
+            }
             Action::Open => {
                 let a = self.selected(model)?;
                 self.detail = Some(ApprovalDetail {
@@ -269,6 +386,21 @@ impl ApprovalsState {
             | Action::PageDown
             | Action::Top
             | Action::Bottom => self.list.step(self.selected_row(), self.rows.len(), action),
+            Action::Mark => {
+                let id = self.list.selected.clone()?;
+                match self.marked.iter().position(|m| *m == id) {
+                    Some(i) => {
+                        self.marked.remove(i);
+                    }
+                    None => self.marked.push(id),
+                }
+                // On to the next row, so a run of rows is marked by repeating the key.
+                self.list
+                    .step(self.selected_row(), self.rows.len(), Action::Down)
+            }
+            Action::Approve | Action::Deny if !self.marked.is_empty() => {
+                return self.prompt_marked(action == Action::Approve, model);
+            }
             Action::Approve | Action::Deny => {
                 let approve = action == Action::Approve;
                 let Some(approval) = self.selected(model) else {
@@ -283,6 +415,7 @@ impl ApprovalsState {
                 }
                 self.prompt = Some(Prompt {
                     approval_id: approval.id.clone(),
+                    also: vec![],
                     approve,
                     note: String::new(),
                     editing_note: false,
@@ -309,6 +442,8 @@ impl View for ApprovalsState {
     fn on_key(&mut self, key: KeyEvent, cx: &Cx) -> Option<Effect> {
         if self.editing_note() {
             Some(self.note_key(super::text_key(cx.keymap, key)))
+        } else if self.editing_filter {
+            Some(self.filter_key(super::text_key(cx.keymap, key), cx.model))
         } else if self.prompt.is_some() {
             Some(self.prompt_key(key, cx))
         } else {
@@ -427,11 +562,30 @@ impl ApprovalsState {
                 (Action::Copy, "copy"),
             ],
         );
-        let title = Line::from(vec![
+        let mut title = vec![
             Span::styled(" Approvals ", theme.title()),
             Span::styled(format!("· {pending} pending "), theme.warn()),
-            Span::styled(format!("· {keys} "), theme.muted()),
-        ]);
+        ];
+        if !self.filter.is_empty() || self.editing_filter {
+            let cursor = if self.editing_filter { "▏" } else { "" };
+            title.push(Span::raw(format!(
+                "· {}/{} ",
+                self.rows.len(),
+                model.approvals.len()
+            )));
+            title.push(Span::styled(
+                format!("/{}{cursor} ", self.filter),
+                theme.warn(),
+            ));
+        }
+        if !self.marked.is_empty() {
+            title.push(Span::styled(
+                format!("· {} marked ", self.marked.len()),
+                theme.accent(),
+            ));
+        }
+        title.push(Span::styled(format!("· {keys} "), theme.muted()));
+        let title = Line::from(title);
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border())
@@ -439,13 +593,21 @@ impl ApprovalsState {
         let inner = block.inner(area);
         frame.render_widget(block, area);
         if self.rows.is_empty() {
-            frame.render_widget(
-                Paragraph::new(Span::styled(
-                    "No approvals yet. Calls a policy holds for a human appear here.",
-                    theme.muted(),
-                )),
-                inner,
-            );
+            let msg = if self.filter.is_empty() {
+                "No approvals yet. Calls a policy holds for a human appear here.".to_owned()
+            } else {
+                format!(
+                    "No approval matches “{}” (status:X session:X tool:X rule:X, -word \
+                     excludes). {} clears the filter.",
+                    self.filter,
+                    key_cap(cx.keymap, Action::Back)
+                )
+            };
+            let mut text = Paragraph::new(Span::styled(msg, theme.muted()));
+            if !self.filter.is_empty() {
+                text = text.wrap(ratatui::widgets::Wrap { trim: true });
+            }
+            frame.render_widget(text, inner);
             return None;
         }
         let height = inner.height.saturating_sub(1) as usize;
@@ -462,7 +624,12 @@ impl ApprovalsState {
             .take(height)
             .filter_map(|(row, id)| {
                 let a = model.approvals.get(id)?;
-                let mark = if row == sel { "›" } else { " " };
+                let cursor = if row == sel { "›" } else { " " };
+                let mark = if self.marked.contains(id) {
+                    format!("{cursor}●")
+                } else {
+                    cursor.to_owned()
+                };
                 let (state, replay, style) = cells(a, now, theme);
                 Some(Cells {
                     row,
@@ -672,6 +839,9 @@ fn rule_sentence(a: &Approval) -> String {
 fn prompt_lines(prompt: &Prompt, cx: &Cx, width: usize) -> Vec<Line<'static>> {
     let theme = cx.theme;
     let verb = if prompt.approve { "Approve" } else { "Deny" };
+    if !prompt.also.is_empty() {
+        return marked_prompt_lines(prompt, verb, cx, width);
+    }
     let approval = cx.model.approvals.get(&prompt.approval_id);
     let what = approval
         .map(|a| format!("{} for {}", a.tool, a.session_id))
@@ -709,6 +879,48 @@ fn prompt_lines(prompt: &Prompt, cx: &Cx, width: usize) -> Vec<Line<'static>> {
         say(
             &format!(
                 "{} confirm · {} add a note · any other key cancels",
+                key(Action::Confirm),
+                key(Action::Note)
+            ),
+            theme.muted(),
+        );
+    }
+    lines
+}
+
+/// The prompt for several marked calls: how many, and which.
+fn marked_prompt_lines(prompt: &Prompt, verb: &str, cx: &Cx, width: usize) -> Vec<Line<'static>> {
+    let theme = cx.theme;
+    let count = prompt.also.len() + 1;
+    let ids: Vec<&str> = std::iter::once(prompt.approval_id.as_str())
+        .chain(prompt.also.iter().map(String::as_str))
+        .collect();
+    let key = |a: Action| key_label(cx.keymap, a);
+    let mut lines = Vec::new();
+    let mut say = |text: &str, style: Style| {
+        lines.extend(
+            wrap_words(&shown(text), width)
+                .into_iter()
+                .map(|l| Line::from(Span::styled(l, style))),
+        );
+    };
+    say(
+        &format!("{verb} all {count} marked calls?"),
+        theme.warn().add_modifier(Modifier::BOLD),
+    );
+    say(&ids.join(", "), Style::default());
+    if prompt.editing_note {
+        say(
+            &format!("note (for all {count}): {}▏", prompt.note),
+            theme.accent(),
+        );
+    } else {
+        if !prompt.note.is_empty() {
+            say(&format!("note: {}", prompt.note), theme.accent());
+        }
+        say(
+            &format!(
+                "{} confirm all {count} · {} add a note · any other key cancels",
                 key(Action::Confirm),
                 key(Action::Note)
             ),

@@ -6,6 +6,8 @@ pub mod approvals;
 pub mod diff;
 pub mod evals;
 pub mod events;
+pub mod query;
+pub mod search;
 pub mod sessions;
 
 use crate::model::Model;
@@ -39,6 +41,12 @@ pub enum Effect {
     /// Send a confirmed approve or deny.
     Decide {
         approval_id: String,
+        approve: bool,
+        note: String,
+    },
+    /// Send one confirmed decision to several marked approvals.
+    DecideAll {
+        approval_ids: Vec<String>,
         approve: bool,
         note: String,
     },

@@ -35,6 +35,11 @@ impl View for EvalsState {
         EvalsState::after_model_change(self, model);
     }
 
+    fn on_key(&mut self, key: crossterm::event::KeyEvent, cx: &Cx) -> Option<Effect> {
+        self.editing_filter
+            .then(|| self.filter_key(super::text_key(cx.keymap, key), cx.model))
+    }
+
     fn on_action(&mut self, action: Action, cx: &Cx) -> Effect {
         self.dispatch(action, cx.model, cx.keymap)
     }

@@ -249,10 +249,24 @@ fn render_cases(
 ) -> Placed {
     let theme = cx.theme;
     let window = cx.model.evals.window();
-    let title = Line::from(vec![
+    let cases = state.shown_cases(suite);
+    let mut title = vec![
         Span::styled(format!(" {} ", suite.suite), theme.title()),
         Span::styled(format!("· {} cases ", suite.cases.len()), theme.muted()),
-    ]);
+    ];
+    if !state.filter.is_empty() || state.editing_filter {
+        let cursor = if state.editing_filter { "▏" } else { "" };
+        title.push(Span::raw(format!(
+            "· {}/{} ",
+            cases.len(),
+            suite.cases.len()
+        )));
+        title.push(Span::styled(
+            format!("/{}{cursor} ", state.filter),
+            theme.warn(),
+        ));
+    }
+    let title = Line::from(title);
     let block = focused_block(title, state.focus == EvalFocus::Cases, theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -278,12 +292,12 @@ fn render_cases(
     ];
     frame.render_widget(Paragraph::new(head_lines), head);
 
-    let len = suite.cases.len();
+    let len = cases.len();
     let height = body.height.saturating_sub(1) as usize;
     let sel = state.case_row(suite).unwrap_or(0);
     let offset = state.cases.window(len, sel, height);
     let focused = state.focus == EvalFocus::Cases;
-    let shown_cases = || suite.cases.iter().skip(offset).take(height);
+    let shown_cases = || cases.iter().copied().skip(offset).take(height);
     let widest = |header: &str, cell: &dyn Fn(&crate::protocol::rest::CaseSummary) -> usize| {
         shown_cases()
             .map(cell)
@@ -320,9 +334,9 @@ fn render_cases(
     // Room to spare goes to the case column.
     let widths = fit_columns_stretching(&cols, body.width as usize, 1);
     let keep = |cells: Vec<Cell<'static>>| shown_cells(cells, &widths);
-    let rows = suite
-        .cases
+    let rows = cases
         .iter()
+        .copied()
         .enumerate()
         .skip(offset)
         .take(height)

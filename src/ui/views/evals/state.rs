@@ -3,9 +3,10 @@
 
 use super::lines::{Tone, case_lines};
 use crate::model::Model;
-use crate::protocol::rest::SuiteSummary;
+use crate::protocol::rest::{CaseSummary, SuiteSummary};
 use crate::ui::action::{Action, KeyMap};
-use crate::ui::views::{Effect, ListCursor, key_cap, scroll_pane};
+use crate::ui::views::query::Query;
+use crate::ui::views::{Effect, ListCursor, TextKey, edit_filter, key_cap, scroll_pane};
 use ratatui::layout::Position;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -36,6 +37,22 @@ pub struct EvalsState {
     pub(super) detail_page: usize,
     /// The run later runs are compared with (`p`), by id.
     pub pinned: Option<String>,
+    /// The selected suite's cases shown are those this filter keeps (`query::Query`).
+    pub filter: String,
+    pub editing_filter: bool,
+}
+
+/// Whether the filter keeps a case: `status:failed`, `flaky:yes`, `case:X`, or its name.
+fn keeps(query: &Query, case: &CaseSummary) -> bool {
+    let flaky = if case.flaky { "yes" } else { "no" };
+    query.matches(
+        &[
+            ("status", case.last_status.as_str()),
+            ("flaky", flaky),
+            ("case", &case.case),
+        ],
+        &[&case.case],
+    )
 }
 
 impl EvalsState {
@@ -46,9 +63,53 @@ impl EvalsState {
             .and_then(|s| model.evals.suite(s))
     }
 
+    /// The suite's cases the filter keeps, in the suite's order.
+    pub(super) fn shown_cases<'m>(&self, suite: &'m SuiteSummary) -> Vec<&'m CaseSummary> {
+        let query = Query::parse(&self.filter);
+        suite.cases.iter().filter(|c| keeps(&query, c)).collect()
+    }
+
+    /// The selected case's row among the shown cases.
     pub(super) fn case_row(&self, suite: &SuiteSummary) -> Option<usize> {
         let case = self.cases.selected.as_deref()?;
-        suite.cases.iter().position(|c| c.case == case)
+        if self.filter.is_empty() {
+            return suite.cases.iter().position(|c| c.case == case);
+        }
+        self.shown_cases(suite).iter().position(|c| c.case == case)
+    }
+
+    /// Shows one case (a jump): its suite selected, the cases focused, a filter hiding
+    /// it cleared.
+    pub fn select_case(&mut self, suite: &str, case: &str, model: &Model) {
+        self.detail = None;
+        self.suites.selected = Some(suite.to_owned());
+        self.cases.selected = Some(case.to_owned());
+        self.focus = EvalFocus::Cases;
+        if let Some(summary) = self.suite(model)
+            && self.case_row(summary).is_none()
+        {
+            self.filter.clear();
+            self.editing_filter = false;
+        }
+    }
+
+    /// A key while the filter is typed; the selection moves to the first shown case when
+    /// the filter hides it.
+    pub(super) fn filter_key(&mut self, key: TextKey, model: &Model) -> Effect {
+        match key {
+            TextKey::Keep => self.editing_filter = false,
+            TextKey::Discard => {
+                self.editing_filter = false;
+                self.filter.clear();
+            }
+            TextKey::Quit => return Effect::Quit,
+            TextKey::Edit(key) => {
+                edit_filter(&mut self.filter, key);
+            }
+            TextKey::Ignore => {}
+        }
+        self.after_model_change(model);
+        Effect::None
     }
 
     /// Picks the first suite and case when none is selected (or it is gone).
@@ -60,7 +121,7 @@ impl EvalsState {
         if let Some(suite) = self.suite(model)
             && self.case_row(suite).is_none()
         {
-            self.cases.selected = suite.cases.first().map(|c| c.case.clone());
+            self.cases.selected = self.shown_cases(suite).first().map(|c| c.case.clone());
         }
         // The open case follows its latest result.
         if let Some(detail) = &mut self.detail
@@ -78,7 +139,7 @@ impl EvalsState {
         };
         if self.suites.selected.as_deref() != Some(&suite.suite) {
             self.suites.selected = Some(suite.suite.clone());
-            self.cases.selected = suite.cases.first().map(|c| c.case.clone());
+            self.cases.selected = self.shown_cases(suite).first().map(|c| c.case.clone());
             self.cases.offset = 0;
         }
     }
@@ -101,6 +162,14 @@ impl EvalsState {
         }
         self.after_model_change(model);
         match action {
+            Action::Filter => {
+                self.editing_filter = true;
+                self.focus = EvalFocus::Cases;
+            }
+            Action::Back if !self.filter.is_empty() => {
+                self.filter.clear();
+                self.after_model_change(model);
+            }
             Action::FocusLeft | Action::Back => self.focus = EvalFocus::Suites,
             Action::FocusRight if self.cases.selected.is_some() => self.focus = EvalFocus::Cases,
             Action::Open => match self.focus {
@@ -127,9 +196,10 @@ impl EvalsState {
                 }
                 EvalFocus::Cases => {
                     if let Some(suite) = self.suite(model) {
+                        let shown = self.shown_cases(suite);
                         let cur = self.case_row(suite).unwrap_or(0);
-                        let row = self.cases.step(cur, suite.cases.len(), action);
-                        self.cases.selected = suite.cases.get(row).map(|c| c.case.clone());
+                        let row = self.cases.step(cur, shown.len(), action);
+                        self.cases.selected = shown.get(row).map(|c| c.case.clone());
                     }
                 }
             },
@@ -159,7 +229,7 @@ impl EvalsState {
             }
         } else if let Some(row) = self.cases.row_at(at)
             && let Some(suite) = self.suite(model)
-            && let Some(case) = suite.cases.get(row)
+            && let Some(case) = self.shown_cases(suite).get(row)
         {
             self.cases.selected = Some(case.case.clone());
             self.focus = EvalFocus::Cases;
@@ -183,8 +253,7 @@ impl EvalsState {
     pub fn copy_text(&self, model: &Model) -> Option<(String, String)> {
         let suite = self.suite(model)?;
         let on_case = self.detail.is_some() || self.focus == EvalFocus::Cases;
-        if on_case && let Some(row) = self.case_row(suite) {
-            let case = &suite.cases[row];
+        if on_case && let Some(case) = self.shown_cases(suite).get(self.case_row(suite)?) {
             let text = serde_json::to_string_pretty(case).ok()?;
             return Some((format!("case {} / {}", suite.suite, case.case), text));
         }

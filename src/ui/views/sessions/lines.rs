@@ -13,12 +13,40 @@ pub(super) struct TimelineCache {
     pub(super) session_id: String,
     pub(super) rev: u64,
     pub(super) sort: CallSort,
+    /// The folded steps (by step index) the rows were built with.
+    pub(super) collapsed: Vec<usize>,
     pub(super) rows: Vec<TimelineRow>,
     pub(super) t0: f64,
     pub(super) t1: f64,
 }
 
-pub(super) fn build_timeline(session: &Session, sort: CallSort) -> TimelineCache {
+/// The rows in order, without the calls of a folded step (each call is listed right under
+/// the step that made it; a call no step made is never hidden).
+fn unfolded_rows(session: &Session, collapsed: &[usize]) -> Vec<TimelineRow> {
+    let calls = session.timeline.calls();
+    let mut under: Option<usize> = None;
+    session
+        .timeline
+        .rows()
+        .into_iter()
+        .filter(|row| match *row {
+            TimelineRow::Step(i) => {
+                under = Some(i);
+                true
+            }
+            TimelineRow::Call(i) => {
+                let made_by_step = calls.get(i).is_some_and(|c| c.iteration.is_some());
+                !(made_by_step && under.is_some_and(|s| collapsed.contains(&s)))
+            }
+        })
+        .collect()
+}
+
+pub(super) fn build_timeline(
+    session: &Session,
+    sort: CallSort,
+    collapsed: &[usize],
+) -> TimelineCache {
     let calls = session.timeline.calls();
     let steps = &session.timeline.steps;
     let mut t0 = f64::INFINITY;
@@ -37,7 +65,7 @@ pub(super) fn build_timeline(session: &Session, sort: CallSort) -> TimelineCache
     }
     let rows = match sort {
         // Each call under the step that made it, in dispatch order (the model's order).
-        CallSort::Start => session.timeline.rows(),
+        CallSort::Start => unfolded_rows(session, collapsed),
         CallSort::Duration => {
             let mut idx: Vec<usize> = (0..calls.len()).collect();
             idx.sort_by(|a, b| calls[*b].duration_ms.total_cmp(&calls[*a].duration_ms));
@@ -51,6 +79,7 @@ pub(super) fn build_timeline(session: &Session, sort: CallSort) -> TimelineCache
         session_id: session.id.clone(),
         rev: session.rev,
         sort,
+        collapsed: collapsed.to_vec(),
         rows,
         t0,
         t1,

@@ -20,7 +20,7 @@ mod lines;
 mod render;
 mod state;
 
-pub use state::{CallSort, Detail, Focus, SessionsState};
+pub use state::{CallSort, Detail, Focus, ListColumn, ListOrder, SessionsState};
 
 use super::{Cx, Drawn, Effect, Pane, TextKey, View, text_key};
 use crate::model::Model;
@@ -35,6 +35,13 @@ impl View for SessionsState {
     }
 
     fn on_key(&mut self, key: KeyEvent, cx: &Cx) -> Option<Effect> {
+        if self.searching() {
+            match text_key(cx.keymap, key) {
+                TextKey::Quit => return Some(Effect::Quit),
+                other => self.search_key(other),
+            }
+            return Some(Effect::None);
+        }
         if !self.editing_filter {
             return None;
         }

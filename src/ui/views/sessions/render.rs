@@ -72,9 +72,16 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
     // `after_model_change`) is built for this frame only.
     let built;
     let cache = match &state.cache {
-        Some(c) if c.session_id == session.id && c.rev == session.rev && c.sort == state.sort => c,
+        Some(c)
+            if c.session_id == session.id
+                && c.rev == session.rev
+                && c.sort == state.sort
+                && c.collapsed == state.collapsed =>
+        {
+            c
+        }
         _ => {
-            built = build_timeline(session, state.sort);
+            built = build_timeline(session, state.sort, &state.collapsed);
             &built
         }
     };
@@ -164,6 +171,21 @@ fn summary_lines(session: &Session, width: usize, theme: &Theme) -> Vec<Line<'st
     lines
 }
 
+/// An epoch-milliseconds instant as a UTC clock time (`21:43:30`, with `.123` when
+/// `millis`), the date before it in a replay, where the day is not today; `-` unknown.
+pub(super) fn clock_at(ms: Option<f64>, millis: bool, watching: &Watching) -> String {
+    let Some(at) = ms.and_then(|ms| chrono::DateTime::from_timestamp_millis(ms as i64)) else {
+        return "-".into();
+    };
+    let date = if matches!(watching, Watching::Replay { .. }) {
+        "%Y-%m-%d "
+    } else {
+        ""
+    };
+    let time = if millis { "%H:%M:%S%.3f" } else { "%H:%M:%S" };
+    at.format(&format!("{date}{time}")).to_string()
+}
+
 fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) -> Option<Placed> {
     let model = cx.model;
     let theme = cx.theme;
@@ -171,11 +193,16 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
     let mut title = vec![Span::styled(" Sessions ", theme.title())];
     if state.filtering() || state.editing_filter {
         title.push(Span::raw(format!("{len}/{} ", model.sessions_len())));
-        let cursor = if state.editing_filter { "▏" } else { "" };
-        title.push(Span::styled(
-            format!("/{}{cursor} ", state.filter),
-            theme.warn(),
-        ));
+        if !state.filter.is_empty() || state.editing_filter {
+            let cursor = if state.editing_filter { "▏" } else { "" };
+            title.push(Span::styled(
+                format!("/{}{cursor} ", state.filter),
+                theme.warn(),
+            ));
+        }
+        if state.hide_evals {
+            title.push(Span::styled("· no closed evals ", theme.warn()));
+        }
     } else {
         title.push(Span::raw(format!("{len} ")));
     }
@@ -183,11 +210,17 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if len == 0 {
-        let msg = if state.filtering() {
+        let msg = if !state.filter.is_empty() {
             format!(
-                "No session matches “{}”. {} clears the filter.",
+                "No session matches “{}” (status:X user:X source:X id:X, -word excludes). {} \
+                 clears the filter.",
                 state.filter,
                 key_cap(cx.keymap, Action::Back)
+            )
+        } else if state.hide_evals && model.sessions_len() > 0 {
+            format!(
+                "Every session is a closed eval session. {} shows them.",
+                key_cap(cx.keymap, Action::HideEvals)
             )
         } else {
             match cx.watching {
@@ -211,6 +244,14 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
     let sel = state.selected_row(model).unwrap_or(0);
     let offset = state.list.window(len, sel, height);
     let now = cx.now_ms;
+    // LAST as an age, or as the clock time it happened.
+    let last = |s: &Session| {
+        if state.absolute_times {
+            clock_at(s.last_activity_ms, false, cx.watching)
+        } else {
+            fmt_age(now, s.last_activity_ms)
+        }
+    };
     let visible = offset..len.min(offset + height);
     // Each column as wide as what it shows on screen; when they do not all fit, the id is
     // cut (with an ellipsis, its start telling sessions apart) down to 13, then whole
@@ -224,10 +265,15 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             .unwrap_or(0)
             .max(header.chars().count())
     };
-    let id_want = widest(" ID", &|s| {
+    // The ordering column's header carries ▲ or ▼.
+    let mut names = [" ID", "USER", "STATUS", "CALLS", "ENV", "LAST"].map(str::to_owned);
+    if let Some(column) = state.order.column {
+        names[column.index()].push(if state.order.descending { '▼' } else { '▲' });
+    }
+    let id_want = widest(&names[0], &|s| {
         1 + usize::from(s.external) + shown(&s.id).chars().count()
     });
-    let user_want = widest("USER", &|s| shown(&s.user).chars().count()).min(16);
+    let user_want = widest(&names[1], &|s| shown(&s.user).chars().count()).min(16);
     let cols = [
         Col {
             want: id_want,
@@ -239,13 +285,10 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             min: user_want.min(6),
             priority: 4,
         },
-        Col::whole(widest("STATUS", &|s| s.status.as_str().len()), 1),
-        Col::whole(widest("CALLS", &|s| s.calls.to_string().len()), 3),
-        Col::whole(widest("ENV", &|s| s.envelopes.to_string().len()), 2),
-        Col::whole(
-            widest("LAST", &|s| fmt_age(now, s.last_activity_ms).len()),
-            5,
-        ),
+        Col::whole(widest(&names[2], &|s| s.status.as_str().len()), 1),
+        Col::whole(widest(&names[3], &|s| s.calls.to_string().len()), 3),
+        Col::whole(widest(&names[4], &|s| s.envelopes.to_string().len()), 2),
+        Col::whole(widest(&names[5], &|s| last(s).chars().count()), 5),
     ];
     // Room to spare goes to the id column.
     let widths = fit_columns_stretching(&cols, inner.width as usize, 0);
@@ -274,7 +317,7 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             Cell::from(
                 Line::from(Span::styled(s.envelopes.to_string(), env_style)).right_aligned(),
             ),
-            Cell::from(Line::from(fmt_age(now, s.last_activity_ms)).right_aligned()),
+            Cell::from(Line::from(last(s)).right_aligned()),
         ]));
         Some(if row == sel {
             r.style(if state.focus == Focus::List {
@@ -286,12 +329,7 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             r
         })
     });
-    let header = Row::new(keep(
-        [" ID", "USER", "STATUS", "CALLS", "ENV", "LAST"]
-            .map(Cell::from)
-            .to_vec(),
-    ))
-    .style(theme.muted());
+    let header = Row::new(keep(names.map(Cell::from).to_vec())).style(theme.muted());
     let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, inner);
     Some(placed_list(
@@ -532,8 +570,17 @@ fn render_timeline(
     let bar_w = rest.saturating_sub(label_w).max(4);
 
     let mut lines = Vec::with_capacity(height + 1);
-    let left = "+0ms";
-    let right = format!("+{}", fmt_ms(cache.t1 - cache.t0));
+    let (left, right) = if state.absolute_times {
+        (
+            clock_at(Some(cache.t0), true, cx.watching),
+            clock_at(Some(cache.t1), true, cx.watching),
+        )
+    } else {
+        (
+            "+0ms".to_owned(),
+            format!("+{}", fmt_ms(cache.t1 - cache.t0)),
+        )
+    };
     let axis_fill = bar_w.saturating_sub(left.len() + right.chars().count() + 2);
     lines.push(Line::from(vec![
         Span::styled(format!(" {:<label_w$} ", "STEP / CALL"), theme.muted()),
@@ -555,9 +602,17 @@ fn render_timeline(
                 let Some(s) = session.timeline.steps.get(i) else {
                     continue;
                 };
+                let glyph = if state.collapsed.contains(&i) {
+                    "▸"
+                } else {
+                    "▾"
+                };
                 // Before the finish reason: a narrow column cuts the label's end.
                 let replayed = if s.cassette { "cassette · " } else { "" };
-                let label = format!("▾ step {} · {replayed}{}", s.iteration, s.finish_reason);
+                let label = format!(
+                    "{glyph} step {} · {replayed}{}",
+                    s.iteration, s.finish_reason
+                );
                 (
                     label,
                     Some(s.start_ms),
@@ -637,7 +692,15 @@ fn render_timeline(
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, detail: &Detail, cx: &Cx) -> Placed {
-    let hints = scroll_hint(cx.keymap);
+    let mut hints = scroll_hint(cx.keymap);
+    let found = detail.search.label(&detail.lines);
+    if !found.is_empty() {
+        hints = format!(
+            "{found} · {}/{} next/previous · {hints}",
+            key_cap(cx.keymap, Action::NextMatch),
+            key_cap(cx.keymap, Action::PrevMatch)
+        );
+    }
     draw_detail(
         frame,
         area,

@@ -4,6 +4,9 @@
 use super::lines::{TimelineCache, TimelineRow, build_timeline, detail_lines, pretty};
 use crate::model::{Call, Model, Session};
 use crate::ui::action::Action;
+use crate::ui::views::TextKey;
+use crate::ui::views::query::Query;
+use crate::ui::views::search::PaneSearch;
 use crate::ui::views::{ListCursor, edit_filter, end_filter, scroll_pane};
 use crossterm::event::KeyEvent;
 use ratatui::layout::Position;
@@ -22,6 +25,55 @@ pub enum CallSort {
     Duration,
 }
 
+/// A column the session list can be ordered by, in the order `sort_column` steps through
+/// them (after them, the list is newest first again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListColumn {
+    Id,
+    User,
+    Status,
+    Calls,
+    Env,
+    Last,
+}
+
+impl ListColumn {
+    pub const ALL: [ListColumn; 6] = [
+        Self::Id,
+        Self::User,
+        Self::Status,
+        Self::Calls,
+        Self::Env,
+        Self::Last,
+    ];
+
+    /// The column's position among the list's columns (as drawn).
+    pub fn index(self) -> usize {
+        Self::ALL.iter().position(|c| *c == self).unwrap_or(0)
+    }
+
+    fn cmp(self, a: &Session, b: &Session) -> std::cmp::Ordering {
+        match self {
+            Self::Id => a.id.cmp(&b.id),
+            Self::User => a.user.to_lowercase().cmp(&b.user.to_lowercase()),
+            Self::Status => a.status.as_str().cmp(b.status.as_str()),
+            Self::Calls => a.calls.cmp(&b.calls),
+            Self::Env => a.envelopes.cmp(&b.envelopes),
+            Self::Last => {
+                let at = |s: &Session| s.last_activity_ms.unwrap_or(f64::NEG_INFINITY);
+                at(a).total_cmp(&at(b))
+            }
+        }
+    }
+}
+
+/// How the session list is ordered: newest first (no column), or by a column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ListOrder {
+    pub column: Option<ListColumn>,
+    pub descending: bool,
+}
+
 /// The open call detail: its text, prepared once, and how far it is scrolled.
 #[derive(Debug, Clone)]
 pub struct Detail {
@@ -31,6 +83,7 @@ pub struct Detail {
     /// (is a heading, text)
     pub(super) lines: Vec<(bool, String)>,
     pub scroll: usize,
+    pub search: PaneSearch,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -40,6 +93,11 @@ pub struct SessionsState {
     pub focus: Focus,
     pub filter: String,
     pub editing_filter: bool,
+    /// Closed sessions of the eval runner are left out of the list.
+    pub hide_evals: bool,
+    pub order: ListOrder,
+    /// With a column to order by: the shown sessions' absolute positions, in list order.
+    ordered: Vec<u64>,
     pub sort: CallSort,
     pub detail: Option<Detail>,
     /// Absolute positions of matching sessions, ascending; extended as sessions arrive.
@@ -50,20 +108,83 @@ pub struct SessionsState {
     pub(super) cache: Option<TimelineCache>,
     /// Lines of the open call the pane shows at once.
     pub(super) detail_page: usize,
+    /// The selected session's folded steps (by step index), their calls hidden.
+    pub collapsed: Vec<usize>,
+    /// Times as the clock read them (LAST, the timeline's ends) rather than ages and offsets.
+    pub absolute_times: bool,
 }
 
-fn matches_filter(session: &Session, needle_lower: &str) -> bool {
-    session.id.to_lowercase().contains(needle_lower)
-        || session.user.to_lowercase().contains(needle_lower)
+/// Where a session came from, as `source:` reads it: grouped agent events are `external`;
+/// the runtime's own are `sdk` (and `runtime`); a `source` in its metadata (an OTLP
+/// receiver's `otel`, say) counts too.
+fn sources(session: &Session) -> impl Iterator<Item = &str> {
+    let own: &[&str] = if session.external {
+        &["external"]
+    } else {
+        &["sdk", "runtime"]
+    };
+    let declared = session
+        .summary
+        .iter()
+        .flat_map(|s| s.metadata.iter())
+        .filter(|(k, _)| k == "source")
+        .flat_map(|(_, v)| {
+            // The OTLP receiver says `opentelemetry`; people type `otel`.
+            let short = (v == crate::otel::SOURCE).then_some("otel");
+            std::iter::once(v.as_str()).chain(short)
+        });
+    own.iter().copied().chain(declared)
+}
+
+/// Who `spyglass eval` runs sessions as (the runtime's `EVAL_USER_ID`; the UI may not
+/// name the runtime layer).
+const EVAL_USER_ID: &str = "spyglass-eval";
+
+/// A finished session of the eval runner: the demo and `eval` leave a hundred of them.
+pub(super) fn closed_eval(session: &Session) -> bool {
+    session.user == EVAL_USER_ID && session.status != crate::model::SessionStatus::Active
+}
+
+fn matches_filter(session: &Session, query: &Query, hide_evals: bool) -> bool {
+    if hide_evals && closed_eval(session) {
+        return false;
+    }
+    let mut fields = vec![
+        ("status", session.status.as_str()),
+        ("user", session.user.as_str()),
+        ("id", session.id.as_str()),
+    ];
+    fields.extend(sources(session).map(|s| ("source", s)));
+    query.matches(&fields, &[&session.id, &session.user])
 }
 
 impl SessionsState {
+    /// Whether the list shows fewer than all sessions: a filter typed, or evals hidden.
     pub(super) fn filtering(&self) -> bool {
-        !self.filter.is_empty()
+        !self.filter.is_empty() || self.hide_evals
+    }
+
+    /// Hides or shows the closed eval sessions; the selection stays when it still shows.
+    pub fn toggle_hide_evals(&mut self, model: &Model) {
+        self.hide_evals = !self.hide_evals;
+        self.refilter(model);
+    }
+
+    /// Matches every held session again (the filter changed), keeping the selection when
+    /// it still shows, else the first row.
+    fn refilter(&mut self, model: &Model) {
+        self.refresh_matches(model, true);
+        self.reorder(model);
+        if self.selected_row(model).is_none() {
+            self.select_row(model, 0);
+        }
+        self.ensure_cache(model);
     }
 
     pub fn list_len(&self, model: &Model) -> usize {
-        if self.filtering() {
+        if self.order.column.is_some() {
+            self.ordered.len()
+        } else if self.filtering() {
             self.matches.len()
         } else {
             model.sessions_len()
@@ -71,7 +192,9 @@ impl SessionsState {
     }
 
     pub fn list_row<'m>(&self, model: &'m Model, row: usize) -> Option<&'m Session> {
-        if self.filtering() {
+        if self.order.column.is_some() {
+            model.session_abs(*self.ordered.get(row)?)
+        } else if self.filtering() {
             let i = self.matches.len().checked_sub(row + 1)?;
             model.session_abs(self.matches[i])
         } else {
@@ -80,7 +203,10 @@ impl SessionsState {
     }
 
     fn row_of(&self, model: &Model, id: &str) -> Option<usize> {
-        if self.filtering() {
+        if self.order.column.is_some() {
+            let abs = model.abs_of(id)?;
+            self.ordered.iter().position(|a| *a == abs)
+        } else if self.filtering() {
             let abs = model.abs_of(id)?;
             let i = self.matches.binary_search(&abs).ok()?;
             Some(self.matches.len() - 1 - i)
@@ -110,11 +236,11 @@ impl SessionsState {
             self.scanned_to = model.end_abs();
             return;
         }
-        let needle = self.filter.to_lowercase();
+        let query = Query::parse(&self.filter);
         for abs in self.scanned_to.max(first)..model.end_abs() {
             if model
                 .session_abs(abs)
-                .is_some_and(|s| matches_filter(s, &needle))
+                .is_some_and(|s| matches_filter(s, &query, self.hide_evals))
             {
                 self.matches.push(abs);
             }
@@ -122,10 +248,51 @@ impl SessionsState {
         self.scanned_to = model.end_abs();
     }
 
+    /// Orders the shown sessions by the chosen column (ties newest first). Sessions change
+    /// as frames arrive (calls, status), so this runs after every model change; the
+    /// selection is by id and stays on its session wherever it lands.
+    fn reorder(&mut self, model: &Model) {
+        self.ordered.clear();
+        let Some(column) = self.order.column else {
+            return;
+        };
+        if self.filtering() {
+            self.ordered.extend(self.matches.iter().rev());
+        } else {
+            self.ordered
+                .extend((model.first_abs()..model.end_abs()).rev());
+        }
+        let descending = self.order.descending;
+        self.ordered.sort_by(|a, b| {
+            let (Some(sa), Some(sb)) = (model.session_abs(*a), model.session_abs(*b)) else {
+                return std::cmp::Ordering::Equal;
+            };
+            let by = column.cmp(sa, sb);
+            let by = if descending { by.reverse() } else { by };
+            by.then(b.cmp(a))
+        });
+    }
+
+    /// The next column to order the list by (after the last, newest first again).
+    pub fn sort_column(&mut self, model: &Model) {
+        self.order.column = match self.order.column {
+            None => Some(ListColumn::ALL[0]),
+            Some(c) => ListColumn::ALL.get(c.index() + 1).copied(),
+        };
+        self.reorder(model);
+    }
+
+    /// Ascending and descending swap.
+    pub fn flip_order(&mut self, model: &Model) {
+        self.order.descending = !self.order.descending;
+        self.reorder(model);
+    }
+
     /// Keeps the selection on the same session as rows arrive; picks the newest when there
     /// was none or it is gone. The timeline order and an open call follow the model.
     pub fn after_model_change(&mut self, model: &Model) {
         self.refresh_matches(model, false);
+        self.reorder(model);
         if self.selected_row(model).is_none() {
             self.select_row(model, 0);
         }
@@ -149,6 +316,59 @@ impl SessionsState {
     fn reset_timeline(&mut self) {
         self.timeline.selected = Some(0);
         self.timeline.offset = 0;
+        self.collapsed.clear();
+    }
+
+    /// Folds the steps given (or unfolds them), the cursor staying on its row or, when
+    /// that row was folded away, on its step.
+    fn fold(&mut self, model: &Model, change: impl FnOnce(&mut Vec<usize>, &[TimelineRow])) {
+        let Some(cache) = &self.cache else { return };
+        let rows = cache.rows.clone();
+        let sel = self.timeline_sel();
+        let before = rows.get(sel).copied();
+        let step_of = rows
+            .iter()
+            .take(sel + 1)
+            .rev()
+            .find(|r| matches!(r, TimelineRow::Step(_)))
+            .copied();
+        change(&mut self.collapsed, &rows);
+        self.collapsed.sort_unstable();
+        self.collapsed.dedup();
+        self.ensure_cache(model);
+        let Some(cache) = &self.cache else { return };
+        let at =
+            |want: Option<TimelineRow>| want.and_then(|w| cache.rows.iter().position(|r| *r == w));
+        self.timeline.selected = Some(at(before).or_else(|| at(step_of)).unwrap_or(0));
+    }
+
+    /// Enter on a step folds or unfolds it.
+    fn toggle_step(&mut self, step: usize, model: &Model) {
+        self.fold(model, |collapsed, _| {
+            match collapsed.iter().position(|s| *s == step) {
+                Some(i) => {
+                    collapsed.remove(i);
+                }
+                None => collapsed.push(step),
+            }
+        });
+    }
+
+    /// Folds every step, or unfolds them all when all are folded.
+    fn toggle_all_steps(&mut self, model: &Model) {
+        let steps = self
+            .list
+            .selected
+            .as_deref()
+            .and_then(|id| model.session(id))
+            .map_or(0, |s| s.timeline.steps.len());
+        self.fold(model, |collapsed, _| {
+            if collapsed.len() >= steps {
+                collapsed.clear();
+            } else {
+                *collapsed = (0..steps).collect();
+            }
+        });
     }
 
     fn select_row(&mut self, model: &Model, row: usize) {
@@ -169,7 +389,9 @@ impl SessionsState {
         self.editing_filter = false;
         if self.row_of(model, id).is_none() {
             self.filter.clear();
+            self.hide_evals = false;
             self.refresh_matches(model, true);
+            self.reorder(model);
         }
         if self.list.selected.as_deref() != Some(id) {
             self.reset_timeline();
@@ -181,15 +403,25 @@ impl SessionsState {
         true
     }
 
+    /// Whether a key is text for a search in the open call.
+    pub fn searching(&self) -> bool {
+        self.detail.as_ref().is_some_and(|d| d.search.typing)
+    }
+
+    /// A key while a search in the open call is typed: the pane follows the first match.
+    pub fn search_key(&mut self, key: TextKey) {
+        let page = self.detail_page;
+        if let Some(detail) = &mut self.detail
+            && let Some(line) = detail.search.key(key, &detail.lines, detail.scroll)
+        {
+            detail.scroll = line.min(detail.lines.len().saturating_sub(page.max(1)));
+        }
+    }
+
     pub fn filter_key(&mut self, key: KeyEvent, model: &Model) {
-        if !edit_filter(&mut self.filter, key) {
-            return;
+        if edit_filter(&mut self.filter, key) {
+            self.refilter(model);
         }
-        self.refresh_matches(model, true);
-        if self.selected_row(model).is_none() {
-            self.select_row(model, 0);
-        }
-        self.ensure_cache(model);
     }
 
     /// Builds the selected session's timeline order when it is missing or stale, keeping
@@ -208,10 +440,11 @@ impl SessionsState {
             && cache.session_id == session.id
             && cache.rev == session.rev
             && cache.sort == self.sort
+            && cache.collapsed == self.collapsed
         {
             return;
         }
-        let cache = build_timeline(session, self.sort);
+        let cache = build_timeline(session, self.sort, &self.collapsed);
         let last = cache.rows.len().saturating_sub(1);
         self.timeline.selected = Some(self.timeline_sel().min(last));
         self.cache = Some(cache);
@@ -229,6 +462,20 @@ impl SessionsState {
     fn on_action(&mut self, action: Action, model: &Model) {
         if let Some(detail) = &mut self.detail {
             let page = self.detail_page;
+            let last = detail.lines.len().saturating_sub(page.max(1));
+            let found = match action {
+                Action::Filter => {
+                    detail.search.start();
+                    return;
+                }
+                Action::NextMatch => detail.search.step(&detail.lines, true),
+                Action::PrevMatch => detail.search.step(&detail.lines, false),
+                _ => None,
+            };
+            if let Some(line) = found {
+                detail.scroll = line.min(last);
+                return;
+            }
             let scrolled = scroll_pane(&mut detail.scroll, detail.lines.len(), page, action);
             if !scrolled && matches!(action, Action::Back | Action::Open) {
                 self.detail = None;
@@ -237,7 +484,7 @@ impl SessionsState {
         }
         if self.editing_filter {
             if end_filter(&mut self.editing_filter, &mut self.filter, action) {
-                self.refresh_matches(model, true);
+                self.refilter(model);
             }
             return;
         }
@@ -266,19 +513,33 @@ impl SessionsState {
                     .and_then(|(c, before)| c.rows.iter().position(|r| *r == before));
                 self.timeline.selected = Some(row.unwrap_or(0));
             }
+            Action::HideEvals => self.toggle_hide_evals(model),
+            Action::SortList => self.sort_column(model),
+            Action::FoldSteps => self.toggle_all_steps(model),
+            Action::Times => self.absolute_times = !self.absolute_times,
+            Action::FlipOrder => self.flip_order(model),
             Action::FocusLeft => self.focus = Focus::List,
             Action::FocusRight if self.list.selected.is_some() => self.focus = Focus::Timeline,
             Action::Back => match self.focus {
                 Focus::Timeline => self.focus = Focus::List,
-                Focus::List if self.filtering() => {
+                Focus::List if !self.filter.is_empty() => {
                     self.filter.clear();
-                    self.refresh_matches(model, true);
+                    self.refilter(model);
                 }
                 Focus::List => {}
             },
             Action::Open => match self.focus {
                 Focus::List if self.list.selected.is_some() => self.focus = Focus::Timeline,
-                Focus::Timeline => self.open_detail(model),
+                Focus::Timeline => match self
+                    .cache
+                    .as_ref()
+                    .and_then(|c| c.rows.get(self.timeline_sel()).copied())
+                {
+                    Some(TimelineRow::Step(i)) if self.sort == CallSort::Start => {
+                        self.toggle_step(i, model);
+                    }
+                    _ => self.open_detail(model),
+                },
                 Focus::List => {}
             },
             Action::Up
@@ -389,6 +650,7 @@ impl SessionsState {
                 rev: session.rev,
                 lines: detail_lines(call),
                 scroll: 0,
+                search: PaneSearch::default(),
             });
         }
     }
