@@ -9,7 +9,7 @@ use support::ingest;
 
 fn main() {
     if support::figure_mode() {
-        let result = ingest::run(100_000, 9);
+        let result = ingest::run(200_000, 9);
         if let Ok(r) = &result {
             eprintln!(
                 "ingest: {} frames over loopback WebSocket, {} folded, {} sessions; decode alone {:.0}/s; decode+fold in-process {:.0}/s; fold loop busy {:.0} %",

@@ -264,8 +264,16 @@ pub fn flatten(request: ExportTraceServiceRequest) -> (Vec<SpanIn>, Vec<Rejected
     (spans, rejected)
 }
 
+/// Lower-case hex, as OTLP's JSON mapping writes ids; one allocation per id (this runs
+/// twice or thrice per span).
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
 }
 
 fn attributes(kvs: &[KeyValue]) -> (BTreeMap<String, serde_json::Value>, u32) {
