@@ -2,7 +2,7 @@
 //! `CaseResult` whose every assertion keeps what it expected and what it saw. Also the
 //! small JSON path language of `json_path` (`$.a.b[0]`).
 
-use super::suite::{Assertion, Case, NoEnvelope};
+use super::suite::{ArgCheck, Assertion, Case, NoEnvelope, SchemaCheck};
 use crate::protocol::RawJson;
 use crate::protocol::events::{AgentEvalCompleted, AssertionResult, EvalScope, EvalStatus, Tokens};
 use crate::protocol::rest::ToolCallRecord;
@@ -129,6 +129,8 @@ pub fn evaluate(case: &Case, run: &CaseRun) -> CaseResult {
 /// What the assertions look at, computed once per run.
 struct Facts<'a> {
     output: &'a str,
+    /// Every call in order: its canonical name and its arguments.
+    ordered: Vec<(String, &'a Value)>,
     /// Called operations (canonical `server/tool` names) with their counts.
     calls: BTreeMap<String, u32>,
     /// Envelope codes the calls returned, in call order.
@@ -137,10 +139,13 @@ struct Facts<'a> {
 }
 
 impl<'a> Facts<'a> {
-    fn new(output: &'a str, run: &CaseRun) -> Self {
+    fn new(output: &'a str, run: &'a CaseRun) -> Self {
         let mut calls = BTreeMap::new();
+        let mut ordered = Vec::with_capacity(run.tool_calls.len());
         for call in &run.tool_calls {
-            *calls.entry(canonical_name(call)).or_insert(0) += 1;
+            let name = canonical_name(call);
+            *calls.entry(name.clone()).or_insert(0) += 1;
+            ordered.push((name, &call.input));
         }
         let codes = run
             .tool_calls
@@ -149,6 +154,7 @@ impl<'a> Facts<'a> {
             .collect();
         Facts {
             output,
+            ordered,
             calls,
             codes,
             tokens: run.tokens,
@@ -164,6 +170,25 @@ impl<'a> Facts<'a> {
         )
     }
 
+    /// The calls of `name` (a bare tool name matches any server's) whose arguments hold
+    /// every check, in order.
+    fn matching<'s>(
+        &'s self,
+        name: &'s str,
+        args: &'s [ArgCheck],
+    ) -> impl Iterator<Item = &'s Value> + 's {
+        self.ordered
+            .iter()
+            .filter(move |(called, _)| names_match(name, called))
+            .filter(move |(_, input)| args.iter().all(|check| check.holds(input)))
+            .map(|(_, input)| *input)
+    }
+
+    /// The called names in order.
+    fn names(&self) -> Vec<&str> {
+        self.ordered.iter().map(|(name, _)| name.as_str()).collect()
+    }
+
     /// Times `name` was called; a bare tool name (no server) matches any server's.
     fn count(&self, name: &str) -> u32 {
         if name.contains('/') {
@@ -174,6 +199,60 @@ impl<'a> Facts<'a> {
             .filter(|(called, _)| called.rsplit('/').next() == Some(name))
             .map(|(_, count)| count)
             .sum()
+    }
+}
+
+/// Whether an expected operation name means this called one: a bare tool name (no
+/// server) matches any server's.
+fn names_match(expected: &str, called: &str) -> bool {
+    if expected.contains('/') {
+        expected == called
+    } else {
+        called.rsplit('/').next() == Some(expected)
+    }
+}
+
+impl ArgCheck {
+    /// Whether the call's arguments hold this check: the value at the key (or path) has
+    /// everything the expected value says (`subset`).
+    fn holds(&self, input: &Value) -> bool {
+        let found = match &self.path {
+            Some(path) => path.lookup(input),
+            None => input.as_object().and_then(|o| o.get(&self.key)),
+        };
+        found.is_some_and(|found| subset(&self.expected, found))
+    }
+}
+
+/// Whether `actual` holds everything `expected` says: objects by their keys (extra keys in
+/// `actual` allowed, recursively), arrays element by element at the same length, other
+/// values equal (numbers by value, `5` equals `5.0`).
+pub fn subset(expected: &Value, actual: &Value) -> bool {
+    match (expected, actual) {
+        (Value::Object(want), Value::Object(have)) => want
+            .iter()
+            .all(|(key, value)| have.get(key).is_some_and(|found| subset(value, found))),
+        (Value::Array(want), Value::Array(have)) => {
+            want.len() == have.len() && want.iter().zip(have).all(|(w, h)| subset(w, h))
+        }
+        _ => json_equal(expected, actual),
+    }
+}
+
+/// Whether `want` appears in `called` in order: anywhere with `gaps`, else as a run of
+/// consecutive calls.
+fn in_order(want: &[String], called: &[&str], gaps: bool) -> bool {
+    if gaps {
+        let mut rest = called.iter();
+        want.iter()
+            .all(|name| rest.any(|called| names_match(name, called)))
+    } else {
+        called.windows(want.len()).any(|window| {
+            window
+                .iter()
+                .zip(want)
+                .all(|(called, name)| names_match(name, called))
+        })
     }
 }
 
@@ -199,6 +278,80 @@ fn result(
         expected: RawJson::from(expected),
         actual: RawJson::from(actual),
         message,
+    }
+}
+
+/// One `json_schema` check: the final text parsed as JSON, or every call of `tool`'s
+/// arguments, validated; `actual` is what was checked, the message the first errors.
+fn schema_result(check: &SchemaCheck, facts: &Facts<'_>, text: &Value) -> AssertionResult {
+    let expected = match &check.tool {
+        Some(tool) => json!({"tool": tool, "schema": check.schema}),
+        None => json!({"schema": check.schema}),
+    };
+    let fail = |actual: Value, message: String| {
+        result(
+            "json_schema",
+            false,
+            expected.clone(),
+            actual,
+            Some(message),
+        )
+    };
+    let validator = match jsonschema::validator_for(&check.schema) {
+        Ok(validator) => validator,
+        // Compiled when the suite was read; a failure here is still a failure, never a pass.
+        Err(err) => {
+            return fail(
+                Value::Null,
+                format!("json_schema: the schema does not compile: {err}"),
+            );
+        }
+    };
+    let errors = |instance: &Value| -> Vec<String> {
+        validator
+            .iter_errors(instance)
+            .take(3)
+            .map(|err| {
+                let at = err.instance_path().to_string();
+                if at.is_empty() {
+                    err.to_string()
+                } else {
+                    format!("{at}: {err}")
+                }
+            })
+            .collect()
+    };
+    match &check.tool {
+        None => match parse_output_json(facts.output) {
+            Err(err) => fail(
+                text.clone(),
+                format!("json_schema: the output is not JSON ({err})"),
+            ),
+            Ok(document) => {
+                let found = errors(&document);
+                let pass = found.is_empty();
+                let message = (!pass).then(|| format!("json_schema: {}", found.join("; ")));
+                result("json_schema", pass, expected.clone(), document, message)
+            }
+        },
+        Some(tool) => {
+            let calls: Vec<&Value> = facts.matching(tool, &[]).collect();
+            if calls.is_empty() {
+                return fail(json!([]), format!("json_schema: {tool} was not called"));
+            }
+            let found: Vec<String> = calls
+                .iter()
+                .enumerate()
+                .flat_map(|(i, input)| {
+                    errors(input)
+                        .into_iter()
+                        .map(move |e| format!("call {}: {e}", i + 1))
+                })
+                .collect();
+            let pass = found.is_empty();
+            let message = (!pass).then(|| format!("json_schema: {}", found.join("; ")));
+            result("json_schema", pass, expected.clone(), json!(calls), message)
+        }
     }
 }
 
@@ -238,7 +391,51 @@ fn check(assertion: &Assertion, facts: &Facts<'_>, out: &mut Vec<AssertionResult
             }
         }
         Assertion::OperationCalled(expectations) => {
-            for expectation in expectations {
+            for expectation in expectations.iter().filter(|e| !e.args.is_empty()) {
+                let count = facts.matching(&expectation.name, &expectation.args).count();
+                let count = u32::try_from(count).unwrap_or(u32::MAX);
+                let args: Map<String, Value> = expectation
+                    .args
+                    .iter()
+                    .map(|check| (check.key.clone(), check.expected.clone()))
+                    .collect();
+                let mut expected = json!({"name": expectation.name, "args": args});
+                let pass = match expectation.times {
+                    None => count > 0,
+                    Some(times) => {
+                        expected["times"] = json!(times);
+                        count == times
+                    }
+                };
+                let sent: Vec<&Value> = facts
+                    .ordered
+                    .iter()
+                    .filter(|(called, _)| names_match(&expectation.name, called))
+                    .map(|(_, input)| *input)
+                    .collect();
+                let message = (!pass).then(|| match expectation.times {
+                    None if sent.is_empty() => {
+                        format!("operation_called: {} was not called", expectation.name)
+                    }
+                    None => format!(
+                        "operation_called: no call of {} had those arguments ({} call(s))",
+                        expectation.name,
+                        sent.len()
+                    ),
+                    Some(times) => format!(
+                        "operation_called: {} called {count} time(s) with those arguments, expected {times}",
+                        expectation.name
+                    ),
+                });
+                out.push(result(
+                    "operation_called",
+                    pass,
+                    expected,
+                    json!({ "calls with their arguments": sent }),
+                    message,
+                ));
+            }
+            for expectation in expectations.iter().filter(|e| e.args.is_empty()) {
                 let count = facts.count(&expectation.name);
                 let (pass, expected, message) = match expectation.times {
                     None => (
@@ -262,6 +459,48 @@ fn check(assertion: &Assertion, facts: &Facts<'_>, out: &mut Vec<AssertionResult
                     facts.calls_json(),
                     (!pass).then_some(message),
                 ));
+            }
+        }
+        Assertion::Sequence(sequence) => {
+            let called = facts.names();
+            let pass = in_order(&sequence.tools, &called, sequence.gaps);
+            let message = (!pass).then(|| {
+                format!(
+                    "sequence: {} not called in this order{}",
+                    sequence.tools.join(" → "),
+                    if sequence.gaps {
+                        ""
+                    } else {
+                        " one after another"
+                    }
+                )
+            });
+            out.push(result(
+                "sequence",
+                pass,
+                json!({"tools": sequence.tools, "gaps": sequence.gaps}),
+                json!(called),
+                message,
+            ));
+        }
+        Assertion::NotCalled(names) => {
+            for name in names {
+                let count = facts.count(name);
+                let pass = count == 0;
+                let message =
+                    (!pass).then(|| format!("not_called: {name} was called {count} time(s)"));
+                out.push(result(
+                    "not_called",
+                    pass,
+                    json!(name),
+                    facts.calls_json(),
+                    message,
+                ));
+            }
+        }
+        Assertion::JsonSchema(checks) => {
+            for check in checks {
+                out.push(schema_result(check, facts, &text));
             }
         }
         Assertion::Envelope(codes) => {
@@ -537,6 +776,158 @@ mod tests {
             .map(|a| (a.pass, a.expected.to_value(), a.actual.to_value()))
             .collect();
         (result.status, rows)
+    }
+
+    fn call_with(name: &str, input: Value) -> ToolCallRecord {
+        ToolCallRecord {
+            input,
+            ..call(name, None)
+        }
+    }
+
+    #[test]
+    fn operation_called_with_args_counts_only_the_calls_whose_arguments_hold() {
+        let calls = vec![
+            call_with(
+                "asaas/create_payment",
+                json!({"value": 5, "customer": {"id": "cus_1", "name": "Ana"}}),
+            ),
+            call_with(
+                "asaas/create_payment",
+                json!({"value": 7, "customer": {"id": "cus_2"}}),
+            ),
+        ];
+        let r = run("done", calls, 10);
+        let (status, rows) = judge(
+            "operation_called = [ { name = \"asaas/create_payment\", args = { value = 5 } },\n\
+             { name = \"create_payment\", args = { \"$.customer.id\" = \"cus_2\" }, times = 1 },\n\
+             { name = \"asaas/create_payment\", args = { customer = { id = \"cus_1\" } } } ]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed, "{rows:?}");
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[0].1["args"]["value"], 5);
+        // The sent arguments are the actual, so a failure shows what was sent.
+        let (status, rows) = judge(
+            "operation_called = { name = \"asaas/create_payment\", args = { value = 9 } }",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed);
+        assert!(!rows[0].0);
+        assert_eq!(rows[0].2["calls with their arguments"][1]["value"], 7);
+        let result = evaluate(
+            &case("operation_called = { name = \"asaas/create_payment\", args = { value = 9 } }"),
+            &r,
+        );
+        assert_eq!(
+            result.reason.as_deref(),
+            Some(
+                "operation_called: no call of asaas/create_payment had those arguments (2 call(s))"
+            )
+        );
+        // A subset, not equality: a number matches by value, a missing key does not.
+        let (status, _) = judge(
+            "operation_called = { name = \"create_payment\", args = { value = 5.0, customer = { id = \"cus_1\" } }, times = 1 }",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed);
+        let (status, _) = judge(
+            "operation_called = { name = \"create_payment\", args = { currency = \"BRL\" } }",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed);
+    }
+
+    #[test]
+    fn sequence_and_not_called_read_the_calls_in_order() {
+        let calls = vec![
+            call("asaas/create_customer", None),
+            call("asaas/get_balance", None),
+            call("asaas/create_payment", None),
+        ];
+        let r = run("done", calls, 10);
+        let (status, rows) = judge(
+            "sequence = [\"asaas/create_customer\", \"create_payment\"]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed);
+        assert_eq!(
+            rows[0].2,
+            json!([
+                "asaas/create_customer",
+                "asaas/get_balance",
+                "asaas/create_payment"
+            ])
+        );
+        let (status, _) = judge(
+            "sequence = { tools = [\"asaas/create_customer\", \"asaas/create_payment\"], gaps = false }",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed, "a call sits between them");
+        let (status, _) = judge(
+            "sequence = { tools = [\"asaas/get_balance\", \"asaas/create_payment\"], gaps = false }",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed);
+        let (status, _) = judge(
+            "sequence = [\"asaas/create_payment\", \"asaas/create_customer\"]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed, "the wrong order");
+        let (status, _) = judge("not_called = \"asaas/refund\"", &r);
+        assert_eq!(status, EvalStatus::Passed);
+        let result = evaluate(&case("not_called = [\"refund\", \"get_balance\"]"), &r);
+        assert_eq!(result.status, EvalStatus::Failed);
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("not_called: get_balance was called 1 time(s)")
+        );
+    }
+
+    #[test]
+    fn json_schema_on_the_output_and_on_a_tools_arguments() {
+        let schema = "{ type = \"object\", required = [\"id\", \"status\"], properties = { status = { enum = [\"PENDING\", \"PAID\"] } } }";
+        let good = run(r#"{"id": "pay_1", "status": "PENDING"}"#, vec![], 10);
+        let (status, _) = judge(&format!("json_schema = {{ schema = {schema} }}"), &good);
+        assert_eq!(status, EvalStatus::Passed);
+        let bad = run(r#"{"id": "pay_1", "status": "LOST"}"#, vec![], 10);
+        let result = evaluate(
+            &case(&format!("json_schema = {{ schema = {schema} }}")),
+            &bad,
+        );
+        assert_eq!(result.status, EvalStatus::Failed);
+        let reason = result.reason.unwrap_or_default();
+        assert!(reason.starts_with("json_schema: /status:"), "{reason}");
+        let text = run("Charged!", vec![], 10);
+        let result = evaluate(
+            &case(&format!("json_schema = {{ schema = {schema} }}")),
+            &text,
+        );
+        assert!(
+            result
+                .reason
+                .unwrap_or_default()
+                .contains("the output is not JSON"),
+            "not JSON fails, never passes"
+        );
+        let calls = vec![
+            call_with("asaas/create_payment", json!({"value": 5})),
+            call_with("asaas/create_payment", json!({"value": "five"})),
+        ];
+        let args = "json_schema = { tool = \"asaas/create_payment\", schema = { type = \"object\", properties = { value = { type = \"number\" } } } }";
+        let result = evaluate(&case(args), &run("ok", calls, 10));
+        assert_eq!(result.status, EvalStatus::Failed);
+        assert!(
+            result
+                .reason
+                .unwrap_or_default()
+                .starts_with("json_schema: call 2: /value:"),
+        );
+        let result = evaluate(&case(args), &run("ok", vec![], 10));
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("json_schema: asaas/create_payment was not called")
+        );
     }
 
     #[test]

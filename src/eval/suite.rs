@@ -30,7 +30,9 @@
 //! made to pass on some attempts and fail on others (a flaky case on purpose).
 //!
 //! Assertion kinds under `[case.assert]`: `contains` (string or list), `equals`, `regex`
-//! (string or list), `operation_called` (name, `{ name, times }`, or a list of either),
+//! (string or list), `operation_called` (name, `{ name, times, args }`, or a list of
+//! either), `sequence` (names in call order, or `{ tools, gaps }`), `not_called`,
+//! `json_schema` (`{ schema, tool? }` or a list),
 //! `envelope` (code or list: some call returned it), `no_envelope` (`true`: no call
 //! returned any envelope; a code or list: none of those), `json_path` (`{ path = "$.id",
 //! equals = ... }` or a list of them, on a final output that is JSON), `max_tokens`.
@@ -84,11 +86,38 @@ impl Case {
     }
 }
 
-/// An operation that must have been called: at least once, or exactly `times`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An operation that must have been called: at least once, or exactly `times`; with
+/// `args`, only the calls whose arguments hold every check count.
+#[derive(Debug, Clone, PartialEq)]
 pub struct OperationExpectation {
     pub name: String,
     pub times: Option<u32>,
+    pub args: Vec<ArgCheck>,
+}
+
+/// One check on a call's arguments: a key of the input (its value a subset of what was
+/// sent) or, for a key starting with `$`, a JSON path into the input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgCheck {
+    pub key: String,
+    pub path: Option<JsonPath>,
+    pub expected: Value,
+}
+
+/// `sequence`: these operations were called in this order; with `gaps` (the default)
+/// other calls may come between them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SequenceExpectation {
+    pub tools: Vec<String>,
+    pub gaps: bool,
+}
+
+/// `json_schema`: the final text (parsed as JSON), or with `tool` the arguments of every
+/// call of that tool, valid against `schema` (checked to compile when the suite is read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaCheck {
+    pub tool: Option<String>,
+    pub schema: Value,
 }
 
 /// One `json_path` check.
@@ -112,9 +141,12 @@ pub enum Assertion {
     Equals(String),
     Regex(Vec<regex::Regex>),
     OperationCalled(Vec<OperationExpectation>),
+    Sequence(SequenceExpectation),
+    NotCalled(Vec<String>),
     Envelope(Vec<String>),
     NoEnvelope(NoEnvelope),
     JsonPath(Vec<JsonPathCheck>),
+    JsonSchema(Vec<SchemaCheck>),
     MaxTokens(u64),
     /// Judged by a model (`eval::judge`), after the rules above.
     LlmJudge(super::judge::JudgeSpec),
@@ -127,9 +159,12 @@ pub const ASSERTION_KINDS: &[&str] = &[
     "equals",
     "regex",
     "operation_called",
+    "sequence",
+    "not_called",
     "envelope",
     "no_envelope",
     "json_path",
+    "json_schema",
     "max_tokens",
     "llm_judge",
     "semantic_match",
@@ -206,11 +241,17 @@ struct RawAssert {
     #[serde(default, deserialize_with = "present")]
     operation_called: Option<Value>,
     #[serde(default, deserialize_with = "present")]
+    sequence: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    not_called: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     envelope: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     no_envelope: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     json_path: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    json_schema: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     max_tokens: Option<Value>,
     #[serde(default, deserialize_with = "present")]
@@ -220,15 +261,18 @@ struct RawAssert {
 }
 
 impl RawAssert {
-    fn kinds(self) -> [(&'static str, Option<Value>); 10] {
+    fn kinds(self) -> [(&'static str, Option<Value>); 13] {
         [
             ("contains", self.contains),
             ("equals", self.equals),
             ("regex", self.regex),
             ("operation_called", self.operation_called),
+            ("sequence", self.sequence),
+            ("not_called", self.not_called),
             ("envelope", self.envelope),
             ("no_envelope", self.no_envelope),
             ("json_path", self.json_path),
+            ("json_schema", self.json_schema),
             ("max_tokens", self.max_tokens),
             ("llm_judge", self.llm_judge),
             ("semantic_match", self.semantic_match),
@@ -252,6 +296,26 @@ struct RawOperation {
     name: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     times: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    args: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSequence {
+    #[serde(default, deserialize_with = "present")]
+    tools: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    gaps: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSchema {
+    #[serde(default, deserialize_with = "present")]
+    schema: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    tool: Option<Value>,
 }
 
 /// A key that is there, `null` too (serde's `Option` would read `null` as absent).
@@ -853,6 +917,9 @@ fn read_assertion(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion
             }
             Assertion::OperationCalled(expectations)
         }
+        "sequence" => read_sequence(at, kind, value)?,
+        "not_called" => Assertion::NotCalled(at.strings(value, kind)?),
+        "json_schema" => read_schemas(at, kind, value)?,
         "envelope" => Assertion::Envelope(at.strings(value, kind)?),
         "no_envelope" => match value {
             Value::Bool(true) => Assertion::NoEnvelope(NoEnvelope::Any),
@@ -920,6 +987,7 @@ fn read_operation(
         Value::String(name) if !name.trim().is_empty() => Ok(OperationExpectation {
             name: name.clone(),
             times: None,
+            args: Vec::new(),
         }),
         Value::Object(_) => {
             let inner = at.nested(field);
@@ -943,16 +1011,124 @@ fn read_operation(
                     })
                 })
                 .transpose()?;
-            Ok(OperationExpectation { name, times })
+            let args = match &raw.args {
+                None => Vec::new(),
+                Some(args) => read_args(&inner, args)?,
+            };
+            Ok(OperationExpectation { name, times, args })
         }
         other => Err(at.invalid(
             Some(field),
             &format!(
-                "expected an operation name or {{ name, times }}, found {}",
+                "expected an operation name or {{ name, times, args }}, found {}",
                 type_name(other)
             ),
         )),
     }
+}
+
+/// `args = { value = 5, "$.customer.id" = "cus_1" }`: checks on a call's arguments.
+fn read_args(at: &Place<'_>, value: &Value) -> Result<Vec<ArgCheck>, SuiteError> {
+    let table = at.table(value, "args")?;
+    if table.is_empty() {
+        return Err(at.invalid(
+            Some("args"),
+            "the table is empty: name what the arguments hold",
+        ));
+    }
+    let mut checks = Vec::with_capacity(table.len());
+    for (key, expected) in table {
+        let path = if key.starts_with('$') {
+            Some(
+                JsonPath::parse(key)
+                    .map_err(|err| at.invalid(Some(&format!("args.{key}")), &err.to_string()))?,
+            )
+        } else {
+            None
+        };
+        checks.push(ArgCheck {
+            key: key.clone(),
+            path,
+            expected: expected.clone(),
+        });
+    }
+    Ok(checks)
+}
+
+/// `sequence = ["a", "b"]` or `sequence = { tools = [...], gaps = false }`.
+fn read_sequence(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let (tools, gaps) = match value {
+        Value::Object(_) => {
+            let inner = at.nested(kind);
+            let raw: RawSequence = inner.strict(value, "key")?;
+            let tools = match &raw.tools {
+                Some(tools) => inner.strings(tools, "tools")?,
+                None => {
+                    return Err(inner.error(
+                        Some("tools"),
+                        SuiteErrorKind::Missing,
+                        "missing: the operations in the order they must be called",
+                    ));
+                }
+            };
+            let gaps = match &raw.gaps {
+                None => true,
+                Some(Value::Bool(gaps)) => *gaps,
+                Some(other) => {
+                    return Err(inner.invalid(
+                        Some("gaps"),
+                        &format!("expected true or false, found {}", type_name(other)),
+                    ));
+                }
+            };
+            (tools, gaps)
+        }
+        _ => (at.strings(value, kind)?, true),
+    };
+    if tools.len() < 2 {
+        return Err(at.invalid(
+            Some(kind),
+            "a sequence names at least two operations (one is operation_called)",
+        ));
+    }
+    Ok(Assertion::Sequence(SequenceExpectation { tools, gaps }))
+}
+
+/// `json_schema = { schema = {...}, tool = "server/tool" }` or a list of them; the schema
+/// must compile, so a typo in it is the suite's error, not a failing case.
+fn read_schemas(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let items: Vec<(String, &Value)> = match value {
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| (format!("{kind}[{i}]"), item))
+            .collect(),
+        Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
+        single => vec![(kind.to_owned(), single)],
+    };
+    let mut checks = Vec::with_capacity(items.len());
+    for (field, item) in items {
+        at.table(item, &field)?;
+        let inner = at.nested(&field);
+        let raw: RawSchema = inner.strict(item, "key")?;
+        let Some(schema) = raw.schema else {
+            return Err(inner.error(
+                Some("schema"),
+                SuiteErrorKind::Missing,
+                "missing: a JSON Schema (e.g. { type = \"object\", required = [\"id\"] })",
+            ));
+        };
+        if let Err(err) = jsonschema::validator_for(&schema) {
+            return Err(inner.invalid(Some("schema"), &format!("not a valid JSON Schema: {err}")));
+        }
+        let tool = raw
+            .tool
+            .as_ref()
+            .map(|t| inner.non_empty_string(t, "tool"))
+            .transpose()?;
+        checks.push(SchemaCheck { tool, schema });
+    }
+    Ok(Assertion::JsonSchema(checks))
 }
 
 /// A suite as `POST /v1/evals/runs` carries it: a suite document (an object with
@@ -1089,6 +1265,65 @@ equals = "two"
     }
 
     #[test]
+    fn the_new_assertions_name_file_case_and_field_when_broken() {
+        let head = "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\n";
+        for (assert, field, says) in [
+            (
+                "operation_called = { name = \"a/b\", args = {} }",
+                "assert.operation_called.args",
+                "empty",
+            ),
+            (
+                "operation_called = { name = \"a/b\", args = 5 }",
+                "assert.operation_called.args",
+                "expected a table",
+            ),
+            (
+                "operation_called = { name = \"a/b\", args = { \"$..x\" = 1 } }",
+                "assert.operation_called.args.$..x",
+                "invalid JSON path",
+            ),
+            (
+                "operation_called = { name = \"a/b\", argz = { x = 1 } }",
+                "assert.operation_called.argz",
+                "argz",
+            ),
+            ("sequence = [\"a/b\"]", "assert.sequence", "at least two"),
+            (
+                "sequence = { tools = [\"a/b\", \"a/c\"], gaps = \"no\" }",
+                "assert.sequence.gaps",
+                "true or false",
+            ),
+            (
+                "sequence = { gaps = true }",
+                "assert.sequence.tools",
+                "missing",
+            ),
+            ("not_called = 3", "assert.not_called", ""),
+            (
+                "json_schema = { tool = \"a/b\" }",
+                "assert.json_schema.schema",
+                "missing",
+            ),
+            (
+                "json_schema = { schema = { type = \"objekt\" } }",
+                "assert.json_schema.schema",
+                "not a valid JSON Schema",
+            ),
+            ("json_schema = []", "assert.json_schema", "empty"),
+        ] {
+            let e = err(&format!("{head}{assert}"));
+            assert_eq!(e.field.as_deref(), Some(field), "{assert}: {e}");
+            assert_eq!(e.file, "payments.toml");
+            assert!(
+                e.to_string().contains("case \"a\"") || e.case.is_some(),
+                "{e}"
+            );
+            assert!(e.to_string().contains(says), "{assert}: {e}");
+        }
+    }
+
+    #[test]
     fn reads_a_good_toml_suite_with_defaults_merged() {
         let suite = parse_suite("payments.toml", GOOD).unwrap();
         assert_eq!(suite.name, "payments");
@@ -1138,11 +1373,13 @@ equals = "two"
                 &vec![
                     OperationExpectation {
                         name: "asaas/create_payment".into(),
-                        times: None
+                        times: None,
+                        args: Vec::new(),
                     },
                     OperationExpectation {
                         name: "asaas/get_payment".into(),
-                        times: Some(0)
+                        times: Some(0),
+                        args: Vec::new(),
                     }
                 ]
             ),

@@ -7,7 +7,8 @@
 //! rule whose `match` the call's input satisfies answers (a key starting with `$` is a
 //! JSON path into the input, any other key a subset match on the input's own key).
 
-use crate::eval::assert::{JsonPath, json_equal};
+use crate::eval::assert::JsonPath;
+pub use crate::eval::assert::subset;
 use crate::protocol::events::{Counter, DeclaredMock, MockMode};
 use crate::protocol::json::json_type;
 use crate::protocol::rest::MockState;
@@ -115,21 +116,6 @@ impl Condition {
             None => format!("`{}` is absent, expected {}", self.key, self.expected),
             Some(found) => format!("`{}` is {found}, expected {}", self.key, self.expected),
         }
-    }
-}
-
-/// Whether `actual` holds everything `expected` says: objects by their keys (extra keys in
-/// `actual` allowed, recursively), arrays element by element at the same length, other
-/// values equal (numbers by value, `5` equals `5.0`).
-pub fn subset(expected: &Value, actual: &Value) -> bool {
-    match (expected, actual) {
-        (Value::Object(want), Value::Object(have)) => want
-            .iter()
-            .all(|(key, value)| have.get(key).is_some_and(|found| subset(value, found))),
-        (Value::Array(want), Value::Array(have)) => {
-            want.len() == have.len() && want.iter().zip(have).all(|(w, h)| subset(w, h))
-        }
-        _ => json_equal(expected, actual),
     }
 }
 

@@ -411,3 +411,26 @@ fn the_example_mocks_by_input_suite_passes_with_each_rule_answering() {
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert_eq!(last_line(&stdout), promised);
 }
+
+#[test]
+fn the_example_what_was_sent_suite_gives_the_counts_its_header_promises() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/evals/what_was_sent.toml");
+    let header = std::fs::read_to_string(&example).unwrap();
+    let promised = header
+        .lines()
+        .find_map(|l| l.strip_prefix("# Expected on one run: "))
+        .unwrap()
+        .split(" (")
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(promised, "2 passed, 1 failed, 0 errored, 0 skipped");
+    let out = spyglass(&["eval", example.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(last_line(&stdout), promised);
+    assert!(
+        stdout.contains("operation_called: expected {\"args\":{\"value\":50}"),
+        "{stdout}"
+    );
+}

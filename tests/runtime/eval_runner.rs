@@ -184,6 +184,115 @@ async fn every_assertion_kind_passes_and_fails_with_expected_and_actual() {
     handle.shutdown().await;
 }
 
+/// What the agent sent, judged over HTTP: arguments by subset and JSON path, call order,
+/// calls that must not happen, and JSON Schema on the final text and on the arguments.
+#[tokio::test]
+async fn assertions_on_what_the_agent_sent_pass_and_fail_over_http() {
+    let handle = server(test_config()).await;
+    let api = Api::new(&handle);
+    let two_calls = json!({"sequence": [
+        {"tool_calls": [{"name": "asaas/create_customer", "arguments": {"name": "Ana"}}]},
+        {"tool_calls": [{"name": "asaas/create_payment",
+                         "arguments": {"value": 5, "customer": {"id": "cus_1"}}}]},
+        {"text": "{\"id\": \"pay_1\", \"status\": \"PENDING\"}"}
+    ]});
+    let mocks = json!({"asaas/create_customer": {"id": "cus_1"},
+                       "asaas/create_payment": {"id": "pay_1"}});
+    let schema = json!({"type": "object", "required": ["id", "status"],
+                        "properties": {"status": {"enum": ["PENDING", "PAID"]}}});
+    let arg_schema = json!({"type": "object", "required": ["value"],
+                            "properties": {"value": {"type": "number", "maximum": 100}}});
+    let cases = [
+        (
+            "args pass",
+            json!({"operation_called": {"name": "asaas/create_payment",
+            "args": {"value": 5, "$.customer.id": "cus_1"}, "times": 1}}),
+        ),
+        (
+            "args fail",
+            json!({"operation_called": {"name": "asaas/create_payment",
+            "args": {"value": 500}}}),
+        ),
+        (
+            "sequence pass",
+            json!({"sequence": ["asaas/create_customer", "asaas/create_payment"]}),
+        ),
+        (
+            "sequence fail",
+            json!({"sequence": ["asaas/create_payment", "asaas/create_customer"]}),
+        ),
+        ("not called pass", json!({"not_called": "asaas/refund"})),
+        (
+            "not called fail",
+            json!({"not_called": ["asaas/create_customer"]}),
+        ),
+        (
+            "schema pass",
+            json!({"json_schema": [{"schema": schema},
+            {"tool": "asaas/create_payment", "schema": arg_schema}]}),
+        ),
+        (
+            "schema fail",
+            json!({"json_schema": {"tool": "asaas/create_customer",
+            "schema": {"type": "object", "required": ["email"]}}}),
+        ),
+    ];
+    let suite = json!({"suite": "sent", "defaults": {"mocks": mocks, "model": two_calls},
+        "cases": cases.iter().map(|(id, assert)| json!({"id": id, "input": "Charge Ana R$5",
+            "assert": assert})).collect::<Vec<_>>()});
+    let detail = run(&api, json!({"suites": [suite]})).await;
+    let records = by_case(&detail);
+    for (id, _) in &cases {
+        let want = if id.ends_with("pass") {
+            "passed"
+        } else {
+            "failed"
+        };
+        assert_eq!(records[*id]["status"], want, "{id}: {:#}", records[*id]);
+    }
+    let reason = |id: &str| {
+        records[id]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(
+        reason("args fail"),
+        "operation_called: no call of asaas/create_payment had those arguments (1 call(s))"
+    );
+    let sent = &records["args fail"]["assertions"][0]["actual"]["calls with their arguments"];
+    assert_eq!(sent[0]["customer"]["id"], "cus_1", "{sent}");
+    assert!(
+        reason("sequence fail")
+            .starts_with("sequence: asaas/create_payment → asaas/create_customer")
+    );
+    assert_eq!(
+        reason("not called fail"),
+        "not_called: asaas/create_customer was called 1 time(s)"
+    );
+    assert!(
+        reason("schema fail").contains("email"),
+        "{}",
+        reason("schema fail")
+    );
+
+    // A broken new assertion is the suite's error, named, and nothing runs.
+    let broken = json!({"suite": "broken", "cases": [{"id": "c", "input": "x",
+        "assert": {"sequence": {"tools": ["a/b", "a/c"], "gaps": "sometimes"}}}]});
+    let (status, body) = api
+        .post("/v1/evals/runs", json!({"suites": [broken]}))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("assert.sequence.gaps"),
+        "{body}"
+    );
+    handle.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_case_with_no_result_is_error_not_failed_and_skips_are_skipped() {
     let handle = server(test_config()).await;
