@@ -217,6 +217,42 @@ mod tests {
         }
     }
 
+    /// Evicted events leave the file in ranges, not with every commit: at a flush, and
+    /// on their own within `EVICT_EVERY` when the runtime goes quiet.
+    #[tokio::test]
+    async fn evicted_events_leave_the_file_at_a_flush_and_when_quiet() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("runtime.db")).unwrap());
+        let config = RuntimeConfig {
+            test_mode: true,
+            retained_events: 5,
+            ..RuntimeConfig::default()
+        };
+        let rt = runtime_on(config, store.clone()).unwrap();
+        let create = || crate::protocol::rest::CreateSession {
+            user_id: "u".into(),
+            ..Default::default()
+        };
+        for _ in 0..20 {
+            rt.create_session("default", create()).unwrap();
+        }
+        rt.flush_store();
+        let stored = |store: &SqliteStore| store.stream("unused", 1000).unwrap().events.len();
+        assert_eq!(stored(&store), 5, "a flush takes the evictions with it");
+        for _ in 0..20 {
+            rt.create_session("default", create()).unwrap();
+        }
+        rt.committed().await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while stored(&store) > 5 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "evictions never reached the file"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     #[tokio::test]
     async fn an_answer_whose_commit_failed_is_refused_not_acknowledged() {
         let config = RuntimeConfig {
