@@ -7,6 +7,7 @@ use crate::runtime::{Policy, PolicyError, RuntimeConfig};
 use crate::store::{StoreChoice, StoreError};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 use thiserror::Error;
 
 /// The flags of `spyglass serve`.
@@ -19,6 +20,8 @@ pub struct ServeArgs {
     pub api_keys: Vec<String>,
     /// `--max-retained-bytes`: the runtime's byte budget; `None` keeps the default.
     pub max_retained_bytes: Option<usize>,
+    /// `--retain-closed`: how long closed sessions are kept; `None` keeps the default.
+    pub retain_closed: Option<Duration>,
     /// `--keys-file`: one `KEY` or `KEY=p1,p2` a line.
     pub keys_file: Option<PathBuf>,
     pub allow_origins: Vec<String>,
@@ -167,6 +170,9 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         max_retained_bytes: args
             .max_retained_bytes
             .unwrap_or(RuntimeConfig::default().max_retained_bytes),
+        retain_closed_sessions: args
+            .retain_closed
+            .unwrap_or(RuntimeConfig::default().retain_closed_sessions),
         api_keys: keys.plain,
         key_projects: keys.bound,
         allowed_origins: args.allow_origins,
@@ -201,9 +207,44 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
     Ok(signal?)
 }
 
+/// `--retain-closed`'s value: a whole number with a unit, `s`, `m`, `h` or `d` (`90m`, `7d`).
+pub fn parse_age(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let unit = text.chars().last().unwrap_or('?');
+    let secs_per = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        _ => {
+            return Err(format!(
+                "{text:?} needs a unit: s, m, h or d (e.g. 12h, 7d)"
+            ));
+        }
+    };
+    let count: u64 = text[..text.len() - 1]
+        .parse()
+        .map_err(|_| format!("{text:?} is not a whole number and a unit (e.g. 12h, 7d)"))?;
+    count
+        .checked_mul(secs_per)
+        .filter(|secs| *secs > 0)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("{text:?} is not an age of at least 1s (e.g. 12h, 7d)"))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Keys;
+    #[test]
+    fn retain_closed_takes_an_age_with_a_unit() {
+        assert_eq!(parse_age("90m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_age("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        for bad in ["7", "d", "0h", "-1d", "1.5h", "7w", ""] {
+            let err = parse_age(bad).unwrap_err();
+            assert!(err.contains("e.g."), "{bad}: {err}");
+        }
+    }
+
+    use super::{Duration, Keys, parse_age};
 
     #[test]
     fn keys_from_flags_env_and_file() {

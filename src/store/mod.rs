@@ -253,6 +253,63 @@ mod tests {
         }
     }
 
+    /// Closed sessions past `retain_closed_sessions` go, oldest first, from memory and
+    /// from the file; open ones stay however old.
+    #[tokio::test]
+    async fn closed_sessions_past_their_age_leave_memory_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime.db");
+        let config = RuntimeConfig {
+            test_mode: true,
+            retain_closed_sessions: std::time::Duration::from_millis(300),
+            ..RuntimeConfig::default()
+        };
+        let rt = open_runtime(config.clone(), &path).unwrap();
+        let create = || crate::protocol::rest::CreateSession {
+            user_id: "u".into(),
+            ..Default::default()
+        };
+        let ids: Vec<String> = (0..3)
+            .map(|_| rt.create_session("default", create()).unwrap().id)
+            .collect();
+        rt.close_session("default", &ids[0]).unwrap();
+        rt.close_session("default", &ids[1]).unwrap();
+        rt.evict_aged_sessions();
+        assert!(
+            rt.session("default", &ids[0]).is_ok(),
+            "not yet past its age"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        rt.evict_aged_sessions();
+        assert!(rt.session("default", &ids[0]).is_err());
+        assert!(rt.session("default", &ids[1]).is_err());
+        assert!(
+            rt.session("default", &ids[2]).is_ok(),
+            "open: kept however old"
+        );
+        rt.flush_store();
+        drop(rt);
+        let again = loop {
+            // The writer thread closes the file once the runtime is gone.
+            match open_runtime(config.clone(), &path) {
+                Ok(rt) => break rt,
+                Err(StoreError::Locked { .. }) => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                Err(err) => panic!("{err}"),
+            }
+        };
+        assert!(
+            again.session("default", &ids[0]).is_err(),
+            "gone from the file"
+        );
+        assert!(
+            again.session("default", &ids[1]).is_err(),
+            "gone from the file"
+        );
+        assert!(again.session("default", &ids[2]).is_ok());
+    }
+
     #[tokio::test]
     async fn an_answer_whose_commit_failed_is_refused_not_acknowledged() {
         let config = RuntimeConfig {
