@@ -124,6 +124,10 @@ enum Command {
         /// default 268435456 (256 MiB).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1024..))]
         max_retained_bytes: Option<u64>,
+        /// Closed sessions older than this (e.g. 90m, 12h, 7d) are dropped, oldest first;
+        /// default 7d.
+        #[arg(long, value_name = "AGE", value_parser = spyglass::config::parse_duration)]
+        retain_closed: Option<std::time::Duration>,
         /// API keys, one a line: KEY, or KEY=project1,project2 to bind the key to those
         /// projects (blank lines and # comments skipped).
         #[arg(long, value_name = "FILE")]
@@ -403,6 +407,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             test_mode,
             policy,
             max_retained_bytes,
+            retain_closed,
             keys_file,
             allow_origin,
             allow_host,
@@ -432,6 +437,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 api_keys: cli.api_key.clone(),
                 max_retained_bytes: max_retained_bytes
                     .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                retain_closed,
                 keys_file,
                 allow_origins: allow_origin,
                 allow_hosts: allow_host,

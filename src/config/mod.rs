@@ -32,8 +32,8 @@ pub fn valid_project(text: &str) -> bool {
     (1..=128).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_graphic())
 }
 
-/// A duration as a flag gives it: a number with a unit (`90s`, `15m`, `2h`, `500ms`), or
-/// bare seconds. Zero is refused: a setting that expires at once is never what was meant.
+/// A duration as a flag gives it: a number with a unit (`90s`, `15m`, `2h`, `7d`, `500ms`),
+/// or bare seconds. Zero is refused: a setting that expires at once is never what was meant.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let text = text.trim();
     let split = text
@@ -48,9 +48,10 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         "" | "s" => number.checked_mul(1000),
         "m" => number.checked_mul(60_000),
         "h" => number.checked_mul(3_600_000),
+        "d" => number.checked_mul(86_400_000),
         other => {
             return Err(format!(
-                "{text:?}: unknown unit {other:?}; use ms, s, m or h (e.g. 90s, 15m)"
+                "{text:?}: unknown unit {other:?}; use ms, s, m, h or d (e.g. 90s, 15m, 7d)"
             ));
         }
     }
@@ -218,6 +219,36 @@ mod tests {
     use ratatui::crossterm::event::{KeyCode, KeyModifiers};
     use ratatui::style::Color;
     use std::path::Path;
+
+    #[test]
+    fn durations_take_units_or_bare_seconds_and_refuse_the_rest() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("15m"), Ok(Duration::from_mins(15)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_hours(2)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_hours(168)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
+        // A multi-byte unit, a sign, a fraction, nothing: refused, never a panic.
+        for bad in [
+            "",
+            "m",
+            "0s",
+            "-5s",
+            "1.5m",
+            "10w",
+            "7é",
+            "é",
+            "99999999999999999999h",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} was taken");
+        }
+        assert!(
+            parse_duration("10w")
+                .unwrap_err()
+                .contains("use ms, s, m, h or d")
+        );
+    }
 
     /// A fake home with XDG dirs under it, and the Env pointing there.
     struct Home {

@@ -7,6 +7,7 @@ use crate::runtime::{Policy, PolicyError, RuntimeConfig};
 use crate::store::{StoreChoice, StoreError};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 use thiserror::Error;
 
 /// The flags of `spyglass serve`.
@@ -19,6 +20,8 @@ pub struct ServeArgs {
     pub api_keys: Vec<String>,
     /// `--max-retained-bytes`: the runtime's byte budget; `None` keeps the default.
     pub max_retained_bytes: Option<usize>,
+    /// `--retain-closed`: how long closed sessions are kept; `None` keeps the default.
+    pub retain_closed: Option<Duration>,
     /// `--keys-file`: one `KEY` or `KEY=p1,p2` a line.
     pub keys_file: Option<PathBuf>,
     pub allow_origins: Vec<String>,
@@ -184,6 +187,9 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         max_retained_bytes: args
             .max_retained_bytes
             .unwrap_or(RuntimeConfig::default().max_retained_bytes),
+        retain_closed_sessions: args
+            .retain_closed
+            .unwrap_or(RuntimeConfig::default().retain_closed_sessions),
         api_keys: keys.plain,
         key_projects: keys.bound,
         allowed_origins: args.allow_origins,

@@ -297,7 +297,12 @@ enum Write {
     State(StateWrite),
     /// `Flush` for a task: what an answer waits on before it is sent.
     Ack(tokio::sync::oneshot::Sender<()>),
+    /// Nothing came for `EVICT_EVERY`: the writer's own wake-up to drop evictions.
+    Tick,
 }
+
+/// How often evicted events leave the file: at most this much later than the rings.
+const EVICT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The most events one transaction takes; more wait for the next.
 const MAX_BATCH: usize = 4096;
@@ -335,7 +340,22 @@ fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>) {
     // The last write of each document in the batch: a burst of calls on one session
     // commits its counters once.
     let mut state: HashMap<(String, String, String), StateWrite> = HashMap::new();
-    while let Ok(first) = rx.recv() {
+    // Evictions leave the file in ranges, every `EVICT_EVERY`, not with each batch: a
+    // delete per commit rewrote the oldest pages (and the free list) on every call.
+    let mut last_evicted = std::time::Instant::now();
+    loop {
+        let first = if evicted.is_empty() {
+            rx.recv().map_err(|_| ())
+        } else {
+            // Evictions waiting: a quiet runtime still drops them from the file soon.
+            match rx.recv_timeout(EVICT_EVERY.saturating_sub(last_evicted.elapsed())) {
+                Ok(msg) => Ok(Some(msg)),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Ok(None),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(()),
+            }
+            .map(|msg| msg.unwrap_or(Write::Tick))
+        };
+        let Ok(first) = first else { break };
         let mut next = Some(first);
         while let Some(msg) = next.take() {
             match msg {
@@ -349,6 +369,7 @@ fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>) {
                     *upto = (*upto).max(seq);
                 }
                 Write::Flush(done) => flushes.push(done),
+                Write::Tick => {}
                 Write::Ack(done) => acks.push(done),
                 Write::State(write) => {
                     let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
@@ -359,7 +380,13 @@ fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>) {
                 next = rx.try_recv().ok();
             }
         }
-        let evicted_upto: Vec<(String, u64)> = evicted.drain().collect();
+        let evicted_upto: Vec<(String, u64)> =
+            if !flushes.is_empty() || last_evicted.elapsed() >= EVICT_EVERY {
+                last_evicted = std::time::Instant::now();
+                evicted.drain().collect()
+            } else {
+                Vec::new()
+            };
         let writes: Vec<StateWrite> = state.drain().map(|(_, write)| write).collect();
         match store.append(&batch, &evicted_upto, &writes) {
             Ok(()) => {

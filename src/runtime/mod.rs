@@ -70,6 +70,9 @@ pub struct RuntimeConfig {
     /// Sessions one tenant may hold open; past it create answers 429 `too_many_sessions`.
     /// Its closed ones beyond this many are dropped, oldest first.
     pub max_sessions_per_tenant: usize,
+    /// Closed sessions whose last activity (their close) is older than this are dropped,
+    /// with their counters, oldest first (`--retain-closed`); open ones never are.
+    pub retain_closed_sessions: Duration,
     /// Decided and expired approvals kept for `GET /v1/approvals?status=all`, every tenant's;
     /// past it (or the byte budget) the oldest resolved go first. Pending ones never do.
     pub max_resolved_approvals: usize,
@@ -122,6 +125,7 @@ impl Default for RuntimeConfig {
             max_eval_attempts: 10_000,
             max_retained_bytes: 256 * 1024 * 1024,
             max_sessions_per_tenant: 1_000,
+            retain_closed_sessions: Duration::from_hours(7 * 24),
             max_resolved_approvals: 10_000,
             max_pending_approvals: 1_000,
             max_string_bytes: 1024,
@@ -172,6 +176,8 @@ pub(crate) struct Inner {
     pub(crate) evals: evals::EvalState,
     /// Traces whose spans came before their root (`POST /v1/traces`).
     pub(crate) otel: Mutex<crate::otel::Assembler>,
+    /// When closed sessions were last looked at for their age (`evict_aged_sessions`).
+    pub(crate) aged_sweep: Mutex<Option<std::time::Instant>>,
 }
 
 /// The runtime's state; cheap to clone (all clones share it).
@@ -228,6 +234,7 @@ impl Runtime {
                 approvals: Mutex::new(approvals::ApprovalQueue::default()),
                 evals,
                 otel,
+                aged_sweep: Mutex::new(None),
             }),
         }
     }
@@ -341,6 +348,12 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// One tick of the timer: overdue approvals expire, closed sessions past their age go.
+    fn sweep(&self) {
+        self.expire_due_approvals();
+        self.evict_aged_sessions();
+    }
+
     /// Expires overdue approvals on a timer while a server runs, so the stream announces
     /// an expiry when it happens rather than when someone next reads the queue.
     fn spawn_expiry_sweep(&self, mut stop: watch::Receiver<bool>) {
@@ -354,7 +367,7 @@ impl Runtime {
             let mut tick = tokio::time::interval(every);
             loop {
                 tokio::select! {
-                    _ = tick.tick() => rt.expire_due_approvals(),
+                    _ = tick.tick() => rt.sweep(),
                     stopped = async { stop.wait_for(|stop| *stop).await.is_ok() } => {
                         if stopped {
                             return;
@@ -363,7 +376,7 @@ impl Runtime {
                         // does the sweep (ticks only from here).
                         loop {
                             tick.tick().await;
-                            rt.expire_due_approvals();
+                            rt.sweep();
                         }
                     }
                 }

@@ -109,6 +109,8 @@ impl Runtime {
         self.restore_sessions(&sessions, &mut counters);
         self.restore_approvals(&approvals);
         self.restore_evals(&runs, &suites, &outcomes);
+        // What aged past its retention while no runtime was running goes now.
+        self.evict_aged_sessions();
     }
 }
 

@@ -774,6 +774,70 @@ impl Runtime {
         Ok(())
     }
 
+    /// Drops closed sessions whose last activity is older than `retain_closed_sessions`,
+    /// oldest first, from memory and from the store. Runs on the server's sweep and when
+    /// a runtime opens on a store; a sweep looks at every closed session, so it is done at
+    /// most once a second however often it is asked.
+    pub(crate) fn evict_aged_sessions(&self) {
+        let now = std::time::Instant::now();
+        {
+            let mut last = lock(&self.inner.aged_sweep);
+            if last.is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(1)) {
+                return;
+            }
+            *last = Some(now);
+        }
+        let age = self.inner.config.retain_closed_sessions;
+        let Ok(age) = chrono::Duration::from_std(age) else {
+            return;
+        };
+        let Some(cutoff) = chrono::Utc::now().checked_sub_signed(age) else {
+            return;
+        };
+        let aged: Vec<String> = {
+            let sessions = self
+                .inner
+                .sessions
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            sessions
+                .closed
+                .values()
+                .filter(|id| {
+                    sessions.by_id.get(*id).is_some_and(|e| {
+                        chrono::DateTime::parse_from_rfc3339(&lock(&e.session).last_activity)
+                            .is_ok_and(|at| at < cutoff)
+                    })
+                })
+                .cloned()
+                .collect()
+        };
+        if aged.is_empty() {
+            return;
+        }
+        let mut evicted = Vec::new();
+        {
+            let mut sessions = self
+                .inner
+                .sessions
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for id in &aged {
+                if let Some(entry) = sessions.remove(id) {
+                    self.inner
+                        .budget
+                        .remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
+                    evicted.push(entry);
+                }
+            }
+        }
+        tracing::info!(
+            sessions = evicted.len(),
+            "closed sessions past their retention age dropped"
+        );
+        self.unpersist_sessions(&evicted);
+    }
+
     /// Past `room_mark` of the byte budget, closed data gives way, oldest first: closed
     /// sessions, then finished eval runs and suite documents. Run when a session closes
     /// and when a call grows a session, so the log, which drops events only once the

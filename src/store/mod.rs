@@ -217,6 +217,99 @@ mod tests {
         }
     }
 
+    /// Evicted events leave the file in ranges, not with every commit: at a flush, and
+    /// on their own within `EVICT_EVERY` when the runtime goes quiet.
+    #[tokio::test]
+    async fn evicted_events_leave_the_file_at_a_flush_and_when_quiet() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("runtime.db")).unwrap());
+        let config = RuntimeConfig {
+            test_mode: true,
+            retained_events: 5,
+            ..RuntimeConfig::default()
+        };
+        let rt = runtime_on(config, store.clone()).unwrap();
+        let create = || crate::protocol::rest::CreateSession {
+            user_id: "u".into(),
+            ..Default::default()
+        };
+        for _ in 0..20 {
+            rt.create_session("default", create()).unwrap();
+        }
+        rt.flush_store();
+        let stored = |store: &SqliteStore| store.stream("unused", 1000).unwrap().events.len();
+        assert_eq!(stored(&store), 5, "a flush takes the evictions with it");
+        for _ in 0..20 {
+            rt.create_session("default", create()).unwrap();
+        }
+        rt.committed().await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while stored(&store) > 5 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "evictions never reached the file"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Closed sessions past `retain_closed_sessions` go, oldest first, from memory and
+    /// from the file; open ones stay however old.
+    #[tokio::test]
+    async fn closed_sessions_past_their_age_leave_memory_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime.db");
+        let config = RuntimeConfig {
+            test_mode: true,
+            retain_closed_sessions: std::time::Duration::from_millis(300),
+            ..RuntimeConfig::default()
+        };
+        let rt = open_runtime(config.clone(), &path).unwrap();
+        let create = || crate::protocol::rest::CreateSession {
+            user_id: "u".into(),
+            ..Default::default()
+        };
+        let ids: Vec<String> = (0..3)
+            .map(|_| rt.create_session("default", create()).unwrap().id)
+            .collect();
+        rt.close_session("default", &ids[0]).unwrap();
+        rt.close_session("default", &ids[1]).unwrap();
+        rt.evict_aged_sessions();
+        assert!(
+            rt.session("default", &ids[0]).is_ok(),
+            "not yet past its age"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        rt.evict_aged_sessions();
+        assert!(rt.session("default", &ids[0]).is_err());
+        assert!(rt.session("default", &ids[1]).is_err());
+        assert!(
+            rt.session("default", &ids[2]).is_ok(),
+            "open: kept however old"
+        );
+        rt.flush_store();
+        drop(rt);
+        let again = loop {
+            // The writer thread closes the file once the runtime is gone.
+            match open_runtime(config.clone(), &path) {
+                Ok(rt) => break rt,
+                Err(StoreError::Locked { .. }) => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(err) => panic!("{err}"),
+            }
+        };
+        assert!(
+            again.session("default", &ids[0]).is_err(),
+            "gone from the file"
+        );
+        assert!(
+            again.session("default", &ids[1]).is_err(),
+            "gone from the file"
+        );
+        assert!(again.session("default", &ids[2]).is_ok());
+    }
+
     #[tokio::test]
     async fn an_answer_whose_commit_failed_is_refused_not_acknowledged() {
         let config = RuntimeConfig {

@@ -310,12 +310,20 @@ impl Store for SqliteStore {
                      SET next_seq = MAX(next_seq, excluded.next_seq)",
                 )
                 .map_err(|e| self.write_error(e))?;
+            // Each tenant's next seq once per batch, not once per event.
+            let mut newest: Vec<(&str, i64)> = Vec::new();
             for event in events {
                 let seq = i64::try_from(event.seq).unwrap_or(i64::MAX);
                 insert
                     .execute(params![event.tenant, seq, event.text])
                     .map_err(|e| self.write_error(e))?;
-                next.execute(params![event.tenant, seq.saturating_add(1)])
+                match newest.iter_mut().find(|(t, _)| *t == event.tenant) {
+                    Some((_, upto)) => *upto = (*upto).max(seq),
+                    None => newest.push((&event.tenant, seq)),
+                }
+            }
+            for (tenant, seq) in newest {
+                next.execute(params![tenant, seq.saturating_add(1)])
                     .map_err(|e| self.write_error(e))?;
             }
             // The file holds what the rings hold: a tenant's evictions are its oldest.

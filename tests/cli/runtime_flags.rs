@@ -124,7 +124,7 @@ async fn serve_approval_ttl_sets_when_a_held_call_expires() {
 #[test]
 fn a_bad_approval_ttl_is_refused_with_the_units_it_takes() {
     for args in [
-        &["serve", "--approval-ttl", "10d"][..],
+        &["serve", "--approval-ttl", "10w"][..],
         &["--approval-ttl", "0s"][..],
     ] {
         let out = spyglass(args).output().unwrap();

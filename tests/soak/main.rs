@@ -7,6 +7,7 @@ mod support;
 mod bench_smoke;
 mod chaos;
 mod slow_subscriber;
+mod store_growth;
 
 /// `slow_subscriber` reads this process's resident memory, so nothing else may run beside
 /// it: it holds this lock for writing, every other test here for reading.
