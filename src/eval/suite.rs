@@ -902,15 +902,7 @@ fn read_assertion(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion
             Assertion::Regex(compiled)
         }
         "operation_called" => {
-            let items: Vec<(String, &Value)> = match value {
-                Value::Array(items) if !items.is_empty() => items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, item)| (format!("{kind}[{i}]"), item))
-                    .collect(),
-                Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
-                single => vec![(kind.to_owned(), single)],
-            };
+            let items = one_or_list(at, kind, value)?;
             let mut expectations = Vec::with_capacity(items.len());
             for (field, item) in items {
                 expectations.push(read_operation(at, &field, item)?);
@@ -937,15 +929,7 @@ fn read_assertion(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion
             }
         },
         "json_path" => {
-            let items: Vec<(String, &Value)> = match value {
-                Value::Array(items) if !items.is_empty() => items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, item)| (format!("{kind}[{i}]"), item))
-                    .collect(),
-                Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
-                single => vec![(kind.to_owned(), single)],
-            };
+            let items = one_or_list(at, kind, value)?;
             let mut checks = Vec::with_capacity(items.len());
             for (field, item) in items {
                 let inner = at.nested(&field);
@@ -1027,6 +1011,24 @@ fn read_operation(
     }
 }
 
+/// A kind's value as its items, each with the field errors name (`kind[i]`): a list (not
+/// empty) gives one per element, anything else is the one item.
+fn one_or_list<'v>(
+    at: &Place<'_>,
+    kind: &str,
+    value: &'v Value,
+) -> Result<Vec<(String, &'v Value)>, SuiteError> {
+    Ok(match value {
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| (format!("{kind}[{i}]"), item))
+            .collect(),
+        Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
+        single => vec![(kind.to_owned(), single)],
+    })
+}
+
 /// `args = { value = 5, "$.customer.id" = "cus_1" }`: checks on a call's arguments.
 fn read_args(at: &Place<'_>, value: &Value) -> Result<Vec<ArgCheck>, SuiteError> {
     let table = at.table(value, "args")?;
@@ -1097,15 +1099,7 @@ fn read_sequence(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
 /// `json_schema = { schema = {...}, tool = "server/tool" }` or a list of them; the schema
 /// must compile, so a typo in it is the suite's error, not a failing case.
 fn read_schemas(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
-    let items: Vec<(String, &Value)> = match value {
-        Value::Array(items) if !items.is_empty() => items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| (format!("{kind}[{i}]"), item))
-            .collect(),
-        Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
-        single => vec![(kind.to_owned(), single)],
-    };
+    let items = one_or_list(at, kind, value)?;
     let mut checks = Vec::with_capacity(items.len());
     for (field, item) in items {
         at.table(item, &field)?;

@@ -1,3 +1,6 @@
+//! The OTLP decoder, mapper and assembler on hand-built requests and on the captured
+//! fixtures of real exporters. Compiled only under `#[cfg(test)]` (see `otel/mod.rs`).
+
 use super::decode::{self, Encoding};
 use super::*;
 use serde_json::json;

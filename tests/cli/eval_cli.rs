@@ -355,16 +355,25 @@ async fn with_project_the_run_and_its_history_belong_to_that_project() {
     handle.shutdown().await;
 }
 
-#[test]
-fn the_example_payments_suite_gives_the_counts_its_header_promises() {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/evals/payments.toml");
-    let header = std::fs::read_to_string(&example).unwrap();
-    let promised = header
+/// The counts an example suite's header promises (`# Expected on one run: …`), without
+/// the trailing period or a parenthesised remark.
+fn promised_counts(example: &Path) -> String {
+    let header = std::fs::read_to_string(example).unwrap();
+    header
         .lines()
         .find_map(|l| l.strip_prefix("# Expected on one run: "))
         .unwrap()
+        .split(" (")
+        .next()
+        .unwrap()
         .trim_end_matches('.')
-        .to_owned();
+        .to_owned()
+}
+
+#[test]
+fn the_example_payments_suite_gives_the_counts_its_header_promises() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/evals/payments.toml");
+    let promised = promised_counts(&example);
     let out = spyglass(&["eval", example.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "a failure and an error");
     assert_eq!(last_line(&text(&out.stdout)), promised);
@@ -415,15 +424,7 @@ fn the_example_mocks_by_input_suite_passes_with_each_rule_answering() {
 #[test]
 fn the_example_what_was_sent_suite_gives_the_counts_its_header_promises() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/evals/what_was_sent.toml");
-    let header = std::fs::read_to_string(&example).unwrap();
-    let promised = header
-        .lines()
-        .find_map(|l| l.strip_prefix("# Expected on one run: "))
-        .unwrap()
-        .split(" (")
-        .next()
-        .unwrap()
-        .to_owned();
+    let promised = promised_counts(&example);
     assert_eq!(promised, "2 passed, 1 failed, 0 errored, 0 skipped");
     let out = spyglass(&["eval", example.to_str().unwrap()]);
     let stdout = text(&out.stdout);

@@ -2,7 +2,7 @@
 //! inspector's embedded runtime taking `--policy`, `--addr` and `--approval-ttl` (so its
 //! Approvals tab can fill and an exported URL survives a restart), refused beside `--url`.
 
-use crate::support::cli::{spyglass, wait_exit};
+use crate::support::cli::{PTY_DRIVER, python3, spyglass, wait_exit};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -151,49 +151,8 @@ fn embedded_runtime_flags_beside_url_are_refused_naming_both() {
     }
 }
 
-/// Runs argv in a PTY of 30x100, answering the inspector's cursor queries, until the file
-/// `argv[1]` exists; then types `q` and exits with the child's status.
-const PTY_UNTIL: &str = r#"
-import fcntl, os, pty, select, struct, sys, termios, time
-stop = sys.argv[1]
-pid, fd = pty.fork()
-if pid == 0:
-    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    os.execvp(sys.argv[2], sys.argv[2:])
-out = bytearray()
-answered = 0
-quit_sent = False
-deadline = time.time() + 60
-while time.time() < deadline:
-    if os.path.exists(stop) and not quit_sent:
-        os.write(fd, b"q")
-        quit_sent = True
-    ready, _, _ = select.select([fd], [], [], 0.1)
-    if not ready:
-        continue
-    try:
-        chunk = os.read(fd, 65536)
-    except OSError:
-        break
-    if not chunk:
-        break
-    out += chunk
-    while out.count(b"\x1b[6n") > answered:
-        os.write(fd, b"\x1b[1;1R")
-        answered += 1
-sys.stdout.buffer.write(bytes(out))
-sys.stdout.flush()
-_, status = os.waitpid(pid, 0)
-sys.exit(os.waitstatus_to_exitcode(status))
-"#;
-
 #[tokio::test]
 async fn the_inspectors_embedded_runtime_takes_policy_addr_and_approval_ttl() {
-    let found = Command::new("python3").arg("--version").output();
-    assert!(
-        found.is_ok_and(|out| out.status.success()),
-        "this test drives a pseudo-terminal with python3's pty module: install python3"
-    );
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("policy.toml");
     std::fs::write(&policy, POLICY).unwrap();
@@ -204,7 +163,7 @@ async fn the_inspectors_embedded_runtime_takes_policy_addr_and_approval_ttl() {
     let cmd = spyglass(&[]);
     let mut child = cmd
         .get_envs()
-        .fold(Command::new("python3"), |mut c, (k, v)| {
+        .fold(Command::new(python3()), |mut c, (k, v)| {
             match v {
                 Some(v) => c.env(k, v),
                 None => c.env_remove(k),
@@ -212,7 +171,7 @@ async fn the_inspectors_embedded_runtime_takes_policy_addr_and_approval_ttl() {
             c
         });
     child
-        .args(["-c", PTY_UNTIL])
+        .args(["-c", PTY_DRIVER])
         .arg(&stop)
         .args([
             bin,

@@ -5,50 +5,8 @@
 //! The PTY is driven by python3's `pty` module (no crate, no unsafe here). It plays the
 //! terminal: it answers the cursor-position queries the inspector sends while starting.
 
+use crate::support::cli::{PTY_DRIVER, python3};
 use std::process::Command;
-
-/// Runs argv in a new PTY of 30x100, relays everything it prints to stdout, answers each
-/// `ESC[6n` with a cursor position, and exits with the child's status. Gives up after 60 s.
-const PTY_DRIVER: &str = r#"
-import fcntl, os, pty, select, struct, sys, termios, time
-pid, fd = pty.fork()
-if pid == 0:
-    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    os.execvp(sys.argv[1], sys.argv[1:])
-out = bytearray()
-answered = 0
-deadline = time.time() + 60
-while time.time() < deadline:
-    ready, _, _ = select.select([fd], [], [], 0.2)
-    if not ready:
-        continue
-    try:
-        chunk = os.read(fd, 65536)
-    except OSError:
-        break
-    if not chunk:
-        break
-    out += chunk
-    while out.count(b"\x1b[6n") > answered:
-        os.write(fd, b"\x1b[1;1R")
-        answered += 1
-sys.stdout.buffer.write(bytes(out))
-sys.stdout.flush()
-_, status = os.waitpid(pid, 0)
-sys.exit(os.waitstatus_to_exitcode(status))
-"#;
-
-fn python() -> &'static str {
-    let found = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| out.status.success());
-    assert!(
-        found,
-        "this test drives a pseudo-terminal with python3's pty module: install python3 (apt-get install python3)"
-    );
-    "python3"
-}
 
 #[test]
 fn a_panic_restores_the_terminal() {
@@ -57,8 +15,8 @@ fn a_panic_restores_the_terminal() {
     // The shell runs the inspector (no --url: it starts its own runtime on 127.0.0.1),
     // then reads the terminal's modes with stty in the same PTY once the inspector is gone.
     let shell = format!("'{bin}'; echo \"EXIT=$?\"; stty -a");
-    let out = Command::new(python())
-        .args(["-c", PTY_DRIVER, "sh", "-c", &shell])
+    let out = Command::new(python3())
+        .args(["-c", PTY_DRIVER, "-", "sh", "-c", &shell])
         .env("SPYGLASS_DEBUG_PANIC", "1")
         .env("XDG_STATE_HOME", state.path())
         .env("XDG_DATA_HOME", state.path())

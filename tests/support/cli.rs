@@ -60,3 +60,54 @@ pub async fn wait_for_lines(path: &Path, lines: usize) {
         }
     }
 }
+
+/// Runs argv (after the first argument) in a new PTY of 30x100, relays everything it prints
+/// to stdout, answers each `ESC[6n` with a cursor position, and exits with the child's
+/// status; the first argument is a file whose appearance types `q`, or `-` for none.
+/// Gives up after 60 s. Run as `python3 -c PTY_DRIVER STOP ARGV…`.
+pub const PTY_DRIVER: &str = r#"
+import fcntl, os, pty, select, struct, sys, termios, time
+stop = sys.argv[1]
+pid, fd = pty.fork()
+if pid == 0:
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    os.execvp(sys.argv[2], sys.argv[2:])
+out = bytearray()
+answered = 0
+quit_sent = False
+deadline = time.time() + 60
+while time.time() < deadline:
+    if stop != "-" and not quit_sent and os.path.exists(stop):
+        os.write(fd, b"q")
+        quit_sent = True
+    ready, _, _ = select.select([fd], [], [], 0.1)
+    if not ready:
+        continue
+    try:
+        chunk = os.read(fd, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+    while out.count(b"\x1b[6n") > answered:
+        os.write(fd, b"\x1b[1;1R")
+        answered += 1
+sys.stdout.buffer.write(bytes(out))
+sys.stdout.flush()
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+
+/// `python3`, which drives the pseudo-terminal; a clear failure when it is missing.
+pub fn python3() -> &'static str {
+    let found = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    assert!(
+        found,
+        "this test drives a pseudo-terminal with python3's pty module: install python3 (apt-get install python3)"
+    );
+    "python3"
+}
