@@ -265,7 +265,8 @@ fn canonical_name(call: &ToolCallRecord) -> String {
     }
 }
 
-fn result(
+/// One assertion's result, its expected and actual kept as JSON text.
+pub(crate) fn result(
     kind: &str,
     pass: bool,
     expected: Value,

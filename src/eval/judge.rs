@@ -2,10 +2,9 @@
 //! model's verdict and reason are the `actual`) and `semantic_match` (embedding similarity
 //! over a threshold). The runtime supplies the model through the `Judge` trait.
 
-use super::assert::{CaseResult, CaseRun};
+use super::assert::{CaseResult, CaseRun, result};
 use super::suite::{Assertion, Case, Suite};
-use crate::protocol::RawJson;
-use crate::protocol::events::{AssertionResult, EvalStatus};
+use crate::protocol::events::EvalStatus;
 use serde_json::{Value, json};
 use std::future::Future;
 use std::pin::Pin;
@@ -173,22 +172,6 @@ pub fn cosine(a: &[f64], b: &[f64]) -> Option<f64> {
     let na: f64 = a.iter().map(|x| x * x).sum::<f64>().sqrt();
     let nb: f64 = b.iter().map(|x| x * x).sum::<f64>().sqrt();
     (na > 0.0 && nb > 0.0).then(|| dot / (na * nb))
-}
-
-fn result(
-    kind: &str,
-    pass: bool,
-    expected: Value,
-    actual: Value,
-    message: Option<String>,
-) -> AssertionResult {
-    AssertionResult {
-        kind: kind.to_owned(),
-        pass,
-        expected: RawJson::from(expected),
-        actual: RawJson::from(actual),
-        message,
-    }
 }
 
 /// Adds the case's judge assertions to a judged result: a failing one fails a passed
