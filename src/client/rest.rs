@@ -185,8 +185,7 @@ impl RestClient {
         Self::read(response).await
     }
 
-    /// `GET /v1/sessions/:id`'s calls. The answer names `calls` twice (the count, then
-    /// the list), which a typed read refuses; the list is the last one, as a tree keeps it.
+    /// `GET /v1/sessions/:id`'s calls (the ones the runtime retains).
     pub async fn session_calls(
         &self,
         id: &str,
@@ -196,16 +195,8 @@ impl RestClient {
             .get(format!("{}/v1/sessions/{id}", self.base))
             .send()
             .await?;
-        let mut body: serde_json::Value = Self::read(response).await?;
-        let calls = body
-            .get_mut("calls")
-            .map(serde_json::Value::take)
-            .unwrap_or_default();
-        serde_json::from_value(calls).map_err(|err| ClientError::Api {
-            status: 200,
-            code: "unreadable_session".to_owned(),
-            message: format!("the session's calls do not read as calls: {err}"),
-        })
+        let detail: crate::protocol::rest::SessionDetail = Self::read(response).await?;
+        Ok(detail.calls)
     }
 
     /// `POST /v1/events` with `body`, a JSON array of events already encoded; answers how

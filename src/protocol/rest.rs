@@ -240,12 +240,47 @@ pub struct CallView {
     pub duration: f64,
 }
 
-/// `GET /v1/sessions/:id`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `GET /v1/sessions/:id`: the summary's fields with its call count as `calls_total`, and
+/// `calls`, the calls retained. (The summary's own `calls` is the count; written beside the
+/// list it would name one key twice, which readers keep differently.)
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionDetail {
-    #[serde(flatten)]
     pub summary: SessionSummary,
     pub calls: Vec<CallView>,
+}
+
+impl Serialize for SessionDetail {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        let Value::Object(mut map) =
+            serde_json::to_value(&self.summary).map_err(S::Error::custom)?
+        else {
+            return Err(S::Error::custom("a session summary is an object"));
+        };
+        if let Some(count) = map.remove("calls") {
+            map.insert("calls_total".to_owned(), count);
+        }
+        map.insert(
+            "calls".to_owned(),
+            serde_json::to_value(&self.calls).map_err(S::Error::custom)?,
+        );
+        map.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionDetail {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut map = Map::<String, Value>::deserialize(deserializer)?;
+        let calls = map.remove("calls").unwrap_or(Value::Array(Vec::new()));
+        if let Some(count) = map.remove("calls_total") {
+            map.insert("calls".to_owned(), count);
+        }
+        Ok(Self {
+            summary: serde_json::from_value(Value::Object(map)).map_err(D::Error::custom)?,
+            calls: serde_json::from_value(calls).map_err(D::Error::custom)?,
+        })
+    }
 }
 
 /// Wrapper of list answers: `{"sessions": [...]}` and the like.

@@ -202,6 +202,23 @@ async fn session_reads_and_idempotent_close() {
     let calls = detail["calls"].as_array().unwrap();
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[1]["outcome"]["envelope"]["code"], "tool_not_mocked");
+    assert_eq!(detail["calls_total"], 2, "{detail}");
+    // One top-level `calls` key in the text: a reader that keeps the first of a repeated
+    // key (as some do) would otherwise read the count where the list should be.
+    let text = reqwest::get(format!("{}/v1/sessions/{sid}", handle.url()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mocks = detail["mocks"].as_array().unwrap().len();
+    assert_eq!(
+        text.matches("\"calls\":").count(),
+        1 + mocks,
+        "one top-level `calls`, besides each mock's: {text}"
+    );
+    let typed: spyglass::protocol::rest::SessionDetail = serde_json::from_str(&text).unwrap();
+    assert_eq!((typed.summary.calls, typed.calls.len()), (2, 2));
 
     let (status, conns) = api.get(&format!("/v1/sessions/{sid}/connections")).await;
     assert_eq!(status, 200);
