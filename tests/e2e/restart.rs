@@ -570,3 +570,94 @@ async fn a_recording_keeps_the_reset_and_its_replay_clears_there() {
     );
     second.shutdown().await;
 }
+
+/// With a store, a restart is invisible to the user but for the pause: `tail` prints every
+/// event once, in order, with no marker, and the inspector (real client, `TestBackend`)
+/// keeps the old session active with its calls and says nothing of a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_store_tail_and_the_inspector_go_on_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runtime.db");
+    let first = spyglass::store::open_runtime(config(), &path).unwrap();
+    let handle = first.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let (addr, url) = (handle.addr, handle.url());
+    let kept = session_with_calls(&url, "kept_user", 2).await;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spyglass"))
+        .args(["tail", "--url", &url])
+        .env_remove("SPYGLASS_URL")
+        .env_remove("CODESPAR_BASE_URL")
+        .env_remove("CODESPAR_API_KEY")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines_tx, mut lines) = mpsc::unbounded_channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if lines_tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut read = async |n: usize| {
+        let mut got = Vec::new();
+        while got.len() < n {
+            let line = tokio::time::timeout(Duration::from_secs(10), lines.recv())
+                .await
+                .expect("a line within 10 s")
+                .expect("tail still running");
+            got.push(line);
+        }
+        got
+    };
+    let (tx, mut rx) = mpsc::channel(256);
+    let mut observer = ObserverConfig::new(&url, None);
+    observer.backoff_base = Duration::from_millis(5);
+    let task = spawn_observer(observer, RestClient::new(&url, None).unwrap(), tx);
+    let clock = std::sync::Arc::new(spyglass::ui::FakeClock::at("2026-11-23T03:00:00.000Z"));
+    let mut app = spyglass::ui::App::new(&url, Limits::default(), clock);
+    let size = (160, 30);
+    crate::support::ui::until(&mut app, &mut rx, size, "seq 3", |s| s.contains("seq 3 ")).await;
+    let before = read(3).await;
+
+    handle.shutdown().await;
+    first.flush_store();
+    drop(first);
+    let second = spyglass::store::open_runtime(config(), &path).unwrap();
+    let handle = second.serve(addr).await.unwrap();
+    let after_user = session_with_calls(&url, "after_user", 1).await;
+    let after = read(2).await;
+    let seqs: Vec<&str> = before
+        .iter()
+        .chain(&after)
+        .map(|l| l.split_whitespace().next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        seqs,
+        ["#1", "#2", "#3", "#4", "#5"],
+        "every event once, in order, no marker: {before:?} {after:?}"
+    );
+    assert!(after[0].contains(&after_user), "{after:?}");
+
+    let text = crate::support::ui::until(&mut app, &mut rx, size, "the new session", |s| {
+        s.contains("after_user") && s.contains("seq 5 ")
+    })
+    .await;
+    assert!(!text.contains("restarted"), "{text}");
+    let kept_row = text
+        .lines()
+        .find(|l| l.contains("kept_user"))
+        .unwrap_or_else(|| panic!("the kept session is listed:\n{text}"));
+    assert!(
+        kept_row.contains("active") && !kept_row.contains("gone"),
+        "the kept session {kept} is still the runtime's:\n{text}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    task.abort();
+    handle.shutdown().await;
+}
