@@ -549,7 +549,14 @@ fn render_timeline(
         .map(|entry| match *entry {
             TimelineRow::Step(i) => session.timeline.steps.get(i).map_or_else(
                 || Span::raw(""),
-                |s| Span::styled(format!("{} tokens", s.tokens_total), theme.muted()),
+                |s| match &s.first_failure {
+                    // A retried model call shows on its step: what it threw, in warning.
+                    Some(error) => Span::styled(
+                        format!("retried: {} · {} tokens", shown(error), s.tokens_total),
+                        theme.warn(),
+                    ),
+                    None => Span::styled(format!("{} tokens", s.tokens_total), theme.muted()),
+                },
             ),
             TimelineRow::Call(i) => calls
                 .get(i)
@@ -609,8 +616,13 @@ fn render_timeline(
                 };
                 // Before the finish reason: a narrow column cuts the label's end.
                 let replayed = if s.cassette { "cassette · " } else { "" };
+                let retried = match s.failed_attempts {
+                    0 => String::new(),
+                    1 => "1 retry · ".to_owned(),
+                    n => format!("{n} retries · "),
+                };
                 let label = format!(
-                    "{glyph} step {} · {replayed}{}",
+                    "{glyph} step {} · {retried}{replayed}{}",
                     s.iteration, s.finish_reason
                 );
                 (
