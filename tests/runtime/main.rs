@@ -10,6 +10,7 @@ mod budgets;
 mod eval_runner;
 mod eval_suite;
 mod evals_truth;
+mod fake_model;
 mod fuzz_regressions;
 mod glob_limits;
 mod guard;

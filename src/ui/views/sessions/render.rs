@@ -551,10 +551,7 @@ fn render_timeline(
                 || Span::raw(""),
                 |s| match &s.first_failure {
                     // A retried model call shows on its step: what it threw, in warning.
-                    Some(error) => Span::styled(
-                        format!("retried: {} · {} tokens", shown(error), s.tokens_total),
-                        theme.warn(),
-                    ),
+                    Some(error) => Span::styled(format!("retried: {}", shown(error)), theme.warn()),
                     None => Span::styled(format!("{} tokens", s.tokens_total), theme.muted()),
                 },
             ),
@@ -616,13 +613,13 @@ fn render_timeline(
                 };
                 // Before the finish reason: a narrow column cuts the label's end.
                 let replayed = if s.cassette { "cassette · " } else { "" };
+                // ↻N: the step's model call was retried N times (its error is the outcome).
                 let retried = match s.failed_attempts {
                     0 => String::new(),
-                    1 => "1 retry · ".to_owned(),
-                    n => format!("{n} retries · "),
+                    n => format!(" ↻{n}"),
                 };
                 let label = format!(
-                    "{glyph} step {} · {retried}{replayed}{}",
+                    "{glyph} step {}{retried} · {replayed}{}",
                     s.iteration, s.finish_reason
                 );
                 (
