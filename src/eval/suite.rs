@@ -24,7 +24,8 @@
 //! contains = ["pay_1"]
 //! ```
 //!
-//! `model` is the runtime's scripted model (`sequence`, `fail_on_step`, `default_text`).
+//! `model` is the runtime's scripted model (`sequence`, `fail_on_step`, `default_text`,
+//! `strict`, `retries`, `when` / `else` branches), checked by `eval::script`.
 //! `model_variants = [ {...}, {...} ]` instead gives one script per attempt: attempt 1
 //! uses the first, attempt 2 the second, cycling — so a case run with `repeat` can be
 //! made to pass on some attempts and fail on others (a flaky case on purpose).
@@ -32,7 +33,8 @@
 //! Assertion kinds under `[case.assert]`: `contains` (string or list), `equals`, `regex`
 //! (string or list), `operation_called` (name, `{ name, times, args }`, or a list of
 //! either), `sequence` (names in call order, or `{ tools, gaps }`), `not_called`,
-//! `json_schema` (`{ schema, tool? }` or a list),
+//! `json_schema` (`{ schema, tool? }` or a list), `prompted` (`{ step, contains |
+//! matches | path + equals }` or a list: what the scripted model received at a call),
 //! `envelope` (code or list: some call returned it), `no_envelope` (`true`: no call
 //! returned any envelope; a code or list: none of those), `json_path` (`{ path = "$.id",
 //! equals = ... }` or a list of them, on a final output that is JSON), `max_tokens`.

@@ -101,6 +101,17 @@ async fn first_call_throws_and_the_retry_gets_the_next_scripted_step() {
         step["step"]["failedAttempts"],
         json!([{"call": 0, "error": "Rate limited"}])
     );
+    // The frames as sent validate against the protocol schema, which knows the field.
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol-v1.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for event in &events {
+        assert!(validator.is_valid(event), "{event}");
+    }
+    let mut wrong = step.clone();
+    wrong["step"]["failedAttempts"] = json!([{"call": -1, "error": 5}]);
+    assert!(!validator.is_valid(&wrong));
     let done = events.last().unwrap();
     assert_eq!(done["kind"], "agent.completed");
     assert_eq!(done["failoverAttempts"], 1);
