@@ -2,7 +2,7 @@
 //! `CaseResult` whose every assertion keeps what it expected and what it saw. Also the
 //! small JSON path language of `json_path` (`$.a.b[0]`).
 
-use super::script::{PROMPT_BYTES, PromptRecord};
+use super::script::{MESSAGE_TEXT_BYTES, PROMPT_BYTES, PromptRecord};
 use super::suite::{ArgCheck, Assertion, Case, NoEnvelope, PromptCheck, PromptTest, SchemaCheck};
 use crate::protocol::RawJson;
 use crate::protocol::events::{AgentEvalCompleted, AssertionResult, EvalScope, EvalStatus, Tokens};
@@ -385,7 +385,11 @@ fn prompt_result(check: &PromptCheck, prompts: &[PromptRecord]) -> AssertionResu
         );
     };
     let cut = if record.cut {
-        format!(" (the recorded prompt was cut to {PROMPT_BYTES} bytes)")
+        format!(
+            " (the recorded prompt was cut: a long text keeps {} KiB, a prompt {} KiB)",
+            MESSAGE_TEXT_BYTES / 1024,
+            PROMPT_BYTES / 1024
+        )
     } else {
         String::new()
     };

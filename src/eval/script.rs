@@ -13,8 +13,8 @@ pub const MAX_RETRIES: u32 = 10;
 pub const PROMPT_BYTES: usize = 32 * 1024;
 /// The most bytes one run's recorded prompts keep together.
 pub const RUN_PROMPT_BYTES: usize = 512 * 1024;
-/// A longer string inside a recorded message is cut to this many bytes.
-const MESSAGE_TEXT_BYTES: usize = 4 * 1024;
+/// A longer text in a recorded message is cut to this many bytes.
+pub const MESSAGE_TEXT_BYTES: usize = 4 * 1024;
 
 /// One segment of where in a script a problem is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -330,6 +330,8 @@ impl PromptRecord {
 #[derive(Debug, Clone, Default)]
 pub struct Conversation {
     messages: Vec<Value>,
+    /// Some message was kept cut when it was added (a long text, a big output).
+    cut: bool,
     /// Bytes the run's records hold so far (bounded by [`RUN_PROMPT_BYTES`]).
     recorded: usize,
     pub records: Vec<PromptRecord>,
@@ -337,10 +339,28 @@ pub struct Conversation {
 
 impl Conversation {
     pub fn new(message: &str) -> Self {
-        Self {
-            messages: vec![json!({"role": "user", "content": cut_text(message)})],
-            ..Self::default()
+        let mut conversation = Self::default();
+        let content = conversation.text(message);
+        conversation
+            .messages
+            .push(json!({"role": "user", "content": content}));
+        conversation
+    }
+
+    /// A text as kept: cut past [`MESSAGE_TEXT_BYTES`], noting it.
+    fn text(&mut self, text: &str) -> String {
+        self.cut |= text.len() > MESSAGE_TEXT_BYTES;
+        cut_text(text)
+    }
+
+    /// A JSON value as kept: one over twice [`MESSAGE_TEXT_BYTES`] becomes its cut text,
+    /// so a run's conversation stays small whatever its tools return.
+    fn value(&mut self, value: &Value) -> Value {
+        if size(value) <= 2 * MESSAGE_TEXT_BYTES {
+            return value.clone();
         }
+        self.cut = true;
+        Value::String(cut_text(&value.to_string()))
     }
 
     /// Keeps what the model receives at this call.
@@ -352,31 +372,35 @@ impl Conversation {
             call,
             iteration,
             messages,
-            cut,
+            cut: cut || self.cut,
         });
     }
 
     /// The model's answer: its text and the calls it made (`id`, `name`, `arguments`).
     pub fn answered(&mut self, text: &str, calls: &[(String, String, Value)]) {
-        let mut message = json!({"role": "assistant", "content": cut_text(text)});
+        let content = self.text(text);
+        let mut message = json!({"role": "assistant", "content": content});
         if !calls.is_empty() {
-            message["tool_calls"] = calls
+            let calls: Vec<Value> = calls
                 .iter()
-                .map(
-                    |(id, name, arguments)| json!({"id": id, "name": name, "arguments": arguments}),
-                )
+                .map(|(id, name, arguments)| {
+                    let arguments = self.value(arguments);
+                    json!({"id": id, "name": name, "arguments": arguments})
+                })
                 .collect();
+            message["tool_calls"] = Value::Array(calls);
         }
         self.messages.push(message);
     }
 
     /// One call's output, handed back to the model.
     pub fn tool_result(&mut self, id: &str, name: &str, output: &Value) {
+        let content = self.value(output);
         self.messages.push(json!({
             "role": "tool",
             "tool_call_id": id,
             "name": name,
-            "content": output,
+            "content": content,
         }));
     }
 }

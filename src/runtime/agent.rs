@@ -240,15 +240,24 @@ impl Runtime {
                 {
                     real.map_or_else(Answer::Fail, Answer::Step)
                 } else {
-                    let mut s = lock(&session);
-                    if s.closed {
-                        Answer::Fail(SESSION_CLOSED.to_owned())
-                    } else {
-                        let call = s.model_calls;
-                        s.model_calls = s.model_calls.saturating_add(1);
-                        self.persist_counters(&s);
-                        conversation.record(call, iteration);
-                        scripted_answer(&s.model, call, last.as_ref())
+                    let called = {
+                        let mut s = lock(&session);
+                        if s.closed {
+                            None
+                        } else {
+                            let call = s.model_calls;
+                            s.model_calls = s.model_calls.saturating_add(1);
+                            self.persist_counters(&s);
+                            Some((call, scripted_answer(&s.model, call, last.as_ref())))
+                        }
+                    };
+                    match called {
+                        None => Answer::Fail(SESSION_CLOSED.to_owned()),
+                        Some((call, answer)) => {
+                            // Measured outside the session's lock: it copies the messages.
+                            conversation.record(call, iteration);
+                            answer
+                        }
                     }
                 };
                 result.iterations = iteration + 1;

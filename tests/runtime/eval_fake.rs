@@ -63,6 +63,14 @@ async fn prompted_assertions_pass_and_fail_with_expected_and_actual() {
             case("the failed call was prompted", json!({"prompted": {"step": 0, "contains": "pay_1"}})),
         ]
     });
+    let mut suite = suite;
+    // A 40 KB output is kept cut in the prompt, and a failure on it says so.
+    let big = format!("{}END", "x".repeat(40_000));
+    suite["cases"].as_array_mut().unwrap().push(json!({
+        "id": "cut prompt", "input": "Is pay_1 paid?", "model": lookup_then_answer(),
+        "mocks": {"asaas/get_payment": {"id": "pay_1", "status": "PAID", "note": big}},
+        "assert": {"prompted": [{"step": 2, "contains": "xxxx"}, {"step": 2, "contains": "END"}]}
+    }));
     let detail = run(&api, suite).await;
     let cases = by_case(&detail);
     let status = |name: &str| cases[name]["status"].as_str().unwrap().to_owned();
@@ -95,6 +103,14 @@ async fn prompted_assertions_pass_and_fail_with_expected_and_actual() {
         path["message"],
         "prompted: $[2].content.status of model call 2's messages is \"PAID\", expected \"PENDING\""
     );
+    let cut = failure("cut prompt");
+    assert_eq!(
+        cut["message"],
+        "prompted: model call 2's prompt lacks \"END\" (the recorded prompt was cut: a long text keeps 4 KiB, a prompt 32 KiB)"
+    );
+    let shown = cut["actual"].as_str().unwrap();
+    assert!(shown.len() < 6_000, "{}", shown.len());
+    assert!(shown.contains("bytes cut]"), "{shown}");
     let missing = failure("no such call");
     assert_eq!(missing["actual"], Value::Null);
     assert_eq!(
