@@ -705,7 +705,16 @@ impl Place<'_> {
             } else {
                 format!("{field}.{inner}")
             };
-            self.invalid(Some(&at), &format!("bad model script: {}", problem.message))
+            let kind = if problem.message.starts_with("unknown field") {
+                SuiteErrorKind::Unknown
+            } else {
+                SuiteErrorKind::Invalid
+            };
+            self.error(
+                Some(&at),
+                kind,
+                &format!("bad model script: {}", problem.message),
+            )
         })
     }
 
@@ -1596,8 +1605,10 @@ equals = "two"
         let e = err(
             "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmodel = { sequence = [ { txt = \"hi\" } ] }",
         );
-        assert_eq!(e.field.as_deref(), Some("model"));
-        assert!(e.message.contains("txt"), "{e}");
+        // The field inside the script that is wrong, not only `model`.
+        assert_eq!(e.field.as_deref(), Some("model.sequence[0].txt"));
+        assert_eq!(e.kind, SuiteErrorKind::Unknown);
+        assert!(e.message.contains("unknown field `txt`"), "{e}");
         let e = err(
             "suite = \"s\"\n[defaults]\nservers = \"asaas\"\n[[case]]\nid = \"a\"\ninput = \"x\"",
         );

@@ -188,7 +188,7 @@ fn broken_fake_keys_name_file_case_and_field() {
                 "{ sequence = [ { when = [ { envelope = \"x\", then = { text = \"x\" }, also = 1 } ] } ] }",
                 "contains = \"x\"",
             ),
-            SuiteErrorKind::Invalid,
+            SuiteErrorKind::Unknown,
             "model.sequence[0].when[0].also",
             "unknown field `also`",
         ),
