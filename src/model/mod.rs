@@ -251,6 +251,7 @@ impl Model {
         // Named by the runtime running now: it restored the session, no longer the old one's.
         if session.status == SessionStatus::Previous {
             session.status = SessionStatus::Active;
+            session.gone_at_ms = None;
         }
         session
     }
@@ -333,7 +334,7 @@ impl Model {
             // Seq 0 of a history that does not continue the one folded so far: checked
             // before the duplicate test, which compares seqs of one stream only.
             Event::StreamReset(_) => {
-                self.reset();
+                self.reset(parse_ms(&frame.ts));
                 self.counters.applied += 1;
                 return true;
             }
@@ -655,8 +656,9 @@ impl Model {
     /// After `stream.reset`: the old stream's frames, approvals and evals are forgotten
     /// (they cannot be decided or trusted on the runtime running now); its sessions stay
     /// readable, marked `Previous`, until a re-read or a new frame says the new runtime
-    /// has them. The limits and the stream's own bookkeeping (parse errors, resets) stay.
-    pub fn reset(&mut self) {
+    /// has them, with when (`at`, epoch ms) their runtime went. The limits and the
+    /// stream's own bookkeeping (parse errors, resets) stay.
+    pub fn reset(&mut self, at: Option<f64>) {
         let counters = Counters {
             resets: self.counters.resets + 1,
             parse_errors: self.counters.parse_errors,
@@ -664,6 +666,10 @@ impl Model {
         };
         let mut sessions = std::mem::take(&mut self.sessions);
         for session in &mut sessions {
+            // A session already gone keeps the restart that took it.
+            if session.status != SessionStatus::Previous {
+                session.gone_at_ms = at;
+            }
             session.status = SessionStatus::Previous;
             // The new stream counts seqs from the start again.
             session.hydrated_seq = 0;

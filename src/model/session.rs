@@ -417,6 +417,9 @@ pub struct Session {
     pub hydrated_seq: u64,
     /// What the model's byte budget counts for it: the frames folded into its timeline.
     pub bytes: usize,
+    /// `Previous`: when (epoch ms, the `stream.reset` stamp) the runtime that held it
+    /// was found restarted without it.
+    pub gone_at_ms: Option<f64>,
 }
 
 impl Session {

@@ -18,7 +18,7 @@ use crate::protocol::{Event, Frame, decode, encode, now_rfc3339};
 use crate::store::{StateWrite, Store, StoredEvent};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use tokio::sync::broadcast;
 
 /// A stamped event as the log keeps it: the frame, its wire text once someone has asked
@@ -310,16 +310,85 @@ const MAX_BATCH: usize = 4096;
 /// The sending end of a store's writer thread (`StoreWriter::spawn`).
 pub struct StoreWriter {
     tx: std::sync::mpsc::Sender<Write>,
+    health: Arc<StoreHealth>,
+}
+
+/// How the store's commits are going, for `/health` and for the answer a failed commit
+/// gets: where it lives, commits made and failed, and the newest failure's reason.
+#[derive(Debug, Default)]
+pub struct StoreHealth {
+    pub path: String,
+    commits: AtomicU64,
+    failures: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+/// `StoreHealth` as `/health` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StoreStatus {
+    pub path: String,
+    /// `ok`, or `failing` while the newest commit failed.
+    pub state: &'static str,
+    pub commits: u64,
+    pub failed_commits: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+impl StoreHealth {
+    fn committed(&self) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        *self
+            .last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    fn failed(&self, reason: String) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        *self
+            .last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(reason);
+    }
+
+    /// The newest commit's failure, while it is the newest commit.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn status(&self) -> StoreStatus {
+        let last_error = self.last_error();
+        StoreStatus {
+            path: self.path.clone(),
+            state: if last_error.is_some() {
+                "failing"
+            } else {
+                "ok"
+            },
+            commits: self.commits.load(Ordering::Relaxed),
+            failed_commits: self.failures.load(Ordering::Relaxed),
+            last_error,
+        }
+    }
 }
 
 impl StoreWriter {
     /// Starts the thread that commits to `store` what the log sends it.
     pub fn spawn(store: Arc<dyn Store>) -> std::io::Result<StoreWriter> {
         let (tx, rx) = std::sync::mpsc::channel();
+        let health = Arc::new(StoreHealth {
+            path: store.describe(),
+            ..StoreHealth::default()
+        });
+        let writing = Arc::clone(&health);
         std::thread::Builder::new()
             .name("spyglass-store".into())
-            .spawn(move || write_loop(rx, store))?;
-        Ok(StoreWriter { tx })
+            .spawn(move || write_loop(rx, store, &writing))?;
+        Ok(StoreWriter { tx, health })
     }
 
     fn send(&self, write: Write) {
@@ -332,7 +401,7 @@ impl StoreWriter {
 /// goes in the next one, so a burst of calls costs one commit, not one each.
 // Runs on its own thread, which owns both for its whole life.
 #[expect(clippy::needless_pass_by_value)]
-fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>) {
+fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>, health: &StoreHealth) {
     let mut batch = Vec::new();
     let mut evicted: HashMap<String, u64> = HashMap::new();
     let mut flushes = Vec::new();
@@ -390,6 +459,7 @@ fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>) {
         let writes: Vec<StateWrite> = state.drain().map(|(_, write)| write).collect();
         match store.append(&batch, &evicted_upto, &writes) {
             Ok(()) => {
+                health.committed();
                 for done in acks.drain(..) {
                     let _ = done.send(());
                 }
@@ -398,6 +468,7 @@ fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>) {
             // was not kept is never acknowledged as kept.
             Err(err) => {
                 tracing::error!(%err, events = batch.len(), "store write failed");
+                health.failed(err.to_string());
                 acks.clear();
             }
         }
@@ -445,6 +516,11 @@ impl EventLog {
     /// Whether a store's writer takes what the log appends.
     pub(crate) fn has_store(&self) -> bool {
         self.writer.is_some()
+    }
+
+    /// How the store's commits are going; `None` without a store.
+    pub fn store_health(&self) -> Option<&StoreHealth> {
+        self.writer.as_ref().map(|writer| &*writer.health)
     }
 
     /// Sends a state document's put or delete to the store's writer, after every event

@@ -75,10 +75,16 @@ impl Runtime {
             return Ok(());
         };
         ack.await.map_err(|_| {
+            let reason = self
+                .inner
+                .log
+                .store_health()
+                .and_then(crate::runtime::log::StoreHealth::last_error)
+                .unwrap_or_else(|| "see its log".to_owned());
             ApiErrorWithStatus::new(
                 503,
                 STORE_UNAVAILABLE,
-                "the runtime could not commit this to its store; see its log",
+                format!("the runtime could not commit this to its store: {reason}"),
             )
         })
     }

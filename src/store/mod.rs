@@ -39,6 +39,14 @@ pub enum StoreError {
         "store {path} is in use by another spyglass runtime; stop that one, point this one at it with --url, or pass another --store (or --store memory)"
     )]
     Locked { path: PathBuf },
+    #[error(
+        "store {path} cannot be written: {reason}; make the file and its directory writable, or pass another --store (or --store memory)"
+    )]
+    ReadOnly { path: PathBuf, reason: String },
+    #[error(
+        "store {path} cannot be written: the disk is full; free space on that disk, or pass another --store (or --store memory)"
+    )]
+    Full { path: PathBuf },
     #[error("cannot open store {path}: {source}")]
     Open {
         path: PathBuf,

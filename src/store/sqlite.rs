@@ -57,8 +57,12 @@ impl std::fmt::Debug for SqliteStore {
 
 impl SqliteStore {
     /// Opens the store at `path`, creating it (and its directory) if missing, and brings
-    /// its schema up to `SCHEMA_VERSION`.
+    /// its schema up to `SCHEMA_VERSION`. A read-only or full disk is named as such.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        Self::open_file(path).map_err(|err| disk_problem(path, err))
+    }
+
+    fn open_file(path: &Path) -> Result<SqliteStore, StoreError> {
         let path = path.to_path_buf();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
@@ -82,15 +86,19 @@ impl SqliteStore {
                 source,
             })?;
         // The first read of the file is where SQLite finds it is not a database.
-        let corrupt = |source: rusqlite::Error| {
-            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
-                StoreError::Locked { path: path.clone() }
-            } else {
-                StoreError::Corrupt {
-                    path: path.clone(),
-                    source,
-                }
-            }
+        // Only SQLite's own verdict calls the file damaged: an I/O error reading it (a
+        // read-only or failing disk) is the disk's, and `open` names that.
+        let corrupt = |source: rusqlite::Error| match source.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy) => StoreError::Locked { path: path.clone() },
+            Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
+            | None => StoreError::Corrupt {
+                path: path.clone(),
+                source,
+            },
+            Some(_) => StoreError::Open {
+                path: path.clone(),
+                source,
+            },
         };
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |row| row.get(0))
@@ -163,6 +171,90 @@ impl SqliteStore {
         }
         Ok(())
     }
+}
+
+/// Turns a failure to open or first write a store into what the disk says, when it says
+/// something: `SQLite`'s own read-only and full codes, else a probe of the file and its
+/// directory (`SQLite` reports a read-only directory as "unable to open"). Other errors
+/// pass as they are.
+fn disk_problem(path: &Path, err: StoreError) -> StoreError {
+    use std::io::ErrorKind;
+    let code = match &err {
+        StoreError::Open { source, .. } | StoreError::Write { source, .. } => {
+            source.sqlite_error_code()
+        }
+        StoreError::Dir { source, .. } => match source.kind() {
+            ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied => {
+                return StoreError::ReadOnly {
+                    path: path.to_path_buf(),
+                    reason: source.to_string(),
+                };
+            }
+            ErrorKind::StorageFull => {
+                return StoreError::Full {
+                    path: path.to_path_buf(),
+                };
+            }
+            _ => return err,
+        },
+        _ => return err,
+    };
+    match code {
+        Some(rusqlite::ErrorCode::DiskFull) => StoreError::Full {
+            path: path.to_path_buf(),
+        },
+        Some(
+            rusqlite::ErrorCode::ReadOnly
+            | rusqlite::ErrorCode::CannotOpen
+            | rusqlite::ErrorCode::PermissionDenied
+            | rusqlite::ErrorCode::SystemIoFailure,
+        ) => match probe(path) {
+            Some(io) if io.kind() == ErrorKind::StorageFull => StoreError::Full {
+                path: path.to_path_buf(),
+            },
+            Some(io) => StoreError::ReadOnly {
+                path: path.to_path_buf(),
+                reason: io.to_string(),
+            },
+            None if code == Some(rusqlite::ErrorCode::ReadOnly) => StoreError::ReadOnly {
+                path: path.to_path_buf(),
+                reason: "SQLite opened it read-only".to_owned(),
+            },
+            None => err,
+        },
+        _ => err,
+    }
+}
+
+/// Whether the file can be opened for writing and its directory can take a new page:
+/// the io error of the first step that fails (read-only, permission, full), if any.
+fn probe(path: &Path) -> Option<std::io::Error> {
+    use std::io::{ErrorKind, Write};
+    if path.exists()
+        && let Err(err) = std::fs::OpenOptions::new().append(true).open(path)
+    {
+        return Some(err);
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let probe = dir.join(format!(".spyglass-probe-{}", std::process::id()));
+    let result = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|mut file| {
+            file.write_all(&[0; 4096])?;
+            file.sync_all()
+        });
+    let _ = std::fs::remove_file(&probe);
+    result.err().filter(|err| {
+        matches!(
+            err.kind(),
+            ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied | ErrorKind::StorageFull
+        )
+    })
 }
 
 trait PathNote {

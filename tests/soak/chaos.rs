@@ -1,8 +1,10 @@
 //! Chaos: a mixed workload of 100,000 events streams from the runtime to the real client
 //! (`spawn_observer` + `Model::apply`) through a loopback TCP proxy that the test cuts
 //! 100 times at random points of the stream; every tenth cut restarts the runtime's
-//! server on the same port instead, with its state and event log kept. At the end the
-//! client's model must equal the runtime's state, with no event lost or applied twice.
+//! server on the same port instead, with its state and event log kept — in memory, or
+//! (the store run) by closing the whole runtime and opening a new one on its `SQLite`
+//! file. At the end the client's model must equal the runtime's state, with no event
+//! lost or applied twice.
 //!
 //! The seed is printed; `CHAOS_SEED=N cargo test --test chaos` replays a run.
 
@@ -20,6 +22,7 @@ use spyglass::runtime::approvals::Verdict;
 use spyglass::runtime::{ExecuteReply, Policy, Runtime, RuntimeConfig, ServerHandle};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,6 +32,8 @@ use tokio::task::AbortHandle;
 
 const EVENTS: u64 = 100_000;
 const CUTS: usize = 100;
+/// The store run's stream: shorter, as each restart reads the whole file back.
+const STORE_EVENTS: u64 = 30_000;
 const DEFAULT_SEED: u64 = 0x5EED_C4A0_5001;
 const TENANT: &str = "default";
 
@@ -106,6 +111,10 @@ struct EvalLedger {
     runs_completed: u32,
 }
 
+/// The runtime the workload drives: replaced whole when a store run restarts it. The
+/// workload holds the read side for each step, so a restart never splits one.
+type Host = Arc<tokio::sync::RwLock<Option<Runtime>>>;
+
 fn mocks(rng: &mut fastrand::Rng) -> Value {
     let nfe: Vec<Value> = (0..rng.usize(5..60)).map(|n| json!({"n": n})).collect();
     let pay: Vec<Value> = (0..rng.usize(1..6))
@@ -116,7 +125,7 @@ fn mocks(rng: &mut fastrand::Rng) -> Value {
 
 /// Drives the runtime through its own API until it has emitted `EVENTS` events: sessions
 /// created and closed, calls of every outcome, approvals decided both ways, eval results.
-fn spawn_workload(rt: Runtime, seed: u64, events: u64) -> tokio::task::JoinHandle<EvalLedger> {
+fn spawn_workload(host: Host, seed: u64, events: u64) -> tokio::task::JoinHandle<EvalLedger> {
     tokio::spawn(async move {
         let mut rng = fastrand::Rng::with_seed(seed);
         let mut ledger = EvalLedger::default();
@@ -124,11 +133,16 @@ fn spawn_workload(rt: Runtime, seed: u64, events: u64) -> tokio::task::JoinHandl
         let mut pending: Vec<String> = Vec::new();
         let mut run: Option<(String, u32)> = None;
         let mut step = 0u64;
-        while rt.stats().emitted < events {
+        loop {
             step += 1;
             // Let the server and the client run between bursts, so cuts land mid-stream.
             if step.is_multiple_of(64) {
                 tokio::task::yield_now().await;
+            }
+            let held = host.read().await;
+            let rt = held.as_ref().expect("a runtime between restarts");
+            if rt.stats().emitted >= events {
+                break;
             }
             let roll = rng.u32(0..1000);
             if open.is_empty() || roll < 15 {
@@ -269,16 +283,25 @@ struct Outcome {
 
 /// `burst`: calls made while the server is down at each restart, so a client that was
 /// at the head of the stream comes back behind by that many events (0: none).
+/// `store`: the runtime keeps its state in this file, and each restart closes it and opens
+/// a new runtime there; `None`: in memory, and a restart is of the server alone.
 async fn run_chaos(
     config: RuntimeConfig,
     seed: u64,
     events: u64,
     cuts: usize,
     burst: usize,
+    store: Option<&Path>,
 ) -> Outcome {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let rt = Runtime::new(config);
+    let open = |config: RuntimeConfig| match store {
+        Some(path) => spyglass::store::open_runtime(config, path).unwrap(),
+        None => Runtime::new(config),
+    };
+    let rt = open(config.clone());
+    let host: Host = Arc::new(tokio::sync::RwLock::new(Some(rt.clone())));
     let mut handle = rt.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    drop(rt);
     let addr = handle.addr;
     let proxy = Proxy::start(addr).await;
     let url = format!("http://{}", proxy.addr);
@@ -330,7 +353,7 @@ async fn run_chaos(
             model
         })
     };
-    let workload = spawn_workload(rt.clone(), seed ^ 0x9E37_79B9_7F4A_7C15, events);
+    let workload = spawn_workload(host.clone(), seed ^ 0x9E37_79B9_7F4A_7C15, events);
 
     // Cut points: random seqs of the stream, taken in order as the client passes them.
     let mut points: Vec<u64> = (0..cuts).map(|_| rng.u64(1..events)).collect();
@@ -343,9 +366,23 @@ async fn run_chaos(
         })
         .await;
         let disconnects = seen.disconnected.load(Ordering::SeqCst);
-        if i % 10 == 9 {
+        if i % 10 == 9 && store.is_some() {
+            // The whole runtime goes (its store flushed and closed, as `serve` does on a
+            // clean stop) and a new one opens the file on the same port.
+            let mut held = host.write().await;
+            handle.shutdown().await;
+            let old = held.take().expect("a runtime");
+            old.flush_store();
+            drop(old);
+            tokio::time::sleep(Duration::from_millis(rng.u64(0..20))).await;
+            let rt = open(config.clone());
+            handle = rt.serve(addr).await.unwrap();
+            *held = Some(rt);
+            restarts += 1;
+        } else if i % 10 == 9 {
             // The server goes away (closing its sockets) and comes back on the same port
             // after a pause in which the client's dials fail.
+            let rt = host.read().await.clone().expect("a runtime");
             handle.shutdown().await;
             tokio::time::sleep(Duration::from_millis(rng.u64(0..20))).await;
             if burst > 0 {
@@ -384,7 +421,7 @@ async fn run_chaos(
         .await;
     }
     let ledger = workload.await.unwrap();
-    let final_seq = rt.stats().emitted;
+    let final_seq = handle.runtime().stats().emitted;
     wait_for("the client to catch up", limit, || {
         seen.last_seq.load(Ordering::SeqCst) >= final_seq
     })
@@ -506,17 +543,10 @@ fn assert_evals_match(model: &Model, runtime: &EvalSummary, ledger: &EvalLedger)
     assert_eq!(completed as u32, ledger.runs_completed);
 }
 
-fn policy() -> Policy {
-    Policy::from_toml("[[rule]]\nid = \"hold\"\ntool = \"*/pay\"\naction = \"approval\"\n").unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_hundred_cuts_lose_nothing_and_repeat_nothing() {
-    let _process = crate::PROCESS.read().await;
-    let seed = seed();
-    println!("chaos seed: {seed} (CHAOS_SEED={seed} replays this run)");
-    let started = Instant::now();
-    let config = RuntimeConfig {
+/// A runtime that keeps everything the workload makes, so the model can be compared
+/// with it whole.
+fn chaos_config() -> RuntimeConfig {
+    RuntimeConfig {
         test_mode: true,
         policy: policy(),
         retained_events: 200_000,
@@ -527,8 +557,49 @@ async fn a_hundred_cuts_lose_nothing_and_repeat_nothing() {
         max_pending_approvals: 100_000,
         max_resolved_approvals: 100_000,
         ..RuntimeConfig::default()
-    };
-    let out = run_chaos(config, seed, EVENTS, CUTS, 0).await;
+    }
+}
+
+fn policy() -> Policy {
+    Policy::from_toml("[[rule]]\nid = \"hold\"\ntool = \"*/pay\"\naction = \"approval\"\n").unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hundred_cuts_lose_nothing_and_repeat_nothing() {
+    let _process = crate::PROCESS.read().await;
+    let seed = seed();
+    println!("chaos seed: {seed} (CHAOS_SEED={seed} replays this run)");
+    let started = Instant::now();
+    let out = run_chaos(chaos_config(), seed, EVENTS, CUTS, 0, None).await;
+    assert_lossless(out, EVENTS, started).await;
+}
+
+/// The same chaos with the runtime on a `SQLite` store, and every tenth cut a restart of
+/// the whole runtime on that file: the stream goes on (same epoch, seqs continue), so the
+/// client resumes with no reset and no gap, and the sessions, approvals (decided after a
+/// restart too) and eval history it shows equal what the reopened runtime holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hundred_cuts_and_ten_runtime_restarts_on_a_store_lose_nothing() {
+    let _process = crate::PROCESS.read().await;
+    let seed = seed() ^ 0x57_0E;
+    println!("chaos seed (store run): {seed}");
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_chaos(
+        chaos_config(),
+        seed,
+        STORE_EVENTS,
+        CUTS,
+        0,
+        Some(&dir.path().join("runtime.db")),
+    )
+    .await;
+    assert!(out.restarts >= 10, "{} restarts", out.restarts);
+    assert_lossless(out, STORE_EVENTS, started).await;
+}
+
+/// Every event reached the client once, in order, and its model equals the runtime's.
+async fn assert_lossless(out: Outcome, events: u64, started: Instant) {
     let reconnects = out.seen.connected.load(Ordering::SeqCst) - 1;
     println!(
         "chaos: {} events, {} cuts ({} server restarts), {} reconnects survived, {} disconnects seen, {:.1} s",
@@ -540,7 +611,7 @@ async fn a_hundred_cuts_lose_nothing_and_repeat_nothing() {
         started.elapsed().as_secs_f64()
     );
     let counters = out.model.counters;
-    assert!(out.final_seq >= EVENTS);
+    assert!(out.final_seq >= events);
     assert!(
         reconnects >= CUTS as u64,
         "{reconnects} reconnects for {CUTS} cuts"
@@ -555,6 +626,7 @@ async fn a_hundred_cuts_lose_nothing_and_repeat_nothing() {
     );
     assert_eq!(counters.duplicates, 0, "no event applied twice");
     assert_eq!(counters.gaps, 0, "the log held everything: no gap");
+    assert_eq!(counters.resets, 0, "the stream went on: no reset");
     assert_eq!(counters.parse_errors, 0);
     let dropped = counters.dropped;
     assert_eq!(
@@ -606,7 +678,7 @@ async fn gaps_are_healed_by_the_rest_re_read() {
         max_resolved_approvals: 100_000,
         ..RuntimeConfig::default()
     };
-    let out = run_chaos(config, seed, 30_000, 30, 400).await;
+    let out = run_chaos(config, seed, 30_000, 30, 400, None).await;
     let counters = out.model.counters;
     println!(
         "chaos gap run: {} events, {} gaps, {} hydrations, {} reconnects",

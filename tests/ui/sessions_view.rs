@@ -95,6 +95,30 @@ fn empty() {
     assert!(screen(&mut app, 110, 14).contains("No sessions yet. Waiting for"));
 }
 
+/// After `stream.reset` the old runtime's session stays listed as `gone`, and its detail
+/// says whose word it is and when that runtime went.
+#[test]
+fn a_session_of_the_runtime_before_a_restart() {
+    let (mut app, _) = app();
+    feed(
+        &mut app,
+        &created(1, "ses_01", "user_test", "2026-11-22T21:43:30.000Z"),
+    );
+    feed(&mut app, &nfe(2, "call_01", 1, "2026-11-22T21:43:31.000Z"));
+    feed(
+        &mut app,
+        &json!({"kind": "stream.reset", "seq": 0, "ts": "2026-11-22T21:46:00.000Z",
+                "epoch": "ep_9b1c22e07f3d6a10",
+                "reason": "since 2 is beyond the newest seq 0: the runtime restarted without that history"}),
+    );
+    let text = screen(&mut app, 110, 16);
+    assert!(
+        text.contains("from the runtime before the restart at 21:46:00"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
 #[test]
 fn first_session() {
     let (mut app, _) = app();

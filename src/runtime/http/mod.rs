@@ -104,6 +104,7 @@ async fn health(State(state): State<AppState>) -> Json<serde_json::Value> {
         "status": "ok",
         "protocol": crate::protocol::PROTOCOL_VERSION,
         "memory": state.rt.budget_stats(),
+        "store": state.rt.inner.log.store_health().map(crate::runtime::log::StoreHealth::status),
     }))
 }
 

@@ -3,7 +3,7 @@
 
 use super::lines::{TimelineCache, TimelineRow, build_timeline};
 use super::state::{CallSort, Detail, Focus, SessionsState};
-use crate::model::Session;
+use crate::model::{Session, SessionStatus};
 use crate::protocol::events::MockMode;
 use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
@@ -50,7 +50,12 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
     }
     // What a debugger wants first, when the stream told it: how the run ended and with
     // what, above the mocks and the timeline.
-    let summary = summary_lines(session, right.width.saturating_sub(2) as usize, theme);
+    let summary = summary_lines(
+        session,
+        right.width.saturating_sub(2) as usize,
+        theme,
+        cx.watching,
+    );
     let summary_height = if summary.is_empty() {
         0
     } else {
@@ -97,11 +102,29 @@ const SUMMARY_TEXT_LINES: usize = 3;
 /// The run summary at `width`: the ending (the error or the final text, wrapped, a few
 /// lines at most), the prompt, the model and the numbers, the metadata. Empty when the
 /// stream told none of it. Everything is masked and sanitised here.
-fn summary_lines(session: &Session, width: usize, theme: &Theme) -> Vec<Line<'static>> {
-    let Some(summary) = session.summary.as_deref() else {
-        return vec![];
-    };
+fn summary_lines(
+    session: &Session,
+    width: usize,
+    theme: &Theme,
+    watching: &Watching,
+) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
+    // A session the stream knew before a restart without history: what is shown is the
+    // old runtime's word, and the one running now does not hold it.
+    if session.status == SessionStatus::Previous {
+        let text = format!(
+            "from the runtime before the restart at {}: the one running now does not hold it",
+            clock_at(session.gone_at_ms, false, watching)
+        );
+        lines.extend(
+            crate::ui::views::wrap_words(&text, width)
+                .into_iter()
+                .map(|l| Line::from(Span::styled(l, theme.warn()))),
+        );
+    }
+    let Some(summary) = session.summary.as_deref() else {
+        return lines;
+    };
     let mut para = |label: &str, text: &str, style: Style, max: usize| {
         let text = format!("{label}{}", shown(text));
         let mut wrapped = crate::ui::views::wrap_words(&text, width);
