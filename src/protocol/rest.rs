@@ -134,7 +134,8 @@ fn empty_object_raw() -> RawJson {
     RawJson::from_value(&empty_object())
 }
 
-/// Fail the model call of this zero-based iteration with `error`.
+/// Throw `error` on this model call: zero-based, counted per session across sends,
+/// failed calls included (so a retry is the next `step`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FailOnStep {
