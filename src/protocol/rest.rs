@@ -39,9 +39,18 @@ fn script_or_provider<'de, D: serde::Deserializer<'de>>(
             provider: Some(spec),
             ..ModelScript::default()
         })),
-        Some(other) => serde_json::from_value(other)
+        // Says where in the script a wrong type or an unknown key sits (`model.strict`).
+        Some(other) => serde_path_to_error::deserialize(other)
             .map(Some)
-            .map_err(serde::de::Error::custom),
+            .map_err(|err| {
+                let at = err.path().to_string();
+                let inner = err.into_inner();
+                if at == "." {
+                    serde::de::Error::custom(format!("model: {inner}"))
+                } else {
+                    serde::de::Error::custom(format!("model.{at}: {inner}"))
+                }
+            }),
     }
 }
 

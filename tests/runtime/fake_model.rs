@@ -296,6 +296,23 @@ async fn broken_scripts_answer_400_naming_the_field() {
         .await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["field"], "/model/retries");
+    // A wrong type in the body's `model` is named by where it sits.
+    let (status, body) = api
+        .post(
+            "/v1/sessions",
+            json!({"servers": [], "user_id": "u",
+                   "model": {"sequence": [{"when": [{"tool": 5, "then": {}}]}]}}),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["code"], "invalid_body");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("model.sequence[0].when[0].tool: invalid type: integer `5`"),
+        "{body}"
+    );
     // Branch tool calls count toward the script's call cap.
     let many: Vec<Value> = (0..300)
         .map(|_| json!({"name": "a/b", "arguments": {}}))
