@@ -269,6 +269,8 @@ impl Runtime {
                             failed_attempts.push(FailedAttempt { call, error });
                             continue;
                         }
+                        // No step event carries them: the run's count still does.
+                        failover_attempts = failover_attempts.saturating_add(used);
                         result.error = Some(if retries == 0 {
                             error
                         } else {
@@ -285,7 +287,8 @@ impl Runtime {
                     }
                 }
             };
-            failover_attempts += u32::try_from(failed_attempts.len()).unwrap_or(u32::MAX);
+            failover_attempts = failover_attempts
+                .saturating_add(u32::try_from(failed_attempts.len()).unwrap_or(u32::MAX));
             if let Some(delay) = step.delay_ms {
                 wait_unless_closed(&mut closing, Duration::from_millis(delay)).await;
                 if lock(&session).closed {

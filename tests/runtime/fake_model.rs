@@ -144,6 +144,9 @@ async fn with_no_retries_left_the_run_fails_with_the_reason() {
     let failed = events.last().unwrap();
     assert_eq!(failed["kind"], "agent.failed");
     assert_eq!(failed["error"], "Overloaded (model call 1, after 1 retry)");
+    // No step completed, but the run counts the retry it made.
+    assert_eq!(failed["failoverAttempts"], 1);
+    assert_eq!(failed["steps"], json!([]));
     // The next send is model call 2: the script goes on from there.
     let (status, body) = send(&api, &sid, "again").await;
     assert_eq!(status, 200, "{body}");
