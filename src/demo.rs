@@ -260,6 +260,14 @@ async fn agent_run(http: &Http, round: u32, pause: Duration) -> Result<(), DemoE
     });
     if fail {
         model["fail_on_step"] = json!([{"step": 2, "error": "Rate limited by provider"}]);
+    } else if round % 4 == 1 {
+        // Call 1 throws and the loop's retry (call 2) goes on with the invoice: the
+        // timeline shows the failed attempt on its step (`↻1`).
+        model["retries"] = json!(1);
+        model["fail_on_step"] = json!([{"step": 1, "error": "Overloaded, retrying"}]);
+        if let Some(sequence) = model["sequence"].as_array_mut() {
+            sequence.insert(1, json!({"text": "never answered: call 1 throws"}));
+        }
     }
     let session = http
         .create(CreateSession {

@@ -2,7 +2,8 @@
 //! `CaseResult` whose every assertion keeps what it expected and what it saw. Also the
 //! small JSON path language of `json_path` (`$.a.b[0]`).
 
-use super::suite::{ArgCheck, Assertion, Case, NoEnvelope, SchemaCheck};
+use super::script::{MESSAGE_TEXT_BYTES, PROMPT_BYTES, PromptRecord};
+use super::suite::{ArgCheck, Assertion, Case, NoEnvelope, PromptCheck, PromptTest, SchemaCheck};
 use crate::protocol::RawJson;
 use crate::protocol::events::{AgentEvalCompleted, AssertionResult, EvalScope, EvalStatus, Tokens};
 use crate::protocol::rest::ToolCallRecord;
@@ -22,6 +23,8 @@ pub struct CaseRun {
     pub error: Option<String>,
     /// Fractional milliseconds: a mocked run takes microseconds.
     pub duration_ms: f64,
+    /// What the scripted model received at each model call (`prompted` reads these).
+    pub prompts: Vec<super::script::PromptRecord>,
 }
 
 /// The reason of a case whose run had a call held for approval.
@@ -136,6 +139,7 @@ struct Facts<'a> {
     /// Envelope codes the calls returned, in call order.
     codes: Vec<String>,
     tokens: Tokens,
+    prompts: &'a [PromptRecord],
 }
 
 impl<'a> Facts<'a> {
@@ -158,6 +162,7 @@ impl<'a> Facts<'a> {
             calls,
             codes,
             tokens: run.tokens,
+            prompts: &run.prompts,
         }
     }
 
@@ -356,6 +361,81 @@ fn schema_result(check: &SchemaCheck, facts: &Facts<'_>, text: &Value) -> Assert
     }
 }
 
+/// One `prompted` check on the prompt of its model call; `actual` is the prompt's text
+/// (or the value at the path), the message says what was missing.
+fn prompt_result(check: &PromptCheck, prompts: &[PromptRecord]) -> AssertionResult {
+    let step = check.step;
+    let expected = match &check.test {
+        PromptTest::Contains(text) => json!({"step": step, "contains": text}),
+        PromptTest::Matches(regex) => json!({"step": step, "matches": regex.as_str()}),
+        PromptTest::Path { path, equals } => {
+            json!({"step": step, "path": path.to_string(), "equals": equals})
+        }
+    };
+    let Some(record) = prompts.iter().find(|p| p.call == step) else {
+        return result(
+            "prompted",
+            false,
+            expected,
+            Value::Null,
+            Some(format!(
+                "prompted: the model was called {} time(s); there is no model call {step}",
+                prompts.len()
+            )),
+        );
+    };
+    let cut = if record.cut {
+        format!(
+            " (the recorded prompt was cut: a long text keeps {} KiB, a prompt {} KiB)",
+            MESSAGE_TEXT_BYTES / 1024,
+            PROMPT_BYTES / 1024
+        )
+    } else {
+        String::new()
+    };
+    let (pass, actual, message) = match &check.test {
+        PromptTest::Contains(needle) => {
+            let text = record.text();
+            let pass = text.contains(needle.as_str());
+            let message = format!("prompted: model call {step}'s prompt lacks {needle:?}{cut}");
+            (pass, Value::String(text), message)
+        }
+        PromptTest::Matches(regex) => {
+            let text = record.text();
+            let pass = regex.is_match(&text);
+            let message = format!(
+                "prompted: /{}/ does not match model call {step}'s prompt{cut}",
+                regex.as_str()
+            );
+            (pass, Value::String(text), message)
+        }
+        PromptTest::Path { path, equals } => {
+            let messages = Value::Array(record.messages.clone());
+            match path.lookup(&messages) {
+                None => (
+                    false,
+                    Value::Null,
+                    format!("prompted: nothing at {path} in model call {step}'s messages{cut}"),
+                ),
+                Some(found) => (
+                    json_equal(found, equals),
+                    found.clone(),
+                    format!(
+                        "prompted: {path} of model call {step}'s messages is {found}, expected {equals}"
+                    ),
+                ),
+            }
+        }
+    };
+    result(
+        "prompted",
+        pass,
+        expected,
+        actual,
+        (!pass).then_some(message),
+    )
+}
+
 fn check(assertion: &Assertion, facts: &Facts<'_>, out: &mut Vec<AssertionResult>) {
     let text = Value::String(facts.output.to_owned());
     match assertion {
@@ -502,6 +582,11 @@ fn check(assertion: &Assertion, facts: &Facts<'_>, out: &mut Vec<AssertionResult
         Assertion::JsonSchema(checks) => {
             for check in checks {
                 out.push(schema_result(check, facts, &text));
+            }
+        }
+        Assertion::Prompted(checks) => {
+            for check in checks {
+                out.push(prompt_result(check, facts.prompts));
             }
         }
         Assertion::Envelope(codes) => {
@@ -765,6 +850,7 @@ mod tests {
             },
             error: None,
             duration_ms: 12.0,
+            prompts: Vec::new(),
         }
     }
 

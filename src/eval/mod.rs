@@ -8,6 +8,7 @@ pub mod history;
 pub mod html;
 pub mod judge;
 pub mod report;
+pub mod script;
 pub mod suite;
 
 pub use assert::{CaseResult, CaseRun, evaluate};

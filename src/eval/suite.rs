@@ -24,7 +24,8 @@
 //! contains = ["pay_1"]
 //! ```
 //!
-//! `model` is the runtime's scripted model (`sequence`, `fail_on_step`, `default_text`).
+//! `model` is the runtime's scripted model (`sequence`, `fail_on_step`, `default_text`,
+//! `strict`, `retries`, `when` / `else` branches), checked by `eval::script`.
 //! `model_variants = [ {...}, {...} ]` instead gives one script per attempt: attempt 1
 //! uses the first, attempt 2 the second, cycling — so a case run with `repeat` can be
 //! made to pass on some attempts and fail on others (a flaky case on purpose).
@@ -32,7 +33,8 @@
 //! Assertion kinds under `[case.assert]`: `contains` (string or list), `equals`, `regex`
 //! (string or list), `operation_called` (name, `{ name, times, args }`, or a list of
 //! either), `sequence` (names in call order, or `{ tools, gaps }`), `not_called`,
-//! `json_schema` (`{ schema, tool? }` or a list),
+//! `json_schema` (`{ schema, tool? }` or a list), `prompted` (`{ step, contains |
+//! matches | path + equals }` or a list: what the scripted model received at a call),
 //! `envelope` (code or list: some call returned it), `no_envelope` (`true`: no call
 //! returned any envelope; a code or list: none of those), `json_path` (`{ path = "$.id",
 //! equals = ... }` or a list of them, on a final output that is JSON), `max_tokens`.
@@ -127,6 +129,25 @@ pub struct JsonPathCheck {
     pub equals: Value,
 }
 
+/// `prompted`: what the scripted model received at model call `step` (zero-based, as
+/// `fail_on_step` counts).
+#[derive(Debug, Clone)]
+pub struct PromptCheck {
+    pub step: u32,
+    pub test: PromptTest,
+}
+
+/// The one test a `prompted` item makes of the prompt.
+#[derive(Debug, Clone)]
+pub enum PromptTest {
+    /// The prompt's text (one message a line) contains this.
+    Contains(String),
+    /// The pattern matches the prompt's text.
+    Matches(regex::Regex),
+    /// The value at this path of the messages (a JSON list) equals `equals`.
+    Path { path: JsonPath, equals: Value },
+}
+
 /// What `no_envelope` forbids.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NoEnvelope {
@@ -147,6 +168,7 @@ pub enum Assertion {
     NoEnvelope(NoEnvelope),
     JsonPath(Vec<JsonPathCheck>),
     JsonSchema(Vec<SchemaCheck>),
+    Prompted(Vec<PromptCheck>),
     MaxTokens(u64),
     /// Judged by a model (`eval::judge`), after the rules above.
     LlmJudge(super::judge::JudgeSpec),
@@ -165,6 +187,7 @@ pub const ASSERTION_KINDS: &[&str] = &[
     "no_envelope",
     "json_path",
     "json_schema",
+    "prompted",
     "max_tokens",
     "llm_judge",
     "semantic_match",
@@ -253,6 +276,8 @@ struct RawAssert {
     #[serde(default, deserialize_with = "present")]
     json_schema: Option<Value>,
     #[serde(default, deserialize_with = "present")]
+    prompted: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     max_tokens: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     llm_judge: Option<Value>,
@@ -261,7 +286,7 @@ struct RawAssert {
 }
 
 impl RawAssert {
-    fn kinds(self) -> [(&'static str, Option<Value>); 13] {
+    fn kinds(self) -> [(&'static str, Option<Value>); 14] {
         [
             ("contains", self.contains),
             ("equals", self.equals),
@@ -273,6 +298,7 @@ impl RawAssert {
             ("no_envelope", self.no_envelope),
             ("json_path", self.json_path),
             ("json_schema", self.json_schema),
+            ("prompted", self.prompted),
             ("max_tokens", self.max_tokens),
             ("llm_judge", self.llm_judge),
             ("semantic_match", self.semantic_match),
@@ -307,6 +333,21 @@ struct RawSequence {
     tools: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     gaps: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrompted {
+    #[serde(default, deserialize_with = "present")]
+    step: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    contains: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    matches: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    path: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    equals: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -656,8 +697,25 @@ impl Place<'_> {
 
     fn model(&self, value: &Value, field: &str) -> Result<ModelScript, SuiteError> {
         self.table(value, field)?;
-        serde_json::from_value::<ModelScript>(value.clone())
-            .map_err(|err| self.invalid(Some(field), &format!("bad model script: {err}")))
+        // The problem names its place inside the script: `model.sequence[1].when[0].path`.
+        super::script::parse(value).map_err(|problem| {
+            let inner = problem.field_dotted();
+            let at = if inner.is_empty() {
+                field.to_owned()
+            } else {
+                format!("{field}.{inner}")
+            };
+            let kind = if problem.message.starts_with("unknown field") {
+                SuiteErrorKind::Unknown
+            } else {
+                SuiteErrorKind::Invalid
+            };
+            self.error(
+                Some(&at),
+                kind,
+                &format!("bad model script: {}", problem.message),
+            )
+        })
     }
 
     fn models(
@@ -887,15 +945,10 @@ fn read_assertion(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion
                 let regex = regex::Regex::new(pattern).map_err(|err| {
                     // The regex crate's message spans lines with a caret diagram; keep
                     // it on one line so it reads after the file/case/field prefix.
-                    let detail = err
-                        .to_string()
-                        .lines()
-                        .last()
-                        .unwrap_or("")
-                        .trim()
-                        .trim_start_matches("error: ")
-                        .to_owned();
-                    at.invalid(Some(kind), &format!("invalid regex {pattern:?}: {detail}"))
+                    at.invalid(
+                        Some(kind),
+                        &format!("invalid regex {pattern:?}: {}", regex_detail(&err)),
+                    )
                 })?;
                 compiled.push(regex);
             }
@@ -912,6 +965,7 @@ fn read_assertion(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion
         "sequence" => read_sequence(at, kind, value)?,
         "not_called" => Assertion::NotCalled(at.strings(value, kind)?),
         "json_schema" => read_schemas(at, kind, value)?,
+        "prompted" => read_prompted(at, kind, value)?,
         "envelope" => Assertion::Envelope(at.strings(value, kind)?),
         "no_envelope" => match value {
             Value::Bool(true) => Assertion::NoEnvelope(NoEnvelope::Any),
@@ -1094,6 +1148,90 @@ fn read_sequence(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
         ));
     }
     Ok(Assertion::Sequence(SequenceExpectation { tools, gaps }))
+}
+
+/// The regex crate's message spans lines with a caret diagram; its last line reads after
+/// the file/case/field prefix.
+fn regex_detail(err: &regex::Error) -> String {
+    err.to_string()
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .trim_start_matches("error: ")
+        .to_owned()
+}
+
+/// `prompted = { step = 1, contains = "pay_1" }` (or `matches = "regex"`, or
+/// `path = "$[2].content.id", equals = ...`), or a list of them: one test per item.
+fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let items = one_or_list(at, kind, value)?;
+    let mut checks = Vec::with_capacity(items.len());
+    for (field, item) in items {
+        at.table(item, &field)?;
+        let inner = at.nested(&field);
+        let raw: RawPrompted = inner.strict(item, "key")?;
+        let step = match &raw.step {
+            Some(step) => inner.unsigned(step, "step").and_then(|n| {
+                u32::try_from(n).map_err(|_| inner.invalid(Some("step"), "too large"))
+            })?,
+            None => {
+                return Err(inner.error(
+                    Some("step"),
+                    SuiteErrorKind::Missing,
+                    "missing: the model call (zero-based, as fail_on_step counts) whose prompt to check",
+                ));
+            }
+        };
+        let given = [
+            raw.contains.is_some(),
+            raw.matches.is_some(),
+            raw.path.is_some(),
+        ]
+        .iter()
+        .filter(|g| **g)
+        .count();
+        if given != 1 {
+            return Err(inner.invalid(
+                None,
+                "give one of `contains`, `matches` or `path` (with `equals`); a list of items checks more",
+            ));
+        }
+        let test = if let Some(text) = &raw.contains {
+            PromptTest::Contains(inner.string(text, "contains")?)
+        } else if let Some(pattern) = &raw.matches {
+            let pattern = inner.string(pattern, "matches")?;
+            let regex = regex::Regex::new(&pattern).map_err(|err| {
+                inner.invalid(
+                    Some("matches"),
+                    &format!("invalid regex {pattern:?}: {}", regex_detail(&err)),
+                )
+            })?;
+            PromptTest::Matches(regex)
+        } else {
+            let text = raw
+                .path
+                .as_ref()
+                .map(|p| inner.string(p, "path"))
+                .transpose()?
+                .unwrap_or_default();
+            let path = JsonPath::parse(&text)
+                .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
+            let equals = raw.equals.clone().ok_or_else(|| {
+                inner.error(
+                    Some("equals"),
+                    SuiteErrorKind::Missing,
+                    "missing: the value expected at the path",
+                )
+            })?;
+            PromptTest::Path { path, equals }
+        };
+        if raw.equals.is_some() && !matches!(test, PromptTest::Path { .. }) {
+            return Err(inner.invalid(Some("equals"), "`equals` goes with `path`"));
+        }
+        checks.push(PromptCheck { step, test });
+    }
+    Ok(Assertion::Prompted(checks))
 }
 
 /// `json_schema = { schema = {...}, tool = "server/tool" }` or a list of them; the schema
@@ -1467,8 +1605,10 @@ equals = "two"
         let e = err(
             "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmodel = { sequence = [ { txt = \"hi\" } ] }",
         );
-        assert_eq!(e.field.as_deref(), Some("model"));
-        assert!(e.message.contains("txt"), "{e}");
+        // The field inside the script that is wrong, not only `model`.
+        assert_eq!(e.field.as_deref(), Some("model.sequence[0].txt"));
+        assert_eq!(e.kind, SuiteErrorKind::Unknown);
+        assert!(e.message.contains("unknown field `txt`"), "{e}");
         let e = err(
             "suite = \"s\"\n[defaults]\nservers = \"asaas\"\n[[case]]\nid = \"a\"\ninput = \"x\"",
         );

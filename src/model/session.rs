@@ -142,6 +142,10 @@ pub struct StepRow {
     pub call_ids: Vec<String>,
     /// The model's answer was served from a cassette (`--model-replay`).
     pub cassette: bool,
+    /// Model calls of this step that threw and were retried: how many, and the first's
+    /// error (bounded), so the timeline shows the failed attempt on its step.
+    pub failed_attempts: u32,
+    pub first_failure: Option<String>,
     /// Absolute call position the step stands before in `Timeline::rows`: its first call,
     /// or for a step without calls, the next call to arrive after it.
     anchor: u64,
@@ -308,6 +312,8 @@ impl Timeline {
             duration_ms,
             call_ids,
             cassette: step.cassette,
+            failed_attempts: u32::try_from(step.failed_attempts.len()).unwrap_or(u32::MAX),
+            first_failure: step.failed_attempts.first().map(|f| bounded(&f.error)),
             anchor,
         });
         let mut dropped_steps = 0;

@@ -383,6 +383,7 @@ fn step_event(
             finish_reason,
             tool_calls,
             cassette: false,
+            failed_attempts: Vec::new(),
         },
         tokens: conversation.tokens,
         duration: span.end_ns.saturating_sub(first) as f64 / 1e6,

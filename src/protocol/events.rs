@@ -54,6 +54,19 @@ pub struct Step {
     /// own; absent when false).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cassette: bool,
+    /// Model calls of this iteration that threw and were retried before the answer
+    /// (spyglass's own: a script's `fail_on_step` with `retries`; absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed_attempts: Vec<FailedAttempt>,
+}
+
+/// One model call that threw and was retried: which call (zero-based, per session, as
+/// `fail_on_step` counts) and the provider-style error it threw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct FailedAttempt {
+    pub call: u32,
+    pub error: String,
 }
 
 /// `agent.step.completed`: fired after each loop iteration.

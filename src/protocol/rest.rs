@@ -39,14 +39,25 @@ fn script_or_provider<'de, D: serde::Deserializer<'de>>(
             provider: Some(spec),
             ..ModelScript::default()
         })),
-        Some(other) => serde_json::from_value(other)
+        // Says where in the script a wrong type or an unknown key sits (`model.strict`).
+        Some(other) => serde_path_to_error::deserialize(other)
             .map(Some)
-            .map_err(serde::de::Error::custom),
+            .map_err(|err| {
+                let at = err.path().to_string();
+                let inner = err.into_inner();
+                if at == "." {
+                    serde::de::Error::custom(format!("model: {inner}"))
+                } else {
+                    serde::de::Error::custom(format!("model.{at}: {inner}"))
+                }
+            }),
     }
 }
 
 /// A scripted fake model (seed 001's semantics): the Nth model call gets `sequence[N]`;
-/// past the end it answers `default_text`; a `fail_on_step` entry fails that iteration.
+/// past the end it answers `default_text` (with `strict`, the run fails instead); a
+/// `fail_on_step` entry throws on that call, and the loop retries up to `retries` times
+/// per iteration. `crate::eval::script` checks a script and picks a branching step's answer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelScript {
@@ -56,13 +67,24 @@ pub struct ModelScript {
     pub fail_on_step: Vec<FailOnStep>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_text: Option<String>,
+    /// Seed 001's `preventStrayPrompts`: a model call past `sequence` fails the run
+    /// ("unscripted model call N") instead of answering `default_text`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
+    /// How many times the agent loop retries a model call that threw (`fail_on_step`)
+    /// within one iteration; each retry is the next model call. At most
+    /// `crate::eval::script::MAX_RETRIES`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
     /// A real model instead of the script (`openai[:MODEL]`, `anthropic[:MODEL]`):
     /// `crate::runtime::model`. Also `metadata.model` for the SDK.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
 }
 
-/// One scripted model answer: tool calls, text, or both.
+/// One scripted model answer: tool calls, text, or both. A branching step instead holds
+/// `when` (the first branch whose conditions hold on the last tool outcome answers with
+/// its `then`) and `else` (the answer when none holds).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptStep {
@@ -73,6 +95,30 @@ pub struct ScriptStep {
     /// Simulated model latency, milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub when: Vec<ScriptBranch>,
+    #[serde(default, rename = "else", skip_serializing_if = "Option::is_none")]
+    pub otherwise: Option<Box<ScriptStep>>,
+}
+
+/// One `when` branch: every condition given must hold on the run's last tool outcome
+/// (the output of the last call dispatched before this model call).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptBranch {
+    /// The last call returned this envelope code (`tool_not_mocked`, a mock's own code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<String>,
+    /// The last call was of this operation (a bare tool name matches any server's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// A JSON path into the last call's output (`$.status`), with `equals` its value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<Value>,
+    /// The step answered when the conditions hold.
+    pub then: ScriptStep,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -97,7 +143,8 @@ fn empty_object_raw() -> RawJson {
     RawJson::from_value(&empty_object())
 }
 
-/// Fail the model call of this zero-based iteration with `error`.
+/// Throw `error` on this model call: zero-based, counted per session across sends,
+/// failed calls included (so a retry is the next `step`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FailOnStep {

@@ -1,11 +1,14 @@
 //! The scripted model loop behind `send` (seed 001's fake provider): the session's Nth
-//! model call answers `sequence[N]`, `fail_on_step` fails that call, past the end the
-//! default text. Tool calls go through the same dispatch as `execute`.
+//! model call answers `sequence[N]` (a branching step by the last tool outcome),
+//! `fail_on_step` throws on that call and the loop retries up to the script's `retries`,
+//! past the end the default text (or, `strict`, a failed run). Tool calls go through the
+//! same dispatch as `execute`; what the fake received at each call is recorded.
 
 use super::sessions::{CallStart, Dispatched, server_of};
 use super::{ApiErrorWithStatus, Runtime, lock};
+use crate::eval::script::{Conversation, LastOutcome, Picked, PromptRecord, pick};
 use crate::protocol::events::{
-    AgentRun, AgentStepCompleted, CallSource, Step, StepToolCall, Tokens,
+    AgentRun, AgentStepCompleted, CallSource, FailedAttempt, Step, StepToolCall, Tokens,
 };
 use crate::protocol::rest::{ScriptStep, SendFrame, SendResult, ToolCallRecord};
 use crate::protocol::{Event, RawJson, now_rfc3339};
@@ -35,6 +38,9 @@ pub struct AgentRunResult {
     pub error: Option<String>,
     /// The run was cut at `max_send_response_bytes` (its `error` says so).
     pub too_large: bool,
+    /// What the scripted model received at each model call, bounded by bytes (empty for
+    /// a real model).
+    pub prompts: Vec<PromptRecord>,
 }
 
 impl AgentRunResult {
@@ -50,7 +56,31 @@ impl AgentRunResult {
 /// What the fake model answers for one call.
 enum Answer {
     Step(ScriptStep),
+    /// The call threw (`fail_on_step`): the loop may retry it.
+    Throw {
+        call: u32,
+        error: String,
+    },
+    /// The run ends with this error, no retry (a stray call under `strict`, a real
+    /// model's failure, a closed session).
     Fail(String),
+}
+
+/// The last call's outcome, kept for the next step's `when` branches.
+struct Last {
+    tool: String,
+    output: serde_json::Value,
+    code: Option<String>,
+}
+
+impl Last {
+    fn view(&self) -> LastOutcome<'_> {
+        LastOutcome {
+            tool: &self.tool,
+            output: &self.output,
+            code: self.code.as_deref(),
+        }
+    }
 }
 
 fn approx_tokens(text: &str) -> u64 {
@@ -80,6 +110,51 @@ async fn wait_unless_closed(closing: &mut watch::Receiver<bool>, wait: Duration)
     tokio::select! {
         () = tokio::time::sleep(wait) => {}
         _ = closing.wait_for(|closed| *closed) => {}
+    }
+}
+
+/// The script's answer to model call `call`: a `fail_on_step` throw, the step (a
+/// branching one by `last`), or past the end `default_text` — or, `strict`, the run's end.
+fn scripted_answer(
+    script: &crate::protocol::rest::ModelScript,
+    call: u32,
+    last: Option<&Last>,
+) -> Answer {
+    if let Some(fail) = script.fail_on_step.iter().find(|f| f.step == call) {
+        return Answer::Throw {
+            call,
+            error: fail.error.clone(),
+        };
+    }
+    let fallback = || {
+        Answer::Step(ScriptStep {
+            text: Some(
+                script
+                    .default_text
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_TEXT.to_owned()),
+            ),
+            ..ScriptStep::default()
+        })
+    };
+    let Some(step) = script.sequence.get(call as usize) else {
+        if script.strict {
+            return Answer::Fail(format!(
+                "unscripted model call {call}: the script has {} step(s) and is strict",
+                script.sequence.len()
+            ));
+        }
+        return fallback();
+    };
+    let last = last.map(Last::view);
+    match pick(step, last.as_ref()) {
+        Picked::Step(step) | Picked::Branch(_, step) | Picked::Else(step) => {
+            Answer::Step(step.clone())
+        }
+        Picked::Nothing if script.strict => Answer::Fail(format!(
+            "unscripted model call {call}: no `when` branch of sequence[{call}] held and it has no `else`"
+        )),
+        Picked::Nothing => fallback(),
     }
 }
 
@@ -141,7 +216,9 @@ impl Runtime {
             duration_ms: 0.0,
             error: None,
             too_large: false,
+            prompts: Vec::new(),
         };
+        let mut failover_attempts = 0u32;
         let max_bytes = self.inner.config.max_send_response_bytes;
         // Bytes of the calls' inputs and outputs so far, read off the text already made.
         let mut answer_bytes = message.len();
@@ -150,48 +227,68 @@ impl Runtime {
         // A session naming a real model runs it instead of the script.
         let mut live = super::model::Live::start(&self.inner.config.models, &session, message);
         let (provider, model) = super::model::names(&live, PROVIDER, MODEL);
+        let scripted = matches!(live, Ok(None));
+        let mut conversation = Conversation::new(message);
+        let mut last: Option<Last> = None;
+        let retries = lock(&session).model.retries;
         'run: for iteration in 0..max {
             let step_started = now_rfc3339();
-            let answer = if let Some(real) =
-                super::model::step(&mut live, iteration, frames.as_ref(), &mut closing).await
-            {
-                real.map_or_else(Answer::Fail, Answer::Step)
-            } else {
-                let mut s = lock(&session);
-                if s.closed {
-                    result.error = Some(SESSION_CLOSED.to_owned());
-                    break;
-                }
-                let call = s.model_calls;
-                s.model_calls = s.model_calls.saturating_add(1);
-                self.persist_counters(&s);
-                match s.model.fail_on_step.iter().find(|f| f.step == call) {
-                    Some(fail) => Answer::Fail(fail.error.clone()),
-                    None => {
-                        Answer::Step(s.model.sequence.get(call as usize).cloned().unwrap_or_else(
-                            || {
-                                ScriptStep {
-                                    text: Some(
-                                        s.model
-                                            .default_text
-                                            .clone()
-                                            .unwrap_or_else(|| DEFAULT_TEXT.to_owned()),
-                                    ),
-                                    ..ScriptStep::default()
-                                }
-                            },
-                        ))
+            let mut failed_attempts: Vec<FailedAttempt> = Vec::new();
+            let step = loop {
+                let answer = if let Some(real) =
+                    super::model::step(&mut live, iteration, frames.as_ref(), &mut closing).await
+                {
+                    real.map_or_else(Answer::Fail, Answer::Step)
+                } else {
+                    let called = {
+                        let mut s = lock(&session);
+                        if s.closed {
+                            None
+                        } else {
+                            let call = s.model_calls;
+                            s.model_calls = s.model_calls.saturating_add(1);
+                            self.persist_counters(&s);
+                            Some((call, scripted_answer(&s.model, call, last.as_ref())))
+                        }
+                    };
+                    match called {
+                        None => Answer::Fail(SESSION_CLOSED.to_owned()),
+                        Some((call, answer)) => {
+                            // Measured outside the session's lock: it copies the messages.
+                            conversation.record(call, iteration);
+                            answer
+                        }
+                    }
+                };
+                result.iterations = iteration + 1;
+                match answer {
+                    Answer::Step(step) => break step,
+                    Answer::Throw { call, error } => {
+                        let used = u32::try_from(failed_attempts.len()).unwrap_or(u32::MAX);
+                        if used < retries {
+                            failed_attempts.push(FailedAttempt { call, error });
+                            continue;
+                        }
+                        // No step event carries them: the run's count still does.
+                        failover_attempts = failover_attempts.saturating_add(used);
+                        result.error = Some(if retries == 0 {
+                            error
+                        } else {
+                            format!(
+                                "{error} (model call {call}, after {used} {})",
+                                if used == 1 { "retry" } else { "retries" }
+                            )
+                        });
+                        break 'run;
+                    }
+                    Answer::Fail(error) => {
+                        result.error = Some(error);
+                        break 'run;
                     }
                 }
             };
-            result.iterations = iteration + 1;
-            let step = match answer {
-                Answer::Fail(error) => {
-                    result.error = Some(error);
-                    break;
-                }
-                Answer::Step(step) => step,
-            };
+            failover_attempts = failover_attempts
+                .saturating_add(u32::try_from(failed_attempts.len()).unwrap_or(u32::MAX));
             if let Some(delay) = step.delay_ms {
                 wait_unless_closed(&mut closing, Duration::from_millis(delay)).await;
                 if lock(&session).closed {
@@ -208,6 +305,7 @@ impl Runtime {
                 .await;
             }
             let mut step_calls = Vec::new();
+            let mut answered = Vec::with_capacity(step.tool_calls.len());
             for call in &step.tool_calls {
                 let start = CallStart::now();
                 if let Some(latency) = call.latency_ms {
@@ -253,6 +351,17 @@ impl Runtime {
                     break 'run;
                 }
                 let rec = record(&dispatched);
+                if scripted {
+                    answered.push((
+                        (rec.id.clone(), rec.tool_name.clone(), rec.input.clone()),
+                        rec.output.clone(),
+                    ));
+                    last = Some(Last {
+                        tool: rec.tool_name.clone(),
+                        output: rec.output.clone(),
+                        code: rec.error_code.clone(),
+                    });
+                }
                 out(SendFrame::ToolResult(rec.clone())).await;
                 step_calls.push(StepToolCall {
                     id: dispatched.call_id.clone(),
@@ -265,6 +374,13 @@ impl Runtime {
                 result.tool_calls.push(rec);
             }
             super::model::tool_results(&mut live, &step_calls);
+            if scripted {
+                let (calls, outputs): (Vec<_>, Vec<_>) = answered.into_iter().unzip();
+                conversation.answered(&text, &calls);
+                for ((id, name, _), output) in calls.iter().zip(&outputs) {
+                    conversation.tool_result(id, name, output);
+                }
+            }
             let completion = approx_tokens(&text) + 8 * step.tool_calls.len() as u64;
             let step_tokens = Tokens {
                 prompt: prompt_tokens,
@@ -284,6 +400,7 @@ impl Runtime {
                 finish_reason: if done { "stop" } else { "tool_calls" }.to_owned(),
                 tool_calls: step_calls,
                 cassette: super::model::from_cassette(&live),
+                failed_attempts,
             };
             result.steps.push(step_event.clone());
             self.emit(
@@ -315,6 +432,7 @@ impl Runtime {
             ));
         }
         result.duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
+        result.prompts = conversation.records;
         let run = AgentRun {
             agent_name: AGENT_NAME.to_owned(),
             model: model.clone(),
@@ -331,7 +449,7 @@ impl Runtime {
             },
             streaming: frames.is_some(),
             conversation_id: Some(session_id.to_owned()),
-            failover_attempts: 0,
+            failover_attempts,
             error: result.error.as_ref().map(RawJson::from_value),
         };
         let event = match result.error {

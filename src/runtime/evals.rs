@@ -712,6 +712,7 @@ impl Runtime {
                 tokens: result.tokens,
                 error: result.error,
                 duration_ms: result.duration_ms,
+                prompts: result.prompts,
             },
         };
         (Some(session.id), run)

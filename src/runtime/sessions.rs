@@ -352,17 +352,35 @@ fn model_script(req: &CreateSession) -> Result<ModelScript, ApiErrorWithStatus> 
     let Some(raw) = req.metadata.as_ref().and_then(|m| m.get("model_script")) else {
         return Ok(ModelScript::default());
     };
-    let parsed = match raw {
-        Value::String(text) => serde_json::from_str::<ModelScript>(text),
-        other => serde_json::from_value::<ModelScript>(other.clone()),
-    };
-    parsed.map_err(|err| ApiErrorWithStatus {
+    let bad = |field: String, message: String| ApiErrorWithStatus {
         status: 400,
         error: ApiError::new(
             codes::INVALID_BODY,
-            format!("metadata.model_script is not a model script: {err}"),
+            format!("metadata.model_script is not a model script: {message}"),
         )
-        .with_field("/metadata/model_script"),
+        .with_field(field),
+    };
+    let parsed;
+    let value = match raw {
+        Value::String(text) => {
+            parsed = serde_json::from_str::<Value>(text)
+                .map_err(|err| bad("/metadata/model_script".to_owned(), err.to_string()))?;
+            &parsed
+        }
+        other => other,
+    };
+    // Names where a wrong type or an unknown key sits (`sequence[0].when[0].then`).
+    crate::eval::script::parse(value).map_err(|problem| {
+        let at = problem.field_dotted();
+        let message = if at.is_empty() {
+            problem.message.clone()
+        } else {
+            format!("{at}: {}", problem.message)
+        };
+        bad(
+            format!("/metadata/model_script{}", problem.field_pointer()),
+            message,
+        )
     })
 }
 
@@ -414,7 +432,8 @@ fn check_strings(req: &CreateSession, max: usize) -> Result<(), ApiErrorWithStat
 /// one `send`, so this bounds what a 16-byte message can make the runtime do.
 fn check_script(script: &ModelScript, field: &str, max: usize) -> Result<(), ApiErrorWithStatus> {
     let steps = script.sequence.len();
-    let calls: usize = script.sequence.iter().map(|s| s.tool_calls.len()).sum();
+    // Every branch's calls count: any of them may run.
+    let calls = crate::eval::script::tool_call_count(script);
     if steps > max || calls > max {
         return Err(ApiErrorWithStatus {
             status: 400,
@@ -506,6 +525,21 @@ impl Runtime {
             "/metadata/model_script"
         };
         check_script(&model, script_field, config.max_script_calls)?;
+        crate::eval::script::check(&model).map_err(|problem| {
+            let base = if req.model.is_some() {
+                "/model"
+            } else {
+                "/metadata/model_script"
+            };
+            ApiErrorWithStatus {
+                status: 400,
+                error: ApiError::new(
+                    codes::INVALID_BODY,
+                    format!("{}: {}", problem.field_dotted(), problem.message),
+                )
+                .with_field(format!("{base}{}", problem.field_pointer())),
+            }
+        })?;
         let metadata = req.metadata.clone().unwrap_or_default();
         // Create is not the hot path: measuring the documents it keeps once is fine.
         let bytes = SESSION_OVERHEAD

@@ -435,3 +435,22 @@ fn the_example_what_was_sent_suite_gives_the_counts_its_header_promises() {
         "{stdout}"
     );
 }
+
+#[test]
+fn the_example_faithful_fake_suite_gives_the_counts_its_header_promises() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/evals/faithful_fake.toml");
+    let promised = promised_counts(&example);
+    assert_eq!(promised, "2 passed, 1 failed, 1 errored, 0 skipped");
+    let out = spyglass(&["eval", example.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(last_line(&stdout), promised);
+    assert!(
+        stdout.contains("prompted: expected {\"contains\":\"pay_2\",\"step\":1}"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("unscripted model call 1: the script has 1 step(s) and is strict"),
+        "{stdout}"
+    );
+}

@@ -41,6 +41,7 @@ fn step() -> Step {
             needs_approval: true,
         }],
         cassette: false,
+        failed_attempts: Vec::new(),
     }
 }
 

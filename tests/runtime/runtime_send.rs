@@ -362,6 +362,12 @@ async fn the_demo_workload_runs_against_the_runtime() {
     // Three own runs completed plus two forwarded from the external agent.
     assert_eq!(count("agent.completed"), 5);
     assert_eq!(count("agent.failed"), 1);
+    // One run's model call threw and was retried: its step carries the failed attempt.
+    assert!(
+        all.iter()
+            .any(|e| e["step"]["failedAttempts"][0]["error"] == "Overloaded, retrying"),
+        "no retried step"
+    );
     // One a round, and a second in the first round: one to approve, one to let expire.
     assert_eq!(count("approval.requested"), 5);
     let codes: std::collections::BTreeSet<&str> = all

@@ -266,6 +266,37 @@ mod tests {
         insta::assert_snapshot!("run_summary_200", wide);
     }
 
+    /// A scripted run whose first model call threw (`fail_on_step` 0) and was retried:
+    /// step 0 carries the failed attempt, which the timeline shows on the step's row.
+    fn retried_run() -> (Screen, SessionsState) {
+        let frames = vec![
+            r#"{"kind":"session.created","seq":1,"ts":"2026-11-22T21:43:30.000Z","sessionId":"ses_retry","userId":"ana","servers":["asaas"],"project":"default","mocks":[{"tool":"asaas/get_payment","mode":"static","entries":1}]}"#.to_owned(),
+            r#"{"kind":"tool.called","seq":2,"ts":"2026-11-22T21:43:30.020Z","sessionId":"ses_retry","callId":"call_1","tool":"asaas/get_payment","input":{"id":"pay_1"},"outcome":{"result":{"status":"PAID"}},"startedAt":"2026-11-22T21:43:30.015Z","duration":5.0,"source":"send","iteration":0}"#.to_owned(),
+            r#"{"kind":"agent.step.completed","seq":3,"ts":"2026-11-22T21:43:30.021Z","sessionId":"ses_retry","agentName":"spyglass-fake","model":"fake","provider":"fake","iteration":0,"step":{"iteration":0,"model":"fake","tokens":{"prompt":12,"completion":8,"total":20},"finishReason":"tool_calls","toolCalls":[{"id":"call_1","name":"asaas/get_payment","args":{"id":"pay_1"},"result":{"status":"PAID"},"duration":5.0,"needsApproval":false}],"failedAttempts":[{"call":0,"error":"Rate limited by provider"}]},"tokens":{"prompt":12,"completion":8,"total":20},"duration":21.0,"streaming":false,"conversationId":"ses_retry","startedAt":"2026-11-22T21:43:30.000Z"}"#.to_owned(),
+            r#"{"kind":"agent.step.completed","seq":4,"ts":"2026-11-22T21:43:30.030Z","sessionId":"ses_retry","agentName":"spyglass-fake","model":"fake","provider":"fake","iteration":1,"step":{"iteration":1,"model":"fake","tokens":{"prompt":24,"completion":3,"total":27},"finishReason":"stop","toolCalls":[]},"tokens":{"prompt":36,"completion":11,"total":47},"duration":30.0,"streaming":false,"conversationId":"ses_retry","startedAt":"2026-11-22T21:43:30.021Z"}"#.to_owned(),
+            r#"{"kind":"agent.completed","seq":5,"ts":"2026-11-22T21:43:30.031Z","sessionId":"ses_retry","agentName":"spyglass-fake","model":"fake","provider":"fake","input":"Is pay_1 paid?","output":"Paid.","steps":[],"tokens":{"prompt":36,"completion":11,"total":47},"duration":30.0,"finishReason":"stop","streaming":false,"conversationId":"ses_retry","failoverAttempts":1}"#.to_owned(),
+        ];
+        let screen = Screen::new(model(&frames));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        screen.act(&mut view, Action::FocusRight);
+        (screen, view)
+    }
+
+    #[test]
+    fn a_retried_model_call_shows_on_its_step() {
+        let (screen, mut view) = retried_run();
+        let narrow = screen.text(&mut view, 80, 24);
+        assert!(narrow.contains("retried: Rate limited"), "{narrow}");
+        insta::assert_snapshot!("retried_step_80", narrow);
+        let wide = screen.text(&mut view, 200, 30);
+        assert!(wide.contains("retried: Rate limited by provider"), "{wide}");
+        assert!(wide.contains("step 1 · stop"), "{wide}");
+        assert!(wide.contains("step 0 ↻1 · tool_calls"), "{wide}");
+        assert!(wide.contains("1 failover"), "{wide}");
+        insta::assert_snapshot!("retried_step_200", wide);
+    }
+
     #[test]
     fn a_held_calls_outcome_says_how_the_hold_stands_and_fits_at_80() {
         let (screen, mut view) = held_calls(false);

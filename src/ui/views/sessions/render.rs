@@ -572,7 +572,11 @@ fn render_timeline(
         .map(|entry| match *entry {
             TimelineRow::Step(i) => session.timeline.steps.get(i).map_or_else(
                 || Span::raw(""),
-                |s| Span::styled(format!("{} tokens", s.tokens_total), theme.muted()),
+                |s| match &s.first_failure {
+                    // A retried model call shows on its step: what it threw, in warning.
+                    Some(error) => Span::styled(format!("retried: {}", shown(error)), theme.warn()),
+                    None => Span::styled(format!("{} tokens", s.tokens_total), theme.muted()),
+                },
             ),
             TimelineRow::Call(i) => calls
                 .get(i)
@@ -632,8 +636,13 @@ fn render_timeline(
                 };
                 // Before the finish reason: a narrow column cuts the label's end.
                 let replayed = if s.cassette { "cassette · " } else { "" };
+                // ↻N: the step's model call was retried N times (its error is the outcome).
+                let retried = match s.failed_attempts {
+                    0 => String::new(),
+                    n => format!(" ↻{n}"),
+                };
                 let label = format!(
-                    "{glyph} step {} · {replayed}{}",
+                    "{glyph} step {}{retried} · {replayed}{}",
                     s.iteration, s.finish_reason
                 );
                 (
