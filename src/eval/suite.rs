@@ -35,7 +35,9 @@
 //! `json_schema` (`{ schema, tool? }` or a list),
 //! `envelope` (code or list: some call returned it), `no_envelope` (`true`: no call
 //! returned any envelope; a code or list: none of those), `json_path` (`{ path = "$.id",
-//! equals = ... }` or a list of them, on a final output that is JSON), `max_tokens`.
+//! equals = ... }` or a list of them, on a final output that is JSON), `max_tokens`,
+//! `llm_judge`, `semantic_match`; `all` / `any` (a list of one-kind assertion tables,
+//! nestable to [`MAX_NESTING`]) and `command` (a checker program, `eval::command`).
 //! Unknown keys anywhere are errors, not silently ignored.
 
 use super::assert::JsonPath;
@@ -151,7 +153,71 @@ pub enum Assertion {
     /// Judged by a model (`eval::judge`), after the rules above.
     LlmJudge(super::judge::JudgeSpec),
     SemanticMatch(super::judge::SemanticSpec),
+    /// Every child holds; judged in order, stopping at the first that does not.
+    All(Vec<Assertion>),
+    /// Some child holds; judged in order, stopping at the first that does.
+    Any(Vec<Assertion>),
+    /// Checker programs, each judging the case's observations (`eval::command`).
+    Command(Vec<CommandSpec>),
 }
+
+impl Assertion {
+    /// Its key in `[case.assert]`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Contains(_) => "contains",
+            Self::Equals(_) => "equals",
+            Self::Regex(_) => "regex",
+            Self::OperationCalled(_) => "operation_called",
+            Self::Sequence(_) => "sequence",
+            Self::NotCalled(_) => "not_called",
+            Self::Envelope(_) => "envelope",
+            Self::NoEnvelope(_) => "no_envelope",
+            Self::JsonPath(_) => "json_path",
+            Self::JsonSchema(_) => "json_schema",
+            Self::MaxTokens(_) => "max_tokens",
+            Self::LlmJudge(_) => "llm_judge",
+            Self::SemanticMatch(_) => "semantic_match",
+            Self::All(_) => "all",
+            Self::Any(_) => "any",
+            Self::Command(_) => "command",
+        }
+    }
+
+    /// Whether this assertion, or one nested in it, satisfies `test`.
+    pub fn any_in_tree(&self, test: &dyn Fn(&Assertion) -> bool) -> bool {
+        test(self)
+            || match self {
+                Self::All(children) | Self::Any(children) => {
+                    children.iter().any(|child| child.any_in_tree(test))
+                }
+                _ => false,
+            }
+    }
+}
+
+/// How deep `all` / `any` may nest inside one another: deeper is refused when the suite is
+/// read, so judging never recurses without bound.
+pub const MAX_NESTING: usize = 32;
+
+/// `command`: a checker program run with the case's observations as JSON on stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSpec {
+    /// The program and its arguments, run as given (no shell).
+    pub argv: Vec<String>,
+    /// How long the program may take before it is killed (with its process group).
+    pub timeout_ms: u64,
+    /// Where it runs: the suite file's directory when the file is named with one, else
+    /// the runtime's working directory.
+    pub dir: Option<std::path::PathBuf>,
+}
+
+/// A checker's time when the file gives none, and the most it may give.
+pub const COMMAND_TIMEOUT_MS: u64 = 10_000;
+pub const MAX_COMMAND_TIMEOUT_MS: u64 = 120_000;
+/// Arguments of one command, and bytes of one argument.
+const MAX_ARGS: usize = 64;
+const MAX_ARG_BYTES: usize = 4096;
 
 /// Assertion keys in the order they are evaluated and reported.
 pub const ASSERTION_KINDS: &[&str] = &[
@@ -168,6 +234,9 @@ pub const ASSERTION_KINDS: &[&str] = &[
     "max_tokens",
     "llm_judge",
     "semantic_match",
+    "all",
+    "any",
+    "command",
 ];
 
 /// The shapes of a suite file: serde refuses unknown keys, and every value stays raw
@@ -258,10 +327,16 @@ struct RawAssert {
     llm_judge: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     semantic_match: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    all: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    any: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    command: Option<Value>,
 }
 
 impl RawAssert {
-    fn kinds(self) -> [(&'static str, Option<Value>); 13] {
+    fn kinds(self) -> [(&'static str, Option<Value>); 16] {
         [
             ("contains", self.contains),
             ("equals", self.equals),
@@ -276,6 +351,9 @@ impl RawAssert {
             ("max_tokens", self.max_tokens),
             ("llm_judge", self.llm_judge),
             ("semantic_match", self.semantic_match),
+            ("all", self.all),
+            ("any", self.any),
+            ("command", self.command),
         ]
     }
 }
@@ -307,6 +385,15 @@ struct RawSequence {
     tools: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     gaps: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommand {
+    #[serde(default, deserialize_with = "present")]
+    argv: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    timeout_ms: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -837,7 +924,7 @@ fn read_case(
     }
     let assertions = match &raw.assert {
         None => Vec::new(),
-        Some(value) => read_assertions(&at.nested("assert"), value)?,
+        Some(value) => read_assertions(&at.nested("assert"), value, 0)?,
     };
     Ok(Case {
         id,
@@ -852,7 +939,11 @@ fn read_case(
     })
 }
 
-fn read_assertions(at: &Place<'_>, value: &Value) -> Result<Vec<Assertion>, SuiteError> {
+fn read_assertions(
+    at: &Place<'_>,
+    value: &Value,
+    depth: usize,
+) -> Result<Vec<Assertion>, SuiteError> {
     value.as_object().ok_or_else(|| {
         at.invalid(
             None,
@@ -865,13 +956,21 @@ fn read_assertions(at: &Place<'_>, value: &Value) -> Result<Vec<Assertion>, Suit
         let Some(value) = value else {
             continue;
         };
-        out.push(read_assertion(at, kind, &value)?);
+        out.push(read_assertion(at, kind, &value, depth)?);
     }
     Ok(out)
 }
 
-fn read_assertion(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+fn read_assertion(
+    at: &Place<'_>,
+    kind: &str,
+    value: &Value,
+    depth: usize,
+) -> Result<Assertion, SuiteError> {
     Ok(match kind {
+        "all" => Assertion::All(read_children(at, kind, value, depth + 1)?),
+        "any" => Assertion::Any(read_children(at, kind, value, depth + 1)?),
+        "command" => read_commands(at, kind, value)?,
         "llm_judge" => Assertion::LlmJudge(
             super::judge::read_llm_judge(value).map_err(|e| at.invalid(Some(kind), &e))?,
         ),
@@ -1009,6 +1108,167 @@ fn read_operation(
             ),
         )),
     }
+}
+
+/// `all = [ { contains = "a" }, { any = [...] } ]`: a non-empty list of tables, each one
+/// assertion kind, read like `[case.assert]` (so they nest), at most [`MAX_NESTING`] deep.
+fn read_children(
+    at: &Place<'_>,
+    kind: &str,
+    value: &Value,
+    depth: usize,
+) -> Result<Vec<Assertion>, SuiteError> {
+    if depth > MAX_NESTING {
+        return Err(at.invalid(
+            Some(kind),
+            &format!("`all` / `any` nest {depth} deep here; the limit is {MAX_NESTING}"),
+        ));
+    }
+    let items = match value {
+        Value::Array(items) if !items.is_empty() => items,
+        Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
+        other => {
+            return Err(at.invalid(
+                Some(kind),
+                &format!(
+                    "expected a list of assertion tables (`{kind} = [ {{ contains = \"a\" }}, {{ regex = \"b\" }} ]`), found {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    let mut children = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let field = format!("{kind}[{i}]");
+        at.table(item, &field)?;
+        let inner = at.nested(&field);
+        let mut read = read_assertions(&inner, item, depth)?;
+        if read.len() != 1 {
+            return Err(inner.invalid(
+                None,
+                &format!(
+                    "a child is one assertion kind, this has {}; give each its own table (the list keeps their order)",
+                    read.len()
+                ),
+            ));
+        }
+        children.extend(read.pop());
+    }
+    Ok(children)
+}
+
+/// `command = ["python3", "check.py"]`, `{ argv = [...], timeout_ms = 5000 }`, or a list
+/// of such tables. The program runs in the suite file's directory (when the file name
+/// has one), so a checker beside the suite is named by its own file name.
+fn read_commands(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let dir = Path::new(at.file)
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(Path::to_path_buf);
+    let items: Vec<(String, &Value)> = match value {
+        // A list of strings is one argv, a list of tables several commands.
+        Value::Array(items) if items.iter().all(Value::is_string) => {
+            vec![(kind.to_owned(), value)]
+        }
+        _ => one_or_list(at, kind, value)?,
+    };
+    let mut specs = Vec::with_capacity(items.len());
+    for (field, item) in items {
+        let inner = at.nested(&field);
+        let (argv, argv_field, timeout) = match item {
+            Value::Array(_) => (item.clone(), at.field(&field), None),
+            Value::Object(_) => {
+                let raw: RawCommand = inner.strict(item, "key")?;
+                let Some(argv) = raw.argv else {
+                    return Err(inner.error(
+                        Some("argv"),
+                        SuiteErrorKind::Missing,
+                        "missing: the program and its arguments (`argv = [\"python3\", \"check.py\"]`)",
+                    ));
+                };
+                (argv, inner.field("argv"), raw.timeout_ms)
+            }
+            other => {
+                return Err(at.invalid(
+                    Some(&field),
+                    &format!(
+                        "expected a list of strings (the program and its arguments) or {{ argv, timeout_ms }}, found {}",
+                        type_name(other)
+                    ),
+                ));
+            }
+        };
+        let argv = read_argv(at, &argv_field, &argv)?;
+        let timeout_ms = match &timeout {
+            None => COMMAND_TIMEOUT_MS,
+            Some(value) => {
+                let ms = inner.unsigned(value, "timeout_ms")?;
+                if ms == 0 || ms > MAX_COMMAND_TIMEOUT_MS {
+                    return Err(inner.invalid(
+                        Some("timeout_ms"),
+                        &format!("{ms} is out of range: 1 to {MAX_COMMAND_TIMEOUT_MS} ms"),
+                    ));
+                }
+                ms
+            }
+        };
+        specs.push(CommandSpec {
+            argv,
+            timeout_ms,
+            dir: dir.clone(),
+        });
+    }
+    Ok(Assertion::Command(specs))
+}
+
+/// A command's argv: a non-empty list of non-empty strings, bounded, without NUL bytes
+/// (which no program can receive). `field` is the full field name.
+fn read_argv(at: &Place<'_>, field: &str, value: &Value) -> Result<Vec<String>, SuiteError> {
+    let whole = Place {
+        file: at.file,
+        case: at.case.clone(),
+        prefix: String::new(),
+    };
+    let items = match value {
+        Value::Array(items) if !items.is_empty() => items,
+        Value::Array(_) => {
+            return Err(whole.invalid(Some(field), "the list is empty: name the program to run"));
+        }
+        other => {
+            return Err(whole.invalid(
+                Some(field),
+                &format!(
+                    "expected a list of strings (the program and its arguments), found {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    if items.len() > MAX_ARGS {
+        return Err(whole.invalid(
+            Some(field),
+            &format!("{} arguments; the limit is {MAX_ARGS}", items.len()),
+        ));
+    }
+    let mut argv = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at_item = format!("{field}[{i}]");
+        let arg = whole.string(item, &at_item)?;
+        if i == 0 && arg.trim().is_empty() {
+            return Err(whole.invalid(Some(&at_item), "the program name is empty"));
+        }
+        if arg.contains('\0') {
+            return Err(whole.invalid(Some(&at_item), "holds a NUL byte"));
+        }
+        if arg.len() > MAX_ARG_BYTES {
+            return Err(whole.invalid(
+                Some(&at_item),
+                &format!("{} bytes; the limit is {MAX_ARG_BYTES}", arg.len()),
+            ));
+        }
+        argv.push(arg);
+    }
+    Ok(argv)
 }
 
 /// A kind's value as its items, each with the field errors name (`kind[i]`): a list (not

@@ -1,7 +1,7 @@
 //! Text the Evals tab builds from the model: pass rates, gauges and sparklines, and one
 //! case's latest result with expected vs actual as a line or path diff.
 
-use crate::protocol::events::{AssertionResult, EvalStatus};
+use crate::protocol::events::{AssertionResult, AssertionStatus, EvalStatus};
 use crate::protocol::rest::CaseSummary;
 use crate::sanitize::sanitize;
 use crate::ui::theme::Theme;
@@ -149,6 +149,19 @@ pub(super) fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)>
         ));
     }
     for assertion in &case.last_assertions {
+        if !assertion.children.is_empty() {
+            tree_lines(assertion, &mut lines);
+            lines.push((Tone::Plain, String::new()));
+            continue;
+        }
+        if assertion.outcome() == AssertionStatus::Errored {
+            lines.push((
+                Tone::Fail,
+                sanitize(&crate::eval::report::tree_line(assertion, 120)).into_owned(),
+            ));
+            lines.push((Tone::Plain, String::new()));
+            continue;
+        }
         if assertion.pass {
             lines.push((
                 Tone::Pass,
@@ -174,6 +187,30 @@ pub(super) fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)>
         lines.pop();
     }
     lines
+}
+
+/// A composition and its children, one a line, indented by depth; a failed leaf is
+/// followed by its expected vs actual, indented under it.
+fn tree_lines(top: &AssertionResult, lines: &mut Vec<(Tone, String)>) {
+    for (depth, node) in crate::eval::report::flatten(top) {
+        let indent = "  ".repeat(depth);
+        let status = node.outcome();
+        let tone = match status {
+            AssertionStatus::Passed => Tone::Pass,
+            AssertionStatus::Failed | AssertionStatus::Errored => Tone::Fail,
+            AssertionStatus::Skipped => Tone::Muted,
+        };
+        let line = crate::eval::report::tree_line(node, 60);
+        lines.push((tone, format!("{indent}{}", sanitize(&line))));
+        if status == AssertionStatus::Failed && node.children.is_empty() {
+            let mut diff = Vec::new();
+            assertion_diff(node, &mut diff);
+            lines.extend(
+                diff.into_iter()
+                    .map(|(tone, text)| (tone, format!("{indent}{text}"))),
+            );
+        }
+    }
 }
 
 /// Expected vs actual of a failed assertion: a path diff when both are JSON objects or
@@ -285,6 +322,7 @@ mod tests {
             expected: expected.into(),
             actual: actual.into(),
             message: None,
+            ..AssertionResult::default()
         };
         let mut lines = vec![];
         assertion_diff(&assertion, &mut lines);
@@ -350,6 +388,7 @@ mod tests {
                 expected: json!("a").into(),
                 actual: json!("b").into(),
                 message: None,
+                ..AssertionResult::default()
             }],
             ..CaseSummary::default()
         };
