@@ -336,3 +336,198 @@ async fn read_tail(mut stream: impl AsyncRead + Unpin, tail: &std::sync::Mutex<V
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn sh(script: &str, timeout_ms: u64) -> CommandSpec {
+        CommandSpec {
+            argv: vec!["sh".into(), "-c".into(), script.into()],
+            timeout_ms,
+            dir: None,
+        }
+    }
+
+    fn observed() -> Value {
+        json!({"case": "c", "output": "Charged pay_1", "calls": [{"tool": "asaas/create_payment", "arguments": {"value": 5}}]})
+    }
+
+    async fn checked(script: &str) -> AssertionResult {
+        check(&sh(script, 5_000), &observed()).await
+    }
+
+    #[tokio::test]
+    async fn a_verdict_on_stdout_is_the_result() {
+        let found = checked(
+            "cat >/dev/null; echo '{\"pass\": true, \"score\": 0.75, \"reason\": \"cheap enough\"}'",
+        )
+        .await;
+        assert!(found.pass, "{found:?}");
+        assert_eq!(found.status, None);
+        assert_eq!(
+            found.actual.to_value(),
+            json!({"pass": true, "score": 0.75, "reason": "cheap enough"})
+        );
+        assert_eq!(found.expected.to_value()["argv"][0], "sh");
+        let found = checked("echo '{\"pass\": false, \"reason\": \"charged twice\"}'").await;
+        assert!(!found.pass);
+        assert_eq!(found.outcome(), AssertionStatus::Failed);
+        assert_eq!(found.message.as_deref(), Some("command: charged twice"));
+        // Lines a checker logs before its verdict are allowed.
+        let found = checked("echo checking...; echo; echo '{\"pass\": true}'").await;
+        assert!(found.pass, "{found:?}");
+    }
+
+    #[tokio::test]
+    async fn the_checker_reads_the_observations_on_stdin() {
+        let found = checked(
+            "if grep -q '\"output\":\"Charged pay_1\"'; then echo '{\"pass\": true}'; else echo '{\"pass\": false}'; fi",
+        )
+        .await;
+        assert!(found.pass, "{found:?}");
+    }
+
+    #[tokio::test]
+    async fn a_checker_that_gives_no_verdict_is_errored_with_why() {
+        let cases = [
+            (
+                "echo boom >&2; exit 3",
+                "command: exited with status 3; stderr: boom",
+            ),
+            ("echo hello", "command: printed no verdict (not JSON"),
+            ("true", "command: printed no verdict (stdout is empty)"),
+            (
+                "echo '{\"score\": 1}'",
+                "command: printed no verdict (no `pass`)",
+            ),
+            (
+                "echo '{\"pass\": \"yes\"}'",
+                "command: printed no verdict (`pass` is not true or false)",
+            ),
+            (
+                "echo '[true]'",
+                "command: printed no verdict (not a JSON object)",
+            ),
+            (
+                "echo '{\"pass\": true, \"score\": \"high\"}'",
+                "command: printed no verdict (`score` is not a number)",
+            ),
+            ("kill -9 $$", "command: was killed by a signal"),
+        ];
+        for (script, says) in cases {
+            let found = checked(script).await;
+            assert_eq!(found.outcome(), AssertionStatus::Errored, "{script}");
+            assert!(!found.pass);
+            let message = found.message.unwrap_or_default();
+            assert!(message.starts_with(says), "{script}: {message}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_program_that_cannot_start_is_errored() {
+        let spec = CommandSpec {
+            argv: vec!["/nonexistent/checker".into()],
+            timeout_ms: 1_000,
+            dir: None,
+        };
+        let found = check(&spec, &observed()).await;
+        assert_eq!(found.outcome(), AssertionStatus::Errored);
+        assert!(
+            found
+                .message
+                .unwrap_or_default()
+                .starts_with("command: cannot start \"/nonexistent/checker\""),
+        );
+    }
+
+    #[tokio::test]
+    async fn a_checker_past_its_timeout_is_killed_with_what_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("grandchild.pid");
+        let script = format!(
+            "sleep 30 & echo $! > {}; echo started >&2; wait",
+            pid_file.display()
+        );
+        let clock = Instant::now();
+        let found = check(&sh(&script, 300), &observed()).await;
+        assert!(clock.elapsed() < Duration::from_secs(5), "no hang");
+        assert_eq!(found.outcome(), AssertionStatus::Errored);
+        assert_eq!(
+            found.message.as_deref(),
+            Some("command: gave no verdict within 300 ms (killed); stderr: started")
+        );
+        // The background `sleep` went with its group.
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let gone = (0..50).any(|_| {
+            let alive = std::fs::read_to_string(&stat)
+                .is_ok_and(|s| s.split(' ').nth(2).is_none_or(|state| state != "Z"));
+            if alive {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            !alive
+        });
+        assert!(gone, "the checker's child {pid} outlived the timeout");
+    }
+
+    #[tokio::test]
+    async fn too_much_output_is_cut_off_not_buffered() {
+        let clock = Instant::now();
+        let found = check(&sh("yes", 5_000), &observed()).await;
+        assert!(clock.elapsed() < Duration::from_secs(4), "cut at the bound");
+        assert_eq!(
+            found.message.as_deref(),
+            Some("command: printed more than 65536 bytes on stdout (cut off)")
+        );
+    }
+
+    #[tokio::test]
+    async fn stderr_is_escaped_and_only_its_end_kept() {
+        let found =
+            checked("printf 'x%.0s' $(seq 1 5000) >&2; printf '\\033[31mred\\n' >&2; exit 1").await;
+        let message = found.message.unwrap_or_default();
+        assert!(!message.contains('\u{1b}'), "{message}");
+        assert!(message.contains("\\e[31mred"), "{message}");
+        let stderr = found.actual.to_value()["stderr"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(stderr.len() <= STDERR_TAIL_BYTES + 16, "{}", stderr.len());
+    }
+
+    #[test]
+    fn observations_name_calls_canonically_with_their_outcomes() {
+        let case = crate::eval::suite::parse_suite(
+            "s.toml",
+            "suite = \"s\"\n[[case]]\nid = \"c\"\ninput = \"Charge\"",
+        )
+        .unwrap()
+        .cases
+        .remove(0);
+        let run = CaseRun {
+            output: Some("ok".into()),
+            tool_calls: vec![crate::protocol::rest::ToolCallRecord {
+                id: "call_1".into(),
+                tool_name: "create_payment".into(),
+                server_id: "asaas".into(),
+                status: "error".into(),
+                duration_ms: 4,
+                input: json!({"value": 5}),
+                output: json!({"code": "policy_denied"}),
+                error_code: Some("policy_denied".into()),
+            }],
+            ..CaseRun::default()
+        };
+        let seen = observations(&case, &run);
+        assert_eq!(seen["case"], "c");
+        assert_eq!(seen["input"], "Charge");
+        assert_eq!(seen["output"], "ok");
+        assert_eq!(seen["calls"][0]["tool"], "asaas/create_payment");
+        assert_eq!(seen["calls"][0]["arguments"]["value"], 5);
+        assert_eq!(seen["calls"][0]["envelope"], "policy_denied");
+        assert_eq!(seen["tokens"]["total"], 0);
+        assert_eq!(seen["steps"], json!([]));
+    }
+}

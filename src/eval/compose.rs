@@ -260,3 +260,251 @@ async fn command(judging: &Judging<'_>, spec: &CommandSpec) -> AssertionResult {
     let observations = super::command::observations(judging.case, judging.run);
     super::command::check(spec, &observations).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::assert::evaluate;
+    use crate::eval::judge::Answer;
+    use crate::eval::suite::parse_suite;
+    use crate::protocol::events::Tokens;
+    use crate::protocol::rest::ToolCallRecord;
+
+    /// A judge model that never answers.
+    struct Silent;
+
+    impl Judge for Silent {
+        fn complete<'a>(&'a self, _prompt: &'a str) -> Answer<'a, String> {
+            Box::pin(async { Err("no model configured".to_owned()) })
+        }
+        fn embed<'a>(&'a self, _texts: &'a [String]) -> Answer<'a, Vec<Vec<f64>>> {
+            Box::pin(async { Err("no model configured".to_owned()) })
+        }
+    }
+
+    fn case(assert: &str) -> Case {
+        let text = format!(
+            "suite = \"s\"\n[[case]]\nid = \"c\"\ninput = \"Charge R$5\"\n[case.assert]\n{assert}"
+        );
+        parse_suite("s.toml", &text).unwrap().cases.remove(0)
+    }
+
+    fn run() -> CaseRun {
+        CaseRun {
+            output: Some("Charged pay_1".to_owned()),
+            tool_calls: vec![ToolCallRecord {
+                id: "call_1".into(),
+                tool_name: "create_payment".into(),
+                server_id: "asaas".into(),
+                status: "success".into(),
+                duration_ms: 1,
+                input: json!({"value": 5}),
+                output: json!({"id": "pay_1"}),
+                error_code: None,
+            }],
+            tokens: Tokens {
+                prompt: 20,
+                completion: 10,
+                total: 30,
+            },
+            duration_ms: 2.0,
+            ..CaseRun::default()
+        }
+    }
+
+    async fn judge_with(assert: &str, allow_commands: bool) -> CaseResult {
+        let case = case(assert);
+        let run = run();
+        let judged = evaluate(&case, &run);
+        let judging = Judging {
+            case: &case,
+            run: &run,
+            judge: &Silent,
+            allow_commands,
+        };
+        apply(&judging, judged).await
+    }
+
+    async fn judge(assert: &str) -> CaseResult {
+        judge_with(assert, true).await
+    }
+
+    /// Each child's (kind, outcome), in order.
+    fn children(result: &AssertionResult) -> Vec<(&str, AssertionStatus)> {
+        result
+            .children
+            .iter()
+            .map(|c| (c.kind.as_str(), c.outcome()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn all_stops_at_the_first_child_that_does_not_hold() {
+        let result = judge(
+            "all = [ { contains = \"pay_1\" }, { contains = \"pay_9\" }, { regex = \"^Charged\" } ]",
+        )
+        .await;
+        assert_eq!(result.status, EvalStatus::Failed);
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("all[1]: contains: \"pay_9\" not found")
+        );
+        let all = &result.assertions[0];
+        assert_eq!((all.kind.as_str(), all.pass), ("all", false));
+        assert_eq!(
+            children(all),
+            [
+                ("contains", AssertionStatus::Passed),
+                ("contains", AssertionStatus::Failed),
+                ("regex", AssertionStatus::Skipped),
+            ]
+        );
+        assert_eq!(
+            all.actual.to_value(),
+            json!({"passed": 1, "failed": 1, "errored": 0, "skipped": 1})
+        );
+        // Each child keeps what it expected and what it saw.
+        assert_eq!(all.children[1].expected.to_value(), json!("pay_9"));
+        assert_eq!(all.children[1].actual.to_value(), json!("Charged pay_1"));
+        let passing = judge("all = [ { contains = \"pay_1\" }, { max_tokens = 30 } ]").await;
+        assert_eq!(passing.status, EvalStatus::Passed);
+        assert_eq!(passing.assertions[0].status, None, "pass says it");
+    }
+
+    #[tokio::test]
+    async fn any_stops_at_the_first_child_that_holds() {
+        let result = judge(
+            "any = [ { equals = \"Refunded\" }, { contains = \"pay_1\" }, { contains = \"never judged\" } ]",
+        )
+        .await;
+        assert_eq!(result.status, EvalStatus::Passed, "{:?}", result.reason);
+        assert_eq!(
+            children(&result.assertions[0]),
+            [
+                ("equals", AssertionStatus::Failed),
+                ("contains", AssertionStatus::Passed),
+                ("contains", AssertionStatus::Skipped),
+            ]
+        );
+        let none =
+            judge("any = [ { equals = \"Refunded\" }, { not_called = \"create_payment\" } ]").await;
+        assert_eq!(none.status, EvalStatus::Failed);
+        assert_eq!(
+            none.reason.as_deref(),
+            Some(
+                "any: none of 2 held: equals: the output differs; not_called: create_payment was called 1 time(s)"
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn compositions_nest_and_list_kinds_become_one_child() {
+        let result = judge(
+            "all = [ { any = [ { contains = \"pay_9\" }, { operation_called = { name = \"create_payment\", args = { value = 5 } } } ] },\n\
+                     { contains = [\"Charged\", \"pay_1\"] } ]",
+        )
+        .await;
+        assert_eq!(result.status, EvalStatus::Passed, "{:?}", result.reason);
+        let all = &result.assertions[0];
+        assert_eq!(
+            children(all),
+            [
+                ("any", AssertionStatus::Passed),
+                ("contains", AssertionStatus::Passed)
+            ]
+        );
+        assert_eq!(
+            children(&all.children[0]),
+            [
+                ("contains", AssertionStatus::Failed),
+                ("operation_called", AssertionStatus::Passed)
+            ]
+        );
+        // `contains = [a, b]` is one child holding one result per item.
+        assert_eq!(all.children[1].children.len(), 2);
+        let rows: Vec<(usize, &str)> = crate::eval::report::flatten(all)
+            .into_iter()
+            .map(|(depth, a)| (depth, a.kind.as_str()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (0, "all"),
+                (1, "any"),
+                (2, "contains"),
+                (2, "operation_called"),
+                (1, "contains"),
+                (2, "contains"),
+                (2, "contains"),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_child_that_cannot_be_judged_makes_the_case_an_error() {
+        // The judge model does not answer: the child errored, `all` stops there.
+        let result = judge("all = [ { llm_judge = \"polite\" }, { contains = \"pay_1\" } ]").await;
+        assert_eq!(result.status, EvalStatus::Error);
+        let all = &result.assertions[0];
+        assert_eq!(all.status, Some(AssertionStatus::Errored));
+        assert_eq!(
+            children(all),
+            [
+                ("llm_judge", AssertionStatus::Errored),
+                ("contains", AssertionStatus::Skipped)
+            ]
+        );
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("all[0]: llm_judge: the judge model failed: no model configured")
+        );
+        // `any` looks on past an errored child, and a pass decides.
+        let result = judge("any = [ { llm_judge = \"polite\" }, { contains = \"pay_1\" } ]").await;
+        assert_eq!(result.status, EvalStatus::Passed);
+        // With no pass, an errored child makes `any` errored, not failed.
+        let result = judge("any = [ { llm_judge = \"polite\" }, { contains = \"pay_9\" } ]").await;
+        assert_eq!(result.status, EvalStatus::Error);
+        assert!(
+            result
+                .reason
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with("any: none of 2 held and 1 could not be judged"),
+            "{:?}",
+            result.reason
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_rule_beside_a_passing_composition_still_fails_the_case() {
+        let result = judge("contains = \"pay_9\"\nany = [ { contains = \"pay_1\" } ]").await;
+        assert_eq!(result.status, EvalStatus::Failed);
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("contains: \"pay_9\" not found")
+        );
+        assert_eq!(result.assertions.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn commands_in_a_composition_and_a_runtime_that_refuses_them() {
+        let pass = "command = [\"sh\", \"-c\", \"cat >/dev/null; echo '{\\\"pass\\\": true}'\"]";
+        let result = judge(&format!(
+            "all = [ {{ {pass} }}, {{ contains = \"pay_1\" }} ]"
+        ))
+        .await;
+        assert_eq!(result.status, EvalStatus::Passed, "{:?}", result.reason);
+        assert_eq!(result.assertions[0].children[0].kind, "command");
+        let result = judge_with(pass, false).await;
+        assert_eq!(result.status, EvalStatus::Error);
+        assert!(
+            result
+                .reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains("--allow-command-assertions"),
+            "{:?}",
+            result.reason
+        );
+    }
+}

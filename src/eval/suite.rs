@@ -1166,8 +1166,8 @@ fn read_commands(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
         .filter(|dir| !dir.as_os_str().is_empty())
         .map(Path::to_path_buf);
     let items: Vec<(String, &Value)> = match value {
-        // A list of strings is one argv, a list of tables several commands.
-        Value::Array(items) if items.iter().all(Value::is_string) => {
+        // A list starting with a string is one argv, a list of tables several commands.
+        Value::Array(items) if items.first().is_some_and(Value::is_string) => {
             vec![(kind.to_owned(), value)]
         }
         _ => one_or_list(at, kind, value)?,
@@ -1575,6 +1575,232 @@ equals = "two"
             );
             assert!(e.to_string().contains(says), "{assert}: {e}");
         }
+    }
+
+    const HEAD: &str = "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\n";
+
+    #[test]
+    fn compositions_read_in_order_and_nest() {
+        let suite = parse_suite(
+            "s.toml",
+            &format!(
+                "{HEAD}all = [ {{ regex = \"b\" }}, {{ any = [ {{ contains = \"a\" }}, {{ not_called = \"x\" }} ] }}, {{ contains = [\"c\", \"d\"] }} ]"
+            ),
+        )
+        .unwrap();
+        let Assertion::All(children) = &suite.cases[0].assertions[0] else {
+            panic!("{:?}", suite.cases[0].assertions);
+        };
+        let kinds: Vec<&str> = children.iter().map(Assertion::kind).collect();
+        assert_eq!(
+            kinds,
+            ["regex", "any", "contains"],
+            "the list's order, not the kinds'"
+        );
+        let Assertion::Any(inner) = &children[1] else {
+            panic!("{children:?}");
+        };
+        assert_eq!(inner.len(), 2);
+    }
+
+    #[test]
+    fn compositions_nest_to_the_bound_and_no_deeper() {
+        let nested = |depth: usize| {
+            let mut value = "{ contains = \"a\" }".to_owned();
+            for _ in 0..depth {
+                value = format!("{{ all = [ {value} ] }}");
+            }
+            // The outermost table is `[case.assert]` itself.
+            let inner = value
+                .strip_prefix("{ all = ")
+                .and_then(|v| v.strip_suffix(" }"))
+                .unwrap()
+                .to_owned();
+            format!("{HEAD}all = {inner}")
+        };
+        assert!(parse_suite("s.toml", &nested(MAX_NESTING)).is_ok());
+        let e = err(&nested(MAX_NESTING + 1));
+        assert_eq!(e.case, Some(CaseRef::Id("a".into())));
+        let field = e.field.clone().unwrap_or_default();
+        assert!(field.starts_with("assert.all[0].all[0]."), "{field}");
+        assert_eq!(field.matches("all").count(), MAX_NESTING + 1, "{field}");
+        assert!(
+            e.message.contains(&format!(
+                "nest {} deep here; the limit is {MAX_NESTING}",
+                MAX_NESTING + 1
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_compositions_name_the_child() {
+        for (assert, field, says) in [
+            ("all = []", "assert.all", "the list is empty"),
+            (
+                "any = { contains = \"a\" }",
+                "assert.any",
+                "expected a list of assertion tables",
+            ),
+            (
+                "all = [ \"contains\" ]",
+                "assert.all[0]",
+                "expected a table, found a string",
+            ),
+            (
+                "all = [ { contains = \"a\", regex = \"b\" } ]",
+                "assert.all[0]",
+                "a child is one assertion kind, this has 2",
+            ),
+            ("all = [ {} ]", "assert.all[0]", "this has 0"),
+            (
+                "any = [ { contain = \"a\" } ]",
+                "assert.any[0].contain",
+                "unknown assertion kind",
+            ),
+            (
+                "all = [ { any = [ { regex = \"(\" } ] } ]",
+                "assert.all[0].any[0].regex",
+                "invalid regex",
+            ),
+        ] {
+            let e = err(&format!("{HEAD}{assert}"));
+            assert_eq!(e.field.as_deref(), Some(field), "{assert}: {e}");
+            assert!(
+                e.to_string().starts_with("payments.toml: case \"a\": "),
+                "{e}"
+            );
+            assert!(e.message.contains(says), "{assert}: {e}");
+        }
+    }
+
+    #[test]
+    fn commands_in_each_form_run_beside_the_suite_file() {
+        let suite = parse_suite(
+            "evals/checks.toml",
+            &format!("{HEAD}command = [\"python3\", \"check.py\", \"--strict\"]"),
+        )
+        .unwrap();
+        let Assertion::Command(specs) = &suite.cases[0].assertions[0] else {
+            panic!("{:?}", suite.cases[0].assertions);
+        };
+        assert_eq!(
+            specs,
+            &vec![CommandSpec {
+                argv: vec!["python3".into(), "check.py".into(), "--strict".into()],
+                timeout_ms: COMMAND_TIMEOUT_MS,
+                dir: Some(std::path::PathBuf::from("evals")),
+            }]
+        );
+        let suite = parse_suite(
+            "checks.toml",
+            &format!(
+                "{HEAD}command = [ {{ argv = [\"./a\"], timeout_ms = 500 }}, {{ argv = [\"b\"] }} ]"
+            ),
+        )
+        .unwrap();
+        let Assertion::Command(specs) = &suite.cases[0].assertions[0] else {
+            panic!();
+        };
+        assert_eq!(specs.len(), 2);
+        assert_eq!((specs[0].timeout_ms, specs[0].dir.clone()), (500, None));
+        let suite = parse_suite(
+            "checks.toml",
+            &format!("{HEAD}command = {{ argv = [\"c\"] }}"),
+        )
+        .unwrap();
+        assert!(matches!(&suite.cases[0].assertions[0], Assertion::Command(s) if s.len() == 1));
+    }
+
+    #[test]
+    fn bad_commands_name_the_field() {
+        for (assert, field, says) in [
+            ("command = []", "assert.command", "the list is empty"),
+            (
+                "command = \"python3 check.py\"",
+                "assert.command",
+                "expected a list of strings",
+            ),
+            (
+                "command = [\"\"]",
+                "assert.command[0]",
+                "the program name is empty",
+            ),
+            (
+                "command = [\"python3\", 3]",
+                "assert.command[1]",
+                "expected a string, found an integer",
+            ),
+            (
+                "command = { timeout_ms = 5 }",
+                "assert.command.argv",
+                "missing",
+            ),
+            (
+                "command = { argv = [] }",
+                "assert.command.argv",
+                "the list is empty",
+            ),
+            (
+                "command = { argv = \"x\" }",
+                "assert.command.argv",
+                "expected a list of strings",
+            ),
+            (
+                "command = { argv = [\"x\"], timeout_ms = 0 }",
+                "assert.command.timeout_ms",
+                "out of range: 1 to 120000 ms",
+            ),
+            (
+                "command = { argv = [\"x\"], timeout_ms = 120001 }",
+                "assert.command.timeout_ms",
+                "out of range",
+            ),
+            (
+                "command = { argv = [\"x\"], timeout_ms = \"5s\" }",
+                "assert.command.timeout_ms",
+                "non-negative integer",
+            ),
+            (
+                "command = { argv = [\"x\"], timeout = 5 }",
+                "assert.command.timeout",
+                "unknown key; expected one of: argv, timeout_ms",
+            ),
+            (
+                "command = [ { argv = [\"x\"] }, 3 ]",
+                "assert.command[1]",
+                "found an integer",
+            ),
+            (
+                "command = [ { argv = [\"x\"] }, { argv = [] } ]",
+                "assert.command[1].argv",
+                "the list is empty",
+            ),
+            (
+                "command = [\"x\", \"a\\u0000b\"]",
+                "assert.command[1]",
+                "holds a NUL byte",
+            ),
+        ] {
+            let e = err(&format!("{HEAD}{assert}"));
+            assert_eq!(e.field.as_deref(), Some(field), "{assert}: {e}");
+            assert!(
+                e.to_string().starts_with("payments.toml: case \"a\": "),
+                "{e}"
+            );
+            assert!(e.message.contains(says), "{assert}: {e}");
+        }
+        let long = format!(
+            "{HEAD}command = [\"x\", \"{}\"]",
+            "a".repeat(MAX_ARG_BYTES + 1)
+        );
+        assert_eq!(err(&long).field.as_deref(), Some("assert.command[1]"));
+        let many = format!(
+            "{HEAD}command = [{}]",
+            vec!["\"a\""; MAX_ARGS + 1].join(", ")
+        );
+        let e = err(&many);
+        assert!(e.message.contains("the limit is 64"), "{e}");
     }
 
     #[test]
