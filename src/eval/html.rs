@@ -591,6 +591,31 @@ mod tests {
     }
 
     #[test]
+    fn a_composition_is_a_row_per_child_indented_by_depth() {
+        let mut report = input();
+        report.detail.cases[0].result.assertions = vec![crate::eval::report::tests::composite()];
+        let page = html_report(&report);
+        let rows: Vec<&str> = page.split("<tr class=\"depth-").skip(1).collect();
+        let depths: Vec<&str> = rows.iter().map(|r| &r[..1]).collect();
+        assert_eq!(depths, ["0", "1", "1", "2", "2", "1"]);
+        assert!(
+            rows[0].contains(
+                "title=\"errored\">!</td><td style=\"padding-left:10px\"><code>all</code>"
+            )
+        );
+        assert!(rows[3].contains("style=\"padding-left:50px\"><code>equals</code>"));
+        assert!(
+            rows[3].contains("<pre class=\"diff\">"),
+            "a failed leaf is diffed"
+        );
+        assert!(rows[5].contains("<code>regex</code> <span class=\"skipped\">skipped</span>"));
+        assert!(rows[5].contains("not judged"));
+        // The checker's stderr is shown, its control characters not passed on.
+        assert!(rows[4].contains("\\u{1b}[31mboom"), "{}", rows[4]);
+        assert!(!page.contains('\u{1b}'));
+    }
+
+    #[test]
     fn the_page_has_the_table_the_diff_the_timeline_and_the_trend() {
         let page = html_report(&input());
         assert!(page.starts_with("<!DOCTYPE html>"));

@@ -409,11 +409,98 @@ pub fn json_results(detail: &EvalRunDetail) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::protocol::RawJson;
     use crate::protocol::events::AgentEvalCompleted;
     use serde_json::json;
+
+    /// `all` that failed at its second child (an `any` whose children failed and
+    /// errored), its third skipped; one message carries a terminal escape.
+    pub(crate) fn composite() -> AssertionResult {
+        let leaf = |kind: &str, pass: bool, message: Option<&str>, status| AssertionResult {
+            kind: kind.into(),
+            pass,
+            expected: RawJson::from(json!("pay_1")),
+            actual: RawJson::from(json!("Charged pay_2")),
+            message: message.map(str::to_owned),
+            status,
+            children: Vec::new(),
+        };
+        let any = AssertionResult {
+            kind: "any".into(),
+            pass: false,
+            expected: RawJson::from(json!("at least one of 2 holds")),
+            actual: RawJson::from(json!({"passed": 0, "failed": 1, "errored": 1, "skipped": 0})),
+            message: Some("any: none of 2 held".into()),
+            status: Some(AssertionStatus::Errored),
+            children: vec![
+                leaf("equals", false, Some("equals: the output differs"), None),
+                leaf(
+                    "command",
+                    false,
+                    Some("command: exited with status 2; stderr: \u{1b}[31mboom"),
+                    Some(AssertionStatus::Errored),
+                ),
+            ],
+        };
+        AssertionResult {
+            kind: "all".into(),
+            pass: false,
+            expected: RawJson::from(json!("all 3 hold")),
+            actual: RawJson::from(json!({"passed": 1, "failed": 0, "errored": 1, "skipped": 1})),
+            message: Some("all[1]: any: none of 2 held".into()),
+            status: Some(AssertionStatus::Errored),
+            children: vec![
+                leaf("contains", true, None, None),
+                any,
+                leaf("regex", false, None, Some(AssertionStatus::Skipped)),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_failing_composition_is_printed_whole_under_its_row() {
+        let mut failed = record(
+            "s",
+            "composed",
+            EvalStatus::Error,
+            Some("all[1]: any: none of 2 held"),
+        );
+        failed.result.assertions = vec![composite()];
+        let table = render_table(&[failed]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            &lines[1..8],
+            [
+                "  error       12ms  composed  error: all[1]: any: none of 2 held",
+                "           ! all (1 passed, 1 errored, 1 skipped)",
+                "             ✓ contains: expected \"pay_1\"",
+                "             ! any (1 failed, 1 errored)",
+                "               ✗ equals: the output differs",
+                // Control characters never reach the terminal (one line: a space).
+                "               ! command: exited with status 2; stderr:  [31mboom",
+                "             - regex (skipped)",
+            ],
+            "{table}"
+        );
+        assert!(!table.contains('\u{1b}'));
+    }
+
+    #[test]
+    fn trees_past_the_shown_depth_are_cut_not_walked() {
+        let mut node = composite();
+        for _ in 0..(MAX_SHOWN_DEPTH + 10) {
+            node = AssertionResult {
+                kind: "all".into(),
+                children: vec![node],
+                ..AssertionResult::default()
+            };
+        }
+        let rows = flatten(&node);
+        assert_eq!(rows.len(), MAX_SHOWN_DEPTH + 1);
+        assert_eq!(rows.last().map(|(depth, _)| *depth), Some(MAX_SHOWN_DEPTH));
+    }
 
     fn record(suite: &str, case: &str, status: EvalStatus, reason: Option<&str>) -> EvalCaseRecord {
         let assertions = if status == EvalStatus::Failed {

@@ -408,4 +408,40 @@ mod tests {
         assert!(texts.contains(&"✗ equals"));
         assert!(texts.contains(&"  - a") && texts.contains(&"  + b"));
     }
+
+    #[test]
+    fn a_composition_reads_as_an_indented_tree_with_its_failing_leaf_diffed() {
+        let case = CaseSummary {
+            case: "c".into(),
+            runs: 1,
+            errored: 1,
+            last_status: EvalStatus::Error,
+            last_reason: Some("all[1]: any: none of 2 held".into()),
+            last_assertions: vec![crate::eval::report::tests::composite()],
+            ..CaseSummary::default()
+        };
+        let lines = case_lines("s", &case);
+        let tree: Vec<(Tone, &str)> = lines
+            .iter()
+            .skip_while(|(_, text)| !text.starts_with("! all"))
+            .map(|(tone, text)| (*tone, text.as_str()))
+            .collect();
+        assert_eq!(
+            tree,
+            [
+                (Tone::Fail, "! all (1 passed, 1 errored, 1 skipped)"),
+                (Tone::Pass, "  ✓ contains: expected \"pay_1\""),
+                (Tone::Fail, "  ! any (1 failed, 1 errored)"),
+                (Tone::Fail, "    ✗ equals: the output differs"),
+                (Tone::Muted, "      line diff (- expected, + actual):"),
+                (Tone::Removed, "      - pay_1"),
+                (Tone::Added, "      + Charged pay_2"),
+                (
+                    Tone::Fail,
+                    "    ! command: exited with status 2; stderr:  [31mboom"
+                ),
+                (Tone::Muted, "  - regex (skipped)"),
+            ]
+        );
+    }
 }
