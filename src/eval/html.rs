@@ -327,6 +327,15 @@ fn assertion_row(out: &mut String, a: &AssertionResult, depth: usize) {
         AssertionStatus::Passed => {
             let _ = write!(out, "<pre>{}</pre>", escape(&expected));
         }
+        // A checker's argv and its verdict are not two versions of one value.
+        AssertionStatus::Failed | AssertionStatus::Errored if a.kind == "command" => {
+            let _ = write!(
+                out,
+                "<pre>program: {}\nverdict: {}</pre>",
+                escape(&expected),
+                escape(&actual)
+            );
+        }
         AssertionStatus::Failed | AssertionStatus::Errored => diff(out, &expected, &actual),
     }
     out.push_str("</td></tr>");

@@ -167,6 +167,10 @@ pub fn tree_line(node: &AssertionResult, max_value: usize) -> String {
         return format!("{mark} {} ({})", node.kind, counts.join(", "));
     }
     match (status, &node.message) {
+        // A checker's verdict says more than the argv it ran.
+        (AssertionStatus::Passed, _) if node.kind == "command" => {
+            format!("{mark} command: {}", clip(node.actual.get(), max_value))
+        }
         (AssertionStatus::Passed, _) => format!(
             "{mark} {}: expected {}",
             node.kind,

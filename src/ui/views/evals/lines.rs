@@ -218,6 +218,19 @@ fn tree_lines(top: &AssertionResult, lines: &mut Vec<(Tone, String)>) {
 fn assertion_diff(assertion: &AssertionResult, lines: &mut Vec<(Tone, String)>) {
     let mut expected = assertion.expected.to_value();
     let actual = assertion.actual.to_value();
+    // A checker expects nothing to compare with: what ran, and what it answered.
+    if assertion.kind == "command" {
+        let argv: Vec<&str> = expected["argv"]
+            .as_array()
+            .map(|argv| argv.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        lines.push((
+            Tone::Muted,
+            format!("  program: {}", sanitize(&argv.join(" "))),
+        ));
+        lines.push((Tone::Added, format!("  verdict: {}", compact(&actual))));
+        return;
+    }
     let mut root = "$".to_owned();
     // json_path expects `{path, equals}`; what it saw is the value at that path.
     if assertion.kind == "json_path"
@@ -441,6 +454,22 @@ mod tests {
                     "    ! command: exited with status 2; stderr:  [31mboom"
                 ),
                 (Tone::Muted, "  - regex (skipped)"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_checker_shows_what_ran_and_its_verdict_not_a_diff() {
+        let lines = failed(
+            "command",
+            json!({"argv": ["python3", "check.py", "100"], "timeout_ms": 10000}),
+            json!({"pass": false, "reason": "over the limit"}),
+        );
+        assert_eq!(
+            texts(&lines),
+            [
+                "  program: python3 check.py 100",
+                "  verdict: {\"pass\":false,\"reason\":\"over the limit\"}"
             ]
         );
     }
