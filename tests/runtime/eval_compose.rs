@@ -89,6 +89,7 @@ async fn a_runtime_refuses_checker_programs_unless_started_allowing_them() {
 async fn an_allowing_runtime_runs_checkers_and_reports_every_child() {
     let handle = server(allowing()).await;
     let api = Api::new(&handle);
+    let mut ws = observe(&handle, "").await;
     let assert = json!({
         "all": [
             {"command": checker()},
@@ -143,6 +144,32 @@ async fn an_allowing_runtime_runs_checkers_and_reports_every_child() {
     assert_eq!(any, ["failed", "passed", "skipped"]);
     // A passing result carries no `status`: `pass` says it.
     assert!(all["children"][0].get("status").is_none(), "{all}");
+    // The event on the stream carries the same tree, valid against the protocol schema,
+    // whose `children` and `status` are checked (a made-up status is refused).
+    let event = loop {
+        let frame = next_frame(&mut ws, Duration::from_secs(5))
+            .await
+            .expect("an agent.eval.completed frame");
+        if frame["kind"] == "agent.eval.completed" {
+            break frame;
+        }
+    };
+    assert_eq!(event["assertions"][0]["children"][3]["status"], "skipped");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol-v1.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&event)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}\n{event}");
+    let mut bent = event.clone();
+    bent["assertions"][0]["children"][1]["children"][0]["status"] = json!("maybe");
+    assert!(
+        !validator.is_valid(&bent),
+        "the schema reads nested children"
+    );
     handle.shutdown().await;
 }
 
