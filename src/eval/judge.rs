@@ -305,6 +305,19 @@ mod tests {
     }
 
     #[test]
+    fn judge_kinds_nested_in_compositions_are_needs_too() {
+        let suite = crate::eval::suite::parse_suite(
+            "s.toml",
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nall = [ { contains = \"a\" }, { any = [ { semantic_match = \"paid\" } ] } ]",
+        )
+        .unwrap();
+        assert_eq!(
+            needs(&[suite]),
+            (None, Some(("s".to_owned(), "a".to_owned())))
+        );
+    }
+
+    #[test]
     fn cosine_needs_two_vectors_of_one_length() {
         assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]).unwrap() - 1.0).abs() < 1e-9);
         assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).unwrap().abs() < 1e-9);
