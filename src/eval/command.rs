@@ -208,8 +208,10 @@ async fn run(spec: &CommandSpec, input: &[u8]) -> Result<Ran, Failure> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
+        .kill_on_drop(true);
+    // Its own group, so a timeout kills whatever it started too.
+    #[cfg(unix)]
+    command.process_group(0);
     if let Some(dir) = &spec.dir {
         command.current_dir(dir);
     }
@@ -290,7 +292,12 @@ async fn run(spec: &CommandSpec, input: &[u8]) -> Result<Ran, Failure> {
     }
 }
 
-/// Kills the checker's process group: the program and whatever it started.
+/// Kills the checker's process group: the program and whatever it started. (Elsewhere
+/// than on Unix only the program itself is killed, by `kill_on_drop` and `kill`.)
+#[cfg(not(unix))]
+fn kill_group(_group: Option<i32>) {}
+
+#[cfg(unix)]
 fn kill_group(group: Option<i32>) {
     if let Some(id) = group {
         // Gone already is fine; nothing else can be done about a failure here.
