@@ -178,6 +178,11 @@ enum Command {
         /// any model of a configured provider.
         #[arg(long = "model-allow", value_name = "MODEL", action = clap::ArgAction::Append)]
         model_allow: Vec<String>,
+        /// Let eval suites posted to this runtime use command assertions, which run
+        /// programs on this host; also SPYGLASS_ALLOW_COMMAND_ASSERTIONS=true|1. Off: such a
+        /// suite is refused 403 command_assertions_disabled.
+        #[arg(long)]
+        allow_command_assertions: bool,
         /// The inspector's global flags, which serve does not read: declared here, hidden,
         /// so `serve --help` lists only what serve uses and giving one is refused.
         #[command(flatten)]
@@ -421,6 +426,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             model_replay,
             model_prices,
             model_allow,
+            allow_command_assertions,
             unused,
         } => {
             if let Some(flag) = unused.given() {
@@ -452,6 +458,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                     allow: model_allow,
                 },
                 otlp_grpc_addr,
+                allow_command_assertions,
             };
             roles::serve::run(args).await
         }

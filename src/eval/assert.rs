@@ -19,6 +19,8 @@ pub struct CaseRun {
     pub output: Option<String>,
     pub tool_calls: Vec<ToolCallRecord>,
     pub tokens: Tokens,
+    /// The loop's model steps, in order (what a `command` checker is told of them).
+    pub steps: Vec<crate::protocol::events::Step>,
     /// Why the loop produced no result (model failed on a step, engine error, timeout).
     pub error: Option<String>,
     /// Fractional milliseconds: a mocked run takes microseconds.
@@ -130,7 +132,7 @@ pub fn evaluate(case: &Case, run: &CaseRun) -> CaseResult {
 }
 
 /// What the assertions look at, computed once per run.
-struct Facts<'a> {
+pub(crate) struct Facts<'a> {
     output: &'a str,
     /// Every call in order: its canonical name and its arguments.
     ordered: Vec<(String, &'a Value)>,
@@ -143,7 +145,7 @@ struct Facts<'a> {
 }
 
 impl<'a> Facts<'a> {
-    fn new(output: &'a str, run: &'a CaseRun) -> Self {
+    pub(crate) fn new(output: &'a str, run: &'a CaseRun) -> Self {
         let mut calls = BTreeMap::new();
         let mut ordered = Vec::with_capacity(run.tool_calls.len());
         for call in &run.tool_calls {
@@ -284,6 +286,8 @@ pub(crate) fn result(
         expected: RawJson::from(expected),
         actual: RawJson::from(actual),
         message,
+        status: None,
+        children: Vec::new(),
     }
 }
 
@@ -436,7 +440,9 @@ fn prompt_result(check: &PromptCheck, prompts: &[PromptRecord]) -> AssertionResu
     )
 }
 
-fn check(assertion: &Assertion, facts: &Facts<'_>, out: &mut Vec<AssertionResult>) {
+/// The rule assertions' results, one per item of a list kind; the kinds judged later
+/// (models, compositions, programs) add nothing here.
+pub(crate) fn check(assertion: &Assertion, facts: &Facts<'_>, out: &mut Vec<AssertionResult>) {
     let text = Value::String(facts.output.to_owned());
     match assertion {
         Assertion::Contains(needles) => {
@@ -668,8 +674,13 @@ fn check(assertion: &Assertion, facts: &Facts<'_>, out: &mut Vec<AssertionResult
             let message = (!pass).then(|| format!("max_tokens: used {used}, limit {max}"));
             out.push(result("max_tokens", pass, json!(max), json!(used), message));
         }
-        // A model answers these: `eval::judge::apply`, after the rules.
-        Assertion::LlmJudge(_) | Assertion::SemanticMatch(_) => {}
+        // A model answers these (`eval::judge::apply`, after the rules), and compositions
+        // and programs come last (`eval::compose::apply`).
+        Assertion::LlmJudge(_)
+        | Assertion::SemanticMatch(_)
+        | Assertion::All(_)
+        | Assertion::Any(_)
+        | Assertion::Command(_) => {}
     }
 }
 
@@ -851,6 +862,7 @@ mod tests {
             error: None,
             duration_ms: 12.0,
             prompts: Vec::new(),
+            steps: Vec::new(),
         }
     }
 

@@ -7,7 +7,9 @@
 //! hostile answer reads as text and never becomes markup.
 
 use crate::protocol::RawJson;
-use crate::protocol::events::{AgentEvalCompleted, AssertionResult, EvalStatus, Outcome};
+use crate::protocol::events::{
+    AgentEvalCompleted, AssertionResult, AssertionStatus, EvalStatus, Outcome,
+};
 use crate::protocol::rest::{CallView, EvalRunDetail};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -257,7 +259,10 @@ fn case_section(
     if !result.assertions.is_empty() {
         out.push_str("<table class=\"assertions\"><thead><tr><th></th><th>Assertion</th><th>Expected vs actual</th></tr></thead><tbody>");
         for assertion in &result.assertions {
-            assertion_row(out, assertion);
+            // A composition's children follow it, indented by depth.
+            for (depth, node) in super::report::flatten(assertion) {
+                assertion_row(out, node, depth);
+            }
         }
         out.push_str("</tbody></table>");
     }
@@ -289,26 +294,49 @@ fn shown(raw: &RawJson) -> String {
     }
 }
 
-fn assertion_row(out: &mut String, a: &AssertionResult) {
-    let (mark, class) = if a.pass {
-        ("✓", "passed")
-    } else {
-        ("✗", "failed")
+fn assertion_row(out: &mut String, a: &AssertionResult, depth: usize) {
+    let status = a.outcome();
+    let class = match status {
+        AssertionStatus::Passed => "passed",
+        AssertionStatus::Failed => "failed",
+        AssertionStatus::Errored => "error",
+        AssertionStatus::Skipped => "skipped",
     };
+    let mark = super::report::outcome_mark(status);
     let _ = write!(
         out,
-        "<tr><td class=\"{class}\">{mark}</td><td><code>{}</code>",
+        "<tr class=\"depth-{depth}\"><td class=\"{class}\" title=\"{}\">{mark}</td><td style=\"padding-left:{}px\"><code>{}</code>",
+        status.as_str(),
+        10 + 20 * depth,
         escape(&a.kind)
     );
+    if status == AssertionStatus::Skipped {
+        out.push_str(" <span class=\"skipped\">skipped</span>");
+    }
     if let Some(message) = &a.message {
         let _ = write!(out, "<div class=\"{class}\">{}</div>", escape(message));
     }
     out.push_str("</td><td>");
     let (expected, actual) = (cut(&shown(&a.expected)), cut(&shown(&a.actual)));
-    if a.pass {
-        let _ = write!(out, "<pre>{}</pre>", escape(&expected));
-    } else {
-        diff(out, &expected, &actual);
+    match status {
+        AssertionStatus::Skipped => out.push_str("<span class=\"muted\">not judged</span>"),
+        // A composition's own values are counts; its children carry the diffs.
+        _ if !a.children.is_empty() => {
+            let _ = write!(out, "<pre>{}\n{}</pre>", escape(&expected), escape(&actual));
+        }
+        AssertionStatus::Passed => {
+            let _ = write!(out, "<pre>{}</pre>", escape(&expected));
+        }
+        // A checker's argv and its verdict are not two versions of one value.
+        AssertionStatus::Failed | AssertionStatus::Errored if a.kind == "command" => {
+            let _ = write!(
+                out,
+                "<pre>program: {}\nverdict: {}</pre>",
+                escape(&expected),
+                escape(&actual)
+            );
+        }
+        AssertionStatus::Failed | AssertionStatus::Errored => diff(out, &expected, &actual),
     }
     out.push_str("</td></tr>");
 }
@@ -467,6 +495,7 @@ mod tests {
                     expected: RawJson::from(json!("line one\nline two\nline three")),
                     actual: RawJson::from(json!(format!("line one\n{HOSTILE}\nline three"))),
                     message: Some(format!("equals: got {HOSTILE}")),
+                    ..AssertionResult::default()
                 },
                 AssertionResult {
                     kind: "contains".into(),
@@ -474,6 +503,7 @@ mod tests {
                     expected: RawJson::from(json!("pay_1")),
                     actual: RawJson::from(json!("pay_1")),
                     message: None,
+                    ..AssertionResult::default()
                 },
             ],
             ..AgentEvalCompleted::default()
@@ -567,6 +597,31 @@ mod tests {
                 "an address outside text at {at}"
             );
         }
+    }
+
+    #[test]
+    fn a_composition_is_a_row_per_child_indented_by_depth() {
+        let mut report = input();
+        report.detail.cases[0].result.assertions = vec![crate::eval::report::tests::composite()];
+        let page = html_report(&report);
+        let rows: Vec<&str> = page.split("<tr class=\"depth-").skip(1).collect();
+        let depths: Vec<&str> = rows.iter().map(|r| &r[..1]).collect();
+        assert_eq!(depths, ["0", "1", "1", "2", "2", "1"]);
+        assert!(
+            rows[0].contains(
+                "title=\"errored\">!</td><td style=\"padding-left:10px\"><code>all</code>"
+            )
+        );
+        assert!(rows[3].contains("style=\"padding-left:50px\"><code>equals</code>"));
+        assert!(
+            rows[3].contains("<pre class=\"diff\">"),
+            "a failed leaf is diffed"
+        );
+        assert!(rows[5].contains("<code>regex</code> <span class=\"skipped\">skipped</span>"));
+        assert!(rows[5].contains("not judged"));
+        // The checker's stderr is shown, its control characters not passed on.
+        assert!(rows[4].contains("\\u{1b}[31mboom"), "{}", rows[4]);
+        assert!(!page.contains('\u{1b}'));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::assert::{CaseResult, CaseRun, result};
 use super::suite::{Assertion, Case, Suite};
-use crate::protocol::events::EvalStatus;
+use crate::protocol::events::{AssertionResult, EvalStatus};
 use serde_json::{Value, json};
 use std::future::Future;
 use std::pin::Pin;
@@ -89,13 +89,15 @@ pub fn needs(suites: &[Suite]) -> (Option<Place>, Option<Place>) {
     let mut semantic = None;
     for suite in suites {
         for case in &suite.cases {
-            for assertion in &case.assertions {
-                let at = || Some((suite.name.clone(), case.id.clone()));
-                match assertion {
-                    Assertion::LlmJudge(_) if judge.is_none() => judge = at(),
-                    Assertion::SemanticMatch(_) if semantic.is_none() => semantic = at(),
-                    _ => {}
-                }
+            let at = || Some((suite.name.clone(), case.id.clone()));
+            let uses = |test: &dyn Fn(&Assertion) -> bool| {
+                case.assertions.iter().any(|a| a.any_in_tree(test))
+            };
+            if judge.is_none() && uses(&|a| matches!(a, Assertion::LlmJudge(_))) {
+                judge = at();
+            }
+            if semantic.is_none() && uses(&|a| matches!(a, Assertion::SemanticMatch(_))) {
+                semantic = at();
             }
         }
     }
@@ -186,57 +188,9 @@ pub async fn apply(
     if !matches!(judged.status, EvalStatus::Passed | EvalStatus::Failed) {
         return judged;
     }
-    let output = run.output.clone().unwrap_or_default();
     for assertion in &case.assertions {
-        let outcome = match assertion {
-            Assertion::LlmJudge(spec) => {
-                let prompt = judge_prompt(&spec.rubric, case, run);
-                judge
-                    .complete(&prompt)
-                    .await
-                    .map(|text| match parse_verdict(&text) {
-                        Some((pass, reason)) => result(
-                            "llm_judge",
-                            pass,
-                            json!(spec.rubric),
-                            json!({"pass": pass, "reason": reason}),
-                            (!pass).then(|| format!("llm_judge: {reason}")),
-                        ),
-                        None => result(
-                            "llm_judge",
-                            false,
-                            json!(spec.rubric),
-                            json!({"answer": text}),
-                            Some("llm_judge: the judge's answer holds no verdict".to_owned()),
-                        ),
-                    })
-            }
-            Assertion::SemanticMatch(spec) => {
-                let texts = [spec.expected.clone(), output.clone()];
-                judge.embed(&texts).await.and_then(|vectors| {
-                    let similarity = match vectors.as_slice() {
-                        [a, b] => cosine(a, b),
-                        _ => None,
-                    }
-                    .ok_or(
-                        "semantic_match: the embeddings answer is not two vectors of one length",
-                    )?;
-                    let pass = similarity >= spec.threshold;
-                    Ok(result(
-                        "semantic_match",
-                        pass,
-                        json!({"text": spec.expected, "threshold": spec.threshold}),
-                        json!({"similarity": (similarity * 1000.0).round() / 1000.0}),
-                        (!pass).then(|| {
-                            format!(
-                                "semantic_match: similarity {similarity:.3} is under {}",
-                                spec.threshold
-                            )
-                        }),
-                    ))
-                })
-            }
-            _ => continue,
+        let Some(outcome) = judge_one(assertion, case, run, judge).await else {
+            continue;
         };
         match outcome {
             Ok(assertion) => {
@@ -254,6 +208,67 @@ pub async fn apply(
         }
     }
     judged
+}
+
+/// One judge assertion against the run: `None` for a kind no model answers, `Err` when
+/// the model could not answer.
+pub async fn judge_one(
+    assertion: &Assertion,
+    case: &Case,
+    run: &CaseRun,
+    judge: &dyn Judge,
+) -> Option<Result<AssertionResult, String>> {
+    Some(match assertion {
+        Assertion::LlmJudge(spec) => {
+            let prompt = judge_prompt(&spec.rubric, case, run);
+            judge
+                .complete(&prompt)
+                .await
+                .map(|text| match parse_verdict(&text) {
+                    Some((pass, reason)) => result(
+                        "llm_judge",
+                        pass,
+                        json!(spec.rubric),
+                        json!({"pass": pass, "reason": reason}),
+                        (!pass).then(|| format!("llm_judge: {reason}")),
+                    ),
+                    None => result(
+                        "llm_judge",
+                        false,
+                        json!(spec.rubric),
+                        json!({"answer": text}),
+                        Some("llm_judge: the judge's answer holds no verdict".to_owned()),
+                    ),
+                })
+        }
+        Assertion::SemanticMatch(spec) => {
+            let texts = [
+                spec.expected.clone(),
+                run.output.clone().unwrap_or_default(),
+            ];
+            judge.embed(&texts).await.and_then(|vectors| {
+                let similarity = match vectors.as_slice() {
+                    [a, b] => cosine(a, b),
+                    _ => None,
+                }
+                .ok_or("semantic_match: the embeddings answer is not two vectors of one length")?;
+                let pass = similarity >= spec.threshold;
+                Ok(result(
+                    "semantic_match",
+                    pass,
+                    json!({"text": spec.expected, "threshold": spec.threshold}),
+                    json!({"similarity": (similarity * 1000.0).round() / 1000.0}),
+                    (!pass).then(|| {
+                        format!(
+                            "semantic_match: similarity {similarity:.3} is under {}",
+                            spec.threshold
+                        )
+                    }),
+                ))
+            })
+        }
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -287,6 +302,19 @@ mod tests {
             Some((true, "all good".to_owned()))
         );
         assert_eq!(parse_verdict("I think so"), None);
+    }
+
+    #[test]
+    fn judge_kinds_nested_in_compositions_are_needs_too() {
+        let suite = crate::eval::suite::parse_suite(
+            "s.toml",
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nall = [ { contains = \"a\" }, { any = [ { semantic_match = \"paid\" } ] } ]",
+        )
+        .unwrap();
+        assert_eq!(
+            needs(&[suite]),
+            (None, Some(("s".to_owned(), "a".to_owned())))
+        );
     }
 
     #[test]

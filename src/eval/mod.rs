@@ -1,9 +1,12 @@
-//! Evals without IO of their own: suite files and their checks, judging a case's run,
-//! the CLI's printouts (table, `JUnit` XML, JSON) and the bounded pass-rate history.
-//! The runner that drives the runtime lives in the runtime; these pieces are shared.
+//! Evals: suite files and their checks, judging a case's run (the one IO here is the
+//! `command` assertion's checker program), the CLI's printouts (table, `JUnit` XML, JSON,
+//! HTML) and the bounded pass-rate history. The runner that drives the runtime lives in
+//! the runtime; these pieces are shared.
 
 pub mod assert;
+pub mod command;
 pub mod compare;
+pub mod compose;
 pub mod history;
 pub mod html;
 pub mod judge;

@@ -1,7 +1,7 @@
 //! What `spyglass eval` prints and writes: a table of cases per suite with one summary
 //! line, the exit rule, `JUnit` XML (failures and errors apart) and the JSON results.
 
-use crate::protocol::events::{AssertionResult, EvalStatus};
+use crate::protocol::events::{AssertionResult, AssertionStatus, EvalStatus};
 use crate::protocol::rest::{EvalCaseRecord, EvalRunDetail};
 use crate::sanitize::sanitize;
 use std::fmt::Write as _;
@@ -113,12 +113,102 @@ pub fn describe_assertion(assertion: &AssertionResult, max_value: usize) -> Stri
     )
 }
 
+/// How deep a shown assertion tree goes; deeper children (only events other runners
+/// sent can nest past what a suite file may) are summed up in one line.
+pub const MAX_SHOWN_DEPTH: usize = 32;
+
+/// An assertion and everything under it, depth first: `(depth, assertion)`, the top at 0.
+/// Past [`MAX_SHOWN_DEPTH`] a node's children are left out (its `children` still says how
+/// many).
+pub fn flatten(top: &AssertionResult) -> Vec<(usize, &AssertionResult)> {
+    let mut out = Vec::new();
+    let mut stack = vec![(0, top)];
+    while let Some((depth, node)) = stack.pop() {
+        out.push((depth, node));
+        if depth < MAX_SHOWN_DEPTH {
+            stack.extend(node.children.iter().rev().map(|child| (depth + 1, child)));
+        }
+    }
+    out
+}
+
+/// The mark of an outcome: `✓` passed, `✗` failed, `!` errored, `-` skipped.
+pub fn outcome_mark(status: AssertionStatus) -> &'static str {
+    match status {
+        AssertionStatus::Passed => "✓",
+        AssertionStatus::Failed => "✗",
+        AssertionStatus::Errored => "!",
+        AssertionStatus::Skipped => "-",
+    }
+}
+
+/// One line of an assertion tree: `✓ contains: expected "pay_1"`, `✗ contains: "x" not
+/// found`, `! command: exited with status 2`, `- regex (skipped)`; not yet escaped.
+pub fn tree_line(node: &AssertionResult, max_value: usize) -> String {
+    let status = node.outcome();
+    let mark = outcome_mark(status);
+    if status == AssertionStatus::Skipped {
+        return format!("{mark} {} (skipped)", node.kind);
+    }
+    // A node with children: what became of them (the lines under it say the rest).
+    if !node.children.is_empty() {
+        let counts: Vec<String> = [
+            AssertionStatus::Passed,
+            AssertionStatus::Failed,
+            AssertionStatus::Errored,
+            AssertionStatus::Skipped,
+        ]
+        .iter()
+        .filter_map(|&s| {
+            let n = node.children.iter().filter(|c| c.outcome() == s).count();
+            (n > 0).then(|| format!("{n} {}", s.as_str()))
+        })
+        .collect();
+        return format!("{mark} {} ({})", node.kind, counts.join(", "));
+    }
+    match (status, &node.message) {
+        // A checker's verdict says more than the argv it ran.
+        (AssertionStatus::Passed, _) if node.kind == "command" => {
+            format!("{mark} command: {}", clip(node.actual.get(), max_value))
+        }
+        (AssertionStatus::Passed, _) => format!(
+            "{mark} {}: expected {}",
+            node.kind,
+            clip(node.expected.get(), max_value)
+        ),
+        (_, Some(message)) if message.starts_with(&format!("{}:", node.kind)) => {
+            format!("{mark} {}", clip(message, max_value * 2))
+        }
+        (_, Some(message)) => format!("{mark} {}: {}", node.kind, clip(message, max_value * 2)),
+        (_, None) => format!("{mark} {}", describe_assertion(node, max_value)),
+    }
+}
+
+/// A composition's tree as indented lines (two spaces a level), escaped for the terminal.
+pub fn tree_text(top: &AssertionResult, indent: usize, max_value: usize) -> Vec<String> {
+    flatten(top)
+        .into_iter()
+        .map(|(depth, node)| {
+            format!(
+                "{}{}",
+                " ".repeat(indent + 2 * depth),
+                sanitize(&tree_line(node, max_value))
+            )
+        })
+        .collect()
+}
+
 /// The detail column: first failing assertion, error reason or skip reason.
 fn detail(record: &EvalCaseRecord) -> String {
     let result = &record.result;
     match result.status {
         EvalStatus::Passed => String::new(),
         EvalStatus::Failed => match result.assertions.iter().find(|a| !a.pass) {
+            // A composition says which child decided it.
+            Some(first) if !first.children.is_empty() => first
+                .message
+                .clone()
+                .unwrap_or_else(|| describe_assertion(first, 60)),
             Some(first) => describe_assertion(first, 60),
             None => result.reason.clone().unwrap_or_default(),
         },
@@ -170,6 +260,19 @@ pub fn render_table(records: &[EvalCaseRecord]) -> String {
                 sanitize(&detail(record)),
             );
             let _ = writeln!(out, "{}", line.trim_end());
+            // A composition that did not hold is shown whole, one child a line.
+            if matches!(record.result.status, EvalStatus::Failed | EvalStatus::Error) {
+                for top in record
+                    .result
+                    .assertions
+                    .iter()
+                    .filter(|a| !a.pass && !a.children.is_empty())
+                {
+                    for tree_line in tree_text(top, 11, 60) {
+                        let _ = writeln!(out, "{tree_line}");
+                    }
+                }
+            }
         }
         out.push('\n');
     }
@@ -260,12 +363,16 @@ pub fn junit_xml(records: &[EvalCaseRecord]) -> String {
                     let body: Vec<String> = failing
                         .iter()
                         .map(|a| {
-                            format!(
-                                "{}\nexpected: {}\nactual: {}",
-                                a.message.as_deref().unwrap_or(&a.kind),
-                                a.expected,
-                                a.actual
-                            )
+                            if a.children.is_empty() {
+                                format!(
+                                    "{}\nexpected: {}\nactual: {}",
+                                    a.message.as_deref().unwrap_or(&a.kind),
+                                    a.expected,
+                                    a.actual
+                                )
+                            } else {
+                                tree_text(a, 0, 200).join("\n")
+                            }
                         })
                         .collect();
                     let _ = writeln!(
@@ -306,11 +413,98 @@ pub fn json_results(detail: &EvalRunDetail) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::protocol::RawJson;
     use crate::protocol::events::AgentEvalCompleted;
     use serde_json::json;
+
+    /// `all` that failed at its second child (an `any` whose children failed and
+    /// errored), its third skipped; one message carries a terminal escape.
+    pub(crate) fn composite() -> AssertionResult {
+        let leaf = |kind: &str, pass: bool, message: Option<&str>, status| AssertionResult {
+            kind: kind.into(),
+            pass,
+            expected: RawJson::from(json!("pay_1")),
+            actual: RawJson::from(json!("Charged pay_2")),
+            message: message.map(str::to_owned),
+            status,
+            children: Vec::new(),
+        };
+        let any = AssertionResult {
+            kind: "any".into(),
+            pass: false,
+            expected: RawJson::from(json!("at least one of 2 holds")),
+            actual: RawJson::from(json!({"passed": 0, "failed": 1, "errored": 1, "skipped": 0})),
+            message: Some("any: none of 2 held".into()),
+            status: Some(AssertionStatus::Errored),
+            children: vec![
+                leaf("equals", false, Some("equals: the output differs"), None),
+                leaf(
+                    "command",
+                    false,
+                    Some("command: exited with status 2; stderr: \u{1b}[31mboom"),
+                    Some(AssertionStatus::Errored),
+                ),
+            ],
+        };
+        AssertionResult {
+            kind: "all".into(),
+            pass: false,
+            expected: RawJson::from(json!("all 3 hold")),
+            actual: RawJson::from(json!({"passed": 1, "failed": 0, "errored": 1, "skipped": 1})),
+            message: Some("all[1]: any: none of 2 held".into()),
+            status: Some(AssertionStatus::Errored),
+            children: vec![
+                leaf("contains", true, None, None),
+                any,
+                leaf("regex", false, None, Some(AssertionStatus::Skipped)),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_failing_composition_is_printed_whole_under_its_row() {
+        let mut failed = record(
+            "s",
+            "composed",
+            EvalStatus::Error,
+            Some("all[1]: any: none of 2 held"),
+        );
+        failed.result.assertions = vec![composite()];
+        let table = render_table(&[failed]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            &lines[1..8],
+            [
+                "  error       12ms  composed  error: all[1]: any: none of 2 held",
+                "           ! all (1 passed, 1 errored, 1 skipped)",
+                "             ✓ contains: expected \"pay_1\"",
+                "             ! any (1 failed, 1 errored)",
+                "               ✗ equals: the output differs",
+                // Control characters never reach the terminal (one line: a space).
+                "               ! command: exited with status 2; stderr:  [31mboom",
+                "             - regex (skipped)",
+            ],
+            "{table}"
+        );
+        assert!(!table.contains('\u{1b}'));
+    }
+
+    #[test]
+    fn trees_past_the_shown_depth_are_cut_not_walked() {
+        let mut node = composite();
+        for _ in 0..(MAX_SHOWN_DEPTH + 10) {
+            node = AssertionResult {
+                kind: "all".into(),
+                children: vec![node],
+                ..AssertionResult::default()
+            };
+        }
+        let rows = flatten(&node);
+        assert_eq!(rows.len(), MAX_SHOWN_DEPTH + 1);
+        assert_eq!(rows.last().map(|(depth, _)| *depth), Some(MAX_SHOWN_DEPTH));
+    }
 
     fn record(suite: &str, case: &str, status: EvalStatus, reason: Option<&str>) -> EvalCaseRecord {
         let assertions = if status == EvalStatus::Failed {
@@ -321,6 +515,7 @@ mod tests {
                     expected: RawJson::from(json!("x")),
                     actual: RawJson::from(json!("x")),
                     message: None,
+                    ..AssertionResult::default()
                 },
                 AssertionResult {
                     kind: "contains".into(),
@@ -328,6 +523,7 @@ mod tests {
                     expected: RawJson::from(json!("pay_1")),
                     actual: RawJson::from(json!("Charged pay_2")),
                     message: Some("contains: \"pay_1\" not found".into()),
+                    ..AssertionResult::default()
                 },
             ]
         } else {

@@ -37,7 +37,9 @@
 //! matches | path + equals }` or a list: what the scripted model received at a call),
 //! `envelope` (code or list: some call returned it), `no_envelope` (`true`: no call
 //! returned any envelope; a code or list: none of those), `json_path` (`{ path = "$.id",
-//! equals = ... }` or a list of them, on a final output that is JSON), `max_tokens`.
+//! equals = ... }` or a list of them, on a final output that is JSON), `max_tokens`,
+//! `llm_judge`, `semantic_match`; `all` / `any` (a list of one-kind assertion tables,
+//! nestable to [`MAX_NESTING`]) and `command` (a checker program, `eval::command`).
 //! Unknown keys anywhere are errors, not silently ignored.
 
 use super::assert::JsonPath;
@@ -173,7 +175,72 @@ pub enum Assertion {
     /// Judged by a model (`eval::judge`), after the rules above.
     LlmJudge(super::judge::JudgeSpec),
     SemanticMatch(super::judge::SemanticSpec),
+    /// Every child holds; judged in order, stopping at the first that does not.
+    All(Vec<Assertion>),
+    /// Some child holds; judged in order, stopping at the first that does.
+    Any(Vec<Assertion>),
+    /// Checker programs, each judging the case's observations (`eval::command`).
+    Command(Vec<CommandSpec>),
 }
+
+impl Assertion {
+    /// Its key in `[case.assert]`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Contains(_) => "contains",
+            Self::Equals(_) => "equals",
+            Self::Regex(_) => "regex",
+            Self::OperationCalled(_) => "operation_called",
+            Self::Sequence(_) => "sequence",
+            Self::NotCalled(_) => "not_called",
+            Self::Envelope(_) => "envelope",
+            Self::NoEnvelope(_) => "no_envelope",
+            Self::JsonPath(_) => "json_path",
+            Self::JsonSchema(_) => "json_schema",
+            Self::Prompted(_) => "prompted",
+            Self::MaxTokens(_) => "max_tokens",
+            Self::LlmJudge(_) => "llm_judge",
+            Self::SemanticMatch(_) => "semantic_match",
+            Self::All(_) => "all",
+            Self::Any(_) => "any",
+            Self::Command(_) => "command",
+        }
+    }
+
+    /// Whether this assertion, or one nested in it, satisfies `test`.
+    pub fn any_in_tree(&self, test: &dyn Fn(&Assertion) -> bool) -> bool {
+        test(self)
+            || match self {
+                Self::All(children) | Self::Any(children) => {
+                    children.iter().any(|child| child.any_in_tree(test))
+                }
+                _ => false,
+            }
+    }
+}
+
+/// How deep `all` / `any` may nest inside one another: deeper is refused when the suite is
+/// read, so judging never recurses without bound.
+pub const MAX_NESTING: usize = 32;
+
+/// `command`: a checker program run with the case's observations as JSON on stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSpec {
+    /// The program and its arguments, run as given (no shell).
+    pub argv: Vec<String>,
+    /// How long the program may take before it is killed (with its process group).
+    pub timeout_ms: u64,
+    /// Where it runs: the suite file's directory when the file is named with one, else
+    /// the runtime's working directory.
+    pub dir: Option<std::path::PathBuf>,
+}
+
+/// A checker's time when the file gives none, and the most it may give.
+pub const COMMAND_TIMEOUT_MS: u64 = 10_000;
+pub const MAX_COMMAND_TIMEOUT_MS: u64 = 120_000;
+/// Arguments of one command, and bytes of one argument.
+const MAX_ARGS: usize = 64;
+const MAX_ARG_BYTES: usize = 4096;
 
 /// Assertion keys in the order they are evaluated and reported.
 pub const ASSERTION_KINDS: &[&str] = &[
@@ -191,6 +258,9 @@ pub const ASSERTION_KINDS: &[&str] = &[
     "max_tokens",
     "llm_judge",
     "semantic_match",
+    "all",
+    "any",
+    "command",
 ];
 
 /// The shapes of a suite file: serde refuses unknown keys, and every value stays raw
@@ -283,10 +353,16 @@ struct RawAssert {
     llm_judge: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     semantic_match: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    all: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    any: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    command: Option<Value>,
 }
 
 impl RawAssert {
-    fn kinds(self) -> [(&'static str, Option<Value>); 14] {
+    fn kinds(self) -> [(&'static str, Option<Value>); 17] {
         [
             ("contains", self.contains),
             ("equals", self.equals),
@@ -302,6 +378,9 @@ impl RawAssert {
             ("max_tokens", self.max_tokens),
             ("llm_judge", self.llm_judge),
             ("semantic_match", self.semantic_match),
+            ("all", self.all),
+            ("any", self.any),
+            ("command", self.command),
         ]
     }
 }
@@ -348,6 +427,15 @@ struct RawPrompted {
     path: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     equals: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommand {
+    #[serde(default, deserialize_with = "present")]
+    argv: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    timeout_ms: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -895,7 +983,7 @@ fn read_case(
     }
     let assertions = match &raw.assert {
         None => Vec::new(),
-        Some(value) => read_assertions(&at.nested("assert"), value)?,
+        Some(value) => read_assertions(&at.nested("assert"), value, 0)?,
     };
     Ok(Case {
         id,
@@ -910,7 +998,11 @@ fn read_case(
     })
 }
 
-fn read_assertions(at: &Place<'_>, value: &Value) -> Result<Vec<Assertion>, SuiteError> {
+fn read_assertions(
+    at: &Place<'_>,
+    value: &Value,
+    depth: usize,
+) -> Result<Vec<Assertion>, SuiteError> {
     value.as_object().ok_or_else(|| {
         at.invalid(
             None,
@@ -923,13 +1015,21 @@ fn read_assertions(at: &Place<'_>, value: &Value) -> Result<Vec<Assertion>, Suit
         let Some(value) = value else {
             continue;
         };
-        out.push(read_assertion(at, kind, &value)?);
+        out.push(read_assertion(at, kind, &value, depth)?);
     }
     Ok(out)
 }
 
-fn read_assertion(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+fn read_assertion(
+    at: &Place<'_>,
+    kind: &str,
+    value: &Value,
+    depth: usize,
+) -> Result<Assertion, SuiteError> {
     Ok(match kind {
+        "all" => Assertion::All(read_children(at, kind, value, depth + 1)?),
+        "any" => Assertion::Any(read_children(at, kind, value, depth + 1)?),
+        "command" => read_commands(at, kind, value)?,
         "llm_judge" => Assertion::LlmJudge(
             super::judge::read_llm_judge(value).map_err(|e| at.invalid(Some(kind), &e))?,
         ),
@@ -1063,6 +1163,167 @@ fn read_operation(
             ),
         )),
     }
+}
+
+/// `all = [ { contains = "a" }, { any = [...] } ]`: a non-empty list of tables, each one
+/// assertion kind, read like `[case.assert]` (so they nest), at most [`MAX_NESTING`] deep.
+fn read_children(
+    at: &Place<'_>,
+    kind: &str,
+    value: &Value,
+    depth: usize,
+) -> Result<Vec<Assertion>, SuiteError> {
+    if depth > MAX_NESTING {
+        return Err(at.invalid(
+            Some(kind),
+            &format!("`all` / `any` nest {depth} deep here; the limit is {MAX_NESTING}"),
+        ));
+    }
+    let items = match value {
+        Value::Array(items) if !items.is_empty() => items,
+        Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
+        other => {
+            return Err(at.invalid(
+                Some(kind),
+                &format!(
+                    "expected a list of assertion tables (`{kind} = [ {{ contains = \"a\" }}, {{ regex = \"b\" }} ]`), found {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    let mut children = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let field = format!("{kind}[{i}]");
+        at.table(item, &field)?;
+        let inner = at.nested(&field);
+        let mut read = read_assertions(&inner, item, depth)?;
+        if read.len() != 1 {
+            return Err(inner.invalid(
+                None,
+                &format!(
+                    "a child is one assertion kind, this has {}; give each its own table (the list keeps their order)",
+                    read.len()
+                ),
+            ));
+        }
+        children.extend(read.pop());
+    }
+    Ok(children)
+}
+
+/// `command = ["python3", "check.py"]`, `{ argv = [...], timeout_ms = 5000 }`, or a list
+/// of such tables. The program runs in the suite file's directory (when the file name
+/// has one), so a checker beside the suite is named by its own file name.
+fn read_commands(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let dir = Path::new(at.file)
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(Path::to_path_buf);
+    let items: Vec<(String, &Value)> = match value {
+        // A list starting with a string is one argv, a list of tables several commands.
+        Value::Array(items) if items.first().is_some_and(Value::is_string) => {
+            vec![(kind.to_owned(), value)]
+        }
+        _ => one_or_list(at, kind, value)?,
+    };
+    let mut specs = Vec::with_capacity(items.len());
+    for (field, item) in items {
+        let inner = at.nested(&field);
+        let (argv, argv_field, timeout) = match item {
+            Value::Array(_) => (item.clone(), at.field(&field), None),
+            Value::Object(_) => {
+                let raw: RawCommand = inner.strict(item, "key")?;
+                let Some(argv) = raw.argv else {
+                    return Err(inner.error(
+                        Some("argv"),
+                        SuiteErrorKind::Missing,
+                        "missing: the program and its arguments (`argv = [\"python3\", \"check.py\"]`)",
+                    ));
+                };
+                (argv, inner.field("argv"), raw.timeout_ms)
+            }
+            other => {
+                return Err(at.invalid(
+                    Some(&field),
+                    &format!(
+                        "expected a list of strings (the program and its arguments) or {{ argv, timeout_ms }}, found {}",
+                        type_name(other)
+                    ),
+                ));
+            }
+        };
+        let argv = read_argv(at, &argv_field, &argv)?;
+        let timeout_ms = match &timeout {
+            None => COMMAND_TIMEOUT_MS,
+            Some(value) => {
+                let ms = inner.unsigned(value, "timeout_ms")?;
+                if ms == 0 || ms > MAX_COMMAND_TIMEOUT_MS {
+                    return Err(inner.invalid(
+                        Some("timeout_ms"),
+                        &format!("{ms} is out of range: 1 to {MAX_COMMAND_TIMEOUT_MS} ms"),
+                    ));
+                }
+                ms
+            }
+        };
+        specs.push(CommandSpec {
+            argv,
+            timeout_ms,
+            dir: dir.clone(),
+        });
+    }
+    Ok(Assertion::Command(specs))
+}
+
+/// A command's argv: a non-empty list of non-empty strings, bounded, without NUL bytes
+/// (which no program can receive). `field` is the full field name.
+fn read_argv(at: &Place<'_>, field: &str, value: &Value) -> Result<Vec<String>, SuiteError> {
+    let whole = Place {
+        file: at.file,
+        case: at.case.clone(),
+        prefix: String::new(),
+    };
+    let items = match value {
+        Value::Array(items) if !items.is_empty() => items,
+        Value::Array(_) => {
+            return Err(whole.invalid(Some(field), "the list is empty: name the program to run"));
+        }
+        other => {
+            return Err(whole.invalid(
+                Some(field),
+                &format!(
+                    "expected a list of strings (the program and its arguments), found {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    if items.len() > MAX_ARGS {
+        return Err(whole.invalid(
+            Some(field),
+            &format!("{} arguments; the limit is {MAX_ARGS}", items.len()),
+        ));
+    }
+    let mut argv = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at_item = format!("{field}[{i}]");
+        let arg = whole.string(item, &at_item)?;
+        if i == 0 && arg.trim().is_empty() {
+            return Err(whole.invalid(Some(&at_item), "the program name is empty"));
+        }
+        if arg.contains('\0') {
+            return Err(whole.invalid(Some(&at_item), "holds a NUL byte"));
+        }
+        if arg.len() > MAX_ARG_BYTES {
+            return Err(whole.invalid(
+                Some(&at_item),
+                &format!("{} bytes; the limit is {MAX_ARG_BYTES}", arg.len()),
+            ));
+        }
+        argv.push(arg);
+    }
+    Ok(argv)
 }
 
 /// A kind's value as its items, each with the field errors name (`kind[i]`): a list (not
@@ -1453,6 +1714,232 @@ equals = "two"
             );
             assert!(e.to_string().contains(says), "{assert}: {e}");
         }
+    }
+
+    const HEAD: &str = "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\n";
+
+    #[test]
+    fn compositions_read_in_order_and_nest() {
+        let suite = parse_suite(
+            "s.toml",
+            &format!(
+                "{HEAD}all = [ {{ regex = \"b\" }}, {{ any = [ {{ contains = \"a\" }}, {{ not_called = \"x\" }} ] }}, {{ contains = [\"c\", \"d\"] }} ]"
+            ),
+        )
+        .unwrap();
+        let Assertion::All(children) = &suite.cases[0].assertions[0] else {
+            panic!("{:?}", suite.cases[0].assertions);
+        };
+        let kinds: Vec<&str> = children.iter().map(Assertion::kind).collect();
+        assert_eq!(
+            kinds,
+            ["regex", "any", "contains"],
+            "the list's order, not the kinds'"
+        );
+        let Assertion::Any(inner) = &children[1] else {
+            panic!("{children:?}");
+        };
+        assert_eq!(inner.len(), 2);
+    }
+
+    #[test]
+    fn compositions_nest_to_the_bound_and_no_deeper() {
+        let nested = |depth: usize| {
+            let mut value = "{ contains = \"a\" }".to_owned();
+            for _ in 0..depth {
+                value = format!("{{ all = [ {value} ] }}");
+            }
+            // The outermost table is `[case.assert]` itself.
+            let inner = value
+                .strip_prefix("{ all = ")
+                .and_then(|v| v.strip_suffix(" }"))
+                .unwrap()
+                .to_owned();
+            format!("{HEAD}all = {inner}")
+        };
+        assert!(parse_suite("s.toml", &nested(MAX_NESTING)).is_ok());
+        let e = err(&nested(MAX_NESTING + 1));
+        assert_eq!(e.case, Some(CaseRef::Id("a".into())));
+        let field = e.field.clone().unwrap_or_default();
+        assert!(field.starts_with("assert.all[0].all[0]."), "{field}");
+        assert_eq!(field.matches("all").count(), MAX_NESTING + 1, "{field}");
+        assert!(
+            e.message.contains(&format!(
+                "nest {} deep here; the limit is {MAX_NESTING}",
+                MAX_NESTING + 1
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_compositions_name_the_child() {
+        for (assert, field, says) in [
+            ("all = []", "assert.all", "the list is empty"),
+            (
+                "any = { contains = \"a\" }",
+                "assert.any",
+                "expected a list of assertion tables",
+            ),
+            (
+                "all = [ \"contains\" ]",
+                "assert.all[0]",
+                "expected a table, found a string",
+            ),
+            (
+                "all = [ { contains = \"a\", regex = \"b\" } ]",
+                "assert.all[0]",
+                "a child is one assertion kind, this has 2",
+            ),
+            ("all = [ {} ]", "assert.all[0]", "this has 0"),
+            (
+                "any = [ { contain = \"a\" } ]",
+                "assert.any[0].contain",
+                "unknown assertion kind",
+            ),
+            (
+                "all = [ { any = [ { regex = \"(\" } ] } ]",
+                "assert.all[0].any[0].regex",
+                "invalid regex",
+            ),
+        ] {
+            let e = err(&format!("{HEAD}{assert}"));
+            assert_eq!(e.field.as_deref(), Some(field), "{assert}: {e}");
+            assert!(
+                e.to_string().starts_with("payments.toml: case \"a\": "),
+                "{e}"
+            );
+            assert!(e.message.contains(says), "{assert}: {e}");
+        }
+    }
+
+    #[test]
+    fn commands_in_each_form_run_beside_the_suite_file() {
+        let suite = parse_suite(
+            "evals/checks.toml",
+            &format!("{HEAD}command = [\"python3\", \"check.py\", \"--strict\"]"),
+        )
+        .unwrap();
+        let Assertion::Command(specs) = &suite.cases[0].assertions[0] else {
+            panic!("{:?}", suite.cases[0].assertions);
+        };
+        assert_eq!(
+            specs,
+            &vec![CommandSpec {
+                argv: vec!["python3".into(), "check.py".into(), "--strict".into()],
+                timeout_ms: COMMAND_TIMEOUT_MS,
+                dir: Some(std::path::PathBuf::from("evals")),
+            }]
+        );
+        let suite = parse_suite(
+            "checks.toml",
+            &format!(
+                "{HEAD}command = [ {{ argv = [\"./a\"], timeout_ms = 500 }}, {{ argv = [\"b\"] }} ]"
+            ),
+        )
+        .unwrap();
+        let Assertion::Command(specs) = &suite.cases[0].assertions[0] else {
+            panic!();
+        };
+        assert_eq!(specs.len(), 2);
+        assert_eq!((specs[0].timeout_ms, specs[0].dir.clone()), (500, None));
+        let suite = parse_suite(
+            "checks.toml",
+            &format!("{HEAD}command = {{ argv = [\"c\"] }}"),
+        )
+        .unwrap();
+        assert!(matches!(&suite.cases[0].assertions[0], Assertion::Command(s) if s.len() == 1));
+    }
+
+    #[test]
+    fn bad_commands_name_the_field() {
+        for (assert, field, says) in [
+            ("command = []", "assert.command", "the list is empty"),
+            (
+                "command = \"python3 check.py\"",
+                "assert.command",
+                "expected a list of strings",
+            ),
+            (
+                "command = [\"\"]",
+                "assert.command[0]",
+                "the program name is empty",
+            ),
+            (
+                "command = [\"python3\", 3]",
+                "assert.command[1]",
+                "expected a string, found an integer",
+            ),
+            (
+                "command = { timeout_ms = 5 }",
+                "assert.command.argv",
+                "missing",
+            ),
+            (
+                "command = { argv = [] }",
+                "assert.command.argv",
+                "the list is empty",
+            ),
+            (
+                "command = { argv = \"x\" }",
+                "assert.command.argv",
+                "expected a list of strings",
+            ),
+            (
+                "command = { argv = [\"x\"], timeout_ms = 0 }",
+                "assert.command.timeout_ms",
+                "out of range: 1 to 120000 ms",
+            ),
+            (
+                "command = { argv = [\"x\"], timeout_ms = 120001 }",
+                "assert.command.timeout_ms",
+                "out of range",
+            ),
+            (
+                "command = { argv = [\"x\"], timeout_ms = \"5s\" }",
+                "assert.command.timeout_ms",
+                "non-negative integer",
+            ),
+            (
+                "command = { argv = [\"x\"], timeout = 5 }",
+                "assert.command.timeout",
+                "unknown key; expected one of: argv, timeout_ms",
+            ),
+            (
+                "command = [ { argv = [\"x\"] }, 3 ]",
+                "assert.command[1]",
+                "found an integer",
+            ),
+            (
+                "command = [ { argv = [\"x\"] }, { argv = [] } ]",
+                "assert.command[1].argv",
+                "the list is empty",
+            ),
+            (
+                "command = [\"x\", \"a\\u0000b\"]",
+                "assert.command[1]",
+                "holds a NUL byte",
+            ),
+        ] {
+            let e = err(&format!("{HEAD}{assert}"));
+            assert_eq!(e.field.as_deref(), Some(field), "{assert}: {e}");
+            assert!(
+                e.to_string().starts_with("payments.toml: case \"a\": "),
+                "{e}"
+            );
+            assert!(e.message.contains(says), "{assert}: {e}");
+        }
+        let long = format!(
+            "{HEAD}command = [\"x\", \"{}\"]",
+            "a".repeat(MAX_ARG_BYTES + 1)
+        );
+        assert_eq!(err(&long).field.as_deref(), Some("assert.command[1]"));
+        let many = format!(
+            "{HEAD}command = [{}]",
+            vec!["\"a\""; MAX_ARGS + 1].join(", ")
+        );
+        let e = err(&many);
+        assert!(e.message.contains("the limit is 64"), "{e}");
     }
 
     #[test]

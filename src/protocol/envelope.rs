@@ -200,6 +200,9 @@ pub mod codes {
     pub const INVALID_QUERY: &str = "invalid_query";
     /// `POST /v1/evals/runs`: a suite cannot be used (the message names file, case, field).
     pub const INVALID_SUITE: &str = "invalid_suite";
+    /// `POST /v1/evals/runs`: a suite uses `command` assertions, which run programs on the
+    /// runtime's host, and the runtime was not started with `--allow-command-assertions`.
+    pub const COMMAND_ASSERTIONS_DISABLED: &str = "command_assertions_disabled";
     /// `execute`: a policy rule had to read the input and cannot parse it (nesting past
     /// 128 levels, a number out of range); the call is refused, never let through.
     pub const INPUT_UNREADABLE: &str = "input_unreadable";

@@ -133,7 +133,8 @@ impl EvalStatus {
     }
 }
 
-/// One assertion of an eval case with what it expected and what it saw.
+/// One assertion of an eval case with what it expected and what it saw. A composition
+/// (`all`, `any`) carries its children's results, in order, under `children`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AssertionResult {
@@ -143,6 +144,47 @@ pub struct AssertionResult {
     pub actual: RawJson,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `errored` (it could not be judged: a checker program that timed out, a judge model
+    /// that did not answer) or `skipped` (a composition decided before reaching it);
+    /// absent when `pass` says it all (spyglass's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<AssertionStatus>,
+    /// A composition's children, in the order they were written (spyglass's own).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<AssertionResult>,
+}
+
+impl AssertionResult {
+    /// What became of it: `status` when given, else `pass` decides.
+    pub fn outcome(&self) -> AssertionStatus {
+        match (self.status, self.pass) {
+            (Some(status), _) => status,
+            (None, true) => AssertionStatus::Passed,
+            (None, false) => AssertionStatus::Failed,
+        }
+    }
+}
+
+/// What became of one assertion: it held, it did not, it could not be judged, or it was
+/// never looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AssertionStatus {
+    Passed,
+    Failed,
+    Errored,
+    Skipped,
+}
+
+impl AssertionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::Errored => "errored",
+            Self::Skipped => "skipped",
+        }
+    }
 }
 
 /// What an eval run covered. A suite run (the default, written as no field) is a point

@@ -36,6 +36,9 @@ pub struct ServeArgs {
     pub models: crate::config::models::ModelFlags,
     /// `--otlp-grpc-addr`: OTLP/gRPC trace export on its own port; off when `None`.
     pub otlp_grpc_addr: Option<String>,
+    /// `--allow-command-assertions` (or `SPYGLASS_ALLOW_COMMAND_ASSERTIONS`): eval suites
+    /// posted here may run checker programs on this host.
+    pub allow_command_assertions: bool,
 }
 
 #[derive(Debug, Error)]
@@ -69,6 +72,13 @@ pub enum ServeError {
 /// `CODESPAR_TEST_MODE_ENABLED`: `true` or `1`, in any case, turns test mode on.
 fn env_test_mode() -> bool {
     std::env::var("CODESPAR_TEST_MODE_ENABLED")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1"))
+}
+
+/// `SPYGLASS_ALLOW_COMMAND_ASSERTIONS`: `true` or `1`, in any case, lets eval suites run
+/// checker programs on this host.
+fn env_allow_commands() -> bool {
+    std::env::var("SPYGLASS_ALLOW_COMMAND_ASSERTIONS")
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1"))
 }
 
@@ -203,9 +213,11 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
             std::env::var(name).ok()
         })
         .map_err(ServeError::from)?,
+        allow_command_assertions: args.allow_command_assertions || env_allow_commands(),
         ..RuntimeConfig::default()
     };
     let test_mode = config.test_mode;
+    let commands = config.allow_command_assertions;
     let auth = !config.api_keys.is_empty() || !config.key_projects.is_empty();
     let store = store_choice(args.store.as_deref(), &Env::from_process());
     let runtime = store.runtime(config).map_err(ServeError::from)?;
@@ -224,6 +236,11 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         if auth { "on" } else { "off" },
         handle.observe_url()
     );
+    if commands {
+        eprintln!(
+            "spyglass runtime: eval suites posted here may run programs on this host (command assertions allowed)"
+        );
+    }
     let grpc = match grpc_addr {
         Some(addr) => {
             let grpc = runtime

@@ -348,6 +348,36 @@ fn check_scope(
     Ok(EvalScope::Case)
 }
 
+/// A runtime that does not run checker programs refuses a suite with a `command`
+/// assertion (anywhere, nested ones too) before anything runs, naming the case and the
+/// setting that allows it.
+fn check_no_commands(suites: &[Suite]) -> Result<(), ApiErrorWithStatus> {
+    use crate::eval::suite::Assertion;
+    for (index, suite) in suites.iter().enumerate() {
+        for case in &suite.cases {
+            let uses = case
+                .assertions
+                .iter()
+                .any(|a| a.any_in_tree(&|a| matches!(a, Assertion::Command(_))));
+            if uses {
+                return Err(ApiErrorWithStatus {
+                    status: 403,
+                    error: ApiError::new(
+                        codes::COMMAND_ASSERTIONS_DISABLED,
+                        format!(
+                            "{}: case {:?}: assert.command runs a program on the runtime's host, which this runtime does not allow; start it with `spyglass serve --allow-command-assertions` (or SPYGLASS_ALLOW_COMMAND_ASSERTIONS=true), or run the file locally with `spyglass eval FILE`",
+                            suite.file, case.id
+                        ),
+                    )
+                    .with_field(format!("/suites/{index}"))
+                    .with_index(index),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// An attempt that produced no result, and why.
 fn no_result(error: String, duration_ms: f64) -> CaseRun {
     CaseRun {
@@ -407,6 +437,9 @@ impl Runtime {
                 error: ApiError::new(codes::INVALID_SUITE, message).with_field("/suites"),
             },
         )?;
+        if !self.inner.config.allow_command_assertions {
+            check_no_commands(&suites)?;
+        }
         let repeat = request.repeat.unwrap_or(1);
         if repeat == 0 {
             return Err(bad_request("/repeat", "repeat must be at least 1"));
@@ -624,6 +657,13 @@ impl Runtime {
             let result = evaluate(case, &run);
             let judge = super::model::judge::RuntimeJudge::new(&self.inner.config.models);
             let result = crate::eval::judge::apply(case, &run, result, &judge).await;
+            let judging = crate::eval::compose::Judging {
+                case,
+                run: &run,
+                judge: &judge,
+                allow_commands: self.inner.config.allow_command_assertions,
+            };
+            let result = crate::eval::compose::apply(&judging, result).await;
             (session_id, result, run.output)
         };
         let mut event = result.to_event(&planned.suite.name, &case.id);
@@ -710,6 +750,7 @@ impl Runtime {
                 output: result.error.is_none().then(|| result.message.clone()),
                 tool_calls: result.tool_calls,
                 tokens: result.tokens,
+                steps: result.steps,
                 error: result.error,
                 duration_ms: result.duration_ms,
                 prompts: result.prompts,

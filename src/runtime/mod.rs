@@ -104,6 +104,10 @@ pub struct RuntimeConfig {
     pub allowed_hosts: Vec<String>,
     /// Real model providers behind `send` (`runtime::model`): routes, keys, cassettes.
     pub models: crate::config::models::ModelSettings,
+    /// Whether eval suites may use `command` assertions, which run programs on this host
+    /// (`serve --allow-command-assertions`); off, such a suite is refused 403
+    /// `command_assertions_disabled`. `spyglass eval` turns it on for its own runtime.
+    pub allow_command_assertions: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -138,6 +142,7 @@ impl Default for RuntimeConfig {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             models: crate::config::models::ModelSettings::default(),
+            allow_command_assertions: false,
         }
     }
 }

@@ -454,3 +454,100 @@ fn the_example_faithful_fake_suite_gives_the_counts_its_header_promises() {
         "{stdout}"
     );
 }
+
+#[test]
+fn the_example_custom_checks_suite_runs_its_python_checker() {
+    crate::support::cli::python3();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/evals/custom_checks.toml");
+    let promised = promised_counts(&example);
+    assert_eq!(promised, "2 passed, 1 failed, 0 errored, 0 skipped");
+    let dir = tempfile::tempdir().unwrap();
+    let json_file = dir.path().join("results.json");
+    // Run from elsewhere: the checker is found beside the suite file, not in the cwd.
+    let out = Command::new(env!("CARGO_BIN_EXE_spyglass"))
+        .args(["eval", example.to_str().unwrap(), "--json"])
+        .arg(&json_file)
+        .current_dir(dir.path())
+        .env_remove("SPYGLASS_URL")
+        .env_remove("CODESPAR_BASE_URL")
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert_eq!(last_line(&stdout), promised);
+    // The failing composition is shown whole under its row, one child a line.
+    assert!(
+        stdout.contains(
+            "all[0]: command: charged 500, over the limit of 100\n           ✗ all (1 failed, 1 skipped)\n             ✗ command: charged 500, over the limit of 100\n             - contains (skipped)\n"
+        ),
+        "{stdout}"
+    );
+    let detail: EvalRunDetail =
+        serde_json::from_str(&std::fs::read_to_string(&json_file).unwrap()).unwrap();
+    let passing = detail
+        .cases
+        .iter()
+        .find(|c| c.result.case == "charges within the limit and names the payment")
+        .unwrap();
+    let verdict = passing.result.assertions[0].actual.to_value();
+    assert_eq!(verdict["pass"], true, "{verdict}");
+    assert_eq!(verdict["score"], 1.0);
+    assert_eq!(
+        verdict["reason"],
+        "1 payment(s) within 100, named in the answer"
+    );
+    let composed = detail
+        .cases
+        .iter()
+        .find(|c| c.result.case == "a confirmation in either wording")
+        .unwrap();
+    let all = &composed.result.assertions[0];
+    assert_eq!(all.children.len(), 3);
+    assert_eq!(all.children[1].kind, "any");
+    assert_eq!(all.children[1].children.len(), 2);
+}
+
+#[tokio::test]
+async fn a_runtime_at_url_that_refuses_checkers_stops_the_run_naming_the_setting() {
+    let handle = server(test_config()).await;
+    let url = handle.url();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write(
+        dir.path(),
+        "checks.toml",
+        "suite = \"checks\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmodel = { default_text = \"ok\" }\n[case.assert]\ncommand = [\"true\"]\n",
+    );
+    let out = tokio::task::spawn_blocking(move || {
+        spyglass(&["eval", suite.to_str().unwrap(), "--url", &url])
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("403 command_assertions_disabled"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--allow-command-assertions"), "{stderr}");
+    handle.shutdown().await;
+}
+
+#[test]
+fn a_bad_command_in_a_suite_file_stops_eval_naming_file_case_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write(
+        dir.path(),
+        "checks.toml",
+        "suite = \"checks\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nall = [ { command = { argv = [\"python3\"], timeout_ms = 0 } } ]\n",
+    );
+    let out = spyglass(&["eval", suite.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}: case \"a\": assert.all[0].command.timeout_ms: 0 is out of range: 1 to 120000 ms",
+            suite.display()
+        )),
+        "{stderr}"
+    );
+}

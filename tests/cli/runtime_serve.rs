@@ -150,3 +150,68 @@ fn bad_model_flags_stop_serve_naming_the_flag() {
         assert!(stderr.contains(expected), "{flags:?}: {stderr}");
     }
 }
+
+/// Starts `spyglass serve` (memory store, test mode) with `args` and `env`; its URL.
+async fn serve(args: &[&str], env: &[(&str, &str)]) -> (Child, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_spyglass"));
+    command
+        .args([
+            "serve",
+            "--store",
+            "memory",
+            "--addr",
+            "127.0.0.1:0",
+            "--test-mode",
+        ])
+        .args(args)
+        .env_remove("SPYGLASS_ALLOW_COMMAND_ASSERTIONS")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = Child(command.spawn().unwrap());
+    let stderr = child.0.stderr.take().unwrap();
+    let url = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stderr).lines();
+        let url = lines
+            .find_map(|line| {
+                let line = line.ok()?;
+                let at = line.find("http://")?;
+                line[at..].split_whitespace().next().map(str::to_owned)
+            })
+            .unwrap_or_default();
+        // Keep draining so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        url
+    })
+    .await
+    .unwrap();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (child, url)
+}
+
+#[tokio::test]
+async fn serve_runs_command_assertions_only_when_allowed_by_flag_or_env() {
+    let suite = json!({"suites": [{
+        "suite": "checks",
+        "cases": [{"id": "a", "input": "x", "model": {"default_text": "ok"},
+                   "assert": {"command": ["sh", "-c", "echo '{\"pass\": true}'"]}}]
+    }]});
+    let client = reqwest::Client::new();
+    let post = |url: String| {
+        client
+            .post(format!("{url}/v1/evals/runs"))
+            .json(&suite)
+            .send()
+    };
+    let (_off, url) = serve(&[], &[]).await;
+    let refused = post(url).await.unwrap();
+    assert_eq!(refused.status().as_u16(), 403);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["code"], "command_assertions_disabled");
+    let (_flag, url) = serve(&["--allow-command-assertions"], &[]).await;
+    assert_eq!(post(url).await.unwrap().status().as_u16(), 202);
+    let (_env, url) = serve(&[], &[("SPYGLASS_ALLOW_COMMAND_ASSERTIONS", "1")]).await;
+    assert_eq!(post(url).await.unwrap().status().as_u16(), 202);
+}

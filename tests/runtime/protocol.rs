@@ -225,6 +225,7 @@ fn every_kind() -> Vec<Frame> {
                     expected: raw(json!("pay_1")),
                     actual: raw(json!("nothing")),
                     message: Some("missing".into()),
+                    ..AssertionResult::default()
                 }],
                 attempt: Some(2),
                 scope: EvalScope::Case,

@@ -1,6 +1,6 @@
 //! Golden screens of the Evals tab (`TestBackend` + insta, fixed clock): no results, the
-//! suite list, a case list with a flaky case, a case with a JSON path diff and one with a
-//! text line diff; plus what a user would notice: selection kept by name, `t` landing on
+//! suite list, a case list with a flaky case, a case with a JSON path diff, one with a
+//! text line diff and one with an all/any tree; plus what a user would notice: selection kept by name, `t` landing on
 //! the case's session, reruns without a runtime saying so, empty lists, and the help.
 
 use crossterm::event::{KeyCode, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
@@ -462,4 +462,35 @@ fn clicks_pick_a_suite_and_a_case_and_copy_takes_what_is_selected() {
             .unwrap()
             .starts_with("case support / order lookup")
     );
+}
+
+/// An `all` that stopped at its second child (an `any` none of whose children held, one
+/// of them a checker that errored); its third child skipped.
+const COMPOSED: &str = r#"[{"kind":"all","pass":false,"expected":"all 3 hold","actual":{"passed":1,"failed":0,"errored":1,"skipped":1},"message":"all[1]: any: none of 2 held and 1 could not be judged","status":"errored","children":[{"kind":"contains","pass":true,"expected":"pay_1","actual":"Charged pay_1"},{"kind":"any","pass":false,"expected":"at least one of 2 holds","actual":{"passed":0,"failed":1,"errored":1,"skipped":0},"message":"any: none of 2 held and 1 could not be judged","status":"errored","children":[{"kind":"equals","pass":false,"expected":"Charged pay_1\nthanks","actual":"Charged pay_1","message":"equals: the output differs"},{"kind":"command","pass":false,"expected":{"argv":["python3","check.py"],"timeout_ms":10000},"actual":{"error":"exited with status 2","stderr":"Traceback"},"message":"command: exited with status 2; stderr: Traceback","status":"errored"}]},{"kind":"not_called","pass":false,"expected":null,"actual":null,"status":"skipped"}]}]"#;
+
+#[test]
+fn case_detail_with_a_composition_tree() {
+    let mut app = app();
+    feed(
+        &mut app,
+        eval(
+            1, "ses_01", "checks", "composed", "error", "run_1", 3.0, COMPOSED,
+        )
+        .as_str(),
+    );
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Enter);
+    let text = screen(&mut app, 80, 24);
+    for want in [
+        "! all (1 passed, 1 errored, 1 skipped)",
+        "  ✓ contains: expected \"pay_1\"",
+        "  ! any (1 failed, 1 errored)",
+        "    ✗ equals: the output differs",
+        "      - thanks",
+        "    ! command: exited with status 2; stderr: T",
+        "  - not_called (skipped)",
+    ] {
+        assert!(text.contains(want), "{want} missing:\n{text}");
+    }
+    insta::assert_snapshot!(text);
 }

@@ -1,7 +1,7 @@
 //! Text the Evals tab builds from the model: pass rates, gauges and sparklines, and one
 //! case's latest result with expected vs actual as a line or path diff.
 
-use crate::protocol::events::{AssertionResult, EvalStatus};
+use crate::protocol::events::{AssertionResult, AssertionStatus, EvalStatus};
 use crate::protocol::rest::CaseSummary;
 use crate::sanitize::sanitize;
 use crate::ui::theme::Theme;
@@ -149,6 +149,19 @@ pub(super) fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)>
         ));
     }
     for assertion in &case.last_assertions {
+        if !assertion.children.is_empty() {
+            tree_lines(assertion, &mut lines);
+            lines.push((Tone::Plain, String::new()));
+            continue;
+        }
+        if assertion.outcome() == AssertionStatus::Errored {
+            lines.push((
+                Tone::Fail,
+                sanitize(&crate::eval::report::tree_line(assertion, 120)).into_owned(),
+            ));
+            lines.push((Tone::Plain, String::new()));
+            continue;
+        }
         if assertion.pass {
             lines.push((
                 Tone::Pass,
@@ -176,11 +189,48 @@ pub(super) fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)>
     lines
 }
 
+/// A composition and its children, one a line, indented by depth; a failed leaf is
+/// followed by its expected vs actual, indented under it.
+fn tree_lines(top: &AssertionResult, lines: &mut Vec<(Tone, String)>) {
+    for (depth, node) in crate::eval::report::flatten(top) {
+        let indent = "  ".repeat(depth);
+        let status = node.outcome();
+        let tone = match status {
+            AssertionStatus::Passed => Tone::Pass,
+            AssertionStatus::Failed | AssertionStatus::Errored => Tone::Fail,
+            AssertionStatus::Skipped => Tone::Muted,
+        };
+        let line = crate::eval::report::tree_line(node, 60);
+        lines.push((tone, format!("{indent}{}", sanitize(&line))));
+        if status == AssertionStatus::Failed && node.children.is_empty() {
+            let mut diff = Vec::new();
+            assertion_diff(node, &mut diff);
+            lines.extend(
+                diff.into_iter()
+                    .map(|(tone, text)| (tone, format!("{indent}{text}"))),
+            );
+        }
+    }
+}
+
 /// Expected vs actual of a failed assertion: a path diff when both are JSON objects or
 /// arrays, a line diff when both are texts to compare whole, else both values in full.
 fn assertion_diff(assertion: &AssertionResult, lines: &mut Vec<(Tone, String)>) {
     let mut expected = assertion.expected.to_value();
     let actual = assertion.actual.to_value();
+    // A checker expects nothing to compare with: what ran, and what it answered.
+    if assertion.kind == "command" {
+        let argv: Vec<&str> = expected["argv"]
+            .as_array()
+            .map(|argv| argv.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        lines.push((
+            Tone::Muted,
+            format!("  program: {}", sanitize(&argv.join(" "))),
+        ));
+        lines.push((Tone::Added, format!("  verdict: {}", compact(&actual))));
+        return;
+    }
     let mut root = "$".to_owned();
     // json_path expects `{path, equals}`; what it saw is the value at that path.
     if assertion.kind == "json_path"
@@ -285,6 +335,7 @@ mod tests {
             expected: expected.into(),
             actual: actual.into(),
             message: None,
+            ..AssertionResult::default()
         };
         let mut lines = vec![];
         assertion_diff(&assertion, &mut lines);
@@ -350,6 +401,7 @@ mod tests {
                 expected: json!("a").into(),
                 actual: json!("b").into(),
                 message: None,
+                ..AssertionResult::default()
             }],
             ..CaseSummary::default()
         };
@@ -368,5 +420,57 @@ mod tests {
         );
         assert!(texts.contains(&"✗ equals"));
         assert!(texts.contains(&"  - a") && texts.contains(&"  + b"));
+    }
+
+    #[test]
+    fn a_composition_reads_as_an_indented_tree_with_its_failing_leaf_diffed() {
+        let case = CaseSummary {
+            case: "c".into(),
+            runs: 1,
+            errored: 1,
+            last_status: EvalStatus::Error,
+            last_reason: Some("all[1]: any: none of 2 held".into()),
+            last_assertions: vec![crate::eval::report::tests::composite()],
+            ..CaseSummary::default()
+        };
+        let lines = case_lines("s", &case);
+        let tree: Vec<(Tone, &str)> = lines
+            .iter()
+            .skip_while(|(_, text)| !text.starts_with("! all"))
+            .map(|(tone, text)| (*tone, text.as_str()))
+            .collect();
+        assert_eq!(
+            tree,
+            [
+                (Tone::Fail, "! all (1 passed, 1 errored, 1 skipped)"),
+                (Tone::Pass, "  ✓ contains: expected \"pay_1\""),
+                (Tone::Fail, "  ! any (1 failed, 1 errored)"),
+                (Tone::Fail, "    ✗ equals: the output differs"),
+                (Tone::Muted, "      line diff (- expected, + actual):"),
+                (Tone::Removed, "      - pay_1"),
+                (Tone::Added, "      + Charged pay_2"),
+                (
+                    Tone::Fail,
+                    "    ! command: exited with status 2; stderr:  [31mboom"
+                ),
+                (Tone::Muted, "  - regex (skipped)"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_checker_shows_what_ran_and_its_verdict_not_a_diff() {
+        let lines = failed(
+            "command",
+            json!({"argv": ["python3", "check.py", "100"], "timeout_ms": 10000}),
+            json!({"pass": false, "reason": "over the limit"}),
+        );
+        assert_eq!(
+            texts(&lines),
+            [
+                "  program: python3 check.py 100",
+                "  verdict: {\"pass\":false,\"reason\":\"over the limit\"}"
+            ]
+        );
     }
 }
