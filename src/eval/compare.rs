@@ -336,6 +336,7 @@ mod tests {
                 expected: RawJson::from(json!("pay_1")),
                 actual: RawJson::from(json!("pay_2")),
                 message: Some(format!("contains: {case} missed pay_1")),
+                errored: false,
             }]
         } else {
             Vec::new()

@@ -467,6 +467,7 @@ mod tests {
                     expected: RawJson::from(json!("line one\nline two\nline three")),
                     actual: RawJson::from(json!(format!("line one\n{HOSTILE}\nline three"))),
                     message: Some(format!("equals: got {HOSTILE}")),
+                    errored: false,
                 },
                 AssertionResult {
                     kind: "contains".into(),
@@ -474,6 +475,7 @@ mod tests {
                     expected: RawJson::from(json!("pay_1")),
                     actual: RawJson::from(json!("pay_1")),
                     message: None,
+                    errored: false,
                 },
             ],
             ..AgentEvalCompleted::default()

@@ -321,6 +321,7 @@ mod tests {
                     expected: RawJson::from(json!("x")),
                     actual: RawJson::from(json!("x")),
                     message: None,
+                    errored: false,
                 },
                 AssertionResult {
                     kind: "contains".into(),
@@ -328,6 +329,7 @@ mod tests {
                     expected: RawJson::from(json!("pay_1")),
                     actual: RawJson::from(json!("Charged pay_2")),
                     message: Some("contains: \"pay_1\" not found".into()),
+                    errored: false,
                 },
             ]
         } else {

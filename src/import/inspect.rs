@@ -306,6 +306,7 @@ fn result(task: &str, model: Option<&str>, sample: Sample) -> AgentEvalCompleted
                     .or(output.as_deref())
                     .map_or_else(RawJson::null, text_json),
                 message: Some(message),
+                errored: false,
             }
         })
         .collect();

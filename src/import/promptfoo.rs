@@ -272,6 +272,7 @@ fn result(suite: &str, case: String, row: Row) -> AgentEvalCompleted {
                     Some(score) if !c.pass => format!("{} (score {score})", bounded(&r)),
                     _ => bounded(&r),
                 }),
+                errored: false,
             }
         })
         .collect();

@@ -95,6 +95,14 @@ pub struct AgentRun {
     pub failover_attempts: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<RawJson>,
+    /// What the run's `tokens` cost in US dollars, by the runtime's price table
+    /// (spyglass's own; absent when unknown, never a made-up 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    /// Why `cost` is absent: the model has no price, or the provider reported no usage
+    /// (spyglass's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_missing: Option<String>,
 }
 
 /// Outcome of one eval case. Seed 001 knows passed / failed / skipped; seed 003 adds
@@ -130,6 +138,10 @@ pub struct AssertionResult {
     pub actual: RawJson,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The assertion could not be judged (`max_cost` on a run with no known cost): the
+    /// case's status is `error` (spyglass's own; absent when false).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub errored: bool,
 }
 
 /// What an eval run covered. A suite run (the default, written as no field) is a point

@@ -7,7 +7,7 @@ use super::{ApiErrorWithStatus, Runtime, lock};
 use crate::protocol::events::{
     AgentRun, AgentStepCompleted, CallSource, Step, StepToolCall, Tokens,
 };
-use crate::protocol::rest::{ScriptStep, SendFrame, SendResult, ToolCallRecord};
+use crate::protocol::rest::{LastRun, ScriptStep, SendFrame, SendResult, ToolCallRecord};
 use crate::protocol::{Event, RawJson, now_rfc3339};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
@@ -35,6 +35,10 @@ pub struct AgentRunResult {
     pub error: Option<String>,
     /// The run was cut at `max_send_response_bytes` (its `error` says so).
     pub too_large: bool,
+    /// What `tokens` cost in dollars by the price table; `None` with `cost_missing`
+    /// saying why.
+    pub cost: Option<f64>,
+    pub cost_missing: Option<String>,
 }
 
 impl AgentRunResult {
@@ -84,6 +88,28 @@ async fn wait_unless_closed(closing: &mut watch::Receiver<bool>, wait: Duration)
 }
 
 impl Runtime {
+    /// Keeps a finished run's model, usage and cost on its session (`GET
+    /// /v1/sessions/:id`), in the store too.
+    fn note_run(
+        &self,
+        session: &std::sync::Arc<std::sync::Mutex<super::sessions::Session>>,
+        run: &AgentRun,
+    ) {
+        let last = LastRun {
+            provider: run.provider.clone(),
+            model: run.model.clone(),
+            tokens: run.tokens,
+            cost: run.cost,
+            cost_missing: run.cost_missing.clone(),
+            finish_reason: run.finish_reason.clone(),
+            failed: run.error.is_some(),
+        };
+        let mut s = lock(session);
+        s.runs.add(&last);
+        s.last_run = Some(last);
+        self.persist_counters(&s);
+    }
+
     /// `POST /v1/sessions/:id/send` without streaming.
     pub async fn send(
         &self,
@@ -141,6 +167,8 @@ impl Runtime {
             duration_ms: 0.0,
             error: None,
             too_large: false,
+            cost: None,
+            cost_missing: None,
         };
         let max_bytes = self.inner.config.max_send_response_bytes;
         // Bytes of the calls' inputs and outputs so far, read off the text already made.
@@ -150,6 +178,8 @@ impl Runtime {
         // A session naming a real model runs it instead of the script.
         let mut live = super::model::Live::start(&self.inner.config.models, &session, message);
         let (provider, model) = super::model::names(&live, PROVIDER, MODEL);
+        // The first step of a real model whose usage the provider did not report.
+        let mut unreported: Option<u32> = None;
         'run: for iteration in 0..max {
             let step_started = now_rfc3339();
             let answer = if let Some(real) =
@@ -271,7 +301,11 @@ impl Runtime {
                 completion,
                 total: prompt_tokens + completion,
             };
-            let step_tokens = super::model::usage(&live).unwrap_or(step_tokens);
+            let reported = super::model::usage(&live);
+            if reported.is_none() && super::model::is_real(&live) && unreported.is_none() {
+                unreported = Some(iteration);
+            }
+            let step_tokens = reported.unwrap_or(step_tokens);
             result.tokens.prompt += step_tokens.prompt;
             result.tokens.completion += step_tokens.completion;
             result.tokens.total += step_tokens.total;
@@ -315,6 +349,15 @@ impl Runtime {
             ));
         }
         result.duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
+        let (cost, cost_missing) = super::model::run_cost(
+            &live,
+            &self.inner.config.models,
+            result.tokens,
+            result.steps.len(),
+            unreported,
+        );
+        result.cost = cost;
+        result.cost_missing.clone_from(&cost_missing);
         let run = AgentRun {
             agent_name: AGENT_NAME.to_owned(),
             model: model.clone(),
@@ -333,7 +376,10 @@ impl Runtime {
             conversation_id: Some(session_id.to_owned()),
             failover_attempts: 0,
             error: result.error.as_ref().map(RawJson::from_value),
+            cost,
+            cost_missing,
         };
+        self.note_run(&session, &run);
         let event = match result.error {
             Some(_) => Event::AgentFailed(run),
             None => Event::AgentCompleted(run),

@@ -72,6 +72,7 @@ fn simulate(case: &Case, attempt: u32) -> CaseRun {
                 },
                 error: None,
                 duration_ms: 3.0,
+                ..CaseRun::default()
             };
         }
     }

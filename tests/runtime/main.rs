@@ -18,6 +18,7 @@ mod limits;
 mod mock_rules;
 mod model_anthropic;
 mod model_cassette;
+mod model_cost;
 mod model_judge;
 mod model_openai;
 mod observer_client;

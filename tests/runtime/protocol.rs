@@ -58,6 +58,10 @@ fn run(error: Option<RawJson>) -> AgentRun {
         streaming: true,
         conversation_id: Some("conv".into()),
         failover_attempts: 1,
+        cost: error.is_none().then_some(0.000_462),
+        cost_missing: error
+            .is_some()
+            .then(|| "no price for model `fake` (--model-prices)".into()),
         error,
     }
 }
@@ -224,6 +228,7 @@ fn every_kind() -> Vec<Frame> {
                     expected: raw(json!("pay_1")),
                     actual: raw(json!("nothing")),
                     message: Some("missing".into()),
+                    errored: true,
                 }],
                 attempt: Some(2),
                 scope: EvalScope::Case,

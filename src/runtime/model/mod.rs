@@ -569,6 +569,45 @@ pub fn usage(live: &RunModel) -> Option<Tokens> {
     }
 }
 
+/// The run names a real model (it may have failed to start).
+pub fn is_real(live: &RunModel) -> bool {
+    !matches!(live, Ok(None))
+}
+
+/// A run's cost in dollars by the settings' price table and, when it has none, why.
+/// The scripted model is free. `unreported` is the first step whose usage the provider
+/// did not report: the tokens then hold a guess, and a guess is not priced.
+pub fn run_cost(
+    live: &RunModel,
+    settings: &ModelSettings,
+    tokens: Tokens,
+    steps: usize,
+    unreported: Option<u32>,
+) -> (Option<f64>, Option<String>) {
+    let model = match live {
+        Ok(None) => return (Some(0.0), None),
+        Ok(Some(l)) if steps > 0 => l.model(),
+        _ => {
+            return (
+                None,
+                Some("the run ended before the provider reported any token usage".to_owned()),
+            );
+        }
+    };
+    if let Some(step) = unreported {
+        return (
+            None,
+            Some(format!(
+                "the provider reported no token usage for step {step}"
+            )),
+        );
+    }
+    match settings.priced(model, tokens.prompt, tokens.completion) {
+        Some(cost) => (Some(cost), None),
+        None => (None, Some(ModelSettings::unpriced(model))),
+    }
+}
+
 /// The last step was served from a cassette.
 pub fn from_cassette(live: &RunModel) -> bool {
     matches!(live, Ok(Some(l)) if l.from_cassette)
