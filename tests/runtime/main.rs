@@ -21,6 +21,7 @@ mod model_cassette;
 mod model_cost;
 mod model_judge;
 mod model_openai;
+mod model_stream_break;
 mod observer_client;
 mod protocol;
 mod races;
