@@ -54,7 +54,9 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
     let summary_height = if summary.is_empty() {
         0
     } else {
-        (summary.len() as u16 + 2).min(right.height / 3)
+        // Up to two fifths of the pane: at 80x24 the ending, the model, the tokens and
+        // the cost (or why there is none) all fit above the mocks.
+        (summary.len() as u16 + 2).min(right.height * 2 / 5)
     };
     let [summary_area, right] =
         Layout::vertical([Constraint::Length(summary_height), Constraint::Min(0)]).areas(right);
@@ -95,7 +97,7 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
 const SUMMARY_TEXT_LINES: usize = 3;
 
 /// The run summary at `width`: the ending (the error or the final text, wrapped, a few
-/// lines at most), the prompt, the model and the numbers, the metadata. Empty when the
+/// lines at most), the model and the numbers (tokens, cost), the prompt, the metadata. Empty when the
 /// stream told none of it. Everything is masked and sanitised here.
 fn summary_lines(session: &Session, width: usize, theme: &Theme) -> Vec<Line<'static>> {
     let Some(summary) = session.summary.as_deref() else {
@@ -119,7 +121,6 @@ fn summary_lines(session: &Session, width: usize, theme: &Theme) -> Vec<Line<'st
             &run.output
         };
         lines.extend(para(word, output, style, SUMMARY_TEXT_LINES));
-        lines.extend(para("prompt: ", &run.prompt, Style::default(), 2));
         let mut numbers = vec![format!("model {}", run.model)];
         if !run.provider.is_empty() {
             numbers[0].push_str(&format!(" ({})", run.provider));
@@ -156,7 +157,9 @@ fn summary_lines(session: &Session, width: usize, theme: &Theme) -> Vec<Line<'st
             n => numbers.push(format!("{n} failovers")),
         }
         let numbers: Vec<String> = numbers.iter().map(|n| shown(n).into_owned()).collect();
-        lines.extend(styled(pack(&numbers, width), 3, width, theme.muted()));
+        lines.extend(styled(pack(&numbers, width), 4, width, theme.muted()));
+        // The prompt the caller wrote comes after what only the run could tell.
+        lines.extend(para("prompt: ", &run.prompt, Style::default(), 2));
     }
     if !summary.metadata.is_empty() {
         let pairs: Vec<String> = summary
