@@ -292,6 +292,9 @@ fn shown(raw: &RawJson) -> String {
 fn assertion_row(out: &mut String, a: &AssertionResult) {
     let (mark, class) = if a.pass {
         ("✓", "passed")
+    } else if a.errored {
+        // Could not be judged (`max_cost` on a run with no known cost).
+        ("!", "error")
     } else {
         ("✗", "failed")
     };
@@ -541,6 +544,24 @@ mod tests {
             )]),
             generated_at: "2026-11-23T00:00:00Z".into(),
         }
+    }
+
+    #[test]
+    fn an_assertion_that_could_not_be_judged_is_marked_as_an_error() {
+        let mut out = String::new();
+        assertion_row(
+            &mut out,
+            &AssertionResult {
+                kind: "max_cost".into(),
+                pass: false,
+                expected: RawJson::from(json!(0.01)),
+                actual: RawJson::null(),
+                message: Some("max_cost: cannot be checked: no price for model `o3`".into()),
+                errored: true,
+            },
+        );
+        assert!(out.contains("<td class=\"error\">!</td>"), "{out}");
+        assert!(!out.contains('✗'), "{out}");
     }
 
     #[test]
