@@ -165,6 +165,27 @@ async fn an_early_end_or_a_provider_error_after_deltas_names_its_reason() {
         frames.last().unwrap()["message"],
         "openai: the stream broke after 2 text deltas: The server had an error while processing your request."
     );
+    // The provider's own words are masked like any provider error.
+    let (_, _, frames) = openai_run(vec![Answer::SseBroken {
+        frames: vec![
+            (
+                None,
+                json!({"choices": [{"index": 0, "delta": {"content": "hi"}}]}).to_string(),
+            ),
+            (
+                None,
+                json!({"error": {"message": "key sk-abc123def456ghi789jkl012 was revoked"}})
+                    .to_string(),
+            ),
+        ],
+        reset: false,
+    }])
+    .await;
+    let message = frames.last().unwrap()["message"].as_str().unwrap();
+    assert_eq!(
+        message,
+        "openai: the stream broke after 1 text delta: key sk-**** was revoked"
+    );
 }
 
 #[tokio::test]

@@ -573,8 +573,9 @@ impl Live {
                     Ok(delta) => delta,
                     // The provider failed mid-stream (its 5xx after a 200): a break.
                     Err(reason) if provider_error => {
+                        let reason: String = reason.chars().take(300).collect();
                         return Err(Broken {
-                            reason,
+                            reason: crate::mask::mask(&reason).into_owned(),
                             forwarded,
                             transient: true,
                         });
