@@ -91,7 +91,8 @@ pub struct ModelSettings {
     pub max_retry_wait: Duration,
     /// `max_tokens` sent to providers that need one (Anthropic).
     pub max_output_tokens: u32,
-    /// Model name to price; runs of an unpriced model cost 0.
+    /// Model name to price. A run on a model not in it has no cost (never 0); eval
+    /// results, whose `cost` seed 001 makes a number, write 0 for it.
     pub prices: BTreeMap<String, Price>,
     /// The model `llm_judge` asks (`openai[:MODEL]`, `anthropic[:MODEL]`); `None` takes
     /// the first configured provider.
@@ -188,15 +189,37 @@ impl ModelSettings {
             };
             let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
             settings.prices = toml::from_str(&text).map_err(|e| fail(e.to_string()))?;
+            // A negative or non-finite price would make every cost it touches a lie.
+            for (model, price) in &settings.prices {
+                for (side, value) in [("input", price.input), ("output", price.output)] {
+                    if !(value.is_finite() && value >= 0.0) {
+                        return Err(fail(format!(
+                            "[{model:?}] {side} = {value}: a price is a finite number of dollars per million tokens, 0 or more"
+                        )));
+                    }
+                }
+            }
         }
         Ok(settings)
     }
 
     /// The price of `tokens` on `model`, in dollars (0 when unpriced).
     pub fn cost(&self, model: &str, prompt: u64, completion: u64) -> f64 {
-        self.prices.get(model).map_or(0.0, |p| {
-            (prompt as f64 * p.input + completion as f64 * p.output) / 1_000_000.0
-        })
+        self.priced(model, prompt, completion).unwrap_or(0.0)
+    }
+
+    /// The price of `tokens` on `model`, in dollars; `None` when the table has no price
+    /// for it.
+    pub fn priced(&self, model: &str, prompt: u64, completion: u64) -> Option<f64> {
+        self.prices
+            .get(model)
+            .map(|p| (prompt as f64 * p.input + completion as f64 * p.output) / 1_000_000.0)
+    }
+
+    /// Why a run on `model` has no cost: the sentence the run summary and `max_cost`
+    /// show.
+    pub fn unpriced(model: &str) -> String {
+        format!("no price for model `{model}` (--model-prices)")
     }
 }
 
@@ -273,5 +296,32 @@ mod tests {
         let cost = settings.cost("gpt-4o-mini", 1_000_000, 500_000);
         assert!((cost - 0.45).abs() < 1e-9, "{cost}");
         assert!(settings.cost("other", 10, 10).abs() < f64::EPSILON);
+        assert_eq!(settings.priced("other", 10, 10), None);
+    }
+
+    #[test]
+    fn a_price_table_with_a_negative_or_non_finite_price_is_refused() {
+        let dir = std::env::temp_dir().join(format!("spyglass-prices-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (text, word) in [
+            ("[\"m\"]\ninput = -1.0\noutput = 0.5\n", "input = -1"),
+            ("[\"m\"]\ninput = 1.0\noutput = nan\n", "output = NaN"),
+            ("[\"m\"]\ninput = \"cheap\"\noutput = 1.0\n", "invalid type"),
+        ] {
+            let path = dir.join("prices.toml");
+            std::fs::write(&path, text).unwrap();
+            let flags = ModelFlags {
+                prices: Some(path.clone()),
+                ..ModelFlags::default()
+            };
+            let err = ModelSettings::resolve(&flags, |_| None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("--model-prices") && err.contains(word),
+                "{err}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

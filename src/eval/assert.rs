@@ -5,6 +5,7 @@
 use super::script::{MESSAGE_TEXT_BYTES, PROMPT_BYTES, PromptRecord};
 use super::suite::{ArgCheck, Assertion, Case, NoEnvelope, PromptCheck, PromptTest, SchemaCheck};
 use crate::protocol::RawJson;
+use crate::protocol::events::AssertionStatus;
 use crate::protocol::events::{AgentEvalCompleted, AssertionResult, EvalScope, EvalStatus, Tokens};
 use crate::protocol::rest::ToolCallRecord;
 use serde_json::{Map, Value, json};
@@ -27,6 +28,10 @@ pub struct CaseRun {
     pub duration_ms: f64,
     /// What the scripted model received at each model call (`prompted` reads these).
     pub prompts: Vec<super::script::PromptRecord>,
+    /// What the run cost in US dollars, as the runtime priced it; `None` when it could
+    /// not, with `cost_missing` saying why (`max_cost` then errors with it).
+    pub cost: Option<f64>,
+    pub cost_missing: Option<String>,
 }
 
 /// The reason of a case whose run had a call held for approval.
@@ -41,6 +46,9 @@ pub struct CaseResult {
     pub reason: Option<String>,
     pub tokens: Tokens,
     pub duration_ms: f64,
+    /// The run's cost in dollars; `None` when unknown (the event then writes 0, as seed
+    /// 001's `cost` is a number).
+    pub cost: Option<f64>,
 }
 
 impl CaseResult {
@@ -61,7 +69,7 @@ impl CaseResult {
             score: (total > 0).then(|| passed as f64 / total as f64),
             reason: self.reason.clone(),
             tokens: self.tokens,
-            cost: 0.0,
+            cost: self.cost.unwrap_or(0.0),
             duration: self.duration_ms,
             run_id: None,
             assertions: self.assertions.clone(),
@@ -79,6 +87,7 @@ pub fn skipped(case: &Case) -> CaseResult {
         reason: Some(case.skip.clone().unwrap_or_else(|| "skipped".to_owned())),
         tokens: Tokens::default(),
         duration_ms: 0.0,
+        cost: None,
     }
 }
 
@@ -94,6 +103,7 @@ pub fn evaluate(case: &Case, run: &CaseRun) -> CaseResult {
         reason,
         tokens: run.tokens,
         duration_ms: run.duration_ms,
+        cost: run.cost,
     };
     if let Some(error) = &run.error {
         return base(EvalStatus::Error, Vec::new(), Some(error.clone()));
@@ -119,6 +129,15 @@ pub fn evaluate(case: &Case, run: &CaseRun) -> CaseResult {
     for assertion in &case.assertions {
         check(assertion, &facts, &mut results);
     }
+    // An assertion that could not be judged leaves the case unjudged: an error, not a
+    // pass nor a fail, whatever the others said.
+    if let Some(errored) = results
+        .iter()
+        .find(|a| a.status == Some(AssertionStatus::Errored))
+    {
+        let reason = errored.message.clone();
+        return base(EvalStatus::Error, results, reason);
+    }
     match results.iter().find(|a| !a.pass) {
         Some(failure) => {
             let reason = failure
@@ -142,6 +161,8 @@ pub(crate) struct Facts<'a> {
     codes: Vec<String>,
     tokens: Tokens,
     prompts: &'a [PromptRecord],
+    cost: Option<f64>,
+    cost_missing: Option<&'a str>,
 }
 
 impl<'a> Facts<'a> {
@@ -165,6 +186,8 @@ impl<'a> Facts<'a> {
             codes,
             tokens: run.tokens,
             prompts: &run.prompts,
+            cost: run.cost,
+            cost_missing: run.cost_missing.as_deref(),
         }
     }
 
@@ -681,7 +704,45 @@ pub(crate) fn check(assertion: &Assertion, facts: &Facts<'_>, out: &mut Vec<Asse
         | Assertion::All(_)
         | Assertion::Any(_)
         | Assertion::Command(_) => {}
+        Assertion::MaxCost(max) => out.push(match facts.cost {
+            Some(cost) => {
+                let pass = cost <= *max;
+                let message = (!pass)
+                    .then(|| format!("max_cost: cost {}, limit {}", dollars(cost), dollars(*max)));
+                result("max_cost", pass, json!(max), json!(cost), message)
+            }
+            // Unknown is not cheap: the case cannot be judged on cost, and says why.
+            None => AssertionResult {
+                status: Some(AssertionStatus::Errored),
+                ..result(
+                    "max_cost",
+                    false,
+                    json!(max),
+                    Value::Null,
+                    Some(format!(
+                        "max_cost: cannot be checked: {}",
+                        facts.cost_missing.unwrap_or("the run's cost is not known")
+                    )),
+                )
+            },
+        }),
     }
+}
+
+/// Dollars to six significant digits, trailing zeros dropped: `$0.0036`, never
+/// `$0.0036000000000000003`.
+fn dollars(amount: f64) -> String {
+    if amount == 0.0 || !amount.is_finite() {
+        return format!("${amount}");
+    }
+    let decimals = (5.0 - amount.abs().log10().floor()).clamp(0.0, 15.0) as usize;
+    let text = format!("{amount:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("${text}")
 }
 
 /// The output as JSON, allowing the `` ```json `` fences models like to wrap it in.
@@ -863,6 +924,8 @@ mod tests {
             duration_ms: 12.0,
             prompts: Vec::new(),
             steps: Vec::new(),
+            cost: Some(0.0),
+            cost_missing: None,
         }
     }
 
@@ -1292,6 +1355,43 @@ mod tests {
             judge("max_tokens = 45", &r),
             (EvalStatus::Failed, vec![(false, json!(45), json!(46))])
         );
+    }
+
+    #[test]
+    fn max_cost_compares_dollars_and_errors_when_the_cost_is_unknown() {
+        let mut r = run("ok", vec![], 46);
+        r.cost = Some(0.004);
+        assert_eq!(
+            judge("max_cost = 0.01", &r),
+            (EvalStatus::Passed, vec![(true, json!(0.01), json!(0.004))])
+        );
+        let failed = evaluate(&case("max_cost = 0.001"), &r);
+        assert_eq!(failed.status, EvalStatus::Failed);
+        assert_eq!(
+            failed.reason.as_deref(),
+            Some("max_cost: cost $0.004, limit $0.001")
+        );
+        assert_eq!(dollars(0.1 + 0.2), "$0.3");
+        assert_eq!(dollars(0.003_6), "$0.0036");
+        assert_eq!(dollars(12.5), "$12.5");
+        assert_eq!(dollars(0.0), "$0");
+        // No price: not a pass, not a fail on a made-up 0, but an error naming why.
+        r.cost = None;
+        r.cost_missing = Some("no price for model `o3-mini` (--model-prices)".into());
+        let errored = evaluate(&case("contains = \"ok\"\nmax_cost = 0.01"), &r);
+        assert_eq!(errored.status, EvalStatus::Error);
+        assert_eq!(
+            errored.reason.as_deref(),
+            Some("max_cost: cannot be checked: no price for model `o3-mini` (--model-prices)")
+        );
+        let a = &errored.assertions[1];
+        assert!(
+            a.status == Some(AssertionStatus::Errored) && !a.pass,
+            "{a:?}"
+        );
+        assert_eq!(a.actual.to_value(), Value::Null);
+        assert!(errored.assertions[0].pass && errored.assertions[0].status.is_none());
+        assert_eq!(errored.to_event("s", "c").status, EvalStatus::Error);
     }
 
     #[test]

@@ -572,6 +572,29 @@ mod tests {
     }
 
     #[test]
+    fn an_assertion_that_could_not_be_judged_is_marked_as_an_error() {
+        let mut out = String::new();
+        assertion_row(
+            &mut out,
+            &AssertionResult {
+                kind: "max_cost".into(),
+                pass: false,
+                expected: RawJson::from(json!(0.01)),
+                actual: RawJson::null(),
+                message: Some("max_cost: cannot be checked: no price for model `o3`".into()),
+                status: Some(AssertionStatus::Errored),
+                ..AssertionResult::default()
+            },
+            0,
+        );
+        assert!(
+            out.contains("<td class=\"error\" title=\"errored\">!</td>"),
+            "{out}"
+        );
+        assert!(!out.contains('✗'), "{out}");
+    }
+
+    #[test]
     fn hostile_text_is_escaped_everywhere_and_nothing_loads_from_outside() {
         let page = html_report(&input());
         assert!(!page.contains("<script"), "{page}");

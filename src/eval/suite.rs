@@ -38,8 +38,9 @@
 //! `envelope` (code or list: some call returned it), `no_envelope` (`true`: no call
 //! returned any envelope; a code or list: none of those), `json_path` (`{ path = "$.id",
 //! equals = ... }` or a list of them, on a final output that is JSON), `max_tokens`,
-//! `llm_judge`, `semantic_match`; `all` / `any` (a list of one-kind assertion tables,
-//! nestable to [`MAX_NESTING`]) and `command` (a checker program, `eval::command`).
+//! `max_cost` (US dollars, by the runtime's price table), `llm_judge`, `semantic_match`;
+//! `all` / `any` (a list of one-kind assertion tables, nestable to [`MAX_NESTING`]) and
+//! `command` (a checker program, `eval::command`).
 //! Unknown keys anywhere are errors, not silently ignored.
 
 use super::assert::JsonPath;
@@ -172,6 +173,8 @@ pub enum Assertion {
     JsonSchema(Vec<SchemaCheck>),
     Prompted(Vec<PromptCheck>),
     MaxTokens(u64),
+    /// At most this many US dollars, as the runtime prices the run's tokens.
+    MaxCost(f64),
     /// Judged by a model (`eval::judge`), after the rules above.
     LlmJudge(super::judge::JudgeSpec),
     SemanticMatch(super::judge::SemanticSpec),
@@ -199,6 +202,7 @@ impl Assertion {
             Self::JsonSchema(_) => "json_schema",
             Self::Prompted(_) => "prompted",
             Self::MaxTokens(_) => "max_tokens",
+            Self::MaxCost(_) => "max_cost",
             Self::LlmJudge(_) => "llm_judge",
             Self::SemanticMatch(_) => "semantic_match",
             Self::All(_) => "all",
@@ -256,6 +260,7 @@ pub const ASSERTION_KINDS: &[&str] = &[
     "json_schema",
     "prompted",
     "max_tokens",
+    "max_cost",
     "llm_judge",
     "semantic_match",
     "all",
@@ -350,6 +355,8 @@ struct RawAssert {
     #[serde(default, deserialize_with = "present")]
     max_tokens: Option<Value>,
     #[serde(default, deserialize_with = "present")]
+    max_cost: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     llm_judge: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     semantic_match: Option<Value>,
@@ -362,7 +369,7 @@ struct RawAssert {
 }
 
 impl RawAssert {
-    fn kinds(self) -> [(&'static str, Option<Value>); 17] {
+    fn kinds(self) -> [(&'static str, Option<Value>); 18] {
         [
             ("contains", self.contains),
             ("equals", self.equals),
@@ -376,6 +383,7 @@ impl RawAssert {
             ("json_schema", self.json_schema),
             ("prompted", self.prompted),
             ("max_tokens", self.max_tokens),
+            ("max_cost", self.max_cost),
             ("llm_judge", self.llm_judge),
             ("semantic_match", self.semantic_match),
             ("all", self.all),
@@ -770,6 +778,23 @@ impl Place<'_> {
         })
     }
 
+    /// A finite amount of US dollars, 0 or more. TOML's `nan` and `inf` reach here as
+    /// null (JSON has no such numbers), and are named.
+    fn dollars(&self, value: &Value, field: &str) -> Result<f64, SuiteError> {
+        let found = match value {
+            Value::Number(n) => match n.as_f64() {
+                Some(d) if d.is_finite() && d >= 0.0 => return Ok(d),
+                _ => format!("{n}"),
+            },
+            Value::Null => "null (nan and inf are not amounts)".to_owned(),
+            other => type_name(other).to_owned(),
+        };
+        Err(self.invalid(
+            Some(field),
+            &format!("expected US dollars as a number, 0 or more (like 0.01), found {found}"),
+        ))
+    }
+
     fn table<'v>(
         &self,
         value: &'v Value,
@@ -1112,6 +1137,7 @@ fn read_assertion(
             }
             Assertion::JsonPath(checks)
         }
+        "max_cost" => Assertion::MaxCost(at.dollars(value, kind)?),
         _ => Assertion::MaxTokens(at.unsigned(value, kind)?),
     })
 }
@@ -1655,6 +1681,45 @@ equals = "two"
             Ok(suite) => panic!("expected an error, got {} cases", suite.cases.len()),
             Err(err) => err,
         }
+    }
+
+    #[test]
+    fn max_cost_takes_dollars_and_names_what_is_not() {
+        let case = |v: &str| {
+            format!(
+                "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nmax_cost = {v}"
+            )
+        };
+        for (value, want) in [("0.01", 0.01), ("0", 0.0), ("2", 2.0)] {
+            let suite = parse_suite("payments.toml", &case(value)).unwrap();
+            match suite.cases[0].assertions.as_slice() {
+                [Assertion::MaxCost(d)] => assert!((d - want).abs() < 1e-12, "{value}"),
+                other => panic!("{value}: {other:?}"),
+            }
+        }
+        for (value, found) in [
+            ("-0.5", "found -0.5"),
+            ("\"0.01\"", "found a string"),
+            ("nan", "found null (nan and inf are not amounts)"),
+            ("inf", "found null (nan and inf are not amounts)"),
+            ("[0.01]", "found a list"),
+        ] {
+            let e = err(&case(value));
+            assert_eq!(e.kind, SuiteErrorKind::Invalid, "{value}");
+            assert_eq!(e.case, Some(CaseRef::Id("a".into())), "{value}");
+            assert_eq!(e.field.as_deref(), Some("assert.max_cost"), "{value}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "payments.toml: case \"a\": assert.max_cost: expected US dollars as a number, 0 or more (like 0.01), {found}"
+                ),
+                "{value}"
+            );
+        }
+        let json =
+            r#"{"suite": "s", "cases": [{"id": "a", "input": "x", "assert": {"max_cost": -1}}]}"#;
+        let e = parse_suite("s.json", json).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("assert.max_cost"));
     }
 
     #[test]

@@ -360,6 +360,10 @@ pub struct RunOutcome {
     pub duration_ms: f64,
     pub finish_reason: String,
     pub failover_attempts: u32,
+    /// Dollars, as the run event told it (a finite, non-negative number only).
+    pub cost: Option<f64>,
+    /// Why the run has no cost, when the runtime said.
+    pub cost_missing: Option<String>,
 }
 
 impl RunSummary {
@@ -389,6 +393,8 @@ impl RunSummary {
             duration_ms: run.duration,
             finish_reason: bounded(&run.finish_reason),
             failover_attempts: run.failover_attempts,
+            cost: run.cost.filter(|c| c.is_finite() && *c >= 0.0),
+            cost_missing: run.cost_missing.as_deref().map(bounded),
         });
     }
 }

@@ -515,6 +515,8 @@ fn run_event(
         conversation_id: None,
         failover_attempts: 0,
         error: agent.error.as_ref().map(error_json),
+        cost: None,
+        cost_missing: None,
     };
     if run.error.is_some() {
         Event::AgentFailed(run)

@@ -108,6 +108,14 @@ pub struct AgentRun {
     pub failover_attempts: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<RawJson>,
+    /// What the run's `tokens` cost in US dollars, by the runtime's price table
+    /// (spyglass's own; absent when unknown, never a made-up 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    /// Why `cost` is absent: the model has no price, or the provider reported no usage
+    /// (spyglass's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_missing: Option<String>,
 }
 
 /// Outcome of one eval case. Seed 001 knows passed / failed / skipped; seed 003 adds

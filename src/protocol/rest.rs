@@ -3,7 +3,7 @@
 
 use super::events::{
     AgentEvalCompleted, AssertionResult, Counter, Decision, DeclaredMock, EvalScope, EvalStatus,
-    Outcome,
+    Outcome, Tokens,
 };
 use super::json::RawJson;
 use serde::{Deserialize, Serialize};
@@ -287,13 +287,67 @@ pub struct CallView {
     pub duration: f64,
 }
 
+/// A session's last `send` run in `GET /v1/sessions/:id`: its model, usage and cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastRun {
+    pub provider: String,
+    pub model: String,
+    pub tokens: Tokens,
+    /// Dollars by the runtime's price table; absent (with `cost_missing`) when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_missing: Option<String>,
+    pub finish_reason: String,
+    pub failed: bool,
+}
+
+/// Every `send` run of a session added up, in `GET /v1/sessions/:id`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunTotals {
+    pub runs: u32,
+    pub tokens: Tokens,
+    /// The runs' costs summed; absent when one of them has none (`cost_missing` names
+    /// the first and why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_missing: Option<String>,
+}
+
+impl RunTotals {
+    /// Adds one run.
+    pub fn add(&mut self, run: &LastRun) {
+        self.runs = self.runs.saturating_add(1);
+        self.tokens.prompt = self.tokens.prompt.saturating_add(run.tokens.prompt);
+        self.tokens.completion = self.tokens.completion.saturating_add(run.tokens.completion);
+        self.tokens.total = self.tokens.total.saturating_add(run.tokens.total);
+        if self.cost_missing.is_some() {
+            return;
+        }
+        if let Some(cost) = run.cost {
+            self.cost = Some(self.cost.unwrap_or(0.0) + cost);
+        } else {
+            self.cost = None;
+            self.cost_missing = Some(format!(
+                "run {}: {}",
+                self.runs,
+                run.cost_missing.as_deref().unwrap_or("no cost")
+            ));
+        }
+    }
+}
+
 /// `GET /v1/sessions/:id`: the summary's fields with its call count as `calls_total`, and
 /// `calls`, the calls retained. (The summary's own `calls` is the count; written beside the
-/// list it would name one key twice, which readers keep differently.)
+/// list it would name one key twice, which readers keep differently.) After a `send`,
+/// `last_run` and `runs` tell the model, usage and cost.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionDetail {
     pub summary: SessionSummary,
     pub calls: Vec<CallView>,
+    pub last_run: Option<LastRun>,
+    pub runs: Option<RunTotals>,
 }
 
 impl Serialize for SessionDetail {
@@ -311,6 +365,18 @@ impl Serialize for SessionDetail {
             "calls".to_owned(),
             serde_json::to_value(&self.calls).map_err(S::Error::custom)?,
         );
+        if let Some(run) = &self.last_run {
+            map.insert(
+                "last_run".to_owned(),
+                serde_json::to_value(run).map_err(S::Error::custom)?,
+            );
+        }
+        if let Some(runs) = &self.runs {
+            map.insert(
+                "runs".to_owned(),
+                serde_json::to_value(runs).map_err(S::Error::custom)?,
+            );
+        }
         map.serialize(serializer)
     }
 }
@@ -320,12 +386,22 @@ impl<'de> Deserialize<'de> for SessionDetail {
         use serde::de::Error;
         let mut map = Map::<String, Value>::deserialize(deserializer)?;
         let calls = map.remove("calls").unwrap_or(Value::Array(Vec::new()));
+        let last_run = map.remove("last_run").filter(|v| !v.is_null());
+        let runs = map.remove("runs").filter(|v| !v.is_null());
         if let Some(count) = map.remove("calls_total") {
             map.insert("calls".to_owned(), count);
         }
         Ok(Self {
             summary: serde_json::from_value(Value::Object(map)).map_err(D::Error::custom)?,
             calls: serde_json::from_value(calls).map_err(D::Error::custom)?,
+            last_run: last_run
+                .map(serde_json::from_value)
+                .transpose()
+                .map_err(D::Error::custom)?,
+            runs: runs
+                .map(serde_json::from_value)
+                .transpose()
+                .map_err(D::Error::custom)?,
         })
     }
 }

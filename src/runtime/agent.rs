@@ -10,7 +10,7 @@ use crate::eval::script::{Conversation, LastOutcome, Picked, PromptRecord, pick}
 use crate::protocol::events::{
     AgentRun, AgentStepCompleted, CallSource, FailedAttempt, Step, StepToolCall, Tokens,
 };
-use crate::protocol::rest::{ScriptStep, SendFrame, SendResult, ToolCallRecord};
+use crate::protocol::rest::{LastRun, ScriptStep, SendFrame, SendResult, ToolCallRecord};
 use crate::protocol::{Event, RawJson, now_rfc3339};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
@@ -41,6 +41,10 @@ pub struct AgentRunResult {
     /// What the scripted model received at each model call, bounded by bytes (empty for
     /// a real model).
     pub prompts: Vec<PromptRecord>,
+    /// What `tokens` cost in dollars by the price table; `None` with `cost_missing`
+    /// saying why.
+    pub cost: Option<f64>,
+    pub cost_missing: Option<String>,
 }
 
 impl AgentRunResult {
@@ -159,6 +163,28 @@ fn scripted_answer(
 }
 
 impl Runtime {
+    /// Keeps a finished run's model, usage and cost on its session (`GET
+    /// /v1/sessions/:id`), in the store too.
+    fn note_run(
+        &self,
+        session: &std::sync::Arc<std::sync::Mutex<super::sessions::Session>>,
+        run: &AgentRun,
+    ) {
+        let last = LastRun {
+            provider: run.provider.clone(),
+            model: run.model.clone(),
+            tokens: run.tokens,
+            cost: run.cost,
+            cost_missing: run.cost_missing.clone(),
+            finish_reason: run.finish_reason.clone(),
+            failed: run.error.is_some(),
+        };
+        let mut s = lock(session);
+        s.runs.add(&last);
+        s.last_run = Some(last);
+        self.persist_counters(&s);
+    }
+
     /// `POST /v1/sessions/:id/send` without streaming.
     pub async fn send(
         &self,
@@ -217,6 +243,8 @@ impl Runtime {
             error: None,
             too_large: false,
             prompts: Vec::new(),
+            cost: None,
+            cost_missing: None,
         };
         let mut failover_attempts = 0u32;
         let max_bytes = self.inner.config.max_send_response_bytes;
@@ -231,6 +259,8 @@ impl Runtime {
         let mut conversation = Conversation::new(message);
         let mut last: Option<Last> = None;
         let retries = lock(&session).model.retries;
+        // The first step of a real model whose usage the provider did not report.
+        let mut unreported: Option<u32> = None;
         'run: for iteration in 0..max {
             let step_started = now_rfc3339();
             let mut failed_attempts: Vec<FailedAttempt> = Vec::new();
@@ -387,7 +417,11 @@ impl Runtime {
                 completion,
                 total: prompt_tokens + completion,
             };
-            let step_tokens = super::model::usage(&live).unwrap_or(step_tokens);
+            let reported = super::model::usage(&live);
+            if reported.is_none() && super::model::is_real(&live) && unreported.is_none() {
+                unreported = Some(iteration);
+            }
+            let step_tokens = reported.unwrap_or(step_tokens);
             result.tokens.prompt += step_tokens.prompt;
             result.tokens.completion += step_tokens.completion;
             result.tokens.total += step_tokens.total;
@@ -433,6 +467,15 @@ impl Runtime {
         }
         result.duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
         result.prompts = conversation.records;
+        let (cost, cost_missing) = super::model::run_cost(
+            &live,
+            &self.inner.config.models,
+            result.tokens,
+            result.steps.len(),
+            unreported,
+        );
+        result.cost = cost;
+        result.cost_missing.clone_from(&cost_missing);
         let run = AgentRun {
             agent_name: AGENT_NAME.to_owned(),
             model: model.clone(),
@@ -451,7 +494,10 @@ impl Runtime {
             conversation_id: Some(session_id.to_owned()),
             failover_attempts,
             error: result.error.as_ref().map(RawJson::from_value),
+            cost,
+            cost_missing,
         };
+        self.note_run(&session, &run);
         let event = match result.error {
             Some(_) => Event::AgentFailed(run),
             None => Event::AgentCompleted(run),

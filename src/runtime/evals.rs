@@ -666,20 +666,9 @@ impl Runtime {
             let result = crate::eval::compose::apply(&judging, result).await;
             (session_id, result, run.output)
         };
+        // `cost` is the run's, priced by the settings' table as `agent.completed` is (0
+        // when unknown: seed 001 makes it a number; `max_cost` errors on it instead).
         let mut event = result.to_event(&planned.suite.name, &case.id);
-        // A real model's tokens priced by the settings' table (the scripted one is free).
-        let settings = &self.inner.config.models;
-        if let Some(choice) = case
-            .model_for_attempt(planned.attempt)
-            .and_then(|m| m.provider.as_deref())
-            .and_then(|p| super::model::choose(p, settings).ok().flatten())
-        {
-            event.cost = settings.cost(
-                &choice.model,
-                result.tokens.prompt,
-                result.tokens.completion,
-            );
-        }
         event.run_id = Some(run_id.to_owned());
         event.attempt = Some(planned.attempt);
         event.scope = scope;
@@ -754,6 +743,8 @@ impl Runtime {
                 error: result.error,
                 duration_ms: result.duration_ms,
                 prompts: result.prompts,
+                cost: result.cost,
+                cost_missing: result.cost_missing,
             },
         };
         (Some(session.id), run)

@@ -12,8 +12,8 @@ use crate::protocol::events::{
     CallSource, Counter, Outcome, SessionClosed, SessionCreated, ToolCalled,
 };
 use crate::protocol::rest::{
-    CallView, Connections, CreateSession, ModelScript, ServerInfo, SessionCreatedBody,
-    SessionDetail, SessionList, SessionSummary, ToolInfo, ToolResult,
+    CallView, Connections, CreateSession, LastRun, ModelScript, RunTotals, ServerInfo,
+    SessionCreatedBody, SessionDetail, SessionList, SessionSummary, ToolInfo, ToolResult,
 };
 use crate::protocol::{ApiError, Envelope, Event, RawJson, now_rfc3339};
 use serde_json::{Map, Value, json};
@@ -58,6 +58,9 @@ pub(crate) struct Session {
     /// Seq of the last event emitted for this session under its lock: what its summary
     /// reflects (`SessionSummary::last_seq`).
     pub last_seq: u64,
+    /// The last `send` run's model, usage and cost, and every run's added up.
+    pub last_run: Option<LastRun>,
+    pub runs: RunTotals,
 }
 
 impl Session {
@@ -568,6 +571,8 @@ impl Runtime {
             model,
             model_calls: 0,
             last_seq: 0,
+            last_run: None,
+            runs: RunTotals::default(),
         };
         let body = SessionCreatedBody {
             id: session.id.clone(),
@@ -752,6 +757,8 @@ impl Runtime {
                 .iter()
                 .filter_map(|call| call_view(call))
                 .collect(),
+            last_run: session.last_run.clone(),
+            runs: (session.runs.runs > 0).then(|| session.runs.clone()),
         })
     }
 
@@ -1117,6 +1124,15 @@ pub(crate) struct CountersDoc {
     /// Per rules mock: calls each rule answered, calls its fallback answered.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     rule_hits: BTreeMap<String, (Vec<u32>, u32)>,
+    /// The last `send` run and the runs added up (`GET /v1/sessions/:id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_run: Option<LastRun>,
+    #[serde(default, skip_serializing_if = "is_no_runs")]
+    runs: RunTotals,
+}
+
+fn is_no_runs(runs: &RunTotals) -> bool {
+    runs.runs == 0
 }
 
 impl Runtime {
@@ -1147,6 +1163,8 @@ impl Runtime {
                 .filter(|(_, slot)| !slot.rule_hits.is_empty() || slot.fallback_hits > 0)
                 .map(|(tool, slot)| (tool.clone(), (slot.rule_hits.clone(), slot.fallback_hits)))
                 .collect(),
+            last_run: s.last_run.clone(),
+            runs: s.runs.clone(),
         };
         self.persist(persist::COUNTERS, &s.tenant, &s.id, &doc);
     }
@@ -1247,6 +1265,8 @@ impl Runtime {
                     model: doc.model,
                     model_calls: counts.model_calls,
                     last_seq: counts.last_seq,
+                    last_run: counts.last_run.clone(),
+                    runs: counts.runs.clone(),
                 },
             ));
         }

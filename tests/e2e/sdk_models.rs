@@ -20,6 +20,11 @@ async fn the_python_sdk_sends_and_streams_through_a_real_model_provider() {
         fake_llm::openai(Some("Charged pay_1"), &[], (30, 3)),
         fake_llm::openai_sse(&["Let me ", "charge"], &call, (20, 4)),
         fake_llm::openai_sse(&["Charged ", "pay_1"], &[], (30, 2)),
+        fake_llm::broken(
+            fake_llm::openai_sse(&["Charging", " now"], &[], (20, 2)),
+            1,
+            fake_llm::Break::Reset,
+        ),
     ])
     .await;
     let mut models = ModelSettings::default();
@@ -46,7 +51,8 @@ async fn the_python_sdk_sends_and_streams_through_a_real_model_provider() {
     );
     assert!(stdout.contains("checks passed"), "{stdout}\n{stderr}");
     let seen = fake.seen();
-    assert_eq!(seen.len(), 4);
+    // The cut stream was not asked again: the SDK had its first delta.
+    assert_eq!(seen.len(), 5);
     // The plain send asked for whole answers, the stream for SSE; no key was configured,
     // so none was sent (a local server such as Ollama needs none).
     assert!(seen[0].body.get("stream").is_none());

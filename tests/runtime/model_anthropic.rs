@@ -151,10 +151,17 @@ async fn streamed_text_deltas_reach_the_client_and_overload_is_retried() {
 #[tokio::test]
 async fn an_error_event_mid_stream_and_a_bad_request_fail_the_run() {
     let fake = FakeLlm::start(vec![
-        Answer::Sse(vec![(
-            Some("error".to_owned()),
-            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded mid-stream"}}).to_string(),
-        )]),
+        // After a text delta went out, so not asked again (tests/runtime/model_stream_break.rs).
+        Answer::Sse(vec![
+            (
+                Some("content_block_delta".to_owned()),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "On it"}}).to_string(),
+            ),
+            (
+                Some("error".to_owned()),
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded mid-stream"}}).to_string(),
+            ),
+        ]),
         fake_llm::error(400, "messages: roles must alternate"),
     ])
     .await;
@@ -171,7 +178,10 @@ async fn an_error_event_mid_stream_and_a_bad_request_fail_the_run() {
         .await
         .unwrap();
     let text = response.text().await.unwrap();
-    assert!(text.contains("anthropic: Overloaded mid-stream"), "{text}");
+    assert!(
+        text.contains("anthropic: the stream broke after 1 text delta: Overloaded mid-stream"),
+        "{text}"
+    );
     let (status, body) = api
         .post(
             &format!("/v1/sessions/{sid}/send"),

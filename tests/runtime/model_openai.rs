@@ -423,7 +423,7 @@ async fn a_stream_that_breaks_off_ends_in_an_error_frame() {
     assert_eq!(last["type"], "error");
     assert_eq!(
         last["message"],
-        "openai: malformed answer: the stream ended before a finish_reason or [DONE]"
+        "openai: the stream broke after 1 text delta: it ended before a finish_reason or [DONE]"
     );
 }
 

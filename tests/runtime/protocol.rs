@@ -59,6 +59,10 @@ fn run(error: Option<RawJson>) -> AgentRun {
         streaming: true,
         conversation_id: Some("conv".into()),
         failover_attempts: 1,
+        cost: error.is_none().then_some(0.000_462),
+        cost_missing: error
+            .is_some()
+            .then(|| "no price for model `fake` (--model-prices)".into()),
         error,
     }
 }
@@ -225,6 +229,7 @@ fn every_kind() -> Vec<Frame> {
                     expected: raw(json!("pay_1")),
                     actual: raw(json!("nothing")),
                     message: Some("missing".into()),
+                    status: Some(spyglass::protocol::events::AssertionStatus::Errored),
                     ..AssertionResult::default()
                 }],
                 attempt: Some(2),

@@ -337,3 +337,32 @@ fn a_run_going_when_the_runtime_stops_comes_back_interrupted_not_running_forever
         stop(rt, handle).await;
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_last_run_and_its_cost_come_back_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runtime.db");
+    let (rt, handle) = open(&path).await;
+    let api = Api::new(&handle);
+    let id = api.session(json!({})).await;
+    for message in ["one", "two"] {
+        let (status, body) = api
+            .post(
+                &format!("/v1/sessions/{id}/send"),
+                json!({"message": message}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (_, before) = api.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(before["runs"]["runs"], 2, "{before:#}");
+    assert_eq!(before["last_run"]["cost"], json!(0.0), "{before:#}");
+    stop(rt, handle).await;
+
+    let (rt, handle) = open(&path).await;
+    let api = Api::new(&handle);
+    let (_, after) = api.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(after["last_run"], before["last_run"]);
+    assert_eq!(after["runs"], before["runs"]);
+    stop(rt, handle).await;
+}

@@ -1,6 +1,7 @@
 """Drives a spyglass session backed by a real-model provider (a fake OpenAI-compatible
 server the Rust test runs) with the real CodeSpar Python SDK (codespar==0.14.0): `send`
-then `send_stream`, the model choosing the mocked tool each time.
+then `send_stream`, the model choosing the mocked tool each time, then a `send_stream`
+whose provider stream is cut after one text delta.
 
 Run by tests/e2e/sdk_models.rs with CODESPAR_BASE_URL and CODESPAR_API_KEY set.
 Exits non-zero, naming the check, on the first mismatch.
@@ -54,6 +55,19 @@ async def main():
         check(seen[3].name == "asaas/create_payment" and seen[3].input == {"value": 5}, "tool_use", seen[3])
         check(seen[4].tool_call.output == MOCKS["asaas/create_payment"], "tool_result", seen[4])
         check(seen[7].result.message == "Charged pay_1", "done", seen[7].result)
+
+        # The provider's stream is cut after one text delta: the SDK's stream ends with
+        # the error frame, after the text it already got (never a hang, never a silent end).
+        seen = [event async for event in session.send_stream("Charge R$5 once more")]
+        types = [e.type for e in seen]
+        check(types == ["user_message", "assistant_text", "error"], "broken stream frame types", types)
+        check(seen[1].content == "Charging", "broken stream delta", seen[1])
+        check(seen[2].error == "agent_failed", "broken stream error code", seen[2])
+        check(
+            seen[2].message.startswith("openai: the stream broke after 1 text delta: "),
+            "broken stream error message",
+            seen[2].message,
+        )
         await session.close()
     print(f"{CHECKS} checks passed")
 

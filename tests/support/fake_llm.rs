@@ -21,6 +21,12 @@ pub enum Answer {
     Text { status: u16, body: String },
     /// SSE: each `(event name, data)` as its own chunk, a few ms apart.
     Sse(Vec<(Option<String>, String)>),
+    /// SSE that stops after these frames: with `reset` the connection is cut (the body
+    /// fails, no final chunk), else the body ends cleanly. Made by [`broken`].
+    SseBroken {
+        frames: Vec<(Option<String>, String)>,
+        reset: bool,
+    },
     /// Answers only after this long (a provider that hangs).
     Hang(Duration),
 }
@@ -118,23 +124,91 @@ async fn answer(next: Option<Answer>) -> Response {
             tokio::time::sleep(wait).await;
             (StatusCode::OK, "{}").into_response()
         }
-        Some(Answer::Sse(frames)) => {
-            let stream = futures_util::stream::unfold(frames.into_iter(), |mut it| async move {
-                let (event, data) = it.next()?;
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                let mut chunk = String::new();
-                if let Some(event) = event {
-                    chunk.push_str(&format!("event: {event}\n"));
-                }
-                chunk.push_str(&format!("data: {data}\n\n"));
-                Some((Ok::<_, std::convert::Infallible>(chunk), it))
-            });
-            (
-                [("content-type", "text/event-stream")],
-                Body::from_stream(stream),
-            )
-                .into_response()
+        Some(Answer::Sse(frames)) => sse(frames, false),
+        Some(Answer::SseBroken { frames, reset }) => sse(frames, reset),
+    }
+}
+
+/// The frames as SSE chunks a few ms apart; with `reset`, the body then fails, which
+/// makes the server drop the connection mid-body.
+fn sse(frames: Vec<(Option<String>, String)>, reset: bool) -> Response {
+    let stream =
+        futures_util::stream::unfold((frames.into_iter(), reset), |(mut it, reset)| async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let Some((event, data)) = it.next() else {
+                return reset.then(|| {
+                    let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "cut");
+                    (Err(cut), (it, false))
+                });
+            };
+            let mut chunk = String::new();
+            if let Some(event) = event {
+                chunk.push_str(&format!("event: {event}\n"));
+            }
+            chunk.push_str(&format!("data: {data}\n\n"));
+            Some((Ok::<_, std::io::Error>(chunk), (it, reset)))
+        });
+    (
+        [("content-type", "text/event-stream")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// How a streamed answer breaks off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Break {
+    /// The connection is cut mid-body.
+    Reset,
+    /// The body ends cleanly, short of `[DONE]` / `message_stop`.
+    Truncate,
+    /// The provider sends its own error event and stops: its 5xx, once a 200 went out.
+    ServerError,
+}
+
+/// The streamed `answer` (`openai_sse` / `anthropic_sse`) cut right after its `deltas`-th
+/// text delta (0: before the first), broken off `how`.
+pub fn broken(answer: Answer, deltas: usize, how: Break) -> Answer {
+    let Answer::Sse(frames) = answer else {
+        panic!("broken() takes a streamed answer");
+    };
+    let anthropic = frames.iter().any(|(event, _)| event.is_some());
+    let is_delta = |data: &str| {
+        let v: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+        v["choices"][0]["delta"]["content"].is_string() || v["delta"]["type"] == "text_delta"
+    };
+    let mut kept = Vec::new();
+    let mut seen = 0;
+    for (event, data) in frames {
+        let delta = is_delta(&data);
+        if seen == deltas && (deltas > 0 || delta) {
+            break;
         }
+        seen += usize::from(delta);
+        kept.push((event, data));
+    }
+    assert_eq!(
+        seen, deltas,
+        "the answer has fewer text deltas than {deltas}"
+    );
+    if how == Break::ServerError {
+        kept.push(if anthropic {
+            (
+                Some("error".to_owned()),
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+                    .to_string(),
+            )
+        } else {
+            (
+                None,
+                json!({"error": {"message": "The server had an error while processing your request.", "type": "server_error"}})
+                    .to_string(),
+            )
+        });
+    }
+    Answer::SseBroken {
+        frames: kept,
+        reset: how == Break::Reset,
     }
 }
 

@@ -494,3 +494,27 @@ fn case_detail_with_a_composition_tree() {
     }
     insta::assert_snapshot!(text);
 }
+
+#[test]
+fn a_max_cost_that_cannot_be_checked_is_marked_errored_with_its_reason() {
+    let mut app = app();
+    let assertions = r#"[{"kind":"contains","pass":true,"expected":"pay_1","actual":"Charged pay_1"},{"kind":"max_cost","pass":false,"expected":0.01,"actual":null,"message":"max_cost: cannot be checked: no price for model `o3-mini` (--model-prices)","status":"errored"}]"#;
+    let frame = eval(1, "ses_01", "billing", "charge", "error", "run_1", 8.0, assertions)
+        .replace(
+            r#""runId""#,
+            r#""reason":"max_cost: cannot be checked: no price for model `o3-mini` (--model-prices)","runId""#,
+        );
+    feed(&mut app, &frame);
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Enter);
+    let text = screen(&mut app, 160, 14);
+    assert!(
+        text.contains(
+            "! max_cost: cannot be checked: no price for model `o3-mini` (--model-prices)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("✓ contains"), "{text}");
+    assert!(!text.contains("✗ max_cost"), "{text}");
+    insta::assert_snapshot!(text);
+}

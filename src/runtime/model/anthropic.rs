@@ -118,15 +118,24 @@ pub struct Stream {
     usage_seen: bool,
     finish: Option<String>,
     stopped: bool,
+    /// The last `Err` of `feed` was the provider's own `error` event (`overloaded_error`
+    /// mid-stream), not a malformed event.
+    pub provider_error: bool,
 }
 
 impl Stream {
+    /// The stream told its end (`message_stop`).
+    pub fn ended(&self) -> bool {
+        self.stopped
+    }
+
     /// One event; returns the text delta it carried, if any.
     pub fn feed(&mut self, _event: &str, data: &str) -> Result<Option<String>, String> {
         let event: Value = serde_json::from_str(data)
             .map_err(|e| malformed(&format!("a stream event is not JSON: {e}")))?;
         match event["type"].as_str().unwrap_or_default() {
             "error" => {
+                self.provider_error = true;
                 return Err(event["error"]["message"]
                     .as_str()
                     .map_or_else(|| event.to_string(), str::to_owned));

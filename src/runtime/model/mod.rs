@@ -440,20 +440,47 @@ impl Live {
             let status = response.status().as_u16();
             if (200..300).contains(&status) {
                 if let Some(frames) = frames {
-                    return self
-                        .read_stream(response, iteration, frames)
-                        .await
-                        .map(|r| (r, true));
+                    match self.read_stream(response, iteration, frames).await {
+                        Ok(reply) => return Ok((reply, true)),
+                        // Nothing reached the client yet: the answer can start afresh.
+                        Err(broken)
+                            if broken.transient && broken.forwarded == 0 && attempt < max =>
+                        {
+                            tracing::debug!(
+                                "{provider}: the stream broke ({}); retrying",
+                                broken.reason
+                            );
+                            attempt += 1;
+                            tokio::time::sleep(backoff).await;
+                            continue;
+                        }
+                        Err(broken) => return Err(broken.message(provider, attempt + 1)),
+                    }
                 }
-                let body: Value = response.json().await.map_err(|e| {
-                    if e.is_timeout() {
-                        format!(
+                let bytes = match response.bytes().await {
+                    Ok(bytes) => bytes,
+                    Err(e) if e.is_timeout() => {
+                        return Err(format!(
                             "{provider} did not answer within {}s",
                             self.settings.timeout.as_secs_f64()
-                        )
-                    } else {
-                        format!("{provider}: {}", malformed(&format!("not JSON ({e})")))
+                        ));
                     }
+                    Err(e) if attempt < max => {
+                        tracing::debug!("{provider}: the answer broke off ({e}); retrying");
+                        attempt += 1;
+                        tokio::time::sleep(backoff).await;
+                        continue;
+                    }
+                    Err(e) => {
+                        return Err(format!(
+                            "{provider}: the answer broke off (after {} tries): {}",
+                            attempt + 1,
+                            error_chain(&e)
+                        ));
+                    }
+                };
+                let body: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                    format!("{provider}: {}", malformed(&format!("not JSON ({e})")))
                 })?;
                 return match self.choice.provider {
                     Provider::OpenAi => openai::parse(&body),
@@ -492,47 +519,146 @@ impl Live {
         }
     }
 
+    /// One streamed answer, its text deltas forwarded as they come. A stream that breaks
+    /// says how many deltas the client already got, and whether the break was a cut or
+    /// the provider's own failure (worth another try) or a malformed answer or timeout.
     async fn read_stream(
         &self,
         mut response: reqwest::Response,
         iteration: u32,
         frames: &mpsc::Sender<SendFrame>,
-    ) -> Result<Reply, String> {
+    ) -> Result<Reply, Broken> {
         let provider = self.provider();
         let mut sse = SseBuffer::default();
         let mut openai = openai::Stream::default();
         let mut anthropic = anthropic::Stream::default();
+        let mut forwarded = 0;
+        let fatal = |reason: String, forwarded| Broken {
+            reason,
+            forwarded,
+            transient: false,
+        };
         loop {
             let chunk = match response.chunk().await {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => break,
                 Err(e) if e.is_timeout() => {
-                    return Err(format!(
-                        "{provider} did not finish its stream within {}s",
-                        self.settings.timeout.as_secs_f64()
+                    return Err(fatal(
+                        format!(
+                            "{provider} did not finish its stream within {}s",
+                            self.settings.timeout.as_secs_f64()
+                        ),
+                        forwarded,
                     ));
                 }
-                Err(e) => return Err(format!("{provider}: the stream broke: {e}")),
-            };
-            for (event, data) in sse.push(&chunk).map_err(|e| format!("{provider}: {e}"))? {
-                let delta = match self.choice.provider {
-                    Provider::OpenAi => openai.feed(&event, &data),
-                    Provider::Anthropic => anthropic.feed(&event, &data),
+                Err(e) => {
+                    return Err(Broken {
+                        reason: error_chain(&e),
+                        forwarded,
+                        transient: true,
+                    });
                 }
-                .map_err(|e| format!("{provider}: {e}"))?;
+            };
+            let events = sse
+                .push(&chunk)
+                .map_err(|e| fatal(format!("{provider}: {e}"), forwarded))?;
+            for (event, data) in events {
+                let (fed, provider_error) = match self.choice.provider {
+                    Provider::OpenAi => (openai.feed(&event, &data), openai.provider_error),
+                    Provider::Anthropic => {
+                        (anthropic.feed(&event, &data), anthropic.provider_error)
+                    }
+                };
+                let delta = match fed {
+                    Ok(delta) => delta,
+                    // The provider failed mid-stream (its 5xx after a 200): a break.
+                    Err(reason) if provider_error => {
+                        let reason: String = reason.chars().take(300).collect();
+                        return Err(Broken {
+                            reason: crate::mask::mask(&reason).into_owned(),
+                            forwarded,
+                            transient: true,
+                        });
+                    }
+                    Err(e) => return Err(fatal(format!("{provider}: {e}"), forwarded)),
+                };
                 if let Some(content) = delta {
+                    forwarded += 1;
                     let _ = frames
                         .send(SendFrame::AssistantText { content, iteration })
                         .await;
                 }
             }
         }
+        let (ended, end) = match self.choice.provider {
+            Provider::OpenAi => (openai.ended(), "a finish_reason or [DONE]"),
+            Provider::Anthropic => (anthropic.ended(), "message_stop"),
+        };
+        if !ended {
+            return Err(Broken {
+                reason: format!("it ended before {end}"),
+                forwarded,
+                transient: true,
+            });
+        }
         match self.choice.provider {
             Provider::OpenAi => openai.finish(),
             Provider::Anthropic => anthropic.finish(),
         }
-        .map_err(|e| format!("{provider}: {e}"))
+        .map_err(|e| fatal(format!("{provider}: {e}"), forwarded))
     }
+}
+
+/// A streamed answer that did not arrive whole.
+struct Broken {
+    /// Why: the transport's or the provider's words for a break, else the run's whole
+    /// error message.
+    reason: String,
+    /// Text deltas the client already got from this answer.
+    forwarded: usize,
+    /// A cut connection, an early end, or the provider's own mid-stream failure: asked
+    /// again when nothing was forwarded. Not so a malformed answer or a timeout.
+    transient: bool,
+}
+
+impl Broken {
+    /// The run's error after `tries` requests.
+    fn message(&self, provider: &str, tries: u32) -> String {
+        if !self.transient {
+            return self.reason.clone();
+        }
+        match self.forwarded {
+            0 if tries > 1 => format!(
+                "{provider}: the stream broke (after {tries} tries): {}",
+                self.reason
+            ),
+            0 => format!("{provider}: the stream broke: {}", self.reason),
+            1 => format!(
+                "{provider}: the stream broke after 1 text delta: {}",
+                self.reason
+            ),
+            n => format!(
+                "{provider}: the stream broke after {n} text deltas: {}",
+                self.reason
+            ),
+        }
+    }
+}
+
+/// An error with its causes, `outer: inner: innermost` (reqwest's own text alone says
+/// only "error decoding response body").
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    crate::mask::mask(&text).into_owned()
 }
 
 /// A run's model: `Ok(None)` runs the script, `Err` is why the named one cannot run.
@@ -566,6 +692,45 @@ pub fn usage(live: &RunModel) -> Option<Tokens> {
     match live {
         Ok(Some(l)) => l.usage,
         _ => None,
+    }
+}
+
+/// The run names a real model (it may have failed to start).
+pub fn is_real(live: &RunModel) -> bool {
+    !matches!(live, Ok(None))
+}
+
+/// A run's cost in dollars by the settings' price table and, when it has none, why.
+/// The scripted model is free. `unreported` is the first step whose usage the provider
+/// did not report: the tokens then hold a guess, and a guess is not priced.
+pub fn run_cost(
+    live: &RunModel,
+    settings: &ModelSettings,
+    tokens: Tokens,
+    steps: usize,
+    unreported: Option<u32>,
+) -> (Option<f64>, Option<String>) {
+    let model = match live {
+        Ok(None) => return (Some(0.0), None),
+        Ok(Some(l)) if steps > 0 => l.model(),
+        _ => {
+            return (
+                None,
+                Some("the run ended before the provider reported any token usage".to_owned()),
+            );
+        }
+    };
+    if let Some(step) = unreported {
+        return (
+            None,
+            Some(format!(
+                "the provider reported no token usage for step {step}"
+            )),
+        );
+    }
+    match settings.priced(model, tokens.prompt, tokens.completion) {
+        Some(cost) => (Some(cost), None),
+        None => (None, Some(ModelSettings::unpriced(model))),
     }
 }
 

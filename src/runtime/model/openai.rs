@@ -116,9 +116,18 @@ pub struct Stream {
     usage: Option<Tokens>,
     finish: Option<String>,
     done: bool,
+    /// The last `Err` of `feed` was the provider's own error chunk (a failure it sent
+    /// mid-stream, the 5xx of a stream already answered 200), not a malformed chunk.
+    pub provider_error: bool,
 }
 
 impl Stream {
+    /// The stream told its end (`[DONE]` or a `finish_reason`): what is missing after
+    /// this is not a cut.
+    pub fn ended(&self) -> bool {
+        self.done || self.finish.is_some()
+    }
+
     /// One `data:` payload; returns the text delta it carried, if any.
     pub fn feed(&mut self, _event: &str, data: &str) -> Result<Option<String>, String> {
         if data.trim() == "[DONE]" {
@@ -128,6 +137,7 @@ impl Stream {
         let chunk: Value = serde_json::from_str(data)
             .map_err(|e| malformed(&format!("a stream chunk is not JSON: {e}")))?;
         if let Some(error) = chunk.get("error") {
+            self.provider_error = true;
             return Err(error["message"]
                 .as_str()
                 .map_or_else(|| error.to_string(), str::to_owned));

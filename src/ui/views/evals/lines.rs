@@ -173,13 +173,24 @@ pub(super) fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)>
             ));
             continue;
         }
-        // Runner messages already start with the kind (`equals: the output differs`).
+        // Runner messages already start with the kind (`equals: the output differs`). An
+        // assertion that could not be judged is marked `!`: it did not fail, it errored.
+        let errored = assertion.outcome() == crate::protocol::events::AssertionStatus::Errored;
+        let mark = if errored { "!" } else { "✗" };
         let headline = match assertion.message.as_deref() {
-            Some(m) if m.starts_with(&format!("{}:", assertion.kind)) => format!("✗ {m}"),
-            Some(m) => format!("✗ {} — {m}", assertion.kind),
-            None => format!("✗ {}", assertion.kind),
+            Some(m) if m.starts_with(&format!("{}:", assertion.kind)) => format!("{mark} {m}"),
+            Some(m) => format!("{mark} {} — {m}", assertion.kind),
+            None => format!("{mark} {}", assertion.kind),
         };
         lines.push((Tone::Fail, headline));
+        if errored {
+            lines.push((
+                Tone::Muted,
+                format!("  expected {}", compact(&assertion.expected.to_value())),
+            ));
+            lines.push((Tone::Plain, String::new()));
+            continue;
+        }
         assertion_diff(assertion, &mut lines);
         lines.push((Tone::Plain, String::new()));
     }

@@ -283,6 +283,21 @@ mod tests {
         (screen, view)
     }
 
+    /// One session whose run ended with `run_fields` (JSON members after `tokens`).
+    fn priced_run(kind: &str, run_fields: &str) -> (Screen, SessionsState) {
+        let frames = [
+            created(1, "ses_paid"),
+            format!(
+                r#"{{"kind":"{kind}","seq":2,"ts":"2026-11-22T21:43:45.000Z","sessionId":"ses_paid","agentName":"spyglass-fake","model":"gpt-4o-mini","provider":"openai","input":"Charge R$5","output":"Charged pay_1","steps":[],"tokens":{{"prompt":1840,"completion":310,"total":2150}},"duration":1840.0,"finishReason":"stop","streaming":true,"failoverAttempts":0{run_fields}}}"#
+            ),
+        ];
+        let screen = Screen::new(model(&frames));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        screen.act(&mut view, Action::FocusRight);
+        (screen, view)
+    }
+
     #[test]
     fn a_retried_model_call_shows_on_its_step() {
         let (screen, mut view) = retried_run();
@@ -295,6 +310,48 @@ mod tests {
         assert!(wide.contains("step 0 ↻1 · tool_calls"), "{wide}");
         assert!(wide.contains("1 failover"), "{wide}");
         insta::assert_snapshot!("retried_step_200", wide);
+    }
+
+    #[test]
+    fn a_run_summary_shows_the_model_its_tokens_and_what_they_cost() {
+        let (screen, mut view) = priced_run("agent.completed", r#","cost":0.000462"#);
+        let narrow = screen.text(&mut view, 80, 24);
+        for word in [
+            "model gpt-4o-mini (openai)",
+            "2150 tokens (1840 in, 310 out) · $0.000462",
+        ] {
+            assert!(narrow.contains(word), "{word} in\n{narrow}");
+        }
+        insta::assert_snapshot!("run_cost_80", narrow);
+        insta::assert_snapshot!("run_cost_200", screen.text(&mut view, 200, 30));
+    }
+
+    #[test]
+    fn a_run_without_a_price_says_why_it_has_no_cost() {
+        let (screen, mut view) = priced_run(
+            "agent.failed",
+            r#","error":"openai: the stream broke after 2 text deltas: connection reset","costMissing":"no price for model `gpt-4o-mini` (--model-prices)""#,
+        );
+        let wide = screen.text(&mut view, 200, 30);
+        assert!(
+            wide.contains("cost unknown: no price for model `gpt-4o-mini` (--model-prices)"),
+            "{wide}"
+        );
+        assert!(!wide.contains("$0"), "{wide}");
+        insta::assert_snapshot!("run_cost_unknown_200", wide);
+        // A run event from another agent tells neither: nothing is said of a cost.
+        let (screen, mut view) = priced_run("agent.completed", "");
+        let text = screen.text(&mut view, 200, 30);
+        assert!(!text.contains("cost") && !text.contains("$0"), "{text}");
+    }
+
+    #[test]
+    fn costs_read_as_dollars_with_their_significant_digits() {
+        assert_eq!(render::fmt_cost(0.0), "$0");
+        assert_eq!(render::fmt_cost(0.000_462), "$0.000462");
+        assert_eq!(render::fmt_cost(0.012_34), "$0.01234");
+        assert_eq!(render::fmt_cost(0.45), "$0.45");
+        assert_eq!(render::fmt_cost(12.345), "$12.35");
     }
 
     #[test]

@@ -59,7 +59,9 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
     let summary_height = if summary.is_empty() {
         0
     } else {
-        (summary.len() as u16 + 2).min(right.height / 3)
+        // Up to two fifths of the pane: at 80x24 the ending, the model, the tokens and
+        // the cost (or why there is none) all fit above the mocks.
+        (summary.len() as u16 + 2).min(right.height * 2 / 5)
     };
     let [summary_area, right] =
         Layout::vertical([Constraint::Length(summary_height), Constraint::Min(0)]).areas(right);
@@ -100,7 +102,7 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
 const SUMMARY_TEXT_LINES: usize = 3;
 
 /// The run summary at `width`: the ending (the error or the final text, wrapped, a few
-/// lines at most), the prompt, the model and the numbers, the metadata. Empty when the
+/// lines at most), the model and the numbers (tokens, cost), the prompt, the metadata. Empty when the
 /// stream told none of it. Everything is masked and sanitised here.
 fn summary_lines(
     session: &Session,
@@ -125,20 +127,10 @@ fn summary_lines(
     let Some(summary) = session.summary.as_deref() else {
         return lines;
     };
-    let mut para = |label: &str, text: &str, style: Style, max: usize| {
+    let para = |label: &str, text: &str, style: Style, max: usize| {
         let text = format!("{label}{}", shown(text));
-        let mut wrapped = crate::ui::views::wrap_words(&text, width);
-        if wrapped.len() > max {
-            wrapped.truncate(max);
-            if let Some(last) = wrapped.last_mut() {
-                *last = fit(&format!("{last}…"), width);
-            }
-        }
-        lines.extend(
-            wrapped
-                .into_iter()
-                .map(|l| Line::from(Span::styled(l, style))),
-        );
+        let wrapped = crate::ui::views::wrap_words(&text, width);
+        styled(wrapped, max, width, style)
     };
     if let Some(run) = &summary.run {
         let (word, style) = if run.failed {
@@ -151,8 +143,7 @@ fn summary_lines(
         } else {
             &run.output
         };
-        para(word, output, style, SUMMARY_TEXT_LINES);
-        para("prompt: ", &run.prompt, Style::default(), 2);
+        lines.extend(para(word, output, style, SUMMARY_TEXT_LINES));
         let mut numbers = vec![format!("model {}", run.model)];
         if !run.provider.is_empty() {
             numbers[0].push_str(&format!(" ({})", run.provider));
@@ -171,6 +162,13 @@ fn summary_lines(
                 run.tokens.total, run.tokens.prompt, run.tokens.completion
             )
         });
+        match (run.cost, &run.cost_missing) {
+            // The scripted model (provider `fake`) is free by definition: `$0` tells nothing.
+            (Some(cost), _) if cost == 0.0 && run.provider == "fake" => {}
+            (Some(cost), _) => numbers.push(fmt_cost(cost)),
+            (None, Some(why)) => numbers.push(format!("cost unknown: {why}")),
+            (None, None) => {}
+        }
         numbers.push(fmt_ms(run.duration_ms));
         // A failed run's finish reason only repeats that it failed.
         if !run.finish_reason.is_empty() && !run.failed {
@@ -181,7 +179,10 @@ fn summary_lines(
             1 => numbers.push("1 failover".to_owned()),
             n => numbers.push(format!("{n} failovers")),
         }
-        para("", &numbers.join(" · "), theme.muted(), 2);
+        let numbers: Vec<String> = numbers.iter().map(|n| shown(n).into_owned()).collect();
+        lines.extend(styled(pack(&numbers, width), 4, width, theme.muted()));
+        // The prompt the caller wrote comes after what only the run could tell.
+        lines.extend(para("prompt: ", &run.prompt, Style::default(), 2));
     }
     if !summary.metadata.is_empty() {
         let pairs: Vec<String> = summary
@@ -189,9 +190,67 @@ fn summary_lines(
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        para("metadata: ", &pairs.join(" · "), theme.muted(), 2);
+        lines.extend(para("metadata: ", &pairs.join(" · "), theme.muted(), 2));
     }
     lines
+}
+
+/// At most `max` of `wrapped`, the last ending `…` when some were cut, in `style`.
+fn styled(mut wrapped: Vec<String>, max: usize, width: usize, style: Style) -> Vec<Line<'static>> {
+    if wrapped.len() > max {
+        wrapped.truncate(max);
+        if let Some(last) = wrapped.last_mut() {
+            *last = fit(&format!("{last}…"), width);
+        }
+    }
+    wrapped
+        .into_iter()
+        .map(|l| Line::from(Span::styled(l, style)))
+        .collect()
+}
+
+/// `items` joined with ` · `, a line broken only between items (an item wider than the
+/// line is word-wrapped on its own), so `908 tokens (812 in, 96 out)` stays whole.
+fn pack(items: &[String], width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for item in items {
+        let len = item.chars().count();
+        if !line.is_empty() {
+            if line.chars().count() + 3 + len <= width {
+                line.push_str(" · ");
+                line.push_str(item);
+                continue;
+            }
+            lines.push(std::mem::take(&mut line));
+        }
+        if len <= width {
+            line.clone_from(item);
+        } else {
+            let mut wrapped = crate::ui::views::wrap_words(item, width);
+            line = wrapped.pop().unwrap_or_default();
+            lines.extend(wrapped);
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// Dollars as a person reads them: cents above a dollar, four significant digits under
+/// it (`$0.000462`), `$0` for nothing.
+pub(crate) fn fmt_cost(cost: f64) -> String {
+    if cost == 0.0 {
+        "$0".to_owned()
+    } else if cost >= 1.0 {
+        format!("${cost:.2}")
+    } else {
+        // Digits past the first significant one: 0.0123 → 4 decimals' worth of 3 more.
+        let decimals = (-cost.log10()).floor().clamp(0.0, 12.0) as usize + 4;
+        let text = format!("${cost:.decimals$}");
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
 }
 
 /// An epoch-milliseconds instant as a UTC clock time (`21:43:30`, with `.123` when
