@@ -271,7 +271,7 @@ async fn max_cost_holds_fails_with_expected_and_actual_and_errors_without_a_pric
     let why = "max_cost: cannot be checked: no price for model `o3-mini` (--model-prices)";
     assert_eq!(unpriced["reason"], why);
     let check = &unpriced["assertions"][1];
-    assert_eq!(check["errored"], true, "{check}");
+    assert_eq!(check["status"], "errored", "{check}");
     assert_eq!(check["pass"], false);
     assert_eq!(check["message"], why);
     assert!(check["actual"].is_null(), "{check}");

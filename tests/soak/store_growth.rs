@@ -61,12 +61,15 @@ async fn the_file_plateaus_over_sessions_created_and_closed() {
             sizes.push(db + wal);
         }
     }
-    // From the second quarter on the retained data is at its size: the file may move by
-    // what a page's worth of fill does, never grow with the sessions.
-    let settled = sizes[1];
+    // By half-way the retained data is at its size (sooner on a quiet machine; a loaded
+    // one commits bigger batches, so the write-ahead log takes longer to reach its own):
+    // from there the file may move by what page fill does, never grow with the sessions,
+    // which would double it by the end.
+    let half = sizes.len() / 2;
+    let settled = sizes[half];
     let last = *sizes.last().unwrap();
     assert!(
-        sizes[2..].iter().all(|s| *s <= settled + settled / 10),
+        sizes[half..].iter().all(|s| *s <= settled + settled / 10),
         "the file kept growing: {sizes:?}"
     );
     assert!(
