@@ -376,8 +376,10 @@ impl App {
             self.apply(effect);
             return;
         }
-        let scopes = [self.tab.scope(), Scope::List, Scope::Global];
-        if let Some(action) = self.keymap.lookup(&scopes, &key) {
+        let pane_open = self.view().pane_open();
+        let scopes = [Scope::Pane, self.tab.scope(), Scope::List, Scope::Global];
+        let scopes = if pane_open { &scopes[..] } else { &scopes[1..] };
+        if let Some(action) = self.keymap.lookup(scopes, &key) {
             self.dispatch(action);
         }
     }

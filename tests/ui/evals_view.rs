@@ -245,7 +245,7 @@ fn an_errored_case_shows_its_reason_and_a_skipped_detail_scrolls_nowhere() {
     assert!(text.contains("reason: timed out after 2000 ms"), "{text}");
     assert!(text.contains("No assertions in the latest result."));
     key(&mut app, KeyCode::PageDown);
-    assert_eq!(app.evals.detail.as_ref().unwrap().scroll, 0);
+    assert_eq!(app.evals.detail.as_ref().unwrap().pane.scroll, 0);
 }
 
 #[test]

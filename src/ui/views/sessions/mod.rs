@@ -69,6 +69,10 @@ impl View for SessionsState {
         self.focus_at(at);
     }
 
+    fn pane_open(&self) -> bool {
+        self.detail.is_some()
+    }
+
     fn copy_text(&self, model: &Model) -> Option<(String, String)> {
         SessionsState::copy_text(self, model)
     }
@@ -80,8 +84,8 @@ impl View for SessionsState {
     fn place(&mut self, drawn: &Drawn, _model: &Model) {
         self.list.place(drawn.get(Pane::List));
         self.timeline.place(drawn.get(Pane::Timeline));
-        if let Some(detail) = drawn.get(Pane::Detail) {
-            self.detail_page = detail.page;
+        if let Some(detail) = &mut self.detail {
+            detail.pane.place(drawn.get(Pane::Detail));
         }
     }
 }

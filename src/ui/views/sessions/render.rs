@@ -12,7 +12,7 @@ use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crate::ui::views::{
-    Cx, Drawn, Pane, Placed, draw_detail, fit, fmt_age, fmt_ms, focused_block, key_cap, scroll_hint,
+    Cx, Drawn, Pane, Placed, fit, fmt_age, fmt_ms, focused_block, key_cap, scroll_hint,
 };
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -692,24 +692,9 @@ fn render_timeline(
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, detail: &Detail, cx: &Cx) -> Placed {
-    let mut hints = scroll_hint(cx.keymap);
-    let found = detail.search.label(&detail.lines);
-    if !found.is_empty() {
-        hints = format!(
-            "{found} · {}/{} next/previous · {hints}",
-            key_cap(cx.keymap, Action::NextMatch),
-            key_cap(cx.keymap, Action::PrevMatch)
-        );
-    }
-    draw_detail(
-        frame,
-        area,
-        "Call",
-        &hints,
-        &detail.lines,
-        detail.scroll,
-        cx,
-    )
+    detail
+        .pane
+        .draw(frame, area, "Call", &scroll_hint(cx.keymap), cx)
 }
 
 #[cfg(test)]

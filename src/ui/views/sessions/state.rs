@@ -5,9 +5,9 @@ use super::lines::{TimelineCache, TimelineRow, build_timeline, detail_lines, pre
 use crate::model::{Call, Model, Session};
 use crate::ui::action::Action;
 use crate::ui::views::TextKey;
+use crate::ui::views::pane::{PaneKey, TextPane};
 use crate::ui::views::query::Query;
-use crate::ui::views::search::PaneSearch;
-use crate::ui::views::{ListCursor, edit_filter, end_filter, scroll_pane};
+use crate::ui::views::{ListCursor, edit_filter, end_filter};
 use crossterm::event::KeyEvent;
 use ratatui::layout::Position;
 
@@ -80,10 +80,7 @@ pub struct Detail {
     pub session_id: String,
     pub call_id: String,
     pub(super) rev: u64,
-    /// (is a heading, text)
-    pub(super) lines: Vec<(bool, String)>,
-    pub scroll: usize,
-    pub search: PaneSearch,
+    pub pane: TextPane,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -106,8 +103,6 @@ pub struct SessionsState {
     /// The selected timeline row, by position in the cached rows.
     pub(super) timeline: ListCursor<usize>,
     pub(super) cache: Option<TimelineCache>,
-    /// Lines of the open call the pane shows at once.
-    pub(super) detail_page: usize,
     /// The selected session's folded steps (by step index), their calls hidden.
     pub collapsed: Vec<usize>,
     /// Times as the clock read them (LAST, the timeline's ends) rather than ages and offsets.
@@ -303,7 +298,7 @@ impl SessionsState {
             && detail.rev != session.rev
             && let Some(call) = session.timeline.call(&detail.call_id)
         {
-            detail.lines = detail_lines(call);
+            detail.pane.set_lines(detail_lines(call));
             detail.rev = session.rev;
         }
     }
@@ -405,16 +400,13 @@ impl SessionsState {
 
     /// Whether a key is text for a search in the open call.
     pub fn searching(&self) -> bool {
-        self.detail.as_ref().is_some_and(|d| d.search.typing)
+        self.detail.as_ref().is_some_and(|d| d.pane.typing())
     }
 
     /// A key while a search in the open call is typed: the pane follows the first match.
     pub fn search_key(&mut self, key: TextKey) {
-        let page = self.detail_page;
-        if let Some(detail) = &mut self.detail
-            && let Some(line) = detail.search.key(key, &detail.lines, detail.scroll)
-        {
-            detail.scroll = line.min(detail.lines.len().saturating_sub(page.max(1)));
+        if let Some(detail) = &mut self.detail {
+            detail.pane.search_key(key);
         }
     }
 
@@ -461,23 +453,7 @@ impl SessionsState {
 
     fn on_action(&mut self, action: Action, model: &Model) {
         if let Some(detail) = &mut self.detail {
-            let page = self.detail_page;
-            let last = detail.lines.len().saturating_sub(page.max(1));
-            let found = match action {
-                Action::Filter => {
-                    detail.search.start();
-                    return;
-                }
-                Action::NextMatch => detail.search.step(&detail.lines, true),
-                Action::PrevMatch => detail.search.step(&detail.lines, false),
-                _ => None,
-            };
-            if let Some(line) = found {
-                detail.scroll = line.min(last);
-                return;
-            }
-            let scrolled = scroll_pane(&mut detail.scroll, detail.lines.len(), page, action);
-            if !scrolled && matches!(action, Action::Back | Action::Open) {
+            if detail.pane.on_action(action) == PaneKey::Close {
                 self.detail = None;
             }
             return;
@@ -648,9 +624,7 @@ impl SessionsState {
                 session_id: session.id.clone(),
                 call_id: call.id.clone(),
                 rev: session.rev,
-                lines: detail_lines(call),
-                scroll: 0,
-                search: PaneSearch::default(),
+                pane: TextPane::new(detail_lines(call)),
             });
         }
     }
