@@ -908,6 +908,35 @@ mod tests {
     }
 
     #[test]
+    fn an_open_pane_takes_h_and_l_for_sideways_but_no_other_key_of_its_tab() {
+        let map = KeyMap::default();
+        let h = press(KeyCode::Char('h'), KeyModifiers::NONE);
+        let pane = [Scope::Pane, Scope::Sessions, Scope::List, Scope::Global];
+        assert_eq!(map.lookup(&pane, &h), Some(Action::ScrollLeft));
+        assert_eq!(map.lookup(&pane[1..], &h), Some(Action::FocusLeft));
+        let right = press(KeyCode::Right, KeyModifiers::NONE);
+        assert_eq!(map.lookup(&pane, &right), Some(Action::ScrollRight));
+        // A pane key on a key its tab uses in the pane too is refused, naming both.
+        let mut map = KeyMap::default();
+        map.bind(Action::ScrollLeft, vec![parse_key("a").unwrap()]);
+        let conflict = map.first_conflict().unwrap();
+        assert_eq!(
+            (conflict.first, conflict.second, conflict.place),
+            (
+                Action::Approve,
+                Action::ScrollLeft,
+                "in an open pane on the Approvals tab"
+            )
+        );
+        let mut map = KeyMap::default();
+        map.bind(Action::NextMatch, vec![parse_key("j").unwrap()]);
+        assert_eq!(
+            map.first_conflict().unwrap().place,
+            "in an open pane on the Sessions tab"
+        );
+    }
+
+    #[test]
     fn one_key_on_different_tabs_or_in_the_prompt_is_not_a_conflict() {
         let mut map = KeyMap::default();
         // `f` follows on Events; rerunning a case on Evals with it is fine.

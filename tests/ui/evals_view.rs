@@ -463,3 +463,31 @@ fn clicks_pick_a_suite_and_a_case_and_copy_takes_what_is_selected() {
             .starts_with("case support / order lookup")
     );
 }
+
+#[test]
+fn slash_searches_an_open_case_and_n_steps_through_the_matches() {
+    let mut app = app();
+    history(&mut app);
+    key(&mut app, KeyCode::Down); // support
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Down); // order lookup
+    key(&mut app, KeyCode::Enter);
+    for c in "/$.order".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    let text = screen(&mut app, 120, 20);
+    assert!(text.contains("/$.order▏ 1/4"), "{text}");
+    key(&mut app, KeyCode::Enter); // keep the search; the case stays open
+    key(&mut app, KeyCode::Char('n'));
+    let text = screen(&mut app, 120, 20);
+    assert!(text.contains("/$.order 2/4"), "{text}");
+    key(&mut app, KeyCode::Char('N'));
+    key(&mut app, KeyCode::Char('N'));
+    let text = screen(&mut app, 120, 20);
+    assert!(text.contains("/$.order 4/4"), "wraps to the last: {text}");
+    // The case's own keys still work in the pane.
+    key(&mut app, KeyCode::Char('r'));
+    assert!(app.evals.detail.is_some());
+    key(&mut app, KeyCode::Esc);
+    assert!(app.evals.detail.is_none());
+}
