@@ -228,7 +228,7 @@ impl Action {
             ),
             Action::FocusRight => (
                 "focus_right",
-                "focus the right pane (timeline, cases)",
+                "focus the right pane (timeline, then mocks; cases)",
                 &["right", "l"],
                 &[Sessions, Evals],
             ),

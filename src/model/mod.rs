@@ -391,6 +391,7 @@ impl Model {
                                 Vec::new()
                             },
                             fallback_hits: m.fallback.then_some(0),
+                            payload: m.payload.clone(),
                         })
                         .collect();
                 }
@@ -694,6 +695,12 @@ impl Model {
             session.calls = summary.calls;
             session.envelopes = summary.envelopes;
             session.hydrated_seq = session.hydrated_seq.max(summary.last_seq);
+            // A snapshot does not carry payloads: those the stream told are kept.
+            let told: Vec<(String, crate::protocol::RawJson)> = session
+                .mocks
+                .iter_mut()
+                .filter_map(|m| Some((m.tool.clone(), m.payload.take()?)))
+                .collect();
             session.mocks = summary
                 .mocks
                 .into_iter()
@@ -707,6 +714,11 @@ impl Model {
                     if m.declared.mode == MockMode::Rules {
                         rule_hits.resize(entries as usize, 0);
                     }
+                    let payload = m.declared.payload.or_else(|| {
+                        told.iter()
+                            .find(|(tool, _)| *tool == m.declared.tool)
+                            .map(|(_, p)| p.clone())
+                    });
                     MockRow {
                         tool: m.declared.tool,
                         mode: m.declared.mode,
@@ -716,6 +728,7 @@ impl Model {
                         saw_exhausted: false,
                         rule_hits,
                         fallback_hits: m.declared.fallback.then_some(m.fallback_hits),
+                        payload,
                     }
                 })
                 .collect();

@@ -57,6 +57,9 @@ pub struct MockRow {
     pub rule_hits: Vec<u32>,
     /// A rules mock: calls its `$fallback` answered; `None` when it has none.
     pub fallback_hits: Option<u32>,
+    /// The mock as declared, when the stream told it (`session.created` of a runtime that
+    /// sends it); a session read from a snapshot has none.
+    pub payload: Option<crate::protocol::RawJson>,
 }
 
 impl MockRow {

@@ -174,18 +174,21 @@ impl MockSlot {
                 mode: MockMode::Static,
                 entries: 1,
                 fallback: false,
+                payload: None,
             },
             Fixture::Stateful(entries) => DeclaredMock {
                 tool: tool.to_owned(),
                 mode: MockMode::Stateful,
                 entries: len_u32(entries.len()),
                 fallback: false,
+                payload: None,
             },
             Fixture::Rules { rules, fallback } => DeclaredMock {
                 tool: tool.to_owned(),
                 mode: MockMode::Rules,
                 entries: len_u32(rules.len()),
                 fallback: fallback.is_some(),
+                payload: None,
             },
         }
     }
@@ -284,6 +287,17 @@ impl MockTable {
         self.slots
             .iter()
             .map(|(tool, slot)| slot.declared(tool))
+            .collect()
+    }
+
+    /// `declared`, each with its payload as written in `mocks` (for `session.created`).
+    pub fn declared_with_payloads(&self, mocks: Option<&Value>) -> Vec<DeclaredMock> {
+        self.slots
+            .iter()
+            .map(|(tool, slot)| DeclaredMock {
+                payload: mocks.and_then(|m| m.get(tool)).map(RawJson::from_value),
+                ..slot.declared(tool)
+            })
             .collect()
     }
 

@@ -78,6 +78,7 @@ fn every_kind() -> Vec<Frame> {
                     mode: MockMode::Stateful,
                     entries: 3,
                     fallback: false,
+                    payload: None,
                 }],
                 metadata: BTreeMap::from([("k".to_string(), "v".to_string())]),
             }),

@@ -74,6 +74,8 @@ pub enum Pane {
     Suites,
     Cases,
     Detail,
+    /// The Sessions tab's Mocks pane as focused.
+    Mocks,
 }
 
 /// Where a pane's rows were drawn: the area under its header, the first row shown, and
@@ -314,6 +316,8 @@ pub fn key_cap(keymap: &KeyMap, action: Action) -> String {
     match key.as_str() {
         "up" => "↑".into(),
         "down" => "↓".into(),
+        "left" => "←".into(),
+        "right" => "→".into(),
         "pageup" => "PgUp".into(),
         "pagedown" => "PgDn".into(),
         "esc" => "Esc".into(),

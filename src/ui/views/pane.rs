@@ -111,6 +111,20 @@ impl TextPane {
         self.scroll = self.scroll.min(self.last_scroll());
     }
 
+    /// Scrolls so `line` shows; a line out of view comes to the top (what follows it is
+    /// what the reader wants next).
+    pub fn show_line(&mut self, line: usize) {
+        let page = self.page.max(1);
+        if line < self.scroll || line >= self.scroll + page {
+            self.scroll = line.min(self.last_scroll());
+        }
+    }
+
+    /// Scrolls `line` to the top (as far as the last line allows).
+    pub fn scroll_to(&mut self, line: usize) {
+        self.scroll = line.min(self.last_scroll());
+    }
+
     /// Whether keys are text for the search.
     pub fn typing(&self) -> bool {
         self.search.typing
@@ -222,13 +236,25 @@ impl TextPane {
         view_hints: &str,
         cx: &Cx,
     ) -> Placed {
+        self.draw_marked(frame, area, (name, view_hints), None, cx)
+    }
+
+    /// `draw`, with line `marked` (a cursor) in the selection's colours.
+    pub fn draw_marked(
+        &self,
+        frame: &mut Frame,
+        area: Rect,
+        (name, view_hints): (&str, &str),
+        marked: Option<usize>,
+        cx: &Cx,
+    ) -> Placed {
         let hints = self.hints(view_hints, cx);
         let height = area.height.saturating_sub(2) as usize;
         let scroll = self
             .scroll
             .min(self.lines.len().saturating_sub(height.max(1)));
         let inner = detail_frame(frame, area, name, &hints, (scroll, self.lines.len()), cx);
-        self.draw_body(frame, inner, scroll, None, cx.theme);
+        self.draw_body(frame, inner, scroll, marked, cx.theme);
         self.sideways_marker(frame, area, inner, scroll, cx.theme);
         Placed {
             pane: Pane::Detail,
@@ -256,11 +282,17 @@ impl TextPane {
             .skip(scroll)
             .take(inner.height as usize)
             .map(|(i, line)| {
-                let mut shown = visible(line, self.col, width, &needle, theme);
-                if marked == Some(i) {
-                    shown = shown.style(theme.selection());
+                if marked != Some(i) {
+                    return visible(line, self.col, width, &needle, theme);
                 }
-                shown
+                // The cursor's line: a `›` in its leading space as well as the colours, so
+                // it shows on a monochrome terminal too.
+                let mut text = line.text.clone();
+                if text.starts_with(' ') {
+                    text.replace_range(..1, "›");
+                }
+                let cursor = PaneLine::new(line.tone, text);
+                visible(&cursor, self.col, width, &needle, theme).style(theme.selection())
             })
             .collect();
         frame.render_widget(Paragraph::new(out), inner);

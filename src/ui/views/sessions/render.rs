@@ -64,10 +64,26 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
             .title(Span::styled(" Run ", theme.title()));
         frame.render_widget(Paragraph::new(summary).block(block), summary_area);
     }
-    let mocks_height = (session.mocks.len() as u16 + 3).clamp(4, (right.height / 2).max(4));
+    let mocks_focused = state.focus == Focus::Mocks;
+    // Focused, the mocks take up to two thirds: their payloads are what is being read.
+    let mocks_height = if mocks_focused {
+        let lines = u16::try_from(state.mocks.pane.lines().len()).unwrap_or(u16::MAX);
+        lines
+            .saturating_add(2)
+            .clamp(4, (right.height * 2 / 3).max(4))
+    } else {
+        (session.mocks.len() as u16 + 3).clamp(4, (right.height / 2).max(4))
+    };
     let [mocks_area, timeline_area] =
         Layout::vertical([Constraint::Length(mocks_height), Constraint::Min(3)]).areas(right);
-    render_mocks(frame, mocks_area, session, theme);
+    if mocks_focused {
+        drawn.push(render_mocks_focused(frame, mocks_area, state, cx));
+    } else {
+        // From the timeline, the focus key goes up to the mocks: say so.
+        let hint = (state.focus == Focus::Timeline && !session.mocks.is_empty())
+            .then(|| format!("· {} focus ", key_cap(cx.keymap, Action::FocusRight)));
+        render_mocks(frame, mocks_area, session, hint, theme);
+    }
     // The order is cached as the model changes; a stale one (the model changed without
     // `after_model_change`) is built for this frame only.
     let built;
@@ -373,10 +389,42 @@ fn rule_hits(m: &crate::model::MockRow) -> String {
     parts.join(" ")
 }
 
-fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme) {
+/// The focused Mocks pane: every mock's header, the opened ones' payloads, the cursor's
+/// header in the selection's colours.
+fn render_mocks_focused(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) -> Placed {
+    let hints = format!(
+        "{}{} mock · {} open/close · {} {} scroll",
+        key_cap(cx.keymap, Action::Up),
+        key_cap(cx.keymap, Action::Down),
+        key_cap(cx.keymap, Action::Open),
+        key_cap(cx.keymap, Action::PageUp),
+        key_cap(cx.keymap, Action::PageDown),
+    );
+    let placed = state.mocks.pane.draw_marked(
+        frame,
+        area,
+        ("Mocks", &hints),
+        state.mocks.selected_line(),
+        cx,
+    );
+    Placed {
+        pane: Pane::Mocks,
+        ..placed
+    }
+}
+
+fn render_mocks(
+    frame: &mut Frame,
+    area: Rect,
+    session: &Session,
+    hint: Option<String>,
+    theme: &Theme,
+) {
+    let mut title = vec![Span::styled(" Mocks ", theme.title())];
+    title.extend(hint.map(|h| Span::styled(h, theme.muted())));
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(Span::styled(" Mocks ", theme.title()));
+        .title(Line::from(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if session.mocks.is_empty() {
@@ -713,6 +761,7 @@ mod tests {
             saw_exhausted: false,
             rule_hits: hits,
             fallback_hits: fallback,
+            payload: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! filter, the focus, the timeline's cached order and the open call.
 
 use super::lines::{TimelineCache, TimelineRow, build_timeline, detail_lines, pretty};
+use super::mocks::MocksPane;
 use crate::model::{Call, Model, Session};
 use crate::ui::action::Action;
 use crate::ui::views::TextKey;
@@ -16,6 +17,8 @@ pub enum Focus {
     #[default]
     List,
     Timeline,
+    /// The Mocks pane above the timeline: a cursor over the declared mocks.
+    Mocks,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -107,6 +110,8 @@ pub struct SessionsState {
     pub collapsed: Vec<usize>,
     /// Times as the clock read them (LAST, the timeline's ends) rather than ages and offsets.
     pub absolute_times: bool,
+    /// The selected session's Mocks pane as focused: cursor, opened mocks, text.
+    pub mocks: MocksPane,
 }
 
 /// Where a session came from, as `source:` reads it: grouped agent events are `external`;
@@ -312,6 +317,10 @@ impl SessionsState {
         self.timeline.selected = Some(0);
         self.timeline.offset = 0;
         self.collapsed.clear();
+        self.mocks = MocksPane::default();
+        if self.focus == Focus::Mocks {
+            self.focus = Focus::Timeline;
+        }
     }
 
     /// Folds the steps given (or unfolds them), the cursor staying on its row or, when
@@ -400,13 +409,17 @@ impl SessionsState {
 
     /// Whether a key is text for a search in the open call.
     pub fn searching(&self) -> bool {
-        self.detail.as_ref().is_some_and(|d| d.pane.typing())
+        match &self.detail {
+            Some(d) => d.pane.typing(),
+            None => self.focus == Focus::Mocks && self.mocks.pane.typing(),
+        }
     }
 
     /// A key while a search in the open call is typed: the pane follows the first match.
     pub fn search_key(&mut self, key: TextKey) {
-        if let Some(detail) = &mut self.detail {
-            detail.pane.search_key(key);
+        match &mut self.detail {
+            Some(detail) => detail.pane.search_key(key),
+            None => self.mocks.pane.search_key(key),
         }
     }
 
@@ -434,8 +447,10 @@ impl SessionsState {
             && cache.sort == self.sort
             && cache.collapsed == self.collapsed
         {
+            self.mocks.refresh(session);
             return;
         }
+        self.mocks.refresh(session);
         let cache = build_timeline(session, self.sort, &self.collapsed);
         let last = cache.rows.len().saturating_sub(1);
         self.timeline.selected = Some(self.timeline_sel().min(last));
@@ -465,6 +480,10 @@ impl SessionsState {
             return;
         }
         self.ensure_cache(model);
+        if self.focus == Focus::Mocks {
+            self.mocks_action(action, model);
+            return;
+        }
         match action {
             Action::Filter => {
                 self.editing_filter = true;
@@ -495,9 +514,11 @@ impl SessionsState {
             Action::Times => self.absolute_times = !self.absolute_times,
             Action::FlipOrder => self.flip_order(model),
             Action::FocusLeft => self.focus = Focus::List,
+            // Right of the list is the timeline; from the timeline, the mocks above it.
+            Action::FocusRight if self.focus == Focus::Timeline => self.focus_mocks(model),
             Action::FocusRight if self.list.selected.is_some() => self.focus = Focus::Timeline,
             Action::Back => match self.focus {
-                Focus::Timeline => self.focus = Focus::List,
+                Focus::Timeline | Focus::Mocks => self.focus = Focus::List,
                 Focus::List if !self.filter.is_empty() => {
                     self.filter.clear();
                     self.refilter(model);
@@ -516,7 +537,7 @@ impl SessionsState {
                     }
                     _ => self.open_detail(model),
                 },
-                Focus::List => {}
+                Focus::List | Focus::Mocks => {}
             },
             Action::Up
             | Action::Down
@@ -535,8 +556,54 @@ impl SessionsState {
                     let row = self.timeline.step(self.timeline_sel(), len, action);
                     self.timeline.selected = Some(row);
                 }
+                Focus::Mocks => {}
             },
             _ => {}
+        }
+    }
+
+    /// Focuses the Mocks pane, when the selected session declared any.
+    fn focus_mocks(&mut self, model: &Model) {
+        let Some(session) = self
+            .list
+            .selected
+            .as_deref()
+            .and_then(|id| model.session(id))
+        else {
+            return;
+        };
+        if session.mocks.is_empty() {
+            return;
+        }
+        self.mocks.refresh(session);
+        self.focus = Focus::Mocks;
+    }
+
+    /// A key in the focused Mocks pane: ↑↓ (and first/last) move the cursor from mock to
+    /// mock, `open` opens or closes one, the page keys scroll a long payload, and the
+    /// pane's own keys (search, sideways) work as in any pane; `back` returns to the
+    /// timeline.
+    fn mocks_action(&mut self, action: Action, model: &Model) {
+        let Some(session) = self
+            .list
+            .selected
+            .as_deref()
+            .and_then(|id| model.session(id))
+        else {
+            self.focus = Focus::List;
+            return;
+        };
+        let len = self.mocks.count();
+        match action {
+            Action::Up | Action::Down | Action::Top | Action::Bottom => {
+                let to = crate::ui::views::step(self.mocks.selected, len, action, 1);
+                self.mocks.select(to);
+            }
+            Action::Open => self.mocks.toggle(session),
+            Action::Back => self.focus = Focus::Timeline,
+            other => {
+                self.mocks.pane.on_action(other);
+            }
         }
     }
 
@@ -587,8 +654,25 @@ impl SessionsState {
         }
     }
 
-    /// What `copy` takes here: the selected call (input and output), else the session id.
+    /// What `copy` takes here: the selected mock as declared, the selected call (input and
+    /// output), else the session id.
     pub fn copy_text(&self, model: &Model) -> Option<(String, String)> {
+        if self.focus == Focus::Mocks
+            && self.detail.is_none()
+            && let Some(mock) = self
+                .list
+                .selected
+                .as_deref()
+                .and_then(|id| model.session(id))
+                .and_then(|s| s.mocks.get(self.mocks.selected))
+        {
+            let payload = mock
+                .payload
+                .as_ref()
+                .map_or(serde_json::Value::Null, crate::protocol::RawJson::to_value);
+            let value = serde_json::json!({ "tool": mock.tool, "mock": payload });
+            return Some((format!("mock {}", mock.tool), pretty(&value)));
+        }
         if let Some(call) = self.selected_call(model) {
             let mut value = serde_json::json!({
                 "callId": call.id,
