@@ -363,6 +363,7 @@ impl Model {
                 }
                 let session = self.session_mut_or_new(id);
                 session.user.clone_from(&created.user_id);
+                session.project.clone_from(&created.project);
                 if !created.metadata.is_empty() {
                     session.summary_mut().note_metadata(&created.metadata);
                 }

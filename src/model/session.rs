@@ -395,6 +395,8 @@ impl RunSummary {
 pub struct Session {
     pub id: String,
     pub user: String,
+    /// The project (tenant) `session.created` named; empty when the stream did not say.
+    pub project: String,
     pub status: SessionStatus,
     /// Epoch milliseconds.
     pub created_ms: Option<f64>,

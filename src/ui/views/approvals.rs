@@ -1119,6 +1119,7 @@ mod view_tests {
             now_ms: crate::ui::views::testing::NOW_MS,
             url: "",
             watching: &crate::ui::app::Watching::Runtime,
+            all_projects: false,
         };
         let y = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE);
         assert_eq!(

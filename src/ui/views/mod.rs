@@ -30,6 +30,8 @@ pub struct Cx<'a> {
     pub now_ms: f64,
     pub url: &'a str,
     pub watching: &'a Watching,
+    /// The stream is every project's: rows say whose they are.
+    pub all_projects: bool,
 }
 
 /// What a view asks of the app after a key or a click; the app alone sends, copies,
@@ -816,6 +818,7 @@ pub(crate) mod testing {
         pub model: Model,
         pub theme: Theme,
         pub keymap: KeyMap,
+        pub all_projects: bool,
     }
 
     impl Screen {
@@ -824,6 +827,7 @@ pub(crate) mod testing {
                 model,
                 theme: Theme::default(),
                 keymap: KeyMap::default(),
+                all_projects: false,
             }
         }
 
@@ -835,6 +839,7 @@ pub(crate) mod testing {
                 now_ms: NOW_MS,
                 url: URL,
                 watching: &Watching::Runtime,
+                all_projects: self.all_projects,
             }
         }
 

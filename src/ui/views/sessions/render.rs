@@ -282,7 +282,7 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             .max(header.chars().count())
     };
     // The ordering column's header carries ▲ or ▼.
-    let mut names = [" ID", "USER", "STATUS", "CALLS", "ENV", "LAST"].map(str::to_owned);
+    let mut names = [" ID", "USER", "STATUS", "CALLS", "ENV", "LAST", "PROJECT"].map(str::to_owned);
     if let Some(column) = state.order.column {
         names[column.index()].push(if state.order.descending { '▼' } else { '▲' });
     }
@@ -305,6 +305,16 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
         Col::whole(widest(&names[3], &|s| s.calls.to_string().len()), 3),
         Col::whole(widest(&names[4], &|s| s.envelopes.to_string().len()), 2),
         Col::whole(widest(&names[5], &|s| last(s).chars().count()), 5),
+        // Whose session it is, on the every-project stream only: whole or not at all
+        // (a cut project id could name another project).
+        if cx.all_projects {
+            Col::whole(
+                widest(&names[6], &|s| shown(&s.project).chars().count()).min(32),
+                2,
+            )
+        } else {
+            Col::whole(0, 6)
+        },
     ];
     // Room to spare goes to the id column.
     let widths = fit_columns_stretching(&cols, inner.width as usize, 0);
@@ -334,6 +344,7 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
                 Line::from(Span::styled(s.envelopes.to_string(), env_style)).right_aligned(),
             ),
             Cell::from(Line::from(last(s)).right_aligned()),
+            Cell::from(fit(&shown(&s.project), widths[6].unwrap_or(0))),
         ]));
         Some(if row == sel {
             r.style(if state.focus == Focus::List {
