@@ -121,3 +121,54 @@ fn json_in_an_open_call_wears_the_themes_json_colours() {
     // The pane's heading is not JSON: it keeps the title colour.
     assert_eq!(fg_of("Input"), theme.title);
 }
+
+/// The Mocks pane by keys alone: `l` twice (list → timeline → mocks), `j` to the stateful
+/// mock, Enter opens it, `/` searches it, `l` scrolls it sideways, Esc goes back.
+#[test]
+fn the_mocks_pane_by_keys() {
+    let (mut app, _) = ui::app();
+    let long = "x".repeat(120);
+    let mocks = json!([
+        {"tool": "asaas/create_payment", "mode": "static", "entries": 1,
+         "payload": {"id": "pay_1"}},
+        {"tool": "nuvem-fiscal/create_nfe", "mode": "stateful", "entries": 2,
+         "payload": [{"id": "nfe_1", "note": long}, {"id": "nfe_2"}]}
+    ]);
+    feed(
+        &mut app,
+        &session_created(1, TS, "ses_1", "ana", &["asaas"], &mocks),
+    );
+    let call = tool_called(2, TS, "ses_1", "call_1", "nuvem-fiscal/create_nfe")
+        .outcome(json!({"result": {"id": "nfe_1"}}))
+        .set("counter", json!({"consumed": 1, "total": 2}))
+        .duration(0.4);
+    feed(&mut app, &call.build());
+    keys(&mut app, "ll");
+    assert_eq!(
+        app.sessions.focus,
+        spyglass::ui::views::sessions::Focus::Mocks
+    );
+    keys(&mut app, "j");
+    press(&mut app, KeyCode::Enter);
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("entry #0 · answered call_1"), "{text}");
+    assert!(text.contains("entry #1 · ▶ next to be served"), "{text}");
+    keys(&mut app, "/nfe_2");
+    press(&mut app, KeyCode::Enter);
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("/nfe_2 1/1"), "{text}");
+    // `l` in the pane scrolls it sideways rather than moving the focus.
+    keys(&mut app, "l");
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("◀ col"), "{text}");
+    assert_eq!(
+        app.sessions.focus,
+        spyglass::ui::views::sessions::Focus::Mocks
+    );
+    insta::assert_snapshot!("mocks_by_keys_80", text);
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(
+        app.sessions.focus,
+        spyglass::ui::views::sessions::Focus::Timeline
+    );
+}

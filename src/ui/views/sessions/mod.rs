@@ -322,6 +322,31 @@ mod tests {
         assert!(text.contains("/nfe_ 2/2"), "{text}");
     }
 
+    /// Watching every project, each row names its session's project.
+    #[test]
+    fn the_every_project_list_names_each_sessions_project() {
+        let mut screen = Screen::new(model(&[
+            created(1, "ses_01"),
+            created(2, "ses_02").replace("\"default\"", "\"prj_beta\""),
+        ]));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        let one = screen.text(&mut view, 80, 8);
+        assert!(!one.contains("PROJECT"), "{one}");
+        screen.all_projects = true;
+        let all = screen.text(&mut view, 80, 8);
+        assert!(all.contains("PROJECT"), "{all}");
+        let row = |id: &str| {
+            all.lines()
+                .find(|l| l.contains(id))
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(row("ses_02").contains("prj_beta"), "{all}");
+        assert!(row("ses_01").contains("default"), "{all}");
+        insta::assert_snapshot!("all_projects_80", all);
+    }
+
     /// A failed run of four payments, each held for approval: one still pending, one
     /// approved and replayed, one denied, one expired. The session has metadata.
     fn failed_run_with_held_calls() -> (Screen, SessionsState) {
