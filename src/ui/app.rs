@@ -424,8 +424,11 @@ impl App {
                 Some((what, text)) => Effect::Copy { what, text },
                 None => Effect::Notice("nothing selected to copy".to_owned()),
             },
-            // A replay can never send: say so at the key, not after a confirm.
-            Action::Approve | Action::Deny if matches!(self.watching, Watching::Replay { .. }) => {
+            // A replay (or the every-project stream) can never send: say so at the key,
+            // not after a confirm.
+            Action::Approve | Action::Deny
+                if matches!(self.watching, Watching::Replay { .. }) || self.all_projects() =>
+            {
                 let verb = if action == Action::Approve {
                     "approve"
                 } else {

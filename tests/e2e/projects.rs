@@ -136,9 +136,14 @@ async fn every_project_on_one_screen_and_one_tail() {
         text.contains("│ seq 3 │"),
         "one seq across projects: {text}"
     );
-    // Nothing is decided from the every-project stream.
-    let says = app.offline("approve apr_1").unwrap_or_default();
-    assert!(says.contains("--project P"), "{says}");
+    // Nothing is decided from the every-project stream: the key says so at once.
+    app.tab = spyglass::ui::Tab::Approvals;
+    app.dispatch(spyglass::ui::Action::Approve);
+    let says = app.notice.clone().unwrap_or_default();
+    assert!(
+        says.contains("watching every project") && says.contains("--project P"),
+        "{says}"
+    );
 
     let endpoint = Endpoint {
         project: Some("*".into()),

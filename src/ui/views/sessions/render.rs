@@ -306,11 +306,11 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
         Col::whole(widest(&names[4], &|s| s.envelopes.to_string().len()), 2),
         Col::whole(widest(&names[5], &|s| last(s).chars().count()), 5),
         // Whose session it is, on the every-project stream only: whole or not at all
-        // (a cut project id could name another project).
+        // (a cut project id could name another project), and before the counts.
         if cx.all_projects {
             Col::whole(
                 widest(&names[6], &|s| shown(&s.project).chars().count()).min(32),
-                2,
+                1,
             )
         } else {
             Col::whole(0, 6)
