@@ -393,6 +393,7 @@ impl Model {
                             },
                             fallback_hits: m.fallback.then_some(0),
                             payload: m.payload.clone(),
+                            payload_bytes: m.payload_bytes,
                         })
                         .collect();
                 }
@@ -730,6 +731,7 @@ impl Model {
                         rule_hits,
                         fallback_hits: m.declared.fallback.then_some(m.fallback_hits),
                         payload,
+                        payload_bytes: None,
                     }
                 })
                 .collect();

@@ -60,6 +60,8 @@ pub struct MockRow {
     /// The mock as declared, when the stream told it (`session.created` of a runtime that
     /// sends it); a session read from a snapshot has none.
     pub payload: Option<crate::protocol::RawJson>,
+    /// The payload's size when it was too large for the stream to carry.
+    pub payload_bytes: Option<u32>,
 }
 
 impl MockRow {

@@ -316,6 +316,7 @@ fn hydrate_takes_the_runtimes_counters_and_keeps_timelines() {
                 entries: 2,
                 fallback: false,
                 payload: None,
+                payload_bytes: None,
             },
             counter: crate::protocol::events::Counter {
                 consumed: 2,

@@ -309,7 +309,15 @@ pub struct DeclaredMock {
     /// each entry and which call it answered. Absent from older runtimes and session reads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<crate::protocol::RawJson>,
+    /// Instead of `payload`, when the mock's JSON text is over the
+    /// [`MAX_STREAMED_PAYLOAD_BYTES`] the stream carries: its size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_bytes: Option<u32>,
 }
+
+/// The largest mock payload (JSON text) `session.created` carries; a larger one is
+/// named by its size only, so the event log does not hold every fixture twice.
+pub const MAX_STREAMED_PAYLOAD_BYTES: usize = 16 * 1024;
 
 /// A mock's consume counter after a call: `consumed` successful returns; `total` is the
 /// entry count of a stateful mock and absent for a static one. After a call a rules mock

@@ -79,6 +79,7 @@ fn every_kind() -> Vec<Frame> {
                     entries: 3,
                     fallback: false,
                     payload: None,
+                    payload_bytes: None,
                 }],
                 metadata: BTreeMap::from([("k".to_string(), "v".to_string())]),
             }),

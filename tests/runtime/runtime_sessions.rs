@@ -303,6 +303,17 @@ async fn session_created_event_declares_mocks() {
                {"tool": "asaas/create_payment", "mode": "static", "entries": 1,
                 "payload": {"id": "p"}}])
     );
+    // A payload over 16 KiB is named by its size only.
+    let big = "b".repeat(20_000);
+    api.session(json!({"asaas/big": {"blob": big}})).await;
+    let frames = handle.runtime().events_since(0, 10);
+    let created: Value =
+        serde_json::from_str(&spyglass::protocol::encode(frames.last().unwrap())).unwrap();
+    assert_eq!(
+        created["mocks"][0],
+        json!({"tool": "asaas/big", "mode": "static", "entries": 1, "payloadBytes": 20_011}),
+        "{created}"
+    );
     // Session reads stay as they were: counters, no payloads.
     let (_, read) = api.get(&format!("/v1/sessions/{sid}")).await;
     assert!(

@@ -177,10 +177,14 @@ pub fn mock_lines(session: &Session, open: &[usize]) -> (Vec<PaneLine>, Vec<usiz
             continue;
         }
         let Some(payload) = m.payload.as_ref().and_then(|p| p.try_value().ok()) else {
-            lines.push(PaneLine::new(
-                Tone::Muted,
-                "  (the payload was not on the stream: an older runtime, or a session read from a snapshot)",
-            ));
+            let why = match m.payload_bytes {
+                Some(bytes) => format!(
+                    "  (the payload is {bytes} bytes, over the {} the stream carries)",
+                    crate::protocol::events::MAX_STREAMED_PAYLOAD_BYTES
+                ),
+                None => "  (the payload was not on the stream: an older runtime, or a session read from a snapshot)".to_owned(),
+            };
+            lines.push(PaneLine::new(Tone::Muted, why));
             continue;
         };
         let given = answers(calls, &m.tool);
@@ -252,4 +256,23 @@ pub fn mock_lines(session: &Session, open: &[usize]) -> (Vec<PaneLine>, Vec<usiz
         }
     }
     (lines, heads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mock_lines;
+    use crate::ui::views::testing::model;
+
+    #[test]
+    fn a_payload_the_stream_did_not_carry_says_why() {
+        let model = model(&[r#"{"kind":"session.created","seq":1,"ts":"2026-11-22T21:43:30.000Z","sessionId":"ses_b","userId":"ana","servers":[],"project":"default","mocks":[{"tool":"a/big","mode":"static","entries":1,"payloadBytes":20011},{"tool":"a/old","mode":"static","entries":1}]}"#.to_owned()]);
+        let session = model.session("ses_b").expect("the session");
+        let (lines, heads) = mock_lines(session, &[0, 1]);
+        assert_eq!(heads, [0, 2]);
+        assert!(
+            lines[1].text.contains("20011 bytes, over the 16384"),
+            "{lines:?}"
+        );
+        assert!(lines[3].text.contains("older runtime"), "{lines:?}");
+    }
 }

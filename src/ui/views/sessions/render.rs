@@ -773,6 +773,7 @@ mod tests {
             rule_hits: hits,
             fallback_hits: fallback,
             payload: None,
+            payload_bytes: None,
         }
     }
 
