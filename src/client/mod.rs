@@ -11,6 +11,9 @@ pub mod tail;
 pub use observer::{ObserverConfig, spawn_observer};
 pub use rest::RestClient;
 
+/// The project name that watches every project (`--project '*'`): the stream only.
+pub const ALL_PROJECTS: &str = "*";
+
 use crate::protocol::Frame;
 use crate::protocol::rest::{ApprovalList, DecisionRequest, SessionList};
 use std::time::Duration;

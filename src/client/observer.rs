@@ -341,6 +341,11 @@ async fn read(
 /// The REST re-read after a gap or a reset, sent as `Hydrated` (or `RestError` and the reason it
 /// failed). `None` when the UI is gone.
 async fn reread(rest: &RestClient, tx: &mpsc::Sender<ClientMsg>) -> Option<Result<(), String>> {
+    // No REST route reads every project: the all-projects stream replays what the runtime
+    // retains after a reset instead (and never sends a gap).
+    if rest.all_projects() {
+        return Some(Ok(()));
+    }
     match tokio::try_join!(rest.sessions(), rest.approvals()) {
         Ok((sessions, approvals)) => {
             let msg = ClientMsg::Hydrated {

@@ -29,9 +29,16 @@ pub const PROJECT_HEADER: &str = "x-codespar-project";
 pub struct RestClient {
     base: String,
     http: reqwest::Client,
+    /// Acting for every project (`*`): only the stream takes that; REST reads are skipped.
+    all_projects: bool,
 }
 
 impl RestClient {
+    /// Whether it acts for every project (`*`), which only the stream takes.
+    pub fn all_projects(&self) -> bool {
+        self.all_projects
+    }
+
     pub fn new(base: &str, api_key: Option<&str>) -> Result<Self, ClientError> {
         Self::scoped(base, api_key, None)
     }
@@ -66,7 +73,11 @@ impl RestClient {
             Some(("http" | "https", _)) => base.to_owned(),
             _ => return Err(ClientError::Url(base.to_owned())),
         };
-        Ok(Self { base, http })
+        Ok(Self {
+            base,
+            http,
+            all_projects: project == Some(super::ALL_PROJECTS),
+        })
     }
 
     pub fn base(&self) -> &str {

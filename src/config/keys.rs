@@ -20,19 +20,23 @@ pub enum Scope {
     Approvals,
     Evals,
     Events,
+    /// An open text pane (a call, an event, an approval, a case, the focused Mocks pane):
+    /// its keys come before the tab's, and the pane-focus keys mean nothing under it.
+    Pane,
     /// The approve/deny confirmation prompt.
     Prompt,
 }
 
 impl Scope {
     /// In the order the help overlay lists them.
-    pub const ALL: [Scope; 7] = [
+    pub const ALL: [Scope; 8] = [
         Scope::Global,
         Scope::List,
         Scope::Sessions,
         Scope::Approvals,
         Scope::Evals,
         Scope::Events,
+        Scope::Pane,
         Scope::Prompt,
     ];
 
@@ -44,6 +48,7 @@ impl Scope {
             Scope::Approvals => "Approvals",
             Scope::Evals => "Evals",
             Scope::Events => "Events",
+            Scope::Pane => "An open pane (call, event, approval, case, mocks)",
             Scope::Prompt => "Approve / deny prompt",
         }
     }
@@ -99,10 +104,12 @@ pub enum Action {
     NextMatch,
     PrevMatch,
     Times,
+    ScrollLeft,
+    ScrollRight,
 }
 
 impl Action {
-    pub const ALL: [Action; 39] = [
+    pub const ALL: [Action; 41] = [
         Action::Quit,
         Action::Help,
         Action::NextTab,
@@ -142,6 +149,8 @@ impl Action {
         Action::NextMatch,
         Action::PrevMatch,
         Action::Times,
+        Action::ScrollLeft,
+        Action::ScrollRight,
     ];
 
     /// The action's name in the config file.
@@ -173,7 +182,7 @@ impl Action {
     }
 
     fn info(self) -> ActionInfo {
-        use Scope::{Approvals, Evals, Events, Global, List, Prompt, Sessions};
+        use Scope::{Approvals, Evals, Events, Global, List, Pane, Prompt, Sessions};
         match self {
             Action::Quit => ("quit", "quit", &["q", "ctrl-c"], &[Global]),
             Action::Help => ("help", "show or hide this help", &["?"], &[Global]),
@@ -205,9 +214,9 @@ impl Action {
             // Only the lists that can be filtered: a key listed in help must do something.
             Action::Filter => (
                 "filter",
-                "filter the list (key:value, -word excludes)",
+                "filter the list, or search an open pane",
                 &["/"],
-                &[Sessions, Approvals, Evals, Events],
+                &[Sessions, Approvals, Evals, Events, Pane],
             ),
             Action::Copy => ("copy", "copy the selected item as JSON", &["y"], &[List]),
             Action::Sort => ("sort", "calls in order or by duration", &["s"], &[Sessions]),
@@ -219,7 +228,7 @@ impl Action {
             ),
             Action::FocusRight => (
                 "focus_right",
-                "focus the right pane (timeline, cases)",
+                "focus the right pane (timeline, then mocks; cases)",
                 &["right", "l"],
                 &[Sessions, Evals],
             ),
@@ -270,17 +279,24 @@ impl Action {
                 &["o"],
                 &[Sessions],
             ),
-            Action::NextMatch => (
-                "next_match",
-                "an open call: next match of / search",
-                &["n"],
-                &[Sessions],
-            ),
+            Action::NextMatch => ("next_match", "next match of the / search", &["n"], &[Pane]),
             Action::PrevMatch => (
                 "prev_match",
-                "an open call: previous match",
+                "previous match of the / search",
                 &["N"],
-                &[Sessions],
+                &[Pane],
+            ),
+            Action::ScrollLeft => (
+                "scroll_left",
+                "scroll long lines left",
+                &["left", "h"],
+                &[Pane],
+            ),
+            Action::ScrollRight => (
+                "scroll_right",
+                "scroll long lines right",
+                &["right", "l"],
+                &[Pane],
             ),
             Action::Times => (
                 "times",
@@ -467,9 +483,43 @@ fn shared_place(a: Action, b: Action) -> Option<&'static str> {
     if both(&lists) {
         return Some("everywhere");
     }
-    together
+    if let Some((_, place)) = together.into_iter().find(|(scopes, _)| both(scopes)) {
+        return Some(place);
+    }
+    // An open pane's keys come first, with the tab's own still active under it (approve
+    // in an open approval, rerun in an open case); the pane-focus keys are not, so a pane
+    // may take `h`/`l` for scrolling sideways.
+    let pane_only = |x: Action| x.scopes() == [Scope::Pane];
+    let focus = |x: Action| matches!(x, Action::FocusLeft | Action::FocusRight);
+    if (pane_only(a) && focus(b)) || (pane_only(b) && focus(a)) {
+        return None;
+    }
+    let in_pane: [(&[Scope], &'static str); 4] = [
+        (
+            &[Scope::Pane, Scope::Sessions],
+            "in an open pane on the Sessions tab",
+        ),
+        (
+            &[Scope::Pane, Scope::Approvals],
+            "in an open pane on the Approvals tab",
+        ),
+        (
+            &[Scope::Pane, Scope::Evals],
+            "in an open pane on the Evals tab",
+        ),
+        (
+            &[Scope::Pane, Scope::Events],
+            "in an open pane on the Events tab",
+        ),
+    ];
+    let with_lists = |scopes: &[Scope]| {
+        let mut all = scopes.to_vec();
+        all.extend(lists);
+        both(&all) && (active(a, &[Scope::Pane]) || active(b, &[Scope::Pane]))
+    };
+    in_pane
         .into_iter()
-        .find(|(scopes, _)| both(scopes))
+        .find(|(scopes, _)| with_lists(scopes))
         .map(|(_, place)| place)
 }
 
@@ -854,6 +904,35 @@ mod tests {
         assert_eq!(
             map.first_conflict().unwrap().place,
             "in the approve/deny prompt"
+        );
+    }
+
+    #[test]
+    fn an_open_pane_takes_h_and_l_for_sideways_but_no_other_key_of_its_tab() {
+        let map = KeyMap::default();
+        let h = press(KeyCode::Char('h'), KeyModifiers::NONE);
+        let pane = [Scope::Pane, Scope::Sessions, Scope::List, Scope::Global];
+        assert_eq!(map.lookup(&pane, &h), Some(Action::ScrollLeft));
+        assert_eq!(map.lookup(&pane[1..], &h), Some(Action::FocusLeft));
+        let right = press(KeyCode::Right, KeyModifiers::NONE);
+        assert_eq!(map.lookup(&pane, &right), Some(Action::ScrollRight));
+        // A pane key on a key its tab uses in the pane too is refused, naming both.
+        let mut map = KeyMap::default();
+        map.bind(Action::ScrollLeft, vec![parse_key("a").unwrap()]);
+        let conflict = map.first_conflict().unwrap();
+        assert_eq!(
+            (conflict.first, conflict.second, conflict.place),
+            (
+                Action::Approve,
+                Action::ScrollLeft,
+                "in an open pane on the Approvals tab"
+            )
+        );
+        let mut map = KeyMap::default();
+        map.bind(Action::NextMatch, vec![parse_key("j").unwrap()]);
+        assert_eq!(
+            map.first_conflict().unwrap().place,
+            "in an open pane on the Sessions tab"
         );
     }
 

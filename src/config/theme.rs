@@ -119,10 +119,15 @@ pub enum Role {
     StatusFg,
     Gauge,
     GaugeExhausted,
+    JsonKey,
+    JsonString,
+    JsonNumber,
+    JsonLiteral,
+    JsonPunct,
 }
 
 impl Role {
-    pub const ALL: [Role; 16] = [
+    pub const ALL: [Role; 21] = [
         Role::Text,
         Role::Muted,
         Role::Accent,
@@ -139,6 +144,11 @@ impl Role {
         Role::StatusFg,
         Role::Gauge,
         Role::GaugeExhausted,
+        Role::JsonKey,
+        Role::JsonString,
+        Role::JsonNumber,
+        Role::JsonLiteral,
+        Role::JsonPunct,
     ];
 
     /// The role's key in a theme file.
@@ -160,6 +170,11 @@ impl Role {
             Role::StatusFg => "status_fg",
             Role::Gauge => "gauge",
             Role::GaugeExhausted => "gauge_exhausted",
+            Role::JsonKey => "json_key",
+            Role::JsonString => "json_string",
+            Role::JsonNumber => "json_number",
+            Role::JsonLiteral => "json_literal",
+            Role::JsonPunct => "json_punct",
         }
     }
 
@@ -186,6 +201,11 @@ impl Role {
             Role::StatusFg => "status bar text",
             Role::Gauge => "gauges: mock consumption, pass rate",
             Role::GaugeExhausted => "gauge of an exhausted mock",
+            Role::JsonKey => "JSON in detail panes: object keys",
+            Role::JsonString => "JSON in detail panes: string values",
+            Role::JsonNumber => "JSON in detail panes: numbers",
+            Role::JsonLiteral => "JSON in detail panes: true, false, null",
+            Role::JsonPunct => "JSON in detail panes: braces, brackets, commas, colons",
         }
     }
 }
@@ -226,6 +246,11 @@ pub struct Theme {
     pub status_fg: Color,
     pub gauge: Color,
     pub gauge_exhausted: Color,
+    pub json_key: Color,
+    pub json_string: Color,
+    pub json_number: Color,
+    pub json_literal: Color,
+    pub json_punct: Color,
 }
 
 /// Where a theme came from, for `--print-config`.
@@ -472,6 +497,11 @@ impl Theme {
             status_fg: Color::Reset,
             gauge: Color::Green,
             gauge_exhausted: Color::Red,
+            json_key: Color::Reset,
+            json_string: Color::Reset,
+            json_number: Color::Reset,
+            json_literal: Color::Reset,
+            json_punct: Color::Reset,
         }
     }
 
@@ -493,6 +523,11 @@ impl Theme {
             Role::StatusFg => self.status_fg,
             Role::Gauge => self.gauge,
             Role::GaugeExhausted => self.gauge_exhausted,
+            Role::JsonKey => self.json_key,
+            Role::JsonString => self.json_string,
+            Role::JsonNumber => self.json_number,
+            Role::JsonLiteral => self.json_literal,
+            Role::JsonPunct => self.json_punct,
         }
     }
 
@@ -514,6 +549,11 @@ impl Theme {
             Role::StatusFg => &mut self.status_fg,
             Role::Gauge => &mut self.gauge,
             Role::GaugeExhausted => &mut self.gauge_exhausted,
+            Role::JsonKey => &mut self.json_key,
+            Role::JsonString => &mut self.json_string,
+            Role::JsonNumber => &mut self.json_number,
+            Role::JsonLiteral => &mut self.json_literal,
+            Role::JsonPunct => &mut self.json_punct,
         };
         *slot = colour;
     }
@@ -686,6 +726,30 @@ mod tests {
             }
         }
     }
+    /// Detail panes draw JSON on the terminal's own background: each built-in theme's
+    /// JSON colours read at AA on the background it is made for (black for dark and
+    /// high-contrast, white for light).
+    #[test]
+    fn json_colours_read_on_the_background_each_theme_is_made_for() {
+        for (name, page) in [
+            ("dark", Color::Black),
+            ("high-contrast", Color::Black),
+            ("light", Color::White),
+        ] {
+            let theme = Theme::named(name).unwrap();
+            for role in [
+                Role::JsonKey,
+                Role::JsonString,
+                Role::JsonNumber,
+                Role::JsonLiteral,
+                Role::JsonPunct,
+            ] {
+                let ratio = contrast(theme.color(role), page).unwrap();
+                assert!(ratio >= MIN_CONTRAST, "{name} {role:?}: {ratio:.2}");
+            }
+        }
+    }
+
     use std::collections::BTreeSet;
 
     /// Read from the source tree, not the compiled-in copy, so a theme added to `themes/`

@@ -364,6 +364,7 @@ impl Model {
                 }
                 let session = self.session_mut_or_new(id);
                 session.user.clone_from(&created.user_id);
+                session.project.clone_from(&created.project);
                 if !created.metadata.is_empty() {
                     session.summary_mut().note_metadata(&created.metadata);
                 }
@@ -392,6 +393,8 @@ impl Model {
                                 Vec::new()
                             },
                             fallback_hits: m.fallback.then_some(0),
+                            payload: m.payload.clone(),
+                            payload_bytes: m.payload_bytes,
                         })
                         .collect();
                 }
@@ -700,6 +703,12 @@ impl Model {
             session.calls = summary.calls;
             session.envelopes = summary.envelopes;
             session.hydrated_seq = session.hydrated_seq.max(summary.last_seq);
+            // A snapshot does not carry payloads: those the stream told are kept.
+            let told: Vec<(String, crate::protocol::RawJson)> = session
+                .mocks
+                .iter_mut()
+                .filter_map(|m| Some((m.tool.clone(), m.payload.take()?)))
+                .collect();
             session.mocks = summary
                 .mocks
                 .into_iter()
@@ -713,6 +722,11 @@ impl Model {
                     if m.declared.mode == MockMode::Rules {
                         rule_hits.resize(entries as usize, 0);
                     }
+                    let payload = m.declared.payload.or_else(|| {
+                        told.iter()
+                            .find(|(tool, _)| *tool == m.declared.tool)
+                            .map(|(_, p)| p.clone())
+                    });
                     MockRow {
                         tool: m.declared.tool,
                         mode: m.declared.mode,
@@ -722,6 +736,8 @@ impl Model {
                         saw_exhausted: false,
                         rule_hits,
                         fallback_hits: m.declared.fallback.then_some(m.fallback_hits),
+                        payload,
+                        payload_bytes: None,
                     }
                 })
                 .collect();

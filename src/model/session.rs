@@ -57,6 +57,11 @@ pub struct MockRow {
     pub rule_hits: Vec<u32>,
     /// A rules mock: calls its `$fallback` answered; `None` when it has none.
     pub fallback_hits: Option<u32>,
+    /// The mock as declared, when the stream told it (`session.created` of a runtime that
+    /// sends it); a session read from a snapshot has none.
+    pub payload: Option<crate::protocol::RawJson>,
+    /// The payload's size when it was too large for the stream to carry.
+    pub payload_bytes: Option<u32>,
 }
 
 impl MockRow {
@@ -404,6 +409,8 @@ impl RunSummary {
 pub struct Session {
     pub id: String,
     pub user: String,
+    /// The project (tenant) `session.created` named; empty when the stream did not say.
+    pub project: String,
     pub status: SessionStatus,
     /// Epoch milliseconds.
     pub created_ms: Option<f64>,

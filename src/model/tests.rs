@@ -315,6 +315,8 @@ fn hydrate_takes_the_runtimes_counters_and_keeps_timelines() {
                 mode: MockMode::Stateful,
                 entries: 2,
                 fallback: false,
+                payload: None,
+                payload_bytes: None,
             },
             counter: crate::protocol::events::Counter {
                 consumed: 2,

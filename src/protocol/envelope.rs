@@ -193,6 +193,7 @@ pub mod codes {
     pub const INVALID_BODY: &str = "invalid_body";
     pub const PAYLOAD_TOO_LARGE: &str = "payload_too_large";
     pub const UNAUTHORIZED: &str = "unauthorized";
+    pub const FORBIDDEN: &str = "forbidden";
     pub const NOT_FOUND: &str = "not_found";
     pub const ALREADY_DECIDED: &str = "approval_already_decided";
     pub const EXPIRED: &str = "approval_expired";

@@ -367,7 +367,20 @@ pub struct DeclaredMock {
     /// A rules mock with a `$fallback`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub fallback: bool,
+    /// The mock as the session declared it (the static object, the stateful array, the
+    /// `{"$rules", "$fallback"}` object), on `session.created` only: the inspector shows
+    /// each entry and which call it answered. Absent from older runtimes and session reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<crate::protocol::RawJson>,
+    /// Instead of `payload`, when the mock's JSON text is over the
+    /// [`MAX_STREAMED_PAYLOAD_BYTES`] the stream carries: its size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_bytes: Option<u32>,
 }
+
+/// The largest mock payload (JSON text) `session.created` carries; a larger one is
+/// named by its size only, so the event log does not hold every fixture twice.
+pub const MAX_STREAMED_PAYLOAD_BYTES: usize = 16 * 1024;
 
 /// A mock's consume counter after a call: `consumed` successful returns; `total` is the
 /// entry count of a stateful mock and absent for a static one. After a call a rules mock
@@ -632,7 +645,10 @@ impl Event {
                     e.user_id.len()
                         + e.project.len()
                         + e.servers.iter().map(|s| s.len() + 24).sum::<usize>()
-                        + e.mocks.len() * 96
+                        + e.mocks
+                            .iter()
+                            .map(|m| 96 + m.payload.as_ref().map_or(0, |p| p.get().len()))
+                            .sum::<usize>()
                         + e.metadata
                             .iter()
                             .map(|(k, v)| k.len() + v.len() + 48)

@@ -28,8 +28,8 @@ pub struct Logged {
     pub frame: Frame,
     text: OnceLock<String>,
     pub tenant: String,
-    /// Stamping order across tenants (seqs are per tenant).
-    ord: u64,
+    /// Stamping order across tenants (seqs are per tenant): the all-projects stream's seq.
+    pub ord: u64,
     /// What the budget counts for it (`Event::approx_bytes`), fixed at append.
     pub bytes: usize,
 }
@@ -278,6 +278,9 @@ pub struct LogStats {
 
 pub struct EventLog {
     epoch: String,
+    /// The all-projects stream's id: stamping order (`ord`) is counted afresh by each
+    /// process, so this one is new at every start even when `epoch` goes on.
+    all_epoch: String,
     ring: Mutex<Ring>,
     capacity: usize,
     live: broadcast::Sender<Arc<Logged>>,
@@ -485,6 +488,7 @@ impl EventLog {
         let (live, _) = broadcast::channel(subscriber_queue.max(1));
         Self {
             epoch: new_epoch(),
+            all_epoch: format!("all_{}", new_epoch()),
             ring: Mutex::new(Ring {
                 emitted: 0,
                 retained: 0,
@@ -637,6 +641,34 @@ impl EventLog {
     /// `stream.reset`.
     pub fn epoch(&self) -> &str {
         &self.epoch
+    }
+
+    /// The all-projects stream's id (its seqs are stamping order, this process's own).
+    pub fn all_epoch(&self) -> &str {
+        &self.all_epoch
+    }
+
+    /// The newest stamping order given (every tenant's events counted).
+    pub fn newest_ord(&self) -> u64 {
+        self.ring().emitted
+    }
+
+    /// Up to `limit` retained events of every tenant stamped after `ord`, in stamping order.
+    pub fn all_after(&self, ord: u64, limit: usize) -> Vec<Arc<Logged>> {
+        let ring = self.ring();
+        let mut all: Vec<Arc<Logged>> = ring
+            .tenants
+            .values()
+            .flat_map(|t| {
+                // Each tenant's ring is in stamping order: skip what is not after `ord`.
+                let from = t.events.partition_point(|e| e.ord <= ord);
+                t.events.range(from..).cloned()
+            })
+            .collect();
+        drop(ring);
+        all.sort_by_key(|e| e.ord);
+        all.truncate(limit);
+        all
     }
 
     fn ring(&self) -> MutexGuard<'_, Ring> {

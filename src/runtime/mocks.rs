@@ -9,7 +9,7 @@
 
 use crate::eval::assert::JsonPath;
 pub use crate::eval::assert::subset;
-use crate::protocol::events::{Counter, DeclaredMock, MockMode};
+use crate::protocol::events::{Counter, DeclaredMock, MAX_STREAMED_PAYLOAD_BYTES, MockMode};
 use crate::protocol::json::json_type;
 use crate::protocol::rest::MockState;
 use crate::protocol::{Envelope, RawJson};
@@ -174,18 +174,24 @@ impl MockSlot {
                 mode: MockMode::Static,
                 entries: 1,
                 fallback: false,
+                payload: None,
+                payload_bytes: None,
             },
             Fixture::Stateful(entries) => DeclaredMock {
                 tool: tool.to_owned(),
                 mode: MockMode::Stateful,
                 entries: len_u32(entries.len()),
                 fallback: false,
+                payload: None,
+                payload_bytes: None,
             },
             Fixture::Rules { rules, fallback } => DeclaredMock {
                 tool: tool.to_owned(),
                 mode: MockMode::Rules,
                 entries: len_u32(rules.len()),
                 fallback: fallback.is_some(),
+                payload: None,
+                payload_bytes: None,
             },
         }
     }
@@ -284,6 +290,28 @@ impl MockTable {
         self.slots
             .iter()
             .map(|(tool, slot)| slot.declared(tool))
+            .collect()
+    }
+
+    /// `declared`, each with its payload as written in `mocks` (for `session.created`).
+    pub fn declared_with_payloads(&self, mocks: Option<&Value>) -> Vec<DeclaredMock> {
+        self.slots
+            .iter()
+            .map(|(tool, slot)| {
+                let payload = mocks.and_then(|m| m.get(tool)).map(RawJson::from_value);
+                let bytes = payload.as_ref().map_or(0, |p| p.get().len());
+                if bytes > MAX_STREAMED_PAYLOAD_BYTES {
+                    DeclaredMock {
+                        payload_bytes: Some(len_u32(bytes)),
+                        ..slot.declared(tool)
+                    }
+                } else {
+                    DeclaredMock {
+                        payload,
+                        ..slot.declared(tool)
+                    }
+                }
+            })
             .collect()
     }
 

@@ -17,10 +17,13 @@ use axum::extract::ws::{Message, WebSocket};
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
 
-/// Which events one subscriber sees: its tenant's, optionally one session and some kinds.
+/// Which events one subscriber sees: its tenant's (or, `all`, every tenant's), optionally
+/// one session and some kinds.
 #[derive(Debug, Clone)]
 pub(crate) struct Filter {
     pub(crate) tenant: String,
+    /// Every project's events (`x-codespar-project: *`), seq'd by stamping order.
+    pub(crate) all: bool,
     pub(crate) session: Option<String>,
     pub(crate) kinds: Vec<String>,
 }
@@ -121,8 +124,31 @@ impl Subscriber {
             .map_err(|_| ())
     }
 
-    /// Sends everything the log holds after `last`, announcing what it no longer holds.
+    /// The seq this subscriber knows an event by: its tenant's, or on the all-projects
+    /// stream the stamping order.
+    fn seq_of(&self, logged: &Logged) -> u64 {
+        if self.filter.all {
+            logged.ord
+        } else {
+            logged.frame.seq
+        }
+    }
+
+    /// Sends everything the log holds after `last`, announcing what it no longer holds
+    /// (the all-projects stream sends what is retained, with no `stream.gap`: its order
+    /// runs across tenants whose rings are evicted apart).
     async fn catch_up(&mut self) -> Result<(), ()> {
+        if self.filter.all {
+            loop {
+                let events = self.rt.inner.log.all_after(self.last, 512);
+                if events.is_empty() {
+                    return Ok(());
+                }
+                for logged in events {
+                    self.deliver(&logged).await?;
+                }
+            }
+        }
         loop {
             let slice = self.rt.inner.log.since(&self.filter.tenant, self.last, 512);
             if let Some((from, to)) = slice.gap {
@@ -139,13 +165,23 @@ impl Subscriber {
     }
 
     async fn deliver(&mut self, logged: &Arc<Logged>) -> Result<(), ()> {
-        if logged.tenant != self.filter.tenant || logged.frame.seq <= self.last {
+        let seq = self.seq_of(logged);
+        if (!self.filter.all && logged.tenant != self.filter.tenant) || seq <= self.last {
             return Ok(());
         }
         if self.filter.shows(logged) {
-            self.send(logged.text().to_owned()).await?;
+            let text = if self.filter.all {
+                // Re-stamped with the order across projects: one seq space to resume in.
+                encode(&Frame {
+                    seq,
+                    ..logged.frame.clone()
+                })
+            } else {
+                logged.text().to_owned()
+            };
+            self.send(text).await?;
         }
-        self.last = logged.frame.seq;
+        self.last = seq;
         Ok(())
     }
 }
@@ -160,10 +196,18 @@ pub(crate) async fn stream(
 ) {
     // Read where "now" is before subscribing and catch up from the log after: nothing
     // appended in between is lost, and `deliver` skips what the live queue repeats.
-    let now = rt.inner.log.next_seq(&filter.tenant).saturating_sub(1);
+    let now = if filter.all {
+        rt.inner.log.newest_ord()
+    } else {
+        rt.inner.log.next_seq(&filter.tenant).saturating_sub(1)
+    };
     let mut live = rt.inner.log.subscribe();
     let ping_every = rt.inner.config.ping_interval;
-    let log_epoch = rt.inner.log.epoch().to_owned();
+    let log_epoch = if filter.all {
+        rt.inner.log.all_epoch().to_owned()
+    } else {
+        rt.inner.log.epoch().to_owned()
+    };
     let reset = reset_reason(&log_epoch, now, since, epoch.as_deref());
     let mut sub = Subscriber {
         socket,
@@ -197,8 +241,8 @@ pub(crate) async fn stream(
             received = live.recv() => {
                 let result = match received {
                     // Seqs count per tenant: another tenant's event is no news of ours.
-                    Ok(logged) if logged.tenant != sub.filter.tenant => Ok(()),
-                    Ok(logged) if logged.frame.seq > sub.last + 1 => sub.catch_up().await,
+                    Ok(logged) if !sub.filter.all && logged.tenant != sub.filter.tenant => Ok(()),
+                    Ok(logged) if sub.seq_of(&logged) > sub.last + 1 => sub.catch_up().await,
                     Ok(logged) => sub.deliver(&logged).await,
                     // Fell behind the live queue: the log still holds what was missed
                     // (or says it does not, with a gap); the queue never grows for us.

@@ -585,7 +585,7 @@ impl Runtime {
             user_id: session.user_id.clone(),
             servers: session.servers.clone(),
             project: tenant.to_owned(),
-            mocks: session.mocks.declared(),
+            mocks: session.mocks.declared_with_payloads(req.mocks.as_ref()),
             metadata: metadata_strings(&metadata),
         });
         let id = session.id.clone();

@@ -58,10 +58,16 @@ impl Tab {
     /// own (all tabs at once do not fit a screen). The prompt's keys show with Approvals.
     pub fn help_scopes(self) -> &'static [Scope] {
         match self {
-            Self::Sessions => &[Scope::Global, Scope::List, Scope::Sessions],
-            Self::Approvals => &[Scope::Global, Scope::List, Scope::Approvals, Scope::Prompt],
-            Self::Evals => &[Scope::Global, Scope::List, Scope::Evals],
-            Self::Events => &[Scope::Global, Scope::List, Scope::Events],
+            Self::Sessions => &[Scope::Global, Scope::List, Scope::Sessions, Scope::Pane],
+            Self::Approvals => &[
+                Scope::Global,
+                Scope::List,
+                Scope::Approvals,
+                Scope::Pane,
+                Scope::Prompt,
+            ],
+            Self::Evals => &[Scope::Global, Scope::List, Scope::Evals, Scope::Pane],
+            Self::Events => &[Scope::Global, Scope::List, Scope::Events, Scope::Pane],
         }
     }
 

@@ -185,6 +185,11 @@ impl App {
 
     /// Why `doing` cannot reach a runtime, or `None` when it can.
     pub fn offline(&self, doing: &str) -> Option<String> {
+        if self.all_projects() {
+            return Some(format!(
+                "cannot {doing}: watching every project; open the inspector with --project P to act in one"
+            ));
+        }
         match (&self.watching, &self.outbox) {
             (Watching::Replay { file }, _) => Some(format!(
                 "cannot {doing}: this is a replay of {file}, with no runtime behind it"
@@ -192,6 +197,11 @@ impl App {
             (_, Some(_)) => None,
             (_, None) => Some(format!("cannot {doing}: no runtime to send it to")),
         }
+    }
+
+    /// Whether the stream is every project's (`--project '*'`).
+    pub fn all_projects(&self) -> bool {
+        self.project.as_deref() == Some(crate::client::ALL_PROJECTS)
     }
 
     /// Folds one message from the network side.
@@ -294,6 +304,7 @@ impl App {
             now_ms: self.clock.wall_ms(),
             url: &self.url,
             watching: &self.watching,
+            all_projects: self.all_projects(),
         }
     }
 
@@ -306,6 +317,7 @@ impl App {
             now_ms: self.clock.wall_ms(),
             url: &self.url,
             watching: &self.watching,
+            all_projects: self.project.as_deref() == Some(crate::client::ALL_PROJECTS),
         };
         let view: &mut dyn View = match self.tab {
             Tab::Sessions => &mut self.sessions,
@@ -376,8 +388,10 @@ impl App {
             self.apply(effect);
             return;
         }
-        let scopes = [self.tab.scope(), Scope::List, Scope::Global];
-        if let Some(action) = self.keymap.lookup(&scopes, &key) {
+        let pane_open = self.view().pane_open();
+        let scopes = [Scope::Pane, self.tab.scope(), Scope::List, Scope::Global];
+        let scopes = if pane_open { &scopes[..] } else { &scopes[1..] };
+        if let Some(action) = self.keymap.lookup(scopes, &key) {
             self.dispatch(action);
         }
     }
@@ -410,8 +424,11 @@ impl App {
                 Some((what, text)) => Effect::Copy { what, text },
                 None => Effect::Notice("nothing selected to copy".to_owned()),
             },
-            // A replay can never send: say so at the key, not after a confirm.
-            Action::Approve | Action::Deny if matches!(self.watching, Watching::Replay { .. }) => {
+            // A replay (or the every-project stream) can never send: say so at the key,
+            // not after a confirm.
+            Action::Approve | Action::Deny
+                if matches!(self.watching, Watching::Replay { .. }) || self.all_projects() =>
+            {
                 let verb = if action == Action::Approve {
                     "approve"
                 } else {

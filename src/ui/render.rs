@@ -234,7 +234,10 @@ fn source_spans(app: &App) -> Vec<Span<'static>> {
         ],
         Watching::Replay { file } => vec![badge("replay"), Span::raw(format!(" {file} · offline"))],
     };
-    if let Some(project) = &app.project {
+    if app.all_projects() {
+        spans.push(Span::raw(" · "));
+        spans.push(Span::styled("all projects", theme.accent()));
+    } else if let Some(project) = &app.project {
         spans.push(Span::raw(" · project "));
         spans.push(Span::styled(sanitize(project).into_owned(), theme.accent()));
     }

@@ -337,3 +337,98 @@ async fn observe_as(handle: &spyglass::runtime::ServerHandle, query: &str, tenan
         .insert("x-codespar-project", tenant.parse().unwrap());
     tokio_tungstenite::connect_async(req).await.unwrap().0
 }
+
+/// `x-codespar-project: *` on `/v1/observe`: every project's events on one stream, seq'd
+/// by the runtime's stamping order so it can be resumed; only a key bound to no project
+/// may ask (403 `forbidden` otherwise), and no other route takes `*`.
+#[tokio::test]
+async fn every_project_on_one_stream_takes_a_key_bound_to_none() {
+    let handle = server(RuntimeConfig {
+        api_keys: vec!["k_admin".into()],
+        key_projects: vec![("k_a".into(), vec!["prj_a".into()])],
+        ..test_config()
+    })
+    .await;
+    let in_a = Api::new(&handle).with_key("k_admin").with_tenant("prj_a");
+    let in_b = Api::new(&handle).with_key("k_admin").with_tenant("prj_b");
+    let sid_a = in_a.session(json!({"asaas/x": {"n": 1}})).await;
+    let sid_b = in_b.session(json!({})).await;
+    let request = |key: &str, query: &str| {
+        let mut req = format!("{}{query}", handle.observe_url())
+            .into_client_request()
+            .unwrap();
+        let headers = req.headers_mut();
+        headers.insert("authorization", format!("Bearer {key}").parse().unwrap());
+        headers.insert("x-codespar-project", "*".parse().unwrap());
+        req
+    };
+    let (mut ws, _) = tokio_tungstenite::connect_async(request("k_admin", "?since=0"))
+        .await
+        .unwrap();
+    let got = frames(&mut ws, 2).await;
+    let seen: Vec<(Value, Value, Value)> = got
+        .iter()
+        .map(|f| {
+            (
+                f["seq"].clone(),
+                f["sessionId"].clone(),
+                f["project"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (json!(1), json!(sid_a), json!("prj_a")),
+            (json!(2), json!(sid_b), json!("prj_b"))
+        ]
+    );
+    // Live, and on from the newest seq across projects (each project's own seq is 2).
+    let (status, _) = in_a.execute(&sid_a, "asaas/x", json!({})).await;
+    assert_eq!(status, 200);
+    let live = frames(&mut ws, 1).await;
+    assert_eq!(
+        (live[0]["kind"].as_str(), live[0]["seq"].as_u64()),
+        (Some("tool.called"), Some(3))
+    );
+    // A resume from seq 2 of this stream sends only what came after.
+    let (mut again, _) = tokio_tungstenite::connect_async(request("k_admin", "?since=2"))
+        .await
+        .unwrap();
+    let resumed = frames(&mut again, 1).await;
+    assert_eq!(resumed[0]["seq"], 3);
+    assert!(
+        next_frame(&mut again, Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+
+    // A key bound to a project may not watch every project.
+    let http = reqwest::Client::new();
+    let res = http
+        .get(handle.observe_url().replacen("ws", "http", 1))
+        .header("authorization", "Bearer k_a")
+        .header("x-codespar-project", "*")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 403);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["code"], "forbidden", "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("prj_a"),
+        "{body}"
+    );
+    // `*` names no project anywhere else.
+    let all = Api::new(&handle).with_key("k_admin").with_tenant("*");
+    let (status, body) = all.get("/v1/sessions").await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("invalid_header")),
+        "{body}"
+    );
+    let (status, _) = all
+        .post("/v1/sessions", json!({"servers": [], "user_id": "u"}))
+        .await;
+    assert_eq!(status, 400);
+}

@@ -39,7 +39,7 @@ async fn the_first_matching_rule_answers_and_its_index_is_in_the_event_and_the_c
     let created = frames(&mut ws, 1).await.remove(0);
     assert_eq!(
         created["mocks"][0],
-        json!({"tool": PAY, "mode": "rules", "entries": 3}),
+        json!({"tool": PAY, "mode": "rules", "entries": 3, "payload": rules_mock()[PAY]}),
         "{created}"
     );
     let cases = [

@@ -83,6 +83,8 @@ fn every_kind() -> Vec<Frame> {
                     mode: MockMode::Stateful,
                     entries: 3,
                     fallback: false,
+                    payload: None,
+                    payload_bytes: None,
                 }],
                 metadata: BTreeMap::from([("k".to_string(), "v".to_string())]),
             }),

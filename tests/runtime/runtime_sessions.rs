@@ -296,10 +296,33 @@ async fn session_created_event_declares_mocks() {
     assert_eq!(created["sessionId"], sid.as_str());
     assert_eq!(created["seq"], 1);
     assert_eq!(created["project"], "default");
+    // Each mock carries its payload as declared, for the inspector's Mocks pane.
     assert_eq!(
         created["mocks"],
-        json!([{"tool": "a/b", "mode": "stateful", "entries": 3},
-               {"tool": "asaas/create_payment", "mode": "static", "entries": 1}])
+        json!([{"tool": "a/b", "mode": "stateful", "entries": 3, "payload": [{}, {}, {}]},
+               {"tool": "asaas/create_payment", "mode": "static", "entries": 1,
+                "payload": {"id": "p"}}])
+    );
+    // A payload over 16 KiB is named by its size only.
+    let big = "b".repeat(20_000);
+    api.session(json!({"asaas/big": {"blob": big}})).await;
+    let frames = handle.runtime().events_since(0, 10);
+    let created: Value =
+        serde_json::from_str(&spyglass::protocol::encode(frames.last().unwrap())).unwrap();
+    assert_eq!(
+        created["mocks"][0],
+        json!({"tool": "asaas/big", "mode": "static", "entries": 1, "payloadBytes": 20_011}),
+        "{created}"
+    );
+    // Session reads stay as they were: counters, no payloads.
+    let (_, read) = api.get(&format!("/v1/sessions/{sid}")).await;
+    assert!(
+        read["mocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m.get("payload").is_none()),
+        "{read}"
     );
 }
 

@@ -245,7 +245,7 @@ fn an_errored_case_shows_its_reason_and_a_skipped_detail_scrolls_nowhere() {
     assert!(text.contains("reason: timed out after 2000 ms"), "{text}");
     assert!(text.contains("No assertions in the latest result."));
     key(&mut app, KeyCode::PageDown);
-    assert_eq!(app.evals.detail.as_ref().unwrap().scroll, 0);
+    assert_eq!(app.evals.detail.as_ref().unwrap().pane.scroll, 0);
 }
 
 #[test]
@@ -517,4 +517,32 @@ fn a_max_cost_that_cannot_be_checked_is_marked_errored_with_its_reason() {
     assert!(text.contains("✓ contains"), "{text}");
     assert!(!text.contains("✗ max_cost"), "{text}");
     insta::assert_snapshot!(text);
+}
+
+#[test]
+fn slash_searches_an_open_case_and_n_steps_through_the_matches() {
+    let mut app = app();
+    history(&mut app);
+    key(&mut app, KeyCode::Down); // support
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Down); // order lookup
+    key(&mut app, KeyCode::Enter);
+    for c in "/$.order".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    let text = screen(&mut app, 120, 20);
+    assert!(text.contains("/$.order▏ 1/4"), "{text}");
+    key(&mut app, KeyCode::Enter); // keep the search; the case stays open
+    key(&mut app, KeyCode::Char('n'));
+    let text = screen(&mut app, 120, 20);
+    assert!(text.contains("/$.order 2/4"), "{text}");
+    key(&mut app, KeyCode::Char('N'));
+    key(&mut app, KeyCode::Char('N'));
+    let text = screen(&mut app, 120, 20);
+    assert!(text.contains("/$.order 4/4"), "wraps to the last: {text}");
+    // The case's own keys still work in the pane.
+    key(&mut app, KeyCode::Char('r'));
+    assert!(app.evals.detail.is_some());
+    key(&mut app, KeyCode::Esc);
+    assert!(app.evals.detail.is_none());
 }

@@ -11,6 +11,7 @@ mod contrast;
 mod evals_view;
 mod events_view;
 mod find;
+mod panes;
 mod scrolling;
 mod sessions_view;
 mod timeline_order;

@@ -215,7 +215,33 @@ fn long_json_in_the_detail_pane() {
     for _ in 0..3 {
         key(&mut app, KeyCode::Down);
     }
-    insta::assert_snapshot!(screen(&mut app, 110, 20));
+    let first = screen(&mut app, 110, 20);
+    // A long line runs past the edge, unbroken; the border says there is more.
+    assert!(!first.contains("will not fit"), "{first}");
+    assert!(first.contains(" ▶ "), "{first}");
+    insta::assert_snapshot!(first);
+    // `l` scrolls sideways to the line's end, and the border says from which column.
+    key(&mut app, KeyCode::Char('l'));
+    key(&mut app, KeyCode::Char('l'));
+    let right = screen(&mut app, 110, 20);
+    assert!(right.contains("will not fit\","), "{right}");
+    assert!(right.contains("◀ col 26"), "{right}");
+    // A frame arriving for the session leaves the pane where it was.
+    let next = r#"{"kind":"tool.called","seq":3,"ts":"2026-11-22T21:43:32.000Z","sessionId":"ses_01","callId":"call_next","tool":"asaas/create_payment","input":{},"outcome":{"result":{}},"startedAt":"2026-11-22T21:43:32.000Z","duration":1.0,"source":"execute"}"#;
+    feed(&mut app, next);
+    let after = screen(&mut app, 110, 20);
+    let pane = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip(1)
+            .map(|l| l.chars().skip(46).collect())
+            .collect()
+    };
+    assert_eq!(pane(&after), pane(&right), "{after}");
+    // `h` (←) goes back to the first column.
+    key(&mut app, KeyCode::Left);
+    key(&mut app, KeyCode::Char('h'));
+    let back = screen(&mut app, 110, 20);
+    assert!(!back.contains("◀ col"), "{back}");
     key(&mut app, KeyCode::End);
     let end = screen(&mut app, 110, 20);
     assert!(

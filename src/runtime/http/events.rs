@@ -1,7 +1,7 @@
 //! Handlers of the observer stream's routes: `GET /v1/observe` (the WebSocket upgrade),
 //! `GET /v1/events` (polling) and `POST /v1/events` (ingest); the stream is `runtime::observe`.
 
-use super::state::{AppState, Q, RawBody, Tenant};
+use super::state::{ALL_PROJECTS, AppState, Q, RawBody, Tenant};
 use crate::glob::check_pattern;
 use crate::protocol::envelope::codes;
 use crate::protocol::events::{DecodeError, decode_event};
@@ -57,6 +57,7 @@ pub(super) async fn observe(
         }
     };
     let filter = Filter {
+        all: tenant == ALL_PROJECTS,
         tenant,
         session: query.session,
         kinds,

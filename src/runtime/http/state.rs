@@ -33,6 +33,9 @@ impl IntoResponse for ApiErrorWithStatus {
 /// absent it would act on the default tenant's sessions.
 pub struct Tenant(pub String);
 
+/// The project name that means every project, on `GET /v1/observe` only.
+pub const ALL_PROJECTS: &str = "*";
+
 impl<S: Send + Sync> FromRequestParts<S> for Tenant {
     type Rejection = ApiErrorWithStatus;
 
@@ -48,6 +51,13 @@ impl<S: Send + Sync> FromRequestParts<S> for Tenant {
             )
         })?;
         let text = text.trim();
+        if text == ALL_PROJECTS && parts.uri.path() != "/v1/observe" {
+            return Err(ApiErrorWithStatus::new(
+                400,
+                codes::INVALID_HEADER,
+                "x-codespar-project: * (every project) is taken only by GET /v1/observe; name one project here",
+            ));
+        }
         Ok(Tenant(
             if text.is_empty() {
                 DEFAULT_TENANT
@@ -201,6 +211,16 @@ fn scope(req: &mut Request, projects: &[String]) -> Result<(), ApiErrorWithStatu
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|v| !v.is_empty());
+    if named == Some(ALL_PROJECTS) {
+        return Err(ApiErrorWithStatus::new(
+            403,
+            codes::FORBIDDEN,
+            format!(
+                "x-codespar-project: * (every project) needs a key bound to no project; this key acts for {} only",
+                projects.join(", ")
+            ),
+        ));
+    }
     let tenant = match (named, projects) {
         (Some(named), _) => named.to_owned(),
         (None, [only]) => {

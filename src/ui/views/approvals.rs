@@ -16,8 +16,8 @@
 //! ```
 
 use super::{
-    Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, draw_detail, fit, hints, key_cap,
-    key_label, scroll_hint, scroll_pane, wrap_words,
+    Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, fit, hints, key_cap, key_label,
+    scroll_hint, wrap_words,
 };
 use crate::mask::mask;
 use crate::model::{Approval, Model};
@@ -27,6 +27,7 @@ use crate::sanitize::{sanitize, shown, shown_text};
 use crate::ui::action::{Action, Scope};
 use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
+use crate::ui::views::pane::{PaneKey, PaneLine, TextPane};
 use crate::ui::views::query::Query;
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crossterm::event::{KeyCode, KeyEvent};
@@ -52,8 +53,7 @@ pub struct Prompt {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalDetail {
     pub approval_id: String,
-    lines: Vec<(bool, String)>,
-    pub scroll: usize,
+    pub pane: TextPane,
 }
 
 /// How many of the session's calls the detail lists (the newest).
@@ -65,8 +65,6 @@ pub struct ApprovalsState {
     pub list: ListCursor<String>,
     pub prompt: Option<Prompt>,
     pub detail: Option<ApprovalDetail>,
-    /// Lines of the open approval the pane shows at once, as last drawn.
-    detail_page: usize,
     /// Display order (ids): pending oldest first, then decided newest first.
     rows: Vec<String>,
     /// How many of `rows` lead as pending.
@@ -201,7 +199,7 @@ impl ApprovalsState {
         // lines are cheap to build.
         if let Some(detail) = &mut self.detail {
             match model.approvals.get(&detail.approval_id) {
-                Some(a) => detail.lines = detail_pane_lines(a, model),
+                Some(a) => detail.pane.set_lines(detail_pane_lines(a, model)),
                 None => self.detail = None,
             }
         }
@@ -343,17 +341,13 @@ impl ApprovalsState {
     /// (e.g. the selected approval is already decided).
     fn dispatch(&mut self, action: Action, model: &Model, now_ms: f64) -> Option<String> {
         if let Some(detail) = &mut self.detail {
-            if scroll_pane(
-                &mut detail.scroll,
-                detail.lines.len(),
-                self.detail_page,
-                action,
-            ) {
-                return None;
-            }
-            if matches!(action, Action::Back | Action::Open) {
-                self.detail = None;
-                return None;
+            match detail.pane.on_action(action) {
+                PaneKey::Used => return None,
+                PaneKey::Close => {
+                    self.detail = None;
+                    return None;
+                }
+                PaneKey::Other => {}
             }
         }
         let row = match action {
@@ -375,8 +369,7 @@ impl ApprovalsState {
                 let a = self.selected(model)?;
                 self.detail = Some(ApprovalDetail {
                     approval_id: a.id.clone(),
-                    lines: detail_pane_lines(a, model),
-                    scroll: 0,
+                    pane: TextPane::new(detail_pane_lines(a, model)),
                 });
                 return None;
             }
@@ -440,6 +433,16 @@ impl View for ApprovalsState {
     }
 
     fn on_key(&mut self, key: KeyEvent, cx: &Cx) -> Option<Effect> {
+        if self.prompt.is_none()
+            && let Some(detail) = &mut self.detail
+            && detail.pane.typing()
+        {
+            match super::text_key(cx.keymap, key) {
+                TextKey::Quit => return Some(Effect::Quit),
+                other => detail.pane.search_key(other),
+            }
+            return Some(Effect::None);
+        }
         if self.editing_note() {
             Some(self.note_key(super::text_key(cx.keymap, key)))
         } else if self.editing_filter {
@@ -473,6 +476,10 @@ impl View for ApprovalsState {
         self.prompt = None;
     }
 
+    fn pane_open(&self) -> bool {
+        self.detail.is_some() && self.prompt.is_none()
+    }
+
     fn render(&self, frame: &mut Frame, area: Rect, cx: &Cx) -> Drawn {
         // The footer grows with what it says (a prompt wraps rather than being cut), up
         // to half the tab.
@@ -499,8 +506,8 @@ impl View for ApprovalsState {
 
     fn place(&mut self, drawn: &Drawn, _model: &Model) {
         self.list.place(drawn.get(Pane::List));
-        if let Some(detail) = drawn.get(Pane::Detail) {
-            self.detail_page = detail.page;
+        if let Some(detail) = &mut self.detail {
+            detail.pane.place(drawn.get(Pane::Detail));
         }
     }
 
@@ -932,10 +939,9 @@ fn marked_prompt_lines(prompt: &Prompt, verb: &str, cx: &Cx, width: usize) -> Ve
 
 /// The open approval: what was called with what, why it was held, how it stands, and
 /// what else the session did. Masked and sanitised here, once.
-fn detail_pane_lines(a: &Approval, model: &Model) -> Vec<(bool, String)> {
-    let mut lines = vec![(true, shown(&format!("{} · {}", a.tool, a.id)).into_owned())];
-    lines.push((
-        false,
+fn detail_pane_lines(a: &Approval, model: &Model) -> Vec<PaneLine> {
+    let mut lines = vec![PaneLine::heading(shown(&format!("{} · {}", a.tool, a.id)))];
+    lines.push(PaneLine::plain(
         shown(&format!(
             "{} · session {} · call {}",
             status_word(a.status),
@@ -952,39 +958,40 @@ fn detail_pane_lines(a: &Approval, model: &Model) -> Vec<(bool, String)> {
     if let Some(by) = &a.decided_by {
         state.push_str(&format!(" · by {by}"));
     }
-    lines.push((false, shown(&state).into_owned()));
+    lines.push(PaneLine::plain(shown(&state).into_owned()));
     if let Some(note) = &a.note {
-        lines.push((false, shown(&format!("note: {note}")).into_owned()));
+        lines.push(PaneLine::plain(
+            shown(&format!("note: {note}")).into_owned(),
+        ));
     }
     if let Some(outcome) = &a.replay {
         let (text, _) = outcome_summary(outcome);
-        lines.push((false, format!("replayed → {text}")));
+        lines.push(PaneLine::plain(format!("replayed → {text}")));
     }
-    lines.push((false, String::new()));
-    lines.push((true, shown(&format!("Rule {}", a.rule_id)).into_owned()));
+    lines.push(PaneLine::plain(String::new()));
+    lines.push(PaneLine::heading(
+        shown(&format!("Rule {}", a.rule_id)).into_owned(),
+    ));
     if !a.message.is_empty() {
-        lines.push((false, shown(&a.message).into_owned()));
+        lines.push(PaneLine::plain(shown(&a.message).into_owned()));
     }
     if let Some(condition) = &a.condition {
-        lines.push((false, shown(&format!("when {condition}")).into_owned()));
+        lines.push(PaneLine::plain(
+            shown(&format!("when {condition}")).into_owned(),
+        ));
         for field in condition_fields(condition, &a.input) {
-            lines.push((false, shown(&format!("  {field}")).into_owned()));
+            lines.push(PaneLine::plain(shown(&format!("  {field}")).into_owned()));
         }
     }
-    lines.push((false, String::new()));
-    lines.push((true, "Input".to_owned()));
-    lines.extend(
-        shown_text(&a.input.pretty())
-            .lines()
-            .map(|l| (false, l.to_owned())),
-    );
+    lines.push(PaneLine::plain(String::new()));
+    lines.push(PaneLine::heading("Input".to_owned()));
+    lines.extend(PaneLine::json_lines(&shown_text(&a.input.pretty())));
     let Some(session) = model.session(&a.session_id) else {
         return lines;
     };
     let calls = session.timeline.calls();
-    lines.push((false, String::new()));
-    lines.push((
-        true,
+    lines.push(PaneLine::plain(String::new()));
+    lines.push(PaneLine::heading(
         shown(&format!(
             "Recent calls in {} ({} of {})",
             a.session_id,
@@ -1000,8 +1007,7 @@ fn detail_pane_lines(a: &Approval, model: &Model) -> Vec<(bool, String)> {
         } else {
             ""
         };
-        lines.push((
-            false,
+        lines.push(PaneLine::plain(
             shown(&format!("{}  {}  {outcome}{this}", call.id, call.tool)).into_owned(),
         ));
     }
@@ -1015,15 +1021,7 @@ fn render_detail(frame: &mut Frame, area: Rect, detail: &ApprovalDetail, cx: &Cx
         key_cap(cx.keymap, Action::Approve),
         key_cap(cx.keymap, Action::Deny)
     );
-    draw_detail(
-        frame,
-        area,
-        "Approval",
-        &hints,
-        &detail.lines,
-        detail.scroll,
-        cx,
-    )
+    detail.pane.draw(frame, area, "Approval", &hints, cx)
 }
 
 fn detail_lines(a: &Approval, theme: &Theme, width: usize) -> Vec<Line<'static>> {
@@ -1121,6 +1119,7 @@ mod view_tests {
             now_ms: crate::ui::views::testing::NOW_MS,
             url: "",
             watching: &crate::ui::app::Watching::Runtime,
+            all_projects: false,
         };
         let y = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE);
         assert_eq!(
@@ -1187,7 +1186,7 @@ mod readable_tests {
         screen.act(&mut view, Action::Open);
         screen.draw(&mut view, 80, 12);
         screen.act(&mut view, Action::Bottom);
-        let scrolled = view.detail.as_ref().map_or(0, |d| d.scroll);
+        let scrolled = view.detail.as_ref().map_or(0, |d| d.pane.scroll);
         assert!(scrolled > 0, "a long detail scrolls");
         let text = screen.text(&mut view, 80, 12);
         assert!(text.contains("◂ this call"), "{text}");

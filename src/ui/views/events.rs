@@ -15,8 +15,8 @@
 
 use super::approvals::clock_part;
 use super::{
-    Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, edit_filter, end_filter, fit,
-    key_cap, scroll_pane, text_key,
+    Cx, Drawn, Effect, ListCursor, Pane, TextKey, View, edit_filter, end_filter, fit, key_cap,
+    scroll_hint, text_key,
 };
 use crate::client::tail::what_happened;
 use crate::mask::mask;
@@ -26,6 +26,7 @@ use crate::protocol::events::{encode, encode_fields};
 use crate::sanitize::{sanitize, shown};
 use crate::ui::action::Action;
 use crate::ui::views::fitted_table;
+use crate::ui::views::pane::{PaneKey, PaneLine, TextPane};
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crossterm::event::KeyEvent;
 use ratatui::Frame as TermFrame;
@@ -38,8 +39,7 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row};
 #[derive(Debug, Clone)]
 pub struct EventDetail {
     pub seq: u64,
-    lines: Vec<String>,
-    pub scroll: usize,
+    pub pane: TextPane,
 }
 
 #[derive(Debug, Clone)]
@@ -55,8 +55,6 @@ pub struct EventsState {
     /// Matching positions, ascending; extended as frames arrive.
     matches: Vec<u64>,
     scanned_to: u64,
-    /// Lines of the open frame the pane shows at once.
-    detail_page: usize,
 }
 
 impl Default for EventsState {
@@ -70,7 +68,6 @@ impl Default for EventsState {
             top: 0,
             matches: Vec::new(),
             scanned_to: 0,
-            detail_page: 0,
         }
     }
 }
@@ -190,13 +187,7 @@ impl EventsState {
     pub fn dispatch(&mut self, action: Action, model: &Model) {
         let log = &model.events;
         if let Some(detail) = &mut self.detail {
-            let scrolled = scroll_pane(
-                &mut detail.scroll,
-                detail.lines.len(),
-                self.detail_page,
-                action,
-            );
-            if !scrolled && matches!(action, Action::Back | Action::Open) {
+            if detail.pane.on_action(action) == PaneKey::Close {
                 self.detail = None;
             }
             return;
@@ -222,10 +213,13 @@ impl EventsState {
             }
             Action::Open => {
                 if let Some(frame) = self.selected_frame(log) {
+                    let lines = pretty_lines(frame)
+                        .iter()
+                        .map(|l| PaneLine::json(sanitize(l)))
+                        .collect();
                     self.detail = Some(EventDetail {
                         seq: frame.seq,
-                        lines: pretty_lines(frame),
-                        scroll: 0,
+                        pane: TextPane::new(lines),
                     });
                 }
             }
@@ -248,6 +242,15 @@ impl View for EventsState {
     }
 
     fn on_key(&mut self, key: KeyEvent, cx: &Cx) -> Option<Effect> {
+        if let Some(detail) = &mut self.detail
+            && detail.pane.typing()
+        {
+            match text_key(cx.keymap, key) {
+                TextKey::Quit => return Some(Effect::Quit),
+                other => detail.pane.search_key(other),
+            }
+            return Some(Effect::None);
+        }
         if !self.editing_filter {
             return None;
         }
@@ -264,6 +267,10 @@ impl View for EventsState {
     fn on_action(&mut self, action: Action, cx: &Cx) -> Effect {
         self.dispatch(action, cx.model);
         Effect::None
+    }
+
+    fn pane_open(&self) -> bool {
+        self.detail.is_some()
     }
 
     fn on_click(&mut self, at: Position, model: &Model) -> Effect {
@@ -285,8 +292,8 @@ impl View for EventsState {
     }
 
     fn place(&mut self, drawn: &Drawn, model: &Model) {
-        if let Some(detail) = drawn.get(Pane::Detail) {
-            self.detail_page = detail.page;
+        if let Some(detail) = &mut self.detail {
+            detail.pane.place(drawn.get(Pane::Detail));
         }
         let placed = drawn.get(Pane::List);
         self.list.place(placed);
@@ -326,38 +333,12 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
     let log = &cx.model.events;
     let mut drawn = Drawn::default();
     if let Some(detail) = &state.detail {
-        let title = Line::from(vec![
-            Span::styled(format!(" Event seq {} ", detail.seq), theme.title()),
-            Span::styled(
-                format!(
-                    "· line {}/{} · {} back ",
-                    detail.scroll + 1,
-                    detail.lines.len(),
-                    key_cap(cx.keymap, Action::Back)
-                ),
-                theme.muted(),
-            ),
-        ]);
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_style(theme.accent())
-            .title(title);
-        let inner = block.inner(area);
-        frame.render_widget(block, area);
-        drawn.push(Placed {
-            pane: Pane::Detail,
-            rows: inner,
-            offset: detail.scroll,
-            page: inner.height as usize,
-        });
-        let lines: Vec<Line> = detail
-            .lines
-            .iter()
-            .skip(detail.scroll)
-            .take(inner.height as usize)
-            .map(|l| Line::from(sanitize(l).into_owned()))
-            .collect();
-        frame.render_widget(Paragraph::new(lines), inner);
+        let name = format!("Event seq {}", detail.seq);
+        drawn.push(
+            detail
+                .pane
+                .draw(frame, area, &name, &scroll_hint(cx.keymap), cx),
+        );
         return drawn;
     }
     let len = state.len(log);

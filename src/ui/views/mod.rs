@@ -6,6 +6,7 @@ pub mod approvals;
 pub mod diff;
 pub mod evals;
 pub mod events;
+pub mod pane;
 pub mod query;
 pub mod search;
 pub mod sessions;
@@ -29,6 +30,8 @@ pub struct Cx<'a> {
     pub now_ms: f64,
     pub url: &'a str,
     pub watching: &'a Watching,
+    /// The stream is every project's: rows say whose they are.
+    pub all_projects: bool,
 }
 
 /// What a view asks of the app after a key or a click; the app alone sends, copies,
@@ -73,6 +76,8 @@ pub enum Pane {
     Suites,
     Cases,
     Detail,
+    /// The Sessions tab's Mocks pane as focused.
+    Mocks,
 }
 
 /// Where a pane's rows were drawn: the area under its header, the first row shown, and
@@ -183,6 +188,10 @@ pub trait View {
     fn on_wheel(&mut self, _at: Position) {}
     /// Another tab is being shown by a click.
     fn on_hide(&mut self) {}
+    /// Whether a text pane has the keys (`Scope::Pane` comes first).
+    fn pane_open(&self) -> bool {
+        false
+    }
     /// The selected thing as text for the clipboard, and its name.
     fn copy_text(&self, model: &Model) -> Option<(String, String)>;
     fn render(&self, frame: &mut Frame, area: Rect, cx: &Cx) -> Drawn;
@@ -309,6 +318,8 @@ pub fn key_cap(keymap: &KeyMap, action: Action) -> String {
     match key.as_str() {
         "up" => "↑".into(),
         "down" => "↓".into(),
+        "left" => "←".into(),
+        "right" => "→".into(),
         "pageup" => "PgUp".into(),
         "pagedown" => "PgDn".into(),
         "esc" => "Esc".into(),
@@ -441,66 +452,6 @@ pub fn scroll_hint(keymap: &KeyMap) -> String {
         key_cap(keymap, Action::PageUp),
         key_cap(keymap, Action::PageDown)
     )
-}
-
-/// A detail pane of `(heading, text)` lines: its frame, its lines from `scroll`, and where
-/// it landed (for page keys and clicks).
-pub fn draw_detail(
-    frame: &mut Frame,
-    area: Rect,
-    name: &str,
-    hints: &str,
-    lines: &[(bool, String)],
-    scroll: usize,
-    cx: &Cx,
-) -> Placed {
-    let inner = detail_frame(frame, area, name, hints, (scroll, lines.len()), cx);
-    draw_lines(frame, inner, lines, scroll, cx.theme);
-    Placed {
-        pane: Pane::Detail,
-        rows: inner,
-        offset: scroll,
-        page: inner.height as usize,
-    }
-}
-
-/// Draws a scrolled pane's `(heading, text)` lines from `scroll`, long ones wrapped at the
-/// pane's width. Only what shows is wrapped: scroll counts source lines, so a huge value
-/// costs nothing until it is on screen. The text must already be masked and sanitised.
-pub fn draw_lines(
-    frame: &mut Frame,
-    inner: Rect,
-    lines: &[(bool, String)],
-    scroll: usize,
-    theme: &Theme,
-) {
-    let width = (inner.width as usize).max(1);
-    let height = inner.height as usize;
-    let mut out: Vec<Line> = Vec::with_capacity(height);
-    'lines: for (heading, text) in lines.iter().skip(scroll) {
-        let style = if *heading {
-            theme.title()
-        } else {
-            ratatui::style::Style::default()
-        };
-        let chars: Vec<char> = text.chars().collect();
-        if chars.is_empty() {
-            out.push(Line::from(""));
-        }
-        for chunk in chars.chunks(width) {
-            if out.len() >= height {
-                break 'lines;
-            }
-            out.push(Line::from(ratatui::text::Span::styled(
-                chunk.iter().collect::<String>(),
-                style,
-            )));
-        }
-        if out.len() >= height {
-            break;
-        }
-    }
-    frame.render_widget(ratatui::widgets::Paragraph::new(out), inner);
 }
 
 /// The list row under a click: `rows` is where the rows were drawn, `offset` the first
@@ -867,6 +818,7 @@ pub(crate) mod testing {
         pub model: Model,
         pub theme: Theme,
         pub keymap: KeyMap,
+        pub all_projects: bool,
     }
 
     impl Screen {
@@ -875,6 +827,7 @@ pub(crate) mod testing {
                 model,
                 theme: Theme::default(),
                 keymap: KeyMap::default(),
+                all_projects: false,
             }
         }
 
@@ -886,6 +839,7 @@ pub(crate) mod testing {
                 now_ms: NOW_MS,
                 url: URL,
                 watching: &Watching::Runtime,
+                all_projects: self.all_projects,
             }
         }
 

@@ -21,7 +21,7 @@ impl PaneSearch {
     }
 
     /// The lines holding the text (case never matters).
-    fn hits(&self, lines: &[(bool, String)]) -> Vec<usize> {
+    fn hits(&self, lines: &[impl AsRef<str>]) -> Vec<usize> {
         if self.text.is_empty() {
             return vec![];
         }
@@ -29,14 +29,14 @@ impl PaneSearch {
         lines
             .iter()
             .enumerate()
-            .filter(|(_, (_, l))| l.to_lowercase().contains(&needle))
+            .filter(|(_, l)| l.as_ref().to_lowercase().contains(&needle))
             .map(|(i, _)| i)
             .collect()
     }
 
     /// A key while the text is typed; the first match from `scroll` on is the current one
     /// as it changes. Returns the line to scroll to.
-    pub fn key(&mut self, key: TextKey, lines: &[(bool, String)], scroll: usize) -> Option<usize> {
+    pub fn key(&mut self, key: TextKey, lines: &[impl AsRef<str>], scroll: usize) -> Option<usize> {
         match key {
             TextKey::Keep => self.typing = false,
             TextKey::Discard => *self = Self::default(),
@@ -56,7 +56,7 @@ impl PaneSearch {
     }
 
     /// The next (or previous) match after the current one, wrapping around.
-    pub fn step(&mut self, lines: &[(bool, String)], forward: bool) -> Option<usize> {
+    pub fn step(&mut self, lines: &[impl AsRef<str>], forward: bool) -> Option<usize> {
         let hits = self.hits(lines);
         let cur = self.at;
         let next = if forward {
@@ -76,7 +76,7 @@ impl PaneSearch {
     }
 
     /// `/word▏ 2/5` for the pane's title; empty with no search.
-    pub fn label(&self, lines: &[(bool, String)]) -> String {
+    pub fn label(&self, lines: &[impl AsRef<str>]) -> String {
         if self.text.is_empty() && !self.typing {
             return String::new();
         }
@@ -96,7 +96,7 @@ mod tests {
     use super::*;
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-    fn lines() -> Vec<(bool, String)> {
+    fn lines() -> Vec<String> {
         [
             "Input",
             "{",
@@ -106,7 +106,7 @@ mod tests {
             "  \"id\": \"pay_2\"",
         ]
         .iter()
-        .map(|l| (false, (*l).to_owned()))
+        .map(|l| (*l).to_owned())
         .collect()
     }
 

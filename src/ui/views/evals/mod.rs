@@ -36,8 +36,21 @@ impl View for EvalsState {
     }
 
     fn on_key(&mut self, key: crossterm::event::KeyEvent, cx: &Cx) -> Option<Effect> {
+        if let Some(detail) = &mut self.detail
+            && detail.pane.typing()
+        {
+            match super::text_key(cx.keymap, key) {
+                super::TextKey::Quit => return Some(Effect::Quit),
+                other => detail.pane.search_key(other),
+            }
+            return Some(Effect::None);
+        }
         self.editing_filter
             .then(|| self.filter_key(super::text_key(cx.keymap, key), cx.model))
+    }
+
+    fn pane_open(&self) -> bool {
+        self.detail.is_some()
     }
 
     fn on_action(&mut self, action: Action, cx: &Cx) -> Effect {
@@ -64,11 +77,8 @@ impl View for EvalsState {
     fn place(&mut self, drawn: &Drawn, _model: &Model) {
         self.suites.place(drawn.get(Pane::Suites));
         self.cases.place(drawn.get(Pane::Cases));
-        if let Some(placed) = drawn.get(Pane::Detail) {
-            self.detail_page = placed.page;
-            if let Some(detail) = &mut self.detail {
-                detail.scroll = placed.offset;
-            }
+        if let Some(detail) = &mut self.detail {
+            detail.pane.place(drawn.get(Pane::Detail));
         }
     }
 }

@@ -1,14 +1,14 @@
 //! Drawing the Evals tab from its state: suites, the selected suite's cases, or one case's
 //! result. Nothing here changes state; what was laid out is returned.
 
-use super::lines::{Tone, case_ms, gauge, judged, pct, sparkline, status_label, status_style};
+use super::lines::{case_ms, gauge, judged, pct, sparkline, status_label, status_style};
 use super::state::{CaseDetail, EvalFocus, EvalsState};
 use crate::protocol::rest::SuiteSummary;
 use crate::sanitize::sanitize;
 use crate::ui::action::Action;
 use crate::ui::views::fitted_table;
 use crate::ui::views::{Col, fit, fit_columns_stretching, placed_list, shown_cells};
-use crate::ui::views::{Cx, Drawn, Pane, Placed, detail_frame, focused_block, hints};
+use crate::ui::views::{Cx, Drawn, Pane, Placed, focused_block, hints};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -380,7 +380,6 @@ fn render_cases(
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, detail: &CaseDetail, cx: &Cx) -> Placed {
-    let theme = cx.theme;
     let keys = hints(
         cx.keymap,
         &[
@@ -388,51 +387,5 @@ fn render_detail(frame: &mut Frame, area: Rect, detail: &CaseDetail, cx: &Cx) ->
             (Action::RerunCase, "rerun"),
         ],
     );
-    let inner = detail_frame(
-        frame,
-        area,
-        "Case",
-        &keys,
-        (detail.scroll, detail.lines.len()),
-        cx,
-    );
-    let width = (inner.width as usize).max(1);
-    let height = inner.height as usize;
-    // The last line stops at the bottom, also when the case shrank since it was scrolled.
-    let scroll = detail.scroll.min(detail.lines.len().saturating_sub(height));
-    // Wrap only what is shown: a long actual output costs nothing until it is on screen.
-    let mut out: Vec<Line> = Vec::with_capacity(height);
-    for (tone, text) in detail.lines.iter().skip(scroll) {
-        if out.len() >= height {
-            break;
-        }
-        let style = match tone {
-            Tone::Heading => theme.title(),
-            Tone::Plain => Style::default(),
-            Tone::Muted => theme.muted(),
-            Tone::Pass | Tone::Added => theme.ok(),
-            Tone::Fail | Tone::Removed => theme.error(),
-            Tone::Changed => theme.warn(),
-        };
-        let chars: Vec<char> = text.chars().collect();
-        if chars.is_empty() {
-            out.push(Line::from(""));
-        }
-        for chunk in chars.chunks(width) {
-            if out.len() >= height {
-                break;
-            }
-            out.push(Line::from(Span::styled(
-                chunk.iter().collect::<String>(),
-                style,
-            )));
-        }
-    }
-    frame.render_widget(Paragraph::new(out), inner);
-    Placed {
-        pane: Pane::Detail,
-        rows: inner,
-        offset: scroll,
-        page: height,
-    }
+    detail.pane.draw(frame, area, "Case", &keys, cx)
 }

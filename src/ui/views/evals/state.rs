@@ -5,9 +5,29 @@ use super::lines::{Tone, case_lines};
 use crate::model::Model;
 use crate::protocol::rest::{CaseSummary, SuiteSummary};
 use crate::ui::action::{Action, KeyMap};
+use crate::ui::views::pane::{PaneKey, PaneLine, TextPane};
 use crate::ui::views::query::Query;
-use crate::ui::views::{Effect, ListCursor, TextKey, edit_filter, key_cap, scroll_pane};
+use crate::ui::views::{Effect, ListCursor, TextKey, edit_filter, key_cap};
 use ratatui::layout::Position;
+
+/// A case's lines in the shared pane's tones.
+fn pane_lines(lines: Vec<(Tone, String)>) -> Vec<PaneLine> {
+    use crate::ui::views::pane::Tone as T;
+    lines
+        .into_iter()
+        .map(|(tone, text)| {
+            let tone = match tone {
+                Tone::Heading => T::Heading,
+                Tone::Plain => T::Plain,
+                Tone::Muted => T::Muted,
+                Tone::Pass | Tone::Added => T::Ok,
+                Tone::Fail | Tone::Removed => T::Error,
+                Tone::Changed => T::Warn,
+            };
+            PaneLine::new(tone, text)
+        })
+        .collect()
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EvalFocus {
@@ -22,8 +42,7 @@ pub struct CaseDetail {
     pub suite: String,
     pub case: String,
     pub(super) rev: u64,
-    pub(super) lines: Vec<(Tone, String)>,
-    pub scroll: usize,
+    pub pane: TextPane,
 }
 
 /// Selection is by name, so results arriving never move what the user is looking at.
@@ -33,8 +52,6 @@ pub struct EvalsState {
     pub cases: ListCursor<String>,
     pub focus: EvalFocus,
     pub detail: Option<CaseDetail>,
-    /// Lines of the open case the pane shows at once.
-    pub(super) detail_page: usize,
     /// The run later runs are compared with (`p`), by id.
     pub pinned: Option<String>,
     /// The selected suite's cases shown are those this filter keeps (`query::Query`).
@@ -128,7 +145,9 @@ impl EvalsState {
             && detail.rev != model.evals.rev
             && let Some(case) = model.evals.case(&detail.suite, &detail.case)
         {
-            detail.lines = case_lines(&detail.suite, case);
+            detail
+                .pane
+                .set_lines(pane_lines(case_lines(&detail.suite, case)));
             detail.rev = model.evals.rev;
         }
     }
@@ -146,12 +165,15 @@ impl EvalsState {
 
     pub fn dispatch(&mut self, action: Action, model: &Model, keymap: &KeyMap) -> Effect {
         if let Some(detail) = &mut self.detail {
-            let page = self.detail_page;
-            if scroll_pane(&mut detail.scroll, detail.lines.len(), page, action) {
-                return Effect::None;
+            match detail.pane.on_action(action) {
+                PaneKey::Used => return Effect::None,
+                PaneKey::Close => {
+                    self.detail = None;
+                    return Effect::None;
+                }
+                PaneKey::Other => {}
             }
             match action {
-                Action::Back | Action::Open => self.detail = None,
                 Action::PinRun => return self.pin(model),
                 Action::RerunCase => return self.rerun_case(),
                 Action::RerunSuite => return self.rerun_suite(),
@@ -273,8 +295,7 @@ impl EvalsState {
                 suite: suite.to_owned(),
                 case: case.to_owned(),
                 rev: model.evals.rev,
-                lines: case_lines(suite, summary),
-                scroll: 0,
+                pane: TextPane::new(pane_lines(case_lines(suite, summary))),
             });
         }
     }

@@ -6,6 +6,7 @@ pub(super) use crate::model::TimelineRow;
 use crate::model::{Call, Session};
 use crate::sanitize::{shown, shown_text};
 use crate::ui::views::fmt_ms;
+use crate::ui::views::pane::PaneLine;
 
 /// The selected session's rows in display order, rebuilt only when that session changes.
 #[derive(Debug, Clone)]
@@ -92,11 +93,11 @@ pub(super) fn pretty<T: serde::Serialize>(value: &T) -> String {
         .unwrap_or_else(|e| format!("(cannot show: {e})"))
 }
 
-pub(super) fn detail_lines(call: &Call) -> Vec<(bool, String)> {
-    let mut lines = vec![(
-        true,
-        shown(&format!("{} · {}", call.tool, call.id)).into_owned(),
-    )];
+pub(super) fn detail_lines(call: &Call) -> Vec<PaneLine> {
+    let mut lines = vec![PaneLine::heading(shown(&format!(
+        "{} · {}",
+        call.tool, call.id
+    )))];
     let mut meta = format!("duration {}", fmt_ms(call.duration_ms));
     if let Some(counter) = call.counter {
         match counter.total {
@@ -112,12 +113,12 @@ pub(super) fn detail_lines(call: &Call) -> Vec<(bool, String)> {
     if let Some(it) = call.iteration {
         meta.push_str(&format!(" · step {it}"));
     }
-    lines.push((false, meta));
-    lines.push((false, String::new()));
+    lines.push(PaneLine::plain(meta));
+    lines.push(PaneLine::plain(""));
     let mut section = |title: &str, text: String| {
-        lines.push((true, title.to_owned()));
-        lines.extend(text.lines().map(|l| (false, l.to_owned())));
-        lines.push((false, String::new()));
+        lines.push(PaneLine::heading(title));
+        lines.extend(PaneLine::json_lines(&text));
+        lines.push(PaneLine::plain(""));
     };
     // Masked once here, so every line the pane shows is already safe.
     section("Input", shown_text(&call.input.pretty()).into_owned());

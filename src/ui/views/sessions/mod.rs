@@ -17,9 +17,11 @@
 //! the model (the timeline order, a call's detail), `render` the drawing.
 
 mod lines;
+mod mocks;
 mod render;
 mod state;
 
+pub use mocks::MocksPane;
 pub use state::{CallSort, Detail, Focus, ListColumn, ListOrder, SessionsState};
 
 use super::{Cx, Drawn, Effect, Pane, TextKey, View, text_key};
@@ -69,6 +71,10 @@ impl View for SessionsState {
         self.focus_at(at);
     }
 
+    fn pane_open(&self) -> bool {
+        self.detail.is_some() || self.focus == Focus::Mocks
+    }
+
     fn copy_text(&self, model: &Model) -> Option<(String, String)> {
         SessionsState::copy_text(self, model)
     }
@@ -80,8 +86,9 @@ impl View for SessionsState {
     fn place(&mut self, drawn: &Drawn, _model: &Model) {
         self.list.place(drawn.get(Pane::List));
         self.timeline.place(drawn.get(Pane::Timeline));
-        if let Some(detail) = drawn.get(Pane::Detail) {
-            self.detail_page = detail.page;
+        match &mut self.detail {
+            Some(detail) => detail.pane.place(drawn.get(Pane::Detail)),
+            None => self.mocks.pane.place(drawn.get(Pane::Mocks)),
         }
     }
 }
@@ -201,6 +208,143 @@ mod tests {
         let text = screen.text(&mut view, 100, 14);
         assert!(text.contains("counter 1 · rule #1"), "{text}");
         insta::assert_snapshot!("rules_mock_call", text);
+    }
+
+    /// A session declaring a static, a stateful (one of two entries served) and a rules
+    /// mock (rule #1 answered once), each with its payload on the stream.
+    fn mocked(exhaust: bool) -> (Screen, SessionsState) {
+        let call = |seq: u64, id: &str, tool: &str, counter: &str| {
+            format!(
+                r#"{{"kind":"tool.called","seq":{seq},"ts":"2026-11-22T21:43:31.000Z","sessionId":"ses_m","callId":"{id}","tool":"{tool}","input":{{"to":"b"}},"outcome":{{"result":{{"ok":true}}}},"startedAt":"2026-11-22T21:43:31.00{seq}Z","duration":1.0,"counter":{counter},"source":"execute"}}"#
+            )
+        };
+        let mut frames = vec![
+            r#"{"kind":"session.created","seq":1,"ts":"2026-11-22T21:43:30.000Z","sessionId":"ses_m","userId":"ana","servers":["asaas"],"project":"default","mocks":[{"tool":"asaas/create_payment","mode":"static","entries":1,"payload":{"id":"pay_1","paid":false,"fee":null}},{"tool":"nuvem-fiscal/create_nfe","mode":"stateful","entries":2,"payload":[{"id":"nfe_1"},{"id":"nfe_2","amount":12.5}]},{"tool":"z-api/send_message","mode":"rules","entries":2,"fallback":true,"payload":{"$rules":[{"match":{"to":"a"},"output":{"id":"m_a"}},{"match":{"to":"b"},"output":{"id":"m_b"}}],"$fallback":{"id":"m_other"}}}]}"#.to_owned(),
+            call(2, "call_nfe1", "nuvem-fiscal/create_nfe", r#"{"consumed":1,"total":2}"#),
+            call(3, "call_msg", "z-api/send_message", r#"{"consumed":1,"rule":1}"#),
+            call(4, "call_pay", "asaas/create_payment", r#"{"consumed":1}"#),
+        ];
+        if exhaust {
+            frames.push(call(
+                5,
+                "call_nfe2",
+                "nuvem-fiscal/create_nfe",
+                r#"{"consumed":2,"total":2}"#,
+            ));
+        }
+        let screen = Screen::new(model(&frames));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        (screen, view)
+    }
+
+    #[test]
+    fn the_mocks_pane_takes_the_focus_from_the_timeline_and_opens_each_mock() {
+        let (screen, mut view) = mocked(false);
+        screen.act(&mut view, Action::FocusRight);
+        let text = screen.text(&mut view, 80, 24);
+        assert!(text.contains("Mocks · → focus"), "{text}");
+        screen.act(&mut view, Action::FocusRight);
+        assert_eq!(view.focus, Focus::Mocks);
+        assert!(view.pane_open(), "the pane's keys come first");
+        let text = screen.text(&mut view, 80, 24);
+        assert!(text.contains("›▸ asaas/create_payment"), "{text}");
+        insta::assert_snapshot!("mocks_focused_80", text);
+        // The cursor moves mock to mock; Enter opens the stateful one.
+        screen.act(&mut view, Action::Down);
+        screen.act(&mut view, Action::Open);
+        let text = screen.text(&mut view, 80, 24);
+        assert!(text.contains("›▾ nuvem-fiscal/create_nfe"), "{text}");
+        assert!(text.contains("entry #0 · answered call_nfe1"), "{text}");
+        assert!(text.contains("entry #1 · ▶ next to be served"), "{text}");
+        assert!(text.contains("\"amount\": 12.5"), "{text}");
+        insta::assert_snapshot!("mocks_stateful_open_80", text);
+        // Every mock open: the static output and each rule with the call it answered.
+        screen.act(&mut view, Action::Up);
+        screen.act(&mut view, Action::Open);
+        let wide = screen.text(&mut view, 200, 50);
+        for want in ["output · answered call_pay", "\"paid\": false"] {
+            assert!(wide.contains(want), "{want} in\n{wide}");
+        }
+        screen.act(&mut view, Action::Bottom);
+        screen.act(&mut view, Action::Open);
+        let wide = screen.text(&mut view, 200, 50);
+        for want in [
+            "rule #0 · not called yet",
+            "rule #1 · answered call_msg",
+            "$fallback · not called yet",
+        ] {
+            assert!(wide.contains(want), "{want} in\n{wide}");
+        }
+        insta::assert_snapshot!("mocks_all_open_200", wide);
+        // Enter closes what it opened; Esc gives the focus back to the timeline.
+        screen.act(&mut view, Action::Open);
+        let text = screen.text(&mut view, 200, 50);
+        assert!(!text.contains("rule #1"), "{text}");
+        screen.act(&mut view, Action::Back);
+        assert_eq!(view.focus, Focus::Timeline);
+        assert!(!view.pane_open());
+    }
+
+    #[test]
+    fn an_exhausted_mock_stays_red_and_its_payload_is_searched_with_slash() {
+        let (screen, mut view) = mocked(true);
+        screen.act(&mut view, Action::FocusRight);
+        screen.act(&mut view, Action::FocusRight);
+        screen.act(&mut view, Action::Down);
+        screen.act(&mut view, Action::Open);
+        screen.act(&mut view, Action::Down);
+        let buf = screen.draw(&mut view, 100, 24);
+        let text = crate::ui::views::testing::text(&buf);
+        assert!(text.contains("stateful 2/2 · exhausted"), "{text}");
+        assert!(text.contains("entry #1 · answered call_nfe2"), "{text}");
+        let (x, y) = text
+            .lines()
+            .enumerate()
+            .find_map(|(y, l)| {
+                let at = l.find("nuvem-fiscal")?;
+                Some((l[..at].chars().count() as u16, y as u16))
+            })
+            .expect("the header on screen");
+        assert_eq!(buf[(x, y)].fg, Theme::default().error);
+        // `/` searches the pane; `n` finds the next match.
+        screen.act(&mut view, Action::Filter);
+        for c in "nfe_".chars() {
+            let key = crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char(c),
+                crossterm::event::KeyModifiers::NONE,
+            );
+            view.search_key(TextKey::Edit(key));
+        }
+        view.search_key(TextKey::Keep);
+        screen.act(&mut view, Action::NextMatch);
+        let text = screen.text(&mut view, 100, 24);
+        assert!(text.contains("/nfe_ 2/2"), "{text}");
+    }
+
+    /// Watching every project, each row names its session's project.
+    #[test]
+    fn the_every_project_list_names_each_sessions_project() {
+        let mut screen = Screen::new(model(&[
+            created(1, "ses_01"),
+            created(2, "ses_02").replace("\"default\"", "\"prj_beta\""),
+        ]));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        let one = screen.text(&mut view, 80, 8);
+        assert!(!one.contains("PROJECT"), "{one}");
+        screen.all_projects = true;
+        let all = screen.text(&mut view, 80, 8);
+        assert!(all.contains("PROJECT"), "{all}");
+        let row = |id: &str| {
+            all.lines()
+                .find(|l| l.contains(id))
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(row("ses_02").contains("prj_beta"), "{all}");
+        assert!(row("ses_01").contains("default"), "{all}");
+        insta::assert_snapshot!("all_projects_80", all);
     }
 
     /// A failed run of four payments, each held for approval: one still pending, one

@@ -12,7 +12,7 @@ use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crate::ui::views::{
-    Cx, Drawn, Pane, Placed, draw_detail, fit, fmt_age, fmt_ms, focused_block, key_cap, scroll_hint,
+    Cx, Drawn, Pane, Placed, fit, fmt_age, fmt_ms, focused_block, key_cap, scroll_hint,
 };
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -71,10 +71,26 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
             .title(Span::styled(" Run ", theme.title()));
         frame.render_widget(Paragraph::new(summary).block(block), summary_area);
     }
-    let mocks_height = (session.mocks.len() as u16 + 3).clamp(4, (right.height / 2).max(4));
+    let mocks_focused = state.focus == Focus::Mocks;
+    // Focused, the mocks take up to two thirds: their payloads are what is being read.
+    let mocks_height = if mocks_focused {
+        let lines = u16::try_from(state.mocks.pane.lines().len()).unwrap_or(u16::MAX);
+        lines
+            .saturating_add(2)
+            .clamp(4, (right.height * 2 / 3).max(4))
+    } else {
+        (session.mocks.len() as u16 + 3).clamp(4, (right.height / 2).max(4))
+    };
     let [mocks_area, timeline_area] =
         Layout::vertical([Constraint::Length(mocks_height), Constraint::Min(3)]).areas(right);
-    render_mocks(frame, mocks_area, session, theme);
+    if mocks_focused {
+        drawn.push(render_mocks_focused(frame, mocks_area, state, cx));
+    } else {
+        // From the timeline, the focus key goes up to the mocks: say so.
+        let hint = (state.focus == Focus::Timeline && !session.mocks.is_empty())
+            .then(|| format!("· {} focus ", key_cap(cx.keymap, Action::FocusRight)));
+        render_mocks(frame, mocks_area, session, hint, theme);
+    }
     // The order is cached as the model changes; a stale one (the model changed without
     // `after_model_change`) is built for this frame only.
     let built;
@@ -348,7 +364,7 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             .max(header.chars().count())
     };
     // The ordering column's header carries ▲ or ▼.
-    let mut names = [" ID", "USER", "STATUS", "CALLS", "ENV", "LAST"].map(str::to_owned);
+    let mut names = [" ID", "USER", "STATUS", "CALLS", "ENV", "LAST", "PROJECT"].map(str::to_owned);
     if let Some(column) = state.order.column {
         names[column.index()].push(if state.order.descending { '▼' } else { '▲' });
     }
@@ -371,6 +387,16 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
         Col::whole(widest(&names[3], &|s| s.calls.to_string().len()), 3),
         Col::whole(widest(&names[4], &|s| s.envelopes.to_string().len()), 2),
         Col::whole(widest(&names[5], &|s| last(s).chars().count()), 5),
+        // Whose session it is, on the every-project stream only: whole or not at all
+        // (a cut project id could name another project), and before the counts.
+        if cx.all_projects {
+            Col::whole(
+                widest(&names[6], &|s| shown(&s.project).chars().count()).min(32),
+                1,
+            )
+        } else {
+            Col::whole(0, 6)
+        },
     ];
     // Room to spare goes to the id column.
     let widths = fit_columns_stretching(&cols, inner.width as usize, 0);
@@ -400,6 +426,7 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
                 Line::from(Span::styled(s.envelopes.to_string(), env_style)).right_aligned(),
             ),
             Cell::from(Line::from(last(s)).right_aligned()),
+            Cell::from(fit(&shown(&s.project), widths[6].unwrap_or(0))),
         ]));
         Some(if row == sel {
             r.style(if state.focus == Focus::List {
@@ -455,10 +482,42 @@ fn rule_hits(m: &crate::model::MockRow) -> String {
     parts.join(" ")
 }
 
-fn render_mocks(frame: &mut Frame, area: Rect, session: &Session, theme: &Theme) {
+/// The focused Mocks pane: every mock's header, the opened ones' payloads, the cursor's
+/// header in the selection's colours.
+fn render_mocks_focused(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) -> Placed {
+    let hints = format!(
+        "{}{} mock · {} open/close · {} {} scroll",
+        key_cap(cx.keymap, Action::Up),
+        key_cap(cx.keymap, Action::Down),
+        key_cap(cx.keymap, Action::Open),
+        key_cap(cx.keymap, Action::PageUp),
+        key_cap(cx.keymap, Action::PageDown),
+    );
+    let placed = state.mocks.pane.draw_marked(
+        frame,
+        area,
+        ("Mocks", &hints),
+        state.mocks.selected_line(),
+        cx,
+    );
+    Placed {
+        pane: Pane::Mocks,
+        ..placed
+    }
+}
+
+fn render_mocks(
+    frame: &mut Frame,
+    area: Rect,
+    session: &Session,
+    hint: Option<String>,
+    theme: &Theme,
+) {
+    let mut title = vec![Span::styled(" Mocks ", theme.title())];
+    title.extend(hint.map(|h| Span::styled(h, theme.muted())));
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(Span::styled(" Mocks ", theme.title()));
+        .title(Line::from(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if session.mocks.is_empty() {
@@ -783,24 +842,9 @@ fn render_timeline(
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, detail: &Detail, cx: &Cx) -> Placed {
-    let mut hints = scroll_hint(cx.keymap);
-    let found = detail.search.label(&detail.lines);
-    if !found.is_empty() {
-        hints = format!(
-            "{found} · {}/{} next/previous · {hints}",
-            key_cap(cx.keymap, Action::NextMatch),
-            key_cap(cx.keymap, Action::PrevMatch)
-        );
-    }
-    draw_detail(
-        frame,
-        area,
-        "Call",
-        &hints,
-        &detail.lines,
-        detail.scroll,
-        cx,
-    )
+    detail
+        .pane
+        .draw(frame, area, "Call", &scroll_hint(cx.keymap), cx)
 }
 
 #[cfg(test)]
@@ -819,6 +863,8 @@ mod tests {
             saw_exhausted: false,
             rule_hits: hits,
             fallback_hits: fallback,
+            payload: None,
+            payload_bytes: None,
         }
     }
 

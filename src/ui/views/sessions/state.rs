@@ -2,12 +2,13 @@
 //! filter, the focus, the timeline's cached order and the open call.
 
 use super::lines::{TimelineCache, TimelineRow, build_timeline, detail_lines, pretty};
+use super::mocks::MocksPane;
 use crate::model::{Call, Model, Session};
 use crate::ui::action::Action;
 use crate::ui::views::TextKey;
+use crate::ui::views::pane::{PaneKey, TextPane};
 use crate::ui::views::query::Query;
-use crate::ui::views::search::PaneSearch;
-use crate::ui::views::{ListCursor, edit_filter, end_filter, scroll_pane};
+use crate::ui::views::{ListCursor, edit_filter, end_filter};
 use crossterm::event::KeyEvent;
 use ratatui::layout::Position;
 
@@ -16,6 +17,8 @@ pub enum Focus {
     #[default]
     List,
     Timeline,
+    /// The Mocks pane above the timeline: a cursor over the declared mocks.
+    Mocks,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -80,10 +83,7 @@ pub struct Detail {
     pub session_id: String,
     pub call_id: String,
     pub(super) rev: u64,
-    /// (is a heading, text)
-    pub(super) lines: Vec<(bool, String)>,
-    pub scroll: usize,
-    pub search: PaneSearch,
+    pub pane: TextPane,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -106,12 +106,12 @@ pub struct SessionsState {
     /// The selected timeline row, by position in the cached rows.
     pub(super) timeline: ListCursor<usize>,
     pub(super) cache: Option<TimelineCache>,
-    /// Lines of the open call the pane shows at once.
-    pub(super) detail_page: usize,
     /// The selected session's folded steps (by step index), their calls hidden.
     pub collapsed: Vec<usize>,
     /// Times as the clock read them (LAST, the timeline's ends) rather than ages and offsets.
     pub absolute_times: bool,
+    /// The selected session's Mocks pane as focused: cursor, opened mocks, text.
+    pub mocks: MocksPane,
 }
 
 /// Where a session came from, as `source:` reads it: grouped agent events are `external`;
@@ -303,7 +303,7 @@ impl SessionsState {
             && detail.rev != session.rev
             && let Some(call) = session.timeline.call(&detail.call_id)
         {
-            detail.lines = detail_lines(call);
+            detail.pane.set_lines(detail_lines(call));
             detail.rev = session.rev;
         }
     }
@@ -317,6 +317,10 @@ impl SessionsState {
         self.timeline.selected = Some(0);
         self.timeline.offset = 0;
         self.collapsed.clear();
+        self.mocks = MocksPane::default();
+        if self.focus == Focus::Mocks {
+            self.focus = Focus::Timeline;
+        }
     }
 
     /// Folds the steps given (or unfolds them), the cursor staying on its row or, when
@@ -405,16 +409,17 @@ impl SessionsState {
 
     /// Whether a key is text for a search in the open call.
     pub fn searching(&self) -> bool {
-        self.detail.as_ref().is_some_and(|d| d.search.typing)
+        match &self.detail {
+            Some(d) => d.pane.typing(),
+            None => self.focus == Focus::Mocks && self.mocks.pane.typing(),
+        }
     }
 
     /// A key while a search in the open call is typed: the pane follows the first match.
     pub fn search_key(&mut self, key: TextKey) {
-        let page = self.detail_page;
-        if let Some(detail) = &mut self.detail
-            && let Some(line) = detail.search.key(key, &detail.lines, detail.scroll)
-        {
-            detail.scroll = line.min(detail.lines.len().saturating_sub(page.max(1)));
+        match &mut self.detail {
+            Some(detail) => detail.pane.search_key(key),
+            None => self.mocks.pane.search_key(key),
         }
     }
 
@@ -442,8 +447,10 @@ impl SessionsState {
             && cache.sort == self.sort
             && cache.collapsed == self.collapsed
         {
+            self.mocks.refresh(session);
             return;
         }
+        self.mocks.refresh(session);
         let cache = build_timeline(session, self.sort, &self.collapsed);
         let last = cache.rows.len().saturating_sub(1);
         self.timeline.selected = Some(self.timeline_sel().min(last));
@@ -461,23 +468,7 @@ impl SessionsState {
 
     fn on_action(&mut self, action: Action, model: &Model) {
         if let Some(detail) = &mut self.detail {
-            let page = self.detail_page;
-            let last = detail.lines.len().saturating_sub(page.max(1));
-            let found = match action {
-                Action::Filter => {
-                    detail.search.start();
-                    return;
-                }
-                Action::NextMatch => detail.search.step(&detail.lines, true),
-                Action::PrevMatch => detail.search.step(&detail.lines, false),
-                _ => None,
-            };
-            if let Some(line) = found {
-                detail.scroll = line.min(last);
-                return;
-            }
-            let scrolled = scroll_pane(&mut detail.scroll, detail.lines.len(), page, action);
-            if !scrolled && matches!(action, Action::Back | Action::Open) {
+            if detail.pane.on_action(action) == PaneKey::Close {
                 self.detail = None;
             }
             return;
@@ -489,6 +480,10 @@ impl SessionsState {
             return;
         }
         self.ensure_cache(model);
+        if self.focus == Focus::Mocks {
+            self.mocks_action(action, model);
+            return;
+        }
         match action {
             Action::Filter => {
                 self.editing_filter = true;
@@ -519,9 +514,11 @@ impl SessionsState {
             Action::Times => self.absolute_times = !self.absolute_times,
             Action::FlipOrder => self.flip_order(model),
             Action::FocusLeft => self.focus = Focus::List,
+            // Right of the list is the timeline; from the timeline, the mocks above it.
+            Action::FocusRight if self.focus == Focus::Timeline => self.focus_mocks(model),
             Action::FocusRight if self.list.selected.is_some() => self.focus = Focus::Timeline,
             Action::Back => match self.focus {
-                Focus::Timeline => self.focus = Focus::List,
+                Focus::Timeline | Focus::Mocks => self.focus = Focus::List,
                 Focus::List if !self.filter.is_empty() => {
                     self.filter.clear();
                     self.refilter(model);
@@ -540,7 +537,7 @@ impl SessionsState {
                     }
                     _ => self.open_detail(model),
                 },
-                Focus::List => {}
+                Focus::List | Focus::Mocks => {}
             },
             Action::Up
             | Action::Down
@@ -559,8 +556,54 @@ impl SessionsState {
                     let row = self.timeline.step(self.timeline_sel(), len, action);
                     self.timeline.selected = Some(row);
                 }
+                Focus::Mocks => {}
             },
             _ => {}
+        }
+    }
+
+    /// Focuses the Mocks pane, when the selected session declared any.
+    fn focus_mocks(&mut self, model: &Model) {
+        let Some(session) = self
+            .list
+            .selected
+            .as_deref()
+            .and_then(|id| model.session(id))
+        else {
+            return;
+        };
+        if session.mocks.is_empty() {
+            return;
+        }
+        self.mocks.refresh(session);
+        self.focus = Focus::Mocks;
+    }
+
+    /// A key in the focused Mocks pane: ↑↓ (and first/last) move the cursor from mock to
+    /// mock, `open` opens or closes one, the page keys scroll a long payload, and the
+    /// pane's own keys (search, sideways) work as in any pane; `back` returns to the
+    /// timeline.
+    fn mocks_action(&mut self, action: Action, model: &Model) {
+        let Some(session) = self
+            .list
+            .selected
+            .as_deref()
+            .and_then(|id| model.session(id))
+        else {
+            self.focus = Focus::List;
+            return;
+        };
+        let len = self.mocks.count();
+        match action {
+            Action::Up | Action::Down | Action::Top | Action::Bottom => {
+                let to = crate::ui::views::step(self.mocks.selected, len, action, 1);
+                self.mocks.select(to);
+            }
+            Action::Open => self.mocks.toggle(session),
+            Action::Back => self.focus = Focus::Timeline,
+            other => {
+                self.mocks.pane.on_action(other);
+            }
         }
     }
 
@@ -611,8 +654,25 @@ impl SessionsState {
         }
     }
 
-    /// What `copy` takes here: the selected call (input and output), else the session id.
+    /// What `copy` takes here: the selected mock as declared, the selected call (input and
+    /// output), else the session id.
     pub fn copy_text(&self, model: &Model) -> Option<(String, String)> {
+        if self.focus == Focus::Mocks
+            && self.detail.is_none()
+            && let Some(mock) = self
+                .list
+                .selected
+                .as_deref()
+                .and_then(|id| model.session(id))
+                .and_then(|s| s.mocks.get(self.mocks.selected))
+        {
+            let payload = mock
+                .payload
+                .as_ref()
+                .map_or(serde_json::Value::Null, crate::protocol::RawJson::to_value);
+            let value = serde_json::json!({ "tool": mock.tool, "mock": payload });
+            return Some((format!("mock {}", mock.tool), pretty(&value)));
+        }
         if let Some(call) = self.selected_call(model) {
             let mut value = serde_json::json!({
                 "callId": call.id,
@@ -648,9 +708,7 @@ impl SessionsState {
                 session_id: session.id.clone(),
                 call_id: call.id.clone(),
                 rev: session.rev,
-                lines: detail_lines(call),
-                scroll: 0,
-                search: PaneSearch::default(),
+                pane: TextPane::new(detail_lines(call)),
             });
         }
     }
