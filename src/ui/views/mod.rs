@@ -78,6 +78,8 @@ pub enum Pane {
     Detail,
     /// The Sessions tab's Mocks pane as focused.
     Mocks,
+    /// The Sessions tab's Mocks table, not focused: a click there focuses it.
+    MocksTable,
 }
 
 /// Where a pane's rows were drawn: the area under its header, the first row shown, and

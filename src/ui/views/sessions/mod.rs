@@ -85,6 +85,7 @@ impl View for SessionsState {
 
     fn place(&mut self, drawn: &Drawn, _model: &Model) {
         self.list.place(drawn.get(Pane::List));
+        self.mocks_table = drawn.get(Pane::MocksTable).map(|p| p.rows);
         self.timeline.place(drawn.get(Pane::Timeline));
         match &mut self.detail {
             Some(detail) => detail.pane.place(drawn.get(Pane::Detail)),
@@ -236,6 +237,20 @@ mod tests {
         let mut view = SessionsState::default();
         view.after_model_change(&screen.model);
         (screen, view)
+    }
+
+    #[test]
+    fn a_click_on_the_mocks_table_focuses_it() {
+        let (screen, mut view) = mocked(false);
+        let text = screen.text(&mut view, 80, 24);
+        let y = text
+            .lines()
+            .position(|l| l.contains("nuvem-fiscal/"))
+            .unwrap_or_else(|| panic!("a mock row:\n{text}"));
+        view.on_click(Position::new(60, u16::try_from(y).unwrap()), &screen.model);
+        assert_eq!(view.focus, Focus::Mocks);
+        let text = screen.text(&mut view, 80, 24);
+        assert!(text.contains("›▸ asaas/create_payment"), "{text}");
     }
 
     #[test]

@@ -90,6 +90,12 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
         let hint = (state.focus == Focus::Timeline && !session.mocks.is_empty())
             .then(|| format!("· {} focus ", key_cap(cx.keymap, Action::FocusRight)));
         render_mocks(frame, mocks_area, session, hint, theme);
+        drawn.push(Placed {
+            pane: Pane::MocksTable,
+            rows: mocks_area,
+            offset: 0,
+            page: 0,
+        });
     }
     // The order is cached as the model changes; a stale one (the model changed without
     // `after_model_change`) is built for this frame only.

@@ -10,7 +10,7 @@ use crate::ui::views::pane::{PaneKey, TextPane};
 use crate::ui::views::query::Query;
 use crate::ui::views::{ListCursor, edit_filter, end_filter};
 use crossterm::event::KeyEvent;
-use ratatui::layout::Position;
+use ratatui::layout::{Position, Rect};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Focus {
@@ -112,6 +112,8 @@ pub struct SessionsState {
     pub absolute_times: bool,
     /// The selected session's Mocks pane as focused: cursor, opened mocks, text.
     pub mocks: MocksPane,
+    /// Where the Mocks table was drawn unfocused, for a click to focus it.
+    pub(super) mocks_table: Option<Rect>,
 }
 
 /// Where a session came from, as `source:` reads it: grouped agent events are `external`;
@@ -623,6 +625,8 @@ impl SessionsState {
             if row < self.timeline_len() {
                 self.timeline.selected = Some(row);
             }
+        } else if self.mocks_table.is_some_and(|area| area.contains(at)) {
+            self.focus_mocks(model);
         }
     }
 
