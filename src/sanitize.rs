@@ -70,10 +70,57 @@ fn suspect(b: u8) -> bool {
     b < 0x20 || b == 0x7F || b == 0xC2 || b == 0xD8 || b == 0xE2
 }
 
+/// The first byte `suspect` holds for. Eight bytes at a time while they are all printable
+/// ASCII (the common case: names, ids, JSON text), byte by byte in a word that is not.
+fn first_suspect(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let Ok(word) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let x = u64::from_le_bytes(word);
+        // A byte under 0x20, a byte equal to 0x7F, or a byte with its high bit set (any
+        // non-ASCII byte, among them 0xC2, 0xD8 and 0xE2) sets its high bit here.
+        let del = x ^ (0x7F * ONES);
+        let flagged = (x.wrapping_sub(0x20 * ONES) & !x) | (del.wrapping_sub(ONES) & !del) | x;
+        if flagged & HIGH != 0
+            && let Some(i) = chunk.iter().position(|b| suspect(*b))
+        {
+            return Some(at + i);
+        }
+        at += 8;
+    }
+    let rest = chunks.remainder();
+    if rest.is_empty() {
+        return None;
+    }
+    // The tail as one more word, padded with spaces (not suspect).
+    let mut word = [b' '; 8];
+    word[..rest.len()].copy_from_slice(rest);
+    let x = u64::from_le_bytes(word);
+    let del = x ^ (0x7F * ONES);
+    let flagged = (x.wrapping_sub(0x20 * ONES) & !x) | (del.wrapping_sub(ONES) & !del) | x;
+    if flagged & HIGH == 0 {
+        return None;
+    }
+    rest.iter().position(|b| suspect(*b)).map(|i| at + i)
+}
+
+#[inline]
 fn escape(text: &str, lines: Lines) -> Cow<'_, str> {
-    let Some(first) = text.bytes().position(suspect) else {
-        return Cow::Borrowed(text);
-    };
+    match first_suspect(text.as_bytes()) {
+        None => Cow::Borrowed(text),
+        Some(first) => escape_from(text, first, lines),
+    }
+}
+
+/// `escape` once a suspect byte is found at `first`: kept out of line, so the common
+/// clean case is a scan and a return.
+#[inline(never)]
+fn escape_from(text: &str, first: usize, lines: Lines) -> Cow<'_, str> {
     // A suspect lead byte is only a guess (é is 0xC3, but ¡ is 0xC2): decode from there.
     let Some(at) = text[first..]
         .char_indices()
@@ -108,6 +155,30 @@ fn escape(text: &str, lines: Lines) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_word_scan_finds_the_byte_the_byte_scan_finds() {
+        let mut bytes: Vec<u8> = (0u8..=255).collect();
+        bytes.extend(b"plain ascii text, long enough for several words of eight");
+        for len in 0..bytes.len().min(40) {
+            for start in 0..bytes.len() - len {
+                let slice = &bytes[start..start + len];
+                assert_eq!(
+                    first_suspect(slice),
+                    slice.iter().position(|b| suspect(*b)),
+                    "{slice:?}"
+                );
+            }
+        }
+        for b in 0u8..=255 {
+            for at in 0..24 {
+                let mut text = vec![b'a'; 24];
+                text[at] = b;
+                let want = text.iter().position(|b| suspect(*b));
+                assert_eq!(first_suspect(&text), want, "byte {b:#x} at {at}");
+            }
+        }
+    }
 
     #[test]
     fn normal_text_is_borrowed_unchanged() {

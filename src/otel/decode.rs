@@ -6,10 +6,12 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value::Value};
+use opentelemetry_proto::tonic::trace::v1::Span;
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use prost::Message;
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 use std::io::Read;
+use std::sync::Arc;
 use thiserror::Error;
 
 /// Bytes of one attribute's string value (a tool's arguments, a prompt) kept; longer ones
@@ -81,16 +83,16 @@ impl DecodeError {
 
 /// The body with its `Content-Encoding` undone; at most `limit` bytes come out, so a small
 /// gzip bomb costs no more memory than a large plain body.
-pub fn decompress(
-    body: &[u8],
+pub fn decompress<'a>(
+    body: &'a [u8],
     content_encoding: Option<&str>,
     limit: usize,
-) -> Result<Vec<u8>, DecodeError> {
+) -> Result<Cow<'a, [u8]>, DecodeError> {
     match content_encoding
         .map(|e| e.trim().to_ascii_lowercase())
         .as_deref()
     {
-        None | Some("" | "identity") => Ok(body.to_vec()),
+        None | Some("" | "identity") => Ok(Cow::Borrowed(body)),
         Some("gzip" | "x-gzip") => {
             let mut out = Vec::new();
             let mut reader = flate2::read::GzDecoder::new(body).take(limit as u64 + 1);
@@ -100,7 +102,7 @@ pub fn decompress(
             if out.len() > limit {
                 return Err(DecodeError::TooLarge { limit });
             }
-            Ok(out)
+            Ok(Cow::Owned(out))
         }
         Some(other) => Err(DecodeError::UnsupportedEncoding(
             sanitize(&clip(other, MAX_NAME_BYTES)).into_owned(),
@@ -121,24 +123,25 @@ pub fn decode_request(
     }
 }
 
-/// One span as the mapping reads it: ids in lowercase hex, times in nanoseconds since the
-/// epoch, attributes (span's own, then its resource's service) as JSON values.
+/// One span as the mapping reads it: ids as numbers (their big-endian bytes; `*_hex` gives
+/// the lowercase hex OTLP's JSON mapping writes), times in nanoseconds since the epoch,
+/// attributes (span's own) as JSON values, every string bounded and terminal-safe.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpanIn {
-    pub trace_id: String,
-    pub span_id: String,
+    pub trace_id: u128,
+    pub span_id: u64,
     /// `None` for a root (absent, empty or all-zero `parentSpanId`).
-    pub parent_id: Option<String>,
+    pub parent_id: Option<u64>,
     pub name: String,
-    /// The resource's `service.name`, else empty.
-    pub service: String,
+    /// The resource's `service.name`, else empty; shared by the resource's spans.
+    pub service: Arc<str>,
     pub start_ns: u64,
     pub end_ns: u64,
     /// The status message when the span's status is ERROR (possibly empty).
     pub error: Option<String>,
     /// The first `exception` event's type and message, when there is one.
     pub exception: Option<(String, String)>,
-    pub attributes: BTreeMap<String, serde_json::Value>,
+    pub attributes: Attributes,
     /// Attributes beyond `MAX_ATTRIBUTES`, and what the sender said it dropped.
     pub dropped_attributes: u32,
 }
@@ -148,29 +151,61 @@ impl SpanIn {
         self.end_ns.saturating_sub(self.start_ns) as f64 / 1e6
     }
 
-    /// Roughly what this span holds in memory.
-    pub fn approx_bytes(&self) -> usize {
-        let attrs: usize = self
-            .attributes
-            .iter()
-            .map(|(k, v)| k.len() + value_bytes(v) + 32)
-            .sum();
-        128 + self.trace_id.len() + self.span_id.len() + self.name.len() + attrs
+    /// The trace id in lowercase hex (32 digits).
+    pub fn trace_hex(&self) -> String {
+        hex(&self.trace_id.to_be_bytes())
+    }
+
+    /// The span id in lowercase hex (16 digits).
+    pub fn span_hex(&self) -> String {
+        span_hex(self.span_id)
     }
 }
 
-fn value_bytes(value: &serde_json::Value) -> usize {
-    match value {
-        serde_json::Value::String(s) => s.len(),
-        serde_json::Value::Array(items) => items.iter().map(value_bytes).sum::<usize>() + 8,
-        serde_json::Value::Object(map) => {
-            map.iter()
-                .map(|(k, v)| k.len() + value_bytes(v))
-                .sum::<usize>()
-                + 8
-        }
-        _ => 8,
+/// A span's attributes in the order sent. A key sent twice reads as its last value, as a
+/// map would keep it; they are kept as a list because a span's few attributes are read
+/// once each, and inserting them into a map (compare by compare) cost more than the read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Attributes(Vec<(String, serde_json::Value)>);
+
+impl Attributes {
+    /// The value of `key`, its last if sent twice.
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
     }
+
+    /// Every attribute in the order sent, a key sent twice twice.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &serde_json::Value)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// As a JSON object (keys sorted, each once with its last value).
+    pub fn to_map(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.0.iter().cloned().collect()
+    }
+}
+
+impl std::ops::Index<&str> for Attributes {
+    type Output = serde_json::Value;
+
+    /// `null` for a key not sent, as `serde_json::Value` indexes.
+    fn index(&self, key: &str) -> &serde_json::Value {
+        static NULL: serde_json::Value = serde_json::Value::Null;
+        self.get(key).unwrap_or(&NULL)
+    }
+}
+
+/// A span id in lowercase hex (16 digits).
+pub fn span_hex(id: u64) -> String {
+    hex(&id.to_be_bytes())
 }
 
 /// A span the request carried that cannot be placed (its ids are not OTLP ids).
@@ -180,13 +215,22 @@ pub struct Rejected {
     pub reason: String,
 }
 
-/// Every span of the request in the order sent, and the ones refused with why.
+/// Every span of the request in the order sent, and the ones refused with why. The
+/// request's strings move into the spans: one that is already bounded and terminal-safe
+/// (nearly all) is kept as decoded, not copied.
 pub fn flatten(request: ExportTraceServiceRequest) -> (Vec<SpanIn>, Vec<Rejected>) {
-    let mut spans = Vec::new();
+    let mut spans = Vec::with_capacity(
+        request
+            .resource_spans
+            .iter()
+            .flat_map(|r| &r.scope_spans)
+            .map(|s| s.spans.len())
+            .sum(),
+    );
     let mut rejected = Vec::new();
     let mut index = 0;
     for resource_spans in request.resource_spans {
-        let service = resource_spans
+        let service: Arc<str> = resource_spans
             .resource
             .as_ref()
             .and_then(|r| r.attributes.iter().find(|kv| kv.key == "service.name"))
@@ -195,129 +239,152 @@ pub fn flatten(request: ExportTraceServiceRequest) -> (Vec<SpanIn>, Vec<Rejected
                 Some(Value::StringValue(s)) => Some(line(s)),
                 _ => None,
             })
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into();
         for scope_spans in resource_spans.scope_spans {
             for span in scope_spans.spans {
                 let at = index;
                 index += 1;
-                if span.trace_id.len() != 16 || span.trace_id.iter().all(|b| *b == 0) {
-                    rejected.push(Rejected {
-                        index: at,
-                        reason: format!(
-                            "span {at}: trace id must be 16 bytes, not all zero (got {})",
-                            span.trace_id.len()
-                        ),
-                    });
-                    continue;
+                match one_span(span, &service, at) {
+                    Ok(span) => spans.push(span),
+                    Err(refused) => rejected.push(refused),
                 }
-                if span.span_id.len() != 8 || span.span_id.iter().all(|b| *b == 0) {
-                    rejected.push(Rejected {
-                        index: at,
-                        reason: format!(
-                            "span {at}: span id must be 8 bytes, not all zero (got {})",
-                            span.span_id.len()
-                        ),
-                    });
-                    continue;
-                }
-                let parent_id = (span.parent_span_id.len() == 8
-                    && span.parent_span_id.iter().any(|b| *b != 0))
-                .then(|| hex(&span.parent_span_id));
-                let error = span
-                    .status
-                    .as_ref()
-                    .and_then(|s| (s.code == StatusCode::Error as i32).then(|| text(&s.message)));
-                let exception = span.events.iter().find(|e| e.name == "exception").map(|e| {
-                    let get = |key: &str| {
-                        e.attributes
-                            .iter()
-                            .find(|kv| kv.key == key)
-                            .and_then(|kv| kv.value.as_ref())
-                            .map(|v| match any_to_json(v, 0) {
-                                serde_json::Value::String(s) => s,
-                                other => other.to_string(),
-                            })
-                            .unwrap_or_default()
-                    };
-                    (
-                        line(&get("exception.type")),
-                        text(&get("exception.message")),
-                    )
-                });
-                let (attributes, dropped) = attributes(&span.attributes);
-                spans.push(SpanIn {
-                    trace_id: hex(&span.trace_id),
-                    span_id: hex(&span.span_id),
-                    parent_id,
-                    name: line(&span.name),
-                    service: service.clone(),
-                    start_ns: span.start_time_unix_nano,
-                    end_ns: span.end_time_unix_nano.max(span.start_time_unix_nano),
-                    error,
-                    exception,
-                    attributes,
-                    dropped_attributes: dropped.saturating_add(span.dropped_attributes_count),
-                });
             }
         }
     }
     (spans, rejected)
 }
 
-/// Lower-case hex, as OTLP's JSON mapping writes ids; one allocation per id (this runs
-/// twice or thrice per span).
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
+fn one_span(span: Span, service: &Arc<str>, at: usize) -> Result<SpanIn, Rejected> {
+    let Span {
+        trace_id,
+        span_id,
+        parent_span_id,
+        name,
+        start_time_unix_nano,
+        end_time_unix_nano,
+        attributes: kvs,
+        dropped_attributes_count,
+        events,
+        status,
+        ..
+    } = span;
+    let trace_id = match <[u8; 16]>::try_from(trace_id.as_slice()) {
+        Ok(id) if id != [0; 16] => u128::from_be_bytes(id),
+        _ => {
+            return Err(Rejected {
+                index: at,
+                reason: format!(
+                    "span {at}: trace id must be 16 bytes, not all zero (got {})",
+                    trace_id.len()
+                ),
+            });
+        }
+    };
+    let span_id = match <[u8; 8]>::try_from(span_id.as_slice()) {
+        Ok(id) if id != [0; 8] => u64::from_be_bytes(id),
+        _ => {
+            return Err(Rejected {
+                index: at,
+                reason: format!(
+                    "span {at}: span id must be 8 bytes, not all zero (got {})",
+                    span_id.len()
+                ),
+            });
+        }
+    };
+    let parent_id = <[u8; 8]>::try_from(parent_span_id.as_slice())
+        .ok()
+        .map(u64::from_be_bytes)
+        .filter(|id| *id != 0);
+    let error =
+        status.and_then(|s| (s.code == StatusCode::Error as i32).then(|| text_owned(s.message)));
+    let exception = events.iter().find(|e| e.name == "exception").map(|e| {
+        let get = |key: &str| {
+            e.attributes
+                .iter()
+                .find(|kv| kv.key == key)
+                .and_then(|kv| kv.value.as_ref())
+                .map(|v| match any_to_json(v.clone(), 0) {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                })
+                .unwrap_or_default()
+        };
+        (
+            line(&get("exception.type")),
+            text(&get("exception.message")),
+        )
+    });
+    let (attributes, dropped) = attributes(kvs);
+    Ok(SpanIn {
+        trace_id,
+        span_id,
+        parent_id,
+        name: line_owned(name),
+        service: service.clone(),
+        start_ns: start_time_unix_nano,
+        end_ns: end_time_unix_nano.max(start_time_unix_nano),
+        error,
+        exception,
+        attributes,
+        dropped_attributes: dropped.saturating_add(dropped_attributes_count),
+    })
 }
 
-fn attributes(kvs: &[KeyValue]) -> (BTreeMap<String, serde_json::Value>, u32) {
-    let mut out = BTreeMap::new();
-    for kv in kvs.iter().take(MAX_ATTRIBUTES) {
-        let value = kv
-            .value
-            .as_ref()
-            .map_or(serde_json::Value::Null, |v| any_to_json(v, 0));
-        out.insert(line(&kv.key), value);
+/// Lower-case hex, as OTLP's JSON mapping writes ids; one allocation per id.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = vec![0; bytes.len() * 2];
+    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 0x0f)];
     }
+    // Hex digits are ASCII: never the empty fallback.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn attributes(kvs: Vec<KeyValue>) -> (Attributes, u32) {
     let dropped = kvs.len().saturating_sub(MAX_ATTRIBUTES);
-    (out, u32::try_from(dropped).unwrap_or(u32::MAX))
+    let out = kvs
+        .into_iter()
+        .take(MAX_ATTRIBUTES)
+        .map(|kv| {
+            let value = kv
+                .value
+                .map_or(serde_json::Value::Null, |v| any_to_json(v, 0));
+            (line_owned(kv.key), value)
+        })
+        .collect();
+    (Attributes(out), u32::try_from(dropped).unwrap_or(u32::MAX))
 }
 
 /// An attribute value as JSON, every string bounded and made terminal-safe.
-fn any_to_json(value: &AnyValue, depth: usize) -> serde_json::Value {
+fn any_to_json(value: AnyValue, depth: usize) -> serde_json::Value {
     use serde_json::Value as J;
-    match &value.value {
+    match value.value {
         // An empty value, or an index into a profile's string table (meaningless here).
         None | Some(Value::StringValueStrindex(_)) => J::Null,
-        Some(Value::StringValue(s)) => J::String(text(s)),
-        Some(Value::BoolValue(b)) => J::Bool(*b),
-        Some(Value::IntValue(i)) => J::from(*i),
-        Some(Value::DoubleValue(d)) => serde_json::Number::from_f64(*d).map_or(J::Null, J::Number),
+        Some(Value::StringValue(s)) => J::String(text_owned(s)),
+        Some(Value::BoolValue(b)) => J::Bool(b),
+        Some(Value::IntValue(i)) => J::from(i),
+        Some(Value::DoubleValue(d)) => serde_json::Number::from_f64(d).map_or(J::Null, J::Number),
         Some(Value::BytesValue(b)) => J::String(hex(&b[..b.len().min(MAX_VALUE_BYTES / 2)])),
         Some(_) if depth >= MAX_DEPTH => J::String("…".to_owned()),
         Some(Value::ArrayValue(a)) => J::Array(
             a.values
-                .iter()
+                .into_iter()
                 .take(MAX_ATTRIBUTES)
                 .map(|v| any_to_json(v, depth + 1))
                 .collect(),
         ),
         Some(Value::KvlistValue(kv)) => J::Object(
             kv.values
-                .iter()
+                .into_iter()
                 .take(MAX_ATTRIBUTES)
                 .map(|kv| {
-                    let v = kv
-                        .value
-                        .as_ref()
-                        .map_or(J::Null, |v| any_to_json(v, depth + 1));
-                    (line(&kv.key), v)
+                    let v = kv.value.map_or(J::Null, |v| any_to_json(v, depth + 1));
+                    (line_owned(kv.key), v)
                 })
                 .collect(),
         ),
@@ -344,6 +411,42 @@ pub(crate) fn text(s: &str) -> String {
 /// A name or id: one bounded terminal line.
 pub(crate) fn line(s: &str) -> String {
     sanitize(&clip(s, MAX_NAME_BYTES)).into_owned()
+}
+
+/// `line` without a copy when the text is already one bounded, terminal-safe line.
+pub(crate) fn line_cow(s: &str) -> Cow<'_, str> {
+    if s.len() <= MAX_NAME_BYTES {
+        sanitize(s)
+    } else {
+        Cow::Owned(line(s))
+    }
+}
+
+/// `text` without a copy when the text is already bounded and terminal-safe.
+pub(crate) fn text_cow(s: &str) -> Cow<'_, str> {
+    if s.len() <= MAX_VALUE_BYTES {
+        sanitize_text(s)
+    } else {
+        Cow::Owned(text(s))
+    }
+}
+
+/// `line` of an owned string: the same string back when nothing changes.
+pub(crate) fn line_owned(s: String) -> String {
+    let changed = match line_cow(&s) {
+        Cow::Owned(changed) => Some(changed),
+        Cow::Borrowed(_) => None,
+    };
+    changed.unwrap_or(s)
+}
+
+/// `text` of an owned string: the same string back when nothing changes.
+pub(crate) fn text_owned(s: String) -> String {
+    let changed = match text_cow(&s) {
+        Cow::Owned(changed) => Some(changed),
+        Cow::Borrowed(_) => None,
+    };
+    changed.unwrap_or(s)
 }
 
 /// The answer to an export: `partial_success` only when some spans were refused.

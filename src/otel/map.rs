@@ -1,9 +1,13 @@
 //! What one span is, read through the conventions producers emit: the `GenAI` semantic
 //! conventions first, then the Vercel AI SDK's `ai.*`, `OpenInference` and `OpenLLMetry`.
 
-use super::decode::{SpanIn, line, text};
+use super::decode::{MAX_NAME_BYTES as MAX_KEY_BYTES, MAX_VALUE_BYTES as MAX_STRING_BYTES};
+use super::decode::{SpanIn, line, line_cow, text, text_cow};
 use crate::protocol::RawJson;
+use foldhash::HashMap;
 use serde_json::Value;
+use std::borrow::Cow;
+use std::sync::LazyLock;
 
 /// The part a span plays in an agent run.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,106 +64,600 @@ pub struct Failure {
     pub message: String,
 }
 
+/// Declares the attribute keys the mapping reads: a `Key` per key, and `KEYS` naming each.
+macro_rules! keys {
+    ($($name:ident = $key:literal,)*) => {
+        /// An attribute key some convention reads.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[allow(non_camel_case_types)]
+        enum Key { $($name,)* }
+
+        /// Every key, in `Key` order.
+        const KEYS: &[(&str, Key)] = &[$(($key, Key::$name),)*];
+    };
+}
+
+keys! {
+    ConversationId = "gen_ai.conversation.id",
+    SessionId = "session.id",
+    AiSessionId = "ai.telemetry.metadata.sessionId",
+    OperationName = "gen_ai.operation.name",
+    AiOperationId = "ai.operationId",
+    PlainOperationName = "operation.name",
+    OpenInferenceKind = "openinference.span.kind",
+    TraceloopKind = "traceloop.span.kind",
+    LlmRequestType = "llm.request.type",
+    ToolName = "gen_ai.tool.name",
+    AgentName = "gen_ai.agent.name",
+    AgentNamePlain = "agent_name",
+    AiFunctionId = "ai.telemetry.functionId",
+    TraceloopName = "traceloop.entity.name",
+    AgentNameDotted = "agent.name",
+    InputValue = "input.value",
+    AiPrompt = "ai.prompt",
+    TraceloopInput = "traceloop.entity.input",
+    InputMessages = "gen_ai.input.messages",
+    OutputValue = "output.value",
+    FinalResult = "final_result",
+    AiResponseText = "ai.response.text",
+    TraceloopOutput = "traceloop.entity.output",
+    OutputMessages = "gen_ai.output.messages",
+    AiToolName = "ai.toolCall.name",
+    ToolNamePlain = "tool.name",
+    ToolCallId = "gen_ai.tool.call.id",
+    AiToolCallId = "ai.toolCall.id",
+    ToolCallIdUnderscore = "tool_call.id",
+    ToolCallIdDotted = "tool.call.id",
+    ToolArguments = "gen_ai.tool.call.arguments",
+    ToolArgumentsPlain = "tool_arguments",
+    AiToolArgs = "ai.toolCall.args",
+    ToolParameters = "tool.parameters",
+    ToolResult = "gen_ai.tool.call.result",
+    ToolResponse = "tool_response",
+    AiToolResult = "ai.toolCall.result",
+    ResponseModel = "gen_ai.response.model",
+    RequestModel = "gen_ai.request.model",
+    AiResponseModel = "ai.response.model",
+    AiModelId = "ai.model.id",
+    LlmModelName = "llm.model_name",
+    ModelName = "model_name",
+    ProviderName = "gen_ai.provider.name",
+    System = "gen_ai.system",
+    AiModelProvider = "ai.model.provider",
+    LlmProvider = "llm.provider",
+    LlmSystem = "llm.system",
+    InputTokens = "gen_ai.usage.input_tokens",
+    AggregatedInputTokens = "gen_ai.aggregated_usage.input_tokens",
+    PromptTokens = "gen_ai.usage.prompt_tokens",
+    AiInputTokens = "ai.usage.inputTokens",
+    AiPromptTokens = "ai.usage.promptTokens",
+    LlmTokenPrompt = "llm.token_count.prompt",
+    LlmUsagePrompt = "llm.usage.prompt_tokens",
+    OutputTokens = "gen_ai.usage.output_tokens",
+    AggregatedOutputTokens = "gen_ai.aggregated_usage.output_tokens",
+    CompletionTokens = "gen_ai.usage.completion_tokens",
+    AiOutputTokens = "ai.usage.outputTokens",
+    AiCompletionTokens = "ai.usage.completionTokens",
+    LlmTokenCompletion = "llm.token_count.completion",
+    LlmUsageCompletion = "llm.usage.completion_tokens",
+    FinishReasons = "gen_ai.response.finish_reasons",
+    AiFinishReason = "ai.response.finishReason",
+    LlmFinishReason = "llm.finish_reason",
+    ErrorType = "error.type",
+}
+
+/// The key a name is, found by one hash lookup.
+fn key_of(name: &str) -> Option<Key> {
+    static INDEX: LazyLock<HashMap<&'static str, Key>> =
+        LazyLock::new(|| KEYS.iter().copied().collect());
+    INDEX.get(name).copied()
+}
+
+/// A span's attributes that some convention reads, found in one pass over them: each
+/// lookup after that is an index, not a search of the span's map per convention.
+pub struct Attrs<'a> {
+    span: &'a SpanIn,
+    values: [Option<&'a Value>; KEYS.len()],
+}
+
+impl<'a> Attrs<'a> {
+    pub fn of(span: &'a SpanIn) -> Attrs<'a> {
+        let mut values = [None; KEYS.len()];
+        // In the order sent: a key sent twice reads as its last value.
+        for (name, value) in span.attributes.iter() {
+            if let Some(key) = key_of(name) {
+                values[key as usize] = Some(value);
+            }
+        }
+        Attrs { span, values }
+    }
+
+    fn get(&self, key: Key) -> Option<&'a Value> {
+        self.values[key as usize]
+    }
+
+    /// A string (one bounded line) or a number's text.
+    fn string(&self, key: Key) -> Option<Cow<'a, str>> {
+        match self.get(key)? {
+            Value::String(s) => Some(line_cow(s)),
+            Value::Number(n) => Some(Cow::Owned(n.to_string())),
+            _ => None,
+        }
+    }
+
+    /// The first of `keys` that is a string or number, unless that one is empty.
+    fn first_string(&self, keys: &[Key]) -> Option<Cow<'a, str>> {
+        keys.iter()
+            .find_map(|k| self.string(*k))
+            .filter(|s| !s.is_empty())
+    }
+
+    fn first_u64(&self, keys: &[Key]) -> Option<u64> {
+        keys.iter().find_map(|k| match self.get(*k)? {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        })
+    }
+
+    /// A value that is JSON text (tool arguments usually are) is read as JSON; other text
+    /// stays a string.
+    fn first_json(&self, keys: &[Key]) -> Option<RawJson> {
+        keys.iter().find_map(|k| {
+            let value = self.get(*k)?;
+            Some(match value {
+                Value::String(s) => json_text(s),
+                other => RawJson::from_value(other),
+            })
+        })
+    }
+
+    /// The conversation the span names (`gen_ai.conversation.id`, `OpenInference`
+    /// `session.id`).
+    pub fn conversation_id(&self) -> Option<Cow<'a, str>> {
+        self.first_string(&[Key::ConversationId, Key::SessionId, Key::AiSessionId])
+    }
+
+    pub fn classify(&self) -> Role {
+        if let Some(op) = self.string(Key::OperationName) {
+            match &*op {
+                "invoke_agent" | "create_agent" => return Role::Agent(self.agent()),
+                "chat" | "generate_content" | "text_completion" => {
+                    return Role::Model(self.model());
+                }
+                "execute_tool" => return Role::Tool(self.tool()),
+                _ => {}
+            }
+        }
+        if let Some(op) = self
+            .string(Key::AiOperationId)
+            .or_else(|| self.string(Key::PlainOperationName))
+        {
+            match op.split(' ').next().unwrap_or_default() {
+                "ai.generateText" | "ai.streamText" | "ai.generateObject" | "ai.streamObject" => {
+                    return Role::Agent(self.agent());
+                }
+                "ai.generateText.doGenerate"
+                | "ai.streamText.doStream"
+                | "ai.generateObject.doGenerate"
+                | "ai.streamObject.doStream" => return Role::Model(self.model()),
+                "ai.toolCall" => return Role::Tool(self.tool()),
+                _ => {}
+            }
+        }
+        if let Some(kind) = self.string(Key::OpenInferenceKind) {
+            match kind.to_ascii_uppercase().as_str() {
+                "AGENT" => return Role::Agent(self.agent()),
+                "LLM" => return Role::Model(self.model()),
+                "TOOL" => return Role::Tool(self.tool()),
+                _ => {}
+            }
+        }
+        if let Some(kind) = self.string(Key::TraceloopKind) {
+            match &*kind {
+                "agent" | "workflow" => return Role::Agent(self.agent()),
+                "tool" => return Role::Tool(self.tool()),
+                _ => {}
+            }
+        }
+        // `OpenLLMetry`'s model spans carry `llm.request.type` and the `GenAI` usage keys.
+        if self.string(Key::LlmRequestType).is_some() {
+            return Role::Model(self.model());
+        }
+        // Pydantic AI before the `execute_tool` operation name: a tool span names its tool.
+        if self.string(Key::ToolName).is_some() {
+            return Role::Tool(self.tool());
+        }
+        Role::Other
+    }
+
+    fn agent(&self) -> AgentSpan {
+        AgentSpan {
+            name: self
+                .first_string(&[
+                    Key::AgentName,
+                    Key::AgentNamePlain,
+                    Key::AiFunctionId,
+                    Key::TraceloopName,
+                    Key::AgentNameDotted,
+                ])
+                .map_or_else(|| self.span.name.clone(), Cow::into_owned),
+            model: self.model_name(),
+            provider: self.provider(),
+            input_tokens: self.input_tokens(),
+            output_tokens: self.output_tokens(),
+            finish_reason: self.finish_reason(),
+            input: self
+                .first_json(&[
+                    Key::InputValue,
+                    Key::AiPrompt,
+                    Key::TraceloopInput,
+                    Key::InputMessages,
+                ])
+                .map(unwrap_prompt),
+            output: self.first_json(&[
+                Key::OutputValue,
+                Key::FinalResult,
+                Key::AiResponseText,
+                Key::TraceloopOutput,
+                Key::OutputMessages,
+            ]),
+            error: self.failure(),
+        }
+    }
+
+    fn model(&self) -> ModelSpan {
+        ModelSpan {
+            model: self.model_name(),
+            provider: self.provider(),
+            input_tokens: self.input_tokens().unwrap_or(0),
+            output_tokens: self.output_tokens().unwrap_or(0),
+            finish_reason: self.finish_reason(),
+            error: self.failure(),
+            prompt: self.first_user_text(),
+        }
+    }
+
+    /// The text of the first user message in `gen_ai.input.messages` (parts with `content`,
+    /// or a plain `content` string).
+    fn first_user_text(&self) -> Option<String> {
+        let Value::String(messages) = self.get(Key::InputMessages)? else {
+            return None;
+        };
+        let messages: Vec<Value> = serde_json::from_str(messages).ok()?;
+        let user = messages.iter().find(|m| m["role"] == "user")?;
+        let content = match &user["content"] {
+            Value::String(s) => s.clone(),
+            _ => user["parts"]
+                .as_array()?
+                .iter()
+                .filter_map(|p| p["content"].as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        (!content.is_empty()).then(|| text(&content))
+    }
+
+    fn tool(&self) -> ToolSpan {
+        let name = self
+            .first_string(&[
+                Key::ToolName,
+                Key::AiToolName,
+                Key::ToolNamePlain,
+                Key::TraceloopName,
+            ])
+            .map_or_else(|| self.span.name.clone(), Cow::into_owned);
+        ToolSpan {
+            name,
+            call_id: self
+                .first_string(&[
+                    Key::ToolCallId,
+                    Key::AiToolCallId,
+                    Key::ToolCallIdUnderscore,
+                    Key::ToolCallIdDotted,
+                ])
+                .map(Cow::into_owned),
+            args: self
+                .first_json(&[
+                    Key::ToolArguments,
+                    Key::ToolArgumentsPlain,
+                    Key::AiToolArgs,
+                    Key::InputValue,
+                    Key::ToolParameters,
+                    Key::TraceloopInput,
+                ])
+                .unwrap_or_default(),
+            result: self
+                .first_json(&[
+                    Key::ToolResult,
+                    Key::ToolResponse,
+                    Key::AiToolResult,
+                    Key::OutputValue,
+                    Key::TraceloopOutput,
+                ])
+                .unwrap_or_default(),
+            error: self.failure(),
+        }
+    }
+
+    fn model_name(&self) -> String {
+        self.first_string(&[
+            Key::ResponseModel,
+            Key::RequestModel,
+            Key::AiResponseModel,
+            Key::AiModelId,
+            Key::LlmModelName,
+            Key::ModelName,
+        ])
+        .map(Cow::into_owned)
+        .unwrap_or_default()
+    }
+
+    fn provider(&self) -> String {
+        self.first_string(&[
+            Key::ProviderName,
+            Key::System,
+            Key::AiModelProvider,
+            Key::LlmProvider,
+            Key::LlmSystem,
+        ])
+        .map(Cow::into_owned)
+        .unwrap_or_default()
+    }
+
+    fn input_tokens(&self) -> Option<u64> {
+        self.first_u64(&[
+            Key::InputTokens,
+            Key::AggregatedInputTokens,
+            Key::PromptTokens,
+            Key::AiInputTokens,
+            Key::AiPromptTokens,
+            Key::LlmTokenPrompt,
+            Key::LlmUsagePrompt,
+        ])
+    }
+
+    fn output_tokens(&self) -> Option<u64> {
+        self.first_u64(&[
+            Key::OutputTokens,
+            Key::AggregatedOutputTokens,
+            Key::CompletionTokens,
+            Key::AiOutputTokens,
+            Key::AiCompletionTokens,
+            Key::LlmTokenCompletion,
+            Key::LlmUsageCompletion,
+        ])
+    }
+
+    fn finish_reason(&self) -> String {
+        match self
+            .get(Key::FinishReasons)
+            .or_else(|| self.get(Key::AiFinishReason))
+            .or_else(|| self.get(Key::LlmFinishReason))
+        {
+            Some(Value::String(s)) => line_cow(s).into_owned(),
+            Some(Value::Array(items)) => line(
+                &items
+                    .iter()
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            _ => String::new(),
+        }
+    }
+
+    /// ERROR status, `error.type` or an exception event make a failure.
+    fn failure(&self) -> Option<Failure> {
+        let span = self.span;
+        let error_type = self.string(Key::ErrorType).map(Cow::into_owned);
+        if span.error.is_none() && error_type.is_none() {
+            return None;
+        }
+        let (exc_type, exc_message) = span.exception.clone().unwrap_or_default();
+        let kind = error_type
+            .or_else(|| (!exc_type.is_empty()).then_some(exc_type))
+            .unwrap_or_else(|| "error".to_owned());
+        let message = span
+            .error
+            .clone()
+            .filter(|m| !m.is_empty())
+            .or_else(|| (!exc_message.is_empty()).then_some(exc_message))
+            .unwrap_or_default();
+        Some(Failure { kind, message })
+    }
+}
+
 /// The conversation a span names (`gen_ai.conversation.id`, `OpenInference` `session.id`).
 pub fn conversation_id(span: &SpanIn) -> Option<String> {
-    [
-        "gen_ai.conversation.id",
-        "session.id",
-        "ai.telemetry.metadata.sessionId",
-    ]
-    .iter()
-    .find_map(|k| string(span, k))
-    .filter(|s| !s.is_empty())
+    Attrs::of(span).conversation_id().map(Cow::into_owned)
 }
 
+/// What part `span` plays.
 pub fn classify(span: &SpanIn) -> Role {
-    if let Some(op) = string(span, "gen_ai.operation.name") {
-        match op.as_str() {
-            "invoke_agent" | "create_agent" => return Role::Agent(agent(span)),
-            "chat" | "generate_content" | "text_completion" => return Role::Model(model(span)),
-            "execute_tool" => return Role::Tool(tool(span)),
-            _ => {}
-        }
-    }
-    if let Some(op) = string(span, "ai.operationId").or_else(|| string(span, "operation.name")) {
-        let op = op.split(' ').next().unwrap_or_default().to_owned();
-        match op.as_str() {
-            "ai.generateText" | "ai.streamText" | "ai.generateObject" | "ai.streamObject" => {
-                return Role::Agent(agent(span));
-            }
-            "ai.generateText.doGenerate"
-            | "ai.streamText.doStream"
-            | "ai.generateObject.doGenerate"
-            | "ai.streamObject.doStream" => return Role::Model(model(span)),
-            "ai.toolCall" => return Role::Tool(tool(span)),
-            _ => {}
-        }
-    }
-    if let Some(kind) = string(span, "openinference.span.kind") {
-        match kind.to_ascii_uppercase().as_str() {
-            "AGENT" => return Role::Agent(agent(span)),
-            "LLM" => return Role::Model(model(span)),
-            "TOOL" => return Role::Tool(tool(span)),
-            _ => {}
-        }
-    }
-    if let Some(kind) = string(span, "traceloop.span.kind") {
-        match kind.as_str() {
-            "agent" | "workflow" => return Role::Agent(agent(span)),
-            "tool" => return Role::Tool(tool(span)),
-            _ => {}
-        }
-    }
-    // `OpenLLMetry`'s model spans carry `llm.request.type` and the `GenAI` usage keys.
-    if string(span, "llm.request.type").is_some() {
-        return Role::Model(model(span));
-    }
-    // Pydantic AI before the `execute_tool` operation name: a tool span names its tool.
-    if string(span, "gen_ai.tool.name").is_some() {
-        return Role::Tool(tool(span));
-    }
-    Role::Other
+    Attrs::of(span).classify()
 }
 
-fn agent(span: &SpanIn) -> AgentSpan {
-    AgentSpan {
-        name: first_string(
-            span,
-            &[
-                "gen_ai.agent.name",
-                "agent_name",
-                "ai.telemetry.functionId",
-                "traceloop.entity.name",
-                "agent.name",
-            ],
-        )
-        .unwrap_or_else(|| span.name.clone()),
-        model: model_name(span),
-        provider: provider(span),
-        input_tokens: input_tokens(span),
-        output_tokens: output_tokens(span),
-        finish_reason: finish_reason(span),
-        input: first_json(
-            span,
-            &[
-                "input.value",
-                "ai.prompt",
-                "traceloop.entity.input",
-                "gen_ai.input.messages",
-            ],
-        )
-        .map(unwrap_prompt),
-        output: first_json(
-            span,
-            &[
-                "output.value",
-                "final_result",
-                "ai.response.text",
-                "traceloop.entity.output",
-                "gen_ai.output.messages",
-            ],
-        ),
-        error: failure(span),
+/// An attribute's text as a value: JSON text (an object or array) as the value it spells,
+/// its strings cleaned; any other text as a string.
+fn json_text(s: &str) -> RawJson {
+    let trimmed = s.trim_start();
+    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+        return RawJson::from_value(&*text_cow(s));
+    }
+    if let Some(canonical) = canonical_json(s)
+        && let Ok(raw) = RawJson::from_string(canonical)
+    {
+        return raw;
+    }
+    match serde_json::from_str::<Value>(s) {
+        Ok(parsed) if is_clean(&parsed) => RawJson::from_value(&parsed),
+        Ok(parsed) => RawJson::from_value(&clean(parsed)),
+        Err(_) => RawJson::from_value(&*text_cow(s)),
+    }
+}
+
+/// Nesting `canonical_json` follows before it leaves the text to the parser.
+const CANONICAL_DEPTH: usize = 64;
+
+/// The text `serde_json` writes for the value `text` spells, once cleaned (compact, keys
+/// in order), when that can be seen in one pass without building the value: the text is
+/// copied without its whitespace when it has no escapes, no fractions or exponents, keys
+/// in order each once, and strings that cleaning leaves as they are. `None` leaves it to
+/// the parser; tool arguments as producers send them (`json.dumps`, `JSON.stringify`)
+/// nearly always pass.
+fn canonical_json(text: &str) -> Option<String> {
+    let mut canon = Canon {
+        text,
+        at: 0,
+        out: String::with_capacity(text.len()),
+    };
+    canon.value(0)?;
+    canon.space();
+    (canon.at == text.len()).then_some(canon.out)
+}
+
+struct Canon<'a> {
+    text: &'a str,
+    at: usize,
+    out: String,
+}
+
+impl<'a> Canon<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn space(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    /// Copies `byte` if it comes next (after whitespace).
+    fn take(&mut self, byte: u8) -> Option<()> {
+        self.space();
+        (self.peek()? == byte).then(|| {
+            self.at += 1;
+            self.out.push(char::from(byte));
+        })
+    }
+
+    fn value(&mut self, depth: usize) -> Option<()> {
+        self.space();
+        match self.peek()? {
+            b'{' if depth < CANONICAL_DEPTH => {
+                self.take(b'{')?;
+                self.space();
+                if self.take(b'}').is_some() {
+                    return Some(());
+                }
+                let mut last: Option<&str> = None;
+                loop {
+                    self.space();
+                    let key = self.string(MAX_KEY_BYTES, true)?;
+                    if last.is_some_and(|last| last >= key) {
+                        return None;
+                    }
+                    last = Some(key);
+                    self.take(b':')?;
+                    self.value(depth + 1)?;
+                    self.space();
+                    match self.peek()? {
+                        b',' => self.take(b',')?,
+                        b'}' => return self.take(b'}'),
+                        _ => return None,
+                    }
+                }
+            }
+            b'[' if depth < CANONICAL_DEPTH => {
+                self.take(b'[')?;
+                self.space();
+                if self.take(b']').is_some() {
+                    return Some(());
+                }
+                loop {
+                    self.value(depth + 1)?;
+                    self.space();
+                    match self.peek()? {
+                        b',' => self.take(b',')?,
+                        b']' => return self.take(b']'),
+                        _ => return None,
+                    }
+                }
+            }
+            b'"' => self.string(MAX_STRING_BYTES, false).map(drop),
+            b'-' | b'0'..=b'9' => self.integer(),
+            b't' => self.literal("true"),
+            b'f' => self.literal("false"),
+            b'n' => self.literal("null"),
+            _ => None,
+        }
+    }
+
+    /// A string without escapes that cleaning (`line` for a key, `text` for a value)
+    /// leaves as it is: its content.
+    fn string(&mut self, max: usize, key: bool) -> Option<&'a str> {
+        let text: &'a str = self.text;
+        let rest = text.as_bytes().get(self.at + 1..)?;
+        if text.as_bytes().get(self.at) != Some(&b'"') {
+            return None;
+        }
+        let len = memchr::memchr2(b'"', b'\\', rest)?;
+        if rest[len] != b'"' || len > max {
+            return None;
+        }
+        let start = self.at + 1;
+        let content = text.get(start..start + len)?;
+        // Raw control characters make the text invalid JSON, and the parser's business.
+        if content.bytes().any(|b| b < 0x20) {
+            return None;
+        }
+        let clean = if key {
+            matches!(line_cow(content), Cow::Borrowed(_))
+        } else {
+            matches!(text_cow(content), Cow::Borrowed(_))
+        };
+        if !clean {
+            return None;
+        }
+        self.out.push_str(text.get(self.at..=start + len)?);
+        self.at = start + len + 1;
+        Some(content)
+    }
+
+    /// An integer `serde_json` reads as `u64` or `i64` and writes back digit for digit.
+    fn integer(&mut self) -> Option<()> {
+        let bytes = self.text.as_bytes();
+        let start = self.at;
+        let mut at = start;
+        if bytes.get(at) == Some(&b'-') {
+            at += 1;
+        }
+        let digits = bytes[at..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let first = *bytes.get(at)?;
+        // No digits, a leading zero before more digits, `-0`, a number that might not
+        // fit 64 bits, or a fraction or exponent after it: the parser's to read.
+        if digits == 0
+            || digits > 18
+            || (first == b'0' && (digits > 1 || at > start))
+            || matches!(bytes.get(at + digits), Some(b'.' | b'e' | b'E'))
+        {
+            return None;
+        }
+        self.at = at + digits;
+        self.out.push_str(self.text.get(start..self.at)?);
+        Some(())
+    }
+
+    fn literal(&mut self, word: &str) -> Option<()> {
+        self.text.get(self.at..)?.starts_with(word).then(|| {
+            self.at += word.len();
+            self.out.push_str(word);
+        })
     }
 }
 
@@ -173,222 +671,16 @@ fn unwrap_prompt(input: RawJson) -> RawJson {
     }
 }
 
-fn model(span: &SpanIn) -> ModelSpan {
-    ModelSpan {
-        model: model_name(span),
-        provider: provider(span),
-        input_tokens: input_tokens(span).unwrap_or(0),
-        output_tokens: output_tokens(span).unwrap_or(0),
-        finish_reason: finish_reason(span),
-        error: failure(span),
-        prompt: first_user_text(span),
-    }
-}
-
-/// The text of the first user message in `gen_ai.input.messages` (parts with `content`, or
-/// a plain `content` string).
-fn first_user_text(span: &SpanIn) -> Option<String> {
-    let Value::String(messages) = span.attributes.get("gen_ai.input.messages")? else {
-        return None;
-    };
-    let messages: Vec<Value> = serde_json::from_str(messages).ok()?;
-    let user = messages.iter().find(|m| m["role"] == "user")?;
-    let content = match &user["content"] {
-        Value::String(s) => s.clone(),
-        _ => user["parts"]
-            .as_array()?
+/// Whether `clean` would leave `value` as it is (the common case: no rebuild).
+fn is_clean(value: &Value) -> bool {
+    match value {
+        Value::String(s) => matches!(text_cow(s), Cow::Borrowed(_)),
+        Value::Array(items) => items.iter().all(is_clean),
+        Value::Object(map) => map
             .iter()
-            .filter_map(|p| p["content"].as_str())
-            .collect::<Vec<_>>()
-            .join(" "),
-    };
-    (!content.is_empty()).then(|| text(&content))
-}
-
-fn tool(span: &SpanIn) -> ToolSpan {
-    let name = first_string(
-        span,
-        &[
-            "gen_ai.tool.name",
-            "ai.toolCall.name",
-            "tool.name",
-            "traceloop.entity.name",
-        ],
-    )
-    .unwrap_or_else(|| span.name.clone());
-    ToolSpan {
-        name,
-        call_id: first_string(
-            span,
-            &[
-                "gen_ai.tool.call.id",
-                "ai.toolCall.id",
-                "tool_call.id",
-                "tool.call.id",
-            ],
-        ),
-        args: first_json(
-            span,
-            &[
-                "gen_ai.tool.call.arguments",
-                "tool_arguments",
-                "ai.toolCall.args",
-                "input.value",
-                "tool.parameters",
-                "traceloop.entity.input",
-            ],
-        )
-        .unwrap_or_default(),
-        result: first_json(
-            span,
-            &[
-                "gen_ai.tool.call.result",
-                "tool_response",
-                "ai.toolCall.result",
-                "output.value",
-                "traceloop.entity.output",
-            ],
-        )
-        .unwrap_or_default(),
-        error: failure(span),
+            .all(|(k, v)| matches!(line_cow(k), Cow::Borrowed(_)) && is_clean(v)),
+        _ => true,
     }
-}
-
-fn model_name(span: &SpanIn) -> String {
-    first_string(
-        span,
-        &[
-            "gen_ai.response.model",
-            "gen_ai.request.model",
-            "ai.response.model",
-            "ai.model.id",
-            "llm.model_name",
-            "model_name",
-        ],
-    )
-    .unwrap_or_default()
-}
-
-fn provider(span: &SpanIn) -> String {
-    first_string(
-        span,
-        &[
-            "gen_ai.provider.name",
-            "gen_ai.system",
-            "ai.model.provider",
-            "llm.provider",
-            "llm.system",
-        ],
-    )
-    .unwrap_or_default()
-}
-
-fn input_tokens(span: &SpanIn) -> Option<u64> {
-    first_u64(
-        span,
-        &[
-            "gen_ai.usage.input_tokens",
-            "gen_ai.aggregated_usage.input_tokens",
-            "gen_ai.usage.prompt_tokens",
-            "ai.usage.inputTokens",
-            "ai.usage.promptTokens",
-            "llm.token_count.prompt",
-            "llm.usage.prompt_tokens",
-        ],
-    )
-}
-
-fn output_tokens(span: &SpanIn) -> Option<u64> {
-    first_u64(
-        span,
-        &[
-            "gen_ai.usage.output_tokens",
-            "gen_ai.aggregated_usage.output_tokens",
-            "gen_ai.usage.completion_tokens",
-            "ai.usage.outputTokens",
-            "ai.usage.completionTokens",
-            "llm.token_count.completion",
-            "llm.usage.completion_tokens",
-        ],
-    )
-}
-
-fn finish_reason(span: &SpanIn) -> String {
-    match span
-        .attributes
-        .get("gen_ai.response.finish_reasons")
-        .or_else(|| span.attributes.get("ai.response.finishReason"))
-        .or_else(|| span.attributes.get("llm.finish_reason"))
-    {
-        Some(Value::String(s)) => line(s),
-        Some(Value::Array(items)) => line(
-            &items
-                .iter()
-                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                .collect::<Vec<_>>()
-                .join(","),
-        ),
-        _ => String::new(),
-    }
-}
-
-/// ERROR status, `error.type` or an exception event make a failure.
-fn failure(span: &SpanIn) -> Option<Failure> {
-    let error_type = string(span, "error.type");
-    if span.error.is_none() && error_type.is_none() {
-        return None;
-    }
-    let (exc_type, exc_message) = span.exception.clone().unwrap_or_default();
-    let kind = error_type
-        .or_else(|| (!exc_type.is_empty()).then_some(exc_type))
-        .unwrap_or_else(|| "error".to_owned());
-    let message = span
-        .error
-        .clone()
-        .filter(|m| !m.is_empty())
-        .or_else(|| (!exc_message.is_empty()).then_some(exc_message))
-        .unwrap_or_default();
-    Some(Failure { kind, message })
-}
-
-fn string(span: &SpanIn, key: &str) -> Option<String> {
-    match span.attributes.get(key)? {
-        Value::String(s) => Some(line(s)),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-fn first_string(span: &SpanIn, keys: &[&str]) -> Option<String> {
-    keys.iter()
-        .find_map(|k| string(span, k))
-        .filter(|s| !s.is_empty())
-}
-
-fn first_u64(span: &SpanIn, keys: &[&str]) -> Option<u64> {
-    keys.iter().find_map(|k| match span.attributes.get(*k)? {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    })
-}
-
-/// A value that is JSON text (tool arguments usually are) is read as JSON; other text
-/// stays a string.
-fn first_json(span: &SpanIn, keys: &[&str]) -> Option<RawJson> {
-    keys.iter().find_map(|k| {
-        let value = span.attributes.get(*k)?;
-        Some(match value {
-            Value::String(s) => {
-                let trimmed = s.trim_start();
-                let parsed = (trimmed.starts_with('{') || trimmed.starts_with('['))
-                    .then(|| serde_json::from_str::<Value>(s).ok())
-                    .flatten();
-                RawJson::from_value(&parsed.map_or_else(|| Value::String(text(s)), clean))
-            }
-            other => RawJson::from_value(other),
-        })
-    })
 }
 
 /// Strings inside parsed JSON text are client input too: JSON escapes (`\u001b`) decode
@@ -401,5 +693,162 @@ fn clean(value: Value) -> Value {
             Value::Object(map.into_iter().map(|(k, v)| (line(&k), clean(v))).collect())
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::otel::decode;
+
+    /// What every JSON text became before `canonical_json`: parsed, cleaned, written.
+    fn parsed(s: &str) -> RawJson {
+        match serde_json::from_str::<Value>(s) {
+            Ok(value) => RawJson::from_value(&clean(value)),
+            Err(_) => RawJson::from_value(&Value::String(text(s))),
+        }
+    }
+
+    fn random_string(rng: &mut fastrand::Rng) -> String {
+        const PIECES: &[&str] = &[
+            "a", "b", "k", "city", "Oslo", " ", "é", "日本", "🦀", "\\n", "\\\"", "\\u001b",
+            "\\u0041", "\u{202e}", "\u{85}", "\t", "\u{7f}", "0", "-", ":", ",", "{", "}",
+        ];
+        let mut s = String::from("\"");
+        for _ in 0..rng.usize(0..6) {
+            s.push_str(PIECES[rng.usize(..PIECES.len())]);
+        }
+        s.push('"');
+        s
+    }
+
+    fn random_number(rng: &mut fastrand::Rng) -> String {
+        const NUMBERS: &[&str] = &[
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "42",
+            "007",
+            "1.5",
+            "1.0",
+            "-2.50",
+            "1e3",
+            "1E-2",
+            "2.5e+3",
+            "123456789012345678",
+            "1234567890123456789",
+            "99999999999999999999",
+            "-9223372036854775808",
+            "18446744073709551615",
+            "1.7976931348623157e308",
+            "-",
+            "01",
+        ];
+        NUMBERS[rng.usize(..NUMBERS.len())].to_owned()
+    }
+
+    fn space(rng: &mut fastrand::Rng) -> &'static str {
+        [" ", "", "", "\n", "\t", "  ", "\r\n"][rng.usize(..7)]
+    }
+
+    fn random_value(rng: &mut fastrand::Rng, depth: usize) -> String {
+        match rng.usize(0..if depth > 3 { 4 } else { 7 }) {
+            0 => random_string(rng),
+            1 => random_number(rng),
+            2 => ["true", "false", "null", "nul", "True"][rng.usize(..5)].to_owned(),
+            3 => format!("\"{}\"", ["x", "y", "", "long"][rng.usize(..4)]),
+            4 | 5 => {
+                let keys = ["a", "b", "c", "ab", "B", "é", "a\\u0000", "k\\t"];
+                let mut s = format!("{{{}", space(rng));
+                for i in 0..rng.usize(0..4) {
+                    if i > 0 {
+                        s.push_str(&format!("{},{}", space(rng), space(rng)));
+                    }
+                    let key = keys[rng.usize(..keys.len())];
+                    s.push_str(&format!("\"{key}\"{}:{}", space(rng), space(rng)));
+                    s.push_str(&random_value(rng, depth + 1));
+                }
+                s.push_str(&format!("{}}}", space(rng)));
+                s
+            }
+            _ => {
+                let mut s = format!("[{}", space(rng));
+                for i in 0..rng.usize(0..4) {
+                    if i > 0 {
+                        s.push_str(&format!("{},{}", space(rng), space(rng)));
+                    }
+                    s.push_str(&random_value(rng, depth + 1));
+                }
+                s.push_str(&format!("{}]", space(rng)));
+                s
+            }
+        }
+    }
+
+    fn check(s: &str, fast: &mut usize) {
+        if canonical_json(s).is_some() {
+            *fast += 1;
+        }
+        assert_eq!(json_text(s).get(), parsed(s).get(), "text {s:?}");
+    }
+
+    #[test]
+    fn the_one_pass_copy_writes_what_parsing_writes() {
+        let mut fast = 0;
+        for case in [
+            r#"{"city":"Oslo","units":"C"}"#,
+            r#"{"city": "Oslo", "units": "C"}"#,
+            r#"{"units":"C","city":"Oslo"}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"  [1, 2, {"z": null, "y": [true, false]}]  "#,
+            r#"{"n":1.50}"#,
+            r#"{"n":-0}"#,
+            r#"{"n":1e2}"#,
+            r#"{"s":"\u001b[31m"}"#,
+            r#"{"s":"tab\there"}"#,
+            r#"{"s":"bidi \u202e"}"#,
+            "{\"s\":\"raw bidi \u{202e}\"}",
+            "{\"s\":\"raw c1 \u{85}\"}",
+            "{\"s\":\"raw del \u{7f}\"}",
+            r#"{"k":"v"} trailing"#,
+            r#"{"k":"v""#,
+            "[]",
+            "{}",
+            "[ ]",
+            "{ }",
+            "[01]",
+            "[1,]",
+            "{\"a\":1,}",
+            &format!(
+                "{{\"long\":\"{}\"}}",
+                "x".repeat(decode::MAX_VALUE_BYTES + 10)
+            ),
+            &format!("{{\"{}\":1}}", "k".repeat(decode::MAX_NAME_BYTES + 1)),
+            &format!("{}{}", "[".repeat(100), "]".repeat(100)),
+            &format!("{}{}", "[".repeat(200), "]".repeat(200)),
+        ] {
+            check(case, &mut fast);
+        }
+        let mut rng = fastrand::Rng::with_seed(17);
+        for _ in 0..20_000 {
+            let mut s = random_value(&mut rng, 0);
+            if !(s.starts_with('{') || s.starts_with('[')) {
+                s = format!("[{s}]");
+            }
+            check(&s, &mut fast);
+            // And a byte's worth of damage.
+            let mut damaged: Vec<char> = s.chars().collect();
+            let at = rng.usize(..damaged.len());
+            match rng.u8(0..3) {
+                0 => {
+                    damaged.remove(at);
+                }
+                1 => damaged.insert(at, [',', '"', '\\', ' ', '1', '}'][rng.usize(..6)]),
+                _ => damaged.truncate(at.max(1)),
+            }
+            check(&damaged.into_iter().collect::<String>(), &mut fast);
+        }
+        assert!(fast > 5_000, "the fast path was taken {fast} times");
     }
 }

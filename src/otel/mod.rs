@@ -19,7 +19,9 @@ use crate::protocol::events::{
 use crate::protocol::{Envelope, Event, RawJson};
 use foldhash::{HashMap, HashMapExt, HashSet};
 use map::{Failure, Role};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 /// `metadata.source` of a session made from spans.
 pub const SOURCE: &str = "opentelemetry";
@@ -63,12 +65,10 @@ pub struct AssemblerStats {
     pub unmatched_spans: u64,
 }
 
-type Key = (String, String);
-
 /// A span remembered while its trace is: enough to find a tool's step.
 #[derive(Debug, Default)]
 struct Note {
-    parent: Option<String>,
+    parent: Option<u64>,
     /// A model span's step, numbered when the span is first seen.
     step: Option<u32>,
     /// Whether its own event went out already.
@@ -77,12 +77,15 @@ struct Note {
     calls: Vec<StepToolCall>,
 }
 
+/// What the byte bound counts per remembered span (the note and its id as hex text, as
+/// the bound was first set).
 const NOTE_BYTES: usize = 96;
+const NOTE_ID_BYTES: usize = 32;
 
 #[derive(Debug)]
 struct Trace {
     session: String,
-    spans: HashMap<String, Note>,
+    spans: HashMap<u64, Note>,
     bytes: usize,
     /// Token usage of this trace's model calls: a run's total (the Vercel AI SDK's root
     /// span reports its last step's usage only).
@@ -105,17 +108,40 @@ struct Conversation {
     call_ids: HashSet<String>,
 }
 
+/// One tenant's traces (by trace id) and conversations (by session id): a span finds its
+/// own by the tenant's name and its ids, without building a key.
+#[derive(Debug)]
+struct Tenant {
+    name: Arc<str>,
+    traces: HashMap<u128, Trace>,
+    sessions: HashMap<String, Conversation>,
+}
+
+impl Tenant {
+    fn is_empty(&self) -> bool {
+        self.traces.is_empty() && self.sessions.is_empty()
+    }
+}
+
 /// The pending state between requests, bounded to `max_bytes`.
 #[derive(Debug)]
 pub struct Assembler {
     max_bytes: usize,
     bytes: usize,
-    traces: HashMap<Key, Trace>,
-    order: VecDeque<Key>,
-    sessions: HashMap<Key, Conversation>,
-    session_order: VecDeque<Key>,
+    tenants: HashMap<Arc<str>, Tenant>,
+    /// Traces, oldest first: the first forgotten past the byte bound.
+    order: VecDeque<(Arc<str>, u128)>,
+    /// Conversations, oldest first: the first forgotten past `MAX_SESSIONS`.
+    session_order: VecDeque<(Arc<str>, String)>,
     evicted_traces: u64,
     unmatched: u64,
+    stamps: Stamps,
+}
+
+/// One span of a request as the mapping read it.
+struct Read<'a> {
+    role: Role,
+    conversation: Option<Cow<'a, str>>,
 }
 
 impl Assembler {
@@ -125,18 +151,18 @@ impl Assembler {
         Assembler {
             max_bytes: max_bytes.max(NOTE_BYTES * 16),
             bytes: 0,
-            traces: HashMap::new(),
+            tenants: HashMap::new(),
             order: VecDeque::new(),
-            sessions: HashMap::new(),
             session_order: VecDeque::new(),
             evicted_traces: 0,
             unmatched: 0,
+            stamps: Stamps::default(),
         }
     }
 
     pub fn stats(&self) -> AssemblerStats {
         AssemblerStats {
-            pending_traces: self.traces.len(),
+            pending_traces: self.tenants.values().map(|t| t.traces.len()).sum(),
             pending_bytes: self.bytes,
             evicted_traces: self.evicted_traces,
             unmatched_spans: self.unmatched,
@@ -145,33 +171,69 @@ impl Assembler {
 
     /// The events `spans` (one request's, in the order sent) make for `tenant`.
     pub fn ingest(&mut self, tenant: &str, spans: &[SpanIn]) -> (Vec<Emit>, IngestStats) {
+        // The tenant's state is taken out of the map for the request, so a span finds its
+        // trace and conversation without looking its tenant up again.
+        let mut state = self.tenants.remove(tenant).unwrap_or_else(|| Tenant {
+            name: Arc::from(tenant),
+            traces: HashMap::new(),
+            sessions: HashMap::new(),
+        });
+        let answer = self.ingest_into(&mut state, spans);
+        if !state.is_empty() {
+            self.tenants.insert(state.name.clone(), state);
+        }
+        // A trace stays after its root (within the byte bound, oldest forgotten first):
+        // an exporter that flushes its batches at once can deliver a child after its root.
+        self.enforce_bytes();
+        answer
+    }
+
+    fn ingest_into(&mut self, state: &mut Tenant, spans: &[SpanIn]) -> (Vec<Emit>, IngestStats) {
         let mut out = Vec::with_capacity(spans.len() + 1);
         let mut stats = IngestStats {
             spans: spans.len(),
             ..IngestStats::default()
         };
-        let roles: Vec<Role> = spans.iter().map(map::classify).collect();
+        // Each span's attributes are read once: its role and the conversation it names.
+        let reads: Vec<Read<'_>> = spans
+            .iter()
+            .map(|span| {
+                let attrs = map::Attrs::of(span);
+                Read {
+                    role: attrs.classify(),
+                    conversation: attrs.conversation_id(),
+                }
+            })
+            .collect();
+        // The conversation each trace of the request names: its first span naming one.
+        let mut conversations: HashMap<u128, &str> = HashMap::new();
+        for (span, read) in spans.iter().zip(&reads) {
+            if let Some(id) = &read.conversation {
+                conversations.entry(span.trace_id).or_insert(id);
+            }
+        }
         // First every span is noted, so a tool finds the model call above it even when
         // that call comes later in the same request.
-        for (span, role) in spans.iter().zip(&roles) {
-            let key = (tenant.to_owned(), span.trace_id.clone());
-            if !self.traces.contains_key(&key) {
-                let session = spans
-                    .iter()
-                    .filter(|s| s.trace_id == span.trace_id)
-                    .find_map(map::conversation_id)
-                    .unwrap_or_else(|| span.trace_id.clone());
-                let session_key = (tenant.to_owned(), session.clone());
-                if !self.sessions.contains_key(&session_key) {
+        for (span, read) in spans.iter().zip(&reads) {
+            if !state.traces.contains_key(&span.trace_id) {
+                let session = conversations
+                    .get(&span.trace_id)
+                    .map_or_else(|| span.trace_hex(), |id| (*id).to_owned());
+                if !state.sessions.contains_key(&session) {
                     out.push(Emit {
                         session_id: session.clone(),
                         event: Event::SessionCreated(created(span)),
                     });
                     stats.sessions += 1;
-                    self.remember_session(session_key);
+                    state
+                        .sessions
+                        .insert(session.clone(), Conversation::default());
+                    self.session_order
+                        .push_back((state.name.clone(), session.clone()));
+                    self.trim_sessions(state);
                 }
-                self.traces.insert(
-                    key.clone(),
+                state.traces.insert(
+                    span.trace_id,
                     Trace {
                         session,
                         spans: HashMap::new(),
@@ -180,28 +242,27 @@ impl Assembler {
                         run: None,
                     },
                 );
-                self.order.push_back(key.clone());
+                self.order.push_back((state.name.clone(), span.trace_id));
             }
-            let Some(trace) = self.traces.get_mut(&key) else {
+            let Some(trace) = state.traces.get_mut(&span.trace_id) else {
                 continue;
             };
-            let session_key = (tenant.to_owned(), trace.session.clone());
             if trace.spans.contains_key(&span.span_id) {
                 continue;
             }
-            let step = if matches!(role, Role::Model(_)) {
-                self.sessions.get_mut(&session_key).map(|c| {
+            let step = if matches!(read.role, Role::Model(_)) {
+                state.sessions.get_mut(&trace.session).map(|c| {
                     c.steps += 1;
                     c.steps
                 })
             } else {
                 None
             };
-            let bytes = NOTE_BYTES + span.span_id.len() * 2;
+            let bytes = NOTE_BYTES + NOTE_ID_BYTES;
             trace.spans.insert(
-                span.span_id.clone(),
+                span.span_id,
                 Note {
-                    parent: span.parent_id.clone(),
+                    parent: span.parent_id,
                     step,
                     ..Note::default()
                 },
@@ -209,29 +270,38 @@ impl Assembler {
             trace.bytes += bytes;
             self.bytes += bytes;
         }
-        for (span, role) in spans.iter().zip(roles) {
-            let key = (tenant.to_owned(), span.trace_id.clone());
-            let Some(trace) = self.traces.get_mut(&key) else {
+        for (span, read) in spans.iter().zip(reads) {
+            let Tenant {
+                name,
+                traces,
+                sessions,
+            } = &mut *state;
+            let Some(trace) = traces.get_mut(&span.trace_id) else {
                 continue;
             };
-            let session = trace.session.clone();
-            let conversation = self
-                .sessions
-                .entry((tenant.to_owned(), session.clone()))
-                .or_default();
+            if !sessions.contains_key(&trace.session) {
+                // Forgotten past `MAX_SESSIONS` while its trace was not: counted afresh
+                // (and forgotten again in its turn).
+                sessions.insert(trace.session.clone(), Conversation::default());
+                self.session_order
+                    .push_back((name.clone(), trace.session.clone()));
+            }
+            let Some(conversation) = sessions.get_mut(&trace.session) else {
+                continue;
+            };
             let emitted = trace.spans.get(&span.span_id).is_some_and(|n| n.emitted);
             if emitted {
                 continue;
             }
-            let event = match role {
+            let event = match read.role {
                 Role::Model(model) => {
                     stats.steps += 1;
-                    let step = step_event(span, &model, trace, conversation);
+                    let step = step_event(span, model, trace, conversation, &mut self.stamps);
                     if let Some(ended) = trace.run.as_mut() {
                         // The run already ended (an exporter flushed its batches at once):
                         // this step is placed after it, and the run's total says it too.
                         out.push(Emit {
-                            session_id: session.clone(),
+                            session_id: trace.session.clone(),
                             event: step,
                         });
                         ended.1.tokens = trace.tokens;
@@ -247,7 +317,7 @@ impl Assembler {
                 }
                 Role::Tool(tool) => {
                     stats.calls += 1;
-                    tool_event(span, tool, trace, conversation)
+                    tool_event(span, tool, trace, conversation, &mut self.stamps)
                 }
                 Role::Agent(agent) => {
                     stats.runs += 1;
@@ -266,7 +336,7 @@ impl Assembler {
                 Role::Other => {
                     stats.unmatched += 1;
                     self.unmatched += 1;
-                    Some(unmatched_event(span))
+                    Some(unmatched_event(span, &mut self.stamps))
                 }
             };
             if let Some(note) = trace.spans.get_mut(&span.span_id) {
@@ -274,54 +344,103 @@ impl Assembler {
             }
             if let Some(event) = event {
                 out.push(Emit {
-                    session_id: session,
+                    session_id: trace.session.clone(),
                     event,
                 });
             }
         }
-        // A trace stays after its root (within the byte bound, oldest forgotten first):
-        // an exporter that flushes its batches at once can deliver a child after its root.
-        self.enforce_bytes();
+        self.trim_sessions(state);
         (out, stats)
     }
 
-    fn remember_session(&mut self, key: Key) {
-        self.sessions.insert(key.clone(), Conversation::default());
-        self.session_order.push_back(key);
+    /// Forgets the oldest conversations past `MAX_SESSIONS`; `current` is the tenant whose
+    /// request is being read (out of the map meanwhile).
+    fn trim_sessions(&mut self, current: &mut Tenant) {
         while self.session_order.len() > MAX_SESSIONS {
-            if let Some(old) = self.session_order.pop_front() {
-                self.sessions.remove(&old);
+            let Some((tenant, session)) = self.session_order.pop_front() else {
+                break;
+            };
+            if Arc::ptr_eq(&tenant, &current.name) || *tenant == *current.name {
+                current.sessions.remove(&session);
+            } else if let Some(state) = self.tenants.get_mut(&tenant) {
+                state.sessions.remove(&session);
+                if state.is_empty() {
+                    self.tenants.remove(&tenant);
+                }
             }
         }
     }
 
     fn enforce_bytes(&mut self) {
         while self.bytes > self.max_bytes {
-            let Some(old) = self.order.pop_front() else {
+            let Some((tenant, id)) = self.order.pop_front() else {
                 break;
             };
-            if let Some(trace) = self.traces.remove(&old) {
+            let Some(state) = self.tenants.get_mut(&tenant) else {
+                continue;
+            };
+            if let Some(trace) = state.traces.remove(&id) {
                 self.bytes = self.bytes.saturating_sub(trace.bytes);
                 self.evicted_traces += 1;
+            }
+            if state.is_empty() {
+                self.tenants.remove(&tenant);
             }
         }
     }
 }
 
-fn rfc3339(ns: u64) -> String {
-    chrono::DateTime::from_timestamp_nanos(i64::try_from(ns).unwrap_or(i64::MAX))
-        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+/// Span times as RFC 3339 text (UTC, microseconds). A trace's spans share their seconds,
+/// so the text up to the fraction is kept from the last call and only the six digits of
+/// the fraction are written; chrono formats a second once.
+#[derive(Debug, Default)]
+struct Stamps {
+    secs: Option<i64>,
+    /// `YYYY-MM-DDTHH:MM:SS.` of `secs`.
+    prefix: String,
+}
+
+impl Stamps {
+    fn format(&mut self, ns: u64) -> String {
+        let ns = i64::try_from(ns).unwrap_or(i64::MAX);
+        let (secs, micros) = (ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000);
+        if self.secs != Some(secs) {
+            let Some(at) = chrono::DateTime::from_timestamp(secs, 0) else {
+                return rfc3339(ns);
+            };
+            let whole = at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            self.prefix.clear();
+            self.prefix.push_str(whole.trim_end_matches('Z'));
+            self.prefix.push('.');
+            self.secs = Some(secs);
+        }
+        let mut out = String::with_capacity(self.prefix.len() + 7);
+        out.push_str(&self.prefix);
+        let mut digits = [b'0'; 6];
+        let mut rest = micros;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        out.extend(digits.iter().map(|d| char::from(*d)));
+        out.push('Z');
+        out
+    }
+}
+
+fn rfc3339(ns: i64) -> String {
+    chrono::DateTime::from_timestamp_nanos(ns).to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 fn created(span: &SpanIn) -> SessionCreated {
     let mut metadata = BTreeMap::new();
     metadata.insert("source".to_owned(), SOURCE.to_owned());
     if !span.service.is_empty() {
-        metadata.insert("service".to_owned(), span.service.clone());
+        metadata.insert("service".to_owned(), (*span.service).to_owned());
     }
-    metadata.insert("trace".to_owned(), span.trace_id.clone());
+    metadata.insert("trace".to_owned(), span.trace_hex());
     SessionCreated {
-        user_id: span.service.clone(),
+        user_id: (*span.service).to_owned(),
         metadata,
         ..SessionCreated::default()
     }
@@ -329,9 +448,10 @@ fn created(span: &SpanIn) -> SessionCreated {
 
 fn step_event(
     span: &SpanIn,
-    model: &map::ModelSpan,
+    model: map::ModelSpan,
     trace: &mut Trace,
     conversation: &mut Conversation,
+    stamps: &mut Stamps,
 ) -> Event {
     let note = trace.spans.get_mut(&span.span_id);
     let iteration = note
@@ -360,25 +480,25 @@ fn step_event(
         conversation.provider.clone_from(&model.provider);
     }
     if conversation.prompt.is_none() {
-        conversation.prompt.clone_from(&model.prompt);
+        conversation.prompt = model.prompt;
     }
     let finish_reason = match (&model.error, model.finish_reason.is_empty()) {
         (Some(_), _) => "error".to_owned(),
-        (None, false) => model.finish_reason.clone(),
+        (None, false) => model.finish_reason,
         (None, true) => String::new(),
     };
     Event::AgentStepCompleted(AgentStepCompleted {
         agent_name: if conversation.agent.is_empty() {
-            span.service.clone()
+            (*span.service).to_owned()
         } else {
             conversation.agent.clone()
         },
         model: model.model.clone(),
-        provider: model.provider.clone(),
+        provider: model.provider,
         iteration,
         step: Step {
             iteration,
-            model: model.model.clone(),
+            model: model.model,
             tokens,
             finish_reason,
             tool_calls,
@@ -387,22 +507,22 @@ fn step_event(
         },
         tokens: conversation.tokens,
         duration: span.end_ns.saturating_sub(first) as f64 / 1e6,
-        streaming: span.name.contains("doStream"),
+        streaming: memchr::memmem::find(span.name.as_bytes(), b"doStream").is_some(),
         conversation_id: None,
-        started_at: Some(rfc3339(span.start_ns)),
+        started_at: Some(stamps.format(span.start_ns)),
     })
 }
 
 /// The model call above `span`, if one is among its noted ancestors.
-fn ancestor_step(span: &SpanIn, trace: &Trace) -> Option<String> {
-    let mut parent = span.parent_id.as_ref();
+fn ancestor_step(span: &SpanIn, trace: &Trace) -> Option<u64> {
+    let mut parent = span.parent_id;
     for _ in 0..MAX_ANCESTORS {
         let id = parent?;
-        let note = trace.spans.get(id)?;
+        let note = trace.spans.get(&id)?;
         if note.step.is_some() {
-            return Some(id.clone());
+            return Some(id);
         }
-        parent = note.parent.as_ref();
+        parent = note.parent;
     }
     None
 }
@@ -419,10 +539,11 @@ fn tool_event(
     tool: map::ToolSpan,
     trace: &mut Trace,
     conversation: &mut Conversation,
+    stamps: &mut Stamps,
 ) -> Option<Event> {
-    let mut call_id = tool.call_id.unwrap_or_else(|| span.span_id.clone());
+    let mut call_id = tool.call_id.unwrap_or_else(|| span.span_hex());
     if conversation.call_ids.contains(&call_id) {
-        call_id = format!("{call_id}#{}", span.span_id);
+        call_id = format!("{call_id}#{}", span.span_hex());
     }
     if conversation.call_ids.len() < MAX_CALL_IDS {
         conversation.call_ids.insert(call_id.clone());
@@ -461,7 +582,7 @@ fn tool_event(
         tool: tool.name,
         input: tool.args,
         outcome,
-        started_at: rfc3339(span.start_ns),
+        started_at: stamps.format(span.start_ns),
         duration,
         counter: None,
         source: CallSource::Send,
@@ -528,19 +649,19 @@ fn run_event(
 /// The span as it came. Keys are named so that, in the stream's sorted key order, the
 /// duration, name and service lead the Events tab's one-line view and the attributes
 /// follow.
-fn unmatched_event(span: &SpanIn) -> Event {
+fn unmatched_event(span: &SpanIn, stamps: &mut Stamps) -> Event {
     let mut raw = serde_json::json!({
         "kind": SPAN_KIND,
         "name": span.name,
-        "service": span.service,
+        "service": &*span.service,
         "durationMs": span.duration_ms(),
-        "traceId": span.trace_id,
-        "spanId": span.span_id,
-        "startedAt": rfc3339(span.start_ns),
-        "spanAttributes": span.attributes,
+        "traceId": span.trace_hex(),
+        "spanId": span.span_hex(),
+        "startedAt": stamps.format(span.start_ns),
+        "spanAttributes": span.attributes.to_map(),
     });
-    if let Some(parent) = &span.parent_id {
-        raw["parentSpanId"] = parent.clone().into();
+    if let Some(parent) = span.parent_id {
+        raw["parentSpanId"] = decode::span_hex(parent).into();
     }
     if let Some(error) = &span.error {
         raw["error"] = error.clone().into();

@@ -16,7 +16,9 @@
 
 use crate::protocol::{Event, Frame, decode, encode, now_rfc3339};
 use crate::store::{StateWrite, Store, StoredEvent};
-use std::collections::{HashMap, VecDeque};
+use foldhash::HashMap;
+use foldhash::HashMapExt as _;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use tokio::sync::broadcast;
