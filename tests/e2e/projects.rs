@@ -58,28 +58,10 @@ async fn the_inspector_and_tail_see_only_their_projects_sessions() {
     assert!(!text.contains("carol"), "{text}");
 
     // tail for the same project: its two events, none of the default project's three.
-    let endpoint = Endpoint {
-        project: Some("prj_alpha0123456789".into()),
-        ..Endpoint::new(&url)
-    };
-    let mut out = Vec::new();
-    let mut status_lines = Vec::new();
-    tail(
-        &endpoint,
-        Format::JsonLines,
-        Some(2),
-        || Ok(&mut out),
-        &mut status_lines,
-        std::future::pending(),
-        std::future::pending(),
-    )
-    .await
-    .unwrap();
-    let out = String::from_utf8(out).unwrap();
+    let (out, said) = tail_json(&url, "prj_alpha0123456789", 2).await;
     assert_eq!(out.lines().count(), 2, "{out}");
     assert!(out.contains("alice"), "{out}");
     assert!(!out.contains("bob") && !out.contains("carol"), "{out}");
-    let said = String::from_utf8(status_lines).unwrap();
     assert!(said.contains("(project prj_alpha0123456789)"), "{said}");
 }
 
@@ -145,16 +127,24 @@ async fn every_project_on_one_screen_and_one_tail() {
         "{says}"
     );
 
+    let (out, _) = tail_json(&url, "*", 3).await;
+    for user in ["alice", "bruno", "carla"] {
+        assert!(out.contains(user), "{user} in {out}");
+    }
+}
+
+/// `tail --json` for `project` until `n` events: what it printed, and its status lines.
+async fn tail_json(url: &str, project: &str, n: u64) -> (String, String) {
     let endpoint = Endpoint {
-        project: Some("*".into()),
-        ..Endpoint::new(&url)
+        project: Some(project.into()),
+        ..Endpoint::new(url)
     };
     let mut out = Vec::new();
     let mut status_lines = Vec::new();
     tail(
         &endpoint,
         Format::JsonLines,
-        Some(3),
+        Some(n),
         || Ok(&mut out),
         &mut status_lines,
         std::future::pending(),
@@ -162,8 +152,8 @@ async fn every_project_on_one_screen_and_one_tail() {
     )
     .await
     .unwrap();
-    let out = String::from_utf8(out).unwrap();
-    for user in ["alice", "bruno", "carla"] {
-        assert!(out.contains(user), "{user} in {out}");
-    }
+    (
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(status_lines).unwrap(),
+    )
 }

@@ -60,6 +60,44 @@ async fn observe_as(handle: &ServerHandle, tenant: &str, query: &str) -> Ws {
     tokio_tungstenite::connect_async(request).await.unwrap().0
 }
 
+/// `spyglass tail --url URL` as a user runs it, and its stdout line by line.
+fn spawn_tail(url: &str) -> (std::process::Child, mpsc::UnboundedReceiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spyglass"))
+        .args(["tail", "--url", url])
+        .env_remove("SPYGLASS_URL")
+        .env_remove("CODESPAR_BASE_URL")
+        .env_remove("CODESPAR_API_KEY")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines_tx, lines) = mpsc::unbounded_channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if lines_tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    (child, lines)
+}
+
+/// The next `n` lines `tail` prints, each within 10 s.
+async fn read_lines(lines: &mut mpsc::UnboundedReceiver<String>, n: usize) -> Vec<String> {
+    let mut got = Vec::new();
+    while got.len() < n {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.recv())
+            .await
+            .expect("a line within 10 s")
+            .expect("tail still running");
+        got.push(line);
+    }
+    got
+}
+
 async fn get(url: &str) -> Value {
     reqwest::get(url).await.unwrap().json().await.unwrap()
 }
@@ -187,37 +225,8 @@ async fn tail_prints_a_marker_line_across_a_restart() {
     let addr = first.addr;
     let url = first.url();
     session_with_calls(&url, "old_user", 2).await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_spyglass"))
-        .args(["tail", "--url", &url])
-        .env_remove("SPYGLASS_URL")
-        .env_remove("CODESPAR_BASE_URL")
-        .env_remove("CODESPAR_API_KEY")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (lines_tx, mut lines) = mpsc::unbounded_channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if lines_tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    let mut read = async |n: usize| {
-        let mut got = Vec::new();
-        while got.len() < n {
-            let line = tokio::time::timeout(Duration::from_secs(10), lines.recv())
-                .await
-                .expect("a line within 10 s")
-                .expect("tail still running");
-            got.push(line);
-        }
-        got
-    };
+    let (mut child, mut lines) = spawn_tail(&url);
+    let mut read = async |n: usize| read_lines(&mut lines, n).await;
     let before = read(3).await;
     assert!(before[2].starts_with("#3 "), "{before:?}");
 
@@ -583,37 +592,8 @@ async fn with_a_store_tail_and_the_inspector_go_on_across_a_restart() {
     let (addr, url) = (handle.addr, handle.url());
     let kept = session_with_calls(&url, "kept_user", 2).await;
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_spyglass"))
-        .args(["tail", "--url", &url])
-        .env_remove("SPYGLASS_URL")
-        .env_remove("CODESPAR_BASE_URL")
-        .env_remove("CODESPAR_API_KEY")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (lines_tx, mut lines) = mpsc::unbounded_channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if lines_tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    let mut read = async |n: usize| {
-        let mut got = Vec::new();
-        while got.len() < n {
-            let line = tokio::time::timeout(Duration::from_secs(10), lines.recv())
-                .await
-                .expect("a line within 10 s")
-                .expect("tail still running");
-            got.push(line);
-        }
-        got
-    };
+    let (mut child, mut lines) = spawn_tail(&url);
+    let mut read = async |n: usize| read_lines(&mut lines, n).await;
     let (tx, mut rx) = mpsc::channel(256);
     let mut observer = ObserverConfig::new(&url, None);
     observer.backoff_base = Duration::from_millis(5);
