@@ -6,7 +6,6 @@ use crate::support::runtime::*;
 use serde_json::{Value, json};
 use spyglass::eval::parse_suite;
 use spyglass::eval::suite::{CaseRef, SuiteErrorKind};
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 async fn run(api: &Api, suite: Value) -> Value {
@@ -21,15 +20,6 @@ async fn run(api: &Api, suite: Value) -> Value {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("run {id} did not complete");
-}
-
-fn by_case(detail: &Value) -> BTreeMap<String, Value> {
-    detail["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["case"].as_str().unwrap().to_owned(), c.clone()))
-        .collect()
 }
 
 fn lookup_then_answer() -> Value {

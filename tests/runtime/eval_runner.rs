@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use spyglass::client::{ClientError, RestClient};
 use spyglass::protocol::rest::EvalRunRequest;
 use spyglass::runtime::{RuntimeConfig, ServerHandle};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
@@ -31,16 +31,6 @@ async fn wait(api: &Api, id: &str) -> Value {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("run {id} did not complete in 10 s");
-}
-
-/// The case records of a detail by `case` (the last attempt wins).
-fn by_case(detail: &Value) -> BTreeMap<String, Value> {
-    detail["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["case"].as_str().unwrap().to_owned(), c.clone()))
-        .collect()
 }
 
 fn charge_model(text: &str) -> Value {

@@ -336,25 +336,6 @@ async fn malformed_answers_and_timeouts_fail_the_run() {
     assert_eq!(body["message"], "openai did not answer within 0.3s");
 }
 
-/// The `data:` payloads of an SSE answer, in order.
-async fn sse_frames(api: &Api, sid: &str, message: &str) -> Vec<Value> {
-    let response = api
-        .client
-        .post(format!("{}/v1/sessions/{sid}/send", api.base))
-        .header("content-type", "application/json")
-        .header("accept", "text/event-stream")
-        .body(json!({"message": message}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let text = response.text().await.unwrap();
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect()
-}
-
 #[tokio::test]
 async fn send_stream_forwards_the_providers_text_deltas() {
     let call = [("call_1", "asaas__create_payment", json!({"value": 5}))];

@@ -180,3 +180,40 @@ pub async fn frames(ws: &mut Ws, n: usize) -> Vec<Value> {
     }
     out
 }
+
+/// The `data:` payloads of an SSE `send`, in order, read within 10 s (a hang fails).
+pub async fn sse_frames(api: &Api, sid: &str, message: &str) -> Vec<Value> {
+    let response = api
+        .client
+        .post(format!("{}/v1/sessions/{sid}/send", api.base))
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(json!({"message": message}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = tokio::time::timeout(Duration::from_secs(10), response.text())
+        .await
+        .expect("the stream ended")
+        .unwrap();
+    let frames: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    // Every frame is also named on its `event:` line (the TypeScript reader's).
+    let named = text.lines().filter(|l| l.starts_with("event: ")).count();
+    assert_eq!(named, frames.len(), "{text}");
+    frames
+}
+
+/// The case records of an eval run detail by `case` (the last attempt wins).
+pub fn by_case(detail: &Value) -> std::collections::BTreeMap<String, Value> {
+    detail["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["case"].as_str().unwrap().to_owned(), c.clone()))
+        .collect()
+}
