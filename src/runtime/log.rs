@@ -331,7 +331,8 @@ pub struct StoreHealth {
 /// `StoreHealth` as `/health` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StoreStatus {
-    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// `ok`, or `failing` while the newest commit failed.
     pub state: &'static str,
     pub commits: u64,
@@ -368,7 +369,7 @@ impl StoreHealth {
     pub fn status(&self) -> StoreStatus {
         let last_error = self.last_error();
         StoreStatus {
-            path: self.path.clone(),
+            path: Some(self.path.clone()),
             state: if last_error.is_some() {
                 "failing"
             } else {

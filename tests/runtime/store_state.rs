@@ -366,3 +366,42 @@ async fn a_sessions_last_run_and_its_cost_come_back_after_a_restart() {
     assert_eq!(after["runs"], before["runs"]);
     stop(rt, handle).await;
 }
+
+/// `/health` names the store's state to anyone, but its file and its disk's words only on
+/// a runtime that asks for no key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_tells_the_store_state_and_keeps_its_path_from_a_keyed_runtimes_public() {
+    let dir = tempfile::tempdir().unwrap();
+    let open_with = async |keys: Vec<String>, name: &str| {
+        let config = RuntimeConfig {
+            api_keys: keys,
+            ..config()
+        };
+        let rt = spyglass::store::open_runtime(config, &dir.path().join(name)).unwrap();
+        let handle = rt.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let health: Value = reqwest::get(format!("{}/health", handle.url()))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        stop(rt, handle).await;
+        health["store"].clone()
+    };
+    let open_store = open_with(Vec::new(), "open.db").await;
+    assert_eq!(open_store["state"], "ok", "{open_store}");
+    assert!(
+        open_store["path"].as_str().unwrap().ends_with("open.db"),
+        "{open_store}"
+    );
+    let keyed = open_with(vec!["sk_test".into()], "keyed.db").await;
+    assert_eq!(keyed["state"], "ok", "{keyed}");
+    assert!(keyed.get("path").is_none(), "{keyed}");
+    let memory = reqwest::get(format!("{}/health", test_server().await.url()))
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert!(memory["store"].is_null(), "{memory}");
+}

@@ -100,11 +100,26 @@ pub fn router(rt: Runtime, stop: watch::Receiver<bool>) -> Router {
 }
 
 async fn health(State(state): State<AppState>) -> Json<serde_json::Value> {
+    let mut store = state
+        .rt
+        .inner
+        .log
+        .store_health()
+        .map(crate::runtime::log::StoreHealth::status);
+    // `/health` asks for no key: a runtime that wants one does not tell anyone where its
+    // file lives or what its disk said (an authenticated write's 503 does).
+    if let Some(status) = store
+        .as_mut()
+        .filter(|_| !state.rt.inner.config.api_keys.is_empty())
+    {
+        status.path = None;
+        status.last_error = None;
+    }
     Json(serde_json::json!({
         "status": "ok",
         "protocol": crate::protocol::PROTOCOL_VERSION,
         "memory": state.rt.budget_stats(),
-        "store": state.rt.inner.log.store_health().map(crate::runtime::log::StoreHealth::status),
+        "store": store,
     }))
 }
 
