@@ -432,3 +432,80 @@ async fn every_project_on_one_stream_takes_a_key_bound_to_none() {
         .await;
     assert_eq!(status, 400);
 }
+
+/// `?project=` on the observer stream names the project as the header does (a browser's
+/// WebSocket cannot set headers): the stream is that project's, a bound key is held to its
+/// projects either way, and a query and a header that disagree, or a name that cannot be
+/// a project id, are refused with 400.
+#[tokio::test]
+async fn the_observer_takes_its_project_from_the_query_too() {
+    let handle = server(RuntimeConfig {
+        api_keys: vec!["k_admin".into()],
+        key_projects: vec![("k_a".into(), vec!["prj_a".into()])],
+        ..test_config()
+    })
+    .await;
+    let in_a = Api::new(&handle).with_key("k_admin").with_tenant("prj_a");
+    let in_b = Api::new(&handle).with_key("k_admin").with_tenant("prj_b");
+    let sid_a = in_a.session(json!({})).await;
+    let sid_b = in_b.session(json!({})).await;
+    let connect = async |key: &str, query: &str| {
+        let mut req = format!("{}{query}", handle.observe_url())
+            .into_client_request()
+            .unwrap();
+        req.headers_mut()
+            .insert("authorization", format!("Bearer {key}").parse().unwrap());
+        tokio_tungstenite::connect_async(req)
+            .await
+            .map(|(ws, _)| ws)
+    };
+    let mut ws = connect("k_admin", "?since=0&project=prj_b").await.unwrap();
+    let got = frames(&mut ws, 1).await;
+    assert_eq!(got[0]["sessionId"], sid_b.as_str(), "{got:?}");
+    assert!(
+        next_frame(&mut ws, Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+    let mut ws = connect("k_a", "?since=0&project=prj_a").await.unwrap();
+    assert_eq!(frames(&mut ws, 1).await[0]["sessionId"], sid_a.as_str());
+
+    let http = reqwest::Client::new();
+    let get = async |key: &str, query: &str, header: Option<&str>| {
+        let mut req = http
+            .get(format!(
+                "{}{query}",
+                handle.observe_url().replacen("ws", "http", 1)
+            ))
+            .header("authorization", format!("Bearer {key}"));
+        if let Some(project) = header {
+            req = req.header("x-codespar-project", project);
+        }
+        let res = req.send().await.unwrap();
+        (res.status().as_u16(), res.json::<Value>().await.unwrap())
+    };
+    // A bound key naming another project in the query is refused as with the header.
+    let (status, body) = get("k_a", "?project=prj_b", None).await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = get("k_a", "?project=*", None).await;
+    assert_eq!((status, body["code"].as_str()), (403, Some("forbidden")));
+    let (status, body) = get("k_admin", "?project=prj_a", Some("prj_b")).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("invalid_query")),
+        "{body}"
+    );
+    let (status, body) = get("k_admin", "?project=%1B%5B2J", None).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("invalid_query")),
+        "{body}"
+    );
+    // Other routes read the header only; their queries refuse a `project` they do not
+    // know rather than act on the default project.
+    let (status, body) = Api::new(&handle)
+        .with_key("k_admin")
+        .get("/v1/sessions?project=prj_b")
+        .await;
+    assert_eq!(status, 400, "{body}");
+}

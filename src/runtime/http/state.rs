@@ -28,10 +28,64 @@ impl IntoResponse for ApiErrorWithStatus {
     }
 }
 
-/// The tenant a request acts for: `x-codespar-project`, else (absent or blank) the default
-/// tenant. A header that is not visible ASCII is refused, 400 `invalid_header`: read as
+/// The tenant a request acts for: `x-codespar-project` (or `?project=` on the observer
+/// stream), else (absent or blank) the default tenant. A header that is not visible ASCII is refused, 400 `invalid_header`: read as
 /// absent it would act on the default tenant's sessions.
 pub struct Tenant(pub String);
+
+/// `?project=` on `GET /v1/observe`.
+#[derive(serde::Deserialize)]
+struct ObserveProject {
+    project: Option<String>,
+}
+
+/// The project a request names: `x-codespar-project`, or on `GET /v1/observe` (a
+/// browser's WebSocket cannot set headers) `?project=`; both naming different projects is
+/// 400. `None`: neither, or blank. Read by the key check and the `Tenant` extractor alike,
+/// so a bound key is held to its projects whichever way the project is named.
+fn named_project(
+    uri: &axum::http::Uri,
+    headers: &axum::http::HeaderMap,
+) -> Result<Option<String>, ApiErrorWithStatus> {
+    let header = headers
+        .get("x-codespar-project")
+        .map(|value| {
+            value.to_str().map(str::trim).map_err(|_| {
+                ApiErrorWithStatus::new(
+                    400,
+                    codes::INVALID_HEADER,
+                    "x-codespar-project is not visible ASCII; send the project id as text",
+                )
+            })
+        })
+        .transpose()?
+        .filter(|v| !v.is_empty());
+    let query = if uri.path() == "/v1/observe" && uri.query().is_some() {
+        Query::<ObserveProject>::try_from_uri(uri)
+            .ok()
+            .and_then(|q| q.0.project)
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty())
+    } else {
+        None
+    };
+    match (header, query) {
+        (Some(header), Some(query)) if header != query => Err(ApiErrorWithStatus::new(
+            400,
+            codes::INVALID_QUERY,
+            "project and x-codespar-project name different projects; send one",
+        )),
+        (Some(header), _) => Ok(Some(header.to_owned())),
+        (None, Some(query)) if query.chars().any(|c| !c.is_ascii_graphic()) => {
+            Err(ApiErrorWithStatus::new(
+                400,
+                codes::INVALID_QUERY,
+                "project is not visible ASCII; send the project id as text",
+            ))
+        }
+        (None, query) => Ok(query),
+    }
+}
 
 /// The project name that means every project, on `GET /v1/observe` only.
 pub const ALL_PROJECTS: &str = "*";
@@ -40,17 +94,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Tenant {
     type Rejection = ApiErrorWithStatus;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        let Some(value) = parts.headers.get("x-codespar-project") else {
+        let Some(text) = named_project(&parts.uri, &parts.headers)? else {
             return Ok(Tenant(DEFAULT_TENANT.to_owned()));
         };
-        let text = value.to_str().map_err(|_| {
-            ApiErrorWithStatus::new(
-                400,
-                codes::INVALID_HEADER,
-                "x-codespar-project is not visible ASCII; send the project id as text",
-            )
-        })?;
-        let text = text.trim();
         if text == ALL_PROJECTS && parts.uri.path() != "/v1/observe" {
             return Err(ApiErrorWithStatus::new(
                 400,
@@ -58,14 +104,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Tenant {
                 "x-codespar-project: * (every project) is taken only by GET /v1/observe; name one project here",
             ));
         }
-        Ok(Tenant(
-            if text.is_empty() {
-                DEFAULT_TENANT
-            } else {
-                text
-            }
-            .to_owned(),
-        ))
+        Ok(Tenant(text))
     }
 }
 
@@ -205,12 +244,8 @@ fn key_projects<'a>(state: &'a AppState, key: &str) -> Option<&'a [String]> {
 /// Holds a bound key to its projects: a request naming no project acts for the key's only
 /// project; one naming another project gets 404, as if nothing of it existed.
 fn scope(req: &mut Request, projects: &[String]) -> Result<(), ApiErrorWithStatus> {
-    let named = req
-        .headers()
-        .get("x-codespar-project")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty());
+    let named = named_project(req.uri(), req.headers())?;
+    let named = named.as_deref();
     if named == Some(ALL_PROJECTS) {
         return Err(ApiErrorWithStatus::new(
             403,
