@@ -22,14 +22,6 @@ async fn sdk_session(api: &Api, mocks: Value, script: &Value) -> String {
     .await
 }
 
-async fn send(api: &Api, sid: &str, message: &str) -> (u16, Value) {
-    api.post(
-        &format!("/v1/sessions/{sid}/send"),
-        json!({"message": message}),
-    )
-    .await
-}
-
 fn session_events(handle: &ServerHandle, sid: &str) -> Vec<Value> {
     handle
         .runtime()
@@ -49,7 +41,7 @@ async fn a_strict_script_fails_the_run_at_an_unscripted_model_call() {
     ]});
     let mocks = json!({"asaas/get_payment": {"status": "PAID"}});
     let sid = sdk_session(&api, mocks.clone(), &script).await;
-    let (status, body) = send(&api, &sid, "Is pay_1 paid?").await;
+    let (status, body) = api.send(&sid, "Is pay_1 paid?").await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["code"], "agent_failed");
     assert_eq!(
@@ -68,7 +60,7 @@ async fn a_strict_script_fails_the_run_at_an_unscripted_model_call() {
     let mut lenient = script.clone();
     lenient.as_object_mut().unwrap().remove("strict");
     let sid = sdk_session(&api, mocks, &lenient).await;
-    let (status, body) = send(&api, &sid, "Is pay_1 paid?").await;
+    let (status, body) = api.send(&sid, "Is pay_1 paid?").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["message"], "fake response");
 }
@@ -87,7 +79,7 @@ async fn first_call_throws_and_the_retry_gets_the_next_scripted_step() {
         "retries": 1
     });
     let sid = sdk_session(&api, json!({}), &script).await;
-    let (status, body) = send(&api, &sid, "go").await;
+    let (status, body) = api.send(&sid, "go").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["message"], "recovered");
     assert_eq!(body["iterations"], 1);
@@ -136,7 +128,7 @@ async fn with_no_retries_left_the_run_fails_with_the_reason() {
         json!({"servers": [], "user_id": "u", "model": script}),
     )
     .await;
-    let (status, body) = send(&api, &sid, "go").await;
+    let (status, body) = api.send(&sid, "go").await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["code"], "agent_failed");
     assert_eq!(body["message"], "Overloaded (model call 1, after 1 retry)");
@@ -148,7 +140,7 @@ async fn with_no_retries_left_the_run_fails_with_the_reason() {
     assert_eq!(failed["failoverAttempts"], 1);
     assert_eq!(failed["steps"], json!([]));
     // The next send is model call 2: the script goes on from there.
-    let (status, body) = send(&api, &sid, "again").await;
+    let (status, body) = api.send(&sid, "again").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["message"], "c");
 }
@@ -181,7 +173,7 @@ async fn a_step_branches_on_the_last_tool_outcome() {
         (json!({}), "I cannot look payments up."),
     ] {
         let sid = sdk_session(&api, mocks.clone(), &branching_script()).await;
-        let (status, body) = send(&api, &sid, "Is pay_1 paid?").await;
+        let (status, body) = api.send(&sid, "Is pay_1 paid?").await;
         assert_eq!(status, 200, "{mocks}: {body}");
         assert_eq!(body["message"], expected, "{mocks}");
     }
@@ -193,7 +185,7 @@ async fn a_step_branches_on_the_last_tool_outcome() {
                "model": branching_script()}),
     )
     .await;
-    let (_, body) = send(&api, &sid, "Is pay_1 paid?").await;
+    let (_, body) = api.send(&sid, "Is pay_1 paid?").await;
     assert_eq!(body["message"], "pay_1 is paid.");
 
     // No branch holds and no `else`: a strict script fails, a lenient one answers the
@@ -206,14 +198,14 @@ async fn a_step_branches_on_the_last_tool_outcome() {
     };
     let mocks = json!({"asaas/get_payment": {"status": "PAID"}});
     let sid = sdk_session(&api, mocks.clone(), &no_else(true)).await;
-    let (status, body) = send(&api, &sid, "go").await;
+    let (status, body) = api.send(&sid, "go").await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(
         body["message"],
         "unscripted model call 1: no `when` branch of sequence[1] held and it has no `else`"
     );
     let sid = sdk_session(&api, mocks, &no_else(false)).await;
-    let (_, body) = send(&api, &sid, "go").await;
+    let (_, body) = api.send(&sid, "go").await;
     assert_eq!(body["message"], "fake response");
 }
 

@@ -26,14 +26,6 @@ fn close(actual: &Value, expected: f64) -> bool {
         .is_some_and(|a| (a - expected).abs() < 1e-12)
 }
 
-async fn send(api: &Api, sid: &str, message: &str) -> (u16, Value) {
-    api.post(
-        &format!("/v1/sessions/{sid}/send"),
-        json!({"message": message}),
-    )
-    .await
-}
-
 #[tokio::test]
 async fn a_priced_model_run_says_what_it_cost_on_the_event_and_the_session() {
     let call = [("call_1", "asaas__create_payment", json!({"value": 5}))];
@@ -48,7 +40,7 @@ async fn a_priced_model_run_says_what_it_cost_on_the_event_and_the_session() {
     let handle = server(config).await;
     let api = Api::new(&handle);
     let sid = openai_session(&api, json!("openai:gpt-4o-mini")).await;
-    let (status, body) = send(&api, &sid, "Charge R$5").await;
+    let (status, body) = api.send(&sid, "Charge R$5").await;
     assert_eq!(status, 200, "{body}");
 
     let all = events(&handle);
@@ -73,7 +65,7 @@ async fn a_priced_model_run_says_what_it_cost_on_the_event_and_the_session() {
     assert!(close(&last["cost"], first), "{detail:#}");
     assert_eq!(detail["runs"]["runs"], 1);
 
-    let (status, _) = send(&api, &sid, "Again").await;
+    let (status, _) = api.send(&sid, "Again").await;
     assert_eq!(status, 200);
     let (_, detail) = api.get(&format!("/v1/sessions/{sid}")).await;
     let second = (2000.0 * 0.15 + 100.0 * 0.6) / 1e6;
@@ -99,7 +91,7 @@ async fn a_model_with_no_price_has_no_cost_and_says_so_never_zero() {
     let handle = server(config).await;
     let api = Api::new(&handle);
     let sid = openai_session(&api, json!("openai:o3-mini")).await;
-    assert_eq!(send(&api, &sid, "hi").await.0, 200);
+    assert_eq!(api.send(&sid, "hi").await.0, 200);
     let all = events(&handle);
     let done = of_kind(&all, "agent.completed");
     assert!(done[0].get("cost").is_none(), "{}", done[0]);
@@ -129,7 +121,7 @@ async fn a_failed_run_is_priced_for_the_steps_the_provider_reported() {
     let handle = server(config).await;
     let api = Api::new(&handle);
     let sid = openai_session(&api, json!("openai")).await;
-    assert_eq!(send(&api, &sid, "go").await.0, 503);
+    assert_eq!(api.send(&sid, "go").await.0, 503);
     let all = events(&handle);
     let failed = of_kind(&all, "agent.failed");
     assert_eq!(failed[0]["tokens"]["total"], 1010);
@@ -148,7 +140,7 @@ async fn a_failed_run_is_priced_for_the_steps_the_provider_reported() {
     let handle = server(config).await;
     let api = Api::new(&handle);
     let sid = openai_session(&api, json!("openai")).await;
-    assert_eq!(send(&api, &sid, "go").await.0, 503);
+    assert_eq!(api.send(&sid, "go").await.0, 503);
     let all = events(&handle);
     let failed = of_kind(&all, "agent.failed");
     assert!(failed[0].get("cost").is_none(), "{}", failed[0]);
@@ -170,7 +162,7 @@ async fn usage_the_provider_did_not_report_is_not_priced_from_a_guess() {
     let handle = server(config).await;
     let api = Api::new(&handle);
     let sid = openai_session(&api, json!("openai")).await;
-    assert_eq!(send(&api, &sid, "hi").await.0, 200);
+    assert_eq!(api.send(&sid, "hi").await.0, 200);
     let all = events(&handle);
     let done = of_kind(&all, "agent.completed");
     assert!(done[0].get("cost").is_none(), "{}", done[0]);
@@ -192,7 +184,7 @@ async fn the_scripted_model_costs_nothing() {
         .await;
     assert_eq!(status, 201);
     let sid = created["id"].as_str().unwrap();
-    assert_eq!(send(&api, sid, "hi").await.0, 200);
+    assert_eq!(api.send(sid, "hi").await.0, 200);
     let all = events(&handle);
     let done = of_kind(&all, "agent.completed");
     assert_eq!(done[0]["cost"], json!(0.0));

@@ -49,14 +49,6 @@ pub async fn openai_session(api: &Api, model: Value) -> String {
     created["id"].as_str().unwrap().to_owned()
 }
 
-async fn send(api: &Api, sid: &str, message: &str) -> (u16, Value) {
-    api.post(
-        &format!("/v1/sessions/{sid}/send"),
-        json!({"message": message}),
-    )
-    .await
-}
-
 #[tokio::test]
 async fn the_model_picks_mocked_tools_and_reads_their_results() {
     let fake = FakeLlm::start(vec![
@@ -75,7 +67,7 @@ async fn the_model_picks_mocked_tools_and_reads_their_results() {
     let handle = server(model_config(&fake)).await;
     let api = Api::new(&handle);
     let sid = openai_session(&api, json!("openai:gpt-4o-mini")).await;
-    let (status, result) = send(&api, &sid, "Charge R$5").await;
+    let (status, result) = api.send(&sid, "Charge R$5").await;
     assert_eq!(status, 200, "{result}");
     assert_eq!(result["message"], "Charged pay_1");
     assert_eq!(result["iterations"], 2);
@@ -184,7 +176,7 @@ async fn the_sdk_names_the_model_in_metadata() {
         .await;
     assert_eq!(status, 201, "{created}");
     let sid = created["id"].as_str().unwrap();
-    let (status, result) = send(&api, sid, "hello").await;
+    let (status, result) = api.send(sid, "hello").await;
     assert_eq!((status, result["message"].as_str()), (200, Some("hi")));
     // No mocks, no tools offered.
     assert!(fake.seen()[0].body.get("tools").is_none());
@@ -228,7 +220,7 @@ async fn failed_run(
     let handle = server(config).await;
     let api = Api::new(&handle);
     let sid = openai_session(&api, json!("openai")).await;
-    let (status, body) = send(&api, &sid, "go").await;
+    let (status, body) = api.send(&sid, "go").await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["code"], "agent_failed");
     let events = events(&handle);
@@ -269,7 +261,7 @@ async fn rate_limits_are_retried_after_retry_after() {
     let handle = server(model_config(&fake)).await;
     let api = Api::new(&handle);
     let sid = openai_session(&api, json!("openai")).await;
-    let (status, result) = send(&api, &sid, "go").await;
+    let (status, result) = api.send(&sid, "go").await;
     assert_eq!(
         (status, result["message"].as_str()),
         (200, Some("done")),
@@ -418,7 +410,7 @@ async fn closing_the_session_ends_a_run_waiting_on_the_provider() {
     let sending = {
         let api = Api::new(&handle);
         let sid = sid.clone();
-        tokio::spawn(async move { send(&api, &sid, "go").await })
+        tokio::spawn(async move { api.send(&sid, "go").await })
     };
     while fake.seen().is_empty() {
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -135,6 +135,15 @@ impl Api {
         )
         .await
     }
+
+    /// `POST /v1/sessions/:id/send` with `message` (JSON, not streamed).
+    pub async fn send(&self, session: &str, message: &str) -> (u16, Value) {
+        self.post(
+            &format!("/v1/sessions/{session}/send"),
+            json!({"message": message}),
+        )
+        .await
+    }
 }
 
 /// The sorted key set of a JSON object, to assert an exact field set.
