@@ -4,7 +4,7 @@
 
 use crate::support::runtime::*;
 use serde_json::{Value, json};
-use spyglass::runtime::RuntimeConfig;
+use spyglass::runtime::{RuntimeConfig, ServerHandle};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -343,14 +343,7 @@ async fn observe_as(handle: &spyglass::runtime::ServerHandle, query: &str, tenan
 /// may ask (403 `forbidden` otherwise), and no other route takes `*`.
 #[tokio::test]
 async fn every_project_on_one_stream_takes_a_key_bound_to_none() {
-    let handle = server(RuntimeConfig {
-        api_keys: vec!["k_admin".into()],
-        key_projects: vec![("k_a".into(), vec!["prj_a".into()])],
-        ..test_config()
-    })
-    .await;
-    let in_a = Api::new(&handle).with_key("k_admin").with_tenant("prj_a");
-    let in_b = Api::new(&handle).with_key("k_admin").with_tenant("prj_b");
+    let (handle, in_a, in_b) = keyed_two_projects().await;
     let sid_a = in_a.session(json!({"asaas/x": {"n": 1}})).await;
     let sid_b = in_b.session(json!({})).await;
     let request = |key: &str, query: &str| {
@@ -439,14 +432,7 @@ async fn every_project_on_one_stream_takes_a_key_bound_to_none() {
 /// a project id, are refused with 400.
 #[tokio::test]
 async fn the_observer_takes_its_project_from_the_query_too() {
-    let handle = server(RuntimeConfig {
-        api_keys: vec!["k_admin".into()],
-        key_projects: vec![("k_a".into(), vec!["prj_a".into()])],
-        ..test_config()
-    })
-    .await;
-    let in_a = Api::new(&handle).with_key("k_admin").with_tenant("prj_a");
-    let in_b = Api::new(&handle).with_key("k_admin").with_tenant("prj_b");
+    let (handle, in_a, in_b) = keyed_two_projects().await;
     let sid_a = in_a.session(json!({})).await;
     let sid_b = in_b.session(json!({})).await;
     let connect = async |key: &str, query: &str| {
@@ -508,4 +494,18 @@ async fn the_observer_takes_its_project_from_the_query_too() {
         .get("/v1/sessions?project=prj_b")
         .await;
     assert_eq!(status, 400, "{body}");
+}
+
+/// A runtime with a plain key `k_admin` and `k_a` bound to `prj_a`, and the plain key's
+/// clients in `prj_a` and `prj_b`.
+async fn keyed_two_projects() -> (ServerHandle, Api, Api) {
+    let handle = server(RuntimeConfig {
+        api_keys: vec!["k_admin".into()],
+        key_projects: vec![("k_a".into(), vec!["prj_a".into()])],
+        ..test_config()
+    })
+    .await;
+    let in_a = Api::new(&handle).with_key("k_admin").with_tenant("prj_a");
+    let in_b = Api::new(&handle).with_key("k_admin").with_tenant("prj_b");
+    (handle, in_a, in_b)
 }
