@@ -852,10 +852,10 @@ struct Out<'a, T: Serialize> {
     body: &'a T,
 }
 
-fn write<T: Serialize>(frame: &Frame, body: &T) -> String {
+fn write<T: Serialize>(frame: &Frame, seq: u64, body: &T) -> String {
     let out = Out {
         kind: frame.event.kind(),
-        seq: frame.seq,
+        seq,
         ts: &frame.ts,
         session_id: frame.session_id.as_deref(),
         body,
@@ -908,26 +908,32 @@ pub fn encode_body(event: &Event) -> Option<EncodedBody> {
 
 /// Encodes a frame as one JSON object: its fields plus `kind`, `seq`, `ts`, `sessionId`.
 pub fn encode(frame: &Frame) -> String {
+    encode_with_seq(frame, frame.seq)
+}
+
+/// `encode` with `seq` in place of the frame's own: a store shared by several runtimes
+/// gives an event its seq when it commits it.
+pub fn encode_with_seq(frame: &Frame, seq: u64) -> String {
     match &frame.event {
-        Event::SessionCreated(e) => write(frame, e),
-        Event::SessionClosed(e) => write(frame, e),
-        Event::ToolCalled(e) => write(frame, e),
-        Event::ApprovalRequested(e) => write(frame, e),
-        Event::ApprovalResolved(e) => write(frame, e),
-        Event::ApprovalReplayed(e) => write(frame, e),
-        Event::EvalRunStarted(e) => write(frame, e),
-        Event::EvalRunCompleted(e) => write(frame, e),
-        Event::StreamGap(e) => write(frame, e),
-        Event::StreamHello(e) => write(frame, e),
-        Event::StreamReset(e) => write(frame, e),
-        Event::AgentStepCompleted(e) => write(frame, e),
-        Event::AgentCompleted(e) | Event::AgentFailed(e) => write(frame, e),
-        Event::AgentEvalCompleted(e) => write(frame, e),
+        Event::SessionCreated(e) => write(frame, seq, e),
+        Event::SessionClosed(e) => write(frame, seq, e),
+        Event::ToolCalled(e) => write(frame, seq, e),
+        Event::ApprovalRequested(e) => write(frame, seq, e),
+        Event::ApprovalResolved(e) => write(frame, seq, e),
+        Event::ApprovalReplayed(e) => write(frame, seq, e),
+        Event::EvalRunStarted(e) => write(frame, seq, e),
+        Event::EvalRunCompleted(e) => write(frame, seq, e),
+        Event::StreamGap(e) => write(frame, seq, e),
+        Event::StreamHello(e) => write(frame, seq, e),
+        Event::StreamReset(e) => write(frame, seq, e),
+        Event::AgentStepCompleted(e) => write(frame, seq, e),
+        Event::AgentCompleted(e) | Event::AgentFailed(e) => write(frame, seq, e),
+        Event::AgentEvalCompleted(e) => write(frame, seq, e),
         Event::Unknown { raw, .. } => {
             // Keep every original field; the stamp fields are replaced by this frame's.
             let mut value = raw.to_value();
             if let Some(map) = value.as_object_mut() {
-                map.insert("seq".into(), frame.seq.into());
+                map.insert("seq".into(), seq.into());
                 map.insert("ts".into(), frame.ts.clone().into());
                 match &frame.session_id {
                     Some(id) => map.insert("sessionId".into(), id.clone().into()),

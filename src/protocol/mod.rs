@@ -7,7 +7,7 @@ pub mod json;
 pub mod rest;
 
 pub use envelope::{ApiError, Envelope};
-pub use events::{DecodeError, Event, Frame, decode, decode_event, encode};
+pub use events::{DecodeError, Event, Frame, decode, decode_event, encode, encode_with_seq};
 pub use json::RawJson;
 
 /// Version of the observer protocol this build speaks.

@@ -1,11 +1,13 @@
 //! The durable store behind the runtime: one `Store` trait (what a runtime keeps across a
-//! restart) and its engines; `sqlite` is the one today, Postgres is a later one.
+//! restart) and its engines: `sqlite` (one runtime's file) and `postgres` (one database
+//! shared by several runtimes, which also decides seqs, mock claims and approvals).
 //!
 //! What is kept: the event log's stream (its epoch, every retained event with its tenant
 //! and per-tenant seq, each tenant's next seq) and the runtime's state as documents
 //! (`runtime::persist`: sessions and their counters, approvals, eval runs, suite
 //! documents, eval outcomes). A reopened store continues the stream and the state.
 
+pub mod postgres;
 pub mod sqlite;
 
 pub use sqlite::SqliteStore;
@@ -62,6 +64,8 @@ pub enum StoreError {
         path: String,
         source: std::io::Error,
     },
+    #[error("store {shown}: {reason}")]
+    Postgres { shown: String, reason: String },
     #[error("store {path}: {source}")]
     Write {
         path: PathBuf,
@@ -126,6 +130,26 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<(), StoreError>;
     /// Every state document, read at open.
     fn state(&self) -> Result<Vec<StoredRecord>, StoreError>;
+    /// Whether the store gives events their seqs itself (a store shared by several
+    /// runtimes): the log then sends its events unstamped to `append_stamping`.
+    fn stamps(&self) -> bool {
+        false
+    }
+    /// `append` for a store that stamps: each event's seq is taken from the store in the
+    /// same transaction (its tenant's next, in the order given) and its text encoded with
+    /// it. Returns the seqs, in the order of `events`.
+    fn append_stamping(
+        &self,
+        events: &[Arc<Logged>],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<Vec<u64>, StoreError> {
+        let _ = (events, evicted, state);
+        Err(StoreError::Postgres {
+            shown: self.describe(),
+            reason: "this store does not stamp events".to_owned(),
+        })
+    }
 }
 
 /// Where `--store` says the runtime keeps its state.
