@@ -204,6 +204,7 @@ impl Runtime {
         message: &str,
         frames: Option<mpsc::Sender<SendFrame>>,
     ) -> Result<AgentRunResult, ApiErrorWithStatus> {
+        self.adopt_if_missing(tenant, session_id).await?;
         let session = self.open_session(tenant, session_id)?;
         let mut closing = lock(&session).closing.subscribe();
         let out = |frame: SendFrame| {
@@ -341,13 +342,22 @@ impl Runtime {
                 if let Some(latency) = call.latency_ms {
                     wait_unless_closed(&mut closing, Duration::from_millis(latency)).await;
                 }
+                let input = RawJson::from_value(&call.arguments);
+                let claimed = match self.claim_for(&session, &call.name, &input).await {
+                    Ok(claimed) => claimed,
+                    Err(err) => {
+                        result.error = Some(err.error.message);
+                        break 'run;
+                    }
+                };
                 let dispatched = match self.dispatch(
                     &session,
                     &call.name,
-                    RawJson::from_value(&call.arguments),
+                    input,
                     CallSource::Send,
                     Some(iteration),
                     start,
+                    claimed,
                 ) {
                     Ok(dispatched) => dispatched,
                     // Closed mid-run (or input no policy can read): the run stops here,

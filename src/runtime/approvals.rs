@@ -2,6 +2,7 @@
 //! decision. Approving replays the recorded call through the mock gate only (the policy
 //! already spoke); a replay whose mock or session is gone is `mocks_engine_error`.
 
+use super::mocks::Claim;
 use super::policy::{Literal, Op};
 use super::sessions::{DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE, Page, new_id};
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
@@ -291,6 +292,10 @@ impl Runtime {
 
     /// Marks every pending approval past its `expires_at` as expired, announcing each.
     pub fn expire_due_approvals(&self) {
+        if self.shared_store().is_some() {
+            // Expiry is decided in the shared store, once (`Runtime::expire_shared`).
+            return;
+        }
         let now = Utc::now();
         let expired: Vec<(String, String, String)> = {
             let mut queue = lock(&self.inner.approvals);
@@ -436,6 +441,21 @@ impl Runtime {
         note: Option<String>,
     ) -> Result<ApprovalView, ApiErrorWithStatus> {
         self.expire_due_approvals();
+        self.apply_decision(tenant, approval_id, verdict, by, note, None)
+    }
+
+    /// Applies a decision here: checked against the row's status, or, `won` (a store
+    /// shared by several runtimes decided it for this one, `Runtime::decide_any`),
+    /// taken whatever this runtime last heard, with the replay's stateful entry claimed.
+    pub(crate) fn apply_decision(
+        &self,
+        tenant: &str,
+        approval_id: &str,
+        verdict: Verdict,
+        by: Option<String>,
+        note: Option<String>,
+        won: Option<Claim>,
+    ) -> Result<ApprovalView, ApiErrorWithStatus> {
         let view = {
             let mut queue = lock(&self.inner.approvals);
             let row = match queue.rows.get_mut(approval_id) {
@@ -446,7 +466,9 @@ impl Runtime {
                     )));
                 }
             };
+            let was_pending = row.view.status == ApprovalStatus::Pending;
             match row.view.status {
+                _ if won.is_some() => {}
                 ApprovalStatus::Pending => {}
                 ApprovalStatus::Expired => {
                     return Err(ApiErrorWithStatus::new(
@@ -480,7 +502,9 @@ impl Runtime {
             let grown = row_bytes(&row.view, &row.tenant).saturating_sub(row.bytes);
             row.bytes += grown;
             self.inner.budget.add_approvals(grown);
-            queue.resolve(approval_id);
+            if was_pending {
+                queue.resolve(approval_id);
+            }
             view
         };
         self.emit_for(
@@ -500,7 +524,7 @@ impl Runtime {
             self.trim_approvals();
             return Ok(view);
         }
-        let outcome = self.replay(tenant, &view);
+        let outcome = self.replay(tenant, &view, won.unwrap_or_default());
         let mut queue = lock(&self.inner.approvals);
         let row = if let Some(row) = queue.rows.get_mut(approval_id) {
             row.view.replay = Some(outcome);
@@ -526,7 +550,7 @@ impl Runtime {
 
     /// Runs an approved call again through the mock gate and announces the outcome,
     /// under the session lock so its counter is ordered with the session's calls.
-    fn replay(&self, tenant: &str, view: &ApprovalView) -> Outcome {
+    fn replay(&self, tenant: &str, view: &ApprovalView, claim: Claim) -> Outcome {
         let clock = Instant::now();
         let session = self.session(tenant, &view.session_id).ok();
         let mut guard = session.as_ref().map(|session| lock(session));
@@ -549,7 +573,7 @@ impl Runtime {
                 });
             }
             Some(s) => {
-                let result = s.mocks.consume(&view.tool, &view.input, true);
+                let result = s.mocks.consume(&view.tool, &view.input, true, claim);
                 s.last_activity = now_rfc3339();
                 (result, s.mocks.note_call(&view.tool))
             }
@@ -617,5 +641,113 @@ impl Runtime {
         drop(queue);
         // A store written under larger bounds comes back within today's.
         self.trim_approvals();
+    }
+}
+
+/// What another runtime on a shared store decided, and what this one asks the store.
+impl Runtime {
+    /// Puts approvals another runtime queued into this one's queue (their documents);
+    /// an id already here is left as it is.
+    pub(crate) fn adopt_approvals(&self, records: &[crate::store::StoredRecord]) {
+        let fresh: Vec<crate::store::StoredRecord> = {
+            let queue = lock(&self.inner.approvals);
+            records
+                .iter()
+                .filter(|r| !queue.rows.contains_key(&r.key))
+                .cloned()
+                .collect()
+        };
+        if !fresh.is_empty() {
+            self.restore_approvals(&fresh);
+        }
+    }
+
+    /// A pending approval's expiry (Unix ms), its session and tool: what deciding it in
+    /// a shared store needs. `None`: no such approval of this tenant here.
+    pub(crate) fn approval_facts(
+        &self,
+        tenant: &str,
+        approval_id: &str,
+    ) -> Option<(i64, String, String, RawJson)> {
+        let queue = lock(&self.inner.approvals);
+        let row = queue.rows.get(approval_id).filter(|r| r.tenant == tenant)?;
+        Some((
+            row.expires.timestamp_millis(),
+            row.view.session_id.clone(),
+            row.view.tool.clone(),
+            row.view.input.clone(),
+        ))
+    }
+
+    /// The pending approvals past their expiry: what `expire_shared` asks the store about.
+    pub(crate) fn overdue_approvals(&self) -> Vec<(String, String)> {
+        let now = Utc::now();
+        let queue = lock(&self.inner.approvals);
+        queue
+            .rows
+            .values()
+            .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
+            .map(|row| (row.tenant.clone(), row.view.id.clone()))
+            .collect()
+    }
+
+    /// Expires one approval here and announces it: the shared store said this runtime's
+    /// expiry came first.
+    pub(crate) fn expire_one(&self, tenant: &str, approval_id: &str) {
+        let session_id = {
+            let mut queue = lock(&self.inner.approvals);
+            let Some(row) = queue.rows.get_mut(approval_id) else {
+                return;
+            };
+            if row.view.status != ApprovalStatus::Pending {
+                return;
+            }
+            row.view.status = ApprovalStatus::Expired;
+            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+            let session_id = row.view.session_id.clone();
+            queue.resolve(approval_id);
+            session_id
+        };
+        self.trim_approvals();
+        self.emit_for(
+            tenant,
+            Some(session_id),
+            Event::ApprovalResolved(ApprovalResolved {
+                approval_id: approval_id.to_owned(),
+                decision: Decision::Expired,
+                by: None,
+                note: None,
+            }),
+        );
+    }
+
+    /// What another runtime's `approval.resolved` or `approval.replayed` says of a row
+    /// this one holds.
+    pub(crate) fn follow_approval(&self, event: &Event) {
+        let mut queue = lock(&self.inner.approvals);
+        match event {
+            Event::ApprovalResolved(resolved) => {
+                let Some(row) = queue.rows.get_mut(&resolved.approval_id) else {
+                    return;
+                };
+                if row.view.status != ApprovalStatus::Pending {
+                    return;
+                }
+                row.view.status = match resolved.decision {
+                    Decision::Approved => ApprovalStatus::Approved,
+                    Decision::Denied => ApprovalStatus::Denied,
+                    Decision::Expired => ApprovalStatus::Expired,
+                };
+                row.view.decided_by.clone_from(&resolved.by);
+                row.view.note.clone_from(&resolved.note);
+                queue.resolve(&resolved.approval_id);
+            }
+            Event::ApprovalReplayed(replayed) => {
+                if let Some(row) = queue.rows.get_mut(&replayed.approval_id) {
+                    row.view.replay = Some(replayed.outcome.clone());
+                }
+            }
+            _ => {}
+        }
     }
 }

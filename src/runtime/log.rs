@@ -204,6 +204,21 @@ impl Logged {
         })
     }
 
+    /// A copy of an event the log sent unstamped, with the seq its store gave it.
+    #[must_use]
+    pub fn stamped(&self, seq: u64) -> Logged {
+        Logged {
+            frame: Frame {
+                seq,
+                ..self.frame.clone()
+            },
+            text: OnceLock::new(),
+            tenant: self.tenant.clone(),
+            ord: 0,
+            bytes: self.bytes,
+        }
+    }
+
     /// The frame's wire text, encoded by the first reader and shared by the rest. A call
     /// nobody watches never pays for it, and one that is watched pays on the subscriber's
     /// task, not on the request's: encoding was a tenth of a mocked execute.
@@ -316,6 +331,16 @@ const MAX_BATCH: usize = 4096;
 pub struct StoreWriter {
     tx: std::sync::mpsc::Sender<Write>,
     health: Arc<StoreHealth>,
+    /// The store gives events their seqs (`Store::stamps`): the log sends them unstamped.
+    stamps: bool,
+}
+
+/// What a store that stamps committed: the events with their seqs, for the runtime's
+/// follower to take into the log, and the answers waiting on that commit, which the
+/// follower lets go once the events are in (a client reads its own writes).
+pub struct Committed {
+    pub events: Vec<Arc<Logged>>,
+    pub acks: Vec<tokio::sync::oneshot::Sender<()>>,
 }
 
 /// How the store's commits are going, for `/health` and for the answer a failed commit
@@ -385,16 +410,25 @@ impl StoreHealth {
 impl StoreWriter {
     /// Starts the thread that commits to `store` what the log sends it.
     pub fn spawn(store: Arc<dyn Store>) -> std::io::Result<StoreWriter> {
+        Self::spawn_with(store, None)
+    }
+
+    /// `spawn`, for a store that stamps: what each commit stamped goes to `committed`.
+    pub fn spawn_with(
+        store: Arc<dyn Store>,
+        committed: Option<tokio::sync::mpsc::UnboundedSender<Committed>>,
+    ) -> std::io::Result<StoreWriter> {
         let (tx, rx) = std::sync::mpsc::channel();
         let health = Arc::new(StoreHealth {
             path: store.describe(),
             ..StoreHealth::default()
         });
+        let stamps = store.stamps();
         let writing = Arc::clone(&health);
         std::thread::Builder::new()
             .name("spyglass-store".into())
-            .spawn(move || write_loop(rx, store, &writing))?;
-        Ok(StoreWriter { tx, health })
+            .spawn(move || write_loop(rx, store, &writing, committed.as_ref()))?;
+        Ok(StoreWriter { tx, health, stamps })
     }
 
     fn send(&self, write: Write) {
@@ -407,8 +441,16 @@ impl StoreWriter {
 /// goes in the next one, so a burst of calls costs one commit, not one each.
 // Runs on its own thread, which owns both for its whole life.
 #[expect(clippy::needless_pass_by_value)]
-fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>, health: &StoreHealth) {
+fn write_loop(
+    rx: std::sync::mpsc::Receiver<Write>,
+    store: Arc<dyn Store>,
+    health: &StoreHealth,
+    committed: Option<&tokio::sync::mpsc::UnboundedSender<Committed>>,
+) {
+    let stamps = store.stamps();
     let mut batch = Vec::new();
+    // A stamping store's events, as the log sent them (seq 0).
+    let mut unstamped: Vec<Arc<Logged>> = Vec::new();
     let mut evicted: HashMap<String, u64> = HashMap::new();
     let mut flushes = Vec::new();
     let mut acks = Vec::new();
@@ -434,6 +476,7 @@ fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>, healt
         let mut next = Some(first);
         while let Some(msg) = next.take() {
             match msg {
+                Write::Event(logged) if stamps => unstamped.push(logged),
                 Write::Event(logged) => batch.push(StoredEvent {
                     tenant: logged.tenant.clone(),
                     seq: logged.frame.seq,
@@ -451,7 +494,7 @@ fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>, healt
                     state.insert((r.kind.clone(), r.tenant.clone(), r.key.clone()), write);
                 }
             }
-            if batch.len() < MAX_BATCH {
+            if batch.len().max(unstamped.len()) < MAX_BATCH {
                 next = rx.try_recv().ok();
             }
         }
@@ -463,7 +506,33 @@ fn write_loop(rx: std::sync::mpsc::Receiver<Write>, store: Arc<dyn Store>, healt
                 Vec::new()
             };
         let writes: Vec<StateWrite> = state.drain().map(|(_, write)| write).collect();
-        match store.append(&batch, &evicted_upto, &writes) {
+        let result = if stamps {
+            store
+                .append_stamping(&unstamped, &evicted_upto, &writes)
+                .map(|seqs| {
+                    let events = unstamped
+                        .drain(..)
+                        .zip(seqs)
+                        .map(|(logged, seq)| Arc::new(logged.stamped(seq)))
+                        .collect();
+                    match committed {
+                        Some(follower) => {
+                            let acks = std::mem::take(&mut acks);
+                            if let Err(lost) = follower.send(Committed { events, acks }) {
+                                // No follower (the runtime is going): nobody reads the log.
+                                for done in lost.0.acks {
+                                    let _ = done.send(());
+                                }
+                            }
+                        }
+                        None => drop(events),
+                    }
+                })
+        } else {
+            store.append(&batch, &evicted_upto, &writes)
+        };
+        unstamped.clear();
+        match result {
             Ok(()) => {
                 health.committed();
                 for done in acks.drain(..) {
@@ -703,6 +772,13 @@ impl EventLog {
             ord: 0,
             bytes,
         });
+        if let Some(writer) = self.writer.as_ref().filter(|w| w.stamps) {
+            if let Some(unshared) = Arc::get_mut(&mut logged) {
+                unshared.frame.ts = now_rfc3339();
+            }
+            writer.send(Write::Event(logged.clone()));
+            return logged;
+        }
         let mut guard = self.ring();
         let ring = &mut *guard;
         // The oldest event is freed after the lock is released, not under it.
@@ -756,6 +832,61 @@ impl EventLog {
             self.note_evicted(&over_budget);
         }
         logged
+    }
+
+    /// Takes an event its store stamped into the rings and broadcasts it, when it is its
+    /// tenant's next seq; an older one is left out, a newer one is a gap the caller fills
+    /// from the store first.
+    pub fn ingest(&self, mut logged: Arc<Logged>) -> Ingest {
+        let mut guard = self.ring();
+        let ring = &mut *guard;
+        let next = ring.tenants.get(&logged.tenant).map_or(1, |t| t.next_seq);
+        if logged.frame.seq < next {
+            return Ingest::Old;
+        }
+        if logged.frame.seq > next {
+            return Ingest::Gap(next);
+        }
+        let evicted = if ring.retained >= self.capacity {
+            self.evict(ring, &logged.tenant)
+        } else {
+            None
+        };
+        ring.emitted += 1;
+        let ord = ring.emitted;
+        if let Some(unshared) = Arc::get_mut(&mut logged) {
+            unshared.ord = ord;
+        } else {
+            let mut copy = logged.stamped(logged.frame.seq);
+            copy.ord = ord;
+            logged = Arc::new(copy);
+        }
+        let own = ring.tenants.entry(logged.tenant.clone()).or_default();
+        own.next_seq = logged.frame.seq + 1;
+        if own.events.is_empty() {
+            ring.holding += 1;
+        }
+        own.events.push_back(logged.clone());
+        own.bytes += logged.bytes;
+        ring.retained += 1;
+        ring.bytes += logged.bytes;
+        let mut over_budget = Vec::new();
+        let sessions = self.budget.besides_log();
+        while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
+            let Some(old) = Self::evict_heaviest(ring, &logged) else {
+                break;
+            };
+            self.send_evicted(&old);
+            over_budget.push(old);
+        }
+        self.budget.log.store(ring.bytes, Ordering::Relaxed);
+        let _ = self.live.send(logged.clone());
+        drop(guard);
+        drop(evicted);
+        if !over_budget.is_empty() {
+            self.note_evicted(&over_budget);
+        }
+        Ingest::Appended(logged)
     }
 
     /// The oldest event of the tenant holding the most bytes, never `keep` (the event just
@@ -874,6 +1005,17 @@ impl EventLog {
         slice.events = ring.events.iter().skip(skip).take(limit).cloned().collect();
         slice
     }
+}
+
+/// What `EventLog::ingest` did with an event.
+#[derive(Debug)]
+pub enum Ingest {
+    /// In the log and broadcast, as stored there.
+    Appended(Arc<Logged>),
+    /// Its seq is already in the log.
+    Old,
+    /// The log's next seq for its tenant is this, below the event's: fetch those first.
+    Gap(u64),
 }
 
 /// A new stream id: `ep_` and 16 hex digits, random, so two runtimes started in the same

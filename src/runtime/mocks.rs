@@ -119,6 +119,18 @@ impl Condition {
     }
 }
 
+/// Which entry of a stateful mock a call gets: the local counter's next, or what a store
+/// shared by several runtimes claimed for it (`Runtime::claim_for`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Claim {
+    #[default]
+    Local,
+    /// This entry (from 0), given to this call alone.
+    Entry(u32),
+    /// Every entry was taken.
+    Exhausted,
+}
+
 /// What answered a successful call of a rules mock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
@@ -350,12 +362,14 @@ impl MockTable {
     /// The mock-store gate: the fixture for this call, advancing the counter only when an
     /// entry is returned. `replay` turns a missing mock into `mocks_engine_error` (the call
     /// was authorised once; its mock vanishing is an inconsistency, not a miss). A rules
-    /// mock reads `input`; the others ignore it.
+    /// mock reads `input`; the others ignore it. `claim`: which entry a stateful mock
+    /// serves.
     pub fn consume(
         &mut self,
         tool: &str,
         input: &RawJson,
         replay: bool,
+        claim: Claim,
     ) -> Result<RawJson, Envelope> {
         let Some(slot) = self.slots.get_mut(tool) else {
             return Err(if replay {
@@ -405,20 +419,27 @@ impl MockTable {
                 message: format!("mock for {tool} is an empty array; there is nothing to serve"),
             }),
             Fixture::Stateful(entries) => {
-                let next = slot.consumed as usize;
-                match entries.get(next) {
-                    Some(value) => {
-                        let value = value.clone();
-                        slot.consumed = slot.consumed.saturating_add(1);
-                        Ok(value)
-                    }
-                    None => Err(Envelope::MocksExhausted {
+                let next = match claim {
+                    Claim::Entry(index) => index as usize,
+                    Claim::Exhausted => entries.len(),
+                    Claim::Local => slot.consumed as usize,
+                };
+                let Some(value) = entries.get(next) else {
+                    // Every entry is taken (by this runtime or, claimed, another).
+                    slot.consumed = slot.consumed.max(len_u32(entries.len()));
+                    return Err(Envelope::MocksExhausted {
                         message: format!(
                             "stateful mock for {tool} is exhausted: all {} entries consumed",
                             entries.len()
                         ),
-                    }),
-                }
+                    });
+                };
+                // A claimed entry says how many were taken overall, this one included.
+                slot.consumed = match claim {
+                    Claim::Local => slot.consumed.saturating_add(1),
+                    _ => len_u32(next + 1),
+                };
+                Ok(value.clone())
             }
         }
     }
@@ -677,20 +698,20 @@ mod tests {
         .unwrap();
         assert_eq!(
             table
-                .consume("a/b", &RawJson::null(), false)
+                .consume("a/b", &RawJson::null(), false, Claim::Local)
                 .unwrap()
                 .to_value(),
             json!({"n": 1})
         );
         assert_eq!(
             table
-                .consume("a/b", &RawJson::null(), false)
+                .consume("a/b", &RawJson::null(), false, Claim::Local)
                 .unwrap()
                 .to_value(),
             json!({"n": 2})
         );
         assert!(matches!(
-            table.consume("a/b", &RawJson::null(), false),
+            table.consume("a/b", &RawJson::null(), false, Claim::Local),
             Err(Envelope::MocksExhausted { .. })
         ));
         assert_eq!(
@@ -704,7 +725,7 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(
                 table
-                    .consume("a/s", &RawJson::null(), false)
+                    .consume("a/s", &RawJson::null(), false, Claim::Local)
                     .unwrap()
                     .to_value(),
                 json!({"k": 0})
@@ -719,15 +740,15 @@ mod tests {
             })
         );
         assert!(matches!(
-            table.consume("a/e", &RawJson::null(), false),
+            table.consume("a/e", &RawJson::null(), false, Claim::Local),
             Err(Envelope::MocksEngineError { .. })
         ));
         assert!(matches!(
-            table.consume("a/zz", &RawJson::null(), false),
+            table.consume("a/zz", &RawJson::null(), false, Claim::Local),
             Err(Envelope::ToolNotMocked { .. })
         ));
         assert!(matches!(
-            table.consume("a/zz", &RawJson::null(), true),
+            table.consume("a/zz", &RawJson::null(), true, Claim::Local),
             Err(Envelope::MocksEngineError { .. })
         ));
     }

@@ -15,12 +15,14 @@ mod persist;
 pub mod policy;
 mod server;
 pub mod sessions;
+mod shared;
 
 pub use agent::AgentRunResult;
 pub use log::{BudgetStats, LogStats};
 pub use persist::STORE_UNAVAILABLE;
 pub use policy::{Policy, PolicyError};
 pub use sessions::ExecuteReply;
+pub use shared::open_shared;
 
 use crate::eval::HistorySettings;
 use crate::protocol::{ApiError, Event, Frame};
@@ -183,6 +185,8 @@ pub(crate) struct Inner {
     pub(crate) otel: Mutex<crate::otel::Assembler>,
     /// When closed sessions were last looked at for their age (`evict_aged_sessions`).
     pub(crate) aged_sweep: Mutex<Option<std::time::Instant>>,
+    /// The store this runtime shares with others (`shared`), set once at open.
+    pub(crate) shared: std::sync::OnceLock<Arc<crate::store::postgres::PgStore>>,
 }
 
 /// The runtime's state; cheap to clone (all clones share it).
@@ -240,6 +244,7 @@ impl Runtime {
                 evals,
                 otel,
                 aged_sweep: Mutex::new(None),
+                shared: std::sync::OnceLock::new(),
             }),
         }
     }

@@ -112,7 +112,7 @@ impl Runtime {
                 other => tracing::warn!(kind = other, "unknown state kind in the store; skipped"),
             }
         }
-        self.restore_sessions(&sessions, &mut counters);
+        self.restore_sessions(&sessions, &mut counters, false);
         self.restore_approvals(&approvals);
         self.restore_evals(&runs, &suites, &outcomes);
         // What aged past its retention while no runtime was running goes now.

@@ -4,7 +4,7 @@
 
 use super::log::Budget;
 use super::log::Logged;
-use super::mocks::{MAX_MOCKS_BYTES, MockTable, MocksRejection};
+use super::mocks::{Claim, MAX_MOCKS_BYTES, MockTable, MocksRejection};
 use super::policy::Verdict;
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use crate::protocol::envelope::codes;
@@ -937,14 +937,18 @@ impl Runtime {
         tool: &str,
         input: RawJson,
     ) -> Result<ExecuteReply, ApiErrorWithStatus> {
+        let start = CallStart::now();
+        self.adopt_if_missing(tenant, session_id).await?;
         let session = self.open_session(tenant, session_id)?;
+        let claimed = self.claim_for(&session, tool, &input).await?;
         let call = self.dispatch(
             &session,
             tool,
             input,
             CallSource::Execute,
             None,
-            CallStart::now(),
+            start,
+            claimed,
         )?;
         // The answer leaves only once its counter and its event are in the store.
         self.committed().await?;
@@ -978,7 +982,9 @@ impl Runtime {
     /// One call through deny-list, policy and mock store, recorded and emitted as
     /// `tool.called`. The counter moves only on a returned entry, under the session lock.
     /// Refused (nothing queued, counted or emitted): a closed session, 404, and input a
-    /// policy rule cannot read, 400 `input_unreadable`.
+    /// policy rule cannot read, 400 `input_unreadable`. `claim`: the stateful entry a
+    /// shared store gave this call (`Runtime::claim_for`).
+    #[expect(clippy::too_many_arguments)]
     pub(crate) fn dispatch(
         &self,
         session: &Arc<Mutex<Session>>,
@@ -987,6 +993,7 @@ impl Runtime {
         source: CallSource,
         iteration: Option<u32>,
         start: CallStart,
+        claim: Claim,
     ) -> Result<Dispatched, ApiErrorWithStatus> {
         let CallStart {
             at: started_at,
@@ -1042,7 +1049,7 @@ impl Runtime {
             None if tool == LIST_TOOLS => Ok(RawJson::from_value(&json!({ "tools": s.tools() }))),
             // Not in test mode a session has no mocks: nothing to name about test mode.
             None if !self.inner.config.test_mode => Err(super::mocks::not_mocked_live(tool)),
-            None => s.mocks.consume(tool, &input, false),
+            None => s.mocks.consume(tool, &input, false, claim),
         };
         let counter = s.mocks.note_call(tool);
         let duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
@@ -1189,10 +1196,14 @@ impl Runtime {
     /// counters are a checkpoint at their `last_seq`, and the session's newer events roll
     /// them forward: a call whose event is stored is counted, and its entry never served
     /// again.
+    /// `adopting` (sessions another runtime on a shared store created): no history to
+    /// read, and a session already here, or a creation position taken here, is not
+    /// overwritten.
     pub(crate) fn restore_sessions(
         &self,
         records: &[crate::store::StoredRecord],
         counters: &mut HashMap<(String, String), crate::store::StoredRecord>,
+        adopting: bool,
     ) {
         let mut docs: Vec<(String, String, SessionDoc)> = records
             .iter()
@@ -1273,7 +1284,12 @@ impl Runtime {
         // The calls a session lists are its `tool.called` events the log still holds;
         // those past its counters' checkpoint are counted too.
         let retained = self.inner.config.retained_calls;
-        for logged in self.inner.log.all_since(0, usize::MAX) {
+        let history = if adopting {
+            Vec::new()
+        } else {
+            self.inner.log.all_since(0, usize::MAX)
+        };
+        for logged in history {
             let Some(&at) = logged
                 .frame
                 .session_id
@@ -1327,6 +1343,15 @@ impl Runtime {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for (key, bytes, mut session) in restored {
+            if adopting && sessions.by_id.contains_key(&session.id) {
+                continue;
+            }
+            // Each runtime numbers the sessions it creates: another's may be taken here.
+            let key = if adopting && sessions.order.contains_key(&key) {
+                sessions.next_key
+            } else {
+                key
+            };
             if session.closed {
                 // A closed session never runs its script again.
                 session.model = ModelScript::default();
@@ -1354,6 +1379,103 @@ impl Runtime {
             );
             self.inner.budget.add_session(bytes);
         }
+    }
+}
+
+impl Runtime {
+    /// An event of a session taken into the log from a shared store: the session's
+    /// `last_seq` follows it, and when another runtime made it (`remote`) what it says
+    /// (a call, a replay, the close) is applied to this runtime's copy of the session.
+    pub(crate) fn follow_session_event(&self, logged: &Arc<Logged>, remote: bool) {
+        let Some(id) = logged.frame.session_id.as_deref() else {
+            return;
+        };
+        let Ok(session) = self.session(&logged.tenant, id) else {
+            return;
+        };
+        let mut s = lock(&session);
+        s.last_seq = s.last_seq.max(logged.frame.seq);
+        if !remote {
+            return;
+        }
+        match &logged.frame.event {
+            Event::ToolCalled(call) => {
+                let envelope = matches!(call.outcome, Outcome::Envelope(_));
+                s.record(
+                    logged,
+                    envelope,
+                    self.inner.config.retained_calls,
+                    &self.inner.budget,
+                );
+                roll_forward(&mut s.mocks, &call.tool, call.counter.as_ref());
+            }
+            Event::ApprovalReplayed(replay) => {
+                roll_forward(&mut s.mocks, &replay.tool, replay.counter.as_ref());
+                s.last_activity.clone_from(&logged.frame.ts);
+            }
+            Event::SessionClosed(_) if !s.closed => {
+                s.closed = true;
+                s.closing.send_replace(true);
+                s.model = ModelScript::default();
+                s.last_activity.clone_from(&logged.frame.ts);
+                drop(s);
+                let mut sessions = self
+                    .inner
+                    .sessions
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(key) = sessions.by_id.get(id).map(|e| e.key) {
+                    sessions.closed.insert(key, id.to_owned());
+                    if let Some(count) = sessions.tenants.get_mut(&logged.tenant) {
+                        count.open = count.open.saturating_sub(1);
+                        count.closed += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The entry of a stateful mock a store shared by several runtimes gives this call,
+    /// taken before the call is dispatched: `None` without such a store, or when the call
+    /// reaches no stateful mock (another tool, a policy that holds or denies it, a closed
+    /// session). A store that cannot be reached is 503 `store_unavailable`.
+    pub(crate) async fn claim_for(
+        &self,
+        session: &Arc<Mutex<Session>>,
+        tool: &str,
+        input: &RawJson,
+    ) -> Result<Claim, ApiErrorWithStatus> {
+        let Some(store) = self.shared_store() else {
+            return Ok(Claim::Local);
+        };
+        if tool == LIST_TOOLS || !self.inner.config.test_mode {
+            return Ok(Claim::Local);
+        }
+        if !matches!(
+            self.inner.config.policy.evaluate_raw(tool, input),
+            Ok(Verdict::Allow)
+        ) {
+            return Ok(Claim::Local);
+        }
+        let (tenant, id, total) = {
+            let s = lock(session);
+            if s.closed {
+                return Ok(Claim::Local);
+            }
+            match s.mocks.slots.get(tool).map(|slot| &slot.fixture) {
+                Some(super::mocks::Fixture::Stateful(entries)) if !entries.is_empty() => {
+                    (s.tenant.clone(), s.id.clone(), entries.len())
+                }
+                _ => return Ok(Claim::Local),
+            }
+        };
+        let total = u32::try_from(total).unwrap_or(u32::MAX);
+        store
+            .claim(&tenant, &id, tool, total)
+            .await
+            .map(|entry| entry.map_or(Claim::Exhausted, Claim::Entry))
+            .map_err(|err| super::shared::unavailable(&err))
     }
 }
 

@@ -52,7 +52,8 @@ pub(super) async fn approve(
 ) -> Result<Response, ApiErrorWithStatus> {
     let view = state
         .rt
-        .decide(&tenant, &id, Verdict::Approve, body.by, body.note)?;
+        .decide_any(&tenant, &id, Verdict::Approve, body.by, body.note)
+        .await?;
     state.rt.committed().await?;
     Ok(Json(view).into_response())
 }
@@ -65,7 +66,8 @@ pub(super) async fn deny(
 ) -> Result<Response, ApiErrorWithStatus> {
     let view = state
         .rt
-        .decide(&tenant, &id, Verdict::Deny, body.by, body.note)?;
+        .decide_any(&tenant, &id, Verdict::Deny, body.by, body.note)
+        .await?;
     state.rt.committed().await?;
     Ok(Json(view).into_response())
 }
