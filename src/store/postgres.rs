@@ -7,24 +7,93 @@
 //!   A commit takes its seqs with `UPDATE … RETURNING` on the tenant's row, so the row is
 //!   locked until the commit: across replicas a tenant's seq order is its commit order,
 //!   and a follower reading `seq > n` never skips one that commits later.
-//! - `spyglass_events(tenant text, seq bigint, origin text, text text, primary key (tenant, seq))`:
-//!   `origin` names the replica that wrote it.
+//! - `spyglass_events(tenant text, seq bigint, origin text, text text, ord bigint identity,
+//!   primary key (tenant, seq))`: `origin` names the replica that wrote it; `ord` is the
+//!   insertion order across tenants (a runtime opening takes the newest `retained` by it).
 //! - `spyglass_state(kind text, tenant text, key text, value text, primary key (kind, tenant, key))`.
 //! - `spyglass_claims(tenant text, session text, tool text, consumed bigint, primary key (tenant, session, tool))`:
 //!   the stateful mock entries served.
 //! - `spyglass_decisions(tenant text, approval text, decision text, decided_at timestamptz, primary key (tenant, approval))`.
 //!
 //! Every commit that writes events sends `NOTIFY spyglass_events, '<tenant>'` once per tenant.
+//!
+//! The schema is created and migrated in one transaction under an advisory lock, so
+//! replicas starting together take turns; a database of a newer version is refused. The
+//! sync `Store` calls come from the log's writer thread (no tokio worker) and run on the
+//! tokio runtime `connect` was called on. No TLS: `sslmode=require` is refused at once.
 
 use super::{StateWrite, Store, StoreError, StoredEvent, StoredRecord, StoredStream};
 use crate::runtime::log::Logged;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, TimeoutType};
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{AsyncMessage, Config, GenericClient, NoTls};
 
 /// The schema version this spyglass writes and reads.
 pub const SCHEMA_VERSION: i64 = 1;
 
 /// The channel every commit with events notifies, its payload the tenant.
 pub const CHANNEL: &str = "spyglass_events";
+
+/// Migration `i` takes the schema from version `i` to `i + 1`; a shipped one is never
+/// edited. All the missing ones run in one transaction with the version's update.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE spyglass_meta (key text PRIMARY KEY, value text NOT NULL);
+    CREATE TABLE spyglass_streams (tenant text PRIMARY KEY, next_seq bigint NOT NULL);
+    CREATE TABLE spyglass_events (
+        tenant text NOT NULL,
+        seq bigint NOT NULL,
+        origin text NOT NULL,
+        text text NOT NULL,
+        ord bigint GENERATED ALWAYS AS IDENTITY,
+        PRIMARY KEY (tenant, seq)
+    );
+    CREATE INDEX spyglass_events_ord ON spyglass_events (ord);
+    CREATE TABLE spyglass_state (
+        kind text NOT NULL,
+        tenant text NOT NULL,
+        key text NOT NULL,
+        value text NOT NULL,
+        PRIMARY KEY (kind, tenant, key)
+    );
+    CREATE TABLE spyglass_claims (
+        tenant text NOT NULL,
+        session text NOT NULL,
+        tool text NOT NULL,
+        consumed bigint NOT NULL,
+        PRIMARY KEY (tenant, session, tool)
+    );
+    CREATE TABLE spyglass_decisions (
+        tenant text NOT NULL,
+        approval text NOT NULL,
+        decision text NOT NULL,
+        decided_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (tenant, approval)
+    );
+"];
+
+/// The advisory lock replicas take turns on while creating or migrating the schema
+/// ("SPYGLASS" in ASCII).
+const SCHEMA_LOCK: i64 = 0x5350_5947_4C41_5353;
+
+/// The state documents `store status` counts as sessions (`runtime::persist::SESSION`).
+const SESSION_KIND: &str = "session";
+
+/// How long a call waits for a free pooled connection, or for a new one to open,
+/// before it is an error rather than a hang.
+const POOL_WAIT: Duration = Duration::from_secs(5);
+
+/// How long one attempt to reach the database may take (unless the URL says).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Start's retry interval while the database is unreachable.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// The longest pause between two attempts to get the LISTEN connection back.
+const LISTEN_BACKOFF: Duration = Duration::from_secs(5);
 
 /// How the pool is sized and how long start waits for the database.
 #[derive(Debug, Clone)]
@@ -34,6 +103,9 @@ pub struct PgSettings {
     /// This runtime's name in `spyglass_events.origin` (a fresh random one per process).
     pub replica: String,
 }
+
+/// `--store-pool`'s default: connections one replica holds at most.
+pub const DEFAULT_POOL_SIZE: usize = 16;
 
 /// What `spyglass store status` prints: where, which schema version, what it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +134,11 @@ pub enum Decided {
 pub struct PgStore {
     shown: String,
     replica: String,
+    config: Config,
+    pool: Pool,
+    pool_size: usize,
+    /// The tokio runtime `connect` ran on: the sync `Store` calls block on it.
+    handle: tokio::runtime::Handle,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -72,15 +149,14 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
-fn not_built(shown: &str) -> StoreError {
-    StoreError::Postgres {
-        shown: shown.to_owned(),
-        reason: "the Postgres store is not built yet".to_owned(),
-    }
+/// What one failed attempt to reach the database means for start.
+enum Attempt {
+    /// Unreachable for now (refused, timed out, starting up): wait and retry.
+    Wait(String),
+    /// Retrying cannot help (a refused password, a missing database): say what to do.
+    Fail(String),
 }
 
-// The bodies come with the connection pool; the signatures are what the runtime uses.
-#[allow(clippy::unused_async)]
 impl PgStore {
     /// Connects (waiting while the database is unreachable, `on_wait` told each retry's
     /// reason), creates or migrates the schema, refuses a newer one.
@@ -89,12 +165,75 @@ impl PgStore {
         settings: PgSettings,
         on_wait: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<PgStore, StoreError> {
-        let _ = (settings.pool_size, on_wait);
-        let _ = PgStore {
-            shown: url.to_owned(),
+        let (config, shown) = parse(url)?;
+        let pool_size = settings.pool_size.max(1);
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size)
+            .wait_timeout(Some(POOL_WAIT))
+            .create_timeout(Some(POOL_WAIT))
+            .recycle_timeout(Some(POOL_WAIT))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|err| StoreError::Postgres {
+                shown: shown.clone(),
+                reason: format!("cannot build the connection pool: {err}"),
+            })?;
+        let store = PgStore {
+            shown,
             replica: settings.replica,
+            config,
+            pool,
+            pool_size,
+            handle: tokio::runtime::Handle::current(),
         };
-        Err(not_built(url))
+        loop {
+            match store.pool.get().await {
+                Ok(mut client) => {
+                    store.migrate(&mut client).await?;
+                    return Ok(store);
+                }
+                Err(err) => match attempt(&err) {
+                    Attempt::Wait(reason) => {
+                        tracing::warn!(db = %store.shown, %reason, "store unreachable; retrying");
+                        on_wait(&reason);
+                        tokio::time::sleep(RETRY).await;
+                    }
+                    Attempt::Fail(reason) => return Err(store.error(reason)),
+                },
+            }
+        }
+    }
+
+    /// What `spyglass store status` reports, from one connection and without creating
+    /// anything: an unreachable database is an error at once (no waiting).
+    pub async fn inspect(url: &str) -> Result<SchemaStatus, StoreError> {
+        let (config, shown) = parse(url)?;
+        let fail = |reason: String| StoreError::Postgres {
+            shown: shown.clone(),
+            reason,
+        };
+        let (client, conn) =
+            config
+                .connect(NoTls)
+                .await
+                .map_err(|err| match connect_attempt(&err) {
+                    Attempt::Wait(reason) => fail(format!("cannot reach the database: {reason}")),
+                    Attempt::Fail(reason) => fail(reason),
+                })?;
+        let driver = tokio::spawn(conn);
+        let status = schema_status(&client, &shown)
+            .await
+            .map_err(|err| fail(describe(&err)));
+        drop(client);
+        let _ = driver.await;
+        status
     }
 
     /// This runtime's name among the replicas.
@@ -108,13 +247,77 @@ impl PgStore {
         fresh_epoch: &str,
         retained: usize,
     ) -> Result<StoredStream, StoreError> {
-        let _ = (fresh_epoch, retained);
-        Err(not_built(&self.shown))
+        let client = self.client().await?;
+        let sql = |err| self.sql_error(&err);
+        let put = client
+            .prepare_cached(
+                "INSERT INTO spyglass_meta (key, value) VALUES ('epoch', $1)
+                 ON CONFLICT (key) DO NOTHING",
+            )
+            .await
+            .map_err(sql)?;
+        client.execute(&put, &[&fresh_epoch]).await.map_err(sql)?;
+        let epoch: String = client
+            .query_one("SELECT value FROM spyglass_meta WHERE key = 'epoch'", &[])
+            .await
+            .map_err(sql)?
+            .get(0);
+        let next_seqs = client
+            .query(
+                "SELECT tenant, next_seq FROM spyglass_streams ORDER BY tenant",
+                &[],
+            )
+            .await
+            .map_err(sql)?
+            .iter()
+            .map(|row| (row.get::<_, String>(0), to_u64(row.get::<_, i64>(1).max(1))))
+            .collect();
+        let limit = i64::try_from(retained).unwrap_or(i64::MAX);
+        let newest = client
+            .prepare_cached(
+                "SELECT tenant, seq, text FROM
+                   (SELECT tenant, seq, text, ord FROM spyglass_events ORDER BY ord DESC LIMIT $1) AS newest
+                 ORDER BY ord",
+            )
+            .await
+            .map_err(sql)?;
+        let events = client
+            .query(&newest, &[&limit])
+            .await
+            .map_err(sql)?
+            .iter()
+            .map(|row| StoredEvent {
+                tenant: row.get(0),
+                seq: to_u64(row.get(1)),
+                text: row.get(2),
+            })
+            .collect();
+        Ok(StoredStream {
+            epoch,
+            next_seqs,
+            events,
+        })
     }
 
     /// Every state document (like `Store::state`).
     pub async fn open_state(&self) -> Result<Vec<StoredRecord>, StoreError> {
-        Err(not_built(&self.shown))
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT kind, tenant, key, value FROM spyglass_state ORDER BY kind, tenant, key",
+                &[],
+            )
+            .await
+            .map_err(|err| self.sql_error(&err))?;
+        Ok(rows
+            .iter()
+            .map(|row| StoredRecord {
+                kind: row.get(0),
+                tenant: row.get(1),
+                key: row.get(2),
+                value: row.get(3),
+            })
+            .collect())
     }
 
     /// Takes the next entry of a stateful mock of `total` entries: `Some(index)` (from 0)
@@ -126,8 +329,29 @@ impl PgStore {
         tool: &str,
         total: u32,
     ) -> Result<Option<u32>, StoreError> {
-        let _ = (tenant, session, tool, total);
-        Err(not_built(&self.shown))
+        if total == 0 {
+            return Ok(None);
+        }
+        let client = self.client().await?;
+        let sql = |err| self.sql_error(&err);
+        // The row lock `ON CONFLICT DO UPDATE` takes makes the claims of one entry queue
+        // up; each re-reads `consumed` after the one before it commits.
+        let take = client
+            .prepare_cached(
+                "INSERT INTO spyglass_claims (tenant, session, tool, consumed)
+                 VALUES ($1, $2, $3, 1)
+                 ON CONFLICT (tenant, session, tool) DO UPDATE
+                 SET consumed = spyglass_claims.consumed + 1
+                 WHERE spyglass_claims.consumed < $4::bigint
+                 RETURNING consumed",
+            )
+            .await
+            .map_err(sql)?;
+        let row = client
+            .query_opt(&take, &[&tenant, &session, &tool, &i64::from(total)])
+            .await
+            .map_err(sql)?;
+        Ok(row.and_then(|row| u32::try_from(row.get::<_, i64>(0) - 1).ok()))
     }
 
     /// Each tool's entries taken in a session.
@@ -136,8 +360,25 @@ impl PgStore {
         tenant: &str,
         session: &str,
     ) -> Result<Vec<(String, u32)>, StoreError> {
-        let _ = (tenant, session);
-        Err(not_built(&self.shown))
+        let client = self.client().await?;
+        let sql = |err| self.sql_error(&err);
+        let read = client
+            .prepare_cached(
+                "SELECT tool, consumed FROM spyglass_claims
+                 WHERE tenant = $1 AND session = $2 ORDER BY tool",
+            )
+            .await
+            .map_err(sql)?;
+        Ok(client
+            .query(&read, &[&tenant, &session])
+            .await
+            .map_err(sql)?
+            .iter()
+            .map(|row| {
+                let consumed: i64 = row.get(1);
+                (row.get(0), u32::try_from(consumed).unwrap_or(u32::MAX))
+            })
+            .collect())
     }
 
     /// Decides an approval once for every replica: the first decision before
@@ -149,8 +390,44 @@ impl PgStore {
         decision: &str,
         expires_at_ms: i64,
     ) -> Result<Decided, StoreError> {
-        let _ = (tenant, approval, decision, expires_at_ms);
-        Err(not_built(&self.shown))
+        let client = self.client().await?;
+        let sql = |err| self.sql_error(&err);
+        // A concurrent insert of the same key makes this one wait for its commit, then
+        // do nothing: the read after it sees the winner.
+        let insert = client
+            .prepare_cached(
+                "INSERT INTO spyglass_decisions (tenant, approval, decision, decided_at)
+                 SELECT $1, $2, $3, now()
+                 WHERE $4::bigint > (extract(epoch FROM now()) * 1000)::bigint
+                 ON CONFLICT (tenant, approval) DO NOTHING
+                 RETURNING decision",
+            )
+            .await
+            .map_err(sql)?;
+        if client
+            .query_opt(&insert, &[&tenant, &approval, &decision, &expires_at_ms])
+            .await
+            .map_err(sql)?
+            .is_some()
+        {
+            return Ok(Decided::Won);
+        }
+        let read = client
+            .prepare_cached(
+                "SELECT decision FROM spyglass_decisions WHERE tenant = $1 AND approval = $2",
+            )
+            .await
+            .map_err(sql)?;
+        Ok(
+            match client
+                .query_opt(&read, &[&tenant, &approval])
+                .await
+                .map_err(sql)?
+            {
+                Some(row) => Decided::Already(row.get(0)),
+                None => Decided::Expired,
+            },
+        )
     }
 
     /// Up to `limit` of a tenant's events with seq over `after`, in seq order, with the
@@ -161,13 +438,49 @@ impl PgStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<(StoredEvent, String)>, StoreError> {
-        let _ = (tenant, after, limit);
-        Err(not_built(&self.shown))
+        let client = self.client().await?;
+        let sql = |err| self.sql_error(&err);
+        let read = client
+            .prepare_cached(
+                "SELECT seq, text, origin FROM spyglass_events
+                 WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            )
+            .await
+            .map_err(sql)?;
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        Ok(client
+            .query(&read, &[&tenant, &after, &limit])
+            .await
+            .map_err(sql)?
+            .iter()
+            .map(|row| {
+                (
+                    StoredEvent {
+                        tenant: tenant.to_owned(),
+                        seq: to_u64(row.get(0)),
+                        text: row.get(1),
+                    },
+                    row.get(2),
+                )
+            })
+            .collect())
     }
 
     /// Each tenant's newest seq.
     pub async fn heads(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        Err(not_built(&self.shown))
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT tenant, next_seq - 1 FROM spyglass_streams ORDER BY tenant",
+                &[],
+            )
+            .await
+            .map_err(|err| self.sql_error(&err))?;
+        Ok(rows
+            .iter()
+            .map(|row| (row.get(0), to_u64(row.get(1))))
+            .collect())
     }
 
     /// One state document.
@@ -177,8 +490,24 @@ impl PgStore {
         tenant: &str,
         key: &str,
     ) -> Result<Option<StoredRecord>, StoreError> {
-        let _ = (kind, tenant, key);
-        Err(not_built(&self.shown))
+        let client = self.client().await?;
+        let sql = |err| self.sql_error(&err);
+        let read = client
+            .prepare_cached(
+                "SELECT value FROM spyglass_state WHERE kind = $1 AND tenant = $2 AND key = $3",
+            )
+            .await
+            .map_err(sql)?;
+        Ok(client
+            .query_opt(&read, &[&kind, &tenant, &key])
+            .await
+            .map_err(sql)?
+            .map(|row| StoredRecord {
+                kind: kind.to_owned(),
+                tenant: tenant.to_owned(),
+                key: key.to_owned(),
+                value: row.get(0),
+            }))
     }
 
     /// The tenants named by `NOTIFY spyglass_events` from now on, on a connection of its
@@ -186,12 +515,303 @@ impl PgStore {
     pub async fn listen(
         &self,
     ) -> Result<tokio::sync::mpsc::UnboundedReceiver<Option<String>>, StoreError> {
-        Err(not_built(&self.shown))
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let first = listening(&self.config, tx.clone())
+            .await
+            .map_err(|err| self.error(format!("cannot LISTEN: {}", describe(&err))))?;
+        let config = self.config.clone();
+        let shown = self.shown.clone();
+        tokio::spawn(async move {
+            let (mut client, mut pump) = first;
+            loop {
+                tokio::select! {
+                    _ = &mut pump => {}
+                    () = tx.closed() => return,
+                }
+                drop(client);
+                tracing::warn!(db = %shown, "the LISTEN connection dropped; reconnecting");
+                let mut delay = Duration::from_millis(100);
+                loop {
+                    if tx.is_closed() {
+                        return;
+                    }
+                    tokio::time::sleep(delay).await;
+                    match listening(&config, tx.clone()).await {
+                        Ok((c, p)) => {
+                            client = c;
+                            pump = p;
+                            break;
+                        }
+                        Err(err) => {
+                            tracing::debug!(db = %shown, err = %describe(&err), "LISTEN reconnect failed");
+                            delay = (delay * 2).min(LISTEN_BACKOFF);
+                        }
+                    }
+                }
+                // Whatever was notified while it was down is unknown: look at every one.
+                if tx.send(None).is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(rx)
     }
 
     /// `spyglass store status`.
     pub async fn status(&self) -> Result<SchemaStatus, StoreError> {
-        Err(not_built(&self.shown))
+        let client = self.client().await?;
+        schema_status(&**client, &self.shown)
+            .await
+            .map_err(|err| self.sql_error(&err))
+    }
+
+    /// A pooled connection, or an error saying why none came within `POOL_WAIT`.
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(|err| match err {
+            PoolError::Timeout(TimeoutType::Wait) => self.error(format!(
+                "no database connection came free within {}s (all {} of --store-pool in use); raise --store-pool, or the database's max_connections",
+                POOL_WAIT.as_secs(),
+                self.pool_size
+            )),
+            other => match attempt(&other) {
+                Attempt::Wait(reason) => self.error(format!("database unreachable: {reason}")),
+                Attempt::Fail(reason) => self.error(reason),
+            },
+        })
+    }
+
+    fn error(&self, reason: String) -> StoreError {
+        StoreError::Postgres {
+            shown: self.shown.clone(),
+            reason,
+        }
+    }
+
+    fn sql_error(&self, err: &tokio_postgres::Error) -> StoreError {
+        self.error(describe(err))
+    }
+
+    /// Creates or migrates the schema in one transaction, under the advisory lock so
+    /// replicas starting together take turns; a newer schema is refused.
+    async fn migrate(&self, client: &mut deadpool_postgres::Object) -> Result<(), StoreError> {
+        let sql = |err| self.sql_error(&err);
+        let tx = client.transaction().await.map_err(sql)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+            .await
+            .map_err(sql)?;
+        tx.batch_execute("CREATE TABLE IF NOT EXISTS spyglass_schema (version bigint NOT NULL)")
+            .await
+            .map_err(sql)?;
+        let found: Option<i64> = tx
+            .query_one("SELECT max(version) FROM spyglass_schema", &[])
+            .await
+            .map_err(sql)?
+            .get(0);
+        let found = found.unwrap_or(0);
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                path: self.shown.clone().into(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if found == SCHEMA_VERSION {
+            return Ok(());
+        }
+        for migration in MIGRATIONS.iter().skip(usize::try_from(found).unwrap_or(0)) {
+            tx.batch_execute(migration).await.map_err(sql)?;
+        }
+        tx.execute("DELETE FROM spyglass_schema", &[])
+            .await
+            .map_err(sql)?;
+        tx.execute(
+            "INSERT INTO spyglass_schema (version) VALUES ($1)",
+            &[&SCHEMA_VERSION],
+        )
+        .await
+        .map_err(sql)?;
+        tx.commit().await.map_err(sql)?;
+        tracing::info!(db = %self.shown, from = found, to = SCHEMA_VERSION, "store schema migrated");
+        Ok(())
+    }
+
+    /// Runs a store call from a sync caller: the writer thread (no runtime of its own)
+    /// blocks on `connect`'s runtime; a caller inside a runtime hands it to a scoped
+    /// thread, since blocking a worker on its own runtime would panic.
+    fn block<T: Send>(&self, work: impl Future<Output = T> + Send) -> T {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.handle.block_on(work);
+        }
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| self.handle.block_on(work))
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
+
+    /// The events (already stamped), evictions and state of one batch, in `tx`.
+    async fn write_batch(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        events: &[StoredEvent],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<(), tokio_postgres::Error> {
+        if !events.is_empty() {
+            let insert = tx
+                .prepare_cached(
+                    "INSERT INTO spyglass_events (tenant, seq, origin, text)
+                     SELECT t, s, $3, x FROM unnest($1::text[], $2::bigint[], $4::text[]) AS e(t, s, x)
+                     ON CONFLICT (tenant, seq) DO NOTHING",
+                )
+                .await?;
+            let tenants: Vec<&str> = events.iter().map(|e| e.tenant.as_str()).collect();
+            let seqs: Vec<i64> = events.iter().map(|e| to_i64(e.seq)).collect();
+            let texts: Vec<&str> = events.iter().map(|e| e.text.as_str()).collect();
+            tx.execute(&insert, &[&tenants, &seqs, &self.replica, &texts])
+                .await?;
+        }
+        if !evicted.is_empty() {
+            let delete = tx
+                .prepare_cached(
+                    "DELETE FROM spyglass_events AS e
+                     USING unnest($1::text[], $2::bigint[]) AS d(tenant, upto)
+                     WHERE e.tenant = d.tenant AND e.seq <= d.upto",
+                )
+                .await?;
+            let tenants: Vec<&str> = evicted.iter().map(|(t, _)| t.as_str()).collect();
+            let upto: Vec<i64> = evicted.iter().map(|(_, s)| to_i64(*s)).collect();
+            tx.execute(&delete, &[&tenants, &upto]).await?;
+        }
+        if !state.is_empty() {
+            let put = tx
+                .prepare_cached(
+                    "INSERT INTO spyglass_state (kind, tenant, key, value) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (kind, tenant, key) DO UPDATE SET value = excluded.value",
+                )
+                .await?;
+            let delete = tx
+                .prepare_cached(
+                    "DELETE FROM spyglass_state WHERE kind = $1 AND tenant = $2 AND key = $3",
+                )
+                .await?;
+            for write in state {
+                match write {
+                    StateWrite::Put(r) => {
+                        tx.execute(&put, &[&r.kind, &r.tenant, &r.key, &r.value])
+                            .await?;
+                    }
+                    StateWrite::Delete(r) => {
+                        tx.execute(&delete, &[&r.kind, &r.tenant, &r.key]).await?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `append_stamping` on the runtime.
+    async fn stamp_and_write(
+        &self,
+        events: &[Arc<Logged>],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<Vec<u64>, StoreError> {
+        if events.is_empty() && evicted.is_empty() && state.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut client = self.client().await?;
+        let sql = |err| self.sql_error(&err);
+        let tx = client.transaction().await.map_err(sql)?;
+        // Each tenant's seqs in one statement that keeps its stream row locked until the
+        // commit; tenants in name order, so two replicas' batches never wait on each
+        // other in a cycle.
+        let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+        for event in events {
+            *counts.entry(event.tenant.as_str()).or_default() += 1;
+        }
+        let take = tx
+            .prepare_cached(
+                "INSERT INTO spyglass_streams (tenant, next_seq) VALUES ($1, 1 + $2::bigint)
+                 ON CONFLICT (tenant) DO UPDATE SET next_seq = spyglass_streams.next_seq + $2::bigint
+                 RETURNING next_seq - $2::bigint",
+            )
+            .await
+            .map_err(sql)?;
+        let mut next: BTreeMap<&str, i64> = BTreeMap::new();
+        for (tenant, n) in &counts {
+            let first: i64 = tx.query_one(&take, &[tenant, n]).await.map_err(sql)?.get(0);
+            next.insert(tenant, first);
+        }
+        let mut seqs = Vec::with_capacity(events.len());
+        let mut stamped = Vec::with_capacity(events.len());
+        for event in events {
+            let seq = next.get_mut(event.tenant.as_str()).map_or(0, |s| {
+                let seq = *s;
+                *s += 1;
+                seq
+            });
+            let seq = to_u64(seq);
+            seqs.push(seq);
+            stamped.push(StoredEvent {
+                tenant: event.tenant.clone(),
+                seq,
+                text: crate::protocol::encode_with_seq(&event.frame, seq),
+            });
+        }
+        self.write_batch(&tx, &stamped, evicted, state)
+            .await
+            .map_err(sql)?;
+        if !counts.is_empty() {
+            let notify = tx
+                .prepare_cached("SELECT pg_notify($1, $2)")
+                .await
+                .map_err(sql)?;
+            for tenant in counts.keys() {
+                tx.execute(&notify, &[&CHANNEL, tenant])
+                    .await
+                    .map_err(sql)?;
+            }
+        }
+        tx.commit().await.map_err(sql)?;
+        Ok(seqs)
+    }
+
+    /// `append` (events stamped by the caller) on the runtime.
+    async fn write_stamped(
+        &self,
+        events: &[StoredEvent],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<(), StoreError> {
+        if events.is_empty() && evicted.is_empty() && state.is_empty() {
+            return Ok(());
+        }
+        let mut client = self.client().await?;
+        let sql = |err| self.sql_error(&err);
+        let tx = client.transaction().await.map_err(sql)?;
+        let mut newest: BTreeMap<&str, i64> = BTreeMap::new();
+        for event in events {
+            let seq = to_i64(event.seq);
+            let upto = newest.entry(event.tenant.as_str()).or_insert(seq);
+            *upto = (*upto).max(seq);
+        }
+        let next = tx
+            .prepare_cached(
+                "INSERT INTO spyglass_streams (tenant, next_seq) VALUES ($1, $2::bigint + 1)
+                 ON CONFLICT (tenant) DO UPDATE
+                 SET next_seq = GREATEST(spyglass_streams.next_seq, excluded.next_seq)",
+            )
+            .await
+            .map_err(sql)?;
+        for (tenant, seq) in &newest {
+            tx.execute(&next, &[tenant, seq]).await.map_err(sql)?;
+        }
+        self.write_batch(&tx, events, evicted, state)
+            .await
+            .map_err(sql)?;
+        tx.commit().await.map_err(sql)
     }
 }
 
@@ -200,21 +820,21 @@ impl Store for PgStore {
         self.shown.clone()
     }
 
-    fn stream(&self, _fresh_epoch: &str, _retained: usize) -> Result<StoredStream, StoreError> {
-        Err(not_built(&self.shown))
+    fn stream(&self, fresh_epoch: &str, retained: usize) -> Result<StoredStream, StoreError> {
+        self.block(self.open_stream(fresh_epoch, retained))
     }
 
     fn append(
         &self,
-        _events: &[StoredEvent],
-        _evicted: &[(String, u64)],
-        _state: &[StateWrite],
+        events: &[StoredEvent],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
     ) -> Result<(), StoreError> {
-        Err(not_built(&self.shown))
+        self.block(self.write_stamped(events, evicted, state))
     }
 
     fn state(&self) -> Result<Vec<StoredRecord>, StoreError> {
-        Err(not_built(&self.shown))
+        self.block(self.open_state())
     }
 
     fn stamps(&self) -> bool {
@@ -227,7 +847,259 @@ impl Store for PgStore {
         evicted: &[(String, u64)],
         state: &[StateWrite],
     ) -> Result<Vec<u64>, StoreError> {
-        let _ = (events, evicted, state);
-        Err(not_built(&self.shown))
+        self.block(self.stamp_and_write(events, evicted, state))
+    }
+}
+
+/// A `LISTEN` connection: the client (dropping it closes the connection) and the task
+/// forwarding its notifications to `tx`, which ends when the connection does.
+async fn listening(
+    config: &Config,
+    tx: tokio::sync::mpsc::UnboundedSender<Option<String>>,
+) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>), tokio_postgres::Error> {
+    let (client, mut conn) = config.connect(NoTls).await?;
+    let pump = tokio::spawn(async move {
+        loop {
+            match std::future::poll_fn(|cx| conn.poll_message(cx)).await {
+                Some(Ok(AsyncMessage::Notification(note))) => {
+                    if tx.send(Some(note.payload().to_owned())).is_err() {
+                        return;
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return,
+            }
+        }
+    });
+    if let Err(err) = client.batch_execute(&format!("LISTEN {CHANNEL}")).await {
+        pump.abort();
+        return Err(err);
+    }
+    Ok((client, pump))
+}
+
+/// The schema version and counts, creating nothing.
+async fn schema_status(
+    client: &impl GenericClient,
+    shown: &str,
+) -> Result<SchemaStatus, tokio_postgres::Error> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('spyglass_schema') IS NOT NULL", &[])
+        .await?
+        .get(0);
+    let version: Option<i64> = if exists {
+        client
+            .query_one("SELECT max(version) FROM spyglass_schema", &[])
+            .await?
+            .get(0)
+    } else {
+        None
+    };
+    let (mut events, mut sessions) = (0, 0);
+    // A newer schema's tables may not read as this version's.
+    if version.is_some_and(|v| (1..=SCHEMA_VERSION).contains(&v)) {
+        events = client
+            .query_one("SELECT count(*) FROM spyglass_events", &[])
+            .await?
+            .get(0);
+        sessions = client
+            .query_one(
+                "SELECT count(*) FROM spyglass_state WHERE kind = $1",
+                &[&SESSION_KIND],
+            )
+            .await?
+            .get(0);
+    }
+    Ok(SchemaStatus {
+        shown: shown.to_owned(),
+        version,
+        supported: SCHEMA_VERSION,
+        events,
+        sessions,
+    })
+}
+
+/// What a store URL looks like, for the messages refusing one.
+const FORM: &str = "give postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
+
+/// The URL parsed (as `tokio_postgres::Config` reads it) and as shown: no password.
+fn parse(url: &str) -> Result<(Config, String), StoreError> {
+    let shown = without_password(url);
+    let fail = |reason: String| StoreError::Postgres {
+        shown: shown.clone(),
+        reason,
+    };
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(fail(format!("not a postgres:// URL; {FORM}")));
+    }
+    let mut config: Config = url
+        .parse()
+        .map_err(|err: tokio_postgres::Error| fail(format!("{}; {FORM}", describe(&err))))?;
+    if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+        return Err(fail(
+            "sslmode=require is not supported: this spyglass connects without TLS; reach the database over a private network or a loopback (sslmode=disable or prefer), or through a local TLS tunnel".to_owned(),
+        ));
+    }
+    if config.get_hosts().is_empty() {
+        return Err(fail(format!("the URL names no host; {FORM}")));
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("spyglass");
+    }
+    Ok((config, shown))
+}
+
+/// `url` without its password, in the userinfo or a `password=` parameter.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+            format!("{user}@{host}")
+        }
+        None => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let kept: Vec<&str> = query
+                .split('&')
+                .filter(|pair| !pair.to_ascii_lowercase().starts_with("password="))
+                .collect();
+            if kept.is_empty() {
+                path.to_owned()
+            } else {
+                format!("{path}?{}", kept.join("&"))
+            }
+        }
+        None => tail.to_owned(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// What a failed `pool.get()` at start means: wait or fail.
+fn attempt(err: &PoolError) -> Attempt {
+    match err {
+        PoolError::Backend(err) => connect_attempt(err),
+        PoolError::Timeout(_) => {
+            Attempt::Wait(format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()))
+        }
+        other => Attempt::Fail(other.to_string()),
+    }
+}
+
+/// What a failed connection attempt means: the server's refusals that retrying cannot
+/// mend fail with what to do; the network's and a starting server's wait.
+fn connect_attempt(err: &tokio_postgres::Error) -> Attempt {
+    if let Some(db) = err.as_db_error() {
+        let code = db.code();
+        let message = db.message();
+        return if *code == SqlState::INVALID_PASSWORD {
+            Attempt::Fail(format!(
+                "the database refused the password ({message}); put the right one in the URL (postgres://USER:PASSWORD@HOST/DATABASE)"
+            ))
+        } else if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION {
+            Attempt::Fail(format!(
+                "the database refused the connection ({message}); check the user in the URL and the server's pg_hba.conf"
+            ))
+        } else if *code == SqlState::INVALID_CATALOG_NAME {
+            Attempt::Fail(format!(
+                "{message}; create it (createdb NAME) or name an existing database in the URL"
+            ))
+        } else if *code == SqlState::CANNOT_CONNECT_NOW
+            || *code == SqlState::TOO_MANY_CONNECTIONS
+            || *code == SqlState::ADMIN_SHUTDOWN
+        {
+            Attempt::Wait(message.to_owned())
+        } else {
+            Attempt::Fail(describe(err))
+        };
+    }
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            return Attempt::Wait(match io.kind() {
+                K::ConnectionRefused
+                | K::ConnectionReset
+                | K::ConnectionAborted
+                | K::TimedOut
+                | K::NotFound
+                | K::HostUnreachable
+                | K::NetworkUnreachable
+                | K::AddrNotAvailable
+                | K::UnexpectedEof => io.kind().to_string(),
+                _ => io.to_string(),
+            });
+        }
+        source = cause.source();
+    }
+    let text = describe(err);
+    if text.contains("password missing") {
+        Attempt::Fail(
+            "the database asks for a password; put it in the URL (postgres://USER:PASSWORD@HOST/DATABASE)".to_owned(),
+        )
+    } else if err.is_closed() || text.starts_with("timeout") {
+        Attempt::Wait(text)
+    } else {
+        Attempt::Fail(text)
+    }
+}
+
+/// A driver error with what the server said (its message and SQLSTATE), or its cause.
+fn describe(err: &tokio_postgres::Error) -> String {
+    if let Some(db) = err.as_db_error() {
+        return format!("{} (SQLSTATE {})", db.message(), db.code().code());
+    }
+    match std::error::Error::source(err) {
+        Some(cause) => format!("{err}: {cause}"),
+        None => err.to_string(),
+    }
+}
+
+fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shown_url_has_no_password() {
+        assert_eq!(
+            without_password("postgres://u:secret@db.example:5433/spy?sslmode=disable"),
+            "postgres://u@db.example:5433/spy?sslmode=disable"
+        );
+        assert_eq!(
+            without_password("postgresql://u@h/d?password=secret&application_name=x"),
+            "postgresql://u@h/d?application_name=x"
+        );
+        assert_eq!(
+            without_password("postgres://h/d?password=secret"),
+            "postgres://h/d"
+        );
+        assert_eq!(without_password("postgres://u:p@h"), "postgres://u@h");
+    }
+
+    #[test]
+    fn bad_urls_and_tls_are_refused_with_what_to_do() {
+        let err = |url: &str| parse(url).map(|_| ()).unwrap_err().to_string();
+        assert!(err("mysql://h/d").contains("not a postgres:// URL"));
+        assert!(err("postgres://u:pw@h:notaport/d").contains("give postgres://"));
+        let tls = err("postgres://u:secret@h/d?sslmode=require");
+        assert!(tls.contains("sslmode=require is not supported"), "{tls}");
+        assert!(!tls.contains("secret"), "{tls}");
+        assert!(parse("postgresql://u@127.0.0.1:5/d").is_ok());
     }
 }

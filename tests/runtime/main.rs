@@ -26,6 +26,7 @@ mod model_judge;
 mod model_openai;
 mod model_stream_break;
 mod observer_client;
+mod pg_store;
 mod protocol;
 mod races;
 mod refusals;

@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod fake_llm;
 pub mod frames;
+pub mod postgres;
 pub mod runtime;
 pub mod ui;
 pub mod venv;
