@@ -75,10 +75,20 @@ pub async fn load(
     requests: Vec<Vec<u8>>,
     secs: f64,
 ) -> anyhow::Result<(f64, u64, u64)> {
+    load_on(requests.into_iter().map(|r| (addr, r)).collect(), secs).await
+}
+
+/// `load` with each connection to its own server (replicas behind no balancer).
+pub async fn load_on(
+    targets: Vec<(SocketAddr, Vec<u8>)>,
+    secs: f64,
+) -> anyhow::Result<(f64, u64, u64)> {
     let stop = Arc::new(AtomicBool::new(false));
-    let mut conns = Vec::with_capacity(requests.len());
-    for _ in &requests {
+    let mut conns = Vec::with_capacity(targets.len());
+    let mut requests = Vec::with_capacity(targets.len());
+    for (addr, request) in targets {
         conns.push(Conn::open(addr).await?);
+        requests.push(request);
     }
     let start = Instant::now();
     let mut tasks = vec![];

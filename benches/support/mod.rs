@@ -11,6 +11,7 @@ pub mod ingest;
 pub mod latency;
 pub mod memory;
 pub mod otel;
+pub mod postgres;
 pub mod workload;
 
 /// A figure as `scripts/bench` prints it: the measured value and its same-run baseline.

@@ -889,6 +889,33 @@ impl EventLog {
         Ingest::Appended(logged)
     }
 
+    /// Moves a tenant's next seq up to `next` when the store no longer holds the events
+    /// before it (evicted there while this log had not read them): the tenant's retained
+    /// events go too, as its seqs must run on from the front; a resume from before them
+    /// is told the gap.
+    pub fn skip_to(&self, tenant: &str, next: u64) {
+        let mut guard = self.ring();
+        let ring = &mut *guard;
+        let Some(own) = ring.tenants.get_mut(tenant) else {
+            ring.tenants.entry(tenant.to_owned()).or_default().next_seq = next;
+            return;
+        };
+        if own.next_seq >= next {
+            return;
+        }
+        own.next_seq = next;
+        let dropped: Vec<Arc<Logged>> = own.events.drain(..).collect();
+        let bytes = std::mem::take(&mut own.bytes);
+        if !dropped.is_empty() {
+            ring.holding -= 1;
+        }
+        ring.retained -= dropped.len();
+        ring.bytes -= bytes;
+        self.budget.log.store(ring.bytes, Ordering::Relaxed);
+        drop(guard);
+        drop(dropped);
+    }
+
     /// The oldest event of the tenant holding the most bytes, never `keep` (the event just
     /// appended).
     fn evict_heaviest(ring: &mut Ring, keep: &Arc<Logged>) -> Option<Arc<Logged>> {

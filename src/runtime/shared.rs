@@ -323,8 +323,17 @@ impl Runtime {
                     return false;
                 }
             };
-            if rows.is_empty() {
+            let Some(first) = rows.first().map(|(e, _)| e.seq) else {
                 return true;
+            };
+            if first > after + 1 {
+                tracing::warn!(
+                    tenant,
+                    from = after + 1,
+                    to = first - 1,
+                    "events gone from the store before this runtime read them"
+                );
+                self.inner.log.skip_to(tenant, first);
             }
             for (stored, origin) in rows {
                 let remote = origin != store.replica();

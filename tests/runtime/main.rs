@@ -30,6 +30,7 @@ mod pg_store;
 mod protocol;
 mod races;
 mod refusals;
+mod replicas;
 mod runtime_approvals;
 mod runtime_auth;
 mod runtime_schema;

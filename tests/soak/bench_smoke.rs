@@ -126,3 +126,14 @@ fn otel_decodes_and_folds_every_span() {
     assert!(r.bytes_per_span > 0.0);
     assert!(r.figure().line().starts_with("otel="));
 }
+
+#[test]
+fn postgres_answers_200_on_one_replica_and_on_two() {
+    let _process = crate::PROCESS.blocking_read();
+    let url = crate::support::postgres::fresh_database("bench_smoke");
+    let r = support::postgres::run(4, 0.2, 1, &url).unwrap();
+    assert_eq!(r.failures, 0);
+    assert!(r.ok > 0 && r.one.value > 0.0 && r.two.value > 0.0 && r.one.baseline > 0.0);
+    assert!(r.one.line().starts_with("postgres="));
+    assert!(r.two.line().starts_with("postgres2="));
+}

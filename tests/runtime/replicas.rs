@@ -1,0 +1,270 @@
+//! Two runtimes on one Postgres database, each served over real HTTP: stateful entries
+//! served once across both, an approval decided once, one stream in one seq order that
+//! an observer of either sees whole and can resume on the other.
+
+use crate::support::postgres::fresh_database;
+use crate::support::runtime::*;
+use serde_json::{Value, json};
+use spyglass::runtime::{Policy, RuntimeConfig, ServerHandle, open_shared};
+use spyglass::store::postgres::{PgSettings, PgStore};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A runtime on the database at `url`, served on a loopback port.
+async fn replica(url: &str, name: &str, config: RuntimeConfig) -> ServerHandle {
+    let settings = PgSettings {
+        pool_size: 8,
+        replica: name.to_owned(),
+    };
+    let store = PgStore::connect(url, settings, &|_| {}).await.unwrap();
+    let rt = open_shared(config, Arc::new(store)).await.unwrap();
+    rt.serve("127.0.0.1:0".parse().unwrap()).await.unwrap()
+}
+
+async fn two_replicas(database: &str, config: RuntimeConfig) -> (ServerHandle, ServerHandle) {
+    let url = fresh_database(database);
+    let a = replica(&url, "a", config.clone()).await;
+    let b = replica(&url, "b", config).await;
+    (a, b)
+}
+
+/// Polls `check` on a GET of `path` until it holds (5 s at most): what one replica did
+/// reaches the other within milliseconds, not at once.
+async fn eventually(api: &Api, path: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let (status, body) = api.get(path).await;
+        if status == 200 && check(&body) {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{path} never held: {status} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+fn consumed(detail: &Value, tool: &str) -> Option<u64> {
+    detail["mocks"]
+        .as_array()?
+        .iter()
+        .find(|m| m["tool"] == tool)?["counter"]["consumed"]
+        .as_u64()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixty_four_calls_over_two_replicas_serve_each_stateful_entry_once() {
+    let (a, b) = two_replicas("exactness", test_config()).await;
+    let (api_a, api_b) = (Api::new(&a), Api::new(&b));
+    let entries: Vec<Value> = (0..10).map(|n| json!({"n": n})).collect();
+    let sid = api_a
+        .session(json!({"asaas/create_payment": entries}))
+        .await;
+    let calls = (0..64).map(|i| {
+        let api = if i % 2 == 0 { &api_a } else { &api_b };
+        let sid = sid.clone();
+        async move {
+            api.execute(&sid, "asaas/create_payment", json!({"i": i}))
+                .await
+        }
+    });
+    let answers = futures_util::future::join_all(calls).await;
+    let mut served: Vec<u64> = answers
+        .iter()
+        .filter(|(status, _)| *status == 200)
+        .map(|(_, body)| body["data"]["n"].as_u64().unwrap())
+        .collect();
+    served.sort_unstable();
+    assert_eq!(served, (0..10).collect::<Vec<_>>(), "each entry once");
+    let exhausted = answers
+        .iter()
+        .filter(|(_, body)| body["code"] == "mocks_exhausted")
+        .count();
+    assert_eq!(exhausted, 54, "{answers:?}");
+    // Both replicas come to show the mock used up and every call.
+    for api in [&api_a, &api_b] {
+        let detail = eventually(api, &format!("/v1/sessions/{sid}"), |d| {
+            consumed(d, "asaas/create_payment") == Some(10) && d["calls_total"] == 64
+        })
+        .await;
+        assert_eq!(detail["status"], "active", "{detail}");
+    }
+}
+
+fn approval_policy() -> RuntimeConfig {
+    RuntimeConfig {
+        policy: Policy::from_toml(
+            "[[rule]]\nid = \"hold\"\ntool = \"*/create_payment\"\naction = \"approval\"\n\n[[rule]]\nid = \"never\"\ntool = \"*/delete_customer\"\naction = \"deny\"\n",
+        )
+        .unwrap(),
+        ..test_config()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_approval_decided_on_both_replicas_at_once_stands_once_and_replays_once() {
+    let (a, b) = two_replicas("approvals", approval_policy()).await;
+    let (api_a, api_b) = (Api::new(&a), Api::new(&b));
+    let sid = api_a
+        .session(json!({"asaas/create_payment": [{"id": "pay_1"}, {"id": "pay_2"}]}))
+        .await;
+    let (status, held) = api_a
+        .execute(&sid, "asaas/create_payment", json!({"value": 10}))
+        .await;
+    assert_eq!(status, 202, "{held}");
+    let id = held["approval_id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/approvals/{id}/approve");
+    let (first, second) = tokio::join!(
+        api_a.post(&path, json!({"by": "ana"})),
+        api_b.post(&path, json!({"by": "bo"}))
+    );
+    let mut statuses = [first.0, second.0];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 409], "{first:?} {second:?}");
+    let won = if first.0 == 200 { &first.1 } else { &second.1 };
+    assert_eq!(won["replay"]["result"]["id"], "pay_1", "{won}");
+    let lost = if first.0 == 409 { &first.1 } else { &second.1 };
+    assert_eq!(lost["code"], "approval_already_decided");
+    // Final everywhere: a deny on either replica afterwards is 409 too.
+    for api in [&api_a, &api_b] {
+        let (status, body) = api
+            .post(&format!("/v1/approvals/{id}/deny"), json!({}))
+            .await;
+        assert_eq!(status, 409, "{body}");
+    }
+    // One replay in the one stream, whichever replica is asked, and the next entry is
+    // the second: the replay took the first exactly once.
+    for api in [&api_a, &api_b] {
+        let page = eventually(api, "/v1/events?since=0", |page| {
+            page["events"]
+                .as_array()
+                .is_some_and(|e| e.iter().any(|e| e["kind"] == "approval.replayed"))
+        })
+        .await;
+        let replays = page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "approval.replayed")
+            .count();
+        assert_eq!(replays, 1, "{page}");
+    }
+    let (status, next) = api_b
+        .execute(&sid, "asaas/create_payment", json!({"value": 11}))
+        .await;
+    assert_eq!(status, 202, "held again: {next}");
+    let second_id = next["approval_id"].as_str().unwrap();
+    let (status, body) = api_b
+        .post(&format!("/v1/approvals/{second_id}/approve"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["replay"]["result"]["id"], "pay_2", "{body}");
+    // The deny-list holds on both.
+    for api in [&api_a, &api_b] {
+        let (status, body) = api.execute(&sid, "asaas/delete_customer", json!({})).await;
+        assert_eq!(body["code"], "policy_denied", "{status} {body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_approval_past_its_expiry_is_410_on_every_replica_and_expires_once() {
+    let config = RuntimeConfig {
+        approval_ttl: Duration::from_millis(300),
+        ..approval_policy()
+    };
+    let (a, b) = two_replicas("expiry", config).await;
+    let (api_a, api_b) = (Api::new(&a), Api::new(&b));
+    let sid = api_a
+        .session(json!({"asaas/create_payment": {"id": "pay_1"}}))
+        .await;
+    let (_, held) = api_a.execute(&sid, "asaas/create_payment", json!({})).await;
+    let id = held["approval_id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for api in [&api_b, &api_a] {
+        let (status, body) = api
+            .post(&format!("/v1/approvals/{id}/approve"), json!({}))
+            .await;
+        assert_eq!(status, 410, "{body}");
+        assert_eq!(body["code"], "approval_expired");
+    }
+    let page = eventually(&api_b, "/v1/events?since=0", |page| {
+        page["events"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|e| e["decision"] == "expired"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (_, page_later) = api_a.get("/v1/events?since=0").await;
+    for page in [&page, &page_later] {
+        let expiries = page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "approval.resolved")
+            .count();
+        assert_eq!(expiries, 1, "expired once, by one replica: {page}");
+    }
+}
+
+/// A session, ten calls and its close.
+async fn work(api: &Api) {
+    let sid = api
+        .session(json!({"asaas/get_balance": {"ok": true}}))
+        .await;
+    for _ in 0..10 {
+        let (status, _) = api.execute(&sid, "asaas/get_balance", json!({})).await;
+        assert_eq!(status, 200);
+    }
+    api.delete(&format!("/v1/sessions/{sid}")).await;
+}
+
+fn stamps(frames: &[Value]) -> Vec<(u64, String, String)> {
+    frames
+        .iter()
+        .map(|f| {
+            (
+                f["seq"].as_u64().unwrap(),
+                f["kind"].as_str().unwrap().to_owned(),
+                f["sessionId"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn observers_of_either_replica_see_one_stream_and_resume_on_the_other() {
+    let (a, b) = two_replicas("stream", test_config()).await;
+    let (api_a, api_b) = (Api::new(&a), Api::new(&b));
+    let mut on_a = observe(&a, "?since=0").await;
+    let mut on_b = observe(&b, "?since=0").await;
+    // Both replicas write at once: sessions and calls on each.
+    tokio::join!(work(&api_a), work(&api_b), work(&api_a), work(&api_b));
+    // 4 sessions × (created + 10 calls + closed).
+    let total = 4 * 12;
+    let seen_a = frames(&mut on_a, total).await;
+    let seen_b = frames(&mut on_b, total).await;
+    let seqs: Vec<u64> = seen_a.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
+    assert_eq!(
+        seqs,
+        (1..=total as u64).collect::<Vec<_>>(),
+        "one order, no gap"
+    );
+    assert_eq!(stamps(&seen_a), stamps(&seen_b), "the same stream on both");
+    assert!(
+        next_frame(&mut on_b, Duration::from_millis(300))
+            .await
+            .is_none(),
+        "nothing twice"
+    );
+    // Resume on the other replica: same epoch, same seqs.
+    let (_, page) = api_a.get("/v1/events?since=0&limit=1").await;
+    let epoch = page["epoch"].as_str().unwrap().to_owned();
+    let mut resumed = observe(&b, &format!("?since=20&epoch={epoch}")).await;
+    let hello = next_frame(&mut resumed, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(hello["kind"], "stream.hello", "{hello}");
+    let rest = frames(&mut resumed, total - 20).await;
+    assert_eq!(stamps(&rest), stamps(&seen_a[20..]));
+}
