@@ -1147,6 +1147,17 @@ impl Runtime {
     /// session's lock, after the event that moved them, so the store never holds a
     /// counter ahead of or behind its events.
     pub(crate) fn persist_counters(&self, s: &Session) {
+        // On a shared store the seq of what just happened is not known yet: the follower
+        // writes the counters when the event comes back stamped (`follow_session_event`),
+        // so their `last_seq` checkpoint is exact and a restart rolls forward only what
+        // they do not count.
+        if self.shared_store().is_some() {
+            return;
+        }
+        self.write_counters(s);
+    }
+
+    fn write_counters(&self, s: &Session) {
         if !self.has_store() {
             return;
         }
@@ -1396,6 +1407,8 @@ impl Runtime {
         let mut s = lock(&session);
         s.last_seq = s.last_seq.max(logged.frame.seq);
         if !remote {
+            // This runtime's own: its copy counts everything up to this seq.
+            self.write_counters(&s);
             return;
         }
         match &logged.frame.event {

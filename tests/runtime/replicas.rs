@@ -268,3 +268,42 @@ async fn observers_of_either_replica_see_one_stream_and_resume_on_the_other() {
     let rest = frames(&mut resumed, total - 20).await;
     assert_eq!(stamps(&rest), stamps(&seen_a[20..]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_started_later_holds_what_the_first_did_and_goes_on_from_it() {
+    let url = fresh_database("later");
+    let a = replica(&url, "a", test_config()).await;
+    let api_a = Api::new(&a);
+    let entries: Vec<Value> = (0..10).map(|n| json!({"n": n})).collect();
+    let sid = api_a.session(json!({"asaas/list": entries})).await;
+    for n in 0..5 {
+        let (status, body) = api_a.execute(&sid, "asaas/list", json!({})).await;
+        assert_eq!((status, body["data"]["n"].as_u64()), (200, Some(n)));
+    }
+    let (_, before) = api_a.get("/v1/events?since=0").await;
+    a.shutdown().await;
+    // A replica that was not there when any of it happened.
+    let c = replica(&url, "c", test_config()).await;
+    let api_c = Api::new(&c);
+    let (status, detail) = api_c.get(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(status, 200, "{detail}");
+    assert_eq!(consumed(&detail, "asaas/list"), Some(5), "{detail}");
+    assert_eq!(detail["calls_total"], 5, "counted once: {detail}");
+    let (_, after) = api_c.get("/v1/events?since=0").await;
+    assert_eq!(after["epoch"], before["epoch"], "one stream");
+    assert_eq!(after["events"], before["events"]);
+    let (status, body) = api_c.execute(&sid, "asaas/list", json!({})).await;
+    assert_eq!(
+        (status, body["data"]["n"].as_u64()),
+        (200, Some(5)),
+        "{body}"
+    );
+    let (_, page) = api_c.get("/v1/events?since=0").await;
+    let seqs: Vec<u64> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=7).collect::<Vec<_>>(), "the seqs go on");
+}
