@@ -924,12 +924,12 @@ const FORM: &str = "give postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
 
 /// The URL parsed (as `tokio_postgres::Config` reads it) and as shown: no password.
 fn parse(url: &str) -> Result<(Config, String), StoreError> {
-    let shown = without_password(url);
+    let shown = shown_url(url);
     let fail = |reason: String| StoreError::Postgres {
         shown: shown.clone(),
         reason,
     };
-    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+    if !is_url(url) {
         return Err(fail(format!("not a postgres:// URL; {FORM}")));
     }
     let mut config: Config = url
@@ -952,8 +952,20 @@ fn parse(url: &str) -> Result<(Config, String), StoreError> {
     Ok((config, shown))
 }
 
-/// `url` without its password, in the userinfo or a `password=` parameter.
-fn without_password(url: &str) -> String {
+/// Whether `url` is one this store can connect with (scheme, syntax, no TLS asked), and
+/// if not, why: for a command to refuse it as bad input before trying.
+pub fn check_url(url: &str) -> Result<(), StoreError> {
+    parse(url).map(|_| ())
+}
+
+/// Whether `text` is a store URL for this engine (`postgres://` or `postgresql://`).
+pub fn is_url(text: &str) -> bool {
+    text.starts_with("postgres://") || text.starts_with("postgresql://")
+}
+
+/// `url` without its password, in the userinfo or a `password=` parameter: how the
+/// store is named in every message and status line.
+pub fn shown_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
@@ -1078,18 +1090,18 @@ mod tests {
     #[test]
     fn the_shown_url_has_no_password() {
         assert_eq!(
-            without_password("postgres://u:secret@db.example:5433/spy?sslmode=disable"),
+            shown_url("postgres://u:secret@db.example:5433/spy?sslmode=disable"),
             "postgres://u@db.example:5433/spy?sslmode=disable"
         );
         assert_eq!(
-            without_password("postgresql://u@h/d?password=secret&application_name=x"),
+            shown_url("postgresql://u@h/d?password=secret&application_name=x"),
             "postgresql://u@h/d?application_name=x"
         );
         assert_eq!(
-            without_password("postgres://h/d?password=secret"),
+            shown_url("postgres://h/d?password=secret"),
             "postgres://h/d"
         );
-        assert_eq!(without_password("postgres://u:p@h"), "postgres://u@h");
+        assert_eq!(shown_url("postgres://u:p@h"), "postgres://u@h");
     }
 
     #[test]
