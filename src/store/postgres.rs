@@ -696,7 +696,7 @@ impl PgStore {
                     "DELETE FROM spyglass_state WHERE kind = $1 AND tenant = $2 AND key = $3",
                 )
                 .await?;
-            for write in state {
+            for write in last_writes(state) {
                 match write {
                     StateWrite::Put(r) => {
                         tx.execute(&put, &[&r.kind, &r.tenant, &r.key, &r.value])
@@ -849,6 +849,18 @@ impl Store for PgStore {
     ) -> Result<Vec<u64>, StoreError> {
         self.block(self.stamp_and_write(events, evicted, state))
     }
+}
+
+/// The last write to each document, in key order: the batch's outcome is the same (a
+/// later write to a key replaces an earlier one), and two replicas' commits lock the
+/// rows they share in one order, so neither waits on the other in a cycle.
+fn last_writes(state: &[StateWrite]) -> Vec<&StateWrite> {
+    let mut last: BTreeMap<(&str, &str, &str), &StateWrite> = BTreeMap::new();
+    for write in state {
+        let (StateWrite::Put(r) | StateWrite::Delete(r)) = write;
+        last.insert((&r.kind, &r.tenant, &r.key), write);
+    }
+    last.into_values().collect()
 }
 
 /// A `LISTEN` connection: the client (dropping it closes the connection) and the task
@@ -1102,6 +1114,29 @@ mod tests {
             "postgres://h/d"
         );
         assert_eq!(shown_url("postgres://u:p@h"), "postgres://u@h");
+    }
+
+    #[test]
+    fn a_batch_writes_each_document_once_as_its_last_write_says() {
+        let doc = |key: &str, value: &str| StoredRecord {
+            kind: "session".into(),
+            tenant: "t".into(),
+            key: key.into(),
+            value: value.into(),
+        };
+        let state = [
+            StateWrite::Put(doc("b", "1")),
+            StateWrite::Put(doc("a", "1")),
+            StateWrite::Delete(doc("b", "")),
+            StateWrite::Put(doc("a", "2")),
+        ];
+        assert_eq!(
+            last_writes(&state),
+            vec![
+                &StateWrite::Put(doc("a", "2")),
+                &StateWrite::Delete(doc("b", ""))
+            ]
+        );
     }
 
     #[test]
