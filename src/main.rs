@@ -151,10 +151,15 @@ enum Command {
         #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
         max_connections_per_ip: u32,
         /// Where the runtime keeps its state: a SQLite file (sessions, counters, approvals,
-        /// evals and the event stream go on after a restart), or `memory` (nothing survives
-        /// the process). Default: $XDG_DATA_HOME/spyglass/runtime.db.
-        #[arg(long, value_name = "PATH|memory")]
+        /// evals and the event stream go on after a restart), a postgres:// URL (one
+        /// database shared by replicas), or `memory` (nothing survives the process).
+        /// Default: $XDG_DATA_HOME/spyglass/runtime.db.
+        #[arg(long, value_name = "PATH|URL|memory")]
         store: Option<String>,
+        /// Connections to a postgres:// store at most (also SPYGLASS_STORE_POOL; default
+        /// 16). A call waiting over 5s for a free one fails 503.
+        #[arg(long = "store-pool", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+        store_pool: Option<u32>,
         /// How long a held call waits for a decision before it expires: 90s, 15m, 2h
         /// (default 15m).
         #[arg(long = "approval-ttl", value_name = "DURATION", value_parser = spyglass::config::parse_duration)]
@@ -286,6 +291,12 @@ enum Command {
         #[arg(long)]
         suite: Option<String>,
     },
+    /// Operate a Postgres store (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE): create
+    /// or migrate its schema, or print its status.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// Open the inspector on a recorded file, offline.
     Replay {
         file: PathBuf,
@@ -310,6 +321,32 @@ enum EvalCommand {
         /// What exits 1: any failing or flaky case of CURRENT, or only a regression.
         #[arg(long, value_enum, default_value_t = FailOn::Any)]
         fail_on: FailOn,
+    },
+}
+
+/// `spyglass store`'s subcommands.
+#[derive(Subcommand, Debug, Clone)]
+// Doc comments here are the --help text: backticks would print there as-is.
+#[expect(clippy::doc_markdown)]
+enum StoreCommand {
+    /// Create the spyglass schema in the database, or migrate it to this version; prints
+    /// the version. Waits (saying so) while the database is unreachable.
+    Migrate {
+        /// The database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
+        #[arg(long, value_name = "URL", required = true)]
+        store: String,
+        #[command(flatten)]
+        unused: ServeIgnores,
+    },
+    /// Print the database's schema version, whether this spyglass supports it, and how
+    /// many events and sessions it holds. Exit status 1 when it has no spyglass schema
+    /// or a newer one, or cannot be reached.
+    Status {
+        /// The database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
+        #[arg(long, value_name = "URL", required = true)]
+        store: String,
+        #[command(flatten)]
+        unused: ServeIgnores,
     },
 }
 
@@ -377,6 +414,12 @@ impl Command {
             Command::Tail { .. } => "tail",
             Command::Record { .. } => "record",
             Command::Replay { .. } => "replay",
+            Command::Store {
+                command: StoreCommand::Migrate { .. },
+            } => "store migrate",
+            Command::Store {
+                command: StoreCommand::Status { .. },
+            } => "store status",
             Command::Import { .. } => "import",
             Command::View { .. } => "view",
         }
@@ -420,6 +463,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
             max_connections_per_ip,
             otlp_grpc_addr,
             store,
+            store_pool,
             approval_ttl,
             model_base_url,
             model_record,
@@ -440,6 +484,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 test_mode,
                 policy,
                 store,
+                store_pool: store_pool.map(|n| n as usize),
                 api_keys: cli.api_key.clone(),
                 max_retained_bytes: max_retained_bytes
                     .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
@@ -540,6 +585,23 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 },
             )
             .await
+        }
+        Command::Store { command } => {
+            let (url, unused, migrate) = match command {
+                StoreCommand::Migrate { store, unused } => (store, unused, true),
+                StoreCommand::Status { store, unused } => (store, unused, false),
+            };
+            if let Some(flag) = unused.given() {
+                return Err(RoleError::Usage(format!(
+                    "store does not read {flag}; `spyglass store --help` lists what it does"
+                )));
+            }
+            start_logging(LogTo::File, false)?;
+            if migrate {
+                roles::store::migrate(&url).await
+            } else {
+                roles::store::status(&url).await
+            }
         }
         Command::Replay { file, speed } => {
             let config = resolve(&cli)?;

@@ -1,9 +1,10 @@
 //! What the command line can run, one module per role (inspect, demo, replay, serve, eval,
-//! tail/record, import/view): each an `async fn run` on main's one tokio runtime, failing
-//! with `RoleError`.
+//! tail/record, import/view, store): each an `async fn` on main's one tokio runtime,
+//! failing with `RoleError`.
 //!
 //! `RoleError::exit_code` is the whole CLI's table of exit statuses: 0 done, 1 failed (an
-//! eval case failed or errored, the terminal or a runtime broke), 2 bad usage or bad input
+//! eval case failed or errored, the terminal or a runtime broke, a store failed or has no
+//! schema or a newer one), 2 bad usage or bad input
 //! (flags, URL, config, suite, recording or results files to import), 3 the runtime cannot
 //! be reached.
 
@@ -13,6 +14,7 @@ pub mod import;
 pub mod inspect;
 pub mod replay;
 pub mod serve;
+pub mod store;
 pub mod tail;
 
 use crate::client::ClientError;
@@ -50,6 +52,11 @@ pub enum RoleError {
     Serve(#[from] serve::ServeError),
     #[error(transparent)]
     Import(#[from] ImportError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// `store status` found no schema, or a newer one: printed, and exit 1.
+    #[error("{0}")]
+    Schema(String),
     #[error("{failed} failed and {errored} errored of {attempts} case attempt(s)")]
     CasesFailed {
         failed: u32,
@@ -113,6 +120,7 @@ impl RoleError {
                 | serve::ServeError::Binding(_)
                 | serve::ServeError::Listen { .. }
                 | serve::ServeError::Store(_)
+                | serve::ServeError::StorePool(_)
                 | serve::ServeError::Models(_) => EXIT_USAGE,
             },
             Self::Ui(UiError::Io(_))
@@ -120,6 +128,8 @@ impl RoleError {
             | Self::Regressions { .. }
             | Self::FailingCases { .. }
             | Self::DemoPolicy(_)
+            | Self::Store(_)
+            | Self::Schema(_)
             | Self::Tokio(_)
             | Self::Embedded(_)
             | Self::Log { .. } => EXIT_FAILED,

@@ -28,8 +28,12 @@ pub struct ServeArgs {
     pub allow_hosts: Vec<String>,
     pub max_connections: usize,
     pub max_connections_per_ip: usize,
-    /// `--store PATH|memory`; `None` is the default file (`config::paths::store_file`).
+    /// `--store PATH|memory|postgres://…`; `None` is the default file
+    /// (`config::paths::store_file`).
     pub store: Option<String>,
+    /// `--store-pool`: connections to a Postgres store at most; `None`: the
+    /// `SPYGLASS_STORE_POOL` variable, else `store::postgres::DEFAULT_POOL_SIZE`.
+    pub store_pool: Option<usize>,
     /// How long a held call waits for a decision before it expires (default 15 min).
     pub approval_ttl: Option<std::time::Duration>,
     /// `--model-base-url`, `--model-record`, `--model-replay`, `--model-prices`.
@@ -63,6 +67,8 @@ pub enum ServeError {
     Binding(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("{0}")]
+    StorePool(String),
     #[error(transparent)]
     Models(#[from] crate::config::models::ModelSettingsError),
     #[error("cannot listen for Ctrl-C: {0}")]
@@ -161,6 +167,42 @@ pub(crate) fn store_choice(flag: Option<&str>, env: &Env) -> StoreChoice {
     }
 }
 
+/// The most `--store-pool` (or `SPYGLASS_STORE_POOL`) may ask: well past what one
+/// replica's calls can use, and below a default server's `max_connections` (100) only
+/// for a handful of replicas, so a typo does not exhaust the database.
+pub const MAX_STORE_POOL: usize = 1000;
+
+/// The Postgres pool's size: `--store-pool`, else `SPYGLASS_STORE_POOL` (`env`), else the
+/// default; refused for a store that is not Postgres (it would be silently ignored).
+pub fn store_pool(
+    flag: Option<usize>,
+    env: Option<&str>,
+    store: &StoreChoice,
+) -> Result<usize, ServeError> {
+    let size = match (flag, env.map(str::trim).filter(|v| !v.is_empty())) {
+        (Some(n), _) => Some(n),
+        (None, Some(text)) => Some(
+            text.parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_STORE_POOL).contains(n))
+                .ok_or_else(|| {
+                    ServeError::StorePool(format!(
+                        "SPYGLASS_STORE_POOL={text} is not a connection count from 1 to {MAX_STORE_POOL}"
+                    ))
+                })?,
+        ),
+        (None, None) => None,
+    };
+    match (size, store) {
+        (Some(n), StoreChoice::Postgres(_)) => Ok(n),
+        (None, _) => Ok(crate::store::postgres::DEFAULT_POOL_SIZE),
+        (Some(_), other) => Err(ServeError::StorePool(format!(
+            "--store-pool (or SPYGLASS_STORE_POOL) sizes a postgres:// store's connection pool; the store here is {}",
+            other.shown()
+        ))),
+    }
+}
+
 /// Serves until Ctrl-C.
 pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
     let addr: SocketAddr = args
@@ -220,14 +262,19 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
     let commands = config.allow_command_assertions;
     let auth = !config.api_keys.is_empty() || !config.key_projects.is_empty();
     let store = store_choice(args.store.as_deref(), &Env::from_process());
+    let pool = store_pool(
+        args.store_pool,
+        std::env::var("SPYGLASS_STORE_POOL").ok().as_deref(),
+        &store,
+    )?;
     let runtime = store.runtime(config).map_err(ServeError::from)?;
     let handle = runtime
         .serve(addr)
         .await
         .map_err(|source| ServeError::Listen { addr, source })?;
     let kept = match &store {
-        StoreChoice::Memory => "memory".to_owned(),
-        StoreChoice::File(path) => path.display().to_string(),
+        StoreChoice::Postgres(_) => format!("{}, pool {pool}", store.shown()),
+        _ => store.shown(),
     };
     eprintln!(
         "spyglass runtime on {} (test mode {}, auth {}, store {kept}); observe at {}",

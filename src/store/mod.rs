@@ -158,15 +158,28 @@ pub enum StoreChoice {
     /// Today's behaviour: nothing survives the process.
     Memory,
     File(PathBuf),
+    /// A database shared by replicas: the URL as given (password and all).
+    Postgres(String),
 }
 
 impl StoreChoice {
-    /// `memory` or a path.
+    /// `memory`, a `postgres://` (or `postgresql://`) URL, or a path.
     pub fn parse(text: &str) -> StoreChoice {
         if text == "memory" {
             StoreChoice::Memory
+        } else if postgres::is_url(text) {
+            StoreChoice::Postgres(text.to_owned())
         } else {
             StoreChoice::File(PathBuf::from(text))
+        }
+    }
+
+    /// Where it is, for messages: a URL without its password.
+    pub fn shown(&self) -> String {
+        match self {
+            StoreChoice::Memory => "memory".to_owned(),
+            StoreChoice::File(path) => path.display().to_string(),
+            StoreChoice::Postgres(url) => postgres::shown_url(url),
         }
     }
 
@@ -175,6 +188,11 @@ impl StoreChoice {
         match self {
             StoreChoice::Memory => Ok(Runtime::new(config)),
             StoreChoice::File(path) => open_runtime(config, path),
+            // The replicas' runtime (follower, claims, decisions) is not wired in yet.
+            StoreChoice::Postgres(_) => Err(StoreError::Postgres {
+                shown: self.shown(),
+                reason: "a runtime on a Postgres store is not available in this build yet; pass a SQLite path or memory".to_owned(),
+            }),
         }
     }
 }
@@ -247,6 +265,24 @@ mod tests {
         fn state(&self) -> Result<Vec<StoredRecord>, StoreError> {
             Ok(Vec::new())
         }
+    }
+
+    #[test]
+    fn a_postgres_url_is_a_postgres_store_shown_without_its_password() {
+        for url in ["postgres://u:pw@h:5432/d", "postgresql://u:pw@h/d"] {
+            let choice = StoreChoice::parse(url);
+            assert_eq!(choice, StoreChoice::Postgres(url.to_owned()));
+            assert!(!choice.shown().contains("pw"), "{}", choice.shown());
+            let Err(err) = choice.runtime(RuntimeConfig::default()) else {
+                panic!("a Postgres runtime is not wired in yet");
+            };
+            assert!(err.to_string().contains("not available"), "{err}");
+            assert!(!err.to_string().contains("pw"), "{err}");
+        }
+        assert_eq!(
+            StoreChoice::parse("postgres.db"),
+            StoreChoice::File(PathBuf::from("postgres.db"))
+        );
     }
 
     /// Evicted events leave the file in ranges, not with every commit: at a flush, and

@@ -696,7 +696,7 @@ impl PgStore {
                     "DELETE FROM spyglass_state WHERE kind = $1 AND tenant = $2 AND key = $3",
                 )
                 .await?;
-            for write in state {
+            for write in last_writes(state) {
                 match write {
                     StateWrite::Put(r) => {
                         tx.execute(&put, &[&r.kind, &r.tenant, &r.key, &r.value])
@@ -851,6 +851,18 @@ impl Store for PgStore {
     }
 }
 
+/// The last write to each document, in key order: the batch's outcome is the same (a
+/// later write to a key replaces an earlier one), and two replicas' commits lock the
+/// rows they share in one order, so neither waits on the other in a cycle.
+fn last_writes(state: &[StateWrite]) -> Vec<&StateWrite> {
+    let mut last: BTreeMap<(&str, &str, &str), &StateWrite> = BTreeMap::new();
+    for write in state {
+        let (StateWrite::Put(r) | StateWrite::Delete(r)) = write;
+        last.insert((&r.kind, &r.tenant, &r.key), write);
+    }
+    last.into_values().collect()
+}
+
 /// A `LISTEN` connection: the client (dropping it closes the connection) and the task
 /// forwarding its notifications to `tx`, which ends when the connection does.
 async fn listening(
@@ -924,12 +936,12 @@ const FORM: &str = "give postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
 
 /// The URL parsed (as `tokio_postgres::Config` reads it) and as shown: no password.
 fn parse(url: &str) -> Result<(Config, String), StoreError> {
-    let shown = without_password(url);
+    let shown = shown_url(url);
     let fail = |reason: String| StoreError::Postgres {
         shown: shown.clone(),
         reason,
     };
-    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+    if !is_url(url) {
         return Err(fail(format!("not a postgres:// URL; {FORM}")));
     }
     let mut config: Config = url
@@ -952,8 +964,20 @@ fn parse(url: &str) -> Result<(Config, String), StoreError> {
     Ok((config, shown))
 }
 
-/// `url` without its password, in the userinfo or a `password=` parameter.
-fn without_password(url: &str) -> String {
+/// Whether `url` is one this store can connect with (scheme, syntax, no TLS asked), and
+/// if not, why: for a command to refuse it as bad input before trying.
+pub fn check_url(url: &str) -> Result<(), StoreError> {
+    parse(url).map(|_| ())
+}
+
+/// Whether `text` is a store URL for this engine (`postgres://` or `postgresql://`).
+pub fn is_url(text: &str) -> bool {
+    text.starts_with("postgres://") || text.starts_with("postgresql://")
+}
+
+/// `url` without its password, in the userinfo or a `password=` parameter: how the
+/// store is named in every message and status line.
+pub fn shown_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
@@ -1078,18 +1102,41 @@ mod tests {
     #[test]
     fn the_shown_url_has_no_password() {
         assert_eq!(
-            without_password("postgres://u:secret@db.example:5433/spy?sslmode=disable"),
+            shown_url("postgres://u:secret@db.example:5433/spy?sslmode=disable"),
             "postgres://u@db.example:5433/spy?sslmode=disable"
         );
         assert_eq!(
-            without_password("postgresql://u@h/d?password=secret&application_name=x"),
+            shown_url("postgresql://u@h/d?password=secret&application_name=x"),
             "postgresql://u@h/d?application_name=x"
         );
         assert_eq!(
-            without_password("postgres://h/d?password=secret"),
+            shown_url("postgres://h/d?password=secret"),
             "postgres://h/d"
         );
-        assert_eq!(without_password("postgres://u:p@h"), "postgres://u@h");
+        assert_eq!(shown_url("postgres://u:p@h"), "postgres://u@h");
+    }
+
+    #[test]
+    fn a_batch_writes_each_document_once_as_its_last_write_says() {
+        let doc = |key: &str, value: &str| StoredRecord {
+            kind: "session".into(),
+            tenant: "t".into(),
+            key: key.into(),
+            value: value.into(),
+        };
+        let state = [
+            StateWrite::Put(doc("b", "1")),
+            StateWrite::Put(doc("a", "1")),
+            StateWrite::Delete(doc("b", "")),
+            StateWrite::Put(doc("a", "2")),
+        ];
+        assert_eq!(
+            last_writes(&state),
+            vec![
+                &StateWrite::Put(doc("a", "2")),
+                &StateWrite::Delete(doc("b", ""))
+            ]
+        );
     }
 
     #[test]

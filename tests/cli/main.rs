@@ -15,6 +15,7 @@ mod import_cli;
 mod masking;
 mod runtime_flags;
 mod runtime_serve;
+mod store_cli;
 mod store_disk;
 mod store_kill;
 mod tail_cli;

@@ -194,6 +194,7 @@ async fn a_raced_decision_has_one_winner_and_expiry_is_final() {
     let a = open(&url, "a").await;
     let b = open(&url, "b").await;
     let far = chrono::Utc::now().timestamp_millis() + 600_000;
+    let mut winners = Vec::new();
     for round in 0..20 {
         let approval = format!("apr_{round}");
         let (on_a, on_b) = tokio::join!(
@@ -205,6 +206,12 @@ async fn a_raced_decision_has_one_winner_and_expiry_is_final() {
             (Decided::Already(first), Decided::Won) => assert_eq!(first, "denied"),
             other => panic!("round {round}: not one winner: {other:?}"),
         }
+        winners.push(
+            match a.decide("default", &approval, "again", far).await.unwrap() {
+                Decided::Already(first) => first,
+                other => panic!("round {round}: a third decision {other:?}"),
+            },
+        );
     }
     let past = chrono::Utc::now().timestamp_millis() - 1;
     assert_eq!(
@@ -222,7 +229,7 @@ async fn a_raced_decision_has_one_winner_and_expiry_is_final() {
     );
     assert_eq!(
         b.decide("default", "apr_0", "denied", past).await.unwrap(),
-        Decided::Already("approved".to_owned()),
+        Decided::Already(winners[0].clone()),
         "a decision made in time stands after the expiry"
     );
     assert_eq!(
@@ -479,4 +486,57 @@ async fn what_retrying_cannot_mend_fails_at_once_saying_what_to_do() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("does not exist"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_starved_pool_answers_an_error_instead_of_hanging() {
+    let url = fresh_database("starved");
+    let one = PgSettings {
+        pool_size: 1,
+        replica: "a".to_owned(),
+    };
+    let store = Arc::new(PgStore::connect(&url, one, &|_| {}).await.unwrap());
+    assert_eq!(store.claim("default", "s", "t", 5).await.unwrap(), Some(0));
+    // Another client holds the entry's row: the next claim waits on it, holding the
+    // pool's one connection.
+    let (holder, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    holder
+        .batch_execute("BEGIN; SELECT * FROM spyglass_claims FOR UPDATE")
+        .await
+        .unwrap();
+    let waiting = {
+        let store = store.clone();
+        tokio::spawn(async move { store.claim("default", "s", "t", 5).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let began = std::time::Instant::now();
+    let err = store
+        .claim("default", "s", "t", 5)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no database connection came free within 5s"),
+        "{err}"
+    );
+    assert!(err.contains("--store-pool"), "says what to raise: {err}");
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
+    holder.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(
+        waiting.await.unwrap().unwrap(),
+        Some(1),
+        "the held call goes on"
+    );
+    assert_eq!(
+        store.claim("default", "s", "t", 5).await.unwrap(),
+        Some(2),
+        "and so does the pool"
+    );
 }
