@@ -68,8 +68,11 @@ pub async fn run(config: Resolved, embedded: Embedded) -> Result<(), RoleError> 
             approval_ttl: embedded.approval_ttl.unwrap_or(defaults.approval_ttl),
             ..defaults
         };
+        // Before the screen is up: a wait for the database is said where it was asked.
+        let waiting = |reason: &str| eprintln!("spyglass: waiting for the store: {reason}");
         let runtime = store_choice(embedded.store.as_deref(), &Env::from_process())
-            .runtime(runtime)
+            .open(runtime, crate::store::postgres::DEFAULT_POOL_SIZE, &waiting)
+            .await
             .map_err(ServeError::from)?;
         let handle = runtime
             .serve(addr)

@@ -267,7 +267,14 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         std::env::var("SPYGLASS_STORE_POOL").ok().as_deref(),
         &store,
     )?;
-    let runtime = store.runtime(config).map_err(ServeError::from)?;
+    let shown = store.shown();
+    let waiting = move |reason: &str| {
+        eprintln!("spyglass runtime: waiting for the store at {shown}: {reason}");
+    };
+    let runtime = store
+        .open(config, pool, &waiting)
+        .await
+        .map_err(ServeError::from)?;
     let handle = runtime
         .serve(addr)
         .await

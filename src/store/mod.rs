@@ -183,17 +183,37 @@ impl StoreChoice {
         }
     }
 
-    /// The runtime this choice makes: in memory, or continuing the store's stream.
+    /// The runtime this choice makes: in memory, or continuing the store's stream. A
+    /// Postgres store is opened by `open` (it connects, and may wait for the database).
     pub fn runtime(&self, config: RuntimeConfig) -> Result<Runtime, StoreError> {
         match self {
             StoreChoice::Memory => Ok(Runtime::new(config)),
             StoreChoice::File(path) => open_runtime(config, path),
-            // The replicas' runtime (follower, claims, decisions) is not wired in yet.
             StoreChoice::Postgres(_) => Err(StoreError::Postgres {
                 shown: self.shown(),
-                reason: "a runtime on a Postgres store is not available in this build yet; pass a SQLite path or memory".to_owned(),
+                reason: "a Postgres store is not available here; keep a SQLite file or memory, or point this at a runtime on Postgres with --url".to_owned(),
             }),
         }
+    }
+
+    /// `runtime`, and for a Postgres store a replica on it (`runtime::open_shared`) with a
+    /// pool of `pool` connections, waiting while the database is unreachable (`on_wait`
+    /// told why at each retry).
+    pub async fn open(
+        &self,
+        config: RuntimeConfig,
+        pool: usize,
+        on_wait: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<Runtime, StoreError> {
+        let StoreChoice::Postgres(url) = self else {
+            return self.runtime(config);
+        };
+        let settings = postgres::PgSettings {
+            pool_size: pool,
+            replica: format!("{}_{:08x}", std::process::id(), fastrand::u32(..)),
+        };
+        let store = postgres::PgStore::connect(url, settings, on_wait).await?;
+        crate::runtime::open_shared(config, Arc::new(store)).await
     }
 }
 
@@ -274,7 +294,7 @@ mod tests {
             assert_eq!(choice, StoreChoice::Postgres(url.to_owned()));
             assert!(!choice.shown().contains("pw"), "{}", choice.shown());
             let Err(err) = choice.runtime(RuntimeConfig::default()) else {
-                panic!("a Postgres runtime is not wired in yet");
+                panic!("a Postgres runtime is opened by `open`, not `runtime`");
             };
             assert!(err.to_string().contains("not available"), "{err}");
             assert!(!err.to_string().contains("pw"), "{err}");

@@ -685,27 +685,42 @@ impl PgStore {
             tx.execute(&delete, &[&tenants, &upto]).await?;
         }
         if !state.is_empty() {
-            let put = tx
-                .prepare_cached(
-                    "INSERT INTO spyglass_state (kind, tenant, key, value) VALUES ($1, $2, $3, $4)
-                     ON CONFLICT (kind, tenant, key) DO UPDATE SET value = excluded.value",
-                )
-                .await?;
-            let delete = tx
-                .prepare_cached(
-                    "DELETE FROM spyglass_state WHERE kind = $1 AND tenant = $2 AND key = $3",
-                )
-                .await?;
+            // One statement for every put and one for every delete, not one round trip
+            // per document: a batch of calls on 32 sessions wrote 32 counters one by one.
+            let (mut puts, mut deletes) = (Vec::new(), Vec::new());
             for write in last_writes(state) {
                 match write {
-                    StateWrite::Put(r) => {
-                        tx.execute(&put, &[&r.kind, &r.tenant, &r.key, &r.value])
-                            .await?;
-                    }
-                    StateWrite::Delete(r) => {
-                        tx.execute(&delete, &[&r.kind, &r.tenant, &r.key]).await?;
-                    }
+                    StateWrite::Put(r) => puts.push(r),
+                    StateWrite::Delete(r) => deletes.push(r),
                 }
+            }
+            if !puts.is_empty() {
+                let put = tx
+                    .prepare_cached(
+                        "INSERT INTO spyglass_state (kind, tenant, key, value)
+                         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+                         ON CONFLICT (kind, tenant, key) DO UPDATE SET value = excluded.value",
+                    )
+                    .await?;
+                let kinds: Vec<&str> = puts.iter().map(|r| r.kind.as_str()).collect();
+                let tenants: Vec<&str> = puts.iter().map(|r| r.tenant.as_str()).collect();
+                let keys: Vec<&str> = puts.iter().map(|r| r.key.as_str()).collect();
+                let values: Vec<&str> = puts.iter().map(|r| r.value.as_str()).collect();
+                tx.execute(&put, &[&kinds, &tenants, &keys, &values])
+                    .await?;
+            }
+            if !deletes.is_empty() {
+                let delete = tx
+                    .prepare_cached(
+                        "DELETE FROM spyglass_state AS s
+                         USING unnest($1::text[], $2::text[], $3::text[]) AS d(kind, tenant, key)
+                         WHERE s.kind = d.kind AND s.tenant = d.tenant AND s.key = d.key",
+                    )
+                    .await?;
+                let kinds: Vec<&str> = deletes.iter().map(|r| r.kind.as_str()).collect();
+                let tenants: Vec<&str> = deletes.iter().map(|r| r.tenant.as_str()).collect();
+                let keys: Vec<&str> = deletes.iter().map(|r| r.key.as_str()).collect();
+                tx.execute(&delete, &[&kinds, &tenants, &keys]).await?;
             }
         }
         Ok(())
@@ -765,14 +780,13 @@ impl PgStore {
             .map_err(sql)?;
         if !counts.is_empty() {
             let notify = tx
-                .prepare_cached("SELECT pg_notify($1, $2)")
+                .prepare_cached("SELECT pg_notify($1, t) FROM unnest($2::text[]) AS t")
                 .await
                 .map_err(sql)?;
-            for tenant in counts.keys() {
-                tx.execute(&notify, &[&CHANNEL, tenant])
-                    .await
-                    .map_err(sql)?;
-            }
+            let tenants: Vec<&str> = counts.keys().copied().collect();
+            tx.execute(&notify, &[&CHANNEL, &tenants])
+                .await
+                .map_err(sql)?;
         }
         tx.commit().await.map_err(sql)?;
         Ok(seqs)
