@@ -13,6 +13,7 @@ mod eval_history;
 mod eval_html;
 mod import_cli;
 mod masking;
+mod replica_kill;
 mod runtime_flags;
 mod runtime_serve;
 mod store_cli;

@@ -1,0 +1,204 @@
+//! Two real `spyglass serve --store postgres://…` replicas on one database; `kill -9` of
+//! one in the middle of 64-way consumption of a stateful mock: an observer of the other
+//! has every call answered before the kill, once, in one seq order, and the survivor goes
+//! on serving the entries no call took, never one twice.
+
+use crate::support::cli::spyglass;
+use crate::support::postgres::fresh_database;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::Message;
+
+const ENTRIES: usize = 400;
+const WORKERS: usize = 64;
+const TOOL: &str = "asaas/next_charge";
+
+/// Kills the replica when the test ends, pass or fail.
+struct Replica(std::process::Child);
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `serve` on the database; the replica and its URL.
+async fn replica(database: &str) -> (Replica, String) {
+    let mut child = Replica(
+        spyglass(&[
+            "serve",
+            "--test-mode",
+            "--addr",
+            "127.0.0.1:0",
+            "--store",
+            database,
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    let stderr = child.0.stderr.take().unwrap();
+    let url = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stderr).lines();
+        let found = lines
+            .find_map(|line| {
+                let line = line.ok()?;
+                let at = line.find("http://")?;
+                Some(line[at..].split_whitespace().next()?.to_owned())
+            })
+            .unwrap_or_default();
+        std::thread::spawn(move || for _ in lines {});
+        found
+    })
+    .await
+    .unwrap();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (child, url)
+}
+
+/// 64 workers calling `TOOL` on `url` until it is exhausted or gone; each entry answered
+/// 200 is pushed to `served` as it arrives.
+async fn consume(url: &str, session: &str, served: &Arc<Mutex<Vec<u64>>>) {
+    let client = reqwest::Client::new();
+    let mut workers = Vec::new();
+    for _ in 0..WORKERS {
+        let (client, served) = (client.clone(), served.clone());
+        let endpoint = format!("{url}/v1/sessions/{session}/execute");
+        workers.push(tokio::spawn(async move {
+            loop {
+                let Ok(response) = client
+                    .post(&endpoint)
+                    .json(&json!({"tool": TOOL, "input": {}}))
+                    .send()
+                    .await
+                else {
+                    return;
+                };
+                if response.status().as_u16() != 200 {
+                    return;
+                }
+                let Ok(body) = response.json::<Value>().await else {
+                    return;
+                };
+                served
+                    .lock()
+                    .unwrap()
+                    .push(body["data"]["n"].as_u64().unwrap());
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_one_replica_loses_nothing_answered_and_the_other_goes_on() {
+    let database = fresh_database("replica_kill");
+    let (mut a, url_a) = replica(&database).await;
+    let (_b, url_b) = replica(&database).await;
+    // An observer of B, from the start, collecting every frame.
+    let observe = format!("{}/v1/observe?since=0", url_b.replacen("http", "ws", 1));
+    let (mut ws, _) = tokio_tungstenite::connect_async(observe).await.unwrap();
+    let seen = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let reader = {
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(message)) = ws.next().await {
+                if let Message::Text(text) = message {
+                    seen.lock()
+                        .unwrap()
+                        .push(serde_json::from_str(&text).unwrap());
+                }
+            }
+        })
+    };
+    let entries: Vec<Value> = (0..ENTRIES).map(|n| json!({ "n": n })).collect();
+    let created: Value = reqwest::Client::new()
+        .post(format!("{url_a}/v1/sessions"))
+        .json(&json!({"servers": ["asaas"], "user_id": "u", "mocks": {TOOL: entries}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let session = created["id"].as_str().unwrap().to_owned();
+
+    let before = Arc::new(Mutex::new(Vec::new()));
+    let consumer = {
+        let (url, session, before) = (url_a.clone(), session.clone(), before.clone());
+        tokio::spawn(async move { consume(&url, &session, &before).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while before.lock().unwrap().len() < ENTRIES / 3 {
+        assert!(Instant::now() < deadline, "the calls did not get going");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    a.0.kill().unwrap(); // SIGKILL: no shutdown, no flush.
+    a.0.wait().unwrap();
+    consumer.await.unwrap();
+    let answered: BTreeSet<u64> = before.lock().unwrap().iter().copied().collect();
+    assert!(answered.len() < ENTRIES, "killed in the middle");
+
+    // Every answered call reaches B's observer, once.
+    let called = |frames: &[Value]| -> Vec<u64> {
+        frames
+            .iter()
+            .filter(|f| f["kind"] == "tool.called" && f["sessionId"] == session.as_str())
+            .filter_map(|f| f["outcome"]["result"]["n"].as_u64())
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let have: BTreeSet<u64> = called(&seen.lock().unwrap()).into_iter().collect();
+        if answered.is_subset(&have) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "answered before the kill but never seen on the other replica: {:?}",
+            answered.difference(&have).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The survivor serves the rest.
+    let after = Arc::new(Mutex::new(Vec::new()));
+    consume(&url_b, &session, &after).await;
+    let after: Vec<u64> = after.lock().unwrap().clone();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    reader.abort();
+    let frames = seen.lock().unwrap().clone();
+    let seqs: Vec<u64> = frames.iter().filter_map(|f| f["seq"].as_u64()).collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "one stream: every seq once, in order"
+    );
+    let stored = called(&frames);
+    let distinct: BTreeSet<u64> = stored.iter().copied().collect();
+    assert_eq!(distinct.len(), stored.len(), "no entry served twice");
+    for n in &after {
+        assert!(
+            !answered.contains(n),
+            "entry {n} served before the kill and after"
+        );
+    }
+    println!(
+        "answered before the kill: {}, in the stream: {}, served by the survivor: {}",
+        answered.len(),
+        stored.len(),
+        after.len()
+    );
+    assert!(
+        !after.is_empty(),
+        "the survivor went on serving: {} of {ENTRIES} taken before",
+        stored.len()
+    );
+}
