@@ -307,3 +307,56 @@ async fn a_replica_started_later_holds_what_the_first_did_and_goes_on_from_it() 
         .collect();
     assert_eq!(seqs, (1..=7).collect::<Vec<_>>(), "the seqs go on");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_whose_database_goes_away_answers_503_and_recovers_when_it_returns() {
+    // A cluster of its own, to stop and start again.
+    let mut cluster = crate::support::postgres::Cluster::start_new();
+    let url = cluster.fresh_database("away");
+    let a = replica(&url, "a", test_config()).await;
+    let api = Api::new(&a);
+    let sid = api
+        .session(json!({"asaas/get_balance": {"ok": true}}))
+        .await;
+    let (status, _) = api.execute(&sid, "asaas/get_balance", json!({})).await;
+    assert_eq!(status, 200);
+    let (_, health) = api.get("/health").await;
+    assert_eq!(health["store"]["state"], "ok", "{health}");
+
+    cluster.stop();
+    let (status, body) = api.execute(&sid, "asaas/get_balance", json!({})).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["code"], "store_unavailable", "{body}");
+    let (_, health) = api.get("/health").await;
+    assert_eq!(health["store"]["state"], "failing", "{health}");
+
+    cluster.start();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let (status, body) = api.execute(&sid, "asaas/get_balance", json!({})).await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(body["code"], "store_unavailable", "{body}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never recovered: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, health) = api.get("/health").await;
+    assert_eq!(health["store"]["state"], "ok", "{health}");
+    // What was answered is in the one stream, in order, and nothing refused is.
+    let (_, page) = api.get("/v1/events?since=0").await;
+    let kinds: Vec<&str> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["session.created", "tool.called", "tool.called"],
+        "{page}"
+    );
+}
