@@ -132,6 +132,23 @@ impl Runtime {
         Ok(())
     }
 
+    /// An eval run another runtime on the shared store started, as its document was last
+    /// written (at its start and its end); `None` without a shared store or such a run.
+    pub(crate) async fn shared_eval_run(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<Option<crate::protocol::rest::EvalRunDetail>, ApiErrorWithStatus> {
+        let Some(store) = self.shared_store() else {
+            return Ok(None);
+        };
+        let record = store
+            .record(persist::EVAL_RUN, tenant, run_id)
+            .await
+            .map_err(|err| unavailable(&err))?;
+        Ok(record.as_ref().and_then(persist::decode))
+    }
+
     /// `POST /v1/approvals/:id/approve|deny` on any runtime: decided here alone, or, on a
     /// shared store, by the store once for every runtime: the first decision before the
     /// expiry stands, a second anywhere is 409, one after the expiry 410; the runtime

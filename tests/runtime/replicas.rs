@@ -360,3 +360,48 @@ async fn a_replica_whose_database_goes_away_answers_503_and_recovers_when_it_ret
         "{page}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_eval_run_on_one_replica_is_read_and_counted_on_the_other() {
+    let (a, b) = two_replicas("evals", test_config()).await;
+    let (api_a, api_b) = (Api::new(&a), Api::new(&b));
+    let model = json!({"sequence": [
+        {"tool_calls": [{"name": "asaas/create_payment", "arguments": {"value": 5}}]},
+        {"text": "Charged pay_1"}
+    ]});
+    let suite = json!({
+        "suite": "shared",
+        "defaults": {"mocks": {"asaas/create_payment": {"id": "pay_1"}}},
+        "cases": [
+            {"id": "passes", "input": "Charge", "model": model, "assert": {"contains": "pay_1"}},
+            {"id": "fails", "input": "Charge", "model": model, "assert": {"contains": "pay_9"}}
+        ]
+    });
+    let (status, created) = api_a
+        .post("/v1/evals/runs", json!({"suites": [suite]}))
+        .await;
+    assert_eq!(status, 202, "{created}");
+    let id = created["run_id"].as_str().unwrap();
+    let done = eventually(&api_a, &format!("/v1/evals/runs/{id}"), |d| {
+        d["status"] == "completed"
+    })
+    .await;
+    // The other replica reads the run from the database, as it ended.
+    let there = eventually(&api_b, &format!("/v1/evals/runs/{id}"), |d| {
+        d["status"] == "completed"
+    })
+    .await;
+    assert_eq!(
+        (done["passed"].as_u64(), done["failed"].as_u64()),
+        (Some(1), Some(1)),
+        "{done}"
+    );
+    assert_eq!(there["cases"].as_array().map(Vec::len), Some(2), "{there}");
+    assert_eq!(there["cases"], done["cases"]);
+    // And its pass rates count the results that reached it over the stream.
+    let summary = eventually(&api_b, "/v1/evals/summary", |s| {
+        s.to_string().contains("\"shared\"")
+    })
+    .await;
+    assert!(summary.to_string().contains("passes"), "{summary}");
+}

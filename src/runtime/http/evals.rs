@@ -28,7 +28,15 @@ pub(super) async fn run_detail(
     Tenant(tenant): Tenant,
     Id(id): Id,
 ) -> Result<Response, ApiErrorWithStatus> {
-    Ok(Json(state.rt.eval_run(&tenant, &id)?).into_response())
+    let detail = match state.rt.eval_run(&tenant, &id) {
+        Ok(detail) => detail,
+        // Another replica's run, as its document was last written (start and end).
+        Err(err) if err.status == 404 => {
+            state.rt.shared_eval_run(&tenant, &id).await?.ok_or(err)?
+        }
+        Err(err) => return Err(err),
+    };
+    Ok(Json(detail).into_response())
 }
 
 /// `GET /v1/evals/suites/:name`: a suite as its latest run request gave it.
