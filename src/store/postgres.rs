@@ -89,6 +89,10 @@ const POOL_WAIT: Duration = Duration::from_secs(5);
 /// How long one attempt to reach the database may take (unless the URL says).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Idle time before TCP keepalive probes a pooled or LISTEN connection (unless the URL
+/// sets `keepalives_idle`).
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+
 /// Start's retry interval while the database is unreachable.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -957,6 +961,11 @@ fn parse(url: &str) -> Result<(Config, String), StoreError> {
     }
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    // A database that vanishes without closing the connection (a partition, a host gone)
+    // is noticed in about a minute, not after the kernel's two hours.
+    if config.get_keepalives_idle() == Duration::from_hours(2) {
+        config.keepalives_idle(KEEPALIVE_IDLE);
     }
     if config.get_application_name().is_none() {
         config.application_name("spyglass");
