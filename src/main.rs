@@ -157,7 +157,7 @@ enum Command {
         #[arg(long, value_name = "PATH|URL|memory")]
         store: Option<String>,
         /// Connections to a postgres:// store at most (also SPYGLASS_STORE_POOL; default
-        /// 16). A call waiting over 5s for a free one fails 503.
+        /// 16). A store call waiting over 5s for a free one fails (it never hangs).
         #[arg(long = "store-pool", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
         store_pool: Option<u32>,
         /// How long a held call waits for a decision before it expires: 90s, 15m, 2h

@@ -89,6 +89,10 @@ const POOL_WAIT: Duration = Duration::from_secs(5);
 /// How long one attempt to reach the database may take (unless the URL says).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Idle time before TCP keepalive probes a pooled or LISTEN connection (unless the URL
+/// sets `keepalives_idle`).
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+
 /// Start's retry interval while the database is unreachable.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -684,44 +688,43 @@ impl PgStore {
             let upto: Vec<i64> = evicted.iter().map(|(_, s)| to_i64(*s)).collect();
             tx.execute(&delete, &[&tenants, &upto]).await?;
         }
-        if !state.is_empty() {
-            // One statement for every put and one for every delete, not one round trip
-            // per document: a batch of calls on 32 sessions wrote 32 counters one by one.
-            let (mut puts, mut deletes) = (Vec::new(), Vec::new());
-            for write in last_writes(state) {
-                match write {
-                    StateWrite::Put(r) => puts.push(r),
-                    StateWrite::Delete(r) => deletes.push(r),
+        // Each document's last write only, so one statement of puts and one of deletes
+        // touch each row once, in key order.
+        let writes = last_writes(state);
+        let columns = |put: bool| {
+            let mut cols: [Vec<&str>; 4] = Default::default();
+            for write in &writes {
+                if let (StateWrite::Put(r), true) | (StateWrite::Delete(r), false) = (write, put) {
+                    cols[0].push(&r.kind);
+                    cols[1].push(&r.tenant);
+                    cols[2].push(&r.key);
+                    cols[3].push(&r.value);
                 }
             }
-            if !puts.is_empty() {
-                let put = tx
-                    .prepare_cached(
-                        "INSERT INTO spyglass_state (kind, tenant, key, value)
-                         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
-                         ON CONFLICT (kind, tenant, key) DO UPDATE SET value = excluded.value",
-                    )
-                    .await?;
-                let kinds: Vec<&str> = puts.iter().map(|r| r.kind.as_str()).collect();
-                let tenants: Vec<&str> = puts.iter().map(|r| r.tenant.as_str()).collect();
-                let keys: Vec<&str> = puts.iter().map(|r| r.key.as_str()).collect();
-                let values: Vec<&str> = puts.iter().map(|r| r.value.as_str()).collect();
-                tx.execute(&put, &[&kinds, &tenants, &keys, &values])
-                    .await?;
-            }
-            if !deletes.is_empty() {
-                let delete = tx
-                    .prepare_cached(
-                        "DELETE FROM spyglass_state AS s
-                         USING unnest($1::text[], $2::text[], $3::text[]) AS d(kind, tenant, key)
-                         WHERE s.kind = d.kind AND s.tenant = d.tenant AND s.key = d.key",
-                    )
-                    .await?;
-                let kinds: Vec<&str> = deletes.iter().map(|r| r.kind.as_str()).collect();
-                let tenants: Vec<&str> = deletes.iter().map(|r| r.tenant.as_str()).collect();
-                let keys: Vec<&str> = deletes.iter().map(|r| r.key.as_str()).collect();
-                tx.execute(&delete, &[&kinds, &tenants, &keys]).await?;
-            }
+            cols
+        };
+        let [kinds, tenants, keys, values] = columns(true);
+        if !kinds.is_empty() {
+            let put = tx
+                .prepare_cached(
+                    "INSERT INTO spyglass_state (kind, tenant, key, value)
+                     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+                     ON CONFLICT (kind, tenant, key) DO UPDATE SET value = excluded.value",
+                )
+                .await?;
+            tx.execute(&put, &[&kinds, &tenants, &keys, &values])
+                .await?;
+        }
+        let [kinds, tenants, keys, _] = columns(false);
+        if !kinds.is_empty() {
+            let delete = tx
+                .prepare_cached(
+                    "DELETE FROM spyglass_state AS s
+                     USING unnest($1::text[], $2::text[], $3::text[]) AS d(kind, tenant, key)
+                     WHERE s.kind = d.kind AND s.tenant = d.tenant AND s.key = d.key",
+                )
+                .await?;
+            tx.execute(&delete, &[&kinds, &tenants, &keys]).await?;
         }
         Ok(())
     }
@@ -746,28 +749,40 @@ impl PgStore {
         for event in events {
             *counts.entry(event.tenant.as_str()).or_default() += 1;
         }
-        let take = tx
-            .prepare_cached(
-                "INSERT INTO spyglass_streams (tenant, next_seq) VALUES ($1, 1 + $2::bigint)
-                 ON CONFLICT (tenant) DO UPDATE SET next_seq = spyglass_streams.next_seq + $2::bigint
-                 RETURNING next_seq - $2::bigint",
-            )
-            .await
-            .map_err(sql)?;
         let mut next: BTreeMap<&str, i64> = BTreeMap::new();
-        for (tenant, n) in &counts {
-            let first: i64 = tx.query_one(&take, &[tenant, n]).await.map_err(sql)?.get(0);
-            next.insert(tenant, first);
+        if !counts.is_empty() {
+            // The rows are taken in the order given (`ORDER BY`): name order.
+            let take = tx
+                .prepare_cached(
+                    "INSERT INTO spyglass_streams (tenant, next_seq)
+                     SELECT t, 1 + n FROM unnest($1::text[], $2::bigint[]) AS c(t, n) ORDER BY t
+                     ON CONFLICT (tenant) DO UPDATE
+                     SET next_seq = spyglass_streams.next_seq + excluded.next_seq - 1
+                     RETURNING tenant, next_seq",
+                )
+                .await
+                .map_err(sql)?;
+            let tenants: Vec<&str> = counts.keys().copied().collect();
+            let ns: Vec<i64> = counts.values().copied().collect();
+            for row in tx.query(&take, &[&tenants, &ns]).await.map_err(sql)? {
+                let tenant: &str = row.get(0);
+                let after: i64 = row.get(1);
+                if let Some((&name, &n)) = counts.get_key_value(tenant) {
+                    next.insert(name, after - n);
+                }
+            }
         }
         let mut seqs = Vec::with_capacity(events.len());
         let mut stamped = Vec::with_capacity(events.len());
         for event in events {
-            let seq = next.get_mut(event.tenant.as_str()).map_or(0, |s| {
-                let seq = *s;
-                *s += 1;
-                seq
-            });
-            let seq = to_u64(seq);
+            let Some(slot) = next.get_mut(event.tenant.as_str()) else {
+                return Err(self.error(format!(
+                    "the database gave no seq for tenant {}",
+                    event.tenant
+                )));
+            };
+            let seq = to_u64(*slot);
+            *slot += 1;
             seqs.push(seq);
             stamped.push(StoredEvent {
                 tenant: event.tenant.clone(),
@@ -780,7 +795,7 @@ impl PgStore {
             .map_err(sql)?;
         if !counts.is_empty() {
             let notify = tx
-                .prepare_cached("SELECT pg_notify($1, t) FROM unnest($2::text[]) AS t")
+                .prepare_cached("SELECT pg_notify($1, t) FROM unnest($2::text[]) AS n(t)")
                 .await
                 .map_err(sql)?;
             let tenants: Vec<&str> = counts.keys().copied().collect();
@@ -971,6 +986,11 @@ fn parse(url: &str) -> Result<(Config, String), StoreError> {
     }
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    // A database that vanishes without closing the connection (a partition, a host gone)
+    // is noticed in about a minute, not after the kernel's two hours.
+    if config.get_keepalives_idle() == Duration::from_hours(2) {
+        config.keepalives_idle(KEEPALIVE_IDLE);
     }
     if config.get_application_name().is_none() {
         config.application_name("spyglass");

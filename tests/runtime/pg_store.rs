@@ -255,7 +255,22 @@ async fn stamping_from_two_stores_gives_each_tenant_gapless_seqs() {
                     let events: Vec<Arc<Logged>> = (0..=(w + batch) % 5)
                         .map(|i| event(tenants[(w + batch + i) % 3], &format!("w{w}b{batch}i{i}")))
                         .collect();
-                    let seqs = store.append_stamping(&events, &[], &[]).unwrap();
+                    // Shared documents, written in opposite orders by the two sides:
+                    // commits must not deadlock on them.
+                    let mut docs: Vec<StateWrite> = (0..4)
+                        .map(|k| {
+                            StateWrite::Put(StoredRecord {
+                                kind: "counters".into(),
+                                tenant: "t1".into(),
+                                key: format!("k{k}"),
+                                value: format!("{{\"w\":{w}}}"),
+                            })
+                        })
+                        .collect();
+                    if w % 2 == 1 {
+                        docs.reverse();
+                    }
+                    let seqs = store.append_stamping(&events, &[], &docs).unwrap();
                     assert_eq!(seqs.len(), events.len());
                     for (event, seq) in events.iter().zip(seqs) {
                         got.push((event.tenant.clone(), seq));
@@ -310,6 +325,14 @@ async fn stamping_from_two_stores_gives_each_tenant_gapless_seqs() {
         origins.into_iter().collect::<Vec<_>>(),
         vec!["replica-a".to_owned(), "replica-b".to_owned()]
     );
+    let keys: Vec<String> = a
+        .open_state()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    assert_eq!(keys, vec!["k0", "k1", "k2", "k3"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

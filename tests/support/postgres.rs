@@ -2,7 +2,8 @@
 //! as an unprivileged user on a free loopback port, stopped and removed when it is dropped
 //! or (the shared one) when the test process exits; `fresh_database` gives a test its own.
 //!
-//! No test macros here: benches include this file too (`#[path = …]`). Postgres's
+//! No test macros here: benches include this file too (`#[path = …]`, with
+//! `#[allow(dead_code)]` for the parts they do not use). Postgres's
 //! binaries are found on PATH or in `/usr/lib/postgresql/*/bin` (the highest version);
 //! without them every caller fails, saying what to install: a missing database is never a
 //! silent skip. As root (CI), the cluster runs as `postgres` (else `nobody`) through
@@ -59,6 +60,8 @@ impl Cluster {
             init_took: Duration::ZERO,
             start_took: Duration::ZERO,
         };
+        // From here on, however this process ends, nothing of the cluster outlives it.
+        guard(&cluster);
         let began = Instant::now();
         let data = cluster.data();
         cluster.run(
@@ -244,9 +247,8 @@ impl Drop for Cluster {
 static SHARED: OnceLock<Cluster> = OnceLock::new();
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
-/// The test process's one cluster, started on first use. A guard process stops it and
-/// removes its dir when this process exits, however it exits (a static is never
-/// dropped).
+/// The test process's one cluster, started on first use. Its guard process stops it and
+/// removes its dir when this process exits (a static is never dropped).
 pub fn cluster() -> &'static Cluster {
     SHARED.get_or_init(|| {
         let cluster = Cluster::start_new();
@@ -256,7 +258,6 @@ pub fn cluster() -> &'static Cluster {
             cluster.init_took.as_millis(),
             cluster.start_took.as_millis()
         );
-        guard(&cluster);
         cluster
     })
 }
@@ -267,7 +268,9 @@ pub fn fresh_database(name: &str) -> String {
 }
 
 /// A detached shell that waits for this process to end, then stops the cluster
-/// (SIGQUIT: immediate shutdown) and removes its dir.
+/// (SIGQUIT: immediate shutdown) and removes its dir: every cluster has one, so even a
+/// test process that aborts or is killed leaves no postgres running. (A cluster dropped
+/// before that is already gone; its guard then finds nothing to do.)
 // Never waited for: it outlives this process by design (its parent's exit is its cue).
 #[allow(clippy::zombie_processes)]
 fn guard(cluster: &Cluster) {
