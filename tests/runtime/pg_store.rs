@@ -80,6 +80,15 @@ async fn the_schema_is_made_on_an_empty_database_and_kept_on_reopening() {
     .unwrap();
     assert_eq!(seqs, vec![1, 2]);
     let epoch = store.open_stream("first", 100).await.unwrap().epoch;
+    // The sync calls from inside the runtime too (a runtime opening on the store calls
+    // them from async code): no panic, the same answers.
+    assert_eq!(store.stream("other", 100).unwrap().epoch, epoch);
+    assert_eq!(store.state().unwrap().len(), 1);
+    assert_eq!(
+        store.stream("other", 1).unwrap().events.len(),
+        1,
+        "the newest retained"
+    );
     drop(store);
 
     let again = open(&url, "b").await;
