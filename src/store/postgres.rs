@@ -995,8 +995,16 @@ fn parse(url: &str) -> Result<(Config, String), StoreError> {
     if config.get_application_name().is_none() {
         config.application_name("spyglass");
     }
+    // A statement stuck behind another replica's lock (a claim, a stream row) gives up
+    // and is answered 503, rather than holding its pooled connection for good.
+    if config.get_options().is_none() {
+        config.options(STATEMENT_TIMEOUT);
+    }
     Ok((config, shown))
 }
+
+/// Every pooled statement's bound, unless the URL sets `options` itself.
+const STATEMENT_TIMEOUT: &str = "-c statement_timeout=10000";
 
 /// Whether `url` is one this store can connect with (scheme, syntax, no TLS asked), and
 /// if not, why: for a command to refuse it as bad input before trying.
@@ -1171,6 +1179,14 @@ mod tests {
                 &StateWrite::Delete(doc("b", ""))
             ]
         );
+    }
+
+    #[test]
+    fn statements_are_bounded_unless_the_url_sets_its_own_options() {
+        let (config, _) = parse("postgres://u@h/d").unwrap();
+        assert_eq!(config.get_options(), Some(STATEMENT_TIMEOUT));
+        let (config, _) = parse("postgres://u@h/d?options=-c%20statement_timeout%3D1000").unwrap();
+        assert_eq!(config.get_options(), Some("-c statement_timeout=1000"));
     }
 
     #[test]
