@@ -32,6 +32,30 @@ use std::time::Duration;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{AsyncMessage, Config, GenericClient, NoTls};
 
+/// A statement of a pipelined batch, and one of its parameters.
+type Pending<'a> =
+    std::pin::Pin<Box<dyn Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a>>;
+type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+
+const TAKE_SEQS: &str = "INSERT INTO spyglass_streams (tenant, next_seq)
+     SELECT t, 1 + n FROM unnest($1::text[], $2::bigint[]) AS c(t, n) ORDER BY t
+     ON CONFLICT (tenant) DO UPDATE
+     SET next_seq = spyglass_streams.next_seq + excluded.next_seq - 1
+     RETURNING tenant, next_seq";
+const INSERT_EVENTS: &str = "INSERT INTO spyglass_events (tenant, seq, origin, text)
+     SELECT t, s, $3, x FROM unnest($1::text[], $2::bigint[], $4::text[]) AS e(t, s, x)
+     ON CONFLICT (tenant, seq) DO NOTHING";
+const DELETE_EVICTED: &str = "DELETE FROM spyglass_events AS e
+     USING unnest($1::text[], $2::bigint[]) AS d(tenant, upto)
+     WHERE e.tenant = d.tenant AND e.seq <= d.upto";
+const PUT_STATE: &str = "INSERT INTO spyglass_state (kind, tenant, key, value)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+     ON CONFLICT (kind, tenant, key) DO UPDATE SET value = excluded.value";
+const DELETE_STATE: &str = "DELETE FROM spyglass_state AS s
+     USING unnest($1::text[], $2::text[], $3::text[]) AS d(kind, tenant, key)
+     WHERE s.kind = d.kind AND s.tenant = d.tenant AND s.key = d.key";
+const NOTIFY: &str = "SELECT pg_notify($1, t) FROM unnest($2::text[]) AS n(t)";
+
 /// The schema version this spyglass writes and reads.
 pub const SCHEMA_VERSION: i64 = 1;
 
@@ -729,7 +753,10 @@ impl PgStore {
         Ok(())
     }
 
-    /// `append_stamping` on the runtime.
+    /// `append_stamping` on the runtime, in two round trips: `BEGIN` with the seqs, then
+    /// every write with `COMMIT`, each pipelined (sent together, answered in order). The
+    /// commit's latency is what the answers waiting on it wait: one round trip a
+    /// statement made it six.
     async fn stamp_and_write(
         &self,
         events: &[Arc<Logged>],
@@ -739,9 +766,15 @@ impl PgStore {
         if events.is_empty() && evicted.is_empty() && state.is_empty() {
             return Ok(Vec::new());
         }
-        let mut client = self.client().await?;
+        let client = self.client().await?;
         let sql = |err| self.sql_error(&err);
-        let tx = client.transaction().await.map_err(sql)?;
+        // Prepared once per connection (cached): no round trip after its first batch.
+        let take = client.prepare_cached(TAKE_SEQS).await.map_err(sql)?;
+        let insert = client.prepare_cached(INSERT_EVENTS).await.map_err(sql)?;
+        let evict = client.prepare_cached(DELETE_EVICTED).await.map_err(sql)?;
+        let put = client.prepare_cached(PUT_STATE).await.map_err(sql)?;
+        let delete = client.prepare_cached(DELETE_STATE).await.map_err(sql)?;
+        let notify = client.prepare_cached(NOTIFY).await.map_err(sql)?;
         // Each tenant's seqs in one statement that keeps its stream row locked until the
         // commit; tenants in name order, so two replicas' batches never wait on each
         // other in a cycle.
@@ -749,33 +782,37 @@ impl PgStore {
         for event in events {
             *counts.entry(event.tenant.as_str()).or_default() += 1;
         }
+        let tenants: Vec<&str> = counts.keys().copied().collect();
+        let ns: Vec<i64> = counts.values().copied().collect();
+        let taking = async {
+            if tenants.is_empty() {
+                Ok(Vec::new())
+            } else {
+                client.query(&take, &[&tenants, &ns]).await
+            }
+        };
+        let (begun, taken) = tokio::join!(client.batch_execute("BEGIN"), taking);
+        begun.map_err(sql)?;
+        let rows = match taken {
+            Ok(rows) => rows,
+            Err(err) => {
+                let _ = client.batch_execute("ROLLBACK").await;
+                return Err(sql(err));
+            }
+        };
         let mut next: BTreeMap<&str, i64> = BTreeMap::new();
-        if !counts.is_empty() {
-            // The rows are taken in the order given (`ORDER BY`): name order.
-            let take = tx
-                .prepare_cached(
-                    "INSERT INTO spyglass_streams (tenant, next_seq)
-                     SELECT t, 1 + n FROM unnest($1::text[], $2::bigint[]) AS c(t, n) ORDER BY t
-                     ON CONFLICT (tenant) DO UPDATE
-                     SET next_seq = spyglass_streams.next_seq + excluded.next_seq - 1
-                     RETURNING tenant, next_seq",
-                )
-                .await
-                .map_err(sql)?;
-            let tenants: Vec<&str> = counts.keys().copied().collect();
-            let ns: Vec<i64> = counts.values().copied().collect();
-            for row in tx.query(&take, &[&tenants, &ns]).await.map_err(sql)? {
-                let tenant: &str = row.get(0);
-                let after: i64 = row.get(1);
-                if let Some((&name, &n)) = counts.get_key_value(tenant) {
-                    next.insert(name, after - n);
-                }
+        for row in rows {
+            let tenant: &str = row.get(0);
+            let after: i64 = row.get(1);
+            if let Some((&name, &n)) = counts.get_key_value(tenant) {
+                next.insert(name, after - n);
             }
         }
         let mut seqs = Vec::with_capacity(events.len());
-        let mut stamped = Vec::with_capacity(events.len());
+        let mut texts = Vec::with_capacity(events.len());
         for event in events {
             let Some(slot) = next.get_mut(event.tenant.as_str()) else {
+                let _ = client.batch_execute("ROLLBACK").await;
                 return Err(self.error(format!(
                     "the database gave no seq for tenant {}",
                     event.tenant
@@ -784,26 +821,66 @@ impl PgStore {
             let seq = to_u64(*slot);
             *slot += 1;
             seqs.push(seq);
-            stamped.push(StoredEvent {
-                tenant: event.tenant.clone(),
-                seq,
-                text: crate::protocol::encode_with_seq(&event.frame, seq),
-            });
+            texts.push(crate::protocol::encode_with_seq(&event.frame, seq));
         }
-        self.write_batch(&tx, &stamped, evicted, state)
-            .await
-            .map_err(sql)?;
-        if !counts.is_empty() {
-            let notify = tx
-                .prepare_cached("SELECT pg_notify($1, t) FROM unnest($2::text[]) AS n(t)")
-                .await
-                .map_err(sql)?;
-            let tenants: Vec<&str> = counts.keys().copied().collect();
-            tx.execute(&notify, &[&CHANNEL, &tenants])
-                .await
-                .map_err(sql)?;
+        let event_tenants: Vec<&str> = events.iter().map(|e| e.tenant.as_str()).collect();
+        let event_seqs: Vec<i64> = seqs.iter().map(|s| to_i64(*s)).collect();
+        let event_texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let evicted_tenants: Vec<&str> = evicted.iter().map(|(t, _)| t.as_str()).collect();
+        let evicted_upto: Vec<i64> = evicted.iter().map(|(_, s)| to_i64(*s)).collect();
+        // Each document's last write only, so one statement of puts and one of deletes
+        // touch each row once, in key order.
+        let writes = last_writes(state);
+        let mut puts: [Vec<&str>; 4] = Default::default();
+        let mut deletes: [Vec<&str>; 3] = Default::default();
+        for write in &writes {
+            match write {
+                StateWrite::Put(r) => {
+                    puts[0].push(&r.kind);
+                    puts[1].push(&r.tenant);
+                    puts[2].push(&r.key);
+                    puts[3].push(&r.value);
+                }
+                StateWrite::Delete(r) => {
+                    deletes[0].push(&r.kind);
+                    deletes[1].push(&r.tenant);
+                    deletes[2].push(&r.key);
+                }
+            }
         }
-        tx.commit().await.map_err(sql)?;
+        let insert_params: [Param<'_>; 4] =
+            [&event_tenants, &event_seqs, &self.replica, &event_texts];
+        let evict_params: [Param<'_>; 2] = [&evicted_tenants, &evicted_upto];
+        let put_params: [Param<'_>; 4] = [&puts[0], &puts[1], &puts[2], &puts[3]];
+        let delete_params: [Param<'_>; 3] = [&deletes[0], &deletes[1], &deletes[2]];
+        let notify_params: [Param<'_>; 2] = [&CHANNEL, &tenants];
+        let mut work: Vec<Pending<'_>> = Vec::new();
+        if !event_tenants.is_empty() {
+            work.push(Box::pin(client.execute(&insert, &insert_params)));
+        }
+        if !evicted_tenants.is_empty() {
+            work.push(Box::pin(client.execute(&evict, &evict_params)));
+        }
+        if !puts[0].is_empty() {
+            work.push(Box::pin(client.execute(&put, &put_params)));
+        }
+        if !deletes[0].is_empty() {
+            work.push(Box::pin(client.execute(&delete, &delete_params)));
+        }
+        if !tenants.is_empty() {
+            work.push(Box::pin(client.execute(&notify, &notify_params)));
+        }
+        work.push(Box::pin(async {
+            client.batch_execute("COMMIT").await.map(|()| 0)
+        }));
+        // Polled in order, so sent in order: a statement that fails makes the COMMIT a
+        // rollback, and its error is the answer.
+        let results = futures_util::future::join_all(work).await;
+        if let Some(err) = results.into_iter().find_map(Result::err) {
+            // Nothing is left open on a pooled connection (a no-op after a COMMIT).
+            let _ = client.batch_execute("ROLLBACK").await;
+            return Err(sql(err));
+        }
         Ok(seqs)
     }
 
