@@ -202,3 +202,77 @@ async fn kill_9_of_one_replica_loses_nothing_answered_and_the_other_goes_on() {
         stored.len()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_waits_for_an_unreachable_database_saying_so_then_serves() {
+    // A cluster made but not started: its port refuses connections for now.
+    let mut cluster = crate::support::postgres::Cluster::init();
+    let url = cluster.url("postgres");
+    let mut child = Replica(
+        spyglass(&[
+            "serve",
+            "--test-mode",
+            "--addr",
+            "127.0.0.1:0",
+            "--store",
+            &url,
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    let stderr = child.0.stderr.take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    // Its log goes to stderr too: the line said to the operator is the one asserted.
+    let waiting = loop {
+        let line = next_line(&mut rx).await;
+        if line.starts_with("spyglass runtime:") {
+            break line;
+        }
+    };
+    assert!(
+        waiting.starts_with(
+            "spyglass runtime: waiting for the store at postgres://spyglass@127.0.0.1:"
+        ),
+        "{waiting}"
+    );
+    assert!(waiting.contains("refused"), "says why: {waiting}");
+    cluster.start();
+    let serving = loop {
+        let line = next_line(&mut rx).await;
+        if line.starts_with("spyglass runtime on") {
+            break line;
+        }
+    };
+    assert!(
+        serving.contains("spyglass runtime on http://127.0.0.1:"),
+        "{serving}"
+    );
+    assert!(serving.contains("pool 16"), "{serving}");
+    let at = serving.find("http://").unwrap();
+    let url = serving[at..].split_whitespace().next().unwrap();
+    let health: Value = reqwest::get(format!("{url}/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["store"]["state"], "ok", "{health}");
+    drop(child);
+}
+
+/// The next line `serve` wrote to stderr (20 s at most).
+async fn next_line(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
+    tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .ok()
+        .flatten()
+        .expect("serve said nothing more")
+}
