@@ -691,9 +691,26 @@ impl Runtime {
             .collect()
     }
 
-    /// Expires one approval here and announces it: the shared store said this runtime's
-    /// expiry came first.
-    pub(crate) fn expire_one(&self, tenant: &str, approval_id: &str) {
+    /// A session's pending approvals here, oldest first.
+    pub(crate) fn pending_of_session(&self, tenant: &str, session_id: &str) -> Vec<String> {
+        let queue = lock(&self.inner.approvals);
+        queue
+            .order
+            .values()
+            .filter(|id| {
+                queue.rows.get(*id).is_some_and(|row| {
+                    row.view.status == ApprovalStatus::Pending
+                        && row.tenant == tenant
+                        && row.view.session_id == session_id
+                })
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Expires one approval here and announces it (`note`: why, when not its age): the
+    /// shared store said this runtime's expiry came first.
+    pub(crate) fn expire_one(&self, tenant: &str, approval_id: &str, note: Option<&str>) {
         let session_id = {
             let mut queue = lock(&self.inner.approvals);
             let Some(row) = queue.rows.get_mut(approval_id) else {
@@ -716,7 +733,7 @@ impl Runtime {
                 approval_id: approval_id.to_owned(),
                 decision: Decision::Expired,
                 by: None,
-                note: None,
+                note: note.map(str::to_owned),
             }),
         );
     }

@@ -324,6 +324,9 @@ enum Write {
 /// How often evicted events leave the file: at most this much later than the rings.
 const EVICT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
+/// Events a failed commit keeps for the next one, at most (the oldest go past it).
+const MAX_PENDING: usize = 65_536;
+
 /// The most events one transaction takes; more wait for the next.
 const MAX_BATCH: usize = 4096;
 
@@ -531,23 +534,53 @@ fn write_loop(
         } else {
             store.append(&batch, &evicted_upto, &writes)
         };
-        unstamped.clear();
         match result {
             Ok(()) => {
                 health.committed();
                 for done in acks.drain(..) {
                     let _ = done.send(());
                 }
+                batch.clear();
+                unstamped.clear();
             }
             // An answer waiting on this commit is refused (its sender dropped): what
-            // was not kept is never acknowledged as kept.
+            // was not kept is never acknowledged as kept. The writes stay for the next
+            // commit, so an answer after this one is acknowledged only once they are in
+            // too (before, a lone acknowledgement in the next batch committed nothing
+            // and was answered as if the lost writes were kept).
             Err(err) => {
-                tracing::error!(%err, events = batch.len(), "store write failed");
+                tracing::error!(%err, events = batch.len() + unstamped.len(), "store write failed; retried with the next commit");
                 health.failed(err.to_string());
                 acks.clear();
+                for write in writes {
+                    let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
+                    state
+                        .entry((r.kind.clone(), r.tenant.clone(), r.key.clone()))
+                        .or_insert(write);
+                }
+                for (tenant, seq) in evicted_upto {
+                    let upto = evicted.entry(tenant).or_default();
+                    *upto = (*upto).max(seq);
+                }
+                // Bounded while the store stays away: the oldest events waiting go.
+                let over = batch.len().saturating_sub(MAX_PENDING);
+                if over > 0 {
+                    tracing::warn!(
+                        dropped = over,
+                        "store away: oldest events waiting for it dropped"
+                    );
+                    batch.drain(..over);
+                }
+                let over = unstamped.len().saturating_sub(MAX_PENDING);
+                if over > 0 {
+                    tracing::warn!(
+                        dropped = over,
+                        "store away: oldest events waiting for it dropped"
+                    );
+                    unstamped.drain(..over);
+                }
             }
         }
-        batch.clear();
         for done in flushes.drain(..) {
             let _ = done.send(());
         }

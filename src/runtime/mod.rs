@@ -187,6 +187,10 @@ pub(crate) struct Inner {
     pub(crate) aged_sweep: Mutex<Option<std::time::Instant>>,
     /// The store this runtime shares with others (`shared`), set once at open.
     pub(crate) shared: std::sync::OnceLock<Arc<crate::store::postgres::PgStore>>,
+    /// Held while events from a shared store are taken in and applied (the follower, or
+    /// a request that must have heard everything committed before it), so they are
+    /// applied one at a time, in seq order.
+    pub(crate) following: tokio::sync::Mutex<()>,
 }
 
 /// The runtime's state; cheap to clone (all clones share it).
@@ -245,6 +249,7 @@ impl Runtime {
                 otel,
                 aged_sweep: Mutex::new(None),
                 shared: std::sync::OnceLock::new(),
+                following: tokio::sync::Mutex::new(()),
             }),
         }
     }

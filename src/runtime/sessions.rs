@@ -788,8 +788,11 @@ impl Runtime {
         // A closed session never runs its script again: its text goes now.
         session.model = ModelScript::default();
         session.last_activity = now_rfc3339();
-        // A closed session's calls can never be replayed: its pending approvals end now.
-        self.expire_session_approvals(tenant, id);
+        // A closed session's calls can never be replayed: its pending approvals end now
+        // (on a shared store, decided there first: `Runtime::close_any`).
+        if self.shared_store().is_none() {
+            self.expire_session_approvals(tenant, id);
+        }
         // Emitted under the session lock so no call of this session can follow its close.
         session.last_seq = self
             .emit_for(

@@ -149,6 +149,32 @@ impl Runtime {
         Ok(record.as_ref().and_then(persist::decode))
     }
 
+    /// `DELETE /v1/sessions/:id` on any runtime. On a shared store the session's pending
+    /// approvals are expired there first, each only where no decision came before it
+    /// (one approved on another runtime at the same moment stays approved: its replay
+    /// then finds the session closed).
+    pub async fn close_any(&self, tenant: &str, id: &str) -> Result<(), ApiErrorWithStatus> {
+        if let Some(store) = self.shared_store() {
+            self.adopt_if_missing(tenant, id).await?;
+            // Every approval committed before this request is known here first, wherever
+            // it was queued.
+            {
+                let _applying = self.inner.following.lock().await;
+                self.catch_up(store, tenant).await;
+            }
+            for approval in self.pending_of_session(tenant, id) {
+                let decided = store
+                    .decide(tenant, &approval, "expired", i64::MAX)
+                    .await
+                    .map_err(|err| unavailable(&err))?;
+                if decided == Decided::Won {
+                    self.expire_one(tenant, &approval, Some("session closed"));
+                }
+            }
+        }
+        self.close_session(tenant, id)
+    }
+
     /// `POST /v1/approvals/:id/approve|deny` on any runtime: decided here alone, or, on a
     /// shared store, by the store once for every runtime: the first decision before the
     /// expiry stands, a second anywhere is 409, one after the expiry 410; the runtime
@@ -236,6 +262,7 @@ async fn follow(
             commit = committed.recv() => {
                 let Some(commit) = commit else { return };
                 let Some(rt) = upgrade(&rt) else { return };
+                let _applying = rt.inner.following.lock().await;
                 for logged in commit.events {
                     rt.take_in(&store, logged).await;
                 }
@@ -245,6 +272,7 @@ async fn follow(
             }
             tenant = notified.recv() => {
                 let Some(rt) = upgrade(&rt) else { return };
+                let _applying = rt.inner.following.lock().await;
                 match tenant {
                     Some(Some(tenant)) => rt.catch_up(&store, &tenant).await,
                     // Reconnected, or the listener is gone: look at every tenant.
@@ -253,6 +281,7 @@ async fn follow(
             }
             _ = poll.tick() => {
                 let Some(rt) = upgrade(&rt) else { return };
+                let _applying = rt.inner.following.lock().await;
                 rt.catch_up_all(&store).await;
             }
         }
@@ -276,7 +305,7 @@ async fn expire(rt: Weak<Inner>) {
         };
         for (tenant, id) in rt.overdue_approvals() {
             match store.decide(&tenant, &id, "expired", i64::MAX).await {
-                Ok(Decided::Won) => rt.expire_one(&tenant, &id),
+                Ok(Decided::Won) => rt.expire_one(&tenant, &id, None),
                 Ok(_) => {}
                 Err(err) => {
                     tracing::warn!(%err, approval = %id, "expiry not decided: store unreachable");

@@ -305,6 +305,68 @@ mod tests {
         );
     }
 
+    /// An engine whose first write fails and the rest succeed, holding what it was given.
+    #[derive(Default)]
+    struct FailsOnce {
+        calls: std::sync::Mutex<u32>,
+        kept: std::sync::Mutex<Vec<StoredEvent>>,
+    }
+
+    impl Store for FailsOnce {
+        fn describe(&self) -> String {
+            "fails-once".into()
+        }
+        fn stream(&self, fresh_epoch: &str, _: usize) -> Result<StoredStream, StoreError> {
+            Ok(StoredStream {
+                epoch: fresh_epoch.to_owned(),
+                ..StoredStream::default()
+            })
+        }
+        fn append(
+            &self,
+            events: &[StoredEvent],
+            _: &[(String, u64)],
+            _: &[StateWrite],
+        ) -> Result<(), StoreError> {
+            let mut calls = self.calls.lock().unwrap();
+            *calls += 1;
+            if *calls == 1 {
+                return Err(StoreError::Full {
+                    path: PathBuf::from("fails-once"),
+                });
+            }
+            self.kept.lock().unwrap().extend_from_slice(events);
+            Ok(())
+        }
+        fn state(&self) -> Result<Vec<StoredRecord>, StoreError> {
+            Ok(Vec::new())
+        }
+    }
+
+    /// A failed commit's writes go with the next one: an answer acknowledged after it
+    /// (its acknowledgement alone in the next batch) is one whose writes are all kept.
+    #[tokio::test]
+    async fn writes_of_a_failed_commit_are_kept_by_the_next_before_any_answer_is() {
+        let store = Arc::new(FailsOnce::default());
+        let rt = runtime_on(RuntimeConfig::default(), store.clone()).unwrap();
+        rt.emit(
+            None,
+            crate::protocol::Event::SessionClosed(
+                crate::protocol::events::SessionClosed::default(),
+            ),
+        );
+        // The first commit (that event) fails; wait until it has.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while *store.calls.lock().unwrap() == 0 {
+            assert!(std::time::Instant::now() < deadline, "never committed");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        rt.committed().await.unwrap();
+        let kept = store.kept.lock().unwrap();
+        assert_eq!(kept.len(), 1, "the event is kept before the answer goes");
+        assert_eq!(kept[0].seq, 1);
+    }
+
     /// Evicted events leave the file in ranges, not with every commit: at a flush, and
     /// on their own within `EVICT_EVERY` when the runtime goes quiet.
     #[tokio::test]

@@ -332,8 +332,10 @@ async fn a_replica_whose_database_goes_away_answers_503_and_recovers_when_it_ret
 
     cluster.start();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let mut calls = 2;
     loop {
         let (status, body) = api.execute(&sid, "asaas/get_balance", json!({})).await;
+        calls += 1;
         if status == 200 {
             break;
         }
@@ -346,7 +348,8 @@ async fn a_replica_whose_database_goes_away_answers_503_and_recovers_when_it_ret
     }
     let (_, health) = api.get("/health").await;
     assert_eq!(health["store"]["state"], "ok", "{health}");
-    // What was answered is in the one stream, in order, and nothing refused is.
+    // Every call made is in the one stream, in order: the one answered 503 while the
+    // database was away was kept for the next commit, not lost.
     let (_, page) = api.get("/v1/events?since=0").await;
     let kinds: Vec<&str> = page["events"]
         .as_array()
@@ -354,11 +357,16 @@ async fn a_replica_whose_database_goes_away_answers_503_and_recovers_when_it_ret
         .iter()
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        kinds,
-        ["session.created", "tool.called", "tool.called"],
-        "{page}"
-    );
+    assert_eq!(kinds.len(), 1 + calls, "{page}");
+    assert_eq!(kinds[0], "session.created");
+    assert!(kinds[1..].iter().all(|k| *k == "tool.called"), "{page}");
+    let seqs: Vec<u64> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=1 + calls as u64).collect::<Vec<_>>());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -404,4 +412,44 @@ async fn an_eval_run_on_one_replica_is_read_and_counted_on_the_other() {
     })
     .await;
     assert!(summary.to_string().contains("passes"), "{summary}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn closing_a_session_on_one_replica_ends_its_approvals_for_every_replica() {
+    let (a, b) = two_replicas("close", approval_policy()).await;
+    let (api_a, api_b) = (Api::new(&a), Api::new(&b));
+    let sid = api_a
+        .session(json!({"asaas/create_payment": {"id": "pay_1"}}))
+        .await;
+    let (_, held) = api_a.execute(&sid, "asaas/create_payment", json!({})).await;
+    let id = held["approval_id"].as_str().unwrap().to_owned();
+    let (status, _) = api_b.delete(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(status, 204);
+    // Decided in the database: an approve on the replica that queued it is too late.
+    let (status, body) = api_a
+        .post(&format!("/v1/approvals/{id}/approve"), json!({}))
+        .await;
+    assert_eq!(status, 410, "{body}");
+    let page = eventually(&api_a, "/v1/events?since=0", |page| {
+        page["events"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|e| e["kind"] == "session.closed"))
+    })
+    .await;
+    let resolved: Vec<&Value> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "approval.resolved")
+        .collect();
+    assert_eq!(resolved.len(), 1, "{page}");
+    assert_eq!(resolved[0]["decision"], "expired");
+    assert_eq!(resolved[0]["note"], "session closed");
+    // And the session is closed on both.
+    for api in [&api_a, &api_b] {
+        eventually(api, &format!("/v1/sessions/{sid}"), |d| {
+            d["status"] == "closed"
+        })
+        .await;
+    }
 }

@@ -61,7 +61,7 @@ pub(super) async fn close_session(
     Tenant(tenant): Tenant,
     Id(id): Id,
 ) -> Result<Response, ApiErrorWithStatus> {
-    state.rt.close_session(&tenant, &id)?;
+    state.rt.close_any(&tenant, &id).await?;
     state.rt.committed().await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
