@@ -15,7 +15,9 @@
 //!   the stateful mock entries served.
 //! - `spyglass_decisions(tenant text, approval text, decision text, decided_at timestamptz, primary key (tenant, approval))`.
 //!
-//! Every commit that writes events sends `NOTIFY spyglass_events, '<tenant>'` once per tenant.
+//! Every commit that writes events sends `NOTIFY spyglass_events, '<replica>\t<tenant>'`
+//! once per tenant; a replica's listener passes on the others' (its own commits reach its
+//! log without asking the database again).
 //!
 //! The schema is created and migrated in one transaction under an advisory lock, so
 //! replicas starting together take turns; a database of a newer version is refused. The
@@ -54,7 +56,7 @@ const PUT_STATE: &str = "INSERT INTO spyglass_state (kind, tenant, key, value)
 const DELETE_STATE: &str = "DELETE FROM spyglass_state AS s
      USING unnest($1::text[], $2::text[], $3::text[]) AS d(kind, tenant, key)
      WHERE s.kind = d.kind AND s.tenant = d.tenant AND s.key = d.key";
-const NOTIFY: &str = "SELECT pg_notify($1, t) FROM unnest($2::text[]) AS n(t)";
+const NOTIFY: &str = "SELECT pg_notify($1, $3 || E'\\t' || t) FROM unnest($2::text[]) AS n(t)";
 
 /// The schema version this spyglass writes and reads.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -544,11 +546,12 @@ impl PgStore {
         &self,
     ) -> Result<tokio::sync::mpsc::UnboundedReceiver<Option<String>>, StoreError> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let first = listening(&self.config, tx.clone())
+        let first = listening(&self.config, tx.clone(), self.replica.clone())
             .await
             .map_err(|err| self.error(format!("cannot LISTEN: {}", describe(&err))))?;
         let config = self.config.clone();
         let shown = self.shown.clone();
+        let own = self.replica.clone();
         tokio::spawn(async move {
             let (mut client, mut pump) = first;
             loop {
@@ -564,7 +567,7 @@ impl PgStore {
                         return;
                     }
                     tokio::time::sleep(delay).await;
-                    match listening(&config, tx.clone()).await {
+                    match listening(&config, tx.clone(), own.clone()).await {
                         Ok((c, p)) => {
                             client = c;
                             pump = p;
@@ -853,7 +856,7 @@ impl PgStore {
         let evict_params: [Param<'_>; 2] = [&evicted_tenants, &evicted_upto];
         let put_params: [Param<'_>; 4] = [&puts[0], &puts[1], &puts[2], &puts[3]];
         let delete_params: [Param<'_>; 3] = [&deletes[0], &deletes[1], &deletes[2]];
-        let notify_params: [Param<'_>; 2] = [&CHANNEL, &tenants];
+        let notify_params: [Param<'_>; 3] = [&CHANNEL, &tenants, &self.replica];
         let mut work: Vec<Pending<'_>> = Vec::new();
         if !event_tenants.is_empty() {
             work.push(Box::pin(client.execute(&insert, &insert_params)));
@@ -974,13 +977,20 @@ fn last_writes(state: &[StateWrite]) -> Vec<&StateWrite> {
 async fn listening(
     config: &Config,
     tx: tokio::sync::mpsc::UnboundedSender<Option<String>>,
+    own: String,
 ) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>), tokio_postgres::Error> {
     let (client, mut conn) = config.connect(NoTls).await?;
     let pump = tokio::spawn(async move {
         loop {
             match std::future::poll_fn(|cx| conn.poll_message(cx)).await {
                 Some(Ok(AsyncMessage::Notification(note))) => {
-                    if tx.send(Some(note.payload().to_owned())).is_err() {
+                    let tenant = match note.payload().split_once('\t') {
+                        // This replica's own commit: already in its log.
+                        Some((from, _)) if from == own => continue,
+                        Some((_, tenant)) => tenant,
+                        None => note.payload(),
+                    };
+                    if tx.send(Some(tenant.to_owned())).is_err() {
                         return;
                     }
                 }
