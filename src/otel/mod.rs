@@ -171,6 +171,16 @@ impl Assembler {
 
     /// The events `spans` (one request's, in the order sent) make for `tenant`.
     pub fn ingest(&mut self, tenant: &str, spans: &[SpanIn]) -> (Vec<Emit>, IngestStats) {
+        let (_, emits, stats) = self.ingest_named(tenant, spans);
+        (emits, stats)
+    }
+
+    /// `ingest`, and the tenant's name as the assembler shares it (its events keep it).
+    pub fn ingest_named(
+        &mut self,
+        tenant: &str,
+        spans: &[SpanIn],
+    ) -> (Arc<str>, Vec<Emit>, IngestStats) {
         // The tenant's state is taken out of the map for the request, so a span finds its
         // trace and conversation without looking its tenant up again.
         let mut state = self.tenants.remove(tenant).unwrap_or_else(|| Tenant {
@@ -178,14 +188,15 @@ impl Assembler {
             traces: HashMap::new(),
             sessions: HashMap::new(),
         });
-        let answer = self.ingest_into(&mut state, spans);
+        let (emits, stats) = self.ingest_into(&mut state, spans);
+        let name = state.name.clone();
         if !state.is_empty() {
             self.tenants.insert(state.name.clone(), state);
         }
         // A trace stays after its root (within the byte bound, oldest forgotten first):
         // an exporter that flushes its batches at once can deliver a child after its root.
         self.enforce_bytes();
-        answer
+        (name, emits, stats)
     }
 
     fn ingest_into(&mut self, state: &mut Tenant, spans: &[SpanIn]) -> (Vec<Emit>, IngestStats) {

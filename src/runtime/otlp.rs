@@ -22,9 +22,9 @@ impl Runtime {
     /// held while emitting, so two exporters' requests keep each trace's order.
     pub fn ingest_spans(&self, tenant: &str, spans: &[SpanIn]) -> crate::otel::IngestStats {
         let mut assembler = lock(&self.inner.otel);
-        let (emits, stats) = assembler.ingest(tenant, spans);
+        let (tenant, emits, stats) = assembler.ingest_named(tenant, spans);
         for emit in emits {
-            self.emit_for(tenant, Some(emit.session_id), emit.event);
+            self.emit_shared(tenant.clone(), Some(emit.session_id), emit.event);
         }
         stats
     }
