@@ -502,15 +502,17 @@ const CANONICAL_DEPTH: usize = 64;
 
 /// The text `serde_json` writes for the value `text` spells, once cleaned (compact, keys
 /// in order), when that can be seen in one pass without building the value: the text is
-/// copied without its whitespace when it has no escapes, no fractions or exponents, keys
-/// in order each once, and strings that cleaning leaves as they are. `None` leaves it to
-/// the parser; tool arguments as producers send them (`json.dumps`, `JSON.stringify`)
-/// nearly always pass.
+/// copied without its whitespace when it has no escapes, no fractions or exponents, each
+/// key once, and strings that cleaning leaves as they are; an object's members are put in
+/// key order when they came in another (`json.dumps` keeps a dict's insertion order).
+/// `None` leaves it to the parser; tool arguments as producers send them (`json.dumps`,
+/// `JSON.stringify`) nearly always pass.
 fn canonical_json(text: &str) -> Option<String> {
     let mut canon = Canon {
         text,
         at: 0,
         out: String::with_capacity(text.len()),
+        members: Vec::new(),
     };
     canon.value(0)?;
     canon.space();
@@ -521,6 +523,9 @@ struct Canon<'a> {
     text: &'a str,
     at: usize,
     out: String,
+    /// The members of the objects being copied, innermost last: each one's key and where
+    /// its `"key":value` text lies in `out`.
+    members: Vec<(&'a str, usize, usize)>,
 }
 
 impl<'a> Canon<'a> {
@@ -552,20 +557,33 @@ impl<'a> Canon<'a> {
                 if self.take(b'}').is_some() {
                     return Some(());
                 }
-                let mut last: Option<&str> = None;
+                let base = self.members.len();
+                let mut sorted = true;
                 loop {
                     self.space();
+                    let start = self.out.len();
                     let key = self.string(MAX_KEY_BYTES, true)?;
-                    if last.is_some_and(|last| last >= key) {
-                        return None;
+                    if let Some((last, ..)) = self.members[base..].last() {
+                        match (*last).cmp(key) {
+                            std::cmp::Ordering::Less => {}
+                            // A key named twice: the parser says which value stays.
+                            std::cmp::Ordering::Equal => return None,
+                            std::cmp::Ordering::Greater => sorted = false,
+                        }
                     }
-                    last = Some(key);
                     self.take(b':')?;
                     self.value(depth + 1)?;
+                    self.members.push((key, start, self.out.len()));
                     self.space();
                     match self.peek()? {
                         b',' => self.take(b',')?,
-                        b'}' => return self.take(b'}'),
+                        b'}' => {
+                            if !sorted {
+                                self.sort_members(base)?;
+                            }
+                            self.members.truncate(base);
+                            return self.take(b'}');
+                        }
                         _ => return None,
                     }
                 }
@@ -593,6 +611,27 @@ impl<'a> Canon<'a> {
             b'n' => self.literal("null"),
             _ => None,
         }
+    }
+
+    /// Rewrites the members from `base` on (the innermost object's, copied in the order
+    /// sent) in key order, as `serde_json`'s map writes them; `None` for a key named twice.
+    fn sort_members(&mut self, base: usize) -> Option<()> {
+        let members = &mut self.members[base..];
+        let first = members.first()?.1;
+        members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        if members.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+            return None;
+        }
+        let mut sorted = String::with_capacity(self.out.len() - first);
+        for (at, (_, start, end)) in members.iter().enumerate() {
+            if at > 0 {
+                sorted.push(',');
+            }
+            sorted.push_str(self.out.get(*start..*end)?);
+        }
+        self.out.truncate(first);
+        self.out.push_str(&sorted);
+        Some(())
     }
 
     /// A string without escapes that cleaning (`line` for a key, `text` for a value)
@@ -850,5 +889,13 @@ mod tests {
             check(&damaged.into_iter().collect::<String>(), &mut fast);
         }
         assert!(fast > 5_000, "the fast path was taken {fast} times");
+        // Members sent out of key order (a Python dict's order) are put in order in the one
+        // pass, nested objects too; a key named twice is left to the parser.
+        assert_eq!(
+            canonical_json(r#"{"temp": 21, "sky": {"z": [1, {"b": 2, "a": 1}], "a": null}}"#)
+                .as_deref(),
+            Some(r#"{"sky":{"a":null,"z":[1,{"a":1,"b":2}]},"temp":21}"#)
+        );
+        assert_eq!(canonical_json(r#"{"b":1,"a":2,"b":3}"#), None);
     }
 }
