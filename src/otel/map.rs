@@ -1,8 +1,8 @@
 //! What one span is, read through the conventions producers emit: the `GenAI` semantic
 //! conventions first, then the Vercel AI SDK's `ai.*`, `OpenInference` and `OpenLLMetry`.
 
+use super::decode::{Attributes, SpanIn, line, line_cow, text, text_cow};
 use super::decode::{MAX_NAME_BYTES as MAX_KEY_BYTES, MAX_VALUE_BYTES as MAX_STRING_BYTES};
-use super::decode::{SpanIn, line, line_cow, text, text_cow};
 use crate::protocol::RawJson;
 use foldhash::HashMap;
 use serde_json::Value;
@@ -153,31 +153,50 @@ fn key_of(name: &str) -> Option<Key> {
     INDEX.get(name).copied()
 }
 
+/// The part a span plays, before its fields are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Agent,
+    Model,
+    Tool,
+    Other,
+}
+
 /// A span's attributes that some convention reads, found in one pass over them: each
-/// lookup after that is an index, not a search of the span's map per convention.
+/// lookup after that is an index, not a search of the span's map per convention. It holds
+/// the span's attribute list while it reads it, so a role's strings move out of it.
 pub struct Attrs<'a> {
     span: &'a SpanIn,
-    values: [Option<&'a Value>; KEYS.len()],
+    list: Attributes,
+    values: [Option<u16>; KEYS.len()],
 }
 
 impl<'a> Attrs<'a> {
-    pub fn of(span: &'a SpanIn) -> Attrs<'a> {
+    /// Reads `list`, the attributes taken out of `span` (given back by `classify` when no
+    /// convention matched).
+    pub fn with(span: &'a SpanIn, list: Attributes) -> Attrs<'a> {
         let mut values = [None; KEYS.len()];
         // In the order sent: a key sent twice reads as its last value.
-        for (name, value) in span.attributes.iter() {
-            if let Some(key) = key_of(name) {
-                values[key as usize] = Some(value);
+        for (at, (name, _)) in list.0.iter().enumerate() {
+            if let Some(key) = key_of(name)
+                && let Ok(at) = u16::try_from(at)
+            {
+                values[key as usize] = Some(at);
             }
         }
-        Attrs { span, values }
+        Attrs { span, list, values }
     }
 
-    fn get(&self, key: Key) -> Option<&'a Value> {
-        self.values[key as usize]
+    fn get(&self, key: Key) -> Option<&Value> {
+        self.values[key as usize].map(|at| &self.list.0[usize::from(at)].1)
+    }
+
+    fn get_mut(&mut self, key: Key) -> Option<&mut Value> {
+        self.values[key as usize].map(|at| &mut self.list.0[usize::from(at)].1)
     }
 
     /// A string (one bounded line) or a number's text.
-    fn string(&self, key: Key) -> Option<Cow<'a, str>> {
+    fn string(&self, key: Key) -> Option<Cow<'_, str>> {
         match self.get(key)? {
             Value::String(s) => Some(line_cow(s)),
             Value::Number(n) => Some(Cow::Owned(n.to_string())),
@@ -186,10 +205,35 @@ impl<'a> Attrs<'a> {
     }
 
     /// The first of `keys` that is a string or number, unless that one is empty.
-    fn first_string(&self, keys: &[Key]) -> Option<Cow<'a, str>> {
+    fn first_string(&self, keys: &[Key]) -> Option<Cow<'_, str>> {
+        let key = self.first_present(keys)?;
+        self.string(key).filter(|s| !s.is_empty())
+    }
+
+    /// The first of `keys` whose value is a string or a number.
+    fn first_present(&self, keys: &[Key]) -> Option<Key> {
         keys.iter()
-            .find_map(|k| self.string(*k))
-            .filter(|s| !s.is_empty())
+            .copied()
+            .find(|k| matches!(self.get(*k), Some(Value::String(_) | Value::Number(_))))
+    }
+
+    /// `first_string`, owned: a string cleaning leaves as it is moves out of the list
+    /// rather than being copied (a role reads each of its keys once).
+    fn take_first_string(&mut self, keys: &[Key]) -> Option<String> {
+        let key = self.first_present(keys)?;
+        self.take_string(key).filter(|s| !s.is_empty())
+    }
+
+    /// `string`, owned, moved out of the list when cleaning leaves it as it is.
+    fn take_string(&mut self, key: Key) -> Option<String> {
+        let changed = match self.string(key)? {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(changed) => Some(changed),
+        };
+        changed.or_else(|| match self.get_mut(key) {
+            Some(Value::String(s)) => Some(std::mem::take(s)),
+            _ => None,
+        })
     }
 
     fn first_u64(&self, keys: &[Key]) -> Option<u64> {
@@ -214,18 +258,31 @@ impl<'a> Attrs<'a> {
 
     /// The conversation the span names (`gen_ai.conversation.id`, `OpenInference`
     /// `session.id`).
-    pub fn conversation_id(&self) -> Option<Cow<'a, str>> {
+    pub fn conversation_id(&self) -> Option<String> {
         self.first_string(&[Key::ConversationId, Key::SessionId, Key::AiSessionId])
+            .map(Cow::into_owned)
     }
 
-    pub fn classify(&self) -> Role {
+    /// The span's role, its strings moved out of the list; the list back, untouched, when
+    /// no convention matched (the span is then shown with every attribute).
+    pub fn classify(mut self) -> (Role, Option<Attributes>) {
+        let role = match self.kind() {
+            Kind::Agent => Role::Agent(self.agent()),
+            Kind::Model => Role::Model(self.model()),
+            Kind::Tool => Role::Tool(self.tool()),
+            Kind::Other => return (Role::Other, Some(self.list)),
+        };
+        (role, None)
+    }
+
+    fn kind(&self) -> Kind {
         if let Some(op) = self.string(Key::OperationName) {
             match &*op {
-                "invoke_agent" | "create_agent" => return Role::Agent(self.agent()),
+                "invoke_agent" | "create_agent" => return Kind::Agent,
                 "chat" | "generate_content" | "text_completion" => {
-                    return Role::Model(self.model());
+                    return Kind::Model;
                 }
-                "execute_tool" => return Role::Tool(self.tool()),
+                "execute_tool" => return Kind::Tool,
                 _ => {}
             }
         }
@@ -235,53 +292,53 @@ impl<'a> Attrs<'a> {
         {
             match op.split(' ').next().unwrap_or_default() {
                 "ai.generateText" | "ai.streamText" | "ai.generateObject" | "ai.streamObject" => {
-                    return Role::Agent(self.agent());
+                    return Kind::Agent;
                 }
                 "ai.generateText.doGenerate"
                 | "ai.streamText.doStream"
                 | "ai.generateObject.doGenerate"
-                | "ai.streamObject.doStream" => return Role::Model(self.model()),
-                "ai.toolCall" => return Role::Tool(self.tool()),
+                | "ai.streamObject.doStream" => return Kind::Model,
+                "ai.toolCall" => return Kind::Tool,
                 _ => {}
             }
         }
         if let Some(kind) = self.string(Key::OpenInferenceKind) {
             match kind.to_ascii_uppercase().as_str() {
-                "AGENT" => return Role::Agent(self.agent()),
-                "LLM" => return Role::Model(self.model()),
-                "TOOL" => return Role::Tool(self.tool()),
+                "AGENT" => return Kind::Agent,
+                "LLM" => return Kind::Model,
+                "TOOL" => return Kind::Tool,
                 _ => {}
             }
         }
         if let Some(kind) = self.string(Key::TraceloopKind) {
             match &*kind {
-                "agent" | "workflow" => return Role::Agent(self.agent()),
-                "tool" => return Role::Tool(self.tool()),
+                "agent" | "workflow" => return Kind::Agent,
+                "tool" => return Kind::Tool,
                 _ => {}
             }
         }
         // `OpenLLMetry`'s model spans carry `llm.request.type` and the `GenAI` usage keys.
         if self.string(Key::LlmRequestType).is_some() {
-            return Role::Model(self.model());
+            return Kind::Model;
         }
         // Pydantic AI before the `execute_tool` operation name: a tool span names its tool.
         if self.string(Key::ToolName).is_some() {
-            return Role::Tool(self.tool());
+            return Kind::Tool;
         }
-        Role::Other
+        Kind::Other
     }
 
-    fn agent(&self) -> AgentSpan {
+    fn agent(&mut self) -> AgentSpan {
         AgentSpan {
             name: self
-                .first_string(&[
+                .take_first_string(&[
                     Key::AgentName,
                     Key::AgentNamePlain,
                     Key::AiFunctionId,
                     Key::TraceloopName,
                     Key::AgentNameDotted,
                 ])
-                .map_or_else(|| self.span.name.clone(), Cow::into_owned),
+                .unwrap_or_else(|| self.span.name.clone()),
             model: self.model_name(),
             provider: self.provider(),
             input_tokens: self.input_tokens(),
@@ -306,7 +363,7 @@ impl<'a> Attrs<'a> {
         }
     }
 
-    fn model(&self) -> ModelSpan {
+    fn model(&mut self) -> ModelSpan {
         ModelSpan {
             model: self.model_name(),
             provider: self.provider(),
@@ -338,25 +395,23 @@ impl<'a> Attrs<'a> {
         (!content.is_empty()).then(|| text(&content))
     }
 
-    fn tool(&self) -> ToolSpan {
+    fn tool(&mut self) -> ToolSpan {
         let name = self
-            .first_string(&[
+            .take_first_string(&[
                 Key::ToolName,
                 Key::AiToolName,
                 Key::ToolNamePlain,
                 Key::TraceloopName,
             ])
-            .map_or_else(|| self.span.name.clone(), Cow::into_owned);
+            .unwrap_or_else(|| self.span.name.clone());
         ToolSpan {
             name,
-            call_id: self
-                .first_string(&[
-                    Key::ToolCallId,
-                    Key::AiToolCallId,
-                    Key::ToolCallIdUnderscore,
-                    Key::ToolCallIdDotted,
-                ])
-                .map(Cow::into_owned),
+            call_id: self.take_first_string(&[
+                Key::ToolCallId,
+                Key::AiToolCallId,
+                Key::ToolCallIdUnderscore,
+                Key::ToolCallIdDotted,
+            ]),
             args: self
                 .first_json(&[
                     Key::ToolArguments,
@@ -380,8 +435,8 @@ impl<'a> Attrs<'a> {
         }
     }
 
-    fn model_name(&self) -> String {
-        self.first_string(&[
+    fn model_name(&mut self) -> String {
+        self.take_first_string(&[
             Key::ResponseModel,
             Key::RequestModel,
             Key::AiResponseModel,
@@ -389,19 +444,17 @@ impl<'a> Attrs<'a> {
             Key::LlmModelName,
             Key::ModelName,
         ])
-        .map(Cow::into_owned)
         .unwrap_or_default()
     }
 
-    fn provider(&self) -> String {
-        self.first_string(&[
+    fn provider(&mut self) -> String {
+        self.take_first_string(&[
             Key::ProviderName,
             Key::System,
             Key::AiModelProvider,
             Key::LlmProvider,
             Key::LlmSystem,
         ])
-        .map(Cow::into_owned)
         .unwrap_or_default()
     }
 
@@ -429,13 +482,20 @@ impl<'a> Attrs<'a> {
         ])
     }
 
-    fn finish_reason(&self) -> String {
-        match self
-            .get(Key::FinishReasons)
-            .or_else(|| self.get(Key::AiFinishReason))
-            .or_else(|| self.get(Key::LlmFinishReason))
-        {
-            Some(Value::String(s)) => line_cow(s).into_owned(),
+    fn finish_reason(&mut self) -> String {
+        let Some(key) = [
+            Key::FinishReasons,
+            Key::AiFinishReason,
+            Key::LlmFinishReason,
+        ]
+        .into_iter()
+        .find(|k| self.get(*k).is_some()) else {
+            return String::new();
+        };
+        if matches!(self.get(key), Some(Value::String(_))) {
+            return self.take_string(key).unwrap_or_default();
+        }
+        match self.get(key) {
             Some(Value::Array(items)) => line(
                 &items
                     .iter()
@@ -470,12 +530,12 @@ impl<'a> Attrs<'a> {
 
 /// The conversation a span names (`gen_ai.conversation.id`, `OpenInference` `session.id`).
 pub fn conversation_id(span: &SpanIn) -> Option<String> {
-    Attrs::of(span).conversation_id().map(Cow::into_owned)
+    Attrs::with(span, span.attributes.clone()).conversation_id()
 }
 
 /// What part `span` plays.
 pub fn classify(span: &SpanIn) -> Role {
-    Attrs::of(span).classify()
+    Attrs::with(span, span.attributes.clone()).classify().0
 }
 
 /// An attribute's text as a value: JSON text (an object or array) as the value it spells,

@@ -19,7 +19,6 @@ use crate::protocol::events::{
 use crate::protocol::{Envelope, Event, RawJson};
 use foldhash::{HashMap, HashMapExt, HashSet};
 use map::{Failure, Role};
-use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -192,9 +191,9 @@ pub struct Assembler {
 }
 
 /// One span of a request as the mapping read it.
-struct Read<'a> {
+struct Read {
     role: Role,
-    conversation: Option<Cow<'a, str>>,
+    conversation: Option<String>,
 }
 
 impl Assembler {
@@ -222,8 +221,9 @@ impl Assembler {
         }
     }
 
-    /// The events `spans` (one request's, in the order sent) make for `tenant`.
-    pub fn ingest(&mut self, tenant: &str, spans: &[SpanIn]) -> (Vec<Emit>, IngestStats) {
+    /// The events `spans` (one request's, in the order sent) make for `tenant`. The spans'
+    /// strings move into the events.
+    pub fn ingest(&mut self, tenant: &str, spans: Vec<SpanIn>) -> (Vec<Emit>, IngestStats) {
         let (_, emits, stats) = self.ingest_named(tenant, spans);
         (emits, stats)
     }
@@ -232,7 +232,7 @@ impl Assembler {
     pub fn ingest_named(
         &mut self,
         tenant: &str,
-        spans: &[SpanIn],
+        spans: Vec<SpanIn>,
     ) -> (Arc<str>, Vec<Emit>, IngestStats) {
         // The tenant's state is taken out of the map for the request, so a span finds its
         // trace and conversation without looking its tenant up again.
@@ -252,23 +252,33 @@ impl Assembler {
         (name, emits, stats)
     }
 
-    fn ingest_into(&mut self, state: &mut Tenant, spans: &[SpanIn]) -> (Vec<Emit>, IngestStats) {
+    fn ingest_into(
+        &mut self,
+        state: &mut Tenant,
+        mut spans: Vec<SpanIn>,
+    ) -> (Vec<Emit>, IngestStats) {
         let mut out = Vec::with_capacity(spans.len() + 1);
         let mut stats = IngestStats {
             spans: spans.len(),
             ..IngestStats::default()
         };
-        // Each span's attributes are read once: its role and the conversation it names.
-        let reads: Vec<Read<'_>> = spans
-            .iter()
+        // Each span's attributes are read once: its role and the conversation it names. A
+        // role's strings move out of the attributes; a span no convention matched keeps
+        // them, to be shown.
+        let reads: Vec<Read> = spans
+            .iter_mut()
             .map(|span| {
-                let attrs = map::Attrs::of(span);
-                Read {
-                    role: attrs.classify(),
-                    conversation: attrs.conversation_id(),
+                let list = std::mem::take(&mut span.attributes);
+                let attrs = map::Attrs::with(span, list);
+                let conversation = attrs.conversation_id();
+                let (role, unread) = attrs.classify();
+                if let Some(list) = unread {
+                    span.attributes = list;
                 }
+                Read { role, conversation }
             })
             .collect();
+        let spans = &spans[..];
         // The conversation each trace of the request names: its first span naming one.
         let mut conversations: HashMap<u128, &str> = HashMap::new();
         for (span, read) in spans.iter().zip(&reads) {
