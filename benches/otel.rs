@@ -28,12 +28,29 @@ fn profile(traces: usize) -> anyhow::Result<()> {
         retained_events: spans * 2 + 10,
         ..RuntimeConfig::default()
     });
+    let before = resident();
     let folded = profile_decode_fold(&rt, &bodies)?;
+    let grown = resident().saturating_sub(before);
     eprintln!(
-        "otel profile: {spans} spans decoded, {folded} folded, {} events retained",
-        rt.stats().retained
+        "otel profile: {spans} spans decoded, {folded} folded, {} events retained; resident \
+         size grew {grown} bytes, {:.0} a span; the budget counts {:.0} a span",
+        rt.stats().retained,
+        grown as f64 / folded.max(1) as f64,
+        rt.budget_stats().retained_bytes as f64 / folded.max(1) as f64
     );
     Ok(())
+}
+
+/// The process's resident size in bytes (`VmRSS`), 0 where `/proc` has none.
+fn resident() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+            let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        })
+        .unwrap_or(0)
 }
 
 /// CPU time this thread has run, from `/proc/thread-self/schedstat` (Linux): unlike the
