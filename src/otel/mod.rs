@@ -610,13 +610,13 @@ fn step_event(
             finish_reason,
             tool_calls,
             cassette: false,
-            failed_attempts: Vec::new(),
+            failed_attempts: Box::default(),
         },
         tokens: conversation.tokens,
         duration: span.end_ns.saturating_sub(first) as f64 / 1e6,
         streaming: memchr::memmem::find(span.name.as_bytes(), b"doStream").is_some(),
         conversation_id: None,
-        started_at: Some(stamps.format(span.start_ns)),
+        started_at: Some(stamps.format(span.start_ns).into_boxed_str()),
     })
 }
 
@@ -750,7 +750,7 @@ fn run_event(
             .or_else(|| conversation.prompt.as_ref().map(RawJson::from_value))
             .unwrap_or_default(),
         output: agent.output.unwrap_or_default(),
-        steps: Vec::new(),
+        steps: Box::default(),
         tokens,
         duration: span.duration_ms(),
         finish_reason: agent.finish_reason,

@@ -26,10 +26,10 @@ use tokio::sync::broadcast;
 /// A stamped event as the log keeps it: the frame, its wire text once someone has asked
 /// for it, and the tenant whose stream shows it.
 ///
-/// The tenant's name is shared (an ingest path that knows it, `Runtime::emit_shared`,
-/// gives every event the same one), the text is a boxed `str`, and the budget's bytes are
-/// counted from the frame when asked: 24 bytes less a block than a `String` each and a
-/// stored count.
+/// Its shared block (`Arc<Logged>`) is 384 bytes, one of mimalloc's size classes (a test
+/// keeps it there): the tenant's name is shared (an ingest path that knows it,
+/// `Runtime::emit_shared`, gives every event the same one), the text is a boxed `str`, and
+/// the budget's bytes are counted from the frame when asked.
 #[derive(Debug)]
 pub struct Logged {
     pub frame: Frame,
@@ -953,6 +953,15 @@ mod tests {
             event,
         });
         Logged::restore(&text, tenant.into()).unwrap()
+    }
+
+    #[test]
+    fn a_logged_events_shared_block_fits_mimallocs_384_byte_class() {
+        // `Arc`'s block: its two counts, then the value. At 408 bytes each event took a
+        // 448-byte block; the largest events (`agent.step.completed`, `agent.completed`)
+        // keep `Event` at 264 bytes for this.
+        let block = 2 * std::mem::size_of::<usize>() + std::mem::size_of::<Logged>();
+        assert!(block <= 384, "Arc<Logged> is {block} bytes");
     }
 
     #[test]
