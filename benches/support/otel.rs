@@ -157,7 +157,7 @@ pub fn decode_and_fold(rt: &Runtime, bodies: &[Vec<u8>]) -> anyhow::Result<usize
         let request = decode::decode_request(body, Encoding::Protobuf)?;
         let (flat, rejected) = decode::flatten(request);
         anyhow::ensure!(rejected.is_empty(), "rejected spans: {rejected:?}");
-        spans += rt.ingest_spans("default", &flat).spans;
+        spans += rt.ingest_spans("default", flat).spans;
     }
     Ok(spans)
 }

@@ -166,7 +166,7 @@ impl SpanIn {
 /// map would keep it; they are kept as a list because a span's few attributes are read
 /// once each, and inserting them into a map (compare by compare) cost more than the read.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Attributes(Vec<(String, serde_json::Value)>);
+pub struct Attributes(pub(crate) Vec<(String, serde_json::Value)>);
 
 impl Attributes {
     /// The value of `key`, its last if sent twice.

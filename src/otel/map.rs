@@ -1,8 +1,8 @@
 //! What one span is, read through the conventions producers emit: the `GenAI` semantic
 //! conventions first, then the Vercel AI SDK's `ai.*`, `OpenInference` and `OpenLLMetry`.
 
+use super::decode::{Attributes, SpanIn, line, line_cow, text, text_cow};
 use super::decode::{MAX_NAME_BYTES as MAX_KEY_BYTES, MAX_VALUE_BYTES as MAX_STRING_BYTES};
-use super::decode::{SpanIn, line, line_cow, text, text_cow};
 use crate::protocol::RawJson;
 use foldhash::HashMap;
 use serde_json::Value;
@@ -153,31 +153,50 @@ fn key_of(name: &str) -> Option<Key> {
     INDEX.get(name).copied()
 }
 
+/// The part a span plays, before its fields are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Agent,
+    Model,
+    Tool,
+    Other,
+}
+
 /// A span's attributes that some convention reads, found in one pass over them: each
-/// lookup after that is an index, not a search of the span's map per convention.
+/// lookup after that is an index, not a search of the span's map per convention. It holds
+/// the span's attribute list while it reads it, so a role's strings move out of it.
 pub struct Attrs<'a> {
     span: &'a SpanIn,
-    values: [Option<&'a Value>; KEYS.len()],
+    list: Attributes,
+    values: [Option<u16>; KEYS.len()],
 }
 
 impl<'a> Attrs<'a> {
-    pub fn of(span: &'a SpanIn) -> Attrs<'a> {
+    /// Reads `list`, the attributes taken out of `span` (given back by `classify` when no
+    /// convention matched).
+    pub fn with(span: &'a SpanIn, list: Attributes) -> Attrs<'a> {
         let mut values = [None; KEYS.len()];
         // In the order sent: a key sent twice reads as its last value.
-        for (name, value) in span.attributes.iter() {
-            if let Some(key) = key_of(name) {
-                values[key as usize] = Some(value);
+        for (at, (name, _)) in list.0.iter().enumerate() {
+            if let Some(key) = key_of(name)
+                && let Ok(at) = u16::try_from(at)
+            {
+                values[key as usize] = Some(at);
             }
         }
-        Attrs { span, values }
+        Attrs { span, list, values }
     }
 
-    fn get(&self, key: Key) -> Option<&'a Value> {
-        self.values[key as usize]
+    fn get(&self, key: Key) -> Option<&Value> {
+        self.values[key as usize].map(|at| &self.list.0[usize::from(at)].1)
+    }
+
+    fn get_mut(&mut self, key: Key) -> Option<&mut Value> {
+        self.values[key as usize].map(|at| &mut self.list.0[usize::from(at)].1)
     }
 
     /// A string (one bounded line) or a number's text.
-    fn string(&self, key: Key) -> Option<Cow<'a, str>> {
+    fn string(&self, key: Key) -> Option<Cow<'_, str>> {
         match self.get(key)? {
             Value::String(s) => Some(line_cow(s)),
             Value::Number(n) => Some(Cow::Owned(n.to_string())),
@@ -186,10 +205,35 @@ impl<'a> Attrs<'a> {
     }
 
     /// The first of `keys` that is a string or number, unless that one is empty.
-    fn first_string(&self, keys: &[Key]) -> Option<Cow<'a, str>> {
+    fn first_string(&self, keys: &[Key]) -> Option<Cow<'_, str>> {
+        let key = self.first_present(keys)?;
+        self.string(key).filter(|s| !s.is_empty())
+    }
+
+    /// The first of `keys` whose value is a string or a number.
+    fn first_present(&self, keys: &[Key]) -> Option<Key> {
         keys.iter()
-            .find_map(|k| self.string(*k))
-            .filter(|s| !s.is_empty())
+            .copied()
+            .find(|k| matches!(self.get(*k), Some(Value::String(_) | Value::Number(_))))
+    }
+
+    /// `first_string`, owned: a string cleaning leaves as it is moves out of the list
+    /// rather than being copied (a role reads each of its keys once).
+    fn take_first_string(&mut self, keys: &[Key]) -> Option<String> {
+        let key = self.first_present(keys)?;
+        self.take_string(key).filter(|s| !s.is_empty())
+    }
+
+    /// `string`, owned, moved out of the list when cleaning leaves it as it is.
+    fn take_string(&mut self, key: Key) -> Option<String> {
+        let changed = match self.string(key)? {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(changed) => Some(changed),
+        };
+        changed.or_else(|| match self.get_mut(key) {
+            Some(Value::String(s)) => Some(std::mem::take(s)),
+            _ => None,
+        })
     }
 
     fn first_u64(&self, keys: &[Key]) -> Option<u64> {
@@ -214,18 +258,31 @@ impl<'a> Attrs<'a> {
 
     /// The conversation the span names (`gen_ai.conversation.id`, `OpenInference`
     /// `session.id`).
-    pub fn conversation_id(&self) -> Option<Cow<'a, str>> {
+    pub fn conversation_id(&self) -> Option<String> {
         self.first_string(&[Key::ConversationId, Key::SessionId, Key::AiSessionId])
+            .map(Cow::into_owned)
     }
 
-    pub fn classify(&self) -> Role {
+    /// The span's role, its strings moved out of the list; the list back, untouched, when
+    /// no convention matched (the span is then shown with every attribute).
+    pub fn classify(mut self) -> (Role, Option<Attributes>) {
+        let role = match self.kind() {
+            Kind::Agent => Role::Agent(self.agent()),
+            Kind::Model => Role::Model(self.model()),
+            Kind::Tool => Role::Tool(self.tool()),
+            Kind::Other => return (Role::Other, Some(self.list)),
+        };
+        (role, None)
+    }
+
+    fn kind(&self) -> Kind {
         if let Some(op) = self.string(Key::OperationName) {
             match &*op {
-                "invoke_agent" | "create_agent" => return Role::Agent(self.agent()),
+                "invoke_agent" | "create_agent" => return Kind::Agent,
                 "chat" | "generate_content" | "text_completion" => {
-                    return Role::Model(self.model());
+                    return Kind::Model;
                 }
-                "execute_tool" => return Role::Tool(self.tool()),
+                "execute_tool" => return Kind::Tool,
                 _ => {}
             }
         }
@@ -235,53 +292,53 @@ impl<'a> Attrs<'a> {
         {
             match op.split(' ').next().unwrap_or_default() {
                 "ai.generateText" | "ai.streamText" | "ai.generateObject" | "ai.streamObject" => {
-                    return Role::Agent(self.agent());
+                    return Kind::Agent;
                 }
                 "ai.generateText.doGenerate"
                 | "ai.streamText.doStream"
                 | "ai.generateObject.doGenerate"
-                | "ai.streamObject.doStream" => return Role::Model(self.model()),
-                "ai.toolCall" => return Role::Tool(self.tool()),
+                | "ai.streamObject.doStream" => return Kind::Model,
+                "ai.toolCall" => return Kind::Tool,
                 _ => {}
             }
         }
         if let Some(kind) = self.string(Key::OpenInferenceKind) {
             match kind.to_ascii_uppercase().as_str() {
-                "AGENT" => return Role::Agent(self.agent()),
-                "LLM" => return Role::Model(self.model()),
-                "TOOL" => return Role::Tool(self.tool()),
+                "AGENT" => return Kind::Agent,
+                "LLM" => return Kind::Model,
+                "TOOL" => return Kind::Tool,
                 _ => {}
             }
         }
         if let Some(kind) = self.string(Key::TraceloopKind) {
             match &*kind {
-                "agent" | "workflow" => return Role::Agent(self.agent()),
-                "tool" => return Role::Tool(self.tool()),
+                "agent" | "workflow" => return Kind::Agent,
+                "tool" => return Kind::Tool,
                 _ => {}
             }
         }
         // `OpenLLMetry`'s model spans carry `llm.request.type` and the `GenAI` usage keys.
         if self.string(Key::LlmRequestType).is_some() {
-            return Role::Model(self.model());
+            return Kind::Model;
         }
         // Pydantic AI before the `execute_tool` operation name: a tool span names its tool.
         if self.string(Key::ToolName).is_some() {
-            return Role::Tool(self.tool());
+            return Kind::Tool;
         }
-        Role::Other
+        Kind::Other
     }
 
-    fn agent(&self) -> AgentSpan {
+    fn agent(&mut self) -> AgentSpan {
         AgentSpan {
             name: self
-                .first_string(&[
+                .take_first_string(&[
                     Key::AgentName,
                     Key::AgentNamePlain,
                     Key::AiFunctionId,
                     Key::TraceloopName,
                     Key::AgentNameDotted,
                 ])
-                .map_or_else(|| self.span.name.clone(), Cow::into_owned),
+                .unwrap_or_else(|| self.span.name.clone()),
             model: self.model_name(),
             provider: self.provider(),
             input_tokens: self.input_tokens(),
@@ -306,7 +363,7 @@ impl<'a> Attrs<'a> {
         }
     }
 
-    fn model(&self) -> ModelSpan {
+    fn model(&mut self) -> ModelSpan {
         ModelSpan {
             model: self.model_name(),
             provider: self.provider(),
@@ -338,25 +395,23 @@ impl<'a> Attrs<'a> {
         (!content.is_empty()).then(|| text(&content))
     }
 
-    fn tool(&self) -> ToolSpan {
+    fn tool(&mut self) -> ToolSpan {
         let name = self
-            .first_string(&[
+            .take_first_string(&[
                 Key::ToolName,
                 Key::AiToolName,
                 Key::ToolNamePlain,
                 Key::TraceloopName,
             ])
-            .map_or_else(|| self.span.name.clone(), Cow::into_owned);
+            .unwrap_or_else(|| self.span.name.clone());
         ToolSpan {
             name,
-            call_id: self
-                .first_string(&[
-                    Key::ToolCallId,
-                    Key::AiToolCallId,
-                    Key::ToolCallIdUnderscore,
-                    Key::ToolCallIdDotted,
-                ])
-                .map(Cow::into_owned),
+            call_id: self.take_first_string(&[
+                Key::ToolCallId,
+                Key::AiToolCallId,
+                Key::ToolCallIdUnderscore,
+                Key::ToolCallIdDotted,
+            ]),
             args: self
                 .first_json(&[
                     Key::ToolArguments,
@@ -380,8 +435,8 @@ impl<'a> Attrs<'a> {
         }
     }
 
-    fn model_name(&self) -> String {
-        self.first_string(&[
+    fn model_name(&mut self) -> String {
+        self.take_first_string(&[
             Key::ResponseModel,
             Key::RequestModel,
             Key::AiResponseModel,
@@ -389,19 +444,17 @@ impl<'a> Attrs<'a> {
             Key::LlmModelName,
             Key::ModelName,
         ])
-        .map(Cow::into_owned)
         .unwrap_or_default()
     }
 
-    fn provider(&self) -> String {
-        self.first_string(&[
+    fn provider(&mut self) -> String {
+        self.take_first_string(&[
             Key::ProviderName,
             Key::System,
             Key::AiModelProvider,
             Key::LlmProvider,
             Key::LlmSystem,
         ])
-        .map(Cow::into_owned)
         .unwrap_or_default()
     }
 
@@ -429,13 +482,20 @@ impl<'a> Attrs<'a> {
         ])
     }
 
-    fn finish_reason(&self) -> String {
-        match self
-            .get(Key::FinishReasons)
-            .or_else(|| self.get(Key::AiFinishReason))
-            .or_else(|| self.get(Key::LlmFinishReason))
-        {
-            Some(Value::String(s)) => line_cow(s).into_owned(),
+    fn finish_reason(&mut self) -> String {
+        let Some(key) = [
+            Key::FinishReasons,
+            Key::AiFinishReason,
+            Key::LlmFinishReason,
+        ]
+        .into_iter()
+        .find(|k| self.get(*k).is_some()) else {
+            return String::new();
+        };
+        if matches!(self.get(key), Some(Value::String(_))) {
+            return self.take_string(key).unwrap_or_default();
+        }
+        match self.get(key) {
             Some(Value::Array(items)) => line(
                 &items
                     .iter()
@@ -470,12 +530,12 @@ impl<'a> Attrs<'a> {
 
 /// The conversation a span names (`gen_ai.conversation.id`, `OpenInference` `session.id`).
 pub fn conversation_id(span: &SpanIn) -> Option<String> {
-    Attrs::of(span).conversation_id().map(Cow::into_owned)
+    Attrs::with(span, span.attributes.clone()).conversation_id()
 }
 
 /// What part `span` plays.
 pub fn classify(span: &SpanIn) -> Role {
-    Attrs::of(span).classify()
+    Attrs::with(span, span.attributes.clone()).classify().0
 }
 
 /// An attribute's text as a value: JSON text (an object or array) as the value it spells,
@@ -502,15 +562,17 @@ const CANONICAL_DEPTH: usize = 64;
 
 /// The text `serde_json` writes for the value `text` spells, once cleaned (compact, keys
 /// in order), when that can be seen in one pass without building the value: the text is
-/// copied without its whitespace when it has no escapes, no fractions or exponents, keys
-/// in order each once, and strings that cleaning leaves as they are. `None` leaves it to
-/// the parser; tool arguments as producers send them (`json.dumps`, `JSON.stringify`)
-/// nearly always pass.
+/// copied without its whitespace when it has no escapes, no fractions or exponents, each
+/// key once, and strings that cleaning leaves as they are; an object's members are put in
+/// key order when they came in another (`json.dumps` keeps a dict's insertion order).
+/// `None` leaves it to the parser; tool arguments as producers send them (`json.dumps`,
+/// `JSON.stringify`) nearly always pass.
 fn canonical_json(text: &str) -> Option<String> {
     let mut canon = Canon {
         text,
         at: 0,
         out: String::with_capacity(text.len()),
+        members: Vec::new(),
     };
     canon.value(0)?;
     canon.space();
@@ -521,6 +583,9 @@ struct Canon<'a> {
     text: &'a str,
     at: usize,
     out: String,
+    /// The members of the objects being copied, innermost last: each one's key and where
+    /// its `"key":value` text lies in `out`.
+    members: Vec<(&'a str, usize, usize)>,
 }
 
 impl<'a> Canon<'a> {
@@ -552,20 +617,33 @@ impl<'a> Canon<'a> {
                 if self.take(b'}').is_some() {
                     return Some(());
                 }
-                let mut last: Option<&str> = None;
+                let base = self.members.len();
+                let mut sorted = true;
                 loop {
                     self.space();
+                    let start = self.out.len();
                     let key = self.string(MAX_KEY_BYTES, true)?;
-                    if last.is_some_and(|last| last >= key) {
-                        return None;
+                    if let Some((last, ..)) = self.members[base..].last() {
+                        match (*last).cmp(key) {
+                            std::cmp::Ordering::Less => {}
+                            // A key named twice: the parser says which value stays.
+                            std::cmp::Ordering::Equal => return None,
+                            std::cmp::Ordering::Greater => sorted = false,
+                        }
                     }
-                    last = Some(key);
                     self.take(b':')?;
                     self.value(depth + 1)?;
+                    self.members.push((key, start, self.out.len()));
                     self.space();
                     match self.peek()? {
                         b',' => self.take(b',')?,
-                        b'}' => return self.take(b'}'),
+                        b'}' => {
+                            if !sorted {
+                                self.sort_members(base)?;
+                            }
+                            self.members.truncate(base);
+                            return self.take(b'}');
+                        }
                         _ => return None,
                     }
                 }
@@ -593,6 +671,27 @@ impl<'a> Canon<'a> {
             b'n' => self.literal("null"),
             _ => None,
         }
+    }
+
+    /// Rewrites the members from `base` on (the innermost object's, copied in the order
+    /// sent) in key order, as `serde_json`'s map writes them; `None` for a key named twice.
+    fn sort_members(&mut self, base: usize) -> Option<()> {
+        let members = &mut self.members[base..];
+        let first = members.first()?.1;
+        members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        if members.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+            return None;
+        }
+        let mut sorted = String::with_capacity(self.out.len() - first);
+        for (at, (_, start, end)) in members.iter().enumerate() {
+            if at > 0 {
+                sorted.push(',');
+            }
+            sorted.push_str(self.out.get(*start..*end)?);
+        }
+        self.out.truncate(first);
+        self.out.push_str(&sorted);
+        Some(())
     }
 
     /// A string without escapes that cleaning (`line` for a key, `text` for a value)
@@ -850,5 +949,13 @@ mod tests {
             check(&damaged.into_iter().collect::<String>(), &mut fast);
         }
         assert!(fast > 5_000, "the fast path was taken {fast} times");
+        // Members sent out of key order (a Python dict's order) are put in order in the one
+        // pass, nested objects too; a key named twice is left to the parser.
+        assert_eq!(
+            canonical_json(r#"{"temp": 21, "sky": {"z": [1, {"b": 2, "a": 1}], "a": null}}"#)
+                .as_deref(),
+            Some(r#"{"sky":{"a":null,"z":[1,{"a":1,"b":2}]},"temp":21}"#)
+        );
+        assert_eq!(canonical_json(r#"{"b":1,"a":2,"b":3}"#), None);
     }
 }

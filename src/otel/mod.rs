@@ -19,7 +19,6 @@ use crate::protocol::events::{
 use crate::protocol::{Envelope, Event, RawJson};
 use foldhash::{HashMap, HashMapExt, HashSet};
 use map::{Failure, Role};
-use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -65,16 +64,66 @@ pub struct AssemblerStats {
     pub unmatched_spans: u64,
 }
 
-/// A span remembered while its trace is: enough to find a tool's step.
-#[derive(Debug, Default)]
+/// A span remembered while its trace is: enough to find a tool's step. Plain data, so a
+/// trace's notes are one block, freed without visiting each.
+#[derive(Debug, Clone, Copy)]
 struct Note {
-    parent: Option<u64>,
-    /// A model span's step, numbered when the span is first seen.
-    step: Option<u32>,
+    id: u64,
+    /// The parent span's id, 0 for a root (OTLP ids are never 0).
+    parent: u64,
+    /// A model span's step, numbered from 1 when the span is first seen; 0 for others.
+    step: u32,
     /// Whether its own event went out already.
     emitted: bool,
-    /// Tool calls under a model span whose step has not gone out yet: the step claims them.
-    calls: Vec<StepToolCall>,
+}
+
+impl Note {
+    fn step(&self) -> Option<u32> {
+        (self.step > 0).then_some(self.step)
+    }
+}
+
+/// A trace's notes in the order first seen. An agent run's trace holds a few spans, found
+/// by a scan of one small block; past `INDEXED_FROM` a map finds them instead.
+#[derive(Debug, Default)]
+struct Notes {
+    list: Vec<Note>,
+    index: Option<HashMap<u64, usize>>,
+}
+
+impl Notes {
+    const INDEXED_FROM: usize = 16;
+
+    fn position(&self, id: u64) -> Option<usize> {
+        match &self.index {
+            Some(index) => index.get(&id).copied(),
+            None => self.list.iter().position(|n| n.id == id),
+        }
+    }
+
+    fn get(&self, id: u64) -> Option<&Note> {
+        self.position(id).map(|at| &self.list[at])
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut Note> {
+        self.position(id).map(|at| &mut self.list[at])
+    }
+
+    /// Adds a note whose id is not yet noted.
+    fn push(&mut self, note: Note) {
+        self.list.push(note);
+        if let Some(index) = &mut self.index {
+            index.insert(note.id, self.list.len() - 1);
+        } else if self.list.len() > Self::INDEXED_FROM {
+            self.index = Some(
+                self.list
+                    .iter()
+                    .enumerate()
+                    .map(|(at, n)| (n.id, at))
+                    .collect(),
+            );
+        }
+    }
 }
 
 /// What the byte bound counts per remembered span (the note and its id as hex text, as
@@ -84,8 +133,11 @@ const NOTE_ID_BYTES: usize = 32;
 
 #[derive(Debug)]
 struct Trace {
-    session: String,
-    spans: HashMap<u64, Note>,
+    session: Arc<str>,
+    spans: Notes,
+    /// Tool calls under a model span whose step has not gone out yet, by that span's id:
+    /// the step claims them.
+    claimed: Vec<(u64, StepToolCall)>,
     bytes: usize,
     /// Token usage of this trace's model calls: a run's total (the Vercel AI SDK's root
     /// span reports its last step's usage only).
@@ -114,7 +166,7 @@ struct Conversation {
 struct Tenant {
     name: Arc<str>,
     traces: HashMap<u128, Trace>,
-    sessions: HashMap<String, Conversation>,
+    sessions: HashMap<Arc<str>, Conversation>,
 }
 
 impl Tenant {
@@ -132,16 +184,16 @@ pub struct Assembler {
     /// Traces, oldest first: the first forgotten past the byte bound.
     order: VecDeque<(Arc<str>, u128)>,
     /// Conversations, oldest first: the first forgotten past `MAX_SESSIONS`.
-    session_order: VecDeque<(Arc<str>, String)>,
+    session_order: VecDeque<(Arc<str>, Arc<str>)>,
     evicted_traces: u64,
     unmatched: u64,
     stamps: Stamps,
 }
 
 /// One span of a request as the mapping read it.
-struct Read<'a> {
+struct Read {
     role: Role,
-    conversation: Option<Cow<'a, str>>,
+    conversation: Option<String>,
 }
 
 impl Assembler {
@@ -169,8 +221,19 @@ impl Assembler {
         }
     }
 
-    /// The events `spans` (one request's, in the order sent) make for `tenant`.
-    pub fn ingest(&mut self, tenant: &str, spans: &[SpanIn]) -> (Vec<Emit>, IngestStats) {
+    /// The events `spans` (one request's, in the order sent) make for `tenant`. The spans'
+    /// strings move into the events.
+    pub fn ingest(&mut self, tenant: &str, spans: Vec<SpanIn>) -> (Vec<Emit>, IngestStats) {
+        let (_, emits, stats) = self.ingest_named(tenant, spans);
+        (emits, stats)
+    }
+
+    /// `ingest`, and the tenant's name as the assembler shares it (its events keep it).
+    pub fn ingest_named(
+        &mut self,
+        tenant: &str,
+        spans: Vec<SpanIn>,
+    ) -> (Arc<str>, Vec<Emit>, IngestStats) {
         // The tenant's state is taken out of the map for the request, so a span finds its
         // trace and conversation without looking its tenant up again.
         let mut state = self.tenants.remove(tenant).unwrap_or_else(|| Tenant {
@@ -178,33 +241,44 @@ impl Assembler {
             traces: HashMap::new(),
             sessions: HashMap::new(),
         });
-        let answer = self.ingest_into(&mut state, spans);
+        let (emits, stats) = self.ingest_into(&mut state, spans);
+        let name = state.name.clone();
         if !state.is_empty() {
             self.tenants.insert(state.name.clone(), state);
         }
         // A trace stays after its root (within the byte bound, oldest forgotten first):
         // an exporter that flushes its batches at once can deliver a child after its root.
         self.enforce_bytes();
-        answer
+        (name, emits, stats)
     }
 
-    fn ingest_into(&mut self, state: &mut Tenant, spans: &[SpanIn]) -> (Vec<Emit>, IngestStats) {
+    fn ingest_into(
+        &mut self,
+        state: &mut Tenant,
+        mut spans: Vec<SpanIn>,
+    ) -> (Vec<Emit>, IngestStats) {
         let mut out = Vec::with_capacity(spans.len() + 1);
         let mut stats = IngestStats {
             spans: spans.len(),
             ..IngestStats::default()
         };
-        // Each span's attributes are read once: its role and the conversation it names.
-        let reads: Vec<Read<'_>> = spans
-            .iter()
+        // Each span's attributes are read once: its role and the conversation it names. A
+        // role's strings move out of the attributes; a span no convention matched keeps
+        // them, to be shown.
+        let reads: Vec<Read> = spans
+            .iter_mut()
             .map(|span| {
-                let attrs = map::Attrs::of(span);
-                Read {
-                    role: attrs.classify(),
-                    conversation: attrs.conversation_id(),
+                let list = std::mem::take(&mut span.attributes);
+                let attrs = map::Attrs::with(span, list);
+                let conversation = attrs.conversation_id();
+                let (role, unread) = attrs.classify();
+                if let Some(list) = unread {
+                    span.attributes = list;
                 }
+                Read { role, conversation }
             })
             .collect();
+        let spans = &spans[..];
         // The conversation each trace of the request names: its first span naming one.
         let mut conversations: HashMap<u128, &str> = HashMap::new();
         for (span, read) in spans.iter().zip(&reads) {
@@ -212,17 +286,21 @@ impl Assembler {
                 conversations.entry(span.trace_id).or_insert(id);
             }
         }
+        // Exporters send a trace's spans together: each run of spans of one trace finds
+        // its trace (and conversation) once.
+        let runs = trace_runs(spans);
         // First every span is noted, so a tool finds the model call above it even when
         // that call comes later in the same request.
-        for (span, read) in spans.iter().zip(&reads) {
-            if !state.traces.contains_key(&span.trace_id) {
-                let session = conversations
-                    .get(&span.trace_id)
-                    .map_or_else(|| span.trace_hex(), |id| (*id).to_owned());
+        for (from, to) in runs.iter().copied() {
+            let first = &spans[from];
+            if !state.traces.contains_key(&first.trace_id) {
+                let session: Arc<str> = conversations
+                    .get(&first.trace_id)
+                    .map_or_else(|| first.trace_hex().into(), |id| Arc::from(*id));
                 if !state.sessions.contains_key(&session) {
                     out.push(Emit {
-                        session_id: session.clone(),
-                        event: Event::SessionCreated(created(span)),
+                        session_id: session.to_string(),
+                        event: Event::SessionCreated(created(first)),
                     });
                     stats.sessions += 1;
                     state
@@ -233,50 +311,65 @@ impl Assembler {
                     self.trim_sessions(state);
                 }
                 state.traces.insert(
-                    span.trace_id,
+                    first.trace_id,
                     Trace {
                         session,
-                        spans: HashMap::new(),
+                        spans: Notes {
+                            list: Vec::with_capacity(to - from),
+                            index: None,
+                        },
+                        claimed: Vec::new(),
                         bytes: 0,
                         tokens: Tokens::default(),
                         run: None,
                     },
                 );
-                self.order.push_back((state.name.clone(), span.trace_id));
+                self.order.push_back((state.name.clone(), first.trace_id));
             }
-            let Some(trace) = state.traces.get_mut(&span.trace_id) else {
+            let Some(trace) = state.traces.get_mut(&first.trace_id) else {
                 continue;
             };
-            if trace.spans.contains_key(&span.span_id) {
-                continue;
-            }
-            let step = if matches!(read.role, Role::Model(_)) {
-                state.sessions.get_mut(&trace.session).map(|c| {
-                    c.steps += 1;
-                    c.steps
-                })
+            let models = reads[from..to]
+                .iter()
+                .any(|r| matches!(r.role, Role::Model(_)));
+            let mut conversation = if models {
+                state.sessions.get_mut(&trace.session)
             } else {
                 None
             };
-            let bytes = NOTE_BYTES + NOTE_ID_BYTES;
-            trace.spans.insert(
-                span.span_id,
-                Note {
-                    parent: span.parent_id,
-                    step,
-                    ..Note::default()
-                },
-            );
-            trace.bytes += bytes;
-            self.bytes += bytes;
+            for (span, read) in spans[from..to].iter().zip(&reads[from..to]) {
+                if trace.spans.get(span.span_id).is_some() {
+                    continue;
+                }
+                let step = if matches!(read.role, Role::Model(_)) {
+                    conversation.as_mut().map(|c| {
+                        c.steps += 1;
+                        c.steps
+                    })
+                } else {
+                    None
+                };
+                let bytes = NOTE_BYTES + NOTE_ID_BYTES;
+                trace.spans.push(Note {
+                    id: span.span_id,
+                    parent: span.parent_id.unwrap_or(0),
+                    step: step.unwrap_or(0),
+                    emitted: false,
+                });
+                trace.bytes += bytes;
+                self.bytes += bytes;
+            }
         }
-        for (span, read) in spans.iter().zip(reads) {
+        let mut roles: Vec<Role> = reads.into_iter().map(|r| r.role).collect();
+        for (from, to) in runs {
+            let group = &spans[from..to];
+            let roles = &mut roles[from..to];
             let Tenant {
                 name,
                 traces,
                 sessions,
             } = &mut *state;
-            let Some(trace) = traces.get_mut(&span.trace_id) else {
+            let Some(trace) = traces.get_mut(&group[0].trace_id) else {
                 continue;
             };
             if !sessions.contains_key(&trace.session) {
@@ -289,64 +382,67 @@ impl Assembler {
             let Some(conversation) = sessions.get_mut(&trace.session) else {
                 continue;
             };
-            let emitted = trace.spans.get(&span.span_id).is_some_and(|n| n.emitted);
-            if emitted {
-                continue;
-            }
-            let event = match read.role {
-                Role::Model(model) => {
-                    stats.steps += 1;
-                    let step = step_event(span, model, trace, conversation, &mut self.stamps);
-                    if let Some(ended) = trace.run.as_mut() {
-                        // The run already ended (an exporter flushed its batches at once):
-                        // this step is placed after it, and the run's total says it too.
-                        out.push(Emit {
-                            session_id: trace.session.clone(),
-                            event: step,
-                        });
-                        ended.1.tokens = trace.tokens;
-                        let (failed, run) = (ended.0, ended.1.clone());
-                        Some(if failed {
-                            Event::AgentFailed(run)
+            for (span, role) in group.iter().zip(roles.iter_mut()) {
+                let emitted = trace.spans.get(span.span_id).is_some_and(|n| n.emitted);
+                if emitted {
+                    continue;
+                }
+                let event = match std::mem::replace(role, Role::Other) {
+                    Role::Model(model) => {
+                        stats.steps += 1;
+                        let step = step_event(span, model, trace, conversation, &mut self.stamps);
+                        if let Some(ended) = trace.run.as_mut() {
+                            // The run already ended (an exporter flushed its batches at
+                            // once): this step is placed after it, and the run's total says
+                            // it too.
+                            out.push(Emit {
+                                session_id: trace.session.to_string(),
+                                event: step,
+                            });
+                            ended.1.tokens = trace.tokens;
+                            let (failed, run) = (ended.0, ended.1.clone());
+                            Some(if failed {
+                                Event::AgentFailed(run)
+                            } else {
+                                Event::AgentCompleted(run)
+                            })
                         } else {
-                            Event::AgentCompleted(run)
-                        })
-                    } else {
-                        Some(step)
+                            Some(step)
+                        }
                     }
-                }
-                Role::Tool(tool) => {
-                    stats.calls += 1;
-                    tool_event(span, tool, trace, conversation, &mut self.stamps)
-                }
-                Role::Agent(agent) => {
-                    stats.runs += 1;
-                    let event = run_event(span, agent, trace.tokens, conversation);
-                    if span.parent_id.is_none()
-                        && let Event::AgentCompleted(run) | Event::AgentFailed(run) = &event
-                    {
-                        let failed = matches!(event, Event::AgentFailed(_));
-                        let bytes = run.input.get().len() + run.output.get().len() + 256;
-                        trace.bytes += bytes;
-                        self.bytes += bytes;
-                        trace.run = Some(Box::new((failed, run.clone())));
+                    Role::Tool(tool) => {
+                        stats.calls += 1;
+                        tool_event(span, tool, trace, conversation, &mut self.stamps)
                     }
-                    Some(event)
+                    Role::Agent(agent) => {
+                        stats.runs += 1;
+                        let event = run_event(span, agent, trace.tokens, conversation);
+                        if span.parent_id.is_none()
+                            && let Event::AgentCompleted(run) | Event::AgentFailed(run) = &event
+                        {
+                            let failed = matches!(event, Event::AgentFailed(_));
+                            let bytes = run.input.get().len() + run.output.get().len() + 256;
+                            trace.bytes += bytes;
+                            self.bytes += bytes;
+                            trace.run = Some(Box::new((failed, run.clone())));
+                        }
+                        Some(event)
+                    }
+                    Role::Other => {
+                        stats.unmatched += 1;
+                        self.unmatched += 1;
+                        Some(unmatched_event(span, &mut self.stamps))
+                    }
+                };
+                if let Some(note) = trace.spans.get_mut(span.span_id) {
+                    note.emitted = true;
                 }
-                Role::Other => {
-                    stats.unmatched += 1;
-                    self.unmatched += 1;
-                    Some(unmatched_event(span, &mut self.stamps))
+                if let Some(event) = event {
+                    out.push(Emit {
+                        session_id: trace.session.to_string(),
+                        event,
+                    });
                 }
-            };
-            if let Some(note) = trace.spans.get_mut(&span.span_id) {
-                note.emitted = true;
-            }
-            if let Some(event) = event {
-                out.push(Emit {
-                    session_id: trace.session.clone(),
-                    event,
-                });
             }
         }
         self.trim_sessions(state);
@@ -388,6 +484,19 @@ impl Assembler {
             }
         }
     }
+}
+
+/// The runs of consecutive spans of one trace, as index ranges (`from..to`).
+fn trace_runs(spans: &[SpanIn]) -> Vec<(usize, usize)> {
+    let mut runs = Vec::new();
+    let mut from = 0;
+    for at in 1..=spans.len() {
+        if at == spans.len() || spans[at].trace_id != spans[from].trace_id {
+            runs.push((from, at));
+            from = at;
+        }
+    }
+    runs
 }
 
 /// Span times as RFC 3339 text (UTC, microseconds). A trace's spans share their seconds,
@@ -453,14 +562,12 @@ fn step_event(
     conversation: &mut Conversation,
     stamps: &mut Stamps,
 ) -> Event {
-    let note = trace.spans.get_mut(&span.span_id);
-    let iteration = note
-        .as_ref()
-        .and_then(|n| n.step)
+    let iteration = trace
+        .spans
+        .get(span.span_id)
+        .and_then(Note::step)
         .unwrap_or(conversation.steps.max(1));
-    let tool_calls = note
-        .map(|n| std::mem::take(&mut n.calls))
-        .unwrap_or_default();
+    let tool_calls = take_claimed(&mut trace.claimed, span.span_id);
     let tokens = Tokens {
         prompt: model.input_tokens,
         completion: model.output_tokens,
@@ -503,26 +610,38 @@ fn step_event(
             finish_reason,
             tool_calls,
             cassette: false,
-            failed_attempts: Vec::new(),
+            failed_attempts: Box::default(),
         },
         tokens: conversation.tokens,
         duration: span.end_ns.saturating_sub(first) as f64 / 1e6,
         streaming: memchr::memmem::find(span.name.as_bytes(), b"doStream").is_some(),
         conversation_id: None,
-        started_at: Some(stamps.format(span.start_ns)),
+        started_at: Some(stamps.format(span.start_ns).into_boxed_str()),
     })
+}
+
+/// The calls claimed by model span `id`, in the order they came, taken out of `claimed`.
+fn take_claimed(claimed: &mut Vec<(u64, StepToolCall)>, id: u64) -> Vec<StepToolCall> {
+    if !claimed.iter().any(|(model, _)| *model == id) {
+        return Vec::new();
+    }
+    let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(claimed)
+        .into_iter()
+        .partition(|(model, _)| *model == id);
+    *claimed = rest;
+    mine.into_iter().map(|(_, call)| call).collect()
 }
 
 /// The model call above `span`, if one is among its noted ancestors.
 fn ancestor_step(span: &SpanIn, trace: &Trace) -> Option<u64> {
     let mut parent = span.parent_id;
     for _ in 0..MAX_ANCESTORS {
-        let id = parent?;
-        let note = trace.spans.get(&id)?;
-        if note.step.is_some() {
+        let id = parent.filter(|id| *id != 0)?;
+        let note = trace.spans.get(id)?;
+        if note.step > 0 {
             return Some(id);
         }
-        parent = note.parent;
+        parent = Some(note.parent);
     }
     None
 }
@@ -558,22 +677,25 @@ fn tool_event(
     let duration = span.duration_ms();
     let iteration = match ancestor_step(span, trace) {
         Some(model_id) => {
-            let note = trace.spans.get_mut(&model_id)?;
+            let note = *trace.spans.get(model_id)?;
             if !note.emitted {
                 // The step is still to come: it lists this call as its own.
-                note.calls.push(StepToolCall {
-                    id: call_id.clone(),
-                    name: tool.name.clone(),
-                    args: tool.args.clone(),
-                    result: match &tool.error {
-                        Some(failure) => error_json(failure),
-                        None => tool.result.clone(),
+                trace.claimed.push((
+                    model_id,
+                    StepToolCall {
+                        id: call_id.clone(),
+                        name: tool.name.clone(),
+                        args: tool.args.clone(),
+                        result: match &tool.error {
+                            Some(failure) => error_json(failure),
+                            None => tool.result.clone(),
+                        },
+                        duration,
+                        needs_approval: false,
                     },
-                    duration,
-                    needs_approval: false,
-                });
+                ));
             }
-            note.step
+            note.step()
         }
         None => conversation.last_step,
     };
@@ -628,7 +750,7 @@ fn run_event(
             .or_else(|| conversation.prompt.as_ref().map(RawJson::from_value))
             .unwrap_or_default(),
         output: agent.output.unwrap_or_default(),
-        steps: Vec::new(),
+        steps: Box::default(),
         tokens,
         duration: span.duration_ms(),
         finish_reason: agent.finish_reason,

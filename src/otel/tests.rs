@@ -134,7 +134,7 @@ fn vercel_root() -> serde_json::Value {
 #[test]
 fn a_trace_across_two_requests_is_one_session_shown_from_its_first_span() {
     let mut asm = Assembler::new(1 << 20);
-    let (first, stats) = asm.ingest("default", &spans_of(&request(vercel_children())));
+    let (first, stats) = asm.ingest("default", spans_of(&request(vercel_children())));
     assert_eq!(
         kinds(&first),
         [
@@ -173,7 +173,7 @@ fn a_trace_across_two_requests_is_one_session_shown_from_its_first_span() {
     assert_eq!(asm.stats().pending_traces, 1);
 
     // The root comes alone, later: the run ends, no second session.
-    let (second, _) = asm.ingest("default", &spans_of(&request(vec![vercel_root()])));
+    let (second, _) = asm.ingest("default", spans_of(&request(vec![vercel_root()])));
     assert_eq!(kinds(&second), ["agent.completed"]);
     let Event::AgentCompleted(run) = &second[0].event else {
         panic!()
@@ -199,7 +199,7 @@ fn a_trace_across_two_requests_is_one_session_shown_from_its_first_span() {
             ("ai.usage.outputTokens", json!(1)),
         ],
     );
-    let (third, _) = asm.ingest("default", &spans_of(&request(vec![late])));
+    let (third, _) = asm.ingest("default", spans_of(&request(vec![late])));
     assert_eq!(kinds(&third), ["agent.step.completed", "agent.completed"]);
     assert!(
         third.iter().all(|e| e.session_id == TRACE),
@@ -245,7 +245,7 @@ fn a_tool_under_its_model_call_is_claimed_by_that_step_even_arriving_first() {
         ),
     ];
     let mut asm = Assembler::new(1 << 20);
-    let (emits, _) = asm.ingest("t", &spans_of(&request(spans)));
+    let (emits, _) = asm.ingest("t", spans_of(&request(spans)));
     assert_eq!(
         kinds(&emits),
         ["session.created", "tool.called", "agent.step.completed"]
@@ -288,7 +288,7 @@ fn failures_and_unmatched_spans_are_kept_and_counted() {
         &[("http.method", json!("GET"))],
     );
     let mut asm = Assembler::new(1 << 20);
-    let (emits, stats) = asm.ingest("default", &spans_of(&request(vec![failing, plain])));
+    let (emits, stats) = asm.ingest("default", spans_of(&request(vec![failing, plain])));
     assert_eq!(kinds(&emits), ["session.created", "tool.called", SPAN_KIND]);
     let Event::ToolCalled(call) = &emits[1].event else {
         panic!()
@@ -320,7 +320,7 @@ fn pending_traces_stay_within_the_byte_bound() {
             &[],
         );
         s["traceId"] = json!(format!("{:032x}", u64::from(i) + 1));
-        asm.ingest("default", &spans_of(&request(vec![s])));
+        asm.ingest("default", spans_of(&request(vec![s])));
         assert!(asm.stats().pending_bytes <= max);
     }
     assert!(asm.stats().evicted_traces > 0);
@@ -344,7 +344,7 @@ fn strings_from_spans_are_bounded_and_terminal_safe() {
     assert_eq!(spans[0].name, "evil\\e[2Jname");
     assert!(spans[0].attributes["note"].as_str().unwrap().len() <= decode::MAX_VALUE_BYTES + 3);
     let mut asm = Assembler::new(1 << 20);
-    let (emits, _) = asm.ingest("default", &spans);
+    let (emits, _) = asm.ingest("default", spans);
     let Event::ToolCalled(call) = &emits[1].event else {
         panic!()
     };
@@ -417,7 +417,7 @@ fn pydantic_ai_export_requests_fold_into_one_failed_run() {
         let req = decode::decode_request(&body, Encoding::Protobuf).unwrap();
         let (spans, rejected) = decode::flatten(req);
         assert!(rejected.is_empty());
-        all.extend(asm.ingest("default", &spans).0);
+        all.extend(asm.ingest("default", spans).0);
     }
     assert_eq!(
         kinds(&all),
@@ -471,7 +471,7 @@ fn vercel_ai_sdk_export_requests_fold_into_one_completed_run() {
         let req = decode::decode_request(&body, Encoding::Json).unwrap();
         let (spans, rejected) = decode::flatten(req);
         assert!(rejected.is_empty());
-        all.extend(asm.ingest("default", &spans).0);
+        all.extend(asm.ingest("default", spans).0);
     }
     assert_eq!(
         kinds(&all),
@@ -550,7 +550,7 @@ fn openinference_and_openllmetry_spans_map_like_genai_ones() {
         ),
     ];
     let mut asm = Assembler::new(1 << 20);
-    let (emits, stats) = asm.ingest("default", &spans_of(&request(openinference)));
+    let (emits, stats) = asm.ingest("default", spans_of(&request(openinference)));
     assert_eq!(
         kinds(&emits),
         [
@@ -638,7 +638,7 @@ fn openinference_and_openllmetry_spans_map_like_genai_ones() {
     for s in &mut openllmetry {
         s["traceId"] = json!("0af7651916cd43dd8448eb211c80319c");
     }
-    let (emits, stats) = asm.ingest("default", &spans_of(&request(openllmetry)));
+    let (emits, stats) = asm.ingest("default", spans_of(&request(openllmetry)));
     assert_eq!(
         kinds(&emits),
         [

@@ -56,8 +56,8 @@ pub struct Step {
     pub cassette: bool,
     /// Model calls of this iteration that threw and were retried before the answer
     /// (spyglass's own: a script's `fail_on_step` with `retries`; absent when none).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub failed_attempts: Vec<FailedAttempt>,
+    #[serde(skip_serializing_if = "<[FailedAttempt]>::is_empty")]
+    pub failed_attempts: Box<[FailedAttempt]>,
 }
 
 /// One model call that threw and was retried: which call (zero-based, per session, as
@@ -83,10 +83,10 @@ pub struct AgentStepCompleted {
     pub duration: f64,
     pub streaming: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub conversation_id: Option<String>,
+    pub conversation_id: Option<Box<str>>,
     /// RFC 3339 instant this iteration began (spyglass's own; seed 001 has none).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<String>,
+    pub started_at: Option<Box<str>>,
 }
 
 /// `agent.completed`, and with `error` set, `agent.failed`.
@@ -98,13 +98,13 @@ pub struct AgentRun {
     pub provider: String,
     pub input: RawJson,
     pub output: RawJson,
-    pub steps: Vec<Step>,
+    pub steps: Box<[Step]>,
     pub tokens: Tokens,
     pub duration: f64,
     pub finish_reason: String,
     pub streaming: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub conversation_id: Option<String>,
+    pub conversation_id: Option<Box<str>>,
     pub failover_attempts: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<RawJson>,
@@ -115,7 +115,7 @@ pub struct AgentRun {
     /// Why `cost` is absent: the model has no price, or the provider reported no usage
     /// (spyglass's own).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost_missing: Option<String>,
+    pub cost_missing: Option<Box<str>>,
 }
 
 /// Outcome of one eval case. Seed 001 knows passed / failed / skipped; seed 003 adds

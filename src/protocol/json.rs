@@ -5,47 +5,54 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use std::fmt;
-use std::sync::LazyLock;
 
-/// Any JSON value, stored as its raw text.
+/// Any JSON value, stored as its raw text; `null` (absent inputs, outputs and results,
+/// two in every run event) is no text at all, so it costs no allocation.
 #[derive(Clone)]
-pub struct RawJson(Box<RawValue>);
+pub struct RawJson(Option<Box<RawValue>>);
 
 impl RawJson {
     /// The JSON `null`.
     pub fn null() -> Self {
-        // Copied from one parsed once: serialising `Value::Null` took a few hundred
-        // instructions, and every run event without an input or output makes two.
-        static NULL: LazyLock<Option<Box<RawValue>>> =
-            LazyLock::new(|| RawValue::from_string("null".to_owned()).ok());
-        match &*NULL {
-            Some(null) => Self(null.clone()),
-            None => Self::from_value(&serde_json::Value::Null),
+        Self(None)
+    }
+
+    /// `raw`, with the text `null` kept as no text.
+    fn kept(raw: Box<RawValue>) -> Self {
+        if raw.get() == "null" {
+            Self(None)
+        } else {
+            Self(Some(raw))
         }
+    }
+
+    /// The value as `serde_json`'s raw text.
+    fn raw(&self) -> &RawValue {
+        self.0.as_deref().unwrap_or(RawValue::NULL)
     }
 
     /// Serialises any value; `serde_json`'s own types cannot fail here, a custom `Serialize`
     /// that fails becomes `null` rather than a panic.
     pub fn from_value<T: Serialize + ?Sized>(value: &T) -> Self {
         match serde_json::value::to_raw_value(value) {
-            Ok(raw) => Self(raw),
+            Ok(raw) => Self::kept(raw),
             Err(_) => Self::null(),
         }
     }
 
     /// Parses JSON text, keeping it raw.
     pub fn from_text(text: &str) -> Result<Self, serde_json::Error> {
-        RawValue::from_string(text.to_owned()).map(Self)
+        RawValue::from_string(text.to_owned()).map(Self::kept)
     }
 
     /// `from_text` of text already owned: kept without a copy.
     pub fn from_string(text: String) -> Result<Self, serde_json::Error> {
-        RawValue::from_string(text).map(Self)
+        RawValue::from_string(text).map(Self::kept)
     }
 
     /// The JSON text as received (compact when produced by spyglass).
     pub fn get(&self) -> &str {
-        self.0.get()
+        self.raw().get()
     }
 
     /// Parses the text into a `serde_json::Value`. Valid text can still fail here: nesting
@@ -54,7 +61,7 @@ impl RawJson {
     /// and one keeping the last would judge two different inputs).
     /// Anything that decides on the value (policy) must use this and refuse on `Err`.
     pub fn try_value(&self) -> Result<serde_json::Value, serde_json::Error> {
-        serde_json::from_str::<UniqueKeys>(self.0.get()).map(|v| v.0)
+        serde_json::from_str::<UniqueKeys>(self.get()).map(|v| v.0)
     }
 
     /// The value for views and assertions (off the hot path). Text that cannot become a
@@ -67,13 +74,13 @@ impl RawJson {
 
     /// The text of a parsed value starts at the value, so its first byte says.
     pub fn is_object(&self) -> bool {
-        self.0.get().starts_with('{')
+        self.get().starts_with('{')
     }
 
     /// What kind of value the text is, as `json_type` names it, read off its first byte:
     /// unlike `json_type(&self.to_value())` it holds for text too deep to parse.
     pub fn type_name(&self) -> &'static str {
-        match self.0.get().as_bytes().first() {
+        match self.get().as_bytes().first() {
             Some(b'{') => "an object",
             Some(b'[') => "an array",
             Some(b'"') => "a string",
@@ -84,12 +91,12 @@ impl RawJson {
     }
 
     pub fn is_null(&self) -> bool {
-        self.0.get() == "null"
+        self.0.is_none()
     }
 
     /// The string's content when the value is a JSON string, else the JSON text itself.
     pub fn as_text(&self) -> String {
-        let text = self.0.get();
+        let text = self.get();
         if text.starts_with('"') {
             serde_json::from_str::<String>(text).unwrap_or_else(|_| text.to_owned())
         } else {
@@ -135,19 +142,19 @@ impl Default for RawJson {
 
 impl PartialEq for RawJson {
     fn eq(&self, other: &Self) -> bool {
-        self.0.get() == other.0.get() || self.to_value() == other.to_value()
+        self.get() == other.get() || self.to_value() == other.to_value()
     }
 }
 
 impl fmt::Debug for RawJson {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.get())
+        f.write_str(self.get())
     }
 }
 
 impl fmt::Display for RawJson {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.get())
+        f.write_str(self.get())
     }
 }
 
@@ -159,13 +166,13 @@ impl From<serde_json::Value> for RawJson {
 
 impl Serialize for RawJson {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        self.raw().serialize(serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Box::<RawValue>::deserialize(deserializer).map(Self)
+        Box::<RawValue>::deserialize(deserializer).map(Self::kept)
     }
 }
 
@@ -262,6 +269,27 @@ mod tests {
         assert_eq!(a.to_value()["b"][0], true);
         assert_eq!(RawJson::from_text(r#""hi""#).unwrap().as_text(), "hi");
         assert!(RawJson::from_text("{").is_err());
+    }
+
+    #[test]
+    fn null_is_kept_as_no_text_and_still_reads_and_writes_as_null() {
+        for raw in [
+            RawJson::null(),
+            RawJson::from_text(" null ").unwrap(),
+            serde_json::from_str::<RawJson>("null").unwrap(),
+            RawJson::from_value(&serde_json::Value::Null),
+            RawJson::default(),
+        ] {
+            assert!(raw.0.is_none());
+            assert!(raw.is_null());
+            assert_eq!(raw.get(), "null");
+            assert_eq!(serde_json::to_string(&raw).unwrap(), "null");
+            assert_eq!(raw.to_value(), serde_json::Value::Null);
+            assert_eq!(raw, RawJson::null());
+        }
+        let text = RawJson::from_text(r#""null""#).unwrap();
+        assert!(!text.is_null());
+        assert_eq!(serde_json::to_string(&text).unwrap(), r#""null""#);
     }
 
     #[test]

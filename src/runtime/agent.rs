@@ -175,7 +175,7 @@ impl Runtime {
             model: run.model.clone(),
             tokens: run.tokens,
             cost: run.cost,
-            cost_missing: run.cost_missing.clone(),
+            cost_missing: run.cost_missing.as_deref().map(str::to_owned),
             finish_reason: run.finish_reason.clone(),
             failed: run.error.is_some(),
         };
@@ -444,7 +444,7 @@ impl Runtime {
                 finish_reason: if done { "stop" } else { "tool_calls" }.to_owned(),
                 tool_calls: step_calls,
                 cassette: super::model::from_cassette(&live),
-                failed_attempts,
+                failed_attempts: failed_attempts.into(),
             };
             result.steps.push(step_event.clone());
             self.emit(
@@ -458,8 +458,8 @@ impl Runtime {
                     tokens: result.tokens,
                     duration: clock.elapsed().as_secs_f64() * 1000.0,
                     streaming: frames.is_some(),
-                    conversation_id: Some(session_id.to_owned()),
-                    started_at: Some(step_started),
+                    conversation_id: Some(session_id.into()),
+                    started_at: Some(step_started.into()),
                 }),
             );
             if !text.is_empty() {
@@ -492,7 +492,7 @@ impl Runtime {
             provider: provider.clone(),
             input: RawJson::from_value(message),
             output: RawJson::from_value(&result.message),
-            steps: result.steps.clone(),
+            steps: result.steps.clone().into(),
             tokens: result.tokens,
             duration: result.duration_ms,
             finish_reason: match (&result.error, result.steps.last()) {
@@ -501,11 +501,11 @@ impl Runtime {
                 (None, None) => "stop".to_owned(),
             },
             streaming: frames.is_some(),
-            conversation_id: Some(session_id.to_owned()),
+            conversation_id: Some(session_id.into()),
             failover_attempts,
             error: result.error.as_ref().map(RawJson::from_value),
             cost,
-            cost_missing,
+            cost_missing: cost_missing.map(String::into_boxed_str),
         };
         self.note_run(&session, &run);
         let event = match result.error {

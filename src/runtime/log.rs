@@ -25,15 +25,18 @@ use tokio::sync::broadcast;
 
 /// A stamped event as the log keeps it: the frame, its wire text once someone has asked
 /// for it, and the tenant whose stream shows it.
+///
+/// Its shared block (`Arc<Logged>`) is 384 bytes, one of mimalloc's size classes (a test
+/// keeps it there): the tenant's name is shared (an ingest path that knows it,
+/// `Runtime::emit_shared`, gives every event the same one), the text is a boxed `str`, and
+/// the budget's bytes are counted from the frame when asked.
 #[derive(Debug)]
 pub struct Logged {
     pub frame: Frame,
-    text: OnceLock<String>,
-    pub tenant: String,
+    text: OnceLock<Box<str>>,
+    pub tenant: Arc<str>,
     /// Stamping order across tenants (seqs are per tenant): the all-projects stream's seq.
     pub ord: u64,
-    /// What the budget counts for it (`Event::approx_bytes`), fixed at append.
-    pub bytes: usize,
 }
 
 /// The runtime's byte budget, shared by the event log and the session map: what each
@@ -194,13 +197,11 @@ impl Logged {
     /// Its budget bytes are counted again from the decoded event, as at append.
     pub fn restore(text: &str, tenant: String) -> Option<Logged> {
         let frame = decode(text).ok()?;
-        let bytes = frame.event.approx_bytes();
         Some(Logged {
             frame,
-            text: OnceLock::from(text.to_owned()),
-            tenant,
+            text: OnceLock::from(Box::from(text)),
+            tenant: tenant.into(),
             ord: 0,
-            bytes,
         })
     }
 
@@ -215,15 +216,21 @@ impl Logged {
             text: OnceLock::new(),
             tenant: self.tenant.clone(),
             ord: 0,
-            bytes: self.bytes,
         }
+    }
+
+    /// What the budget counts for it (`Event::approx_bytes`): the frame never changes
+    /// once logged, so this is what was counted at append.
+    pub fn bytes(&self) -> usize {
+        self.frame.event.approx_bytes()
     }
 
     /// The frame's wire text, encoded by the first reader and shared by the rest. A call
     /// nobody watches never pays for it, and one that is watched pays on the subscriber's
     /// task, not on the request's: encoding was a tenth of a mocked execute.
     pub fn text(&self) -> &str {
-        self.text.get_or_init(|| encode(&self.frame))
+        self.text
+            .get_or_init(|| encode(&self.frame).into_boxed_str())
     }
 }
 
@@ -481,7 +488,7 @@ fn write_loop(
             match msg {
                 Write::Event(logged) if stamps => unstamped.push(logged),
                 Write::Event(logged) => batch.push(StoredEvent {
-                    tenant: logged.tenant.clone(),
+                    tenant: logged.tenant.to_string(),
                     seq: logged.frame.seq,
                     text: logged.text().to_owned(),
                 }),
@@ -672,7 +679,7 @@ impl EventLog {
         };
         let mut kept = Vec::with_capacity(events.len());
         for logged in events.into_iter().rev() {
-            let Some(next) = expected.get_mut(&logged.tenant) else {
+            let Some(next) = expected.get_mut(&*logged.tenant) else {
                 continue;
             };
             if logged.frame.seq + 1 != *next {
@@ -698,14 +705,15 @@ impl EventLog {
                 if ring.retained >= self.capacity {
                     evicted.extend(self.evict(ring, &logged.tenant));
                 }
-                let Some(own) = ring.tenants.get_mut(&logged.tenant) else {
+                let Some(own) = ring.tenants.get_mut(&*logged.tenant) else {
                     continue;
                 };
                 if own.events.is_empty() {
                     ring.holding += 1;
                 }
-                own.bytes += logged.bytes;
-                ring.bytes += logged.bytes;
+                let bytes = logged.bytes();
+                own.bytes += bytes;
+                ring.bytes += bytes;
                 ring.retained += 1;
                 own.events.push_back(logged.clone());
                 let sessions = self.budget.besides_log();
@@ -729,7 +737,7 @@ impl EventLog {
     /// Tells the store's writer, if any, that `old` left the ring.
     fn send_evicted(&self, old: &Logged) {
         if let Some(writer) = &self.writer {
-            writer.send(Write::Evicted(old.tenant.clone(), old.frame.seq));
+            writer.send(Write::Evicted(old.tenant.to_string(), old.frame.seq));
         }
     }
 
@@ -790,7 +798,12 @@ impl EventLog {
     /// The frame moves into the log and comes back shared, never copied: under many
     /// concurrent calls a deep copy here (input, output, ids) was most of the time the
     /// lock was held.
-    pub fn append(&self, tenant: String, session_id: Option<String>, event: Event) -> Arc<Logged> {
+    pub fn append(
+        &self,
+        tenant: Arc<str>,
+        session_id: Option<String>,
+        event: Event,
+    ) -> Arc<Logged> {
         let bytes = event.approx_bytes();
         // Allocated before the lock; only its stamp is written under it.
         let mut logged = Arc::new(Logged {
@@ -803,7 +816,6 @@ impl EventLog {
             text: OnceLock::new(),
             tenant,
             ord: 0,
-            bytes,
         });
         if let Some(writer) = self.writer.as_ref().filter(|w| w.stamps) {
             if let Some(unshared) = Arc::get_mut(&mut logged) {
@@ -823,9 +835,9 @@ impl EventLog {
         ring.emitted += 1;
         let ord = ring.emitted;
         // One lookup on the common path; the tenant's name is copied only on its first event.
-        let own = match ring.tenants.get_mut(&logged.tenant) {
+        let own = match ring.tenants.get_mut(&*logged.tenant) {
             Some(own) => own,
-            None => ring.tenants.entry(logged.tenant.clone()).or_default(),
+            None => ring.tenants.entry(logged.tenant.to_string()).or_default(),
         };
         // Always unshared here: the Arc was made just above and not yet handed out.
         if let Some(unshared) = Arc::get_mut(&mut logged) {
@@ -873,7 +885,7 @@ impl EventLog {
     pub fn ingest(&self, mut logged: Arc<Logged>) -> Ingest {
         let mut guard = self.ring();
         let ring = &mut *guard;
-        let next = ring.tenants.get(&logged.tenant).map_or(1, |t| t.next_seq);
+        let next = ring.tenants.get(&*logged.tenant).map_or(1, |t| t.next_seq);
         if logged.frame.seq < next {
             return Ingest::Old;
         }
@@ -894,15 +906,19 @@ impl EventLog {
             copy.ord = ord;
             logged = Arc::new(copy);
         }
-        let own = ring.tenants.entry(logged.tenant.clone()).or_default();
+        let bytes = logged.bytes();
+        let own = match ring.tenants.get_mut(&*logged.tenant) {
+            Some(own) => own,
+            None => ring.tenants.entry(logged.tenant.to_string()).or_default(),
+        };
         own.next_seq = logged.frame.seq + 1;
         if own.events.is_empty() {
             ring.holding += 1;
         }
         own.events.push_back(logged.clone());
-        own.bytes += logged.bytes;
+        own.bytes += bytes;
         ring.retained += 1;
-        ring.bytes += logged.bytes;
+        ring.bytes += bytes;
         let mut over_budget = Vec::new();
         let sessions = self.budget.besides_log();
         while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
@@ -958,23 +974,25 @@ impl EventLog {
             .filter(|t| t.events.front().is_some_and(|e| !Arc::ptr_eq(e, keep)))
             .max_by_key(|t| t.bytes)?;
         let old = tenant.events.pop_front()?;
-        tenant.bytes -= old.bytes;
+        let bytes = old.bytes();
+        tenant.bytes -= bytes;
         if tenant.events.is_empty() {
             ring.holding -= 1;
         }
         ring.retained -= 1;
-        ring.bytes -= old.bytes;
+        ring.bytes -= bytes;
         Some(old)
     }
 
     fn evict(&self, ring: &mut Ring, appending: &str) -> Option<Arc<Logged>> {
         let tenant = ring.victim(appending, self.capacity)?;
         let old = tenant.events.pop_front()?;
-        tenant.bytes -= old.bytes;
+        let bytes = old.bytes();
+        tenant.bytes -= bytes;
         let emptied = tenant.events.is_empty();
         self.send_evicted(&old);
         ring.retained -= 1;
-        ring.bytes -= old.bytes;
+        ring.bytes -= bytes;
         if emptied {
             ring.holding -= 1;
         }
@@ -984,7 +1002,7 @@ impl EventLog {
     /// Counts events dropped for bytes, and says so in the log at the first and then at
     /// every power of two, so a flood is visible without a line per event.
     fn note_evicted(&self, evicted: &[Arc<Logged>]) {
-        let bytes: usize = evicted.iter().map(|e| e.bytes).sum();
+        let bytes: usize = evicted.iter().map(|e| e.bytes()).sum();
         let before = self
             .budget
             .evicted_events
@@ -1143,6 +1161,15 @@ mod tests {
     }
 
     #[test]
+    fn a_logged_events_shared_block_fits_mimallocs_384_byte_class() {
+        // `Arc`'s block: its two counts, then the value. At 408 bytes each event took a
+        // 448-byte block; the largest events (`agent.step.completed`, `agent.completed`)
+        // keep `Event` at 264 bytes for this.
+        let block = 2 * std::mem::size_of::<usize>() + std::mem::size_of::<Logged>();
+        assert!(block <= 384, "Arc<Logged> is {block} bytes");
+    }
+
+    #[test]
     fn restored_history_keeps_tenants_seqs_and_counts_its_bytes() {
         let budget = Arc::new(Budget::new(usize::MAX));
         let log = EventLog::new(10, 4, budget.clone())
@@ -1167,10 +1194,10 @@ mod tests {
         let all: Vec<(String, u64)> = log
             .all_since(0, 10)
             .iter()
-            .map(|e| (e.tenant.clone(), e.frame.seq))
+            .map(|e| (e.tenant.to_string(), e.frame.seq))
             .collect();
         assert_eq!(all[..2], [("a".into(), 1), ("b".into(), 1)], "stored order");
-        let bytes: usize = log.all_since(0, 10).iter().map(|e| e.bytes).sum();
+        let bytes: usize = log.all_since(0, 10).iter().map(|e| e.bytes()).sum();
         assert!(bytes >= 300);
         assert_eq!(
             budget.stats().log_bytes,

@@ -286,7 +286,18 @@ impl Runtime {
         session_id: Option<String>,
         event: Event,
     ) -> Arc<log::Logged> {
-        let logged = self.inner.log.append(tenant.to_owned(), session_id, event);
+        self.emit_shared(Arc::from(tenant), session_id, event)
+    }
+
+    /// `emit_for` with the tenant's name already shared: the event keeps it, uncopied.
+    pub(crate) fn emit_shared(
+        &self,
+        tenant: Arc<str>,
+        session_id: Option<String>,
+        event: Event,
+    ) -> Arc<log::Logged> {
+        let logged = self.inner.log.append(tenant, session_id, event);
+        let tenant = &*logged.tenant;
         self.inner.evals.observe(tenant, &logged.frame);
         if matches!(logged.frame.event, Event::AgentEvalCompleted(_)) {
             // What the history dropped to stay in budget leaves the store at once.

@@ -166,7 +166,7 @@ impl Subscriber {
 
     async fn deliver(&mut self, logged: &Arc<Logged>) -> Result<(), ()> {
         let seq = self.seq_of(logged);
-        if (!self.filter.all && logged.tenant != self.filter.tenant) || seq <= self.last {
+        if (!self.filter.all && *logged.tenant != *self.filter.tenant) || seq <= self.last {
             return Ok(());
         }
         if self.filter.shows(logged) {
@@ -241,7 +241,7 @@ pub(crate) async fn stream(
             received = live.recv() => {
                 let result = match received {
                     // Seqs count per tenant: another tenant's event is no news of ours.
-                    Ok(logged) if !sub.filter.all && logged.tenant != sub.filter.tenant => Ok(()),
+                    Ok(logged) if !sub.filter.all && *logged.tenant != *sub.filter.tenant => Ok(()),
                     Ok(logged) if sub.seq_of(&logged) > sub.last + 1 => sub.catch_up().await,
                     Ok(logged) => sub.deliver(&logged).await,
                     // Fell behind the live queue: the log still holds what was missed

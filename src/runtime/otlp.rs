@@ -18,13 +18,14 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 impl Runtime {
-    /// Emits what `spans` (one export request's) make on `tenant`'s stream. The assembler is
-    /// held while emitting, so two exporters' requests keep each trace's order.
-    pub fn ingest_spans(&self, tenant: &str, spans: &[SpanIn]) -> crate::otel::IngestStats {
+    /// Emits what `spans` (one export request's) make on `tenant`'s stream; their strings
+    /// move into the events. The assembler is held while emitting, so two exporters'
+    /// requests keep each trace's order.
+    pub fn ingest_spans(&self, tenant: &str, spans: Vec<SpanIn>) -> crate::otel::IngestStats {
         let mut assembler = lock(&self.inner.otel);
-        let (emits, stats) = assembler.ingest(tenant, spans);
+        let (tenant, emits, stats) = assembler.ingest_named(tenant, spans);
         for emit in emits {
-            self.emit_for(tenant, Some(emit.session_id), emit.event);
+            self.emit_shared(tenant.clone(), Some(emit.session_id), emit.event);
         }
         stats
     }
@@ -133,7 +134,7 @@ impl TraceService for Traces {
     ) -> Result<Response<ExportTraceServiceResponse>, Status> {
         let tenant = tenant_of(&self.rt, request.metadata())?;
         let (spans, rejected) = decode::flatten(request.into_inner());
-        self.rt.ingest_spans(&tenant, &spans);
+        self.rt.ingest_spans(&tenant, spans);
         self.rt
             .committed()
             .await

@@ -88,19 +88,21 @@ impl Session {
         if self.calls.len() >= retained.max(1)
             && let Some(old) = self.calls.pop_front()
         {
-            self.calls_bytes -= old.bytes;
-            budget.remove_session(old.bytes, false);
+            let bytes = old.bytes();
+            self.calls_bytes -= bytes;
+            budget.remove_session(bytes, false);
         }
         self.calls.push_back(call.clone());
-        self.calls_bytes += call.bytes;
+        let bytes = call.bytes();
+        self.calls_bytes += bytes;
         let mut freed = 0;
         while self.calls_bytes - freed > budget.max / 4 && self.calls.len() > 1 {
             if let Some(old) = self.calls.pop_front() {
-                freed += old.bytes;
+                freed += old.bytes();
             }
         }
         self.calls_bytes -= freed;
-        budget.add_session(call.bytes);
+        budget.add_session(bytes);
         budget.remove_session(freed, false);
     }
 
@@ -1452,7 +1454,7 @@ impl Runtime {
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 if let Some(key) = sessions.by_id.get(id).map(|e| e.key) {
                     sessions.closed.insert(key, id.to_owned());
-                    if let Some(count) = sessions.tenants.get_mut(&logged.tenant) {
+                    if let Some(count) = sessions.tenants.get_mut(&*logged.tenant) {
                         count.open = count.open.saturating_sub(1);
                         count.closed += 1;
                     }

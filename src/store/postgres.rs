@@ -697,7 +697,7 @@ impl PgStore {
                      ON CONFLICT (tenant, seq) DO NOTHING",
                 )
                 .await?;
-            let tenants: Vec<&str> = events.iter().map(|e| e.tenant.as_str()).collect();
+            let tenants: Vec<&str> = events.iter().map(|e| &*e.tenant).collect();
             let seqs: Vec<i64> = events.iter().map(|e| to_i64(e.seq)).collect();
             let texts: Vec<&str> = events.iter().map(|e| e.text.as_str()).collect();
             tx.execute(&insert, &[&tenants, &seqs, &self.replica, &texts])
@@ -783,7 +783,7 @@ impl PgStore {
         // other in a cycle.
         let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
         for event in events {
-            *counts.entry(event.tenant.as_str()).or_default() += 1;
+            *counts.entry(&*event.tenant).or_default() += 1;
         }
         let tenants: Vec<&str> = counts.keys().copied().collect();
         let ns: Vec<i64> = counts.values().copied().collect();
@@ -814,7 +814,7 @@ impl PgStore {
         let mut seqs = Vec::with_capacity(events.len());
         let mut texts = Vec::with_capacity(events.len());
         for event in events {
-            let Some(slot) = next.get_mut(event.tenant.as_str()) else {
+            let Some(slot) = next.get_mut(&*event.tenant) else {
                 let _ = client.batch_execute("ROLLBACK").await;
                 return Err(self.error(format!(
                     "the database gave no seq for tenant {}",
@@ -826,7 +826,7 @@ impl PgStore {
             seqs.push(seq);
             texts.push(crate::protocol::encode_with_seq(&event.frame, seq));
         }
-        let event_tenants: Vec<&str> = events.iter().map(|e| e.tenant.as_str()).collect();
+        let event_tenants: Vec<&str> = events.iter().map(|e| &*e.tenant).collect();
         let event_seqs: Vec<i64> = seqs.iter().map(|s| to_i64(*s)).collect();
         let event_texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let evicted_tenants: Vec<&str> = evicted.iter().map(|(t, _)| t.as_str()).collect();
@@ -903,7 +903,7 @@ impl PgStore {
         let mut newest: BTreeMap<&str, i64> = BTreeMap::new();
         for event in events {
             let seq = to_i64(event.seq);
-            let upto = newest.entry(event.tenant.as_str()).or_insert(seq);
+            let upto = newest.entry(&*event.tenant).or_insert(seq);
             *upto = (*upto).max(seq);
         }
         let next = tx

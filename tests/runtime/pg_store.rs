@@ -282,7 +282,7 @@ async fn stamping_from_two_stores_gives_each_tenant_gapless_seqs() {
                     let seqs = store.append_stamping(&events, &[], &docs).unwrap();
                     assert_eq!(seqs.len(), events.len());
                     for (event, seq) in events.iter().zip(seqs) {
-                        got.push((event.tenant.clone(), seq));
+                        got.push((event.tenant.to_string(), seq));
                     }
                 }
                 got

@@ -41,7 +41,7 @@ fn step() -> Step {
             needs_approval: true,
         }],
         cassette: false,
-        failed_attempts: Vec::new(),
+        failed_attempts: Box::default(),
     }
 }
 
@@ -52,7 +52,7 @@ fn run(error: Option<RawJson>) -> AgentRun {
         provider: "fake".into(),
         input: raw(json!("hi")),
         output: raw(json!("done")),
-        steps: vec![step()],
+        steps: vec![step()].into(),
         tokens: Tokens::default(),
         duration: 12.0,
         finish_reason: "stop".into(),

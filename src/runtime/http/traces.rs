@@ -86,7 +86,7 @@ pub(super) async fn export(
         Err(err) => return failure(err.http_status(), &err.to_string(), encoding),
     };
     let (spans, rejected) = decode::flatten(request);
-    let stats = state.rt.ingest_spans(&tenant, &spans);
+    let stats = state.rt.ingest_spans(&tenant, spans);
     tracing::debug!(?stats, rejected = rejected.len(), "otlp export");
     if let Err(err) = state.rt.committed().await {
         return failure(err.status, &err.error.message, encoding);
