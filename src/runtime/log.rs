@@ -716,14 +716,7 @@ impl EventLog {
                 ring.bytes += bytes;
                 ring.retained += 1;
                 own.events.push_back(logged.clone());
-                let sessions = self.budget.besides_log();
-                while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
-                    let Some(old) = Self::evict_heaviest(ring, &logged) else {
-                        break;
-                    };
-                    self.send_evicted(&old);
-                    over_budget.push(old);
-                }
+                over_budget.extend(self.within_budget(ring, &logged));
             }
             self.budget.log.store(ring.bytes, Ordering::Relaxed);
         }
@@ -853,19 +846,7 @@ impl EventLog {
         own.bytes += bytes;
         ring.retained += 1;
         ring.bytes += bytes;
-        // Past the byte budget (sessions count against it too) the tenant holding the most
-        // bytes loses its oldest events, all but the one just appended. Rare, so its Vec
-        // costs the common path nothing.
-        let mut over_budget = Vec::new();
-        let sessions = self.budget.besides_log();
-        while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
-            let Some(old) = Self::evict_heaviest(ring, &logged) else {
-                break;
-            };
-            self.send_evicted(&old);
-            over_budget.push(old);
-        }
-        self.budget.log.store(ring.bytes, Ordering::Relaxed);
+        let over_budget = self.within_budget(ring, &logged);
         if let Some(writer) = &self.writer {
             writer.send(Write::Event(logged.clone()));
         }
@@ -919,16 +900,7 @@ impl EventLog {
         own.bytes += bytes;
         ring.retained += 1;
         ring.bytes += bytes;
-        let mut over_budget = Vec::new();
-        let sessions = self.budget.besides_log();
-        while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
-            let Some(old) = Self::evict_heaviest(ring, &logged) else {
-                break;
-            };
-            self.send_evicted(&old);
-            over_budget.push(old);
-        }
-        self.budget.log.store(ring.bytes, Ordering::Relaxed);
+        let over_budget = self.within_budget(ring, &logged);
         let _ = self.live.send(logged.clone());
         drop(guard);
         drop(evicted);
@@ -936,6 +908,24 @@ impl EventLog {
             self.note_evicted(&over_budget);
         }
         Ingest::Appended(logged)
+    }
+
+    /// Past the byte budget (sessions count against it too) the tenant holding the most
+    /// bytes loses its oldest events, all but `keep` (the one just put in); returns them,
+    /// to be freed and counted after the lock. Rare, so its Vec costs the common path
+    /// nothing.
+    fn within_budget(&self, ring: &mut Ring, keep: &Arc<Logged>) -> Vec<Arc<Logged>> {
+        let mut over_budget = Vec::new();
+        let sessions = self.budget.besides_log();
+        while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
+            let Some(old) = Self::evict_heaviest(ring, keep) else {
+                break;
+            };
+            self.send_evicted(&old);
+            over_budget.push(old);
+        }
+        self.budget.log.store(ring.bytes, Ordering::Relaxed);
+        over_budget
     }
 
     /// Moves a tenant's next seq up to `next` when the store no longer holds the events

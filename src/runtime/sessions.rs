@@ -807,6 +807,14 @@ impl Runtime {
         self.persist_counters(&session);
         drop(session);
         // Taken after the session lock is released: lookups take the map's lock first.
+        self.count_closed(tenant, id);
+        self.make_room();
+        Ok(())
+    }
+
+    /// The map's side of a close: the session joins the closed ones (the first the byte
+    /// budget evicts) and its tenant counts one open fewer.
+    fn count_closed(&self, tenant: &str, id: &str) {
         let mut sessions = self
             .inner
             .sessions
@@ -819,9 +827,6 @@ impl Runtime {
                 count.closed += 1;
             }
         }
-        drop(sessions);
-        self.make_room();
-        Ok(())
     }
 
     /// Drops closed sessions whose last activity is older than `retain_closed_sessions`,
@@ -1447,18 +1452,7 @@ impl Runtime {
                 s.model = ModelScript::default();
                 s.last_activity.clone_from(&logged.frame.ts);
                 drop(s);
-                let mut sessions = self
-                    .inner
-                    .sessions
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                if let Some(key) = sessions.by_id.get(id).map(|e| e.key) {
-                    sessions.closed.insert(key, id.to_owned());
-                    if let Some(count) = sessions.tenants.get_mut(&*logged.tenant) {
-                        count.open = count.open.saturating_sub(1);
-                        count.closed += 1;
-                    }
-                }
+                self.count_closed(&logged.tenant, id);
             }
             _ => {}
         }

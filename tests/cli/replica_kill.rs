@@ -3,7 +3,7 @@
 //! has every call answered before the kill, once, in one seq order, and the survivor goes
 //! on serving the entries no call took, never one twice.
 
-use crate::support::cli::spyglass;
+use crate::support::cli::{Served, consume_entries, spyglass, start_serve};
 use crate::support::postgres::fresh_database;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -18,84 +18,22 @@ const ENTRIES: usize = 400;
 const WORKERS: usize = 64;
 const TOOL: &str = "asaas/next_charge";
 
-/// Kills the replica when the test ends, pass or fail.
-struct Replica(std::process::Child);
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `serve` on the database; the replica and its URL.
-async fn replica(database: &str) -> (Replica, String) {
-    let mut child = Replica(
-        spyglass(&[
-            "serve",
-            "--test-mode",
-            "--addr",
-            "127.0.0.1:0",
-            "--store",
-            database,
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap(),
-    );
-    let stderr = child.0.stderr.take().unwrap();
-    let url = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stderr).lines();
-        let found = lines
-            .find_map(|line| {
-                let line = line.ok()?;
-                let at = line.find("http://")?;
-                Some(line[at..].split_whitespace().next()?.to_owned())
-            })
-            .unwrap_or_default();
-        std::thread::spawn(move || for _ in lines {});
-        found
-    })
-    .await
-    .unwrap();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+async fn replica(database: &str) -> (Served, String) {
+    let (child, url, _) = start_serve(spyglass(&[
+        "serve",
+        "--test-mode",
+        "--addr",
+        "127.0.0.1:0",
+        "--store",
+        database,
+    ]))
+    .await;
     (child, url)
 }
 
-/// 64 workers calling `TOOL` on `url` until it is exhausted or gone; each entry answered
-/// 200 is pushed to `served` as it arrives.
 async fn consume(url: &str, session: &str, served: &Arc<Mutex<Vec<u64>>>) {
-    let client = reqwest::Client::new();
-    let mut workers = Vec::new();
-    for _ in 0..WORKERS {
-        let (client, served) = (client.clone(), served.clone());
-        let endpoint = format!("{url}/v1/sessions/{session}/execute");
-        workers.push(tokio::spawn(async move {
-            loop {
-                let Ok(response) = client
-                    .post(&endpoint)
-                    .json(&json!({"tool": TOOL, "input": {}}))
-                    .send()
-                    .await
-                else {
-                    return;
-                };
-                if response.status().as_u16() != 200 {
-                    return;
-                }
-                let Ok(body) = response.json::<Value>().await else {
-                    return;
-                };
-                served
-                    .lock()
-                    .unwrap()
-                    .push(body["data"]["n"].as_u64().unwrap());
-            }
-        }));
-    }
-    for worker in workers {
-        worker.await.unwrap();
-    }
+    consume_entries(url, session, TOOL, WORKERS, served).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -208,7 +146,7 @@ async fn serve_waits_for_an_unreachable_database_saying_so_then_serves() {
     // A cluster made but not started: its port refuses connections for now.
     let mut cluster = crate::support::postgres::Cluster::init();
     let url = cluster.url("postgres");
-    let mut child = Replica(
+    let mut child = Served(
         spyglass(&[
             "serve",
             "--test-mode",

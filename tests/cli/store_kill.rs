@@ -3,12 +3,10 @@
 //! before the kill is in the store (counter, `tool.called`, seq), and each entry is
 //! served exactly once over both runtimes.
 
-use crate::support::cli::spyglass;
+use crate::support::cli::{Served, consume_entries, spyglass, start_serve};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,53 +14,19 @@ const ENTRIES: usize = 600;
 const WORKERS: usize = 64;
 const TOOL: &str = "asaas/next_charge";
 
-/// Kills the server when the test ends, pass or fail.
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn serve(store: &Path, data: &Path) -> (Server, String) {
+async fn serve(store: &Path, data: &Path) -> (Served, String) {
     let (server, url, _) = serve_with(Some(store), data).await;
     (server, url)
 }
 
 /// `serve` on `store`, else on its default; the URL and the line that announced it.
-async fn serve_with(store: Option<&Path>, data: &Path) -> (Server, String, String) {
+async fn serve_with(store: Option<&Path>, data: &Path) -> (Served, String, String) {
     let mut command = spyglass(&["serve", "--test-mode", "--addr", "127.0.0.1:0"]);
     if let Some(store) = store {
         command.arg("--store").arg(store);
     }
-    let mut child = Server(
-        command
-            .env("XDG_DATA_HOME", data)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let stderr = child.0.stderr.take().unwrap();
-    let (url, line) = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stderr).lines();
-        let found = lines
-            .find_map(|line| {
-                let line = line.ok()?;
-                let at = line.find("http://")?;
-                let url = line[at..].split_whitespace().next()?.to_owned();
-                Some((url, line))
-            })
-            .unwrap_or_default();
-        // Keep draining so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        found
-    })
-    .await
-    .unwrap();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    (child, url, line)
+    command.env("XDG_DATA_HOME", data);
+    start_serve(command).await
 }
 
 #[tokio::test]
@@ -97,40 +61,8 @@ async fn serve_keeps_its_state_in_the_data_dir_by_default() {
     assert_eq!(detail["user_id"], "kept", "{detail}");
 }
 
-/// 64 workers calling `TOOL` until it is exhausted or the server is gone; every entry
-/// answered 200 is pushed to `served` as it arrives.
 async fn consume(url: &str, session: &str, served: &Arc<Mutex<Vec<u64>>>) {
-    let client = reqwest::Client::new();
-    let mut workers = Vec::new();
-    for _ in 0..WORKERS {
-        let (client, served) = (client.clone(), served.clone());
-        let endpoint = format!("{url}/v1/sessions/{session}/execute");
-        workers.push(tokio::spawn(async move {
-            loop {
-                let Ok(response) = client
-                    .post(&endpoint)
-                    .json(&json!({"tool": TOOL, "input": {}}))
-                    .send()
-                    .await
-                else {
-                    return;
-                };
-                if response.status().as_u16() != 200 {
-                    return;
-                }
-                let Ok(body) = response.json::<Value>().await else {
-                    return;
-                };
-                served
-                    .lock()
-                    .unwrap()
-                    .push(body["data"]["n"].as_u64().unwrap());
-            }
-        }));
-    }
-    for worker in workers {
-        worker.await.unwrap();
-    }
+    consume_entries(url, session, TOOL, WORKERS, served).await;
 }
 
 /// The entries the runtime's `tool.called` events say were served, with their seqs.

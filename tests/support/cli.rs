@@ -111,3 +111,78 @@ pub fn python3() -> &'static str {
     );
     "python3"
 }
+
+/// A `spyglass serve` the test started, killed when the test ends, pass or fail.
+pub struct Served(pub Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `command` (a `serve` on `127.0.0.1:0`) and reads its stderr until the line that
+/// announces its URL; the rest of stderr is drained so it never blocks on a full pipe.
+/// The child, the URL and that line.
+pub async fn start_serve(mut command: Command) -> (Served, String, String) {
+    let mut child = Served(command.stdout(Stdio::null()).spawn().unwrap());
+    let stderr = child.0.stderr.take().unwrap();
+    let (url, line) = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let found = lines
+            .find_map(|line| {
+                let line = line.ok()?;
+                let at = line.find("http://")?;
+                let url = line[at..].split_whitespace().next()?.to_owned();
+                Some((url, line))
+            })
+            .unwrap_or_default();
+        std::thread::spawn(move || for _ in lines {});
+        found
+    })
+    .await
+    .unwrap();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (child, url, line)
+}
+
+/// `workers` clients calling `tool` on `session` at `url` until it stops answering 200
+/// (exhausted, or the runtime gone); each answer's `data.n` is pushed to `served` as it
+/// arrives.
+pub async fn consume_entries(
+    url: &str,
+    session: &str,
+    tool: &str,
+    workers: usize,
+    served: &std::sync::Arc<std::sync::Mutex<Vec<u64>>>,
+) {
+    let client = reqwest::Client::new();
+    let mut tasks = Vec::new();
+    for _ in 0..workers {
+        let (client, served) = (client.clone(), served.clone());
+        let endpoint = format!("{url}/v1/sessions/{session}/execute");
+        let body = serde_json::json!({"tool": tool, "input": {}});
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let Ok(response) = client.post(&endpoint).json(&body).send().await else {
+                    return;
+                };
+                if response.status().as_u16() != 200 {
+                    return;
+                }
+                let Ok(answer) = response.json::<serde_json::Value>().await else {
+                    return;
+                };
+                served
+                    .lock()
+                    .unwrap()
+                    .push(answer["data"]["n"].as_u64().unwrap());
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
