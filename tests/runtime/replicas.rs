@@ -45,6 +45,14 @@ async fn eventually(api: &Api, path: &str, check: impl Fn(&Value) -> bool) -> Va
     }
 }
 
+/// The events of `kind` in a `GET /v1/events` page.
+fn of_kind<'a>(page: &'a Value, kind: &str) -> Vec<&'a Value> {
+    page["events"]
+        .as_array()
+        .map(|events| events.iter().filter(|e| e["kind"] == kind).collect())
+        .unwrap_or_default()
+}
+
 fn consumed(detail: &Value, tool: &str) -> Option<u64> {
     detail["mocks"]
         .as_array()?
@@ -142,13 +150,7 @@ async fn an_approval_decided_on_both_replicas_at_once_stands_once_and_replays_on
                 .is_some_and(|e| e.iter().any(|e| e["kind"] == "approval.replayed"))
         })
         .await;
-        let replays = page["events"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["kind"] == "approval.replayed")
-            .count();
-        assert_eq!(replays, 1, "{page}");
+        assert_eq!(of_kind(&page, "approval.replayed").len(), 1, "{page}");
     }
     let (status, next) = api_b
         .execute(&sid, "asaas/create_payment", json!({"value": 11}))
@@ -197,13 +199,11 @@ async fn an_approval_past_its_expiry_is_410_on_every_replica_and_expires_once() 
     tokio::time::sleep(Duration::from_millis(600)).await;
     let (_, page_later) = api_a.get("/v1/events?since=0").await;
     for page in [&page, &page_later] {
-        let expiries = page["events"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["kind"] == "approval.resolved")
-            .count();
-        assert_eq!(expiries, 1, "expired once, by one replica: {page}");
+        assert_eq!(
+            of_kind(page, "approval.resolved").len(),
+            1,
+            "expired once, by one replica: {page}"
+        );
     }
 }
 
@@ -436,12 +436,7 @@ async fn closing_a_session_on_one_replica_ends_its_approvals_for_every_replica()
             .is_some_and(|e| e.iter().any(|e| e["kind"] == "session.closed"))
     })
     .await;
-    let resolved: Vec<&Value> = page["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "approval.resolved")
-        .collect();
+    let resolved = of_kind(&page, "approval.resolved");
     assert_eq!(resolved.len(), 1, "{page}");
     assert_eq!(resolved[0]["decision"], "expired");
     assert_eq!(resolved[0]["note"], "session closed");
