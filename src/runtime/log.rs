@@ -331,8 +331,25 @@ enum Write {
 /// How often evicted events leave the file: at most this much later than the rings.
 const EVICT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// Events a failed commit keeps for the next one, at most (the oldest go past it).
+/// Events, and their bytes, a failed commit keeps for the next one at most (the oldest
+/// go past either).
 const MAX_PENDING: usize = 65_536;
+const MAX_PENDING_BYTES: usize = 64 * 1024 * 1024;
+
+/// How many of the oldest of these waiting events (their sizes, oldest first) must go to
+/// keep the rest within `MAX_PENDING` and `MAX_PENDING_BYTES`.
+fn excess(sizes: impl DoubleEndedIterator<Item = usize> + ExactSizeIterator) -> usize {
+    let total = sizes.len();
+    let (mut kept, mut bytes) = (0, 0usize);
+    for size in sizes.rev() {
+        if kept == MAX_PENDING || bytes + size > MAX_PENDING_BYTES {
+            break;
+        }
+        kept += 1;
+        bytes += size;
+    }
+    total - kept
+}
 
 /// The most events one transaction takes; more wait for the next.
 const MAX_BATCH: usize = 4096;
@@ -569,22 +586,17 @@ fn write_loop(
                     let upto = evicted.entry(tenant).or_default();
                     *upto = (*upto).max(seq);
                 }
-                // Bounded while the store stays away: the oldest events waiting go.
-                let over = batch.len().saturating_sub(MAX_PENDING);
-                if over > 0 {
+                // Bounded while the store stays away, by count and by bytes (a client
+                // sends the events' text): the oldest events waiting go.
+                let over = excess(batch.iter().map(|e| e.text.len()));
+                let over_unstamped = excess(unstamped.iter().map(|e| e.bytes()));
+                if over + over_unstamped > 0 {
                     tracing::warn!(
-                        dropped = over,
+                        dropped = over + over_unstamped,
                         "store away: oldest events waiting for it dropped"
                     );
                     batch.drain(..over);
-                }
-                let over = unstamped.len().saturating_sub(MAX_PENDING);
-                if over > 0 {
-                    tracing::warn!(
-                        dropped = over,
-                        "store away: oldest events waiting for it dropped"
-                    );
-                    unstamped.drain(..over);
+                    unstamped.drain(..over_unstamped);
                 }
             }
         }
@@ -1099,6 +1111,17 @@ mod tests {
 
     fn closed() -> Event {
         Event::SessionClosed(SessionClosed::default())
+    }
+
+    #[test]
+    fn events_waiting_for_an_away_store_are_bounded_by_count_and_bytes_oldest_first() {
+        assert_eq!(excess([10, 10, 10].into_iter()), 0);
+        assert_eq!(excess(std::iter::repeat_n(1, MAX_PENDING + 5)), 5);
+        let mib = 1024 * 1024;
+        // The newest two fit in 64 MiB; the oldest would not.
+        assert_eq!(excess([40 * mib, 30 * mib, 1].into_iter()), 1);
+        // One event over the whole bound is dropped too: nothing can hold it.
+        assert_eq!(excess([65 * mib].into_iter()), 1);
     }
 
     #[test]
