@@ -27,6 +27,12 @@ use tokio::sync::mpsc;
 /// notifications: a notification lost with a dropped connection is caught within this.
 const POLL_EVERY: Duration = Duration::from_secs(1);
 
+/// After a notification (another replica commits at most one in
+/// `postgres::NOTIFY_EVERY` with one), the follower reads every tenant's head this often
+/// for `FOLLOW_HOT`, so the commits between notifications are seen as soon.
+const FOLLOW_EVERY: Duration = Duration::from_millis(20);
+const FOLLOW_HOT: Duration = Duration::from_millis(250);
+
 /// How often pending approvals past their expiry are expired (once, by the store).
 const EXPIRE_EVERY: Duration = Duration::from_millis(250);
 
@@ -255,8 +261,12 @@ async fn follow(
     mut committed: mpsc::UnboundedReceiver<Committed>,
     mut notified: mpsc::UnboundedReceiver<Option<String>>,
 ) {
-    let mut poll = tokio::time::interval(POLL_EVERY);
+    let mut poll = tokio::time::interval(FOLLOW_EVERY);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Until when the heads are read every tick (after a notification); else every
+    // `POLL_EVERY`.
+    let mut hot_until = tokio::time::Instant::now();
+    let mut last_poll = tokio::time::Instant::now();
     loop {
         tokio::select! {
             commit = committed.recv() => {
@@ -273,13 +283,18 @@ async fn follow(
             tenant = notified.recv() => {
                 let Some(rt) = upgrade(&rt) else { return };
                 let _applying = rt.inner.following.lock().await;
+                hot_until = tokio::time::Instant::now() + FOLLOW_HOT;
                 match tenant {
                     Some(Some(tenant)) => rt.catch_up(&store, &tenant).await,
                     // Reconnected, or the listener is gone: look at every tenant.
                     Some(None) | None => rt.catch_up_all(&store).await,
                 }
             }
-            _ = poll.tick() => {
+            now = poll.tick() => {
+                if now > hot_until && now.duration_since(last_poll) < POLL_EVERY {
+                    continue;
+                }
+                last_poll = now;
                 let Some(rt) = upgrade(&rt) else { return };
                 let _applying = rt.inner.following.lock().await;
                 rt.catch_up_all(&store).await;

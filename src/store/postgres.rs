@@ -15,9 +15,9 @@
 //!   the stateful mock entries served.
 //! - `spyglass_decisions(tenant text, approval text, decision text, decided_at timestamptz, primary key (tenant, approval))`.
 //!
-//! Every commit that writes events sends `NOTIFY spyglass_events, '<replica>\t<tenant>'`
-//! once per tenant; a replica's listener passes on the others' (its own commits reach its
-//! log without asking the database again).
+//! A commit that writes events sends `NOTIFY spyglass_events, '<replica>\t<tenant>'` once
+//! per tenant, at most one commit of a replica in `NOTIFY_EVERY`; a replica's listener
+//! passes on the others' (its own commits reach its log without asking the database).
 //!
 //! The schema is created and migrated in one transaction under an advisory lock, so
 //! replicas starting together take turns; a database of a newer version is refused. The
@@ -57,6 +57,10 @@ const DELETE_STATE: &str = "DELETE FROM spyglass_state AS s
      USING unnest($1::text[], $2::text[], $3::text[]) AS d(kind, tenant, key)
      WHERE s.kind = d.kind AND s.tenant = d.tenant AND s.key = d.key";
 const NOTIFY: &str = "SELECT pg_notify($1, $3 || E'\\t' || t) FROM unnest($2::text[]) AS n(t)";
+
+/// A replica's commits notify at most this often; the followers woken read again every
+/// `FOLLOW_EVERY` for `FOLLOW_HOT` (`runtime::shared`), so no commit waits longer unseen.
+pub const NOTIFY_EVERY: Duration = Duration::from_millis(20);
 
 /// The schema version this spyglass writes and reads.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -169,6 +173,8 @@ pub struct PgStore {
     pool_size: usize,
     /// The tokio runtime `connect` ran on: the sync `Store` calls block on it.
     handle: tokio::runtime::Handle,
+    /// When this replica's commits last notified: at most one in `NOTIFY_EVERY` does.
+    notified: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -222,6 +228,7 @@ impl PgStore {
             pool,
             pool_size,
             handle: tokio::runtime::Handle::current(),
+            notified: std::sync::Mutex::new(None),
         };
         loop {
             match store.pool.get().await {
@@ -239,6 +246,24 @@ impl PgStore {
                 },
             }
         }
+    }
+
+    /// Whether this commit notifies the other replicas: the first after a quiet spell
+    /// does, then one in `NOTIFY_EVERY`. A notification's commit takes a lock every
+    /// notifying commit in the database waits on (a quarter of a busy replica's
+    /// throughput); the others, woken, read the database again for `FOLLOW_HOT` (the
+    /// follower), which finds the commits that did not notify.
+    fn notify_now(&self) -> bool {
+        let mut last = self
+            .notified
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        if last.is_some_and(|at| now.duration_since(at) < NOTIFY_EVERY) {
+            return false;
+        }
+        *last = Some(now);
+        true
     }
 
     /// What `spyglass store status` reports, from one connection and without creating
@@ -870,7 +895,7 @@ impl PgStore {
         if !deletes[0].is_empty() {
             work.push(Box::pin(client.execute(&delete, &delete_params)));
         }
-        if !tenants.is_empty() {
+        if !tenants.is_empty() && self.notify_now() {
             work.push(Box::pin(client.execute(&notify, &notify_params)));
         }
         work.push(Box::pin(async {
