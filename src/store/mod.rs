@@ -259,34 +259,6 @@ impl Runtime {
 mod tests {
     use super::*;
 
-    /// An engine whose every write fails (a full or read-only disk).
-    struct Failing;
-
-    impl Store for Failing {
-        fn describe(&self) -> String {
-            "failing".into()
-        }
-        fn stream(&self, fresh_epoch: &str, _: usize) -> Result<StoredStream, StoreError> {
-            Ok(StoredStream {
-                epoch: fresh_epoch.to_owned(),
-                ..StoredStream::default()
-            })
-        }
-        fn append(
-            &self,
-            _: &[StoredEvent],
-            _: &[(String, u64)],
-            _: &[StateWrite],
-        ) -> Result<(), StoreError> {
-            Err(StoreError::Locked {
-                path: PathBuf::from("failing"),
-            })
-        }
-        fn state(&self) -> Result<Vec<StoredRecord>, StoreError> {
-            Ok(Vec::new())
-        }
-    }
-
     #[test]
     fn a_postgres_url_is_a_postgres_store_shown_without_its_password() {
         for url in ["postgres://u:pw@h:5432/d", "postgresql://u:pw@h/d"] {
@@ -305,16 +277,27 @@ mod tests {
         );
     }
 
-    /// An engine whose first write fails and the rest succeed, holding what it was given.
+    /// An engine whose first `fails` writes fail (a full or read-only disk) and the rest
+    /// succeed, holding what it was given.
     #[derive(Default)]
-    struct FailsOnce {
+    struct Failing {
+        fails: u32,
         calls: std::sync::Mutex<u32>,
         kept: std::sync::Mutex<Vec<StoredEvent>>,
     }
 
-    impl Store for FailsOnce {
+    impl Failing {
+        fn first(fails: u32) -> Failing {
+            Failing {
+                fails,
+                ..Failing::default()
+            }
+        }
+    }
+
+    impl Store for Failing {
         fn describe(&self) -> String {
-            "fails-once".into()
+            "failing".into()
         }
         fn stream(&self, fresh_epoch: &str, _: usize) -> Result<StoredStream, StoreError> {
             Ok(StoredStream {
@@ -330,9 +313,9 @@ mod tests {
         ) -> Result<(), StoreError> {
             let mut calls = self.calls.lock().unwrap();
             *calls += 1;
-            if *calls == 1 {
+            if *calls <= self.fails {
                 return Err(StoreError::Full {
-                    path: PathBuf::from("fails-once"),
+                    path: PathBuf::from("failing"),
                 });
             }
             self.kept.lock().unwrap().extend_from_slice(events);
@@ -347,7 +330,7 @@ mod tests {
     /// (its acknowledgement alone in the next batch) is one whose writes are all kept.
     #[tokio::test]
     async fn writes_of_a_failed_commit_are_kept_by_the_next_before_any_answer_is() {
-        let store = Arc::new(FailsOnce::default());
+        let store = Arc::new(Failing::first(1));
         let rt = runtime_on(RuntimeConfig::default(), store.clone()).unwrap();
         rt.emit(
             None,
@@ -466,7 +449,7 @@ mod tests {
             test_mode: true,
             ..RuntimeConfig::default()
         };
-        let rt = runtime_on(config, Arc::new(Failing)).unwrap();
+        let rt = runtime_on(config, Arc::new(Failing::first(u32::MAX))).unwrap();
         let body = crate::protocol::rest::CreateSession {
             user_id: "u".into(),
             mocks: Some(serde_json::json!({"a/b": {"ok": true}})),

@@ -3,10 +3,10 @@
 //! has every call answered before the kill, once, in one seq order, and the survivor goes
 //! on serving the entries no call took, never one twice.
 
-use crate::support::cli::{Served, consume_entries, spyglass, start_serve};
+use crate::support::cli::{Served, consume_entries, kill_mid_consumption, spyglass, start_serve};
 use crate::support::postgres::fresh_database;
 use futures_util::StreamExt;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -57,33 +57,8 @@ async fn kill_9_of_one_replica_loses_nothing_answered_and_the_other_goes_on() {
             }
         })
     };
-    let entries: Vec<Value> = (0..ENTRIES).map(|n| json!({ "n": n })).collect();
-    let created: Value = reqwest::Client::new()
-        .post(format!("{url_a}/v1/sessions"))
-        .json(&json!({"servers": ["asaas"], "user_id": "u", "mocks": {TOOL: entries}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let session = created["id"].as_str().unwrap().to_owned();
-
-    let before = Arc::new(Mutex::new(Vec::new()));
-    let consumer = {
-        let (url, session, before) = (url_a.clone(), session.clone(), before.clone());
-        tokio::spawn(async move { consume(&url, &session, &before).await })
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while before.lock().unwrap().len() < ENTRIES / 3 {
-        assert!(Instant::now() < deadline, "the calls did not get going");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    a.0.kill().unwrap(); // SIGKILL: no shutdown, no flush.
-    a.0.wait().unwrap();
-    consumer.await.unwrap();
-    let answered: BTreeSet<u64> = before.lock().unwrap().iter().copied().collect();
-    assert!(answered.len() < ENTRIES, "killed in the middle");
+    let (session, answered) = kill_mid_consumption(&mut a, &url_a, TOOL, ENTRIES, WORKERS).await;
+    let answered: BTreeSet<u64> = answered.into_iter().collect();
 
     // Every answered call reaches B's observer, once.
     let called = |frames: &[Value]| -> Vec<u64> {

@@ -3,12 +3,11 @@
 //! before the kill is in the store (counter, `tool.called`, seq), and each entry is
 //! served exactly once over both runtimes.
 
-use crate::support::cli::{Served, consume_entries, spyglass, start_serve};
+use crate::support::cli::{Served, consume_entries, kill_mid_consumption, spyglass, start_serve};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 const ENTRIES: usize = 600;
 const WORKERS: usize = 64;
@@ -97,33 +96,7 @@ async fn kill_9_mid_consumption_loses_no_answered_call_and_serves_no_entry_twice
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runtime.db");
     let (mut server, url) = serve(&store, dir.path()).await;
-    let entries: Vec<Value> = (0..ENTRIES).map(|n| json!({ "n": n })).collect();
-    let created: Value = reqwest::Client::new()
-        .post(format!("{url}/v1/sessions"))
-        .json(&json!({"servers": ["asaas"], "user_id": "u", "mocks": {TOOL: entries}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let session = created["id"].as_str().unwrap().to_owned();
-
-    let before = Arc::new(Mutex::new(Vec::new()));
-    let consumer = {
-        let (url, session, before) = (url.clone(), session.clone(), before.clone());
-        tokio::spawn(async move { consume(&url, &session, &before).await })
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while before.lock().unwrap().len() < ENTRIES / 3 {
-        assert!(Instant::now() < deadline, "the calls did not get going");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    server.0.kill().unwrap(); // SIGKILL: no shutdown, no flush.
-    server.0.wait().unwrap();
-    consumer.await.unwrap();
-    let answered: Vec<u64> = before.lock().unwrap().clone();
-    assert!(answered.len() < ENTRIES, "killed in the middle");
+    let (session, answered) = kill_mid_consumption(&mut server, &url, TOOL, ENTRIES, WORKERS).await;
 
     let (_server, url) = serve(&store, dir.path()).await;
     let stored = served_by_events(&url, &session).await;

@@ -186,3 +186,51 @@ pub async fn consume_entries(
         task.await.unwrap();
     }
 }
+
+/// The kill scenario both kill tests share: a session on `url` whose `tool` is a stateful
+/// mock of `entries` entries (`{"n": 0}`, `{"n": 1}`, …), `workers` clients consuming it,
+/// and `server` killed with SIGKILL (no shutdown, no flush) once a third is answered.
+/// The session and the entries answered 200 before the kill, in answer order.
+pub async fn kill_mid_consumption(
+    server: &mut Served,
+    url: &str,
+    tool: &str,
+    entries: usize,
+    workers: usize,
+) -> (String, Vec<u64>) {
+    use std::sync::{Arc, Mutex};
+    let mocks: Vec<serde_json::Value> = (0..entries)
+        .map(|n| serde_json::json!({ "n": n }))
+        .collect();
+    let created: serde_json::Value = reqwest::Client::new()
+        .post(format!("{url}/v1/sessions"))
+        .json(&serde_json::json!({"servers": ["asaas"], "user_id": "u", "mocks": {tool: mocks}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let session = created["id"].as_str().unwrap().to_owned();
+    let before = Arc::new(Mutex::new(Vec::new()));
+    let consumer = {
+        let (url, session, tool, before) = (
+            url.to_owned(),
+            session.clone(),
+            tool.to_owned(),
+            before.clone(),
+        );
+        tokio::spawn(async move { consume_entries(&url, &session, &tool, workers, &before).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while before.lock().unwrap().len() < entries / 3 {
+        assert!(Instant::now() < deadline, "the calls did not get going");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    server.0.kill().unwrap();
+    server.0.wait().unwrap();
+    consumer.await.unwrap();
+    let answered = before.lock().unwrap().clone();
+    assert!(answered.len() < entries, "killed in the middle");
+    (session, answered)
+}
