@@ -36,8 +36,10 @@ const FOLLOW_HOT: Duration = Duration::from_millis(250);
 /// How often pending approvals past their expiry are expired (once, by the store).
 const EXPIRE_EVERY: Duration = Duration::from_millis(250);
 
-/// Events read from the store in one go while catching up.
-const CATCH_UP_PAGE: usize = 1000;
+/// Events read from the store in one go while catching up: a page is held whole, and a
+/// client decides how big each event is (up to the body limit, 1 MiB by default), so a
+/// page stays small; a long catch-up reads page after page.
+const CATCH_UP_PAGE: usize = 64;
 
 /// A store error as a request's answer.
 pub(crate) fn unavailable(err: &StoreError) -> ApiErrorWithStatus {

@@ -238,10 +238,18 @@ async fn observers_of_either_replica_see_one_stream_and_resume_on_the_other() {
     let (api_a, api_b) = (Api::new(&a), Api::new(&b));
     let mut on_a = observe(&a, "?since=0").await;
     let mut on_b = observe(&b, "?since=0").await;
-    // Both replicas write at once: sessions and calls on each.
-    tokio::join!(work(&api_a), work(&api_b), work(&api_a), work(&api_b));
-    // 4 sessions × (created + 10 calls + closed).
-    let total = 4 * 12;
+    // Both replicas write at once: sessions and calls on each, more events than a
+    // follower reads in one page.
+    tokio::join!(
+        work(&api_a),
+        work(&api_b),
+        work(&api_a),
+        work(&api_b),
+        work(&api_a),
+        work(&api_b)
+    );
+    // 6 sessions × (created + 10 calls + closed).
+    let total = 6 * 12;
     let seen_a = frames(&mut on_a, total).await;
     let seen_b = frames(&mut on_b, total).await;
     let seqs: Vec<u64> = seen_a.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
