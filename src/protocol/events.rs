@@ -911,6 +911,25 @@ pub fn encode(frame: &Frame) -> String {
     encode_with_seq(frame, frame.seq)
 }
 
+/// `encode` for a frame whose seq is not known yet: its text with seq `0`, and where that
+/// one-byte `0` is (`None`: the text holds no seq). Whoever learns the seq writes
+/// `text[..at]`, the seq, then `text[at + 1..]` (the Postgres store, in the statement that
+/// takes the seq).
+pub fn encode_around_seq(frame: &Frame) -> (String, Option<usize>) {
+    let zero = encode_with_seq(frame, 0);
+    if !matches!(frame.event, Event::Unknown { .. }) {
+        // `Out` writes `{"kind":"<kind>","seq":` first; a kind is plain ASCII.
+        let at = r#"{"kind":"","seq":"#.len() + frame.event.kind().len();
+        if zero.as_bytes().get(at) == Some(&b'0') && zero[..at].ends_with(r#"","seq":"#) {
+            return (zero, Some(at));
+        }
+    }
+    // Anything else: the only byte that differs from the text with seq 1.
+    let one = encode_with_seq(frame, 1);
+    let at = zero.bytes().zip(one.bytes()).position(|(a, b)| a != b);
+    (zero, at)
+}
+
 /// `encode` with `seq` in place of the frame's own: a store shared by several runtimes
 /// gives an event its seq when it commits it.
 pub fn encode_with_seq(frame: &Frame, seq: u64) -> String {

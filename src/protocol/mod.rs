@@ -7,7 +7,9 @@ pub mod json;
 pub mod rest;
 
 pub use envelope::{ApiError, Envelope};
-pub use events::{DecodeError, Event, Frame, decode, decode_event, encode, encode_with_seq};
+pub use events::{
+    DecodeError, Event, Frame, decode, decode_event, encode, encode_around_seq, encode_with_seq,
+};
 pub use json::RawJson;
 
 /// Version of the observer protocol this build speaks.
@@ -52,7 +54,29 @@ pub fn now_rfc3339() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::now_rfc3339;
+    use super::{decode, encode_around_seq, encode_with_seq, now_rfc3339};
+
+    /// What the Postgres store writes around a seq it learns in the database is the text
+    /// `encode_with_seq` gives, for typed kinds and for unknown ones whose fields hold
+    /// `seq`-looking keys and values of their own.
+    #[test]
+    fn a_frame_written_around_its_seq_is_the_frame_with_that_seq() {
+        let texts = [
+            r#"{"kind":"tool.called","seq":3,"ts":"2026-11-25T00:00:00.000001Z","sessionId":"ses_1","callId":"call_1","tool":"pay/charge","input":{"seq":0,"note":"\u001b[2J \"seq\":0"},"result":{"ok":true},"startedAt":"2026-11-25T00:00:00Z","duration":0.5}"#,
+            r#"{"kind":"session.closed","seq":9,"ts":"t","sessionId":"ses_2"}"#,
+            r#"{"kind":"custom.thing","data":{"seq":0},"seq":4,"ts":"t","sessionId":"ses_3"}"#,
+            r#"{"seq":5,"kind":"custom.first","ts":"t","x":[0,0,0]}"#,
+        ];
+        for text in texts {
+            let frame = decode(text).unwrap();
+            let (zero, at) = encode_around_seq(&frame);
+            let at = at.unwrap_or_else(|| panic!("no seq found in {zero}"));
+            for seq in [0u64, 1, 10, 7_000_000_000_123] {
+                let written = format!("{}{seq}{}", &zero[..at], &zero[at + 1..]);
+                assert_eq!(written, encode_with_seq(&frame, seq), "{text}");
+            }
+        }
+    }
 
     #[test]
     fn stamps_are_rfc3339_micros_utc_and_move_with_the_clock() {

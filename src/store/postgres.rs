@@ -22,7 +22,9 @@
 //! The schema is created and migrated in one transaction under an advisory lock, so
 //! replicas starting together take turns; a database of a newer version is refused. The
 //! sync `Store` calls come from the log's writer thread (no tokio worker) and run on the
-//! tokio runtime `connect` was called on. No TLS: `sslmode=require` is refused at once.
+//! tokio runtime `connect` was called on, but for the writer's commits: one statement each
+//! (`COMMIT`), on a connection of the writer's own driven on its thread. No TLS:
+//! `sslmode=require` is refused at once.
 
 use super::{StateWrite, Store, StoreError, StoredEvent, StoredRecord, StoredStream};
 use crate::runtime::log::Logged;
@@ -34,29 +36,48 @@ use std::time::Duration;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{AsyncMessage, Config, GenericClient, NoTls};
 
-/// A statement of a pipelined batch, and one of its parameters.
-type Pending<'a> =
-    std::pin::Pin<Box<dyn Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a>>;
+/// A statement's parameter.
 type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
 
-const TAKE_SEQS: &str = "INSERT INTO spyglass_streams (tenant, next_seq)
-     SELECT t, 1 + n FROM unnest($1::text[], $2::bigint[]) AS c(t, n) ORDER BY t
-     ON CONFLICT (tenant) DO UPDATE
-     SET next_seq = spyglass_streams.next_seq + excluded.next_seq - 1
-     RETURNING tenant, next_seq";
-const INSERT_EVENTS: &str = "INSERT INTO spyglass_events (tenant, seq, origin, text)
-     SELECT t, s, $3, x FROM unnest($1::text[], $2::bigint[], $4::text[]) AS e(t, s, x)
-     ON CONFLICT (tenant, seq) DO NOTHING";
-const DELETE_EVICTED: &str = "DELETE FROM spyglass_events AS e
-     USING unnest($1::text[], $2::bigint[]) AS d(tenant, upto)
-     WHERE e.tenant = d.tenant AND e.seq <= d.upto";
-const PUT_STATE: &str = "INSERT INTO spyglass_state (kind, tenant, key, value)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
-     ON CONFLICT (kind, tenant, key) DO UPDATE SET value = excluded.value";
-const DELETE_STATE: &str = "DELETE FROM spyglass_state AS s
-     USING unnest($1::text[], $2::text[], $3::text[]) AS d(kind, tenant, key)
-     WHERE s.kind = d.kind AND s.tenant = d.tenant AND s.key = d.key";
-const NOTIFY: &str = "SELECT pg_notify($1, $3 || E'\\t' || t) FROM unnest($2::text[]) AS n(t)";
+/// One batch's commit in one statement (so one round trip, no `BEGIN`/`COMMIT`): each
+/// tenant's seqs taken on its stream row, locked until the statement commits (tenants in
+/// name order, so two replicas' batches never wait on each other in a cycle); the events
+/// inserted with their seqs, each text written around its seq here (`head || seq || tail`,
+/// or `head` alone when `tail` is null); the evicted ranges deleted; the state documents
+/// put and deleted (each key once, in key order); and, when `$17`, one notification per
+/// tenant. Data-modifying `WITH` parts all run, in this order, whatever the outer query reads.
+const COMMIT: &str = "WITH taken AS (
+         INSERT INTO spyglass_streams (tenant, next_seq)
+         SELECT t, 1 + n FROM unnest($1::text[], $2::bigint[]) AS c(t, n) ORDER BY t
+         ON CONFLICT (tenant) DO UPDATE
+         SET next_seq = spyglass_streams.next_seq + excluded.next_seq - 1
+         RETURNING tenant, next_seq
+     ), added AS (
+         INSERT INTO spyglass_events (tenant, seq, origin, text)
+         SELECT e.t, taken.next_seq - e.back, $3,
+                CASE WHEN e.tail IS NULL THEN e.head
+                     ELSE e.head || (taken.next_seq - e.back) || e.tail END
+         FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[])
+              WITH ORDINALITY AS e(t, back, head, tail, i)
+         JOIN taken ON taken.tenant = e.t
+         ORDER BY e.i
+         ON CONFLICT (tenant, seq) DO NOTHING
+     ), evicted AS (
+         DELETE FROM spyglass_events AS x
+         USING unnest($8::text[], $9::bigint[]) AS d(tenant, upto)
+         WHERE x.tenant = d.tenant AND x.seq <= d.upto
+     ), put AS (
+         INSERT INTO spyglass_state (kind, tenant, key, value)
+         SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[])
+         ON CONFLICT (kind, tenant, key) DO UPDATE SET value = excluded.value
+     ), deleted AS (
+         DELETE FROM spyglass_state AS s
+         USING unnest($14::text[], $15::text[], $16::text[]) AS d(kind, tenant, key)
+         WHERE s.kind = d.kind AND s.tenant = d.tenant AND s.key = d.key
+     )
+     SELECT tenant, next_seq,
+            CASE WHEN $17 THEN pg_notify($18, $3 || E'\\t' || tenant)::text END
+     FROM taken";
 
 /// A replica's commits notify at most this often; the followers woken read again every
 /// `FOLLOW_EVERY` for `FOLLOW_HOT` (`runtime::shared`), so no commit waits longer unseen.
@@ -175,6 +196,8 @@ pub struct PgStore {
     handle: tokio::runtime::Handle,
     /// When this replica's commits last notified: at most one in `NOTIFY_EVERY` does.
     notified: std::sync::Mutex<Option<std::time::Instant>>,
+    /// The writer thread's connection (`append_stamping`), made at its first commit.
+    own: std::sync::Mutex<Option<OwnConnection>>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -229,6 +252,7 @@ impl PgStore {
             pool_size,
             handle: tokio::runtime::Handle::current(),
             notified: std::sync::Mutex::new(None),
+            own: std::sync::Mutex::new(None),
         };
         loop {
             match store.pool.get().await {
@@ -622,6 +646,38 @@ impl PgStore {
     }
 
     /// A pooled connection, or an error saying why none came within `POOL_WAIT`.
+    /// The writer thread's own connection (`OwnConnection`), with the commit statement
+    /// prepared on it; the URL's timeouts and options as the pool's connections have them.
+    fn open_own(&self) -> Result<OwnConnection, StoreError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|err| self.error(format!("cannot start the writer's runtime: {err}")))?;
+        let (client, commit) = rt.block_on(async {
+            let (client, connection) = self.config.connect(NoTls).await.map_err(|err| {
+                let reason = match connect_attempt(&err) {
+                    Attempt::Wait(reason) => format!("database unreachable: {reason}"),
+                    Attempt::Fail(reason) => reason,
+                };
+                self.error(reason)
+            })?;
+            // Polled whenever the writer waits on this runtime; ends with the connection.
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            let commit = client
+                .prepare(COMMIT)
+                .await
+                .map_err(|err| self.sql_error(&err))?;
+            Ok::<_, StoreError>((client, commit))
+        })?;
+        Ok(OwnConnection {
+            rt: Some(rt),
+            client,
+            commit,
+        })
+    }
+
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(|err| match err {
             PoolError::Timeout(TimeoutType::Wait) => self.error(format!(
@@ -795,69 +851,55 @@ impl PgStore {
             return Ok(Vec::new());
         }
         let client = self.client().await?;
-        let sql = |err| self.sql_error(&err);
         // Prepared once per connection (cached): no round trip after its first batch.
-        let take = client.prepare_cached(TAKE_SEQS).await.map_err(sql)?;
-        let insert = client.prepare_cached(INSERT_EVENTS).await.map_err(sql)?;
-        let evict = client.prepare_cached(DELETE_EVICTED).await.map_err(sql)?;
-        let put = client.prepare_cached(PUT_STATE).await.map_err(sql)?;
-        let delete = client.prepare_cached(DELETE_STATE).await.map_err(sql)?;
-        let notify = client.prepare_cached(NOTIFY).await.map_err(sql)?;
-        // Each tenant's seqs in one statement that keeps its stream row locked until the
-        // commit; tenants in name order, so two replicas' batches never wait on each
-        // other in a cycle.
+        let commit = client
+            .prepare_cached(COMMIT)
+            .await
+            .map_err(|err| self.sql_error(&err))?;
+        self.commit_on(&client, &commit, events, evicted, state)
+            .await
+    }
+
+    /// One batch's `COMMIT` statement on `client`: the events' seqs, in order.
+    async fn commit_on(
+        &self,
+        client: &tokio_postgres::Client,
+        commit: &tokio_postgres::Statement,
+        events: &[Arc<Logged>],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<Vec<u64>, StoreError> {
+        let sql = |err| self.sql_error(&err);
         let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
         for event in events {
             *counts.entry(&*event.tenant).or_default() += 1;
         }
         let tenants: Vec<&str> = counts.keys().copied().collect();
         let ns: Vec<i64> = counts.values().copied().collect();
-        let taking = async {
-            if tenants.is_empty() {
-                Ok(Vec::new())
-            } else {
-                client.query(&take, &[&tenants, &ns]).await
-            }
-        };
-        let (begun, taken) = tokio::join!(client.batch_execute("BEGIN"), taking);
-        begun.map_err(sql)?;
-        let rows = match taken {
-            Ok(rows) => rows,
-            Err(err) => {
-                let _ = client.batch_execute("ROLLBACK").await;
-                return Err(sql(err));
-            }
-        };
-        let mut next: BTreeMap<&str, i64> = BTreeMap::new();
-        for row in rows {
-            let tenant: &str = row.get(0);
-            let after: i64 = row.get(1);
-            if let Some((&name, &n)) = counts.get_key_value(tenant) {
-                next.insert(name, after - n);
-            }
-        }
-        let mut seqs = Vec::with_capacity(events.len());
-        let mut texts = Vec::with_capacity(events.len());
+        // Each event's distance back from its tenant's next seq after the commit.
+        let mut backs = Vec::with_capacity(events.len());
+        let mut heads = Vec::with_capacity(events.len());
+        let mut tails: Vec<Option<String>> = Vec::with_capacity(events.len());
         for event in events {
-            let Some(slot) = next.get_mut(&*event.tenant) else {
-                let _ = client.batch_execute("ROLLBACK").await;
-                return Err(self.error(format!(
-                    "the database gave no seq for tenant {}",
-                    event.tenant
-                )));
-            };
-            let seq = to_u64(*slot);
-            *slot += 1;
-            seqs.push(seq);
-            texts.push(crate::protocol::encode_with_seq(&event.frame, seq));
+            let left = counts.get_mut(&*event.tenant).map_or(0, |n| {
+                let left = *n;
+                *n -= 1;
+                left
+            });
+            backs.push(left);
+            let (mut text, at) = crate::protocol::encode_around_seq(&event.frame);
+            tails.push(at.map(|at| {
+                let tail = text.get(at + 1..).unwrap_or_default().to_owned();
+                text.truncate(at);
+                tail
+            }));
+            heads.push(text);
         }
         let event_tenants: Vec<&str> = events.iter().map(|e| &*e.tenant).collect();
-        let event_seqs: Vec<i64> = seqs.iter().map(|s| to_i64(*s)).collect();
-        let event_texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let evicted_tenants: Vec<&str> = evicted.iter().map(|(t, _)| t.as_str()).collect();
         let evicted_upto: Vec<i64> = evicted.iter().map(|(_, s)| to_i64(*s)).collect();
-        // Each document's last write only, so one statement of puts and one of deletes
-        // touch each row once, in key order.
+        // Each document's last write only, so the puts and the deletes touch each row
+        // once, in key order.
         let writes = last_writes(state);
         let mut puts: [Vec<&str>; 4] = Default::default();
         let mut deletes: [Vec<&str>; 3] = Default::default();
@@ -876,38 +918,45 @@ impl PgStore {
                 }
             }
         }
-        let insert_params: [Param<'_>; 4] =
-            [&event_tenants, &event_seqs, &self.replica, &event_texts];
-        let evict_params: [Param<'_>; 2] = [&evicted_tenants, &evicted_upto];
-        let put_params: [Param<'_>; 4] = [&puts[0], &puts[1], &puts[2], &puts[3]];
-        let delete_params: [Param<'_>; 3] = [&deletes[0], &deletes[1], &deletes[2]];
-        let notify_params: [Param<'_>; 3] = [&CHANNEL, &tenants, &self.replica];
-        let mut work: Vec<Pending<'_>> = Vec::new();
-        if !event_tenants.is_empty() {
-            work.push(Box::pin(client.execute(&insert, &insert_params)));
+        let notify = !tenants.is_empty() && self.notify_now();
+        let params: [Param<'_>; 18] = [
+            &tenants,
+            &ns,
+            &self.replica,
+            &event_tenants,
+            &backs,
+            &heads,
+            &tails,
+            &evicted_tenants,
+            &evicted_upto,
+            &puts[0],
+            &puts[1],
+            &puts[2],
+            &puts[3],
+            &deletes[0],
+            &deletes[1],
+            &deletes[2],
+            &notify,
+            &CHANNEL,
+        ];
+        let rows = client.query(commit, &params).await.map_err(sql)?;
+        let mut next: BTreeMap<&str, i64> = BTreeMap::new();
+        for row in &rows {
+            let tenant: &str = row.get(0);
+            let after: i64 = row.get(1);
+            if let Some(&name) = tenants.iter().find(|t| **t == tenant) {
+                next.insert(name, after);
+            }
         }
-        if !evicted_tenants.is_empty() {
-            work.push(Box::pin(client.execute(&evict, &evict_params)));
-        }
-        if !puts[0].is_empty() {
-            work.push(Box::pin(client.execute(&put, &put_params)));
-        }
-        if !deletes[0].is_empty() {
-            work.push(Box::pin(client.execute(&delete, &delete_params)));
-        }
-        if !tenants.is_empty() && self.notify_now() {
-            work.push(Box::pin(client.execute(&notify, &notify_params)));
-        }
-        work.push(Box::pin(async {
-            client.batch_execute("COMMIT").await.map(|()| 0)
-        }));
-        // Polled in order, so sent in order: a statement that fails makes the COMMIT a
-        // rollback, and its error is the answer.
-        let results = futures_util::future::join_all(work).await;
-        if let Some(err) = results.into_iter().find_map(Result::err) {
-            // Nothing is left open on a pooled connection (a no-op after a COMMIT).
-            let _ = client.batch_execute("ROLLBACK").await;
-            return Err(sql(err));
+        let mut seqs = Vec::with_capacity(events.len());
+        for (event, back) in events.iter().zip(&backs) {
+            let Some(after) = next.get(&*event.tenant) else {
+                return Err(self.error(format!(
+                    "the database gave no seq for tenant {}",
+                    event.tenant
+                )));
+            };
+            seqs.push(to_u64(after - back));
         }
         Ok(seqs)
     }
@@ -981,7 +1030,54 @@ impl Store for PgStore {
         evicted: &[(String, u64)],
         state: &[StateWrite],
     ) -> Result<Vec<u64>, StoreError> {
-        self.block(self.stamp_and_write(events, evicted, state))
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Not the writer thread (a caller inside a runtime): a pooled connection.
+            return self.block(self.stamp_and_write(events, evicted, state));
+        }
+        if events.is_empty() && evicted.is_empty() && state.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut own = self
+            .own
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if own.is_none() {
+            *own = Some(self.open_own()?);
+        }
+        let Some(conn) = own.as_ref() else {
+            return Err(self.error("the writer's connection is gone".to_owned()));
+        };
+        let Some(rt) = conn.rt.as_ref() else {
+            return Err(self.error("the writer's connection is gone".to_owned()));
+        };
+        let result =
+            rt.block_on(self.commit_on(&conn.client, &conn.commit, events, evicted, state));
+        if result.is_err() && conn.client.is_closed() {
+            // Made again at the next commit (the writer retries what failed).
+            *own = None;
+        }
+        result
+    }
+}
+
+/// The writer thread's own connection, driven on that thread by a one-thread runtime of
+/// its own: a commit's round trip wakes no other thread (through the pool, the request
+/// went to the connection's task on a worker and its answer came back to the writer,
+/// two thread wake-ups a round trip).
+struct OwnConnection {
+    /// Always `Some` until dropped.
+    rt: Option<tokio::runtime::Runtime>,
+    client: tokio_postgres::Client,
+    commit: tokio_postgres::Statement,
+}
+
+impl Drop for OwnConnection {
+    fn drop(&mut self) {
+        // The store may go last on a worker of another runtime, where dropping a runtime
+        // the plain way panics.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
     }
 }
 
