@@ -29,7 +29,7 @@
 use super::{StateWrite, Store, StoreError, StoredEvent, StoredRecord, StoredStream};
 use crate::runtime::log::Logged;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, TimeoutType};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,45 +39,109 @@ use tokio_postgres::{AsyncMessage, Config, GenericClient, NoTls};
 /// A statement's parameter.
 type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
 
-/// One batch's commit in one statement (so one round trip, no `BEGIN`/`COMMIT`): each
-/// tenant's seqs taken on its stream row, locked until the statement commits (tenants in
-/// name order, so two replicas' batches never wait on each other in a cycle); the events
-/// inserted with their seqs, each text written around its seq here (`head || seq || tail`,
-/// or `head` alone when `tail` is null); the evicted ranges deleted; the state documents
-/// put and deleted (each key once, in key order); and, when `$17`, one notification per
-/// tenant. Data-modifying `WITH` parts all run, in this order, whatever the outer query reads.
-const COMMIT: &str = "WITH taken AS (
-         INSERT INTO spyglass_streams (tenant, next_seq)
-         SELECT t, 1 + n FROM unnest($1::text[], $2::bigint[]) AS c(t, n) ORDER BY t
-         ON CONFLICT (tenant) DO UPDATE
-         SET next_seq = spyglass_streams.next_seq + excluded.next_seq - 1
-         RETURNING tenant, next_seq
-     ), added AS (
-         INSERT INTO spyglass_events (tenant, seq, origin, text)
-         SELECT e.t, taken.next_seq - e.back, $3,
-                CASE WHEN e.tail IS NULL THEN e.head
-                     ELSE e.head || (taken.next_seq - e.back) || e.tail END
-         FROM unnest($4::text[], $5::bigint[], $6::text[], $7::text[])
-              WITH ORDINALITY AS e(t, back, head, tail, i)
-         JOIN taken ON taken.tenant = e.t
-         ORDER BY e.i
-         ON CONFLICT (tenant, seq) DO NOTHING
-     ), evicted AS (
-         DELETE FROM spyglass_events AS x
-         USING unnest($8::text[], $9::bigint[]) AS d(tenant, upto)
-         WHERE x.tenant = d.tenant AND x.seq <= d.upto
-     ), put AS (
-         INSERT INTO spyglass_state (kind, tenant, key, value)
-         SELECT * FROM unnest($10::text[], $11::text[], $12::text[], $13::text[])
-         ON CONFLICT (kind, tenant, key) DO UPDATE SET value = excluded.value
-     ), deleted AS (
-         DELETE FROM spyglass_state AS s
-         USING unnest($14::text[], $15::text[], $16::text[]) AS d(kind, tenant, key)
-         WHERE s.kind = d.kind AND s.tenant = d.tenant AND s.key = d.key
-     )
-     SELECT tenant, next_seq,
-            CASE WHEN $17 THEN pg_notify($18, $3 || E'\\t' || tenant)::text END
-     FROM taken";
+/// What a batch's commit writes: its statement (`commit_sql`) has only these parts, so
+/// Postgres plans and starts no part a batch does not use (most batches are events alone).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "four independent parts, each present or not"
+)]
+struct Parts {
+    events: bool,
+    evict: bool,
+    put: bool,
+    delete: bool,
+}
+
+/// One batch's commit in one statement (so one round trip, no `BEGIN`/`COMMIT`), with the
+/// parts in `parts`, parameters numbered in this order:
+/// - events: each tenant's seqs taken on its stream row, locked until the statement
+///   commits (tenants in name order, so two replicas' batches never wait on each other in
+///   a cycle); the events inserted with their seqs, each text written around its seq here
+///   (`head || seq || tail`, or `head` alone when `tail` is null; the seqs are new, so a
+///   plain insert, without `ON CONFLICT`'s check of the index first); when the flag is set,
+///   one notification per tenant. The rows returned are each tenant's next seq.
+/// - evict: each tenant's events in `(after, upto]` deleted (a bounded range, so an index
+///   scan: `seq <= upto` alone was planned as a scan of the whole table);
+/// - put / delete: the state documents, each key once, in key order.
+///
+/// Data-modifying `WITH` parts all run, in this order, whatever the outer query reads.
+fn commit_sql(parts: Parts) -> String {
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        format!("${n}")
+    };
+    let mut with = Vec::new();
+    let mut select = "SELECT NULL::text, NULL::bigint, NULL::text WHERE false".to_owned();
+    if parts.events {
+        let (tenants, counts, origin) = (next(), next(), next());
+        let (ts, backs, heads, tails) = (next(), next(), next(), next());
+        let (notify, channel) = (next(), next());
+        with.push(format!(
+            "taken AS (
+                 INSERT INTO spyglass_streams (tenant, next_seq)
+                 SELECT t, 1 + n FROM unnest({tenants}::text[], {counts}::bigint[]) AS c(t, n)
+                 ORDER BY t
+                 ON CONFLICT (tenant) DO UPDATE
+                 SET next_seq = spyglass_streams.next_seq + excluded.next_seq - 1
+                 RETURNING tenant, next_seq
+             )"
+        ));
+        with.push(format!(
+            "added AS (
+                 INSERT INTO spyglass_events (tenant, seq, origin, text)
+                 SELECT e.t, taken.next_seq - e.back, {origin},
+                        CASE WHEN e.tail IS NULL THEN e.head
+                             ELSE e.head || (taken.next_seq - e.back) || e.tail END
+                 FROM unnest({ts}::text[], {backs}::bigint[], {heads}::text[], {tails}::text[])
+                      WITH ORDINALITY AS e(t, back, head, tail, i)
+                 JOIN taken ON taken.tenant = e.t
+                 ORDER BY e.i
+             )"
+        ));
+        select = format!(
+            "SELECT tenant, next_seq,
+                    CASE WHEN {notify} THEN pg_notify({channel}, {origin} || E'\\t' || tenant)::text END
+             FROM taken"
+        );
+    }
+    if parts.evict {
+        let (tenants, after, upto) = (next(), next(), next());
+        with.push(format!(
+            "evicted AS (
+                 DELETE FROM spyglass_events AS x
+                 USING unnest({tenants}::text[], {after}::bigint[], {upto}::bigint[])
+                       AS d(tenant, after, upto)
+                 WHERE x.tenant = d.tenant AND x.seq > d.after AND x.seq <= d.upto
+             )"
+        ));
+    }
+    if parts.put {
+        let (kinds, tenants, keys, values) = (next(), next(), next(), next());
+        with.push(format!(
+            "put AS (
+                 INSERT INTO spyglass_state (kind, tenant, key, value)
+                 SELECT * FROM unnest({kinds}::text[], {tenants}::text[], {keys}::text[], {values}::text[])
+                 ON CONFLICT (kind, tenant, key) DO UPDATE SET value = excluded.value
+             )"
+        ));
+    }
+    if parts.delete {
+        let (kinds, tenants, keys) = (next(), next(), next());
+        with.push(format!(
+            "deleted AS (
+                 DELETE FROM spyglass_state AS s
+                 USING unnest({kinds}::text[], {tenants}::text[], {keys}::text[]) AS d(kind, tenant, key)
+                 WHERE s.kind = d.kind AND s.tenant = d.tenant AND s.key = d.key
+             )"
+        ));
+    }
+    if with.is_empty() {
+        return select;
+    }
+    format!("WITH {} {select}", with.join(", "))
+}
 
 /// A replica's commits notify at most this often; the followers woken read again every
 /// `FOLLOW_EVERY` for `FOLLOW_HOT` (`runtime::shared`), so no commit waits longer unseen.
@@ -198,6 +262,8 @@ pub struct PgStore {
     notified: std::sync::Mutex<Option<std::time::Instant>>,
     /// The writer thread's connection (`append_stamping`), made at its first commit.
     own: std::sync::Mutex<Option<OwnConnection>>,
+    /// Each tenant's newest seq this store's evictions deleted up to.
+    evicted_upto: std::sync::Mutex<HashMap<String, u64>>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -253,6 +319,7 @@ impl PgStore {
             handle: tokio::runtime::Handle::current(),
             notified: std::sync::Mutex::new(None),
             own: std::sync::Mutex::new(None),
+            evicted_upto: std::sync::Mutex::new(HashMap::new()),
         };
         loop {
             match store.pool.get().await {
@@ -653,7 +720,7 @@ impl PgStore {
             .enable_all()
             .build()
             .map_err(|err| self.error(format!("cannot start the writer's runtime: {err}")))?;
-        let (client, commit) = rt.block_on(async {
+        let client = rt.block_on(async {
             let (client, connection) = self.config.connect(NoTls).await.map_err(|err| {
                 let reason = match connect_attempt(&err) {
                     Attempt::Wait(reason) => format!("database unreachable: {reason}"),
@@ -665,16 +732,12 @@ impl PgStore {
             tokio::spawn(async move {
                 let _ = connection.await;
             });
-            let commit = client
-                .prepare(COMMIT)
-                .await
-                .map_err(|err| self.sql_error(&err))?;
-            Ok::<_, StoreError>((client, commit))
+            Ok::<_, StoreError>(client)
         })?;
         Ok(OwnConnection {
             rt: Some(rt),
             client,
-            commit,
+            statements: HashMap::new(),
         })
     }
 
@@ -851,20 +914,14 @@ impl PgStore {
             return Ok(Vec::new());
         }
         let client = self.client().await?;
-        // Prepared once per connection (cached): no round trip after its first batch.
-        let commit = client
-            .prepare_cached(COMMIT)
-            .await
-            .map_err(|err| self.sql_error(&err))?;
-        self.commit_on(&client, &commit, events, evicted, state)
+        self.commit_on(Via::Pooled(&client), events, evicted, state)
             .await
     }
 
-    /// One batch's `COMMIT` statement on `client`: the events' seqs, in order.
+    /// One batch's commit (`commit_sql`) on `via`: the events' seqs, in order.
     async fn commit_on(
         &self,
-        client: &tokio_postgres::Client,
-        commit: &tokio_postgres::Statement,
+        via: Via<'_>,
         events: &[Arc<Logged>],
         evicted: &[(String, u64)],
         state: &[StateWrite],
@@ -898,6 +955,18 @@ impl PgStore {
         let event_tenants: Vec<&str> = events.iter().map(|e| &*e.tenant).collect();
         let evicted_tenants: Vec<&str> = evicted.iter().map(|(t, _)| t.as_str()).collect();
         let evicted_upto: Vec<i64> = evicted.iter().map(|(_, s)| to_i64(*s)).collect();
+        // Where each tenant's last eviction this store made ended: its events up to there
+        // are gone (they committed before it evicted them, and so did every seq before).
+        let evicted_after: Vec<i64> = {
+            let done = self
+                .evicted_upto
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            evicted
+                .iter()
+                .map(|(t, upto)| to_i64(done.get(t).copied().unwrap_or(0).min(*upto)))
+                .collect()
+        };
         // Each document's last write only, so the puts and the deletes touch each row
         // once, in key order.
         let writes = last_writes(state);
@@ -918,28 +987,67 @@ impl PgStore {
                 }
             }
         }
-        let notify = !tenants.is_empty() && self.notify_now();
-        let params: [Param<'_>; 18] = [
-            &tenants,
-            &ns,
-            &self.replica,
-            &event_tenants,
-            &backs,
-            &heads,
-            &tails,
-            &evicted_tenants,
-            &evicted_upto,
-            &puts[0],
-            &puts[1],
-            &puts[2],
-            &puts[3],
-            &deletes[0],
-            &deletes[1],
-            &deletes[2],
-            &notify,
-            &CHANNEL,
-        ];
-        let rows = client.query(commit, &params).await.map_err(sql)?;
+        let parts = Parts {
+            events: !events.is_empty(),
+            evict: !evicted.is_empty(),
+            put: !puts[0].is_empty(),
+            delete: !deletes[0].is_empty(),
+        };
+        let notify = parts.events && self.notify_now();
+        let mut params: Vec<Param<'_>> = Vec::with_capacity(18);
+        if parts.events {
+            params.extend::<[Param<'_>; 9]>([
+                &tenants,
+                &ns,
+                &self.replica,
+                &event_tenants,
+                &backs,
+                &heads,
+                &tails,
+                &notify,
+                &CHANNEL,
+            ]);
+        }
+        if parts.evict {
+            params.extend::<[Param<'_>; 3]>([&evicted_tenants, &evicted_after, &evicted_upto]);
+        }
+        if parts.put {
+            params.extend::<[Param<'_>; 4]>([&puts[0], &puts[1], &puts[2], &puts[3]]);
+        }
+        if parts.delete {
+            params.extend::<[Param<'_>; 3]>([&deletes[0], &deletes[1], &deletes[2]]);
+        }
+        let (client, statement) = match via {
+            // Prepared once per connection (cached): no round trip after its first batch.
+            Via::Pooled(client) => {
+                let statement = client
+                    .prepare_cached(&commit_sql(parts))
+                    .await
+                    .map_err(sql)?;
+                (&***client, statement)
+            }
+            Via::Own(client, statements) => {
+                let statement = if let Some(statement) = statements.get(&parts) {
+                    statement.clone()
+                } else {
+                    let statement = client.prepare(&commit_sql(parts)).await.map_err(sql)?;
+                    statements.insert(parts, statement.clone());
+                    statement
+                };
+                (client, statement)
+            }
+        };
+        let rows = client.query(&statement, &params).await.map_err(sql)?;
+        if parts.evict {
+            let mut done = self
+                .evicted_upto
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (tenant, upto) in evicted {
+                let end = done.entry(tenant.clone()).or_default();
+                *end = (*end).max(*upto);
+            }
+        }
         let mut next: BTreeMap<&str, i64> = BTreeMap::new();
         for row in &rows {
             let tenant: &str = row.get(0);
@@ -1044,15 +1152,17 @@ impl Store for PgStore {
         if own.is_none() {
             *own = Some(self.open_own()?);
         }
-        let Some(conn) = own.as_ref() else {
-            return Err(self.error("the writer's connection is gone".to_owned()));
-        };
-        let Some(rt) = conn.rt.as_ref() else {
+        let Some(OwnConnection {
+            rt: Some(rt),
+            client,
+            statements,
+        }) = own.as_mut()
+        else {
             return Err(self.error("the writer's connection is gone".to_owned()));
         };
         let result =
-            rt.block_on(self.commit_on(&conn.client, &conn.commit, events, evicted, state));
-        if result.is_err() && conn.client.is_closed() {
+            rt.block_on(self.commit_on(Via::Own(client, statements), events, evicted, state));
+        if result.is_err() && client.is_closed() {
             // Made again at the next commit (the writer retries what failed).
             *own = None;
         }
@@ -1068,7 +1178,17 @@ struct OwnConnection {
     /// Always `Some` until dropped.
     rt: Option<tokio::runtime::Runtime>,
     client: tokio_postgres::Client,
-    commit: tokio_postgres::Statement,
+    /// Each statement `commit_sql` made, prepared on `client`.
+    statements: HashMap<Parts, tokio_postgres::Statement>,
+}
+
+/// The connection a commit runs on.
+enum Via<'a> {
+    Pooled(&'a deadpool_postgres::Object),
+    Own(
+        &'a tokio_postgres::Client,
+        &'a mut HashMap<Parts, tokio_postgres::Statement>,
+    ),
 }
 
 impl Drop for OwnConnection {

@@ -392,6 +392,105 @@ async fn evictions_and_state_deletes_leave_the_database() {
     );
 }
 
+/// What `mixes` left: each kept event's seq with its session, and the documents' keys.
+type Left = (BTreeMap<u64, String>, Vec<String>);
+
+/// Sixteen batches, one of each mix of events, an eviction, a put and a delete (each
+/// mix is its own statement), asserting each batch's seqs; returns what should be left.
+fn mixes(store: &PgStore) -> Left {
+    let doc = |key: &str, value: String| StoredRecord {
+        kind: "session".into(),
+        tenant: "default".into(),
+        key: key.into(),
+        value,
+    };
+    let (mut kept, mut docs) = (BTreeMap::new(), Vec::<String>::new());
+    let mut next_seq = 1u64;
+    for mask in 0u8..16 {
+        let names: Vec<String> = if mask & 1 == 0 {
+            vec![]
+        } else {
+            vec![format!("m{mask}a"), format!("m{mask}b")]
+        };
+        let events: Vec<_> = names.iter().map(|n| event("default", n)).collect();
+        // Everything but the newest event kept so far.
+        let evicted = match kept.keys().next_back() {
+            Some(&newest) if mask & 2 != 0 && newest > 1 => {
+                vec![("default".to_owned(), newest - 1)]
+            }
+            _ => vec![],
+        };
+        let mut state = vec![];
+        if mask & 4 != 0 {
+            state.push(StateWrite::Put(doc(
+                &format!("k{mask}"),
+                format!("{{\"mask\":{mask}}}"),
+            )));
+        }
+        let deleted = (mask & 8 != 0 && !docs.is_empty()).then(|| docs.remove(0));
+        if let Some(key) = &deleted {
+            state.push(StateWrite::Delete(doc(key, String::new())));
+        }
+        let seqs = store
+            .append_stamping(&events, &evicted, &state)
+            .unwrap_or_else(|err| panic!("mix {mask:04b}: {err}"));
+        let expected: Vec<u64> = (next_seq..next_seq + names.len() as u64).collect();
+        assert_eq!(seqs, expected, "mix {mask:04b}");
+        next_seq += names.len() as u64;
+        if let Some((_, upto)) = evicted.first() {
+            kept.retain(|seq, _| seq > upto);
+        }
+        kept.extend(seqs.into_iter().zip(names));
+        if mask & 4 != 0 {
+            docs.push(format!("k{mask}"));
+        }
+    }
+    docs.sort();
+    (kept, docs)
+}
+
+/// What the database holds: each event's seq with its session (its text decoded, so the
+/// text written around the seq in the database must be the frame with that seq), and the
+/// documents' keys.
+async fn left(store: &PgStore) -> Left {
+    let mut kept = BTreeMap::new();
+    for (stored, origin) in store.events_after("default", 0, 1000).await.unwrap() {
+        assert_eq!(origin, "a");
+        let frame = spyglass::protocol::decode(&stored.text)
+            .unwrap_or_else(|err| panic!("stored text {}: {err}", stored.text));
+        assert_eq!(frame.seq, stored.seq, "{}", stored.text);
+        kept.insert(stored.seq, frame.session_id.unwrap_or_default());
+    }
+    let mut docs: Vec<String> = store
+        .open_state()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    docs.sort();
+    (kept, docs)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_mix_of_events_evictions_puts_and_deletes_commits_as_one_statement() {
+    // The writer thread's own connection (no runtime on the calling thread)...
+    let url = fresh_database("mixes_own");
+    let store = Arc::new(open(&url, "a").await);
+    let writer = store.clone();
+    let expected = std::thread::spawn(move || mixes(&writer)).join().unwrap();
+    assert!(
+        expected.0.len() >= 2 && !expected.1.is_empty(),
+        "{expected:?}"
+    );
+    assert_eq!(left(&store).await, expected);
+    // ...and a pooled one (a caller inside a runtime).
+    let url = fresh_database("mixes_pooled");
+    let store = open(&url, "a").await;
+    let expected = tokio::task::block_in_place(|| mixes(&store));
+    assert_eq!(left(&store).await, expected);
+}
+
 async fn next(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Option<String>>) -> Option<String> {
     tokio::time::timeout(Duration::from_secs(10), rx.recv())
         .await
