@@ -1,5 +1,5 @@
 //! `postgres` bench: mocked static executes per second with the runtime's state in
-//! Postgres (a throwaway local cluster), on one replica and over two, against the
+//! Postgres (a throwaway local cluster), on one replica alone and over two, against the
 //! in-memory runtime in the same run. Prints two figure lines: `postgres`, `postgres2`.
 
 mod support;
@@ -14,8 +14,9 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(32);
-    let url = cluster::fresh_database("bench");
-    match support::postgres::run(conns, 1.0, 7, &url) {
+    let one = cluster::fresh_database("bench_one");
+    let two = cluster::fresh_database("bench_two");
+    match support::postgres::run(conns, 1.0, 7, &one, &two) {
         Ok(r) => {
             eprintln!(
                 "postgres: {conns} connections, {} answered 200 on the replicas (each committed first), {} other answers",

@@ -130,8 +130,9 @@ fn otel_decodes_and_folds_every_span() {
 #[test]
 fn postgres_answers_200_on_one_replica_and_on_two() {
     let _process = crate::PROCESS.blocking_read();
-    let url = crate::support::postgres::fresh_database("bench_smoke");
-    let r = support::postgres::run(4, 0.2, 1, &url).unwrap();
+    let one = crate::support::postgres::fresh_database("bench_smoke_one");
+    let two = crate::support::postgres::fresh_database("bench_smoke_two");
+    let r = support::postgres::run(4, 0.2, 1, &one, &two).unwrap();
     assert_eq!(r.failures, 0);
     assert!(r.ok > 0 && r.one.value > 0.0 && r.two.value > 0.0 && r.one.baseline > 0.0);
     assert!(r.one.line().starts_with("postgres="));
