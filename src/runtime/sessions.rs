@@ -36,7 +36,8 @@ pub fn new_id(prefix: &str) -> String {
 
 pub(crate) struct Session {
     pub id: String,
-    pub tenant: String,
+    /// Shared with every event the session emits (`Logged::tenant`): no copy per call.
+    pub tenant: Arc<str>,
     pub user_id: String,
     pub servers: Vec<String>,
     pub created_at: String,
@@ -287,17 +288,18 @@ impl ExecuteReply {
     }
 }
 
-/// One call through the gates, as both `execute` and the model loop see it.
+/// One call through the gates, as both `execute` and the model loop see it: the
+/// `tool.called` event it emitted, as the log holds it. Its id, tool, input, outcome and
+/// start are read from there, not copied out of it (an execute's answer is written from
+/// the event's own strings).
 #[derive(Debug, Clone)]
 pub struct Dispatched {
-    pub call_id: String,
-    pub tool: String,
-    pub input: RawJson,
-    pub outcome: Result<RawJson, Envelope>,
-    pub started_at: String,
-    pub duration_ms: f64,
-    pub counter: Option<Counter>,
+    logged: Arc<Logged>,
 }
+
+/// What `Dispatched::call` gives for an event that is not a call; never reached, as
+/// `dispatch` makes a `Dispatched` only of the `tool.called` it emitted.
+static NO_CALL: std::sync::LazyLock<ToolCalled> = std::sync::LazyLock::new(ToolCalled::default);
 
 /// A recorded call as `GET /v1/sessions/:id` lists it.
 fn call_view(call: &Logged) -> Option<CallView> {
@@ -315,11 +317,27 @@ fn call_view(call: &Logged) -> Option<CallView> {
 }
 
 impl Dispatched {
+    /// The call: id, tool, input, outcome, start, duration (ms) and counter.
+    pub fn call(&self) -> &ToolCalled {
+        match &self.logged.frame.event {
+            Event::ToolCalled(call) => call,
+            _ => &NO_CALL,
+        }
+    }
+
     /// The result, or the envelope whole, as one JSON value.
     pub fn output(&self) -> Value {
-        match &self.outcome {
-            Ok(value) => value.to_value(),
-            Err(envelope) => serde_json::to_value(envelope).unwrap_or(Value::Null),
+        match &self.call().outcome {
+            Outcome::Result(value) => value.to_value(),
+            Outcome::Envelope(envelope) => serde_json::to_value(envelope).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The envelope the call was answered with, if it was.
+    pub fn envelope(&self) -> Option<&Envelope> {
+        match &self.call().outcome {
+            Outcome::Result(_) => None,
+            Outcome::Envelope(envelope) => Some(envelope),
         }
     }
 }
@@ -562,7 +580,7 @@ impl Runtime {
         let now = now_rfc3339();
         let session = Session {
             id: new_id("ses_"),
-            tenant: tenant.to_owned(),
+            tenant: Arc::from(tenant),
             user_id: req.user_id.clone(),
             servers: req.servers.clone(),
             created_at: now.clone(),
@@ -951,6 +969,32 @@ impl Runtime {
         tool: &str,
         input: RawJson,
     ) -> Result<ExecuteReply, ApiErrorWithStatus> {
+        let dispatched = self.execute_call(tenant, session_id, tool, input).await?;
+        let call = dispatched.call();
+        Ok(match &call.outcome {
+            Outcome::Result(data) => ExecuteReply::Ok(ToolResult {
+                success: true,
+                data: data.clone(),
+                error: None,
+                duration: call.duration.round() as u64,
+                server: server_of(&call.tool).to_owned(),
+                tool: call.tool.clone(),
+                tool_call_id: call.call_id.clone(),
+                called_at: call.started_at.clone(),
+            }),
+            Outcome::Envelope(envelope) => ExecuteReply::Envelope(envelope.clone()),
+        })
+    }
+
+    /// `execute`, answered with the call's event (the HTTP handler writes its answer from
+    /// the event's strings instead of copies of them).
+    pub(crate) async fn execute_call(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        tool: &str,
+        input: RawJson,
+    ) -> Result<Dispatched, ApiErrorWithStatus> {
         let start = CallStart::now();
         self.adopt_if_missing(tenant, session_id).await?;
         let session = self.open_session(tenant, session_id)?;
@@ -966,19 +1010,7 @@ impl Runtime {
         )?;
         // The answer leaves only once its counter and its event are in the store.
         self.committed().await?;
-        Ok(match call.outcome {
-            Ok(data) => ExecuteReply::Ok(ToolResult {
-                success: true,
-                data,
-                error: None,
-                duration: call.duration_ms.round() as u64,
-                server: server_of(&call.tool).to_owned(),
-                tool: call.tool,
-                tool_call_id: call.call_id,
-                called_at: call.started_at,
-            }),
-            Err(envelope) => ExecuteReply::Envelope(envelope),
-        })
+        Ok(call)
     }
 
     pub(crate) fn open_session(
@@ -1033,22 +1065,13 @@ impl Runtime {
             return Err(closed_error(&s.id));
         }
         let call_id = new_id("call_");
-        let session_id = s.id.clone();
-        let tenant = s.tenant.clone();
         let mut approval = None;
         let gated: Option<Envelope> = match verdict {
             Verdict::Allow => None,
             Verdict::Deny { rule_id, message } => Some(Envelope::PolicyDenied { rule_id, message }),
             Verdict::Approval { rule_id, message } => {
-                let row = self.queue_approval(
-                    &tenant,
-                    &session_id,
-                    &call_id,
-                    tool,
-                    &input,
-                    &rule_id,
-                    &message,
-                )?;
+                let row = self
+                    .queue_approval(&s.tenant, &s.id, &call_id, tool, &input, &rule_id, &message)?;
                 let envelope = Envelope::ApprovalRequired {
                     approval_id: row.approval_id.clone(),
                     expires_at: row.expires_at.clone(),
@@ -1067,21 +1090,22 @@ impl Runtime {
         };
         let counter = s.mocks.note_call(tool);
         let duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
-        let event_outcome = match &outcome {
-            Ok(value) => Outcome::Result(value.clone()),
-            Err(envelope) => Outcome::Envelope(envelope.clone()),
-        };
+        let envelope = outcome.is_err();
         // Emitted under the session lock so the counters in this session's `tool.called`
-        // events rise in seq order.
-        let logged = self.emit_for(
-            &tenant,
-            Some(session_id.clone()),
+        // events rise in seq order. Its input, outcome, id and start move into the event
+        // (the caller reads them there) and it shares the session's tenant name.
+        let logged = self.emit_shared(
+            s.tenant.clone(),
+            Some(s.id.clone()),
             Event::ToolCalled(ToolCalled {
-                call_id: call_id.clone(),
+                call_id,
                 tool: tool.to_owned(),
-                input: input.clone(),
-                outcome: event_outcome,
-                started_at: started_at.clone(),
+                input,
+                outcome: match outcome {
+                    Ok(value) => Outcome::Result(value),
+                    Err(envelope) => Outcome::Envelope(envelope),
+                },
+                started_at,
                 duration: duration_ms,
                 counter,
                 source,
@@ -1091,26 +1115,19 @@ impl Runtime {
         s.last_seq = logged.frame.seq;
         s.record(
             &logged,
-            outcome.is_err(),
+            envelope,
             self.inner.config.retained_calls,
             &self.inner.budget,
         );
         self.persist_counters(&s);
+        let announce = approval.map(|row| (s.tenant.clone(), s.id.clone(), row));
         drop(s);
         // The record grew the session's bytes: closed data makes room before the log must.
         self.make_room();
-        if let Some(row) = approval {
+        if let Some((tenant, session_id, row)) = announce {
             self.announce_approval(&tenant, &session_id, row);
         }
-        Ok(Dispatched {
-            call_id,
-            tool: tool.to_owned(),
-            input,
-            outcome,
-            started_at,
-            duration_ms,
-            counter,
-        })
+        Ok(Dispatched { logged })
     }
 }
 
@@ -1282,7 +1299,7 @@ impl Runtime {
                 bytes,
                 Session {
                     id,
-                    tenant,
+                    tenant: Arc::from(tenant),
                     user_id: doc.user_id,
                     servers: doc.servers,
                     created_at: doc.created_at.clone(),
@@ -1381,7 +1398,11 @@ impl Runtime {
                 // A closed session never runs its script again.
                 session.model = ModelScript::default();
             }
-            let (id, tenant, closed) = (session.id.clone(), session.tenant.clone(), session.closed);
+            let (id, tenant, closed) = (
+                session.id.clone(),
+                session.tenant.to_string(),
+                session.closed,
+            );
             sessions.next_key = sessions.next_key.max(key + 1);
             sessions.order.insert(key, id.clone());
             let count = sessions.tenants.entry(tenant.clone()).or_default();

@@ -3,10 +3,12 @@
 
 use super::state::{AppState, Id, JsonBody, Tenant, json_body, read_body};
 use crate::protocol::Envelope;
+use crate::protocol::RawJson;
 use crate::protocol::envelope::codes;
+use crate::protocol::events::Outcome;
 use crate::protocol::rest::ExecuteRequest;
+use crate::runtime::ApiErrorWithStatus;
 use crate::runtime::sessions::server_of;
-use crate::runtime::{ApiErrorWithStatus, ExecuteReply};
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -87,15 +89,46 @@ async fn answer(
             .with_field("/input"),
         });
     }
-    let reply = state.rt.execute(tenant, id, &req.tool, req.input).await?;
-    let status = StatusCode::from_u16(reply.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    Ok(match reply {
-        ExecuteReply::Ok(result) => tool_result_response(status, &result),
-        ExecuteReply::Envelope(envelope) if status == StatusCode::ACCEPTED => {
-            (status, Json(held_body(&envelope, &req.tool))).into_response()
+    let dispatched = state
+        .rt
+        .execute_call(tenant, id, &req.tool, req.input)
+        .await?;
+    let call = dispatched.call();
+    Ok(match &call.outcome {
+        Outcome::Result(data) => tool_result_response(&ToolResultRef {
+            success: true,
+            data,
+            error: None,
+            duration: call.duration.round() as u64,
+            server: server_of(&call.tool),
+            tool: &call.tool,
+            tool_call_id: &call.call_id,
+            called_at: &call.started_at,
+        }),
+        Outcome::Envelope(envelope) => {
+            let status = StatusCode::from_u16(envelope.http_status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            if status == StatusCode::ACCEPTED {
+                (status, Json(held_body(envelope, &req.tool))).into_response()
+            } else {
+                (status, Json(envelope)).into_response()
+            }
         }
-        ExecuteReply::Envelope(envelope) => (status, Json(envelope)).into_response(),
     })
+}
+
+/// `ToolResult` (the 200 answer, as the SDK reads it) borrowed from the call's event: the
+/// same fields in the same order, so the same bytes (`tests::borrowed_answer_is_tool_result`).
+#[derive(serde::Serialize)]
+struct ToolResultRef<'a> {
+    success: bool,
+    data: &'a RawJson,
+    error: Option<&'a str>,
+    duration: u64,
+    server: &'a str,
+    tool: &'a str,
+    tool_call_id: &'a str,
+    called_at: &'a str,
 }
 
 /// The 202 of a call held for approval. A 2xx is read by the SDK as a `ToolResult` (it
@@ -118,22 +151,56 @@ fn held_body(envelope: &Envelope, tool: &str) -> Value {
 
 /// An execute's answer, written into a buffer sized for it at once: axum's `Json` starts
 /// at 128 bytes and grows, and an answer is the mock entry plus about 200 bytes.
-fn tool_result_response(
-    status: StatusCode,
-    result: &crate::protocol::rest::ToolResult,
-) -> Response {
+fn tool_result_response(result: &ToolResultRef<'_>) -> Response {
     let mut body = Vec::with_capacity(256 + result.data.get().len());
     match serde_json::to_writer(&mut body, result) {
-        Ok(()) => (
-            status,
-            [(
+        Ok(()) => {
+            // What `(status, [content-type], body).into_response()` builds, without the
+            // header array and the octet-stream type it replaces.
+            let mut response = Response::new(axum::body::Body::from(body));
+            response.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
-            )],
-            body,
-        )
-            .into_response(),
+            );
+            response
+        }
         // Cannot happen for these field types; axum's own path answers as it always did.
-        Err(_) => (status, Json(result)).into_response(),
+        Err(_) => Json(result).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ToolResultRef;
+    use crate::protocol::RawJson;
+    use crate::protocol::rest::ToolResult;
+
+    #[test]
+    fn borrowed_answer_is_tool_result() {
+        let data = RawJson::from_value(&serde_json::json!({"id": "pay_1", "n": [1, 2.5, null]}));
+        let owned = ToolResult {
+            success: true,
+            data: data.clone(),
+            error: None,
+            duration: 3,
+            server: "asaas".into(),
+            tool: "asaas/x\u{202e}\"q".into(),
+            tool_call_id: "call_abc".into(),
+            called_at: "2026-11-25T21:00:00.000001Z".into(),
+        };
+        let borrowed = ToolResultRef {
+            success: true,
+            data: &data,
+            error: None,
+            duration: 3,
+            server: &owned.server,
+            tool: &owned.tool,
+            tool_call_id: &owned.tool_call_id,
+            called_at: &owned.called_at,
+        };
+        assert_eq!(
+            serde_json::to_string(&borrowed).unwrap(),
+            serde_json::to_string(&owned).unwrap()
+        );
     }
 }
