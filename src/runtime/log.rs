@@ -238,6 +238,10 @@ impl Logged {
 struct TenantRing {
     next_seq: u64,
     events: VecDeque<Arc<Logged>>,
+    /// Each retained event's `bytes`, beside it (`push`, `pop_oldest`): the oldest event is
+    /// a `retained_events` appends old when it goes, far out of the cache, and reading its
+    /// size from the event was a cache miss under the ring's lock on every full-log append.
+    sizes: VecDeque<usize>,
     /// Sum of the retained events' `bytes`.
     bytes: usize,
 }
@@ -247,8 +251,26 @@ impl Default for TenantRing {
         Self {
             next_seq: 1,
             events: VecDeque::new(),
+            sizes: VecDeque::new(),
             bytes: 0,
         }
+    }
+}
+
+impl TenantRing {
+    /// Retains `logged`, newest, counting its `bytes`.
+    fn push(&mut self, logged: Arc<Logged>, bytes: usize) {
+        self.events.push_back(logged);
+        self.sizes.push_back(bytes);
+        self.bytes += bytes;
+    }
+
+    /// The oldest event and its bytes, no longer retained; the event itself is not read.
+    fn pop_oldest(&mut self) -> Option<(Arc<Logged>, usize)> {
+        let old = self.events.pop_front()?;
+        let bytes = self.sizes.pop_front().unwrap_or_else(|| old.bytes());
+        self.bytes -= bytes;
+        Some((old, bytes))
     }
 }
 
@@ -724,10 +746,9 @@ impl EventLog {
                     ring.holding += 1;
                 }
                 let bytes = logged.bytes();
-                own.bytes += bytes;
+                own.push(logged.clone(), bytes);
                 ring.bytes += bytes;
                 ring.retained += 1;
-                own.events.push_back(logged.clone());
                 over_budget.extend(self.within_budget(ring, &logged));
             }
             self.budget.log.store(ring.bytes, Ordering::Relaxed);
@@ -854,8 +875,7 @@ impl EventLog {
         if own.events.is_empty() {
             ring.holding += 1;
         }
-        own.events.push_back(logged.clone());
-        own.bytes += bytes;
+        own.push(logged.clone(), bytes);
         ring.retained += 1;
         ring.bytes += bytes;
         let over_budget = self.within_budget(ring, &logged);
@@ -908,8 +928,7 @@ impl EventLog {
         if own.events.is_empty() {
             ring.holding += 1;
         }
-        own.events.push_back(logged.clone());
-        own.bytes += bytes;
+        own.push(logged.clone(), bytes);
         ring.retained += 1;
         ring.bytes += bytes;
         let over_budget = self.within_budget(ring, &logged);
@@ -956,6 +975,7 @@ impl EventLog {
         }
         own.next_seq = next;
         let dropped: Vec<Arc<Logged>> = own.events.drain(..).collect();
+        own.sizes.clear();
         let bytes = std::mem::take(&mut own.bytes);
         if !dropped.is_empty() {
             ring.holding -= 1;
@@ -975,9 +995,7 @@ impl EventLog {
             .values_mut()
             .filter(|t| t.events.front().is_some_and(|e| !Arc::ptr_eq(e, keep)))
             .max_by_key(|t| t.bytes)?;
-        let old = tenant.events.pop_front()?;
-        let bytes = old.bytes();
-        tenant.bytes -= bytes;
+        let (old, bytes) = tenant.pop_oldest()?;
         if tenant.events.is_empty() {
             ring.holding -= 1;
         }
@@ -988,9 +1006,7 @@ impl EventLog {
 
     fn evict(&self, ring: &mut Ring, appending: &str) -> Option<Arc<Logged>> {
         let tenant = ring.victim(appending, self.capacity)?;
-        let old = tenant.events.pop_front()?;
-        let bytes = old.bytes();
-        tenant.bytes -= bytes;
+        let (old, bytes) = tenant.pop_oldest()?;
         let emptied = tenant.events.is_empty();
         self.send_evicted(&old);
         ring.retained -= 1;

@@ -49,7 +49,9 @@ pub(crate) struct Session {
     /// The newest `retained_calls` calls, as the `tool.called` events the log holds: the
     /// record shares the event instead of keeping its own copy of every field. Their
     /// bytes count against the budget (`calls_bytes`), at most a quarter of it per session.
-    pub calls: VecDeque<Arc<Logged>>,
+    /// Each with its bytes beside it: the oldest is `retained_calls` calls old when it
+    /// goes, out of the cache, and is not read again to be counted out.
+    pub calls: VecDeque<(Arc<Logged>, usize)>,
     pub calls_bytes: usize,
     pub call_count: u32,
     pub envelope_count: u32,
@@ -87,19 +89,18 @@ impl Session {
         }
         self.last_activity.clone_from(&call.frame.ts);
         if self.calls.len() >= retained.max(1)
-            && let Some(old) = self.calls.pop_front()
+            && let Some((_, bytes)) = self.calls.pop_front()
         {
-            let bytes = old.bytes();
             self.calls_bytes -= bytes;
             budget.remove_session(bytes, false);
         }
-        self.calls.push_back(call.clone());
         let bytes = call.bytes();
+        self.calls.push_back((call.clone(), bytes));
         self.calls_bytes += bytes;
         let mut freed = 0;
         while self.calls_bytes - freed > budget.max / 4 && self.calls.len() > 1 {
-            if let Some(old) = self.calls.pop_front() {
-                freed += old.bytes();
+            if let Some((_, bytes)) = self.calls.pop_front() {
+                freed += bytes;
             }
         }
         self.calls_bytes -= freed;
@@ -779,7 +780,7 @@ impl Runtime {
             calls: session
                 .calls
                 .iter()
-                .filter_map(|call| call_view(call))
+                .filter_map(|(call, _)| call_view(call))
                 .collect(),
             last_run: session.last_run.clone(),
             runs: (session.runs.runs > 0).then(|| session.runs.clone()),
