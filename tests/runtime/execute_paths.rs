@@ -176,3 +176,73 @@ async fn an_encoded_session_id_goes_through_the_router_to_the_same_session() {
     let (status, _) = api.get(&format!("/v1/sessions/{sid}/execute")).await;
     assert_eq!(status, 405);
 }
+
+/// `body` sent chunked, `pieces` bytes a chunk, on its own connection (in one send when
+/// one chunk): the status line and the JSON body of the answer.
+async fn chunked(
+    addr: std::net::SocketAddr,
+    path: &str,
+    body: &[u8],
+    pieces: usize,
+) -> (String, Value) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+    )
+    .into_bytes();
+    for piece in body.chunks(pieces) {
+        request.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        request.extend_from_slice(piece);
+        request.extend_from_slice(b"\r\n");
+    }
+    request.extend_from_slice(b"0\r\n\r\n");
+    if pieces >= body.len() {
+        stream.write_all(&request).await.unwrap();
+    } else {
+        // Written in several sends, so the server reads the body as several frames.
+        for part in request.chunks(40) {
+            stream.write_all(part).await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let text = String::from_utf8(answer).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = head.lines().next().unwrap().to_owned();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_body_in_many_pieces_is_read_whole_and_held_to_the_cap() {
+    let handle = server(RuntimeConfig {
+        max_body_bytes: 4096,
+        ..test_config()
+    })
+    .await;
+    let api = Api::new(&handle);
+    let sid = api.session(json!({"asaas/x": {"ok": 1}})).await;
+    let path = format!("/v1/sessions/{sid}/execute");
+    let input = json!({"tool": "asaas/x", "input": {"pad": "p".repeat(3000)}}).to_string();
+    let (status, body) = chunked(handle.addr, &path, input.as_bytes(), 700).await;
+    assert_eq!(
+        (&status[9..12], &body["data"]),
+        ("200", &json!({"ok": 1})),
+        "{body}"
+    );
+    let (_, detail) = api.get(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(
+        detail["calls"][0]["input"]["pad"].as_str().map(str::len),
+        Some(3000),
+        "the input arrived whole: {detail}"
+    );
+    let over = json!({"tool": "asaas/x", "input": {"pad": "p".repeat(5000)}}).to_string();
+    // In one send: the 413 goes before the body is read to its end, and a peer still
+    // sending then would see the connection reset rather than the answer.
+    let (status, body) = chunked(handle.addr, &path, over.as_bytes(), 6000).await;
+    assert_eq!(
+        (&status[9..12], body["code"].as_str()),
+        ("413", Some("payload_too_large")),
+        "{body}"
+    );
+}

@@ -149,11 +149,55 @@ fn held_body(envelope: &Envelope, tool: &str) -> Value {
     Value::Object(body)
 }
 
+impl ToolResultRef<'_> {
+    /// The answer as `serde_json::to_writer` writes it, byte for byte, without its
+    /// per-byte escaping of the eight keys and of strings that need none (ids, names,
+    /// stamps): a fifth of a mocked execute's server-side instructions went there.
+    fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        out.extend_from_slice(if self.success {
+            b"{\"success\":true,\"data\":"
+        } else {
+            b"{\"success\":false,\"data\":"
+        });
+        out.extend_from_slice(self.data.get().as_bytes());
+        out.extend_from_slice(b",\"error\":");
+        match self.error {
+            Some(error) => json_str(out, error)?,
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"duration\":");
+        serde_json::to_writer(&mut *out, &self.duration)?;
+        out.extend_from_slice(b",\"server\":");
+        json_str(out, self.server)?;
+        out.extend_from_slice(b",\"tool\":");
+        json_str(out, self.tool)?;
+        out.extend_from_slice(b",\"tool_call_id\":");
+        json_str(out, self.tool_call_id)?;
+        out.extend_from_slice(b",\"called_at\":");
+        json_str(out, self.called_at)?;
+        out.push(b'}');
+        Ok(())
+    }
+}
+
+/// `text` as a JSON string, as `serde_json` writes it: copied when no byte needs escaping
+/// (`serde_json` escapes only `"`, `\` and bytes below 0x20), else by `serde_json`.
+fn json_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        serde_json::to_writer(out, text)
+    }
+}
+
 /// An execute's answer, written into a buffer sized for it at once: axum's `Json` starts
 /// at 128 bytes and grows, and an answer is the mock entry plus about 200 bytes.
 fn tool_result_response(result: &ToolResultRef<'_>) -> Response {
     let mut body = Vec::with_capacity(256 + result.data.get().len());
-    match serde_json::to_writer(&mut body, result) {
+    match result.write(&mut body) {
         Ok(()) => {
             // What `(status, [content-type], body).into_response()` builds, without the
             // header array and the octet-stream type it replaces.
@@ -202,5 +246,52 @@ mod tests {
             serde_json::to_string(&borrowed).unwrap(),
             serde_json::to_string(&owned).unwrap()
         );
+    }
+
+    /// A string of `n` characters drawn from what needs escaping and what does not.
+    fn hostile(n: usize) -> String {
+        const PIECES: &[&str] = &[
+            "a", "Z", "0", "_", "-", ":", ".", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{0}",
+            "\u{1f}", "\u{7f}", "\u{80}", "é", "\u{202e}", "\u{2028}", "😀", "\u{feff}", "{", "}",
+            "\\u0041",
+        ];
+        (0..n)
+            .map(|_| PIECES[fastrand::usize(..PIECES.len())])
+            .collect()
+    }
+
+    #[test]
+    fn written_answer_is_serde_jsons() {
+        fastrand::seed(13);
+        for i in 0..5000 {
+            let data = RawJson::from_value(&serde_json::json!({"s": hostile(i % 7), "n": i}));
+            let owned = ToolResult {
+                success: i % 3 != 0,
+                data: data.clone(),
+                error: (i % 4 == 0).then(|| hostile(i % 5)),
+                duration: fastrand::u64(..) >> (i % 64),
+                server: hostile(i % 9),
+                tool: hostile(i % 11),
+                tool_call_id: hostile(i % 23),
+                called_at: hostile(i % 31),
+            };
+            let borrowed = ToolResultRef {
+                success: owned.success,
+                data: &data,
+                error: owned.error.as_deref(),
+                duration: owned.duration,
+                server: &owned.server,
+                tool: &owned.tool,
+                tool_call_id: &owned.tool_call_id,
+                called_at: &owned.called_at,
+            };
+            let mut written = Vec::new();
+            borrowed.write(&mut written).unwrap();
+            assert_eq!(
+                String::from_utf8(written).unwrap(),
+                serde_json::to_string(&owned).unwrap(),
+                "case {i}"
+            );
+        }
     }
 }

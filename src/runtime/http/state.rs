@@ -168,17 +168,42 @@ where
     B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<axum::BoxError>,
 {
-    match http_body_util::BodyExt::collect(http_body_util::Limited::new(body, limit)).await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(err) if err.is::<http_body_util::LengthLimitError>() => Err(ApiErrorWithStatus::new(
-            413,
-            codes::PAYLOAD_TOO_LARGE,
-            format!("request body is over the {limit}-byte limit"),
-        )),
-        Err(err) => Err(ApiErrorWithStatus::invalid_body(format!(
-            "could not read the request body: Failed to buffer the request body: {err}"
-        ))),
+    let refused = |err: axum::BoxError| {
+        if err.is::<http_body_util::LengthLimitError>() {
+            ApiErrorWithStatus::new(
+                413,
+                codes::PAYLOAD_TOO_LARGE,
+                format!("request body is over the {limit}-byte limit"),
+            )
+        } else {
+            ApiErrorWithStatus::invalid_body(format!(
+                "could not read the request body: Failed to buffer the request body: {err}"
+            ))
+        }
+    };
+    // A body in one frame (a small request's) is kept as it came; `collect` would queue
+    // it in a list allocated for the purpose first.
+    let mut body = std::pin::pin!(http_body_util::Limited::new(body, limit));
+    let mut first = Bytes::new();
+    let mut joined: Vec<u8> = Vec::new();
+    while let Some(frame) = http_body_util::BodyExt::frame(&mut body).await {
+        let Ok(data) = frame.map_err(refused)?.into_data() else {
+            continue;
+        };
+        if joined.is_empty() && first.is_empty() {
+            first = data;
+        } else {
+            if joined.is_empty() {
+                joined.extend_from_slice(&first);
+            }
+            joined.extend_from_slice(&data);
+        }
     }
+    Ok(if joined.is_empty() {
+        first
+    } else {
+        Bytes::from(joined)
+    })
 }
 
 /// Like `JsonBody`, but an empty body means `T::default()` (decisions, GET/DELETE).
