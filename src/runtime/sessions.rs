@@ -3,7 +3,7 @@
 //! mock store with its `tool.called` event. Counters change only under the session lock.
 
 use super::log::Budget;
-use super::log::Logged;
+use super::log::{Logged, Retired};
 use super::mocks::{Claim, MAX_MOCKS_BYTES, MockTable, MocksRejection};
 use super::policy::Verdict;
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
@@ -52,6 +52,8 @@ pub(crate) struct Session {
     /// Each with its bytes beside it: the oldest is `retained_calls` calls old when it
     /// goes, out of the cache, and is not read again to be counted out.
     pub calls: VecDeque<(Arc<Logged>, usize)>,
+    /// Calls out of `calls`, let go of in batches (`Retired`).
+    pub retired: Retired,
     pub calls_bytes: usize,
     pub call_count: u32,
     pub envelope_count: u32,
@@ -89,18 +91,20 @@ impl Session {
         }
         self.last_activity.clone_from(&call.frame.ts);
         if self.calls.len() >= retained.max(1)
-            && let Some((_, bytes)) = self.calls.pop_front()
+            && let Some((old, bytes)) = self.calls.pop_front()
         {
             self.calls_bytes -= bytes;
             budget.remove_session(bytes, false);
+            self.retired.push_release(old);
         }
         let bytes = call.bytes();
         self.calls.push_back((call.clone(), bytes));
         self.calls_bytes += bytes;
         let mut freed = 0;
         while self.calls_bytes - freed > budget.max / 4 && self.calls.len() > 1 {
-            if let Some((_, bytes)) = self.calls.pop_front() {
+            if let Some((old, bytes)) = self.calls.pop_front() {
                 freed += bytes;
+                self.retired.push_release(old);
             }
         }
         self.calls_bytes -= freed;
@@ -590,6 +594,7 @@ impl Runtime {
             closing: watch::Sender::new(false),
             mocks,
             calls: VecDeque::new(),
+            retired: Retired::default(),
             calls_bytes: 0,
             call_count: 0,
             envelope_count: 0,
@@ -1313,6 +1318,7 @@ impl Runtime {
                     closing: watch::Sender::new(counts.closed),
                     mocks,
                     calls: VecDeque::new(),
+                    retired: Retired::default(),
                     calls_bytes: 0,
                     call_count: counts.calls,
                     envelope_count: counts.envelopes,
