@@ -209,7 +209,8 @@ struct TenantCount {
 
 #[derive(Default)]
 pub(crate) struct SessionMap {
-    by_id: HashMap<String, Entry>,
+    /// foldhash, not `SipHash`: every call looks its session up here, under the map's lock.
+    by_id: foldhash::HashMap<String, Entry>,
     /// Creation order: key to id. Keys are never reused; a page's cursor is one.
     order: BTreeMap<u64, String>,
     /// Closed sessions by creation order: the first the byte budget evicts.

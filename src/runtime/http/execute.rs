@@ -62,7 +62,8 @@ pub(crate) async fn direct(
         answer(state, &tenant, id, json_body(&bytes)?).await
     };
     let mut response = answered.await.unwrap_or_else(IntoResponse::into_response);
-    // What the router's route future adds (hyper would too, in the same place).
+    // What the router's route future adds. (Left to hyper, the line would come after the
+    // `connection: close` hyper puts in the map, not before it as through the router.)
     if let Some(len) = hyper::body::Body::size_hint(response.body()).exact()
         && !response.headers().contains_key(header::CONTENT_LENGTH)
     {
@@ -150,6 +151,24 @@ fn held_body(envelope: &Envelope, tool: &str) -> Value {
 }
 
 impl ToolResultRef<'_> {
+    /// The length `write` gives when no string needs escaping (the usual answer): a
+    /// buffer of exactly this capacity becomes the body's bytes without another
+    /// allocation, where `Bytes` takes one with room to spare as shared.
+    fn unescaped_len(&self) -> usize {
+        let text = |t: &str| t.len() + 2;
+        let digits = self.duration.checked_ilog10().map_or(1, |d| d as usize + 1);
+        let keys = r#"{"success":,"data":,"error":,"duration":,"server":,"tool":,"tool_call_id":,"called_at":}"#;
+        keys.len()
+            + if self.success { 4 } else { 5 }
+            + self.data.get().len()
+            + self.error.map_or(4, text)
+            + digits
+            + text(self.server)
+            + text(self.tool)
+            + text(self.tool_call_id)
+            + text(self.called_at)
+    }
+
     /// The answer as `serde_json::to_writer` writes it, byte for byte, without its
     /// per-byte escaping of the eight keys and of strings that need none (ids, names,
     /// stamps): a fifth of a mocked execute's server-side instructions went there.
@@ -193,10 +212,10 @@ fn json_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
     }
 }
 
-/// An execute's answer, written into a buffer sized for it at once: axum's `Json` starts
-/// at 128 bytes and grows, and an answer is the mock entry plus about 200 bytes.
+/// An execute's answer, written into a buffer of its size: axum's `Json` starts at 128
+/// bytes and grows, and an answer is the mock entry plus about 200 bytes.
 fn tool_result_response(result: &ToolResultRef<'_>) -> Response {
-    let mut body = Vec::with_capacity(256 + result.data.get().len());
+    let mut body = Vec::with_capacity(result.unescaped_len());
     match result.write(&mut body) {
         Ok(()) => {
             // What `(status, [content-type], body).into_response()` builds, without the
@@ -287,6 +306,18 @@ mod tests {
             };
             let mut written = Vec::new();
             borrowed.write(&mut written).unwrap();
+            let plain = [
+                owned.error.as_deref().unwrap_or(""),
+                &owned.server,
+                &owned.tool,
+                &owned.tool_call_id,
+                &owned.called_at,
+            ]
+            .iter()
+            .all(|t| t.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\'));
+            if plain {
+                assert_eq!(written.len(), borrowed.unescaped_len(), "case {i}");
+            }
             assert_eq!(
                 String::from_utf8(written).unwrap(),
                 serde_json::to_string(&owned).unwrap(),
