@@ -8,7 +8,16 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(32);
-    let result = support::execute::run(conns, 1.0, 9);
+    // Profiling aids (docs/PERFORMANCE.md): seconds a side a round, and rounds.
+    let secs = std::env::var("BENCH_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1.0);
+    let rounds = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(9);
+    let result = support::execute::run(conns, secs, rounds);
     if let Ok(r) = &result {
         eprintln!(
             "execute: {} connections, {} answered 200 by the runtime, {} other answers",

@@ -167,7 +167,40 @@ pub fn run_on(
         .collect();
     let (mut rates, mut bases, mut paired) = (vec![], vec![], vec![]);
     let (mut ok, mut failures) = (0, 0);
-    for round in 0..rounds.max(1) {
+    if let Some(side) = Side::from_env()? {
+        // A profiling aid: one side alone, so `perf stat`/`perf record` of the process
+        // sees only that side's server (and the generator, the same for both).
+        let target = match side {
+            Side::Ours => runtime_addr,
+            Side::Bare => bare_addr,
+        };
+        for round in 0..rounds.max(1) {
+            let before = cpu_ticks();
+            let (rate, o, other) = generator.block_on(load(target, requests.clone(), secs))?;
+            let cpu = cpu_ticks().zip(before).map(|(a, b)| (a.0 - b.0, a.1 - b.1));
+            let per = |ticks: u64| ticks as f64 * 1e6 / clock_ticks() / o.max(1) as f64;
+            match cpu {
+                Some((user, sys)) => eprintln!(
+                    "round {round}: {side:?} {rate:.0} req/s, CPU per request user {:.2} µs sys {:.2} µs (server and generator)",
+                    per(user),
+                    per(sys)
+                ),
+                None => eprintln!("round {round}: {side:?} {rate:.0} req/s"),
+            }
+            match side {
+                Side::Ours => rates.push(rate),
+                Side::Bare => bases.push(rate),
+            }
+            ok += o;
+            failures += other;
+        }
+    }
+    let paired_rounds = if Side::from_env()?.is_some() {
+        0
+    } else {
+        rounds.max(1)
+    };
+    for round in 0..paired_rounds {
         // Which side goes first alternates, so neither always gets the warmer machine.
         let bare = || generator.block_on(load(bare_addr, requests.clone(), secs));
         let ours = || generator.block_on(load(runtime_addr, requests.clone(), secs));
@@ -196,4 +229,37 @@ pub fn run_on(
         ok,
     })
     .and_then(|r| (r.ok > 0).then_some(r).context("no execute answered 200"))
+}
+
+/// `BENCH_SIDE=ours|bare`: run one side alone (a profiling aid, see docs/PERFORMANCE.md).
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Ours,
+    Bare,
+}
+
+impl Side {
+    fn from_env() -> anyhow::Result<Option<Side>> {
+        match std::env::var("BENCH_SIDE").ok().as_deref() {
+            None | Some("") => Ok(None),
+            Some("ours") => Ok(Some(Side::Ours)),
+            Some("bare") => Ok(Some(Side::Bare)),
+            Some(other) => bail!("BENCH_SIDE={other}: expected ours or bare"),
+        }
+    }
+}
+
+/// This process's (user, system) CPU time in clock ticks, from /proc/self/stat (Linux).
+fn cpu_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command's closing parenthesis; utime and stime are the 14th and
+    // 15th of the whole line, the 12th and 13th after it.
+    let rest = stat.rsplit_once(')')?.1;
+    let mut fields = rest.split_whitespace().skip(11);
+    Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
+}
+
+/// Clock ticks a second (`getconf CLK_TCK`; 100 on Linux).
+fn clock_ticks() -> f64 {
+    100.0
 }

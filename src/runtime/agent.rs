@@ -8,7 +8,7 @@ use super::sessions::{CallStart, Dispatched, server_of};
 use super::{ApiErrorWithStatus, Runtime, lock};
 use crate::eval::script::{Conversation, LastOutcome, Picked, PromptRecord, pick};
 use crate::protocol::events::{
-    AgentRun, AgentStepCompleted, CallSource, FailedAttempt, Step, StepToolCall, Tokens,
+    AgentRun, AgentStepCompleted, CallSource, FailedAttempt, Outcome, Step, StepToolCall, Tokens,
 };
 use crate::protocol::rest::{LastRun, ScriptStep, SendFrame, SendResult, ToolCallRecord};
 use crate::protocol::{Event, RawJson, now_rfc3339};
@@ -91,21 +91,23 @@ fn approx_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
 }
 
-fn record(call: &Dispatched) -> ToolCallRecord {
+fn record(dispatched: &Dispatched) -> ToolCallRecord {
+    let call = dispatched.call();
+    let envelope = dispatched.envelope();
     ToolCallRecord {
         id: call.call_id.clone(),
         tool_name: call.tool.clone(),
         server_id: server_of(&call.tool).to_owned(),
-        status: if call.outcome.is_ok() {
+        status: if envelope.is_none() {
             "success"
         } else {
             "error"
         }
         .to_owned(),
-        duration_ms: call.duration_ms.round() as u64,
+        duration_ms: call.duration.round() as u64,
         input: call.input.to_value(),
-        output: call.output(),
-        error_code: call.outcome.as_ref().err().map(|e| e.code().to_owned()),
+        output: dispatched.output(),
+        error_code: envelope.map(|e| e.code().to_owned()),
     }
 }
 
@@ -371,16 +373,17 @@ impl Runtime {
                         break 'run;
                     }
                 };
+                let made = dispatched.call();
                 out(SendFrame::ToolUse {
-                    id: dispatched.call_id.clone(),
-                    name: dispatched.tool.clone(),
-                    input: dispatched.input.to_value(),
+                    id: made.call_id.clone(),
+                    name: made.tool.clone(),
+                    input: made.input.to_value(),
                 })
                 .await;
-                answer_bytes += dispatched.input.get().len()
-                    + match &dispatched.outcome {
-                        Ok(raw) => raw.get().len(),
-                        Err(_) => 256,
+                answer_bytes += made.input.get().len()
+                    + match &made.outcome {
+                        Outcome::Result(raw) => raw.get().len(),
+                        Outcome::Envelope(_) => 256,
                     };
                 if answer_bytes > max_bytes {
                     result.too_large = true;
@@ -404,11 +407,11 @@ impl Runtime {
                 }
                 out(SendFrame::ToolResult(rec.clone())).await;
                 step_calls.push(StepToolCall {
-                    id: dispatched.call_id.clone(),
-                    name: dispatched.tool.clone(),
-                    args: dispatched.input.clone(),
+                    id: made.call_id.clone(),
+                    name: made.tool.clone(),
+                    args: made.input.clone(),
                     result: RawJson::from_value(&rec.output),
-                    duration: dispatched.duration_ms,
+                    duration: made.duration,
                     needs_approval: rec.error_code.as_deref() == Some("approval_required"),
                 });
                 result.tool_calls.push(rec);

@@ -234,10 +234,58 @@ impl Logged {
     }
 }
 
+/// Events let go of (evicted from the log, or out of a session's history), released
+/// `RETIRE_BATCH` at a time. Each is far out of the cache by then, and releasing one is a
+/// locked decrement of its count (and, for the last holder, reading it to free its
+/// strings): one at a time that is a full cache miss per call, locked instructions do not
+/// overlap. A batch is first read with plain loads, whose misses overlap, and then let go.
+#[derive(Debug, Default)]
+pub struct Retired(Vec<Arc<Logged>>);
+
+/// How many let-go events `Retired` holds before releasing them together.
+pub const RETIRE_BATCH: usize = 16;
+
+impl Retired {
+    /// Holds `old`; a full batch comes back, to `release` (outside any lock).
+    #[must_use]
+    pub fn push(&mut self, old: Arc<Logged>) -> Option<Vec<Arc<Logged>>> {
+        if self.0.capacity() == 0 {
+            self.0.reserve_exact(RETIRE_BATCH);
+        }
+        self.0.push(old);
+        (self.0.len() >= RETIRE_BATCH)
+            .then(|| std::mem::replace(&mut self.0, Vec::with_capacity(RETIRE_BATCH)))
+    }
+
+    /// `push`, the batch released here.
+    pub fn push_release(&mut self, old: Arc<Logged>) {
+        if let Some(batch) = self.push(old) {
+            release(batch);
+        }
+    }
+}
+
+/// Lets go of a batch of events: reads each (its count, and when this is its last holder
+/// the fields its drop reads) with plain loads first, so their cache misses overlap, then
+/// drops them.
+pub fn release(batch: Vec<Arc<Logged>>) {
+    let read = batch.iter().fold(0usize, |sum, event| {
+        let holders = Arc::strong_count(event);
+        let fields = if holders == 1 { event.bytes() } else { 0 };
+        sum.wrapping_add(holders).wrapping_add(fields)
+    });
+    std::hint::black_box(read);
+    drop(batch);
+}
+
 /// One tenant's part of the log; its seqs are contiguous from the front.
 struct TenantRing {
     next_seq: u64,
     events: VecDeque<Arc<Logged>>,
+    /// Each retained event's `bytes`, beside it (`push`, `pop_oldest`): the oldest event is
+    /// a `retained_events` appends old when it goes, far out of the cache, and reading its
+    /// size from the event was a cache miss under the ring's lock on every full-log append.
+    sizes: VecDeque<usize>,
     /// Sum of the retained events' `bytes`.
     bytes: usize,
 }
@@ -247,8 +295,26 @@ impl Default for TenantRing {
         Self {
             next_seq: 1,
             events: VecDeque::new(),
+            sizes: VecDeque::new(),
             bytes: 0,
         }
+    }
+}
+
+impl TenantRing {
+    /// Retains `logged`, newest, counting its `bytes`.
+    fn push(&mut self, logged: Arc<Logged>, bytes: usize) {
+        self.events.push_back(logged);
+        self.sizes.push_back(bytes);
+        self.bytes += bytes;
+    }
+
+    /// The oldest event and its bytes, no longer retained; the event itself is not read.
+    fn pop_oldest(&mut self) -> Option<(Arc<Logged>, usize)> {
+        let old = self.events.pop_front()?;
+        let bytes = self.sizes.pop_front().unwrap_or_else(|| old.bytes());
+        self.bytes -= bytes;
+        Some((old, bytes))
     }
 }
 
@@ -262,6 +328,8 @@ struct Ring {
     /// Tenants holding at least one event.
     holding: usize,
     tenants: HashMap<String, TenantRing>,
+    /// Events appends evicted, let go of in batches (`Retired`).
+    retired: Retired,
 }
 
 impl Ring {
@@ -619,6 +687,7 @@ impl EventLog {
                 bytes: 0,
                 holding: 0,
                 tenants: HashMap::new(),
+                retired: Retired::default(),
             }),
             capacity: capacity.max(1),
             live,
@@ -724,10 +793,9 @@ impl EventLog {
                     ring.holding += 1;
                 }
                 let bytes = logged.bytes();
-                own.bytes += bytes;
+                own.push(logged.clone(), bytes);
                 ring.bytes += bytes;
                 ring.retained += 1;
-                own.events.push_back(logged.clone());
                 over_budget.extend(self.within_budget(ring, &logged));
             }
             self.budget.log.store(ring.bytes, Ordering::Relaxed);
@@ -831,9 +899,11 @@ impl EventLog {
         }
         let mut guard = self.ring();
         let ring = &mut *guard;
-        // The oldest event is freed after the lock is released, not under it.
+        // The oldest event is freed after the lock is released, not under it, with the
+        // others of its batch (`Retired`).
         let evicted = if ring.retained >= self.capacity {
             self.evict(ring, &logged.tenant)
+                .and_then(|old| ring.retired.push(old))
         } else {
             None
         };
@@ -854,8 +924,7 @@ impl EventLog {
         if own.events.is_empty() {
             ring.holding += 1;
         }
-        own.events.push_back(logged.clone());
-        own.bytes += bytes;
+        own.push(logged.clone(), bytes);
         ring.retained += 1;
         ring.bytes += bytes;
         let over_budget = self.within_budget(ring, &logged);
@@ -865,7 +934,9 @@ impl EventLog {
         // No receivers is not an error for the log: nobody is watching yet.
         let _ = self.live.send(logged.clone());
         drop(guard);
-        drop(evicted);
+        if let Some(batch) = evicted {
+            release(batch);
+        }
         if !over_budget.is_empty() {
             self.note_evicted(&over_budget);
         }
@@ -908,8 +979,7 @@ impl EventLog {
         if own.events.is_empty() {
             ring.holding += 1;
         }
-        own.events.push_back(logged.clone());
-        own.bytes += bytes;
+        own.push(logged.clone(), bytes);
         ring.retained += 1;
         ring.bytes += bytes;
         let over_budget = self.within_budget(ring, &logged);
@@ -956,6 +1026,7 @@ impl EventLog {
         }
         own.next_seq = next;
         let dropped: Vec<Arc<Logged>> = own.events.drain(..).collect();
+        own.sizes.clear();
         let bytes = std::mem::take(&mut own.bytes);
         if !dropped.is_empty() {
             ring.holding -= 1;
@@ -975,9 +1046,7 @@ impl EventLog {
             .values_mut()
             .filter(|t| t.events.front().is_some_and(|e| !Arc::ptr_eq(e, keep)))
             .max_by_key(|t| t.bytes)?;
-        let old = tenant.events.pop_front()?;
-        let bytes = old.bytes();
-        tenant.bytes -= bytes;
+        let (old, bytes) = tenant.pop_oldest()?;
         if tenant.events.is_empty() {
             ring.holding -= 1;
         }
@@ -988,9 +1057,7 @@ impl EventLog {
 
     fn evict(&self, ring: &mut Ring, appending: &str) -> Option<Arc<Logged>> {
         let tenant = ring.victim(appending, self.capacity)?;
-        let old = tenant.events.pop_front()?;
-        let bytes = old.bytes();
-        tenant.bytes -= bytes;
+        let (old, bytes) = tenant.pop_oldest()?;
         let emptied = tenant.events.is_empty();
         self.send_evicted(&old);
         ring.retained -= 1;
@@ -1111,6 +1178,35 @@ mod tests {
 
     fn closed() -> Event {
         Event::SessionClosed(SessionClosed::default())
+    }
+
+    #[test]
+    fn evicted_events_are_freed_a_batch_at_a_time_and_counted_at_once() {
+        let budget = Arc::new(Budget::new(usize::MAX));
+        let log = EventLog::new(4, 8, budget.clone());
+        let first: Vec<_> = (0..4)
+            .map(|_| Arc::downgrade(&log.append("t".into(), None, closed())))
+            .collect();
+        let held = budget.stats().log_bytes;
+        // Each append past capacity evicts one: gone from the ring and the budget at once,
+        // its memory let go with its batch.
+        for n in 1..RETIRE_BATCH {
+            log.append("t".into(), None, closed());
+            assert_eq!(log.stats().retained, 4);
+            assert_eq!(budget.stats().log_bytes, held);
+            if n <= first.len() {
+                assert!(
+                    first[n - 1].upgrade().is_some(),
+                    "held until its batch goes"
+                );
+            }
+        }
+        log.append("t".into(), None, closed());
+        assert!(
+            first.iter().all(|e| e.upgrade().is_none()),
+            "the batch went"
+        );
+        assert_eq!(log.since("t", 0, 10).events.len(), 4);
     }
 
     #[test]

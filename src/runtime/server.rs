@@ -12,6 +12,7 @@
 //! `header_read_timeout` arms and cancels a timer for every request, a tenth of the server's
 //! CPU for a mocked execute.
 
+use super::http::AppState;
 use super::http::guard::Guard;
 use super::{ApiErrorWithStatus, lock};
 use axum::Router;
@@ -513,11 +514,17 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
+    direct: Option<AppState>,
     guard: Guard,
     limits: ConnLimits,
     mut stop: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    let site = Arc::new(Site { app, guard, limits });
+    let site = Arc::new(Site {
+        app,
+        direct,
+        guard,
+        limits,
+    });
     let admission = Arc::new(Admission {
         limits,
         table: Mutex::new(Table::default()),
@@ -568,8 +575,35 @@ pub(crate) async fn serve(
 /// What every connection of one server shares.
 struct Site {
     app: Router,
+    /// The state `POST /v1/sessions/{id}/execute` is answered with from here, without the
+    /// router (`http::execute_direct`); `None` when the runtime has API keys, so every
+    /// request passes the router's auth layer.
+    direct: Option<AppState>,
     guard: Guard,
     limits: ConnLimits,
+}
+
+impl Site {
+    /// An execute `connection` routed here (`Routed::Execute`).
+    async fn execute(&self, req: hyper::Request<Incoming>) -> axum::response::Response {
+        match &self.direct {
+            Some(state) => super::http::execute_direct(state, req).await,
+            // Not reached (`connection` checked); the router answers as ever.
+            None => match tower_service::Service::call(&mut self.app.clone(), req.map(Body::new))
+                .await
+            {
+                Ok(response) => response,
+                Err(never) => match never {},
+            },
+        }
+    }
+}
+
+/// Where `connection` sends a request.
+enum Routed {
+    App(axum::routing::future::RouteFuture<std::convert::Infallible>),
+    Execute(Arc<Site>, hyper::Request<Incoming>),
+    Refused(ApiErrorWithStatus, hyper::Request<Incoming>),
 }
 
 /// What 414 answers when a request target is over `MAX_URI_BYTES`.
@@ -610,16 +644,24 @@ async fn connection(
                 .check(req.method(), req.uri().path(), req.headers())
                 .err()
         };
-        let mut app = shared.app.clone();
         let limit = shared.limits.max_body_bytes;
         let routed = match refused {
-            None => Ok(tower_service::Service::call(&mut app, req.map(Body::new))),
-            Some(refusal) => Err((refusal, req)),
+            Some(refusal) => Routed::Refused(refusal, req),
+            None if shared.direct.is_some()
+                && super::http::execute_target(req.method(), req.uri().path()).is_some() =>
+            {
+                Routed::Execute(shared.clone(), req)
+            }
+            None => Routed::App(tower_service::Service::call(
+                &mut shared.app.clone(),
+                req.map(Body::new),
+            )),
         };
         async move {
             let response = match routed {
-                Ok(routed) => routed.await,
-                Err((refusal, req)) => {
+                Routed::App(routed) => routed.await,
+                Routed::Execute(site, req) => Ok(site.execute(req).await),
+                Routed::Refused(refusal, req) => {
                     discard(req.into_body(), limit).await;
                     Ok(refusal.into_response())
                 }

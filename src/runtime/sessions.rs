@@ -3,7 +3,7 @@
 //! mock store with its `tool.called` event. Counters change only under the session lock.
 
 use super::log::Budget;
-use super::log::Logged;
+use super::log::{Logged, Retired};
 use super::mocks::{Claim, MAX_MOCKS_BYTES, MockTable, MocksRejection};
 use super::policy::Verdict;
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
@@ -36,7 +36,8 @@ pub fn new_id(prefix: &str) -> String {
 
 pub(crate) struct Session {
     pub id: String,
-    pub tenant: String,
+    /// Shared with every event the session emits (`Logged::tenant`): no copy per call.
+    pub tenant: Arc<str>,
     pub user_id: String,
     pub servers: Vec<String>,
     pub created_at: String,
@@ -48,7 +49,11 @@ pub(crate) struct Session {
     /// The newest `retained_calls` calls, as the `tool.called` events the log holds: the
     /// record shares the event instead of keeping its own copy of every field. Their
     /// bytes count against the budget (`calls_bytes`), at most a quarter of it per session.
-    pub calls: VecDeque<Arc<Logged>>,
+    /// Each with its bytes beside it: the oldest is `retained_calls` calls old when it
+    /// goes, out of the cache, and is not read again to be counted out.
+    pub calls: VecDeque<(Arc<Logged>, usize)>,
+    /// Calls out of `calls`, let go of in batches (`Retired`).
+    pub retired: Retired,
     pub calls_bytes: usize,
     pub call_count: u32,
     pub envelope_count: u32,
@@ -86,19 +91,20 @@ impl Session {
         }
         self.last_activity.clone_from(&call.frame.ts);
         if self.calls.len() >= retained.max(1)
-            && let Some(old) = self.calls.pop_front()
+            && let Some((old, bytes)) = self.calls.pop_front()
         {
-            let bytes = old.bytes();
             self.calls_bytes -= bytes;
             budget.remove_session(bytes, false);
+            self.retired.push_release(old);
         }
-        self.calls.push_back(call.clone());
         let bytes = call.bytes();
+        self.calls.push_back((call.clone(), bytes));
         self.calls_bytes += bytes;
         let mut freed = 0;
         while self.calls_bytes - freed > budget.max / 4 && self.calls.len() > 1 {
-            if let Some(old) = self.calls.pop_front() {
-                freed += old.bytes();
+            if let Some((old, bytes)) = self.calls.pop_front() {
+                freed += bytes;
+                self.retired.push_release(old);
             }
         }
         self.calls_bytes -= freed;
@@ -203,7 +209,8 @@ struct TenantCount {
 
 #[derive(Default)]
 pub(crate) struct SessionMap {
-    by_id: HashMap<String, Entry>,
+    /// foldhash, not `SipHash`: every call looks its session up here, under the map's lock.
+    by_id: foldhash::HashMap<String, Entry>,
     /// Creation order: key to id. Keys are never reused; a page's cursor is one.
     order: BTreeMap<u64, String>,
     /// Closed sessions by creation order: the first the byte budget evicts.
@@ -287,17 +294,18 @@ impl ExecuteReply {
     }
 }
 
-/// One call through the gates, as both `execute` and the model loop see it.
+/// One call through the gates, as both `execute` and the model loop see it: the
+/// `tool.called` event it emitted, as the log holds it. Its id, tool, input, outcome and
+/// start are read from there, not copied out of it (an execute's answer is written from
+/// the event's own strings).
 #[derive(Debug, Clone)]
 pub struct Dispatched {
-    pub call_id: String,
-    pub tool: String,
-    pub input: RawJson,
-    pub outcome: Result<RawJson, Envelope>,
-    pub started_at: String,
-    pub duration_ms: f64,
-    pub counter: Option<Counter>,
+    logged: Arc<Logged>,
 }
+
+/// What `Dispatched::call` gives for an event that is not a call; never reached, as
+/// `dispatch` makes a `Dispatched` only of the `tool.called` it emitted.
+static NO_CALL: std::sync::LazyLock<ToolCalled> = std::sync::LazyLock::new(ToolCalled::default);
 
 /// A recorded call as `GET /v1/sessions/:id` lists it.
 fn call_view(call: &Logged) -> Option<CallView> {
@@ -315,11 +323,27 @@ fn call_view(call: &Logged) -> Option<CallView> {
 }
 
 impl Dispatched {
+    /// The call: id, tool, input, outcome, start, duration (ms) and counter.
+    pub fn call(&self) -> &ToolCalled {
+        match &self.logged.frame.event {
+            Event::ToolCalled(call) => call,
+            _ => &NO_CALL,
+        }
+    }
+
     /// The result, or the envelope whole, as one JSON value.
     pub fn output(&self) -> Value {
-        match &self.outcome {
-            Ok(value) => value.to_value(),
-            Err(envelope) => serde_json::to_value(envelope).unwrap_or(Value::Null),
+        match &self.call().outcome {
+            Outcome::Result(value) => value.to_value(),
+            Outcome::Envelope(envelope) => serde_json::to_value(envelope).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The envelope the call was answered with, if it was.
+    pub fn envelope(&self) -> Option<&Envelope> {
+        match &self.call().outcome {
+            Outcome::Result(_) => None,
+            Outcome::Envelope(envelope) => Some(envelope),
         }
     }
 }
@@ -562,7 +586,7 @@ impl Runtime {
         let now = now_rfc3339();
         let session = Session {
             id: new_id("ses_"),
-            tenant: tenant.to_owned(),
+            tenant: Arc::from(tenant),
             user_id: req.user_id.clone(),
             servers: req.servers.clone(),
             created_at: now.clone(),
@@ -571,6 +595,7 @@ impl Runtime {
             closing: watch::Sender::new(false),
             mocks,
             calls: VecDeque::new(),
+            retired: Retired::default(),
             calls_bytes: 0,
             call_count: 0,
             envelope_count: 0,
@@ -761,7 +786,7 @@ impl Runtime {
             calls: session
                 .calls
                 .iter()
-                .filter_map(|call| call_view(call))
+                .filter_map(|(call, _)| call_view(call))
                 .collect(),
             last_run: session.last_run.clone(),
             runs: (session.runs.runs > 0).then(|| session.runs.clone()),
@@ -951,10 +976,45 @@ impl Runtime {
         tool: &str,
         input: RawJson,
     ) -> Result<ExecuteReply, ApiErrorWithStatus> {
+        let dispatched = self.execute_call(tenant, session_id, tool, input).await?;
+        let call = dispatched.call();
+        Ok(match &call.outcome {
+            Outcome::Result(data) => ExecuteReply::Ok(ToolResult {
+                success: true,
+                data: data.clone(),
+                error: None,
+                duration: call.duration.round() as u64,
+                server: server_of(&call.tool).to_owned(),
+                tool: call.tool.clone(),
+                tool_call_id: call.call_id.clone(),
+                called_at: call.started_at.clone(),
+            }),
+            Outcome::Envelope(envelope) => ExecuteReply::Envelope(envelope.clone()),
+        })
+    }
+
+    /// `execute`, answered with the call's event (the HTTP handler writes its answer from
+    /// the event's strings instead of copies of them).
+    pub(crate) async fn execute_call(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        tool: &str,
+        input: RawJson,
+    ) -> Result<Dispatched, ApiErrorWithStatus> {
         let start = CallStart::now();
-        self.adopt_if_missing(tenant, session_id).await?;
+        // A shared store's futures are boxed: they are kilobytes, and held inline every
+        // execute's future (2.5 KB) was copied about as hyper took it, on every call.
+        let shared = self.shared_store().is_some();
+        if shared {
+            Box::pin(self.adopt_if_missing(tenant, session_id)).await?;
+        }
         let session = self.open_session(tenant, session_id)?;
-        let claimed = self.claim_for(&session, tool, &input).await?;
+        let claimed = if shared {
+            Box::pin(self.claim_for(&session, tool, &input)).await?
+        } else {
+            Claim::Local
+        };
         let call = self.dispatch(
             &session,
             tool,
@@ -966,19 +1026,7 @@ impl Runtime {
         )?;
         // The answer leaves only once its counter and its event are in the store.
         self.committed().await?;
-        Ok(match call.outcome {
-            Ok(data) => ExecuteReply::Ok(ToolResult {
-                success: true,
-                data,
-                error: None,
-                duration: call.duration_ms.round() as u64,
-                server: server_of(&call.tool).to_owned(),
-                tool: call.tool,
-                tool_call_id: call.call_id,
-                called_at: call.started_at,
-            }),
-            Err(envelope) => ExecuteReply::Envelope(envelope),
-        })
+        Ok(call)
     }
 
     pub(crate) fn open_session(
@@ -1033,22 +1081,13 @@ impl Runtime {
             return Err(closed_error(&s.id));
         }
         let call_id = new_id("call_");
-        let session_id = s.id.clone();
-        let tenant = s.tenant.clone();
         let mut approval = None;
         let gated: Option<Envelope> = match verdict {
             Verdict::Allow => None,
             Verdict::Deny { rule_id, message } => Some(Envelope::PolicyDenied { rule_id, message }),
             Verdict::Approval { rule_id, message } => {
-                let row = self.queue_approval(
-                    &tenant,
-                    &session_id,
-                    &call_id,
-                    tool,
-                    &input,
-                    &rule_id,
-                    &message,
-                )?;
+                let row = self
+                    .queue_approval(&s.tenant, &s.id, &call_id, tool, &input, &rule_id, &message)?;
                 let envelope = Envelope::ApprovalRequired {
                     approval_id: row.approval_id.clone(),
                     expires_at: row.expires_at.clone(),
@@ -1067,21 +1106,22 @@ impl Runtime {
         };
         let counter = s.mocks.note_call(tool);
         let duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
-        let event_outcome = match &outcome {
-            Ok(value) => Outcome::Result(value.clone()),
-            Err(envelope) => Outcome::Envelope(envelope.clone()),
-        };
+        let envelope = outcome.is_err();
         // Emitted under the session lock so the counters in this session's `tool.called`
-        // events rise in seq order.
-        let logged = self.emit_for(
-            &tenant,
-            Some(session_id.clone()),
+        // events rise in seq order. Its input, outcome, id and start move into the event
+        // (the caller reads them there) and it shares the session's tenant name.
+        let logged = self.emit_shared(
+            s.tenant.clone(),
+            Some(s.id.clone()),
             Event::ToolCalled(ToolCalled {
-                call_id: call_id.clone(),
+                call_id,
                 tool: tool.to_owned(),
-                input: input.clone(),
-                outcome: event_outcome,
-                started_at: started_at.clone(),
+                input,
+                outcome: match outcome {
+                    Ok(value) => Outcome::Result(value),
+                    Err(envelope) => Outcome::Envelope(envelope),
+                },
+                started_at,
                 duration: duration_ms,
                 counter,
                 source,
@@ -1091,26 +1131,19 @@ impl Runtime {
         s.last_seq = logged.frame.seq;
         s.record(
             &logged,
-            outcome.is_err(),
+            envelope,
             self.inner.config.retained_calls,
             &self.inner.budget,
         );
         self.persist_counters(&s);
+        let announce = approval.map(|row| (s.tenant.clone(), s.id.clone(), row));
         drop(s);
         // The record grew the session's bytes: closed data makes room before the log must.
         self.make_room();
-        if let Some(row) = approval {
+        if let Some((tenant, session_id, row)) = announce {
             self.announce_approval(&tenant, &session_id, row);
         }
-        Ok(Dispatched {
-            call_id,
-            tool: tool.to_owned(),
-            input,
-            outcome,
-            started_at,
-            duration_ms,
-            counter,
-        })
+        Ok(Dispatched { logged })
     }
 }
 
@@ -1282,7 +1315,7 @@ impl Runtime {
                 bytes,
                 Session {
                     id,
-                    tenant,
+                    tenant: Arc::from(tenant),
                     user_id: doc.user_id,
                     servers: doc.servers,
                     created_at: doc.created_at.clone(),
@@ -1295,6 +1328,7 @@ impl Runtime {
                     closing: watch::Sender::new(counts.closed),
                     mocks,
                     calls: VecDeque::new(),
+                    retired: Retired::default(),
                     calls_bytes: 0,
                     call_count: counts.calls,
                     envelope_count: counts.envelopes,
@@ -1381,7 +1415,11 @@ impl Runtime {
                 // A closed session never runs its script again.
                 session.model = ModelScript::default();
             }
-            let (id, tenant, closed) = (session.id.clone(), session.tenant.clone(), session.closed);
+            let (id, tenant, closed) = (
+                session.id.clone(),
+                session.tenant.to_string(),
+                session.closed,
+            );
             sessions.next_key = sessions.next_key.max(key + 1);
             sessions.order.insert(key, id.clone());
             let count = sessions.tenants.entry(tenant.clone()).or_default();
@@ -1514,5 +1552,20 @@ fn roll_forward(mocks: &mut MockTable, tool: &str, counter: Option<&Counter>) {
                 (None, false) => {}
             }
         }
+    }
+}
+#[cfg(test)]
+mod future_size {
+    /// hyper moves each request's future into place whole: an execute's future holding
+    /// a shared store's futures inline was 2.5 KB copied per call. They are boxed.
+    #[test]
+    fn an_execute_future_stays_small() {
+        let rt = crate::runtime::Runtime::new(crate::runtime::RuntimeConfig::default());
+        let call = rt.execute_call("t", "s", "x", crate::protocol::RawJson::null());
+        assert!(
+            std::mem::size_of_val(&call) <= 512,
+            "{} bytes",
+            std::mem::size_of_val(&call)
+        );
     }
 }

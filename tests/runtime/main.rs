@@ -12,6 +12,7 @@ mod eval_fake;
 mod eval_runner;
 mod eval_suite;
 mod evals_truth;
+mod execute_paths;
 mod fake_model;
 mod fuzz_regressions;
 mod glob_limits;

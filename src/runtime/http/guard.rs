@@ -40,6 +40,9 @@ fn host_part(authority: &str) -> &str {
 }
 
 fn is_loopback_name(host: &str) -> bool {
+    if host == "127.0.0.1" {
+        return true;
+    }
     let ends_localhost = host.len() > ".localhost".len()
         && host.as_bytes()[host.len() - ".localhost".len()..].eq_ignore_ascii_case(b".localhost");
     if host.eq_ignore_ascii_case("localhost") || ends_localhost || host == "[::1]" {
@@ -124,28 +127,27 @@ fn check_content_type(
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .map(|v| v.to_str().unwrap_or_default());
-    let essence = content_type.map(|t| {
-        t.split(';')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase()
-    });
+    // Compared without case and without a lowered copy: this runs on every request.
+    let essence = content_type.map(|t| t.split(';').next().unwrap_or_default().trim());
     let json = |t: &str| {
-        t == "application/json" || (t.starts_with("application/") && t.ends_with("+json"))
+        t.eq_ignore_ascii_case("application/json")
+            || (t.len() >= "application/".len() + "+json".len()
+                && t.as_bytes()[.."application/".len()].eq_ignore_ascii_case(b"application/")
+                && t.as_bytes()[t.len() - "+json".len()..].eq_ignore_ascii_case(b"+json"))
     };
     let lines = |t: &str| {
-        matches!(
-            t,
-            "application/x-ndjson" | "application/jsonl" | "application/json-seq"
-        )
+        [
+            "application/x-ndjson",
+            "application/jsonl",
+            "application/json-seq",
+        ]
+        .iter()
+        .any(|l| t.eq_ignore_ascii_case(l))
     };
     let ok = match *method {
         Method::POST if path == "/v1/traces" => true,
-        Method::POST => essence
-            .as_deref()
-            .is_some_and(|t| json(t) || (path == "/v1/events" && lines(t))),
-        Method::DELETE => essence.as_deref().is_none_or(json),
+        Method::POST => essence.is_some_and(|t| json(t) || (path == "/v1/events" && lines(t))),
+        Method::DELETE => essence.is_none_or(json),
         _ => true,
     };
     if ok {
@@ -278,6 +280,28 @@ mod tests {
             Method::POST,
             "/v1/sessions",
             &[("content-type", "application/x-ndjson")]
+        ));
+        // Types compare without case (RFC 9110 §8.3.1).
+        for t in [
+            "Application/JSON",
+            "application/vnd.api+JSON; charset=utf-8",
+            "application/+json",
+        ] {
+            assert!(
+                ok(Method::POST, "/v1/sessions", &[("content-type", t)]),
+                "{t}"
+            );
+        }
+        for t in ["application/json+x", "text/+json", "application/jsonl"] {
+            assert!(
+                !ok(Method::POST, "/v1/sessions", &[("content-type", t)]),
+                "{t}"
+            );
+        }
+        assert!(ok(
+            Method::POST,
+            "/v1/events",
+            &[("content-type", "APPLICATION/X-NDJSON")]
         ));
         assert!(!ok(
             Method::POST,

@@ -11,6 +11,7 @@ mod sessions;
 mod state;
 mod traces;
 
+pub(crate) use execute::{direct as execute_direct, direct_target as execute_target};
 pub use state::{AppState, Id, JsonBody, OptionalJsonBody, Q, RawBody, Tenant};
 
 use crate::runtime::{ApiErrorWithStatus, Runtime};
