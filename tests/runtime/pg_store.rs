@@ -334,14 +334,7 @@ async fn stamping_from_two_stores_gives_each_tenant_gapless_seqs() {
         origins.into_iter().collect::<Vec<_>>(),
         vec!["replica-a".to_owned(), "replica-b".to_owned()]
     );
-    let keys: Vec<String> = a
-        .open_state()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|r| r.key)
-        .collect();
-    assert_eq!(keys, vec!["k0", "k1", "k2", "k3"]);
+    assert_eq!(keys(&a).await, vec!["k0", "k1", "k2", "k3"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -390,6 +383,17 @@ async fn evictions_and_state_deletes_leave_the_database() {
         vec![("default".to_owned(), 5)],
         "seqs go on"
     );
+}
+
+/// The keys of the documents the store holds, in its order.
+async fn keys(store: &PgStore) -> Vec<String> {
+    store
+        .open_state()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.key)
+        .collect()
 }
 
 /// What `mixes` left: each kept event's seq with its session, and the documents' keys.
@@ -461,13 +465,7 @@ async fn left(store: &PgStore) -> Left {
         assert_eq!(frame.seq, stored.seq, "{}", stored.text);
         kept.insert(stored.seq, frame.session_id.unwrap_or_default());
     }
-    let mut docs: Vec<String> = store
-        .open_state()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|r| r.key)
-        .collect();
+    let mut docs = keys(store).await;
     docs.sort();
     (kept, docs)
 }

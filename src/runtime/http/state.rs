@@ -121,11 +121,7 @@ impl FromRequest<AppState> for RawBody {
             .map(RawBody)
             .map_err(|rejection| {
                 if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiErrorWithStatus::new(
-                        413,
-                        codes::PAYLOAD_TOO_LARGE,
-                        format!("request body is over the {limit}-byte limit"),
-                    )
+                    too_large(limit)
                 } else {
                     ApiErrorWithStatus::invalid_body(format!(
                         "could not read the request body: {rejection}"
@@ -170,11 +166,7 @@ where
 {
     let refused = |err: axum::BoxError| {
         if err.is::<http_body_util::LengthLimitError>() {
-            ApiErrorWithStatus::new(
-                413,
-                codes::PAYLOAD_TOO_LARGE,
-                format!("request body is over the {limit}-byte limit"),
-            )
+            too_large(limit)
         } else {
             ApiErrorWithStatus::invalid_body(format!(
                 "could not read the request body: Failed to buffer the request body: {err}"
@@ -365,6 +357,15 @@ pub(crate) async fn auth(State(state): State<AppState>, mut req: Request, next: 
         )
         .into_response()
     }
+}
+
+/// The 413 of a body over `limit` bytes, whichever path read it.
+fn too_large(limit: usize) -> ApiErrorWithStatus {
+    ApiErrorWithStatus::new(
+        413,
+        codes::PAYLOAD_TOO_LARGE,
+        format!("request body is over the {limit}-byte limit"),
+    )
 }
 
 #[cfg(test)]
