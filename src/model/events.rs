@@ -2,8 +2,11 @@
 //! dropped first and counted. Frames are kept as decoded (no re-encoding, no JSON tree on
 //! the fold path); views encode only the rows they draw.
 
-use crate::protocol::Frame;
+use crate::protocol::{Event, Frame, RawJson};
 use std::collections::VecDeque;
+
+/// Frames let go of together (`Retired`).
+const RETIRE_BATCH: usize = 16;
 
 /// Recent frames by absolute position: positions are never reused, so a view can hold on
 /// to one while older frames fall off the front.
@@ -15,6 +18,78 @@ pub struct EventLog {
     base: u64,
     /// Sum of the retained frames' `Event::approx_bytes`.
     bytes: usize,
+    /// Frames that fell off the front, not freed yet.
+    retired: Retired,
+}
+
+/// Frames off the ring, freed `RETIRE_BATCH` at a time. A frame leaves the ring 20,000
+/// frames after it came, long out of the cache, and was allocated by the observer's
+/// thread: freeing each of its blocks is an atomic push onto that thread's free list, and
+/// locked instructions do not overlap, so each was a full miss. A batch is read with plain
+/// loads first (the frame and the first byte of each string it owns), whose misses do
+/// overlap, then dropped.
+#[derive(Debug, Default)]
+#[expect(clippy::vec_box)] // The boxes as they came: unboxing would free each box unwarmed.
+struct Retired(Vec<Box<Frame>>);
+
+impl Clone for Retired {
+    /// A copy of the log has nothing waiting to be freed.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl Retired {
+    fn push(&mut self, frame: Box<Frame>) {
+        if self.0.capacity() == 0 {
+            self.0.reserve_exact(RETIRE_BATCH);
+        }
+        self.0.push(frame);
+        if self.0.len() >= RETIRE_BATCH {
+            let mut sum = 0usize;
+            for frame in &self.0 {
+                sum = sum.wrapping_add(warm(frame));
+            }
+            std::hint::black_box(sum);
+            self.0.clear();
+        }
+    }
+}
+
+fn first(s: &str) -> usize {
+    s.as_bytes().first().map_or(0, |&b| usize::from(b))
+}
+
+fn first_raw(raw: &RawJson) -> usize {
+    first(raw.get())
+}
+
+/// Reads a byte of each block the frame owns (the common kinds), so the lines are in the
+/// cache before the frees write them.
+fn warm(frame: &Frame) -> usize {
+    let mut sum = first(&frame.ts) + frame.session_id.as_deref().map_or(0, first);
+    match &frame.event {
+        Event::ToolCalled(c) => {
+            sum += first(&c.call_id) + first(&c.tool) + first_raw(&c.input) + first(&c.started_at);
+            if let crate::protocol::events::Outcome::Result(raw) = &c.outcome {
+                sum += first_raw(raw);
+            }
+        }
+        Event::AgentStepCompleted(s) => {
+            sum += first(&s.agent_name)
+                + first(&s.model)
+                + first(&s.provider)
+                + first(&s.step.model)
+                + first(&s.step.finish_reason);
+            for tc in &s.step.tool_calls {
+                sum +=
+                    first(&tc.id) + first(&tc.name) + first_raw(&tc.args) + first_raw(&tc.result);
+            }
+        }
+        Event::SessionCreated(c) => sum += first(&c.user_id) + first(&c.project),
+        _ => {}
+    }
+    sum
 }
 
 impl EventLog {
@@ -62,9 +137,10 @@ impl EventLog {
     /// Drops the oldest frame; false when none is left.
     pub(crate) fn pop_oldest(&mut self) -> bool {
         match self.frames.pop_front() {
-            Some((_, bytes)) => {
+            Some((frame, bytes)) => {
                 self.bytes = self.bytes.saturating_sub(bytes);
                 self.base += 1;
+                self.retired.push(frame);
                 true
             }
             None => false,

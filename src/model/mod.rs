@@ -505,8 +505,8 @@ impl Model {
                     return;
                 };
                 let limits = self.limits;
-                let counted = self.hydrated_past(&id, frame.seq);
-                let session = self.session_mut_or_new(&id);
+                let counted = self.hydrated_past(id, frame.seq);
+                let session = self.session_mut_or_new(id);
                 session.external |= external;
                 let end = at.or(session.last_activity_ms).unwrap_or(0.0);
                 let started = step.started_at.as_deref().and_then(parse_ms);
@@ -529,16 +529,16 @@ impl Model {
 
     /// The session an agent event belongs to: its `sessionId`, else an external session
     /// keyed by conversation, else by agent name.
-    fn agent_session(frame: &Frame) -> Option<(String, bool)> {
+    fn agent_session(frame: &Frame) -> Option<(&str, bool)> {
         if let Some(id) = &frame.session_id {
-            return Some((id.clone(), false));
+            return Some((id, false));
         }
         let key = frame
             .event
             .conversation_id()
             .filter(|c| !c.is_empty())
             .or_else(|| frame.event.agent_name())?;
-        Some((key.to_owned(), true))
+        Some((key, true))
     }
 
     fn agent_run(&mut self, frame: &Frame, run: &AgentRun, status: SessionStatus, at: Option<f64>) {
@@ -547,7 +547,7 @@ impl Model {
             return;
         };
         let limits = self.limits;
-        let session = self.session_mut_or_new(&id);
+        let session = self.session_mut_or_new(id);
         session.external |= external;
         session
             .summary_mut()
@@ -582,7 +582,7 @@ impl Model {
             self.counters.dropped.calls += dropped.0;
             self.counters.dropped.steps += dropped.1;
             // Re-borrow after the counters update.
-            if let Some(session) = self.session_mut(&id) {
+            if let Some(session) = self.session_mut(id) {
                 session.touch(at);
             }
             return;

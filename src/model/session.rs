@@ -3,9 +3,10 @@
 
 use crate::protocol::RawJson;
 use crate::protocol::events::{AgentRun, Counter, MockMode, Outcome, Step, Tokens};
-use foldhash::HashMap;
+use hashbrown::HashTable;
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
+use std::hash::BuildHasher;
 
 /// Lifecycle of a session as the stream has told it so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -164,13 +165,36 @@ pub enum TimelineRow {
     Call(usize),
 }
 
+/// Calls by id: each entry is a call's absolute position, hashed by the call's id and
+/// compared with the call itself, so the index keeps no copy of the id (an allocation and
+/// a copy per call, and a cold free when the call goes, on the fold's hot path).
+#[derive(Clone, Default)]
+struct CallIndex {
+    table: HashTable<u64>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl CallIndex {
+    fn hash(&self, id: &str) -> u64 {
+        self.hasher.hash_one(id)
+    }
+}
+
+impl std::fmt::Debug for CallIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallIndex")
+            .field("len", &self.table.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Steps and calls of one session, each a ring bounded by `Limits`. Calls are found by id
 /// through an index of absolute positions, so a join or an update is O(1).
 #[derive(Debug, Clone, Default)]
 pub struct Timeline {
     pub steps: VecDeque<StepRow>,
     calls: VecDeque<Call>,
-    index: HashMap<String, u64>,
+    index: CallIndex,
     /// Absolute position of `calls[0]`: how many calls were dropped from the front.
     base: u64,
     /// Cumulative agent duration at the end of the last step (seed-001 `duration`).
@@ -182,13 +206,24 @@ impl Timeline {
         &self.calls
     }
 
+    /// The absolute position of the call `id`, if retained.
+    fn find(&self, id: &str) -> Option<u64> {
+        let (calls, base) = (&self.calls, self.base);
+        self.index
+            .table
+            .find(self.index.hash(id), |&abs| {
+                calls.get((abs - base) as usize).is_some_and(|c| c.id == id)
+            })
+            .copied()
+    }
+
     pub fn call(&self, id: &str) -> Option<&Call> {
-        let abs = *self.index.get(id)?;
+        let abs = self.find(id)?;
         self.calls.get((abs - self.base) as usize)
     }
 
     pub fn call_mut(&mut self, id: &str) -> Option<&mut Call> {
-        let abs = *self.index.get(id)?;
+        let abs = self.find(id)?;
         self.calls.get_mut((abs - self.base) as usize)
     }
 
@@ -203,7 +238,7 @@ impl Timeline {
         for step in &self.steps {
             let mut own = Vec::with_capacity(step.call_ids.len());
             for id in &step.call_ids {
-                let Some(&abs) = self.index.get(id) else {
+                let Some(abs) = self.find(id) else {
                     continue;
                 };
                 let i = (abs - self.base) as usize;
@@ -234,15 +269,27 @@ impl Timeline {
         rows
     }
 
-    /// Adds a call, dropping the oldest past `max`; returns how many were dropped.
+    /// Adds a call (its id not in the timeline yet), dropping the oldest past `max`;
+    /// returns how many were dropped.
     pub(crate) fn push_call(&mut self, call: Call, max: usize) -> u64 {
         let abs = self.base + self.calls.len() as u64;
-        self.index.insert(call.id.clone(), abs);
+        let hash = self.index.hash(&call.id);
         self.calls.push_back(call);
+        let (calls, base, index) = (&self.calls, self.base, &mut self.index);
+        let hasher = &index.hasher;
+        index.table.insert_unique(hash, abs, |&at| {
+            calls
+                .get((at - base) as usize)
+                .map_or(0, |c| hasher.hash_one(c.id.as_str()))
+        });
         let mut dropped = 0;
         while self.calls.len() > max.max(1) {
             if let Some(old) = self.calls.pop_front() {
-                self.index.remove(&old.id);
+                let hash = self.index.hash(&old.id);
+                let at = self.base;
+                if let Ok(entry) = self.index.table.find_entry(hash, |&abs| abs == at) {
+                    entry.remove();
+                }
             }
             self.base += 1;
             dropped += 1;
@@ -278,10 +325,12 @@ impl Timeline {
         for tc in &step.tool_calls {
             call_ids.push(tc.id.clone());
             let duration = tc.duration.max(0.0);
-            if let Some(&abs) = self.index.get(&tc.id) {
+            let found = self.find(&tc.id);
+            if let Some(abs) = found {
                 anchor = anchor.min(abs);
             }
-            if let Some(call) = self.call_mut(&tc.id) {
+            if let Some(call) = found.and_then(|abs| self.calls.get_mut((abs - self.base) as usize))
+            {
                 call.iteration.get_or_insert(step.iteration);
                 if call.start_ms.is_none() {
                     call.start_ms = Some(cursor);

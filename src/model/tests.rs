@@ -216,6 +216,46 @@ fn bounds_drop_the_oldest_and_count_it() {
 }
 
 #[test]
+fn calls_are_found_by_id_through_growth_and_eviction() {
+    // The call index holds positions, not ids: it must find every retained call and none
+    // that fell off, across the table's regrowths and the ring's turnover.
+    let limits = Limits {
+        calls_per_session: 300,
+        ..Limits::default()
+    };
+    let mut m = Model::new(limits);
+    m.apply(&created(1, "ses_1"));
+    for i in 0..1_000u64 {
+        m.apply(&called(
+            i + 2,
+            "ses_1",
+            &format!("call_{i}"),
+            "asaas/create_payment",
+            r#"{"result":{"ok":true}}"#,
+            "",
+        ));
+    }
+    let s = m.session("ses_1").unwrap();
+    assert_eq!(s.timeline.calls().len(), 300);
+    assert_eq!(m.counters.dropped.calls, 700);
+    for i in 0..1_000u64 {
+        let id = format!("call_{i}");
+        match s.timeline.call(&id) {
+            Some(call) => assert!(i >= 700 && call.id == id, "{id} found as {}", call.id),
+            None => assert!(i < 700, "{id} is retained but not found"),
+        }
+    }
+    // A step naming a retained call joins it; one naming a dropped call adds it anew.
+    let calls = r#"{"id":"call_999","name":"asaas/create_payment","args":{},"result":{"ok":true},"duration":1.0,"needsApproval":false},{"id":"call_5","name":"asaas/create_payment","args":{},"result":{"ok":true},"duration":1.0,"needsApproval":false}"#;
+    m.apply(&step(1_002, Some("ses_1"), "conv", 1, calls, 10.0));
+    let s = m.session("ses_1").unwrap();
+    assert_eq!(s.timeline.calls().len(), 300);
+    assert_eq!(s.timeline.call("call_5").unwrap().id, "call_5");
+    assert!(s.timeline.call("call_700").is_none());
+    assert_eq!(s.timeline.call("call_999").unwrap().iteration, Some(1));
+}
+
+#[test]
 fn unknown_kinds_are_counted_not_dropped_silently() {
     let mut m = Model::default();
     m.apply(&frame(r#"{"kind":"future.thing","seq":1,"ts":"x","x":1}"#));
