@@ -14,6 +14,7 @@ pub mod mask;
 pub mod model;
 pub mod otel;
 pub mod protocol;
+pub mod retire;
 pub mod roles;
 pub mod runtime;
 pub mod sanitize;

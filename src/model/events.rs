@@ -5,9 +5,6 @@
 use crate::protocol::{Event, Frame, RawJson};
 use std::collections::VecDeque;
 
-/// Frames let go of together (`Retired`).
-const RETIRE_BATCH: usize = 16;
-
 /// Recent frames by absolute position: positions are never reused, so a view can hold on
 /// to one while older frames fall off the front.
 #[derive(Debug, Clone, Default)]
@@ -22,37 +19,17 @@ pub struct EventLog {
     retired: Retired,
 }
 
-/// Frames off the ring, freed `RETIRE_BATCH` at a time. A frame leaves the ring 20,000
-/// frames after it came, long out of the cache, and was allocated by the observer's
-/// thread: freeing each of its blocks is an atomic push onto that thread's free list, and
-/// locked instructions do not overlap, so each was a full miss. A batch is read with plain
-/// loads first (the frame and the first byte of each string it owns), whose misses do
-/// overlap, then dropped.
-#[derive(Debug, Default)]
-#[expect(clippy::vec_box)] // The boxes as they came: unboxing would free each box unwarmed.
-struct Retired(Vec<Box<Frame>>);
+/// Frames off the ring, let go of a batch at a time (`crate::retire`). A frame leaves the
+/// ring 20,000 frames after it came, long out of the cache, and was allocated by the
+/// observer's thread: freeing each of its blocks is an atomic push onto that thread's free
+/// list, a full miss each unless read first.
+// Boxed as they came: unboxing would free each box unwarmed.
+type Retired = crate::retire::Retired<Box<Frame>>;
 
-impl Clone for Retired {
-    /// A copy of the log has nothing waiting to be freed.
-    fn clone(&self) -> Self {
-        Self::default()
-    }
-}
-
-impl Retired {
-    fn push(&mut self, frame: Box<Frame>) {
-        if self.0.capacity() == 0 {
-            self.0.reserve_exact(RETIRE_BATCH);
-        }
-        self.0.push(frame);
-        if self.0.len() >= RETIRE_BATCH {
-            let mut sum = 0usize;
-            for frame in &self.0 {
-                sum = sum.wrapping_add(warm(frame));
-            }
-            std::hint::black_box(sum);
-            self.0.clear();
-        }
+impl crate::retire::Warm for Box<Frame> {
+    /// A byte of each block the frame owns (the common kinds).
+    fn warm(&self) -> usize {
+        warm(self)
     }
 }
 
@@ -140,7 +117,7 @@ impl EventLog {
             Some((frame, bytes)) => {
                 self.bytes = self.bytes.saturating_sub(bytes);
                 self.base += 1;
-                self.retired.push(frame);
+                self.retired.push_release(frame);
                 true
             }
             None => false,

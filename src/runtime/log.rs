@@ -234,48 +234,17 @@ impl Logged {
     }
 }
 
-/// Events let go of (evicted from the log, or out of a session's history), released
-/// `RETIRE_BATCH` at a time. Each is far out of the cache by then, and releasing one is a
-/// locked decrement of its count (and, for the last holder, reading it to free its
-/// strings): one at a time that is a full cache miss per call, locked instructions do not
-/// overlap. A batch is first read with plain loads, whose misses overlap, and then let go.
-#[derive(Debug, Default)]
-pub struct Retired(Vec<Arc<Logged>>);
+/// Events let go of (evicted from the log, or out of a session's history), released a
+/// batch at a time.
+pub type Retired = crate::retire::Retired<Arc<Logged>>;
 
-/// How many let-go events `Retired` holds before releasing them together.
-pub const RETIRE_BATCH: usize = 16;
-
-impl Retired {
-    /// Holds `old`; a full batch comes back, to `release` (outside any lock).
-    #[must_use]
-    pub fn push(&mut self, old: Arc<Logged>) -> Option<Vec<Arc<Logged>>> {
-        if self.0.capacity() == 0 {
-            self.0.reserve_exact(RETIRE_BATCH);
-        }
-        self.0.push(old);
-        (self.0.len() >= RETIRE_BATCH)
-            .then(|| std::mem::replace(&mut self.0, Vec::with_capacity(RETIRE_BATCH)))
+impl crate::retire::Warm for Arc<Logged> {
+    /// Its count, and when this is its last holder the fields its drop reads.
+    fn warm(&self) -> usize {
+        let holders = Arc::strong_count(self);
+        let fields = if holders == 1 { self.bytes() } else { 0 };
+        holders.wrapping_add(fields)
     }
-
-    /// `push`, the batch released here.
-    pub fn push_release(&mut self, old: Arc<Logged>) {
-        if let Some(batch) = self.push(old) {
-            release(batch);
-        }
-    }
-}
-
-/// Lets go of a batch of events: reads each (its count, and when this is its last holder
-/// the fields its drop reads) with plain loads first, so their cache misses overlap, then
-/// drops them.
-pub fn release(batch: Vec<Arc<Logged>>) {
-    let read = batch.iter().fold(0usize, |sum, event| {
-        let holders = Arc::strong_count(event);
-        let fields = if holders == 1 { event.bytes() } else { 0 };
-        sum.wrapping_add(holders).wrapping_add(fields)
-    });
-    std::hint::black_box(read);
-    drop(batch);
 }
 
 /// One tenant's part of the log; its seqs are contiguous from the front.
@@ -935,7 +904,7 @@ impl EventLog {
         let _ = self.live.send(logged.clone());
         drop(guard);
         if let Some(batch) = evicted {
-            release(batch);
+            crate::retire::release(batch);
         }
         if !over_budget.is_empty() {
             self.note_evicted(&over_budget);
@@ -1190,7 +1159,7 @@ mod tests {
         let held = budget.stats().log_bytes;
         // Each append past capacity evicts one: gone from the ring and the budget at once,
         // its memory let go with its batch.
-        for n in 1..RETIRE_BATCH {
+        for n in 1..crate::retire::BATCH {
             log.append("t".into(), None, closed());
             assert_eq!(log.stats().retained, 4);
             assert_eq!(budget.stats().log_bytes, held);
