@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-use crate::support::runtime::{post, test_server};
+use crate::support::runtime::{post, rebindable_server, test_config};
 use crate::support::ui::{self, Live, until};
 
 const SIZE: (u16, u16) = (140, 24);
@@ -17,7 +17,7 @@ fn mock_row(text: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_sessions_counters_envelopes_and_resume_across_a_restart() {
-    let handle = test_server().await;
+    let handle = rebindable_server(test_config()).await;
     let (addr, url) = (handle.addr, handle.url());
     let http = reqwest::Client::new();
 

@@ -252,7 +252,10 @@ async fn with_a_store_the_stream_continues_and_the_observer_sees_every_event_onc
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runtime.db");
     let first = spyglass::store::open_runtime(config(), &path).unwrap();
-    let handle = first.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let handle = first
+        .serve(crate::support::runtime::rebindable_addr())
+        .await
+        .unwrap();
     let (addr, url) = (handle.addr, handle.url());
     let old = session_with_calls(&url, "kept_user", 3).await;
     let epoch = get(&format!("{url}/v1/events?since=0")).await["epoch"].clone();
@@ -343,7 +346,10 @@ async fn a_reopened_store_goes_on_per_tenant_and_counts_the_restored_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runtime.db");
     let first = spyglass::store::open_runtime(config(), &path).unwrap();
-    let handle = first.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let handle = first
+        .serve(crate::support::runtime::rebindable_addr())
+        .await
+        .unwrap();
     let addr = handle.addr;
     session_with_calls(&handle.url(), "loud_user", 2).await;
     let quiet_id = Api::new(&handle)
@@ -405,7 +411,10 @@ async fn a_flood_before_a_restart_does_not_cost_a_quieter_tenant_its_stored_hist
         ..config()
     };
     let first = spyglass::store::open_runtime(small(), &path).unwrap();
-    let handle = first.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let handle = first
+        .serve(crate::support::runtime::rebindable_addr())
+        .await
+        .unwrap();
     let addr = handle.addr;
     let quiet = Api::new(&handle).with_tenant("quiet");
     for _ in 0..3 {
@@ -588,7 +597,10 @@ async fn with_a_store_tail_and_the_inspector_go_on_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runtime.db");
     let first = spyglass::store::open_runtime(config(), &path).unwrap();
-    let handle = first.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let handle = first
+        .serve(crate::support::runtime::rebindable_addr())
+        .await
+        .unwrap();
     let (addr, url) = (handle.addr, handle.url());
     let kept = session_with_calls(&url, "kept_user", 2).await;
 

@@ -68,7 +68,7 @@ async fn live_only_without_since() {
 
 #[tokio::test]
 async fn restart_resumes_from_the_same_log() {
-    let handle = server(test_config()).await;
+    let handle = crate::support::runtime::rebindable_server(test_config()).await;
     let addr = handle.addr;
     let api = Api::new(&handle);
     let sid = api.session(json!({"asaas/x": {"ok": 1}})).await;

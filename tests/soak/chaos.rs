@@ -300,7 +300,10 @@ async fn run_chaos(
     };
     let rt = open(config.clone());
     let host: Host = Arc::new(tokio::sync::RwLock::new(Some(rt.clone())));
-    let mut handle = rt.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let mut handle = rt
+        .serve(crate::support::runtime::rebindable_addr())
+        .await
+        .unwrap();
     drop(rt);
     let addr = handle.addr;
     let proxy = Proxy::start(addr).await;

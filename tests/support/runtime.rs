@@ -18,6 +18,29 @@ pub async fn server(config: RuntimeConfig) -> ServerHandle {
     start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
 }
 
+/// A loopback address free now, below the kernel's ephemeral ports (32768 on), for a
+/// runtime a test stops and serves again on the same address: a port from the ephemeral
+/// range can become an outgoing connection's local port between the two binds, and the
+/// second bind then fails. Each call in a process gets a port of its own.
+pub fn rebindable_addr() -> std::net::SocketAddr {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let seed = u64::from(std::process::id()) * 7919;
+    for _ in 0..12_000 {
+        let port = 20_000 + (seed + NEXT.fetch_add(1, Ordering::Relaxed)) % 12_000;
+        let port = u16::try_from(port).expect("under 32000");
+        if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            return listener.local_addr().expect("a bound address");
+        }
+    }
+    panic!("no free loopback port in 20000..32000")
+}
+
+/// A test-mode runtime on `rebindable_addr`.
+pub async fn rebindable_server(config: RuntimeConfig) -> ServerHandle {
+    start(config, rebindable_addr()).await.unwrap()
+}
+
 /// A test-mode runtime with the default settings otherwise.
 pub async fn test_server() -> ServerHandle {
     server(test_config()).await
