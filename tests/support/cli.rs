@@ -202,16 +202,9 @@ pub async fn kill_mid_consumption(
     let mocks: Vec<serde_json::Value> = (0..entries)
         .map(|n| serde_json::json!({ "n": n }))
         .collect();
-    let created: serde_json::Value = reqwest::Client::new()
-        .post(format!("{url}/v1/sessions"))
-        .json(&serde_json::json!({"servers": ["asaas"], "user_id": "u", "mocks": {tool: mocks}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let session = created["id"].as_str().unwrap().to_owned();
+    let session = super::runtime::Api::at(url)
+        .session(serde_json::json!({ tool: mocks }))
+        .await;
     let before = Arc::new(Mutex::new(Vec::new()));
     let consumer = {
         let (url, session, tool, before) = (

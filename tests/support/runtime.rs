@@ -83,6 +83,16 @@ impl Api {
         }
     }
 
+    /// The API of a runtime known by its URL only (a `serve` process).
+    pub fn at(url: &str) -> Api {
+        Api {
+            base: url.trim_end_matches('/').to_owned(),
+            client: reqwest::Client::new(),
+            key: None,
+            tenant: None,
+        }
+    }
+
     pub fn with_key(mut self, key: &str) -> Api {
         self.key = Some(key.to_owned());
         self
