@@ -150,12 +150,12 @@ pub fn decode_only(bodies: &[Vec<u8>]) -> anyhow::Result<usize> {
     Ok(spans)
 }
 
-/// Decoding, flattening and folding into `rt` as `POST /v1/traces` does.
+/// Reading the spans off the bytes and folding them into `rt`, as `POST /v1/traces` does
+/// (`decode::decode_spans`: protobuf straight into spans, read through the conventions).
 pub fn decode_and_fold(rt: &Runtime, bodies: &[Vec<u8>]) -> anyhow::Result<usize> {
     let mut spans = 0;
     for body in bodies {
-        let request = decode::decode_request(body, Encoding::Protobuf)?;
-        let (flat, rejected) = decode::flatten(request);
+        let (flat, rejected) = decode::decode_spans(body, Encoding::Protobuf)?;
         anyhow::ensure!(rejected.is_empty(), "rejected spans: {rejected:?}");
         spans += rt.ingest_spans("default", flat).spans;
     }

@@ -1,6 +1,7 @@
 //! OTLP trace export requests off the wire: gzip, protobuf or the proto3 JSON mapping into
 //! the generated types, then flattened to bounded, sanitised `SpanIn`s; and the answers.
 
+use super::map::ReadSpans;
 use crate::sanitize::{sanitize, sanitize_text};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
@@ -22,7 +23,7 @@ pub const MAX_NAME_BYTES: usize = 256;
 /// Attributes kept per span; the rest are counted in `dropped_attributes`.
 pub const MAX_ATTRIBUTES: usize = 128;
 /// Nesting kept inside one attribute value (arrays, key-value lists).
-const MAX_DEPTH: usize = 8;
+pub(crate) const MAX_DEPTH: usize = 8;
 
 /// The two OTLP/HTTP bodies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +122,23 @@ pub fn decode_request(
         Encoding::Json => serde_json::from_slice(body)
             .map_err(|err| DecodeError::Json(sanitize(&err.to_string()).into_owned())),
     }
+}
+
+/// Every span of a body in either encoding, read through the conventions, and the ones
+/// refused with why: protobuf straight from the body (`wire::read`), anything that reader
+/// leaves (a rare shape, or a body that is not a request) by prost and `flatten`, whose
+/// answer stands; JSON by serde into the generated types and `flatten`.
+pub fn decode_spans(
+    body: &[u8],
+    encoding: Encoding,
+) -> Result<(ReadSpans, Vec<Rejected>), DecodeError> {
+    if encoding == Encoding::Protobuf
+        && let Ok(read) = super::wire::read(body)
+    {
+        return Ok(read);
+    }
+    let (spans, rejected) = flatten(decode_request(body, encoding)?);
+    Ok((spans.into(), rejected))
 }
 
 /// One span as the mapping reads it: ids as numbers (their big-endian bytes; `*_hex` gives
@@ -333,7 +351,7 @@ fn one_span(span: Span, service: &Arc<str>, at: usize) -> Result<SpanIn, Rejecte
 }
 
 /// Lower-case hex, as OTLP's JSON mapping writes ids; one allocation per id.
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = vec![0; bytes.len() * 2];
     for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {

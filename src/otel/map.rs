@@ -162,12 +162,48 @@ enum Kind {
     Other,
 }
 
+/// An attribute's value as the mapping reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttrValue<'a> {
+    /// A string as sent (`wire` borrows it from the body): cleaned as `decode::text` when
+    /// read, exactly as `flatten` cleans a value, so only what is kept is copied.
+    Raw(&'a str),
+    /// A value as `flatten` makes it (its strings bounded and cleaned).
+    Json(Value),
+}
+
+/// A span's attributes in the order sent, each key cleaned as a line.
+pub type AttrList<'a> = Vec<(Cow<'a, str>, AttrValue<'a>)>;
+
+/// A raw attribute string cleaned as `flatten` cleans a value, then as one line.
+fn line_of_raw(s: &str) -> Cow<'_, str> {
+    match text_cow(s) {
+        Cow::Borrowed(clean) => line_cow(clean),
+        Cow::Owned(clean) => Cow::Owned(line_cow(&clean).into_owned()),
+    }
+}
+
+/// The attributes as a span keeps them to be shown (`flatten`'s form).
+fn into_attributes(list: AttrList<'_>) -> Attributes {
+    Attributes(
+        list.into_iter()
+            .map(|(key, value)| {
+                let value = match value {
+                    AttrValue::Raw(s) => Value::String(text_cow(s).into_owned()),
+                    AttrValue::Json(value) => value,
+                };
+                (key.into_owned(), value)
+            })
+            .collect(),
+    )
+}
+
 /// A span's attributes that some convention reads, found in one pass over them: each
 /// lookup after that is an index, not a search of the span's map per convention. It holds
 /// the span's attribute list while it reads it, so a role's strings move out of it.
 pub struct Attrs<'a> {
     span: &'a SpanIn,
-    list: Attributes,
+    list: AttrList<'a>,
     values: [Option<u16>; KEYS.len()],
 }
 
@@ -175,9 +211,19 @@ impl<'a> Attrs<'a> {
     /// Reads `list`, the attributes taken out of `span` (given back by `classify` when no
     /// convention matched).
     pub fn with(span: &'a SpanIn, list: Attributes) -> Attrs<'a> {
+        let list = list
+            .0
+            .into_iter()
+            .map(|(key, value)| (Cow::Owned(key), AttrValue::Json(value)))
+            .collect();
+        Attrs::raw(span, list)
+    }
+
+    /// Reads `list` as the protobuf reader found it (`wire`): string values as sent.
+    pub fn raw(span: &'a SpanIn, list: AttrList<'a>) -> Attrs<'a> {
         let mut values = [None; KEYS.len()];
         // In the order sent: a key sent twice reads as its last value.
-        for (at, (name, _)) in list.0.iter().enumerate() {
+        for (at, (name, _)) in list.iter().enumerate() {
             if let Some(key) = key_of(name)
                 && let Ok(at) = u16::try_from(at)
             {
@@ -187,20 +233,30 @@ impl<'a> Attrs<'a> {
         Attrs { span, list, values }
     }
 
-    fn get(&self, key: Key) -> Option<&Value> {
-        self.values[key as usize].map(|at| &self.list.0[usize::from(at)].1)
+    fn get(&self, key: Key) -> Option<&AttrValue<'a>> {
+        self.values[key as usize].map(|at| &self.list[usize::from(at)].1)
     }
 
-    fn get_mut(&mut self, key: Key) -> Option<&mut Value> {
-        self.values[key as usize].map(|at| &mut self.list.0[usize::from(at)].1)
+    fn get_mut(&mut self, key: Key) -> Option<&mut AttrValue<'a>> {
+        self.values[key as usize].map(|at| &mut self.list[usize::from(at)].1)
     }
 
     /// A string (one bounded line) or a number's text.
     fn string(&self, key: Key) -> Option<Cow<'_, str>> {
         match self.get(key)? {
-            Value::String(s) => Some(line_cow(s)),
-            Value::Number(n) => Some(Cow::Owned(n.to_string())),
-            _ => None,
+            AttrValue::Raw(s) => Some(line_of_raw(s)),
+            AttrValue::Json(Value::String(s)) => Some(line_cow(s)),
+            AttrValue::Json(Value::Number(n)) => Some(Cow::Owned(n.to_string())),
+            AttrValue::Json(_) => None,
+        }
+    }
+
+    /// A string value's text as `flatten` keeps it (bounded, cleaned); `None` for others.
+    fn text(&self, key: Key) -> Option<Cow<'_, str>> {
+        match self.get(key)? {
+            AttrValue::Raw(s) => Some(text_cow(s)),
+            AttrValue::Json(Value::String(s)) => Some(Cow::Borrowed(s)),
+            AttrValue::Json(_) => None,
         }
     }
 
@@ -212,9 +268,12 @@ impl<'a> Attrs<'a> {
 
     /// The first of `keys` whose value is a string or a number.
     fn first_present(&self, keys: &[Key]) -> Option<Key> {
-        keys.iter()
-            .copied()
-            .find(|k| matches!(self.get(*k), Some(Value::String(_) | Value::Number(_))))
+        keys.iter().copied().find(|k| {
+            matches!(
+                self.get(*k),
+                Some(AttrValue::Raw(_) | AttrValue::Json(Value::String(_) | Value::Number(_)))
+            )
+        })
     }
 
     /// `first_string`, owned: a string cleaning leaves as it is moves out of the list
@@ -224,23 +283,26 @@ impl<'a> Attrs<'a> {
         self.take_string(key).filter(|s| !s.is_empty())
     }
 
-    /// `string`, owned, moved out of the list when cleaning leaves it as it is.
+    /// `string`, owned, moved out of the list when cleaning leaves it as it is (a string
+    /// borrowed from the body is copied then, once).
     fn take_string(&mut self, key: Key) -> Option<String> {
         let changed = match self.string(key)? {
             Cow::Borrowed(_) => None,
             Cow::Owned(changed) => Some(changed),
         };
         changed.or_else(|| match self.get_mut(key) {
-            Some(Value::String(s)) => Some(std::mem::take(s)),
+            Some(AttrValue::Json(Value::String(s))) => Some(std::mem::take(s)),
+            Some(AttrValue::Raw(s)) => Some(std::mem::take(s).to_owned()),
             _ => None,
         })
     }
 
     fn first_u64(&self, keys: &[Key]) -> Option<u64> {
         keys.iter().find_map(|k| match self.get(*k)? {
-            Value::Number(n) => n.as_u64(),
-            Value::String(s) => s.trim().parse().ok(),
-            _ => None,
+            AttrValue::Json(Value::Number(n)) => n.as_u64(),
+            AttrValue::Json(Value::String(s)) => s.trim().parse().ok(),
+            AttrValue::Raw(s) => text_cow(s).trim().parse().ok(),
+            AttrValue::Json(_) => None,
         })
     }
 
@@ -248,10 +310,10 @@ impl<'a> Attrs<'a> {
     /// stays a string.
     fn first_json(&self, keys: &[Key]) -> Option<RawJson> {
         keys.iter().find_map(|k| {
-            let value = self.get(*k)?;
-            Some(match value {
-                Value::String(s) => json_text(s),
-                other => RawJson::from_value(other),
+            Some(match self.get(*k)? {
+                AttrValue::Raw(s) => json_text(&text_cow(s)),
+                AttrValue::Json(Value::String(s)) => json_text(s),
+                AttrValue::Json(other) => RawJson::from_value(other),
             })
         })
     }
@@ -270,7 +332,7 @@ impl<'a> Attrs<'a> {
             Kind::Agent => Role::Agent(self.agent()),
             Kind::Model => Role::Model(self.model()),
             Kind::Tool => Role::Tool(self.tool()),
-            Kind::Other => return (Role::Other, Some(self.list)),
+            Kind::Other => return (Role::Other, Some(into_attributes(self.list))),
         };
         (role, None)
     }
@@ -378,10 +440,8 @@ impl<'a> Attrs<'a> {
     /// The text of the first user message in `gen_ai.input.messages` (parts with `content`,
     /// or a plain `content` string).
     fn first_user_text(&self) -> Option<String> {
-        let Value::String(messages) = self.get(Key::InputMessages)? else {
-            return None;
-        };
-        let messages: Vec<Value> = serde_json::from_str(messages).ok()?;
+        let messages = self.text(Key::InputMessages)?;
+        let messages: Vec<Value> = serde_json::from_str(&messages).ok()?;
         let user = messages.iter().find(|m| m["role"] == "user")?;
         let content = match &user["content"] {
             Value::String(s) => s.clone(),
@@ -492,11 +552,14 @@ impl<'a> Attrs<'a> {
         .find(|k| self.get(*k).is_some()) else {
             return String::new();
         };
-        if matches!(self.get(key), Some(Value::String(_))) {
+        if matches!(
+            self.get(key),
+            Some(AttrValue::Raw(_) | AttrValue::Json(Value::String(_)))
+        ) {
             return self.take_string(key).unwrap_or_default();
         }
         match self.get(key) {
-            Some(Value::Array(items)) => line(
+            Some(AttrValue::Json(Value::Array(items))) => line(
                 &items
                     .iter()
                     .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
@@ -536,6 +599,55 @@ pub fn conversation_id(span: &SpanIn) -> Option<String> {
 /// What part `span` plays.
 pub fn classify(span: &SpanIn) -> Role {
     Attrs::with(span, span.attributes.clone()).classify().0
+}
+
+/// One span as the mapping read it: its role, and the conversation it names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Read {
+    pub role: Role,
+    pub conversation: Option<String>,
+}
+
+/// A request's spans, each read once through the conventions: a role's strings moved out
+/// of its span, a span no convention matched keeping its attributes (to be shown).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadSpans {
+    pub spans: Vec<SpanIn>,
+    /// One per span, in the same order.
+    pub reads: Vec<Read>,
+}
+
+impl ReadSpans {
+    /// Reads `span` (its attributes `list`, taken out of it) and adds it.
+    pub fn push(&mut self, mut span: SpanIn, list: AttrList<'_>) {
+        let attrs = Attrs::raw(&span, list);
+        let conversation = attrs.conversation_id();
+        let (role, unread) = attrs.classify();
+        if let Some(list) = unread {
+            span.attributes = list;
+        }
+        self.spans.push(span);
+        self.reads.push(Read { role, conversation });
+    }
+}
+
+impl From<Vec<SpanIn>> for ReadSpans {
+    fn from(mut spans: Vec<SpanIn>) -> ReadSpans {
+        let reads = spans
+            .iter_mut()
+            .map(|span| {
+                let list = std::mem::take(&mut span.attributes);
+                let attrs = Attrs::with(span, list);
+                let conversation = attrs.conversation_id();
+                let (role, unread) = attrs.classify();
+                if let Some(list) = unread {
+                    span.attributes = list;
+                }
+                Read { role, conversation }
+            })
+            .collect();
+        ReadSpans { spans, reads }
+    }
 }
 
 /// An attribute's text as a value: JSON text (an object or array) as the value it spells,

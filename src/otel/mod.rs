@@ -9,6 +9,7 @@
 
 pub mod decode;
 pub mod map;
+pub mod wire;
 
 pub use decode::{DecodeError, Encoding, Rejected, SpanIn};
 
@@ -18,7 +19,7 @@ use crate::protocol::events::{
 };
 use crate::protocol::{Envelope, Event, RawJson};
 use foldhash::{HashMap, HashMapExt, HashSet};
-use map::{Failure, Role};
+use map::{Failure, ReadSpans, Role};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -190,12 +191,6 @@ pub struct Assembler {
     stamps: Stamps,
 }
 
-/// One span of a request as the mapping read it.
-struct Read {
-    role: Role,
-    conversation: Option<String>,
-}
-
 impl Assembler {
     /// `max_bytes` bounds the pending traces (the runtime gives it a share of its byte
     /// budget); past it the oldest pending trace is forgotten.
@@ -223,7 +218,11 @@ impl Assembler {
 
     /// The events `spans` (one request's, in the order sent) make for `tenant`. The spans'
     /// strings move into the events.
-    pub fn ingest(&mut self, tenant: &str, spans: Vec<SpanIn>) -> (Vec<Emit>, IngestStats) {
+    pub fn ingest(
+        &mut self,
+        tenant: &str,
+        spans: impl Into<ReadSpans>,
+    ) -> (Vec<Emit>, IngestStats) {
         let (_, emits, stats) = self.ingest_named(tenant, spans);
         (emits, stats)
     }
@@ -232,8 +231,11 @@ impl Assembler {
     pub fn ingest_named(
         &mut self,
         tenant: &str,
-        spans: Vec<SpanIn>,
+        spans: impl Into<ReadSpans>,
     ) -> (Arc<str>, Vec<Emit>, IngestStats) {
+        // Each span's attributes are read once, before the tenant's state is touched: its
+        // role and the conversation it names (`ReadSpans`).
+        let read = spans.into();
         // The tenant's state is taken out of the map for the request, so a span finds its
         // trace and conversation without looking its tenant up again.
         let mut state = self.tenants.remove(tenant).unwrap_or_else(|| Tenant {
@@ -241,7 +243,7 @@ impl Assembler {
             traces: HashMap::new(),
             sessions: HashMap::new(),
         });
-        let (emits, stats) = self.ingest_into(&mut state, spans);
+        let (emits, stats) = self.ingest_into(&mut state, read);
         let name = state.name.clone();
         if !state.is_empty() {
             self.tenants.insert(state.name.clone(), state);
@@ -252,32 +254,13 @@ impl Assembler {
         (name, emits, stats)
     }
 
-    fn ingest_into(
-        &mut self,
-        state: &mut Tenant,
-        mut spans: Vec<SpanIn>,
-    ) -> (Vec<Emit>, IngestStats) {
+    fn ingest_into(&mut self, state: &mut Tenant, read: ReadSpans) -> (Vec<Emit>, IngestStats) {
+        let ReadSpans { spans, reads } = read;
         let mut out = Vec::with_capacity(spans.len() + 1);
         let mut stats = IngestStats {
             spans: spans.len(),
             ..IngestStats::default()
         };
-        // Each span's attributes are read once: its role and the conversation it names. A
-        // role's strings move out of the attributes; a span no convention matched keeps
-        // them, to be shown.
-        let reads: Vec<Read> = spans
-            .iter_mut()
-            .map(|span| {
-                let list = std::mem::take(&mut span.attributes);
-                let attrs = map::Attrs::with(span, list);
-                let conversation = attrs.conversation_id();
-                let (role, unread) = attrs.classify();
-                if let Some(list) = unread {
-                    span.attributes = list;
-                }
-                Read { role, conversation }
-            })
-            .collect();
         let spans = &spans[..];
         // The conversation each trace of the request names: its first span naming one.
         let mut conversations: HashMap<u128, &str> = HashMap::new();

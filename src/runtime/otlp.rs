@@ -2,8 +2,8 @@
 //! share, and the gRPC server on its own port (`serve --otlp-grpc-addr`, tonic).
 
 use super::{DEFAULT_TENANT, Runtime, lock};
-use crate::otel::SpanIn;
 use crate::otel::decode;
+use crate::otel::map::ReadSpans;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };
@@ -21,7 +21,11 @@ impl Runtime {
     /// Emits what `spans` (one export request's) make on `tenant`'s stream; their strings
     /// move into the events. The assembler is held while emitting, so two exporters'
     /// requests keep each trace's order.
-    pub fn ingest_spans(&self, tenant: &str, spans: Vec<SpanIn>) -> crate::otel::IngestStats {
+    pub fn ingest_spans(
+        &self,
+        tenant: &str,
+        spans: impl Into<ReadSpans>,
+    ) -> crate::otel::IngestStats {
         let mut assembler = lock(&self.inner.otel);
         let (tenant, emits, stats) = assembler.ingest_named(tenant, spans);
         for emit in emits {

@@ -79,13 +79,12 @@ pub(super) async fn export(
             );
         }
     };
-    let request = match decode::decompress(&bytes, content_encoding.as_deref(), limit)
-        .and_then(|body| decode::decode_request(&body, encoding))
+    let (spans, rejected) = match decode::decompress(&bytes, content_encoding.as_deref(), limit)
+        .and_then(|body| decode::decode_spans(&body, encoding))
     {
-        Ok(request) => request,
+        Ok(read) => read,
         Err(err) => return failure(err.http_status(), &err.to_string(), encoding),
     };
-    let (spans, rejected) = decode::flatten(request);
     let stats = state.rt.ingest_spans(&tenant, spans);
     tracing::debug!(?stats, rejected = rejected.len(), "otlp export");
     if let Err(err) = state.rt.committed().await {
