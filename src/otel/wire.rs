@@ -1,15 +1,17 @@
-//! OTLP/protobuf export requests read straight off the body into `SpanIn`s: strings are
-//! borrowed from the bytes until a span keeps them; what it cannot read as prost would, it hands back.
-//!
-//! prost's generated types allocate every id, key and value (a `Vec<u8>` or `String` each,
-//! in vectors grown as they come), and `decode::flatten` then turns them into `SpanIn`s;
-//! this reader makes the `SpanIn`s in one pass, with the same bounds and cleaning (the
-//! same `decode::line`/`text`, the same `MAX_*`), and validates everything else prost
-//! would (UTF-8 of every string, wire types of known fields, lengths) without keeping it.
-//! Its contract: whenever it returns spans, prost decodes the body and `flatten` makes
-//! the same spans and rejections. Anything it does not read exactly as prost would (groups,
-//! a message field sent twice, nesting past `MAX_NESTING`) or any error is `Unread`: the
-//! caller then decodes with prost, whose answer (spans or the 400's message) stands.
+//! OTLP/protobuf export requests read straight off the body into spans and their roles,
+//! attribute strings borrowed from the bytes until a span keeps them; the rest to prost.
+
+// prost's generated types allocate every id, key and value (a `Vec<u8>` or `String` each,
+// in vectors grown as they come), `decode::flatten` turns every attribute into a
+// `serde_json::Value`, and the mapping then reads a few. This reader makes the spans in
+// one pass, with the same bounds and cleaning (the same `decode::line`/`text`, the same
+// `MAX_*`), hands the mapping each attribute string where it lies in the body, and
+// validates everything else prost would (UTF-8 of every string, wire types of known
+// fields, lengths) without keeping it. Its contract: whenever it returns spans, prost
+// decodes the body and `flatten` plus the mapping make the same spans, roles and
+// refusals. Anything it does not read exactly as prost would (groups, a message field
+// sent twice that prost merges, nesting past `MAX_NESTING`) or any error is `Unread`:
+// the caller then decodes with prost, whose answer (spans or the 400's message) stands.
 
 use super::decode::{
     Attributes, MAX_ATTRIBUTES, MAX_DEPTH, MAX_VALUE_BYTES, Rejected, SpanIn, hex, line, line_cow,
