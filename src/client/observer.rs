@@ -312,9 +312,18 @@ async fn read(
         if heard {
             last_heard = tokio::time::Instant::now();
         }
-        // The pong owed for a ping read above, if any.
-        if let Err(e) = line.answer().await {
-            return Some(WsError::Io(e).to_string());
+        // The pong owed for a ping read above, if any. A runtime that takes no bytes for a
+        // whole heartbeat is as good as gone (tungstenite kept the pong and read on; the
+        // socket's send buffer holds thousands of pongs first).
+        match tokio::time::timeout(config.heartbeat, line.answer()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Some(WsError::Io(e).to_string()),
+            Err(_) => {
+                return Some(format!(
+                    "the runtime took no pong for {} s",
+                    config.heartbeat.as_secs()
+                ));
+            }
         }
         tokio::select! {
             biased;
