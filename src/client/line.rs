@@ -131,8 +131,10 @@ pub struct Reader {
     /// tungstenite holds the first frames of a fragmented message: every frame goes to it
     /// until the message is whole.
     mid_message: bool,
-    /// The longest text the fast path takes; longer goes to tungstenite, which refuses it.
-    cap: usize,
+    /// The longest frame tungstenite takes: a longer one is refused on its header.
+    frame_cap: usize,
+    /// The longest message: a longer text goes to tungstenite, which refuses it.
+    message_cap: usize,
 }
 
 impl Reader {
@@ -140,10 +142,6 @@ impl Reader {
     pub fn new(read: &[u8], config: WebSocketConfig) -> Self {
         let mut buf = vec![0; READ_CHUNK.max(read.len())];
         buf[..read.len()].copy_from_slice(read);
-        let cap = config
-            .max_frame_size
-            .unwrap_or(usize::MAX)
-            .min(config.max_message_size.unwrap_or(usize::MAX));
         Self {
             buf,
             start: 0,
@@ -152,7 +150,8 @@ impl Reader {
             ended: None,
             slow: WebSocket::from_raw_socket(Feed::default(), Role::Client, Some(config)),
             mid_message: false,
-            cap,
+            frame_cap: config.max_frame_size.unwrap_or(usize::MAX),
+            message_cap: config.max_message_size.unwrap_or(usize::MAX),
         }
     }
 
@@ -217,7 +216,7 @@ impl Reader {
                 return self.at_end();
             };
             let at = self.start;
-            if len > self.cap as u64 {
+            if len > self.frame_cap as u64 {
                 // tungstenite refuses it from its header alone: do not wait for the body.
                 self.start += head;
                 match slow_read(
@@ -236,8 +235,13 @@ impl Reader {
             }
             self.want = 0;
             self.start += total;
-            // A masked frame from the server is an error tungstenite names.
-            if !self.mid_message && self.buf[at] == FINAL_TEXT && self.buf[at + 1] & 0x80 == 0 {
+            // Only a final, unmasked text frame within the message cap is taken here;
+            // tungstenite names what is wrong with any other (a masked one from the server).
+            if !self.mid_message
+                && self.buf[at] == FINAL_TEXT
+                && self.buf[at + 1] & 0x80 == 0
+                && total - head <= self.message_cap
+            {
                 return Step::Text { at, head, total };
             }
             if let Some(result) = slow_read(
@@ -485,6 +489,12 @@ mod tests {
             .max_frame_size(Some(CAP))
     }
 
+    /// A message cap below the frame cap: a text frame between them is read whole, then
+    /// refused.
+    fn config_small_messages() -> WebSocketConfig {
+        config().max_message_size(Some(200))
+    }
+
     /// One frame as a server (or a broken peer) writes it: `first` is FIN, RSV and opcode;
     /// the length in its shortest form or, with `wide`, a longer one than needed.
     fn frame(
@@ -663,9 +673,9 @@ mod tests {
     }
 
     /// tungstenite alone, as the observer read the stream before.
-    fn by_tungstenite(bytes: &[u8]) -> Vec<String> {
+    fn by_tungstenite(bytes: &[u8], config: WebSocketConfig) -> Vec<String> {
         let wire = Wire(io::Cursor::new(bytes.to_vec()));
-        let mut ws = WebSocket::from_raw_socket(wire, Role::Client, Some(config()));
+        let mut ws = WebSocket::from_raw_socket(wire, Role::Client, Some(config));
         let mut out = Vec::new();
         loop {
             let (words, last) = said(ws.read().map(Item::Message));
@@ -677,8 +687,8 @@ mod tests {
     }
 
     /// The reader, fed the bytes in pieces of random sizes.
-    fn by_reader(bytes: &[u8], rng: &mut fastrand::Rng) -> Vec<String> {
-        let mut reader = Reader::new(&[], config());
+    fn by_reader(bytes: &[u8], rng: &mut fastrand::Rng, config: WebSocketConfig) -> Vec<String> {
+        let mut reader = Reader::new(&[], config);
         let mut out = Vec::new();
         let mut rest = bytes;
         loop {
@@ -707,8 +717,13 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for round in 0..3000 {
             let bytes = stream(&mut rng);
-            let want = by_tungstenite(&bytes);
-            let got = by_reader(&bytes, &mut rng);
+            let config = if round % 4 == 3 {
+                config_small_messages()
+            } else {
+                config()
+            };
+            let want = by_tungstenite(&bytes, config);
+            let got = by_reader(&bytes, &mut rng, config);
             assert_eq!(got, want, "round {round}: {bytes:02x?}");
             for words in want {
                 let kind = if words.starts_with("error") {
@@ -732,6 +747,7 @@ mod tests {
             "close",
             "error UTF-8",
             "Message too long",
+            "> 200",
             "Connection reset without",
             "Continue frame but nothing",
             "Control frame too big",
