@@ -3,6 +3,7 @@
 //! channel and never touch UI state.
 
 pub mod eval;
+mod line;
 pub mod observer;
 pub mod replay;
 pub mod rest;

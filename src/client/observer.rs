@@ -3,9 +3,9 @@
 //! a drop, and re-read state over REST when the runtime reports a `stream.gap` or a
 //! `stream.reset` (the runtime restarted without the history resumed from).
 
+use super::line::{Item, Line};
 use super::{ClientError, ClientMsg, RestClient, backoff_from, observe_url};
 use crate::protocol::{Event, Frame, decode};
-use futures_util::{FutureExt, StreamExt};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -113,9 +113,6 @@ pub const MAX_FRAME_BYTES: usize = 8 * 1024 * 1024;
 /// The most frames handed to the UI in one message.
 const BATCH: usize = 256;
 
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// Where the client is in which stream: what a resume sends.
 struct Position<'a> {
     last_seq: &'a mut u64,
@@ -156,7 +153,7 @@ fn advance(stream: &mut Position<'_>, frame: &Frame) -> bool {
     }
 }
 
-async fn connect(config: &ObserverConfig, since: u64, epoch: &str) -> Result<Ws, ClientError> {
+async fn connect(config: &ObserverConfig, since: u64, epoch: &str) -> Result<Line, ClientError> {
     let url = format!(
         "{}&epoch={}",
         observe_url(&config.base_url, since)?,
@@ -181,9 +178,9 @@ async fn connect(config: &ObserverConfig, since: u64, epoch: &str) -> Result<Ws,
     let caps = WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME_BYTES))
         .max_frame_size(Some(MAX_FRAME_BYTES));
-    let dial = tokio_tungstenite::connect_async_with_config(request, Some(caps), true);
+    let dial = super::line::dial(request, caps);
     match tokio::time::timeout(Duration::from_secs(10), dial).await {
-        Ok(Ok((ws, _))) => Ok(ws),
+        Ok(Ok(line)) => Ok(line),
         Ok(Err(e)) => Err(dial_error(&e, &config.base_url)),
         Err(_) => Err(ClientError::WebSocket(
             "no answer within 10 s (timed out)".into(),
@@ -226,7 +223,7 @@ fn dial_error(e: &WsError, base_url: &str) -> ClientError {
 
 /// Reads until the stream drops (returns why) or the UI is gone (returns `None`).
 async fn read(
-    mut ws: Ws,
+    mut line: Line,
     config: &ObserverConfig,
     rest: &RestClient,
     tx: &mpsc::Sender<ClientMsg>,
@@ -244,98 +241,137 @@ async fn read(
     let mut last_heard = tokio::time::Instant::now();
     let heartbeat = tokio::time::sleep(config.heartbeat);
     tokio::pin!(heartbeat);
-    // An item the batching below took from the stream but did not handle.
-    let mut carried = None;
+    // Frames decoded and not yet handed to the UI: every frame read in one go, up to
+    // `BATCH`, goes as one message.
+    let mut batch = Vec::new();
     loop {
-        let next = if let Some(item) = carried.take() {
-            item
-        } else {
-            tokio::select! {
-                biased;
-                next = ws.next() => next,
-                () = &mut heartbeat => {
-                    let due = last_heard + config.heartbeat;
-                    if due > tokio::time::Instant::now() {
-                        heartbeat.as_mut().reset(due);
-                        continue;
-                    }
-                    return Some(format!(
-                        "no frame or ping for {} s",
-                        config.heartbeat.as_secs()
-                    ));
-                }
-            }
-        };
-        last_heard = tokio::time::Instant::now();
-        let text = match next {
-            None => return Some("stream closed".into()),
-            Some(Err(e)) => return Some(e.to_string()),
-            Some(Ok(Message::Text(text))) => text,
-            Some(Ok(Message::Binary(bytes))) => {
-                if let Ok(text) = std::str::from_utf8(&bytes) {
-                    text.into()
-                } else {
-                    tx.send(ClientMsg::ParseError("binary frame is not UTF-8".into()))
-                        .await
-                        .ok()?;
+        let mut heard = false;
+        // Every item among the bytes read so far, then what the socket already holds.
+        loop {
+            let Some(next) = line.next() else {
+                if !batch.is_empty() && line.try_fill() {
                     continue;
                 }
-            }
-            Some(Ok(Message::Close(_))) => return Some("runtime closed the stream".into()),
-            // Pings and pongs only prove the line is alive; the heartbeat starts over.
-            Some(Ok(_)) => continue,
-        };
-        // This frame and every text frame already waiting behind it, up to `BATCH`, go to
-        // the UI as one message.
-        let mut batch = Vec::new();
-        let mut pending = Some(text);
-        let mut gap = false;
-        while let Some(text) = pending.take() {
-            let decoded = decode(&text);
-            // The text shares the stream's read buffer: while it lives, the next read
-            // cannot reuse that buffer and asks the socket for a few KiB at a time.
-            drop(text);
-            match decoded {
-                Ok(frame) => {
-                    if advance(stream, &frame) {
-                        gap = matches!(frame.event, Event::StreamGap(_) | Event::StreamReset(_));
-                        batch.push(Box::new(frame));
+                break;
+            };
+            heard = true;
+            let text = match next {
+                Ok(Item::Text(text)) => Decoded::of(text),
+                Ok(Item::Message(Message::Text(text))) => Decoded::of(&text),
+                Ok(Item::Message(Message::Binary(bytes))) => {
+                    if let Ok(text) = std::str::from_utf8(&bytes) {
+                        Decoded::of(text)
+                    } else {
+                        Decoded::Error("binary frame is not UTF-8".into())
                     }
                 }
-                Err(err) => {
-                    tracing::warn!(%err, "undecodable frame");
-                    // Reported in its place in the stream: what came before goes first.
-                    if !batch.is_empty() {
-                        tx.send(ClientMsg::Frames(std::mem::take(&mut batch)))
-                            .await
-                            .ok()?;
+                Ok(Item::Message(Message::Close(_))) => {
+                    send(tx, &mut batch).await?;
+                    return Some("runtime closed the stream".into());
+                }
+                // Pings and pongs only prove the line is alive; the heartbeat starts over.
+                Ok(Item::Message(_)) => continue,
+                // What `tokio_tungstenite` ended its stream with, rather than an error.
+                Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => {
+                    send(tx, &mut batch).await?;
+                    return Some("stream closed".into());
+                }
+                Err(e) => {
+                    send(tx, &mut batch).await?;
+                    return Some(e.to_string());
+                }
+            };
+            let mut gap = false;
+            match text {
+                Decoded::Frame(frame) => {
+                    if advance(stream, &frame) {
+                        gap = matches!(frame.event, Event::StreamGap(_) | Event::StreamReset(_));
+                        batch.push(frame);
                     }
-                    tx.send(ClientMsg::ParseError(err.to_string())).await.ok()?;
+                }
+                Decoded::Error(err) => {
+                    // Reported in its place in the stream: what came before goes first.
+                    send(tx, &mut batch).await?;
+                    tx.send(ClientMsg::ParseError(err)).await.ok()?;
                 }
             }
             if gap || batch.len() >= BATCH {
-                break;
+                send(tx, &mut batch).await?;
             }
-            match ws.next().now_or_never() {
-                Some(Some(Ok(Message::Text(text)))) => pending = Some(text),
-                // Anything else that is ready goes round the loop above after this batch.
-                Some(item) => carried = Some(item),
-                None => {}
+            if gap {
+                // Read before going on, so the re-read lands before the frames that follow
+                // it. A failed one drops the stream: going on would leave the state short
+                // of what the gap lost, and the next connection retries the re-read first.
+                if let Err(reason) = reread(rest, tx).await? {
+                    *reread_due = true;
+                    return Some(reason);
+                }
             }
         }
-        if !batch.is_empty() {
-            tx.send(ClientMsg::Frames(batch)).await.ok()?;
+        send(tx, &mut batch).await?;
+        if heard {
+            last_heard = tokio::time::Instant::now();
         }
-        if gap {
-            // Read before going on, so the re-read lands before the frames that follow it.
-            // A failed one drops the stream: going on would leave the state short of
-            // what the gap lost, and the next connection retries the re-read first.
-            if let Err(reason) = reread(rest, tx).await? {
-                *reread_due = true;
-                return Some(reason);
+        // The pong owed for a ping read above, if any. A runtime that takes no bytes for a
+        // whole heartbeat is as good as gone (tungstenite kept the pong and read on; the
+        // socket's send buffer holds thousands of pongs first).
+        match tokio::time::timeout(config.heartbeat, line.answer()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Some(WsError::Io(e).to_string()),
+            Err(_) => {
+                return Some(format!(
+                    "the runtime took no pong for {} s",
+                    config.heartbeat.as_secs()
+                ));
+            }
+        }
+        tokio::select! {
+            biased;
+            () = line.fill() => {}
+            () = &mut heartbeat => {
+                let due = last_heard + config.heartbeat;
+                if due > tokio::time::Instant::now() {
+                    heartbeat.as_mut().reset(due);
+                    continue;
+                }
+                return Some(format!(
+                    "no frame or ping for {} s",
+                    config.heartbeat.as_secs()
+                ));
             }
         }
     }
+}
+
+/// A text message as the UI gets it: a frame, or why it is not one.
+enum Decoded {
+    Frame(Box<Frame>),
+    Error(String),
+}
+
+impl Decoded {
+    fn of(text: &str) -> Self {
+        match decode(text) {
+            Ok(frame) => Self::Frame(Box::new(frame)),
+            Err(err) => {
+                tracing::warn!(%err, "undecodable frame");
+                Self::Error(err.to_string())
+            }
+        }
+    }
+}
+
+/// Hands the UI the frames batched so far, if any; `None` when the UI is gone.
+// The batch is `ClientMsg::Frames`' own type: boxed, so a frame moves into the model by
+// pointer.
+#[allow(clippy::vec_box)]
+async fn send(tx: &mpsc::Sender<ClientMsg>, batch: &mut Vec<Box<Frame>>) -> Option<()> {
+    if !batch.is_empty() {
+        tx.send(ClientMsg::Frames(std::mem::take(batch)))
+            .await
+            .ok()?;
+    }
+    Some(())
 }
 
 /// The REST re-read after a gap or a reset, sent as `Hydrated` (or `RestError` and the reason it
