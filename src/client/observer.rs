@@ -364,7 +364,7 @@ impl Decoded {
 /// Hands the UI the frames batched so far, if any; `None` when the UI is gone.
 // The batch is `ClientMsg::Frames`' own type: boxed, so a frame moves into the model by
 // pointer.
-#[allow(clippy::vec_box)]
+#[expect(clippy::vec_box)]
 async fn send(tx: &mpsc::Sender<ClientMsg>, batch: &mut Vec<Box<Frame>>) -> Option<()> {
     if !batch.is_empty() {
         tx.send(ClientMsg::Frames(std::mem::take(batch)))
