@@ -85,13 +85,13 @@ impl Stamps {
 fn tool_called(i: u64) -> (Option<String>, Event) {
     let sid = format!("ses_lat_{:03}", i % 200);
     let event = Event::ToolCalled(ToolCalled {
-        call_id: format!("call_{i:08}"),
+        call_id: format!("call_{i:08}").into(),
         tool: "nuvem-fiscal/create_nfe".into(),
         input: RawJson::from_value(&serde_json::json!({"value": 4200, "customer": "cus_1"})),
         outcome: Outcome::Result(RawJson::from_value(
             &serde_json::json!({"id": format!("nfe_{i}"), "status": "authorized"}),
         )),
-        started_at: now_rfc3339(),
+        started_at: now_rfc3339().into(),
         duration: 3.5,
         counter: Some(Counter {
             consumed: (i % 100) as u32,

@@ -57,7 +57,7 @@ pub fn spawn_replay(text: String, speed: f64, tx: mpsc::Sender<ClientMsg>) -> Jo
                     if !wait.is_zero() {
                         tokio::time::sleep(wait).await;
                     }
-                    prev = Some(frame.ts.clone());
+                    prev = Some(frame.ts.to_string());
                     ClientMsg::Frames(vec![Box::new(frame)])
                 }
                 Err(e) => ClientMsg::ParseError(format!("line {}: {e}", number + 1)),

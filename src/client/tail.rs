@@ -386,7 +386,7 @@ mod tests {
                 tool: "asaas/create_payment".into(),
                 input: RawJson::from(serde_json::json!({"key": "csk_test_abcdef123456"})),
                 outcome,
-                started_at: String::new(),
+                started_at: "".into(),
                 duration: 1.25,
                 counter,
                 source: CallSource::Execute,

@@ -781,7 +781,7 @@ mod tests {
         let mut history = EvalHistory::new(HistorySettings::default());
         let frame = |seq, event| Frame {
             seq,
-            ts: String::new(),
+            ts: "".into(),
             session_id: Some("ses_1".into()),
             event,
         };

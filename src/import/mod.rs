@@ -192,7 +192,7 @@ impl Imported {
             .zip(first_seq..)
             .map(|(result, seq)| Frame {
                 seq,
-                ts: self.ts.clone(),
+                ts: self.ts.as_str().into(),
                 session_id: None,
                 event: Event::AgentEvalCompleted(result.clone()),
             })

@@ -363,8 +363,10 @@ impl Model {
                     return;
                 }
                 let session = self.session_mut_or_new(id);
-                session.user.clone_from(&created.user_id);
-                session.project.clone_from(&created.project);
+                session.user.clear();
+                session.user.push_str(&created.user_id);
+                session.project.clear();
+                session.project.push_str(&created.project);
                 if !created.metadata.is_empty() {
                     session.summary_mut().note_metadata(&created.metadata);
                 }
@@ -427,7 +429,7 @@ impl Model {
                     message: req.message.clone(),
                     condition: req.condition.clone(),
                     status: ApprovalStatus::Pending,
-                    requested_at: frame.ts.clone(),
+                    requested_at: frame.ts.to_string(),
                     expires_at: req.expires_at.clone(),
                     expires_ms: parse_ms(&req.expires_at),
                     decided_by: None,

@@ -3,6 +3,7 @@
 
 use crate::protocol::RawJson;
 use crate::protocol::events::{AgentRun, Counter, MockMode, Outcome, Step, Tokens};
+use compact_str::CompactString;
 use hashbrown::HashTable;
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
@@ -109,8 +110,8 @@ pub struct Replay {
 /// One tool call, whichever events told of it (`tool.called`, a step's `toolCalls[]`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
-    pub id: String,
-    pub tool: String,
+    pub id: CompactString,
+    pub tool: CompactString,
     pub input: RawJson,
     pub outcome: Outcome,
     /// Epoch milliseconds; `None` until placed (seed-001 calls are placed inside their step).
@@ -139,13 +140,13 @@ impl Call {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepRow {
     pub iteration: u32,
-    pub model: String,
-    pub finish_reason: String,
+    pub model: CompactString,
+    pub finish_reason: CompactString,
     pub tokens_total: u64,
     pub start_ms: f64,
     pub duration_ms: f64,
     /// The step's calls in dispatch order (its `toolCalls` list).
-    pub call_ids: Vec<String>,
+    pub call_ids: Vec<CompactString>,
     /// The model's answer was served from a cassette (`--model-replay`).
     pub cassette: bool,
     /// Model calls of this step that threw and were retried: how many, and the first's

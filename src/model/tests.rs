@@ -543,7 +543,7 @@ fn labels(m: &Model) -> Vec<String> {
                 let c = &s.timeline.calls()[i];
                 match c.iteration {
                     Some(_) => format!("  {}", c.id),
-                    None => c.id.clone(),
+                    None => c.id.to_string(),
                 }
             }
         })

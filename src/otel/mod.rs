@@ -532,7 +532,7 @@ fn created(span: &SpanIn) -> SessionCreated {
     }
     metadata.insert("trace".to_owned(), span.trace_hex());
     SessionCreated {
-        user_id: (*span.service).to_owned(),
+        user_id: (*span.service).to_owned().into(),
         metadata,
         ..SessionCreated::default()
     }
@@ -579,18 +579,18 @@ fn step_event(
     };
     Event::AgentStepCompleted(AgentStepCompleted {
         agent_name: if conversation.agent.is_empty() {
-            (*span.service).to_owned()
+            (*span.service).to_owned().into()
         } else {
-            conversation.agent.clone()
+            conversation.agent.clone().into()
         },
-        model: model.model.clone(),
-        provider: model.provider,
+        model: model.model.clone().into(),
+        provider: model.provider.into(),
         iteration,
         step: Step {
             iteration,
-            model: model.model,
+            model: model.model.into(),
             tokens,
-            finish_reason,
+            finish_reason: finish_reason.into(),
             tool_calls,
             cassette: false,
             failed_attempts: Box::default(),
@@ -666,8 +666,8 @@ fn tool_event(
                 trace.claimed.push((
                     model_id,
                     StepToolCall {
-                        id: call_id.clone(),
-                        name: tool.name.clone(),
+                        id: call_id.clone().into(),
+                        name: tool.name.clone().into(),
                         args: tool.args.clone(),
                         result: match &tool.error {
                             Some(failure) => error_json(failure),
@@ -683,11 +683,11 @@ fn tool_event(
         None => conversation.last_step,
     };
     Some(Event::ToolCalled(ToolCalled {
-        call_id,
-        tool: tool.name,
+        call_id: call_id.into(),
+        tool: tool.name.into(),
         input: tool.args,
         outcome,
-        started_at: stamps.format(span.start_ns),
+        started_at: stamps.format(span.start_ns).into(),
         duration,
         counter: None,
         source: CallSource::Send,

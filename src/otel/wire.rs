@@ -694,8 +694,8 @@ mod tests {
             .map(|emit| {
                 encode(&Frame {
                     seq: 0,
-                    ts: String::new(),
-                    session_id: Some(emit.session_id),
+                    ts: String::new().into(),
+                    session_id: Some(emit.session_id.into()),
                     event: emit.event,
                 })
             })

@@ -4,6 +4,7 @@
 
 use super::envelope::Envelope;
 use super::json::RawJson;
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use thiserror::Error;
@@ -13,8 +14,8 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
     pub seq: u64,
-    pub ts: String,
-    pub session_id: Option<String>,
+    pub ts: CompactString,
+    pub session_id: Option<CompactString>,
     pub event: Event,
 }
 
@@ -33,8 +34,8 @@ pub struct Tokens {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct StepToolCall {
-    pub id: String,
-    pub name: String,
+    pub id: CompactString,
+    pub name: CompactString,
     pub args: RawJson,
     pub result: RawJson,
     pub duration: f64,
@@ -46,9 +47,9 @@ pub struct StepToolCall {
 #[serde(default, rename_all = "camelCase")]
 pub struct Step {
     pub iteration: u32,
-    pub model: String,
+    pub model: CompactString,
     pub tokens: Tokens,
-    pub finish_reason: String,
+    pub finish_reason: CompactString,
     pub tool_calls: Vec<StepToolCall>,
     /// The model's answer came from a recorded cassette, not a live provider (spyglass's
     /// own; absent when false).
@@ -73,9 +74,9 @@ pub struct FailedAttempt {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AgentStepCompleted {
-    pub agent_name: String,
-    pub model: String,
-    pub provider: String,
+    pub agent_name: CompactString,
+    pub model: CompactString,
+    pub provider: CompactString,
     pub iteration: u32,
     pub step: Step,
     pub tokens: Tokens,
@@ -401,9 +402,9 @@ pub struct Counter {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SessionCreated {
-    pub user_id: String,
+    pub user_id: CompactString,
     pub servers: Vec<String>,
-    pub project: String,
+    pub project: CompactString,
     pub mocks: Vec<DeclaredMock>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
@@ -453,12 +454,12 @@ pub enum CallSource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ToolCalled {
-    pub call_id: String,
-    pub tool: String,
+    pub call_id: CompactString,
+    pub tool: CompactString,
     pub input: RawJson,
     pub outcome: Outcome,
     /// RFC 3339 instant the call started (microseconds from this runtime).
-    pub started_at: String,
+    pub started_at: CompactString,
     /// Milliseconds, fractional: microsecond precision.
     pub duration: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -721,11 +722,11 @@ impl Event {
     /// The agent an external agent event belongs to, if it names one.
     pub fn agent_name(&self) -> Option<&str> {
         let name = match self {
-            Self::AgentStepCompleted(e) => &e.agent_name,
-            Self::AgentCompleted(e) | Self::AgentFailed(e) => &e.agent_name,
+            Self::AgentStepCompleted(e) => e.agent_name.as_str(),
+            Self::AgentCompleted(e) | Self::AgentFailed(e) => e.agent_name.as_str(),
             _ => return None,
         };
-        (!name.is_empty()).then_some(name.as_str())
+        (!name.is_empty()).then_some(name)
     }
 }
 
@@ -763,17 +764,17 @@ struct Head<'a> {
     #[serde(borrow)]
     kind: Option<std::borrow::Cow<'a, str>>,
     seq: Option<u64>,
-    ts: Option<String>,
+    ts: Option<CompactString>,
     #[serde(rename = "sessionId")]
-    session_id: Option<String>,
+    session_id: Option<CompactString>,
 }
 
 /// An event read from text that may lack a stamp (ingest), with what stamp it had.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unstamped {
     pub seq: Option<u64>,
-    pub ts: Option<String>,
-    pub session_id: Option<String>,
+    pub ts: Option<CompactString>,
+    pub session_id: Option<CompactString>,
     pub event: Event,
 }
 
@@ -953,9 +954,9 @@ pub fn encode_with_seq(frame: &Frame, seq: u64) -> String {
             let mut value = raw.to_value();
             if let Some(map) = value.as_object_mut() {
                 map.insert("seq".into(), seq.into());
-                map.insert("ts".into(), frame.ts.clone().into());
+                map.insert("ts".into(), frame.ts.as_str().into());
                 match &frame.session_id {
-                    Some(id) => map.insert("sessionId".into(), id.clone().into()),
+                    Some(id) => map.insert("sessionId".into(), id.as_str().into()),
                     None => map.remove("sessionId"),
                 };
             }

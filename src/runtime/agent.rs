@@ -95,8 +95,8 @@ fn record(dispatched: &Dispatched) -> ToolCallRecord {
     let call = dispatched.call();
     let envelope = dispatched.envelope();
     ToolCallRecord {
-        id: call.call_id.clone(),
-        tool_name: call.tool.clone(),
+        id: call.call_id.clone().into(),
+        tool_name: call.tool.clone().into(),
         server_id: server_of(&call.tool).to_owned(),
         status: if envelope.is_none() {
             "success"
@@ -375,8 +375,8 @@ impl Runtime {
                 };
                 let made = dispatched.call();
                 out(SendFrame::ToolUse {
-                    id: made.call_id.clone(),
-                    name: made.tool.clone(),
+                    id: made.call_id.clone().into(),
+                    name: made.tool.clone().into(),
                     input: made.input.to_value(),
                 })
                 .await;
@@ -442,9 +442,9 @@ impl Runtime {
             let done = step.tool_calls.is_empty();
             let step_event = Step {
                 iteration,
-                model: model.clone(),
+                model: model.clone().into(),
                 tokens: step_tokens,
-                finish_reason: if done { "stop" } else { "tool_calls" }.to_owned(),
+                finish_reason: if done { "stop" } else { "tool_calls" }.to_owned().into(),
                 tool_calls: step_calls,
                 cassette: super::model::from_cassette(&live),
                 failed_attempts: failed_attempts.into(),
@@ -453,9 +453,9 @@ impl Runtime {
             self.emit(
                 Some(session_id.to_owned()),
                 Event::AgentStepCompleted(AgentStepCompleted {
-                    agent_name: AGENT_NAME.to_owned(),
-                    model: model.clone(),
-                    provider: provider.clone(),
+                    agent_name: AGENT_NAME.to_owned().into(),
+                    model: model.clone().into(),
+                    provider: provider.clone().into(),
                     iteration,
                     step: step_event,
                     tokens: result.tokens,
@@ -500,7 +500,7 @@ impl Runtime {
             duration: result.duration_ms,
             finish_reason: match (&result.error, result.steps.last()) {
                 (Some(_), _) => "error".to_owned(),
-                (None, Some(step)) => step.finish_reason.clone(),
+                (None, Some(step)) => step.finish_reason.to_string(),
                 (None, None) => "stop".to_owned(),
             },
             streaming: frames.is_some(),

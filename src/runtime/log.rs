@@ -851,8 +851,8 @@ impl EventLog {
         let mut logged = Arc::new(Logged {
             frame: Frame {
                 seq: 0,
-                ts: String::new(),
-                session_id,
+                ts: String::new().into(),
+                session_id: session_id.map(Into::into),
                 event,
             },
             text: OnceLock::new(),
@@ -861,7 +861,7 @@ impl EventLog {
         });
         if let Some(writer) = self.writer.as_ref().filter(|w| w.stamps) {
             if let Some(unshared) = Arc::get_mut(&mut logged) {
-                unshared.frame.ts = now_rfc3339();
+                unshared.frame.ts = now_rfc3339().into();
             }
             writer.send(Write::Event(logged.clone()));
             return logged;
@@ -886,7 +886,7 @@ impl EventLog {
         // Always unshared here: the Arc was made just above and not yet handed out.
         if let Some(unshared) = Arc::get_mut(&mut logged) {
             unshared.frame.seq = own.next_seq;
-            unshared.frame.ts = now_rfc3339();
+            unshared.frame.ts = now_rfc3339().into();
             unshared.ord = ord;
         }
         own.next_seq += 1;

@@ -32,7 +32,7 @@ impl Filter {
     fn shows(&self, logged: &Logged) -> bool {
         self.session
             .as_ref()
-            .is_none_or(|s| logged.frame.session_id.as_ref() == Some(s))
+            .is_none_or(|s| logged.frame.session_id.as_deref() == Some(s.as_str()))
             && (self.kinds.is_empty()
                 || self
                     .kinds
@@ -54,7 +54,7 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 fn gap_text(from: u64, to: u64) -> String {
     encode(&Frame {
         seq: to,
-        ts: now_rfc3339(),
+        ts: now_rfc3339().into(),
         session_id: None,
         event: Event::StreamGap(StreamGap { from, to }),
     })
@@ -84,7 +84,7 @@ pub(crate) fn reset_reason(
 pub(crate) fn reset_text(epoch: &str, reason: String) -> String {
     encode(&Frame {
         seq: 0,
-        ts: now_rfc3339(),
+        ts: now_rfc3339().into(),
         session_id: None,
         event: Event::StreamReset(StreamReset {
             epoch: epoch.to_owned(),
@@ -96,7 +96,7 @@ pub(crate) fn reset_text(epoch: &str, reason: String) -> String {
 fn hello_text(epoch: &str, seq: u64) -> String {
     encode(&Frame {
         seq,
-        ts: now_rfc3339(),
+        ts: now_rfc3339().into(),
         session_id: None,
         event: Event::StreamHello(StreamHello {
             epoch: epoch.to_owned(),

@@ -89,7 +89,8 @@ impl Session {
         if envelope {
             self.envelope_count = self.envelope_count.saturating_add(1);
         }
-        self.last_activity.clone_from(&call.frame.ts);
+        self.last_activity.clear();
+        self.last_activity.push_str(&call.frame.ts);
         if self.calls.len() >= retained.max(1)
             && let Some((old, bytes)) = self.calls.pop_front()
         {
@@ -311,11 +312,11 @@ static NO_CALL: std::sync::LazyLock<ToolCalled> = std::sync::LazyLock::new(ToolC
 fn call_view(call: &Logged) -> Option<CallView> {
     match &call.frame.event {
         Event::ToolCalled(c) => Some(CallView {
-            call_id: c.call_id.clone(),
-            tool: c.tool.clone(),
+            call_id: c.call_id.clone().into(),
+            tool: c.tool.clone().into(),
             input: c.input.clone(),
             outcome: c.outcome.clone(),
-            started_at: c.started_at.clone(),
+            started_at: c.started_at.clone().into(),
             duration: c.duration,
         }),
         _ => None,
@@ -613,9 +614,9 @@ impl Runtime {
             created_at: session.created_at.clone(),
         };
         let event = Event::SessionCreated(SessionCreated {
-            user_id: session.user_id.clone(),
+            user_id: session.user_id.clone().into(),
             servers: session.servers.clone(),
-            project: tenant.to_owned(),
+            project: tenant.to_owned().into(),
             mocks: session.mocks.declared_with_payloads(req.mocks.as_ref()),
             metadata: metadata_strings(&metadata),
         });
@@ -985,9 +986,9 @@ impl Runtime {
                 error: None,
                 duration: call.duration.round() as u64,
                 server: server_of(&call.tool).to_owned(),
-                tool: call.tool.clone(),
-                tool_call_id: call.call_id.clone(),
-                called_at: call.started_at.clone(),
+                tool: call.tool.clone().into(),
+                tool_call_id: call.call_id.clone().into(),
+                called_at: call.started_at.clone().into(),
             }),
             Outcome::Envelope(envelope) => ExecuteReply::Envelope(envelope.clone()),
         })
@@ -1114,14 +1115,14 @@ impl Runtime {
             s.tenant.clone(),
             Some(s.id.clone()),
             Event::ToolCalled(ToolCalled {
-                call_id,
-                tool: tool.to_owned(),
+                call_id: call_id.into(),
+                tool: tool.to_owned().into(),
                 input,
                 outcome: match outcome {
                     Ok(value) => Outcome::Result(value),
                     Err(envelope) => Outcome::Envelope(envelope),
                 },
-                started_at,
+                started_at: started_at.into(),
                 duration: duration_ms,
                 counter,
                 source,
@@ -1384,7 +1385,8 @@ impl Runtime {
                 }
                 Event::ApprovalReplayed(replay) if newer => {
                     roll_forward(&mut s.mocks, &replay.tool, replay.counter.as_ref());
-                    s.last_activity.clone_from(&logged.frame.ts);
+                    s.last_activity.clear();
+                    s.last_activity.push_str(&logged.frame.ts);
                 }
                 Event::SessionClosed(_) if newer => {
                     s.closed = true;
@@ -1482,13 +1484,15 @@ impl Runtime {
             }
             Event::ApprovalReplayed(replay) => {
                 roll_forward(&mut s.mocks, &replay.tool, replay.counter.as_ref());
-                s.last_activity.clone_from(&logged.frame.ts);
+                s.last_activity.clear();
+                s.last_activity.push_str(&logged.frame.ts);
             }
             Event::SessionClosed(_) if !s.closed => {
                 s.closed = true;
                 s.closing.send_replace(true);
                 s.model = ModelScript::default();
-                s.last_activity.clone_from(&logged.frame.ts);
+                s.last_activity.clear();
+                s.last_activity.push_str(&logged.frame.ts);
                 drop(s);
                 self.count_closed(&logged.tenant, id);
             }

@@ -85,7 +85,7 @@ fn otel_session(handle: &ServerHandle) -> String {
         .filter(|f| f.event.kind() == "session.created")
         .collect();
     assert_eq!(created.len(), 1, "one session: {frames:?}");
-    created[0].session_id.clone().unwrap()
+    created[0].session_id.clone().unwrap().into()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -463,7 +463,7 @@ async fn left(store: &PgStore) -> Left {
         let frame = spyglass::protocol::decode(&stored.text)
             .unwrap_or_else(|err| panic!("stored text {}: {err}", stored.text));
         assert_eq!(frame.seq, stored.seq, "{}", stored.text);
-        kept.insert(stored.seq, frame.session_id.unwrap_or_default());
+        kept.insert(stored.seq, frame.session_id.unwrap_or_default().to_string());
     }
     let mut docs = keys(store).await;
     docs.sort();

@@ -17,7 +17,7 @@ fn frame(seq: u64, session: Option<&str>, event: Event) -> Frame {
     Frame {
         seq,
         ts: "2026-11-22T21:43:31.123Z".into(),
-        session_id: session.map(str::to_owned),
+        session_id: session.map(Into::into),
         event,
     }
 }

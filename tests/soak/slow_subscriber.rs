@@ -27,7 +27,7 @@ fn rss_kib() -> u64 {
 /// A ~700-byte event, so holding every one would be ~140 MiB and impossible to miss.
 fn event(i: usize) -> Event {
     Event::ToolCalled(ToolCalled {
-        call_id: format!("call_{i}"),
+        call_id: format!("call_{i}").into(),
         tool: "asaas/x".into(),
         input: RawJson::from_value(&serde_json::json!({"pad": "i".repeat(600)})),
         outcome: Outcome::Result(RawJson::from_value(&serde_json::json!({"ok": i}))),

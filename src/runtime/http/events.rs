@@ -204,7 +204,9 @@ pub(super) async fn ingest_events(
             duplicates += 1;
             continue;
         }
-        let logged = state.rt.emit_for(&tenant, event.session_id, event.event);
+        let logged = state
+            .rt
+            .emit_for(&tenant, event.session_id.map(String::from), event.event);
         first.get_or_insert(logged.frame.seq);
         last = Some(logged.frame.seq);
     }

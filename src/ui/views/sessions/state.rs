@@ -710,7 +710,7 @@ impl SessionsState {
         if let Some(call) = session.timeline.calls().get(i) {
             self.detail = Some(Detail {
                 session_id: session.id.clone(),
-                call_id: call.id.clone(),
+                call_id: call.id.to_string(),
                 rev: session.rev,
                 pane: TextPane::new(detail_lines(call)),
             });
