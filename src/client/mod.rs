@@ -63,8 +63,9 @@ pub enum ClientMsg {
     },
     Connected,
     /// Frames in seq order: as many as had arrived together, so a burst costs the UI one
-    /// wake, not one per frame.
-    Frames(Vec<Box<Frame>>),
+    /// wake, not one per frame. Unboxed: the fold boxes each on its own thread, where the
+    /// box is later freed, rather than the reading thread allocating what another frees.
+    Frames(Vec<Frame>),
     /// A frame that could not be decoded: counted and shown, never fatal.
     ParseError(String),
     /// The stream is down; the next try is `retry_in` from now.

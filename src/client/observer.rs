@@ -256,13 +256,13 @@ async fn read(
             };
             heard = true;
             let text = match next {
-                Ok(Item::Text(text)) => Decoded::of(text),
-                Ok(Item::Message(Message::Text(text))) => Decoded::of(&text),
+                Ok(Item::Text(text)) => decoded(text),
+                Ok(Item::Message(Message::Text(text))) => decoded(&text),
                 Ok(Item::Message(Message::Binary(bytes))) => {
                     if let Ok(text) = std::str::from_utf8(&bytes) {
-                        Decoded::of(text)
+                        decoded(text)
                     } else {
-                        Decoded::Error("binary frame is not UTF-8".into())
+                        Err("binary frame is not UTF-8".into())
                     }
                 }
                 Ok(Item::Message(Message::Close(_))) => {
@@ -283,13 +283,13 @@ async fn read(
             };
             let mut gap = false;
             match text {
-                Decoded::Frame(frame) => {
+                Ok(frame) => {
                     if advance(stream, &frame) {
                         gap = matches!(frame.event, Event::StreamGap(_) | Event::StreamReset(_));
                         batch.push(frame);
                     }
                 }
-                Decoded::Error(err) => {
+                Err(err) => {
                     // Reported in its place in the stream: what came before goes first.
                     send(tx, &mut batch).await?;
                     tx.send(ClientMsg::ParseError(err)).await.ok()?;
@@ -344,32 +344,20 @@ async fn read(
 }
 
 /// A text message as the UI gets it: a frame, or why it is not one.
-enum Decoded {
-    Frame(Box<Frame>),
-    Error(String),
+fn decoded(text: &str) -> Result<Frame, String> {
+    decode(text).map_err(|err| {
+        tracing::warn!(%err, "undecodable frame");
+        err.to_string()
+    })
 }
 
-impl Decoded {
-    fn of(text: &str) -> Self {
-        match decode(text) {
-            Ok(frame) => Self::Frame(Box::new(frame)),
-            Err(err) => {
-                tracing::warn!(%err, "undecodable frame");
-                Self::Error(err.to_string())
-            }
-        }
-    }
-}
-
-/// Hands the UI the frames batched so far, if any; `None` when the UI is gone.
-// The batch is `ClientMsg::Frames`' own type: boxed, so a frame moves into the model by
-// pointer.
-#[expect(clippy::vec_box)]
-async fn send(tx: &mpsc::Sender<ClientMsg>, batch: &mut Vec<Box<Frame>>) -> Option<()> {
+/// Hands the UI the frames batched so far, if any; `None` when the UI is gone. The next
+/// batch starts with the room this one took, so a burst does not grow it step by step.
+async fn send(tx: &mpsc::Sender<ClientMsg>, batch: &mut Vec<Frame>) -> Option<()> {
     if !batch.is_empty() {
-        tx.send(ClientMsg::Frames(std::mem::take(batch)))
-            .await
-            .ok()?;
+        let room = batch.len();
+        let full = std::mem::replace(batch, Vec::with_capacity(room));
+        tx.send(ClientMsg::Frames(full)).await.ok()?;
     }
     Some(())
 }

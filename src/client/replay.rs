@@ -58,7 +58,7 @@ pub fn spawn_replay(text: String, speed: f64, tx: mpsc::Sender<ClientMsg>) -> Jo
                         tokio::time::sleep(wait).await;
                     }
                     prev = Some(frame.ts.to_string());
-                    ClientMsg::Frames(vec![Box::new(frame)])
+                    ClientMsg::Frames(vec![frame])
                 }
                 Err(e) => ClientMsg::ParseError(format!("line {}: {e}", number + 1)),
             };

@@ -223,7 +223,7 @@ impl App {
                         // the views learn of the cleared model in `after_model_change`.
                         self.apply(Effect::Notice(restarted_notice(&frame.ts, &reset.epoch)));
                     }
-                    self.model.fold(frame);
+                    self.model.fold(Box::new(frame));
                     self.rate.hit(now);
                 }
             }

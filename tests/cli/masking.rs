@@ -135,7 +135,7 @@ fn the_inspector_shows_every_secret_form_masked() {
         ),
     ];
     for frame in &frames {
-        app.on_client(ClientMsg::Frames(vec![Box::new(decode(frame).unwrap())]));
+        app.on_client(ClientMsg::Frames(vec![decode(frame).unwrap()]));
     }
     let key = |app: &mut App, code| app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
     // The Events list, the frame opened, and the Sessions call pane.

@@ -167,7 +167,7 @@ async fn fold_until(
 ) {
     while !done(model) {
         match next(rx).await {
-            ClientMsg::Frames(frames) => frames.into_iter().for_each(|f| model.fold(f)),
+            ClientMsg::Frames(frames) => frames.into_iter().for_each(|f| model.fold(Box::new(f))),
             ClientMsg::Hydrated {
                 sessions,
                 approvals,

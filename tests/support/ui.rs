@@ -105,7 +105,7 @@ impl Wire for String {
 pub fn feed(app: &mut App, frame: &(impl Wire + ?Sized)) {
     let text = frame.wire();
     let frame = decode(&text).unwrap_or_else(|err| panic!("{err}: {text}"));
-    app.on_client(ClientMsg::Frames(vec![Box::new(frame)]));
+    app.on_client(ClientMsg::Frames(vec![frame]));
 }
 
 /// The app drawn once into a `width`×`height` buffer, one line per row, trailing blanks cut.

@@ -84,7 +84,7 @@ fn a_replayed_step_is_marked_on_its_line() {
     app.on_client(ClientMsg::Frames(
         frames
             .iter()
-            .map(|f| Box::new(decode(&f.to_string()).unwrap()))
+            .map(|f| decode(&f.to_string()).unwrap())
             .collect(),
     ));
     let text = screen(&mut app, 120, 24);

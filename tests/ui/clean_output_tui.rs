@@ -18,7 +18,7 @@ fn app() -> App {
 }
 
 fn feed(app: &mut App, json: &str) {
-    app.on_client(ClientMsg::Frames(vec![Box::new(decode(json).unwrap())]));
+    app.on_client(ClientMsg::Frames(vec![decode(json).unwrap()]));
 }
 
 fn key(app: &mut App, code: KeyCode) {

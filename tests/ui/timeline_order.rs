@@ -88,7 +88,7 @@ fn app() -> App {
 fn feed(app: &mut App, frames: &[Value]) {
     let frames = frames
         .iter()
-        .map(|f| Box::new(decode(&f.to_string()).unwrap()))
+        .map(|f| decode(&f.to_string()).unwrap())
         .collect();
     app.on_client(ClientMsg::Frames(frames));
 }
