@@ -25,12 +25,16 @@ use tokio::sync::watch;
 /// The built-in introspection tool: it bypasses policy and the mock store.
 pub use super::mocks::LIST_TOOLS;
 
-/// Random id with a readable prefix: `ses_…`, `call_…`, `apr_…`.
+/// Random id with a readable prefix: `ses_…`, `call_…`, `apr_…`, 24 bytes in all (at
+/// least 16 random characters), so it sits inline in every event and row that holds it
+/// (`CompactString` keeps up to 24 bytes without a heap block); 19 or 20 random
+/// alphanumerics are over 110 bits.
 pub fn new_id(prefix: &str) -> String {
+    let random = 24usize.saturating_sub(prefix.len()).max(16);
     // One allocation of the final size: every call gets an id.
-    let mut id = String::with_capacity(prefix.len() + 20);
+    let mut id = String::with_capacity(prefix.len() + random);
     id.push_str(prefix);
-    id.extend(std::iter::repeat_with(fastrand::alphanumeric).take(20));
+    id.extend(std::iter::repeat_with(fastrand::alphanumeric).take(random));
     id
 }
 
@@ -1571,5 +1575,21 @@ mod future_size {
             "{} bytes",
             std::mem::size_of_val(&call)
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_id;
+
+    #[test]
+    fn ids_fit_inline_and_differ() {
+        for prefix in ["ses_", "call_", "apr_", "run_"] {
+            let (a, b) = (new_id(prefix), new_id(prefix));
+            assert!(a.starts_with(prefix), "{a}");
+            assert_eq!(a.len(), 24, "{a}");
+            assert!(!compact_str::CompactString::from(a.as_str()).is_heap_allocated());
+            assert_ne!(a, b);
+        }
     }
 }
