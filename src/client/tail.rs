@@ -417,10 +417,10 @@ mod tests {
         );
 
         let denied = called(
-            Outcome::Envelope(Envelope::ToolNotMocked {
+            Outcome::Envelope(Box::new(Envelope::ToolNotMocked {
                 tool_name: "asaas/create_payment".into(),
                 message: "m".into(),
-            }),
+            })),
             None,
         );
         assert!(readable(&denied).ends_with("asaas/create_payment -> tool_not_mocked (1.2 ms)"));

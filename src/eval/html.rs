@@ -560,10 +560,10 @@ mod tests {
                     call(
                         "asaas/<b>x</b>",
                         "2026-11-22T21:43:31.100Z",
-                        Outcome::Envelope(Envelope::ToolNotMocked {
+                        Outcome::Envelope(Box::new(Envelope::ToolNotMocked {
                             tool_name: "asaas/x".into(),
                             message: "no".into(),
-                        }),
+                        })),
                     ),
                 ]),
             )]),

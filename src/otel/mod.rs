@@ -651,10 +651,10 @@ fn tool_event(
         conversation.call_ids.insert(call_id.clone());
     }
     let outcome = match &tool.error {
-        Some(failure) => Outcome::Envelope(Envelope::Other {
+        Some(failure) => Outcome::Envelope(Box::new(Envelope::Other {
             code: failure.kind.clone(),
             message: failure.message.clone(),
-        }),
+        })),
         None => Outcome::Result(tool.result.clone()),
     };
     let duration = span.duration_ms();

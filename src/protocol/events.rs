@@ -423,7 +423,9 @@ pub struct SessionClosed {
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Result(RawJson),
-    Envelope(Envelope),
+    /// Boxed: most calls have a result, and an inline envelope (up to three strings) made
+    /// every `tool.called` event and every call row the inspector keeps 64 bytes larger.
+    Envelope(Box<Envelope>),
 }
 
 impl Default for Outcome {

@@ -565,12 +565,12 @@ impl Runtime {
             // nothing and is not announced (every observer's fold of `approval.replayed`
             // counts a call), so nothing of the session follows its `session.closed`.
             Some(s) if s.closed => {
-                return Outcome::Envelope(Envelope::MocksEngineError {
+                return Outcome::Envelope(Box::new(Envelope::MocksEngineError {
                     message: format!(
                         "replay of {}: session {} is closed",
                         view.tool, view.session_id
                     ),
-                });
+                }));
             }
             Some(s) => {
                 let result = s.mocks.consume(&view.tool, &view.input, true, claim);
@@ -580,7 +580,7 @@ impl Runtime {
         };
         let outcome = match result {
             Ok(value) => Outcome::Result(value),
-            Err(envelope) => Outcome::Envelope(envelope),
+            Err(envelope) => Outcome::Envelope(Box::new(envelope)),
         };
         let logged = self.emit_for(
             tenant,

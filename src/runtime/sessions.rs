@@ -994,7 +994,7 @@ impl Runtime {
                 tool_call_id: call.call_id.clone().into(),
                 called_at: call.started_at.clone().into(),
             }),
-            Outcome::Envelope(envelope) => ExecuteReply::Envelope(envelope.clone()),
+            Outcome::Envelope(envelope) => ExecuteReply::Envelope((**envelope).clone()),
         })
     }
 
@@ -1124,7 +1124,7 @@ impl Runtime {
                 input,
                 outcome: match outcome {
                     Ok(value) => Outcome::Result(value),
-                    Err(envelope) => Outcome::Envelope(envelope),
+                    Err(envelope) => Outcome::Envelope(Box::new(envelope)),
                 },
                 started_at: started_at.into(),
                 duration: duration_ms,

@@ -114,10 +114,10 @@ fn every_kind() -> Vec<Frame> {
             Event::ToolCalled(ToolCalled {
                 call_id: "call_2".into(),
                 tool: "asaas/y".into(),
-                outcome: Outcome::Envelope(Envelope::ToolNotMocked {
+                outcome: Outcome::Envelope(Box::new(Envelope::ToolNotMocked {
                     tool_name: "asaas/y".into(),
                     message: "no mock".into(),
-                }),
+                })),
                 ..Default::default()
             }),
         ),
@@ -152,9 +152,9 @@ fn every_kind() -> Vec<Frame> {
                 approval_id: "apr_1".into(),
                 call_id: "call_3".into(),
                 tool: "asaas/x".into(),
-                outcome: Outcome::Envelope(Envelope::MocksEngineError {
+                outcome: Outcome::Envelope(Box::new(Envelope::MocksEngineError {
                     message: "gone".into(),
-                }),
+                })),
                 duration: 0.3,
                 counter: Some(Counter {
                     consumed: 2,
