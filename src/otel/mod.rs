@@ -532,7 +532,7 @@ fn created(span: &SpanIn) -> SessionCreated {
     }
     metadata.insert("trace".to_owned(), span.trace_hex());
     SessionCreated {
-        user_id: (*span.service).to_owned().into(),
+        user_id: span.service.as_ref().into(),
         metadata,
         ..SessionCreated::default()
     }
@@ -579,7 +579,7 @@ fn step_event(
     };
     Event::AgentStepCompleted(AgentStepCompleted {
         agent_name: if conversation.agent.is_empty() {
-            (*span.service).to_owned().into()
+            span.service.as_ref().into()
         } else {
             conversation.agent.clone().into()
         },

@@ -694,7 +694,7 @@ mod tests {
             .map(|emit| {
                 encode(&Frame {
                     seq: 0,
-                    ts: String::new().into(),
+                    ts: compact_str::CompactString::default(),
                     session_id: Some(emit.session_id.into()),
                     event: emit.event,
                 })

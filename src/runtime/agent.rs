@@ -444,7 +444,7 @@ impl Runtime {
                 iteration,
                 model: model.clone().into(),
                 tokens: step_tokens,
-                finish_reason: if done { "stop" } else { "tool_calls" }.to_owned().into(),
+                finish_reason: if done { "stop" } else { "tool_calls" }.into(),
                 tool_calls: step_calls,
                 cassette: super::model::from_cassette(&live),
                 failed_attempts: failed_attempts.into(),
@@ -453,7 +453,7 @@ impl Runtime {
             self.emit(
                 Some(session_id.to_owned()),
                 Event::AgentStepCompleted(AgentStepCompleted {
-                    agent_name: AGENT_NAME.to_owned().into(),
+                    agent_name: AGENT_NAME.into(),
                     model: model.clone().into(),
                     provider: provider.clone().into(),
                     iteration,

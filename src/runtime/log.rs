@@ -851,7 +851,7 @@ impl EventLog {
         let mut logged = Arc::new(Logged {
             frame: Frame {
                 seq: 0,
-                ts: String::new().into(),
+                ts: compact_str::CompactString::default(),
                 session_id: session_id.map(Into::into),
                 event,
             },

@@ -16,6 +16,7 @@ use crate::protocol::rest::{
     SessionCreatedBody, SessionDetail, SessionList, SessionSummary, ToolInfo, ToolResult,
 };
 use crate::protocol::{ApiError, Envelope, Event, RawJson, now_rfc3339};
+use compact_str::CompactString;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -30,9 +31,13 @@ pub use super::mocks::LIST_TOOLS;
 /// (`CompactString` keeps up to 24 bytes without a heap block); 19 or 20 random
 /// alphanumerics are over 110 bits.
 pub fn new_id(prefix: &str) -> String {
+    new_short_id(prefix).into()
+}
+
+/// `new_id` as it goes into an event: made inline, no block at all.
+pub fn new_short_id(prefix: &str) -> CompactString {
     let random = 24usize.saturating_sub(prefix.len()).max(16);
-    // One allocation of the final size: every call gets an id.
-    let mut id = String::with_capacity(prefix.len() + random);
+    let mut id = CompactString::with_capacity(prefix.len() + random);
     id.push_str(prefix);
     id.extend(std::iter::repeat_with(fastrand::alphanumeric).take(random));
     id
@@ -618,9 +623,9 @@ impl Runtime {
             created_at: session.created_at.clone(),
         };
         let event = Event::SessionCreated(SessionCreated {
-            user_id: session.user_id.clone().into(),
+            user_id: session.user_id.as_str().into(),
             servers: session.servers.clone(),
-            project: tenant.to_owned().into(),
+            project: tenant.into(),
             mocks: session.mocks.declared_with_payloads(req.mocks.as_ref()),
             metadata: metadata_strings(&metadata),
         });
@@ -1085,7 +1090,7 @@ impl Runtime {
         if s.closed {
             return Err(closed_error(&s.id));
         }
-        let call_id = new_id("call_");
+        let call_id = new_short_id("call_");
         let mut approval = None;
         let gated: Option<Envelope> = match verdict {
             Verdict::Allow => None,
@@ -1119,8 +1124,8 @@ impl Runtime {
             s.tenant.clone(),
             Some(s.id.clone()),
             Event::ToolCalled(ToolCalled {
-                call_id: call_id.into(),
-                tool: tool.to_owned().into(),
+                call_id,
+                tool: tool.into(),
                 input,
                 outcome: match outcome {
                     Ok(value) => Outcome::Result(value),
