@@ -352,10 +352,15 @@ fn decoded(text: &str) -> Result<Frame, String> {
 }
 
 /// Hands the UI the frames batched so far, if any; `None` when the UI is gone. The next
-/// batch starts with the room this one took, so a burst does not grow it step by step.
+/// batch starts with the room this one took, so a burst does not grow it step by step;
+/// a batch far smaller than its room is shrunk first, so what waits in the channel holds
+/// at most twice its frames' room (not a burst's room for a single frame).
 async fn send(tx: &mpsc::Sender<ClientMsg>, batch: &mut Vec<Frame>) -> Option<()> {
     if !batch.is_empty() {
         let room = batch.len();
+        if batch.capacity() > 2 * room {
+            batch.shrink_to_fit();
+        }
         let full = std::mem::replace(batch, Vec::with_capacity(room));
         tx.send(ClientMsg::Frames(full)).await.ok()?;
     }
