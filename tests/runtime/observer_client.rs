@@ -213,17 +213,35 @@ async fn a_burst_arrives_whole_and_in_order_however_it_is_batched() {
         tx,
     );
     let mut seqs = vec![];
-    while seqs.len() < 3000 {
-        match next(&mut rx).await {
-            ClientMsg::Frames(frames) => seqs.extend(frames.iter().map(|f| f.seq)),
-            ClientMsg::Connecting { .. } | ClientMsg::Connected => {}
-            other => panic!("unexpected {other:?} after {} frames", seqs.len()),
+    // A batch waiting in the channel holds room for about its own frames, never a
+    // burst's room for the single frame that came after it.
+    let mut receive = async |seqs: &mut Vec<u64>, until: usize| {
+        while seqs.len() < until {
+            match next(&mut rx).await {
+                ClientMsg::Frames(frames) => {
+                    assert!(
+                        frames.capacity() <= 2 * frames.len().max(2),
+                        "a batch of {} frames holds room for {}",
+                        frames.len(),
+                        frames.capacity()
+                    );
+                    seqs.extend(frames.iter().map(|f| f.seq));
+                }
+                ClientMsg::Connecting { .. } | ClientMsg::Connected => {}
+                other => panic!("unexpected {other:?} after {} frames", seqs.len()),
+            }
         }
+    };
+    receive(&mut seqs, 3000).await;
+    // Then a trickle: one frame at a time, each read alone.
+    for n in 3001..=3005 {
+        rt.emit(None, Event::SessionClosed(SessionClosed::default()));
+        receive(&mut seqs, n).await;
     }
     task.abort();
     assert_eq!(
         seqs,
-        (1..=3000).collect::<Vec<u64>>(),
+        (1..=3005).collect::<Vec<u64>>(),
         "none lost, none reordered"
     );
     handle.shutdown().await;
