@@ -273,10 +273,6 @@ pub const SCRIPT_TOO_LARGE: &str = "model_script_too_large";
 pub const DEFAULT_SESSIONS_PAGE: usize = 100;
 pub const MAX_SESSIONS_PAGE: usize = 1000;
 
-/// On a shared store, a session's counters are written at every this many of its calls
-/// (and at its other events); a restart rolls the calls since forward from the stream.
-const COUNTERS_EVERY: u32 = 32;
-
 /// A fixed cost per session beyond its variable fields: ids, stamps, counters, the lock.
 const SESSION_OVERHEAD: usize = 1024;
 
@@ -1471,13 +1467,12 @@ impl Runtime {
         s.last_seq = s.last_seq.max(logged.frame.seq);
         if !remote {
             // This runtime's own: its copy counts everything up to this seq, a checkpoint
-            // a restart rolls forward from. Every call's was a document write in each
-            // commit; one in `COUNTERS_EVERY` calls (and every other event) is enough,
-            // since the calls after it are in the stored stream.
-            let call = matches!(logged.frame.event, Event::ToolCalled(_));
-            if !call || s.call_count % COUNTERS_EVERY == 0 {
-                self.write_counters(&s);
-            }
+            // a restart rolls forward from. Written at every event, calls too: a call
+            // past the checkpoint is counted at a restart only while its event is still
+            // stored, and a busier session can push it out of the retained window first
+            // (one write in 32 calls left up to 31 uncounted). The writer keeps one
+            // document a session per commit, whatever the calls in it.
+            self.write_counters(&s);
             return;
         }
         match &logged.frame.event {

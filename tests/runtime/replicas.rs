@@ -456,3 +456,41 @@ async fn closing_a_session_on_one_replica_ends_its_approvals_for_every_replica()
         .await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn counters_past_their_checkpoint_survive_the_eviction_of_their_events() {
+    // Counters are written every 32 calls on a shared store; the calls after the last
+    // checkpoint are rolled forward from the stream at start. Here the stream no longer
+    // holds them: a busier session pushed them out of the retained window.
+    let url = fresh_database("evicted_tail");
+    let config = RuntimeConfig {
+        retained_events: 20,
+        ..test_config()
+    };
+    let a = replica(&url, "a", config.clone()).await;
+    let api_a = Api::new(&a);
+    let entries: Vec<Value> = (0..50).map(|n| json!({"n": n})).collect();
+    let sid = api_a.session(json!({"asaas/list": entries})).await;
+    for n in 0..40 {
+        let (status, body) = api_a.execute(&sid, "asaas/list", json!({})).await;
+        assert_eq!((status, body["data"]["n"].as_u64()), (200, Some(n)));
+    }
+    let busy = api_a.session(json!({"asaas/get": {"ok": true}})).await;
+    for _ in 0..30 {
+        let (status, _) = api_a.execute(&busy, "asaas/get", json!({})).await;
+        assert_eq!(status, 200);
+    }
+    a.shutdown().await;
+    let c = replica(&url, "c", config).await;
+    let api_c = Api::new(&c);
+    let (status, detail) = api_c.get(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(status, 200, "{detail}");
+    assert_eq!(consumed(&detail, "asaas/list"), Some(40), "{detail}");
+    assert_eq!(detail["calls_total"], 40, "{detail}");
+    let (status, body) = api_c.execute(&sid, "asaas/list", json!({})).await;
+    assert_eq!(
+        (status, body["data"]["n"].as_u64()),
+        (200, Some(40)),
+        "{body}"
+    );
+}
