@@ -596,6 +596,9 @@ impl Runtime {
         );
         if let Some(s) = guard.as_mut() {
             s.last_seq = logged.frame.seq;
+            if self.shared_store().is_some() {
+                s.unfollowed += 1;
+            }
             self.persist_counters(s);
         }
         drop(guard);

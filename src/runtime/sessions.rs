@@ -72,6 +72,13 @@ pub(crate) struct Session {
     /// Seq of the last event emitted for this session under its lock: what its summary
     /// reflects (`SessionSummary::last_seq`).
     pub last_seq: u64,
+    /// On a shared store: the counters count every event of this session up to this seq
+    /// and none after it (the checkpoint a written counters document carries).
+    pub counted_to: u64,
+    /// On a shared store: this runtime's calls and replays of the session counted at
+    /// dispatch whose events have not come back stamped yet. The counters are written
+    /// only at none, so a document never counts an event past its checkpoint.
+    pub unfollowed: u32,
     /// The last `send` run's model, usage and cost, and every run's added up.
     pub last_run: Option<LastRun>,
     pub runs: RunTotals,
@@ -608,6 +615,8 @@ impl Runtime {
             model,
             model_calls: 0,
             last_seq: 0,
+            counted_to: 0,
+            unfollowed: 0,
             last_run: None,
             runs: RunTotals::default(),
         };
@@ -1141,6 +1150,9 @@ impl Runtime {
             self.inner.config.retained_calls,
             &self.inner.budget,
         );
+        if self.shared_store().is_some() {
+            s.unfollowed += 1;
+        }
         self.persist_counters(&s);
         let announce = approval.map(|row| (s.tenant.clone(), s.id.clone(), row));
         drop(s);
@@ -1195,6 +1207,62 @@ fn is_no_runs(runs: &RunTotals) -> bool {
     runs.runs == 0
 }
 
+/// `CountersDoc` as it is written, borrowing from the session: written at every call, so
+/// it copies no tool name, stamp or run to be encoded.
+#[derive(serde::Serialize)]
+struct CountersOut<'a> {
+    closed: bool,
+    calls: u32,
+    envelopes: u32,
+    model_calls: u32,
+    last_activity: &'a str,
+    last_seq: u64,
+    mocks: MockCounts<'a>,
+    #[serde(skip_serializing_if = "RuleHits::is_empty")]
+    rule_hits: RuleHits<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_run: Option<&'a LastRun>,
+    #[serde(skip_serializing_if = "is_no_runs")]
+    runs: &'a RunTotals,
+}
+
+/// `CountersDoc::mocks` read off the mock table.
+struct MockCounts<'a>(&'a MockTable);
+
+impl serde::Serialize for MockCounts<'_> {
+    fn serialize<S: serde::Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        out.collect_map(
+            self.0
+                .slots
+                .iter()
+                .map(|(tool, slot)| (tool, (slot.consumed, slot.calls))),
+        )
+    }
+}
+
+/// `CountersDoc::rule_hits` read off the mock table: its rules mocks that answered.
+struct RuleHits<'a>(&'a MockTable);
+
+impl RuleHits<'_> {
+    fn hits(&self) -> impl Iterator<Item = (&String, (&Vec<u32>, u32))> {
+        self.0
+            .slots
+            .iter()
+            .filter(|(_, slot)| !slot.rule_hits.is_empty() || slot.fallback_hits > 0)
+            .map(|(tool, slot)| (tool, (&slot.rule_hits, slot.fallback_hits)))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.hits().next().is_none()
+    }
+}
+
+impl serde::Serialize for RuleHits<'_> {
+    fn serialize<S: serde::Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        out.collect_map(self.hits())
+    }
+}
+
 impl Runtime {
     /// Writes a session's counters to the store (nothing without one). Called under the
     /// session's lock, after the event that moved them, so the store never holds a
@@ -1214,28 +1282,23 @@ impl Runtime {
         if !self.has_store() {
             return;
         }
-        let doc = CountersDoc {
+        let doc = CountersOut {
             closed: s.closed,
             calls: s.call_count,
             envelopes: s.envelope_count,
             model_calls: s.model_calls,
-            last_activity: s.last_activity.clone(),
-            last_seq: s.last_seq,
-            mocks: s
-                .mocks
-                .slots
-                .iter()
-                .map(|(tool, slot)| (tool.clone(), (slot.consumed, slot.calls)))
-                .collect(),
-            rule_hits: s
-                .mocks
-                .slots
-                .iter()
-                .filter(|(_, slot)| !slot.rule_hits.is_empty() || slot.fallback_hits > 0)
-                .map(|(tool, slot)| (tool.clone(), (slot.rule_hits.clone(), slot.fallback_hits)))
-                .collect(),
-            last_run: s.last_run.clone(),
-            runs: s.runs.clone(),
+            last_activity: &s.last_activity,
+            // A shared store's checkpoint is what the follower has counted; a local
+            // store writes at dispatch, where the event's seq is known.
+            last_seq: if self.shared_store().is_some() {
+                s.counted_to
+            } else {
+                s.last_seq
+            },
+            mocks: MockCounts(&s.mocks),
+            rule_hits: RuleHits(&s.mocks),
+            last_run: s.last_run.as_ref(),
+            runs: &s.runs,
         };
         self.persist(persist::COUNTERS, &s.tenant, &s.id, &doc);
     }
@@ -1341,6 +1404,8 @@ impl Runtime {
                     model: doc.model,
                     model_calls: counts.model_calls,
                     last_seq: counts.last_seq,
+                    counted_to: counts.last_seq,
+                    unfollowed: 0,
                     last_run: counts.last_run.clone(),
                     runs: counts.runs.clone(),
                 },
@@ -1401,6 +1466,7 @@ impl Runtime {
             }
             if newer && moves {
                 s.last_seq = logged.frame.seq;
+                s.counted_to = logged.frame.seq;
             }
         }
         let mut sessions = self
@@ -1464,17 +1530,34 @@ impl Runtime {
             return;
         };
         let mut s = lock(&session);
-        s.last_seq = s.last_seq.max(logged.frame.seq);
+        let seq = logged.frame.seq;
+        s.last_seq = s.last_seq.max(seq);
         if !remote {
-            // This runtime's own: its copy counts everything up to this seq, a checkpoint
-            // a restart rolls forward from. Written at every event, calls too: a call
-            // past the checkpoint is counted at a restart only while its event is still
-            // stored, and a busier session can push it out of the retained window first
-            // (one write in 32 calls left up to 31 uncounted). The writer keeps one
-            // document a session per commit, whatever the calls in it.
-            self.write_counters(&s);
+            // This runtime's own, counted at dispatch. Once none of its calls is still
+            // on its way back, its copy counts everything up to this seq and nothing
+            // after: a checkpoint a restart (or another runtime adopting the session)
+            // goes on from. Written at every such event, calls too: a call past the
+            // checkpoint is counted at a restart only while its event is still stored,
+            // and a busier session can push it out of the retained window first (one
+            // write in 32 calls left up to 31 uncounted). The writer keeps one document
+            // a session per commit, whatever the calls in it.
+            if matches!(
+                logged.frame.event,
+                Event::ToolCalled(_) | Event::ApprovalReplayed(_)
+            ) {
+                s.unfollowed = s.unfollowed.saturating_sub(1);
+            }
+            s.counted_to = s.counted_to.max(seq);
+            if s.unfollowed == 0 {
+                self.write_counters(&s);
+            }
             return;
         }
+        if seq <= s.counted_to {
+            // Counted already: the document this session was adopted from counts it.
+            return;
+        }
+        s.counted_to = seq;
         match &logged.frame.event {
             Event::ToolCalled(call) => {
                 let envelope = matches!(call.outcome, Outcome::Envelope(_));
