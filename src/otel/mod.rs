@@ -581,9 +581,9 @@ fn step_event(
         agent_name: if conversation.agent.is_empty() {
             span.service.as_ref().into()
         } else {
-            conversation.agent.clone().into()
+            conversation.agent.as_str().into()
         },
-        model: model.model.clone().into(),
+        model: model.model.as_str().into(),
         provider: model.provider.into(),
         iteration,
         step: Step {
@@ -666,8 +666,8 @@ fn tool_event(
                 trace.claimed.push((
                     model_id,
                     StepToolCall {
-                        id: call_id.clone().into(),
-                        name: tool.name.clone().into(),
+                        id: call_id.as_str().into(),
+                        name: tool.name.as_str().into(),
                         args: tool.args.clone(),
                         result: match &tool.error {
                             Some(failure) => error_json(failure),

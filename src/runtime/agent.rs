@@ -95,8 +95,8 @@ fn record(dispatched: &Dispatched) -> ToolCallRecord {
     let call = dispatched.call();
     let envelope = dispatched.envelope();
     ToolCallRecord {
-        id: call.call_id.clone().into(),
-        tool_name: call.tool.clone().into(),
+        id: call.call_id.as_str().into(),
+        tool_name: call.tool.as_str().into(),
         server_id: server_of(&call.tool).to_owned(),
         status: if envelope.is_none() {
             "success"
@@ -375,8 +375,8 @@ impl Runtime {
                 };
                 let made = dispatched.call();
                 out(SendFrame::ToolUse {
-                    id: made.call_id.clone().into(),
-                    name: made.tool.clone().into(),
+                    id: made.call_id.as_str().into(),
+                    name: made.tool.as_str().into(),
                     input: made.input.to_value(),
                 })
                 .await;
@@ -442,7 +442,7 @@ impl Runtime {
             let done = step.tool_calls.is_empty();
             let step_event = Step {
                 iteration,
-                model: model.clone().into(),
+                model: model.as_str().into(),
                 tokens: step_tokens,
                 finish_reason: if done { "stop" } else { "tool_calls" }.into(),
                 tool_calls: step_calls,
@@ -454,8 +454,8 @@ impl Runtime {
                 Some(session_id.to_owned()),
                 Event::AgentStepCompleted(AgentStepCompleted {
                     agent_name: AGENT_NAME.into(),
-                    model: model.clone().into(),
-                    provider: provider.clone().into(),
+                    model: model.as_str().into(),
+                    provider: provider.as_str().into(),
                     iteration,
                     step: step_event,
                     tokens: result.tokens,

@@ -324,11 +324,11 @@ static NO_CALL: std::sync::LazyLock<ToolCalled> = std::sync::LazyLock::new(ToolC
 fn call_view(call: &Logged) -> Option<CallView> {
     match &call.frame.event {
         Event::ToolCalled(c) => Some(CallView {
-            call_id: c.call_id.clone().into(),
-            tool: c.tool.clone().into(),
+            call_id: c.call_id.as_str().into(),
+            tool: c.tool.as_str().into(),
             input: c.input.clone(),
             outcome: c.outcome.clone(),
-            started_at: c.started_at.clone().into(),
+            started_at: c.started_at.as_str().into(),
             duration: c.duration,
         }),
         _ => None,
@@ -1000,9 +1000,9 @@ impl Runtime {
                 error: None,
                 duration: call.duration.round() as u64,
                 server: server_of(&call.tool).to_owned(),
-                tool: call.tool.clone().into(),
-                tool_call_id: call.call_id.clone().into(),
-                called_at: call.started_at.clone().into(),
+                tool: call.tool.as_str().into(),
+                tool_call_id: call.call_id.as_str().into(),
+                called_at: call.started_at.as_str().into(),
             }),
             Outcome::Envelope(envelope) => ExecuteReply::Envelope((**envelope).clone()),
         })
@@ -1182,8 +1182,9 @@ struct SessionDoc {
     metadata: Map<String, Value>,
 }
 
-/// What a session's calls move (`persist::COUNTERS`), rewritten after each.
-#[derive(serde::Serialize, serde::Deserialize, Default)]
+/// What a session's calls move (`persist::COUNTERS`), as read back; written as
+/// `CountersOut`, which borrows the same fields from the session.
+#[derive(serde::Deserialize, Default)]
 pub(crate) struct CountersDoc {
     closed: bool,
     calls: u32,
