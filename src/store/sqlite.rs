@@ -35,6 +35,11 @@ const MIGRATIONS: &[&str] = &[
 ",
 ];
 
+/// The bytes the write-ahead log is cut back to when a checkpoint rewinds it: about the
+/// 1,000 pages `SQLite` checkpoints at, so a burst of large commits does not leave a large
+/// file behind it (`journal_size_limit`).
+pub const WAL_SIZE_LIMIT: i64 = 4 * 1024 * 1024;
+
 /// The schema version this build writes.
 // A handful of migrations: the cast cannot wrap.
 #[expect(clippy::cast_possible_wrap)]
@@ -121,6 +126,9 @@ impl SqliteStore {
         // the last ones (docs/RELIABILITY.md).
         conn.pragma_update(None, "journal_mode", "WAL")
             .and_then(|()| conn.pragma_update(None, "synchronous", "NORMAL"))
+            // The log is rewound at each checkpoint but keeps its size, the largest any
+            // commit between two checkpoints made it; cut back to this at a rewind.
+            .and_then(|()| conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT))
             // A write takes the exclusive lock now, not at the first event.
             .and_then(|()| conn.execute_batch("BEGIN IMMEDIATE; COMMIT;"))
             .map_err(|source| {
