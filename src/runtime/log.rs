@@ -12,9 +12,11 @@
 //!
 //! The log's `epoch` names its stream, one per runtime: seqs compare only within one
 //! epoch. With a store (`crate::store`) every append and eviction goes to its writer
-//! thread in order, so the file holds what the rings hold.
+//! thread in order (through the journal, for `SQLite`), so the file holds what the rings
+//! hold.
 
 use crate::protocol::{Event, Frame, decode, encode, now_rfc3339};
+use crate::store::journal::Journal;
 use crate::store::{StateWrite, Store, StoredEvent};
 use foldhash::HashMap;
 use foldhash::HashMapExt as _;
@@ -348,6 +350,9 @@ pub struct EventLog {
     budget: Arc<Budget>,
     /// The store's writer thread, fed in seq order under the ring's lock.
     writer: Option<StoreWriter>,
+    /// A `SQLite` store's journal: appends, evictions and documents go there, in the
+    /// same order, and the writer thread takes them from it once written.
+    journal: Option<Arc<Journal>>,
 }
 
 /// What the store's writer thread is told.
@@ -364,6 +369,10 @@ enum Write {
     /// Nothing came for `EVICT_EVERY`: the writer's own wake-up to drop evictions.
     Tick,
 }
+
+/// How often a journaled store's writer commits what the journal wrote: answers wait for
+/// the journal, so this sets only how much a reopen replays.
+const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How often evicted events leave the file: at most this much later than the rings.
 const EVICT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
@@ -414,6 +423,8 @@ pub struct StoreHealth {
     pub path: String,
     commits: AtomicU64,
     failures: AtomicU64,
+    /// Whether `last_error` is set: an answer's journal write checks this, not the lock.
+    failing: std::sync::atomic::AtomicBool,
     last_error: Mutex<Option<String>>,
 }
 
@@ -433,14 +444,26 @@ pub struct StoreStatus {
 impl StoreHealth {
     fn committed(&self) {
         self.commits.fetch_add(1, Ordering::Relaxed);
+        self.failing.store(false, Ordering::Relaxed);
         *self
             .last_error
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = None;
     }
 
+    /// A write went through after a failure: the store is no longer failing.
+    fn recovered(&self) {
+        if self.failing.swap(false, Ordering::Relaxed) {
+            *self
+                .last_error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = None;
+        }
+    }
+
     fn failed(&self, reason: String) {
         self.failures.fetch_add(1, Ordering::Relaxed);
+        self.failing.store(true, Ordering::Relaxed);
         *self
             .last_error
             .lock()
@@ -493,6 +516,28 @@ impl StoreWriter {
             .name("spyglass-store".into())
             .spawn(move || write_loop(rx, store, &writing, committed.as_ref()))?;
         Ok(StoreWriter { tx, health, stamps })
+    }
+
+    /// Starts the thread that commits to `store` what `journal` has written, every
+    /// `COMMIT_EVERY` and at each flush; nothing waits on it but flushes.
+    pub fn spawn_journaled(
+        store: Arc<dyn Store>,
+        journal: Arc<Journal>,
+    ) -> std::io::Result<StoreWriter> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let health = Arc::new(StoreHealth {
+            path: store.describe(),
+            ..StoreHealth::default()
+        });
+        let writing = Arc::clone(&health);
+        std::thread::Builder::new()
+            .name("spyglass-store".into())
+            .spawn(move || journal_loop(&rx, &*store, &journal, &writing))?;
+        Ok(StoreWriter {
+            tx,
+            health,
+            stamps: false,
+        })
     }
 
     fn send(&self, write: Write) {
@@ -643,6 +688,111 @@ fn write_loop(
     }
 }
 
+/// Commits to the store what the journal wrote, every `COMMIT_EVERY` and at each flush:
+/// the answers waited for the journal's write, so this thread's commits are few and
+/// large. What a failed commit held goes with the next one; its segments stay until then.
+fn journal_loop(
+    rx: &std::sync::mpsc::Receiver<Write>,
+    store: &dyn Store,
+    journal: &Journal,
+    health: &StoreHealth,
+) {
+    use crate::store::journal::Record;
+    let mut batch: Vec<StoredEvent> = Vec::new();
+    let mut evicted: HashMap<String, u64> = HashMap::new();
+    let mut state: HashMap<(String, String, String), StateWrite> = HashMap::new();
+    let mut flushes = Vec::new();
+    // The newest segment whose records are all in `batch` and `state`.
+    let mut ended: Option<u64> = None;
+    let mut last_evicted = std::time::Instant::now();
+    let mut deadline = std::time::Instant::now() + COMMIT_EVERY;
+    loop {
+        let closing =
+            match rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+                Ok(Write::Flush(done)) => {
+                    flushes.push(done);
+                    false
+                }
+                Ok(Write::Ack(done)) => {
+                    let _ = done.send(());
+                    continue;
+                }
+                Ok(_) => continue,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => true,
+            };
+        deadline = std::time::Instant::now() + COMMIT_EVERY;
+        // What no answer waited for (a sweep's evictions, an expiry) is written now.
+        if let Err(err) = journal.write_out() {
+            tracing::error!(%err, "store journal write failed; retried with the next");
+            health.failed(err);
+        }
+        for record in journal.take_written() {
+            match record {
+                Record::Event(logged) => batch.push(StoredEvent {
+                    tenant: logged.tenant.to_string(),
+                    seq: logged.frame.seq,
+                    text: logged.text().to_owned(),
+                }),
+                Record::State(write) => {
+                    let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
+                    state.insert((r.kind.clone(), r.tenant.clone(), r.key.clone()), write);
+                }
+                Record::Evicted(tenant, seq) => {
+                    let upto = evicted.entry(tenant.to_string()).or_default();
+                    *upto = (*upto).max(seq);
+                }
+                Record::SegmentEnd(number) => ended = Some(number),
+            }
+        }
+        let evicted_upto: Vec<(String, u64)> =
+            if closing || !flushes.is_empty() || last_evicted.elapsed() >= EVICT_EVERY {
+                last_evicted = std::time::Instant::now();
+                evicted.drain().collect()
+            } else {
+                Vec::new()
+            };
+        let writes: Vec<StateWrite> = state.drain().map(|(_, write)| write).collect();
+        match store.append(&batch, &evicted_upto, &writes) {
+            Ok(()) => {
+                if !(batch.is_empty() && evicted_upto.is_empty() && writes.is_empty()) {
+                    health.committed();
+                }
+                batch.clear();
+                if let Some(number) = ended.take() {
+                    journal.remove_through(number);
+                }
+                if closing {
+                    journal.clear();
+                }
+            }
+            Err(err) => {
+                tracing::error!(%err, events = batch.len(), "store write failed; retried with the next commit");
+                health.failed(err.to_string());
+                for write in writes {
+                    let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
+                    state
+                        .entry((r.kind.clone(), r.tenant.clone(), r.key.clone()))
+                        .or_insert(write);
+                }
+                for (tenant, seq) in evicted_upto {
+                    let upto = evicted.entry(tenant).or_default();
+                    *upto = (*upto).max(seq);
+                }
+                // The journal keeps them all; memory keeps the newest while SQLite is away.
+                let over = excess(batch.iter().map(|e| e.text.len()));
+                batch.drain(..over);
+            }
+        }
+        for done in flushes.drain(..) {
+            let _ = done.send(());
+        }
+        if closing {
+            break;
+        }
+    }
+}
+
 impl EventLog {
     /// A log with a fresh epoch: a history that continues none before it.
     pub fn new(capacity: usize, subscriber_queue: usize, budget: Arc<Budget>) -> Self {
@@ -662,6 +812,7 @@ impl EventLog {
             live,
             budget,
             writer: None,
+            journal: None,
         }
     }
 
@@ -692,7 +843,9 @@ impl EventLog {
     /// Sends a state document's put or delete to the store's writer, after every event
     /// appended before it; nothing without a store.
     pub(crate) fn write_state(&self, write: StateWrite) {
-        if let Some(writer) = &self.writer {
+        if let Some(journal) = &self.journal {
+            journal.push(crate::store::journal::Record::State(write));
+        } else if let Some(writer) = &self.writer {
             writer.send(Write::State(write));
         }
     }
@@ -711,6 +864,33 @@ impl EventLog {
     pub fn with_writer(mut self, writer: StoreWriter) -> Self {
         self.writer = Some(writer);
         self
+    }
+
+    /// Puts every event appended (and evicted) and every document from now on in
+    /// `journal`, which the writer (`StoreWriter::spawn_journaled`) commits from.
+    #[must_use]
+    pub fn with_journal(mut self, journal: Arc<Journal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Writes what the journal holds (`Journal::write_out`), which an answer waits for,
+    /// telling the store's health how it went; `None` without a journal.
+    pub(crate) fn write_journal(&self) -> Option<Result<(), String>> {
+        let journal = self.journal.as_ref()?;
+        let result = journal.write_out();
+        if let Some(writer) = &self.writer {
+            match &result {
+                Ok(()) => writer.health.recovered(),
+                Err(reason) => writer.health.failed(reason.clone()),
+            }
+        }
+        Some(result)
+    }
+
+    /// Whether answers wait for a journal (a `SQLite` store) rather than a commit.
+    pub(crate) fn journaled(&self) -> bool {
+        self.journal.is_some()
     }
 
     /// Puts events read back from a store into the rings, oldest first, as appends would:
@@ -778,7 +958,12 @@ impl EventLog {
 
     /// Tells the store's writer, if any, that `old` left the ring.
     fn send_evicted(&self, old: &Logged) {
-        if let Some(writer) = &self.writer {
+        if let Some(journal) = &self.journal {
+            journal.push(crate::store::journal::Record::Evicted(
+                old.tenant.clone(),
+                old.frame.seq,
+            ));
+        } else if let Some(writer) = &self.writer {
             writer.send(Write::Evicted(old.tenant.to_string(), old.frame.seq));
         }
     }
@@ -897,7 +1082,9 @@ impl EventLog {
         ring.retained += 1;
         ring.bytes += bytes;
         let over_budget = self.within_budget(ring, &logged);
-        if let Some(writer) = &self.writer {
+        if let Some(journal) = &self.journal {
+            journal.push(crate::store::journal::Record::Event(logged.clone()));
+        } else if let Some(writer) = &self.writer {
             writer.send(Write::Event(logged.clone()));
         }
         // No receivers is not an error for the log: nobody is watching yet.

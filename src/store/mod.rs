@@ -7,6 +7,7 @@
 //! (`runtime::persist`: sessions and their counters, approvals, eval runs, suite
 //! documents, eval outcomes). A reopened store continues the stream and the state.
 
+pub mod journal;
 pub mod postgres;
 pub mod sqlite;
 
@@ -66,6 +67,10 @@ pub enum StoreError {
     },
     #[error("store {shown}: {reason}")]
     Postgres { shown: String, reason: String },
+    #[error(
+        "cannot read or write the journal of store {path}: {reason}; check the disk and the directory's permissions, or pass another --store (or --store memory)"
+    )]
+    Journal { path: PathBuf, reason: String },
     #[error("store {path}: {source}")]
     Write {
         path: PathBuf,
@@ -218,13 +223,26 @@ impl StoreChoice {
 }
 
 /// Opens (or creates) the `SQLite` store at `path` and a runtime continuing its stream.
+/// What the journal holds past the database is replayed into it first (`journal`), and
+/// the runtime's answers then wait for the journal, not for `SQLite`.
 pub fn open_runtime(config: RuntimeConfig, path: &Path) -> Result<Runtime, StoreError> {
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(path)?);
-    runtime_on(config, store)
+    let sqlite = SqliteStore::open(path)?;
+    let journal = journal::Journal::recover(path, &sqlite)?;
+    runtime_with(config, Arc::new(sqlite), Some(journal))
 }
 
-/// A runtime whose event log continues `store`'s stream and writes every new event to it.
+/// A runtime whose event log continues `store`'s stream and writes every new event to it
+/// (each answer waits for the commit holding what it did).
 pub fn runtime_on(config: RuntimeConfig, store: Arc<dyn Store>) -> Result<Runtime, StoreError> {
+    runtime_with(config, store, None)
+}
+
+/// `runtime_on`, with answers waiting for `journal` when there is one.
+pub(crate) fn runtime_with(
+    config: RuntimeConfig,
+    store: Arc<dyn Store>,
+    journal: Option<Arc<journal::Journal>>,
+) -> Result<Runtime, StoreError> {
     let retained = config.retained_events.max(1);
     let stream = store.stream(&crate::runtime::log::new_epoch(), retained)?;
     let restored: Vec<Logged> = stream
@@ -234,14 +252,22 @@ pub fn runtime_on(config: RuntimeConfig, store: Arc<dyn Store>) -> Result<Runtim
         .collect();
     let state = store.state()?;
     let path = store.describe();
-    let writer = StoreWriter::spawn(store).map_err(|source| StoreError::Thread { path, source })?;
+    let writer = match &journal {
+        Some(journal) => StoreWriter::spawn_journaled(store, Arc::clone(journal)),
+        None => StoreWriter::spawn(store),
+    }
+    .map_err(|source| StoreError::Thread { path, source })?;
     // The writer is in place before the history goes back, so what the capacity or the
     // byte budget evicts on the way in leaves the file too.
     let runtime = Runtime::with_log(config, move |config, budget| {
-        EventLog::new(config.retained_events, config.subscriber_queue, budget)
+        let log = EventLog::new(config.retained_events, config.subscriber_queue, budget)
             .continuing(stream.epoch, stream.next_seqs)
-            .with_writer(writer)
-            .with_history(restored)
+            .with_writer(writer);
+        match journal {
+            Some(journal) => log.with_journal(journal),
+            None => log,
+        }
+        .with_history(restored)
     });
     runtime.restore_state(state);
     Ok(runtime)

@@ -1,0 +1,688 @@
+//! The `SQLite` store's redo journal: what an answer waits for. Events and documents go to
+//! append-only segment files next to the database, one `write` per group of answers, and
+//! reach `SQLite` later in large commits; at open, what the journal holds is replayed.
+//!
+//! A record is `[payload length: u32 LE][CRC-32 of the payload: u32 LE][payload]`; the
+//! payload is a tag byte (`1` event, `2` document put, `3` document delete) and its fields,
+//! each string as `[length: u32 LE][bytes]` (the last one to the record's end). A record
+//! that does not check ends its segment (a write torn by a power cut): the ones before it
+//! are replayed, the rest is reported and left out.
+
+use super::{StateWrite, Store, StoreError, StoredEvent, StoredRecord};
+use crate::runtime::log::Logged;
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// A segment past this size is closed and a new one started; a closed segment is
+/// deleted once `SQLite` has committed all it holds.
+pub const SEGMENT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Records, and their bytes, that a failing disk keeps waiting at most (the oldest go
+/// past either); the same bounds as the writer's.
+const MAX_UNWRITTEN: usize = 65_536;
+const MAX_UNWRITTEN_BYTES: usize = 64 * 1024 * 1024;
+
+const EVENT: u8 = 1;
+const PUT: u8 = 2;
+const DELETE: u8 = 3;
+
+/// What the log hands the store, in the order it happened.
+pub enum Record {
+    Event(Arc<Logged>),
+    State(StateWrite),
+    /// The tenant's events up to this seq left the rings (for `SQLite` only: a replay
+    /// never needs it, the stream is cut to the retained count at open).
+    Evicted(Arc<str>, u64),
+    /// Every record before this one is in segments up to this one's number.
+    SegmentEnd(u64),
+}
+
+impl Record {
+    /// Bytes it holds, for the bound on what waits for a failing disk.
+    fn bytes(&self) -> usize {
+        match self {
+            Record::Event(logged) => logged.bytes(),
+            Record::State(StateWrite::Put(r) | StateWrite::Delete(r)) => {
+                r.kind.len() + r.tenant.len() + r.key.len() + r.value.len()
+            }
+            Record::Evicted(..) | Record::SegmentEnd(_) => 0,
+        }
+    }
+}
+
+/// The segment being written.
+struct Segment {
+    number: u64,
+    file: File,
+    len: u64,
+    /// Records whose write failed: written before anything newer.
+    unwritten: Vec<Record>,
+    buf: Vec<u8>,
+}
+
+pub struct Journal {
+    /// The database's path: segment `n` is `<path>-redo-<n>`.
+    db: PathBuf,
+    /// Pushed by the log, not yet written.
+    pending: Mutex<Vec<Record>>,
+    segment: Mutex<Segment>,
+    /// Written, in file order, for the store's writer to commit.
+    written: Mutex<Vec<Record>>,
+    /// `SEGMENT_BYTES`, smaller in tests.
+    segment_bytes: u64,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Segment `number` of the store at `db`.
+fn segment_path(db: &Path, number: u64) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(format!("-redo-{number}"));
+    PathBuf::from(name)
+}
+
+/// The segments of the store at `db` on disk, oldest first.
+fn segments(db: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
+    let dir = db
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Some(name) = db.file_name().and_then(|n| n.to_str()) else {
+        return Ok(Vec::new());
+    };
+    let prefix = format!("{name}-redo-");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let file_name = entry.file_name();
+        let Some(number) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        found.push((number, entry.path()));
+    }
+    found.sort_unstable();
+    Ok(found)
+}
+
+fn put_str(buf: &mut Vec<u8>, text: &str) {
+    // A string longer than 4 GiB cannot reach here: request bodies are bounded far below.
+    buf.extend_from_slice(&u32::try_from(text.len()).unwrap_or(u32::MAX).to_le_bytes());
+    buf.extend_from_slice(text.as_bytes());
+}
+
+/// Appends `record`'s bytes to `buf`; false for one the file does not take (evictions,
+/// segment ends).
+fn encode(record: &Record, buf: &mut Vec<u8>) -> bool {
+    let start = buf.len();
+    buf.extend_from_slice(&[0; 8]);
+    match record {
+        Record::Event(logged) => {
+            buf.push(EVENT);
+            put_str(buf, &logged.tenant);
+            buf.extend_from_slice(&logged.frame.seq.to_le_bytes());
+            buf.extend_from_slice(logged.text().as_bytes());
+        }
+        Record::State(write) => {
+            let (tag, r) = match write {
+                StateWrite::Put(r) => (PUT, r),
+                StateWrite::Delete(r) => (DELETE, r),
+            };
+            buf.push(tag);
+            put_str(buf, &r.kind);
+            put_str(buf, &r.tenant);
+            put_str(buf, &r.key);
+            if tag == PUT {
+                buf.extend_from_slice(r.value.as_bytes());
+            }
+        }
+        Record::Evicted(..) | Record::SegmentEnd(_) => {
+            buf.truncate(start);
+            return false;
+        }
+    }
+    let payload = &buf[start + 8..];
+    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    let crc = crc32fast::hash(payload);
+    buf[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+    true
+}
+
+/// What one segment's bytes replay.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Replayed {
+    events: Vec<StoredEvent>,
+    writes: Vec<StateWrite>,
+    /// Bytes past the last record that checked (a torn or damaged tail).
+    dropped: usize,
+}
+
+/// A reader over one record's payload; `None` where it runs short.
+struct Fields<'a>(&'a [u8]);
+
+impl<'a> Fields<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = (self.0.get(..n)?, self.0.get(n..)?);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn u32(&mut self) -> Option<usize> {
+        let bytes: [u8; 4] = self.take(4)?.try_into().ok()?;
+        usize::try_from(u32::from_le_bytes(bytes)).ok()
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn str(&mut self) -> Option<String> {
+        let n = self.u32()?;
+        String::from_utf8(self.take(n)?.to_vec()).ok()
+    }
+
+    fn rest(&mut self) -> Option<String> {
+        String::from_utf8(std::mem::take(&mut self.0).to_vec()).ok()
+    }
+}
+
+/// The records of one segment's bytes, up to the first that does not check.
+fn decode(bytes: &[u8]) -> Replayed {
+    let mut out = Replayed::default();
+    let mut at = 0;
+    while at < bytes.len() {
+        let record = (|| {
+            let mut head = Fields(bytes.get(at..)?);
+            let len = head.u32()?;
+            let crc = u32::try_from(head.u32()?).ok()?;
+            let payload = head.take(len)?;
+            if crc32fast::hash(payload) != crc {
+                return None;
+            }
+            let mut fields = Fields(payload);
+            let tag = fields.take(1)?[0];
+            let record = match tag {
+                EVENT => {
+                    let tenant = fields.str()?;
+                    let seq = fields.u64()?;
+                    Err(StoredEvent {
+                        tenant,
+                        seq,
+                        text: fields.rest()?,
+                    })
+                }
+                PUT | DELETE => {
+                    let r = StoredRecord {
+                        kind: fields.str()?,
+                        tenant: fields.str()?,
+                        key: fields.str()?,
+                        value: if tag == PUT {
+                            fields.rest()?
+                        } else {
+                            String::new()
+                        },
+                    };
+                    Ok(if tag == PUT {
+                        StateWrite::Put(r)
+                    } else {
+                        StateWrite::Delete(r)
+                    })
+                }
+                _ => return None,
+            };
+            Some((8 + len, record))
+        })();
+        let Some((size, record)) = record else {
+            out.dropped = bytes.len() - at;
+            break;
+        };
+        match record {
+            Ok(write) => out.writes.push(write),
+            Err(event) => out.events.push(event),
+        }
+        at += size;
+    }
+    out
+}
+
+/// How many of the oldest of these records must go to keep the rest within
+/// `MAX_UNWRITTEN` and `MAX_UNWRITTEN_BYTES`.
+fn excess(records: &[Record]) -> usize {
+    let (mut kept, mut bytes) = (0, 0usize);
+    for record in records.iter().rev() {
+        if kept == MAX_UNWRITTEN || bytes + record.bytes() > MAX_UNWRITTEN_BYTES {
+            break;
+        }
+        kept += 1;
+        bytes += record.bytes();
+    }
+    records.len() - kept
+}
+
+fn journal_error(path: &Path, source: &std::io::Error) -> StoreError {
+    match source.kind() {
+        std::io::ErrorKind::StorageFull => StoreError::Full {
+            path: path.to_path_buf(),
+        },
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied => {
+            StoreError::ReadOnly {
+                path: path.to_path_buf(),
+                reason: source.to_string(),
+            }
+        }
+        _ => StoreError::Journal {
+            path: path.to_path_buf(),
+            reason: source.to_string(),
+        },
+    }
+}
+
+impl Journal {
+    /// Replays into `store` what the journal of the store at `db` holds (all of it: what
+    /// `SQLite` already has is skipped or written again to the same effect), deletes the
+    /// replayed segments and starts a new one.
+    pub fn recover(db: &Path, store: &dyn Store) -> Result<Arc<Journal>, StoreError> {
+        Self::recover_with(db, store, SEGMENT_BYTES)
+    }
+
+    /// `recover`, closing segments past `segment_bytes`.
+    fn recover_with(
+        db: &Path,
+        store: &dyn Store,
+        segment_bytes: u64,
+    ) -> Result<Arc<Journal>, StoreError> {
+        let found = segments(db).map_err(|e| journal_error(db, &e))?;
+        let mut next_number = 1;
+        if !found.is_empty() {
+            let stream = store.stream(&crate::runtime::log::new_epoch(), 0)?;
+            let mut next: HashMap<String, u64> = stream.next_seqs.into_iter().collect();
+            for (number, path) in found {
+                let bytes = std::fs::read(&path).map_err(|e| journal_error(&path, &e))?;
+                let mut replayed = decode(&bytes);
+                if replayed.dropped > 0 {
+                    tracing::warn!(
+                        path = %path.display(),
+                        bytes = replayed.dropped,
+                        "the store's journal ends in a record that does not check (a write torn by a crash); what follows it is left out"
+                    );
+                }
+                // An event SQLite has (its seq below the tenant's next) is not written
+                // again: it would move to the end of the stream's order.
+                replayed.events.retain(|event| {
+                    let at = next.entry(event.tenant.clone()).or_insert(1);
+                    let new = event.seq >= *at;
+                    if new {
+                        *at = event.seq + 1;
+                    }
+                    new
+                });
+                store.append(&replayed.events, &[], &replayed.writes)?;
+                std::fs::remove_file(&path).map_err(|e| journal_error(&path, &e))?;
+                next_number = number + 1;
+            }
+        }
+        let path = segment_path(db, next_number);
+        let file = File::create(&path).map_err(|e| journal_error(&path, &e))?;
+        Ok(Arc::new(Journal::on(db, next_number, file, segment_bytes)))
+    }
+
+    /// A journal writing segment `number` of the store at `db` to `file`.
+    fn on(db: &Path, number: u64, file: File, segment_bytes: u64) -> Journal {
+        Journal {
+            segment_bytes,
+            db: db.to_path_buf(),
+            pending: Mutex::new(Vec::new()),
+            segment: Mutex::new(Segment {
+                number,
+                file,
+                len: 0,
+                unwritten: Vec::new(),
+                buf: Vec::new(),
+            }),
+            written: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Queues a record; the next `write_out` writes it.
+    pub fn push(&self, record: Record) {
+        lock(&self.pending).push(record);
+    }
+
+    /// Writes everything pushed so far, in one `write`, and hands it to the store's
+    /// writer: once this returns `Ok` it survives the process being killed. Whoever
+    /// comes while a write is under way waits for it, then writes what came since.
+    pub fn write_out(&self) -> Result<(), String> {
+        let mut segment = lock(&self.segment);
+        let pushed = std::mem::take(&mut *lock(&self.pending));
+        if pushed.is_empty() && segment.unwritten.is_empty() {
+            return Ok(());
+        }
+        let mut group = std::mem::take(&mut segment.unwritten);
+        if group.is_empty() {
+            group = pushed;
+        } else {
+            group.extend(pushed);
+        }
+        let mut buf = std::mem::take(&mut segment.buf);
+        buf.clear();
+        for record in &group {
+            encode(record, &mut buf);
+        }
+        let size = buf.len() as u64;
+        let result = segment.file.write_all_at(&buf, segment.len);
+        // The buffer keeps its room for the next group, up to a segment's size.
+        if size <= self.segment_bytes {
+            segment.buf = buf;
+        }
+        match result {
+            Ok(()) => {
+                segment.len += size;
+                let mut written = lock(&self.written);
+                written.extend(group);
+                if segment.len >= self.segment_bytes {
+                    let number = segment.number + 1;
+                    let path = segment_path(&self.db, number);
+                    match File::create(&path) {
+                        Ok(file) => {
+                            written.push(Record::SegmentEnd(segment.number));
+                            segment.number = number;
+                            segment.file = file;
+                            segment.len = 0;
+                        }
+                        // The segment grows on; the next write tries again.
+                        Err(err) => {
+                            tracing::warn!(%err, path = %path.display(), "cannot start a new journal segment");
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Err(err) => {
+                // Written again, whole, at the same place by the next write.
+                let over = excess(&group);
+                if over > 0 {
+                    tracing::warn!(
+                        dropped = over,
+                        "store's disk failing: the oldest records waiting for it dropped"
+                    );
+                    group.drain(..over);
+                }
+                segment.unwritten = group;
+                let reason = if err.kind() == std::io::ErrorKind::StorageFull {
+                    "the disk is full".to_owned()
+                } else {
+                    err.to_string()
+                };
+                Err(format!(
+                    "cannot write its journal {}: {reason}",
+                    segment_path(&self.db, segment.number).display()
+                ))
+            }
+        }
+    }
+
+    /// What was written since the last call, in file order, for `SQLite`.
+    pub fn take_written(&self) -> Vec<Record> {
+        std::mem::take(&mut *lock(&self.written))
+    }
+
+    /// Deletes segments up to `number`: `SQLite` has committed all they hold.
+    pub fn remove_through(&self, number: u64) {
+        let Ok(found) = segments(&self.db) else {
+            return;
+        };
+        for (n, path) in found {
+            if n <= number
+                && let Err(err) = std::fs::remove_file(&path)
+            {
+                tracing::warn!(%err, path = %path.display(), "cannot delete a committed journal segment");
+            }
+        }
+    }
+
+    /// Empties the segment being written (`SQLite` has committed all it holds and nothing
+    /// new came): at a clean close, so a reopen has nothing to replay.
+    pub fn clear(&self) {
+        let mut segment = lock(&self.segment);
+        if !lock(&self.pending).is_empty() || !segment.unwritten.is_empty() {
+            return;
+        }
+        if segment.file.set_len(0).is_ok() {
+            segment.len = 0;
+        }
+        let current = segment.number;
+        drop(segment);
+        if current > 1 {
+            self.remove_through(current - 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::rest::CreateSession;
+    use crate::runtime::RuntimeConfig;
+    use crate::store::{SqliteStore, open_runtime, runtime_with};
+    use serde_json::json;
+
+    /// A database that takes nothing: every commit fails, so only the journal keeps what
+    /// the answers were told (a runtime killed before its writer committed).
+    struct NeverCommits(SqliteStore);
+
+    impl Store for NeverCommits {
+        fn describe(&self) -> String {
+            self.0.describe()
+        }
+        fn stream(
+            &self,
+            fresh_epoch: &str,
+            retained: usize,
+        ) -> Result<super::super::StoredStream, StoreError> {
+            self.0.stream(fresh_epoch, retained)
+        }
+        fn append(
+            &self,
+            _: &[StoredEvent],
+            _: &[(String, u64)],
+            _: &[StateWrite],
+        ) -> Result<(), StoreError> {
+            Err(StoreError::Journal {
+                path: PathBuf::from("never"),
+                reason: "this test's database takes nothing".into(),
+            })
+        }
+        fn state(&self) -> Result<Vec<StoredRecord>, StoreError> {
+            self.0.state()
+        }
+    }
+
+    /// What the session's next call of `pay/charge` is served.
+    async fn served(rt: &crate::runtime::Runtime, id: &str) -> serde_json::Value {
+        match rt
+            .execute("default", id, "pay/charge", json!({}).into())
+            .await
+            .unwrap()
+        {
+            crate::runtime::ExecuteReply::Ok(result) => serde_json::to_value(&result.data).unwrap(),
+            crate::runtime::ExecuteReply::Envelope(envelope) => panic!("{envelope:?}"),
+        }
+    }
+
+    fn config() -> RuntimeConfig {
+        RuntimeConfig {
+            test_mode: true,
+            ..RuntimeConfig::default()
+        }
+    }
+
+    /// A session with a stateful mock of three entries, two of them consumed by answered
+    /// calls, on a runtime whose database never commits; the runtime is then gone.
+    async fn answered_but_never_committed(db: &Path) -> String {
+        let sqlite = SqliteStore::open(db).unwrap();
+        let journal = Journal::recover(db, &sqlite).unwrap();
+        let rt = runtime_with(config(), Arc::new(NeverCommits(sqlite)), Some(journal)).unwrap();
+        let body: CreateSession = serde_json::from_value(json!({
+            "user_id": "u",
+            "mocks": {"pay/charge": [{"n": 1}, {"n": 2}, {"n": 3}]}
+        }))
+        .unwrap();
+        let id = rt.create_session("default", body).unwrap().id;
+        rt.committed().await.unwrap();
+        for _ in 0..2 {
+            rt.execute("default", &id, "pay/charge", json!({}).into())
+                .await
+                .unwrap();
+        }
+        drop(rt);
+        id
+    }
+
+    /// Reopens the store at `db`, waiting while the last runtime's writer lets go of it.
+    fn reopen(db: &Path) -> crate::runtime::Runtime {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match open_runtime(config(), db) {
+                Ok(rt) => return rt,
+                Err(StoreError::Locked { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(err) => panic!("{err}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn what_answers_were_told_comes_back_from_the_journal_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runtime.db");
+        let id = answered_but_never_committed(&db).await;
+        let before: Vec<u64> = segments(&db).unwrap().iter().map(|(n, _)| *n).collect();
+        assert!(
+            segments(&db)
+                .unwrap()
+                .iter()
+                .any(|(_, p)| std::fs::metadata(p).unwrap().len() > 0),
+            "the journal holds the calls"
+        );
+        let rt = reopen(&db);
+        assert!(rt.session("default", &id).is_ok(), "the session is back");
+        let calls: Vec<_> = rt
+            .events_since(0, usize::MAX)
+            .into_iter()
+            .filter(|f| matches!(f.event, crate::protocol::Event::ToolCalled(_)))
+            .map(|f| f.seq)
+            .collect();
+        assert_eq!(calls, vec![2, 3], "both calls, with their seqs");
+        // The third entry is the next served: neither of the first two twice.
+        assert_eq!(served(&rt, &id).await, json!({"n": 3}));
+        // Replayed into the database at open, the segments went.
+        let after: Vec<u64> = segments(&db).unwrap().iter().map(|(n, _)| *n).collect();
+        assert!(
+            after.iter().all(|n| !before.contains(n)),
+            "{before:?} then {after:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_torn_last_record_is_left_out_and_the_rest_replayed() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runtime.db");
+        let id = answered_but_never_committed(&db).await;
+        let (_, path) = segments(&db).unwrap().pop().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let whole = decode(&bytes);
+        assert_eq!(whole.dropped, 0);
+        // The last record is the second call's counters document: cut it short, as a
+        // power cut in the middle of its write would.
+        std::fs::write(&path, &bytes[..bytes.len() - 5]).unwrap();
+        let torn = decode(&std::fs::read(&path).unwrap());
+        assert_eq!(torn.writes.len() + 1, whole.writes.len());
+        assert_eq!(torn.events, whole.events);
+        assert!(torn.dropped > 0);
+        let rt = reopen(&db);
+        // The second call's event is whole: the counters roll forward from it.
+        assert_eq!(served(&rt, &id).await, json!({"n": 3}));
+    }
+
+    #[tokio::test]
+    async fn full_segments_are_deleted_once_committed_and_a_reopen_has_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runtime.db");
+        let sqlite = SqliteStore::open(&db).unwrap();
+        let journal = Journal::recover_with(&db, &sqlite, 2048).unwrap();
+        let rt = runtime_with(config(), Arc::new(sqlite), Some(journal)).unwrap();
+        let body: CreateSession = serde_json::from_value(json!({
+            "user_id": "u",
+            "mocks": {"pay/charge": (1..=200).map(|n| json!({"n": n})).collect::<Vec<_>>()}
+        }))
+        .unwrap();
+        let id = rt.create_session("default", body).unwrap().id;
+        for _ in 0..150 {
+            rt.execute("default", &id, "pay/charge", json!({}).into())
+                .await
+                .unwrap();
+        }
+        let written: Vec<u64> = segments(&db).unwrap().iter().map(|(n, _)| *n).collect();
+        assert!(
+            *written.last().unwrap() > 10,
+            "segments of 2 KiB rotate: {written:?}"
+        );
+        rt.flush_store();
+        let kept: Vec<u64> = segments(&db).unwrap().iter().map(|(n, _)| *n).collect();
+        assert_eq!(kept.len(), 1, "only the one being written stays: {kept:?}");
+        drop(rt);
+        let rt = reopen(&db);
+        assert_eq!(served(&rt, &id).await, json!({"n": 151}));
+        let calls = rt
+            .events_since(0, usize::MAX)
+            .iter()
+            .filter(|f| matches!(f.event, crate::protocol::Event::ToolCalled(_)))
+            .count();
+        assert_eq!(calls, 151);
+    }
+
+    #[test]
+    fn a_damaged_record_ends_what_its_segment_replays() {
+        let mut buf = Vec::new();
+        for n in 0..3 {
+            let record = Record::State(StateWrite::Put(StoredRecord {
+                kind: "k".into(),
+                tenant: "t\u{1b}[2J".into(),
+                key: format!("key{n}"),
+                value: "{}".into(),
+            }));
+            assert!(encode(&record, &mut buf));
+        }
+        assert!(
+            !encode(&Record::SegmentEnd(1), &mut buf),
+            "not for the file"
+        );
+        let all = decode(&buf);
+        assert_eq!(all.writes.len(), 3);
+        assert_eq!(all.dropped, 0);
+        let StateWrite::Put(first) = &all.writes[0] else {
+            panic!("a put")
+        };
+        assert_eq!(first.tenant, "t\u{1b}[2J", "bytes as they were");
+        // A flipped bit in the second record's payload: only the first is replayed.
+        let second = buf.len() / 3;
+        buf[second + 12] ^= 1;
+        let damaged = decode(&buf);
+        assert_eq!(damaged.writes.len(), 1);
+        assert_eq!(damaged.dropped, buf.len() - second);
+        // A length past the end, and garbage shorter than a header.
+        assert_eq!(decode(&[255, 255, 255, 255, 0, 0, 0, 0, 1]).dropped, 9);
+        assert_eq!(decode(&[1, 2]).dropped, 2);
+        assert_eq!(decode(&[]), Replayed::default());
+    }
+}
