@@ -689,8 +689,12 @@ fn write_loop(
 }
 
 /// Commits to the store what the journal wrote, every `COMMIT_EVERY` and at each flush:
-/// the answers waited for the journal's write, so this thread's commits are few and
-/// large. What a failed commit held goes with the next one; its segments stay until then.
+/// the documents, each tenant's next seq and the evictions. Events stay in the journal
+/// while the rings may hold them: a closed segment none of whose events is retained any
+/// more is deleted; past the journal's bound (`Journal::keep_closed`), the oldest closed
+/// segment's retained events move into the database first, and at a clean close all of
+/// them do. What a failed commit held goes with the next one; its segments stay until
+/// then.
 fn journal_loop(
     rx: &std::sync::mpsc::Receiver<Write>,
     store: &dyn Store,
@@ -698,12 +702,19 @@ fn journal_loop(
     health: &StoreHealth,
 ) {
     use crate::store::journal::Record;
-    let mut batch: Vec<StoredEvent> = Vec::new();
-    let mut evicted: HashMap<String, u64> = HashMap::new();
     let mut state: HashMap<(String, String, String), StateWrite> = HashMap::new();
+    // Evictions not yet committed (the database holds only moved events), and all of
+    // them so far: an event is retained while its seq is past its tenant's.
+    let mut evicted: HashMap<String, u64> = HashMap::new();
+    let mut evicted_total: HashMap<String, u64> = HashMap::new();
+    let mut next_seqs: HashMap<String, u64> = HashMap::new();
+    // Each tenant's newest seq in the segment being written, and in each closed one.
+    let mut writing: HashMap<String, u64> = HashMap::new();
+    let mut closed: VecDeque<(u64, HashMap<String, u64>)> = VecDeque::new();
+    // Events moved out of segments, and those segments, until their commit.
+    let mut moved: Vec<StoredEvent> = Vec::new();
+    let mut moving: Vec<u64> = Vec::new();
     let mut flushes = Vec::new();
-    // The newest segment whose records are all in `batch` and `state`.
-    let mut ended: Option<u64> = None;
     let mut last_evicted = std::time::Instant::now();
     let mut deadline = std::time::Instant::now() + COMMIT_EVERY;
     loop {
@@ -729,21 +740,42 @@ fn journal_loop(
         }
         for record in journal.take_written() {
             match record {
-                Record::Event(logged) => batch.push(StoredEvent {
-                    tenant: logged.tenant.to_string(),
-                    seq: logged.frame.seq,
-                    text: logged.text().to_owned(),
-                }),
+                Record::Event(logged) => {
+                    let seq = logged.frame.seq;
+                    let newest = writing.entry(logged.tenant.to_string()).or_default();
+                    *newest = (*newest).max(seq);
+                    let next = next_seqs.entry(logged.tenant.to_string()).or_default();
+                    *next = (*next).max(seq + 1);
+                }
                 Record::State(write) => {
                     let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
                     state.insert((r.kind.clone(), r.tenant.clone(), r.key.clone()), write);
                 }
                 Record::Evicted(tenant, seq) => {
-                    let upto = evicted.entry(tenant.to_string()).or_default();
-                    *upto = (*upto).max(seq);
+                    for upto in [
+                        evicted.entry(tenant.to_string()).or_default(),
+                        evicted_total.entry(tenant.to_string()).or_default(),
+                    ] {
+                        *upto = (*upto).max(seq);
+                    }
                 }
-                Record::SegmentEnd(number) => ended = Some(number),
+                Record::SegmentEnd(number) => {
+                    closed.push_back((number, std::mem::take(&mut writing)));
+                }
             }
+        }
+        let retained = |tenant: &str, seq: u64| evicted_total.get(tenant).is_none_or(|e| seq > *e);
+        // Past the bound, the oldest closed segments' retained events move; at a clean
+        // close, every segment's do.
+        while closed.len() > journal.keep_closed() || (closing && !closed.is_empty()) {
+            let Some((number, _)) = closed.pop_front() else {
+                break;
+            };
+            moved.extend(journal.retained_events(number, retained));
+            moving.push(number);
+        }
+        if closing {
+            moved.extend(journal.retained_events(journal.current(), retained));
         }
         let evicted_upto: Vec<(String, u64)> =
             if closing || !flushes.is_empty() || last_evicted.elapsed() >= EVICT_EVERY {
@@ -753,21 +785,33 @@ fn journal_loop(
                 Vec::new()
             };
         let writes: Vec<StateWrite> = state.drain().map(|(_, write)| write).collect();
-        match store.append(&batch, &evicted_upto, &writes) {
+        let seqs: Vec<(String, u64)> = next_seqs.iter().map(|(t, n)| (t.clone(), *n)).collect();
+        let nothing =
+            moved.is_empty() && seqs.is_empty() && evicted_upto.is_empty() && writes.is_empty();
+        match store.append_journaled(&moved, &seqs, &evicted_upto, &writes) {
             Ok(()) => {
-                if !(batch.is_empty() && evicted_upto.is_empty() && writes.is_empty()) {
+                if !nothing {
                     health.committed();
                 }
-                batch.clear();
-                if let Some(number) = ended.take() {
-                    journal.remove_through(number);
+                moved.clear();
+                next_seqs.clear();
+                for number in moving.drain(..) {
+                    journal.remove(number);
                 }
+                // Closed segments whose events have all left the rings go.
+                closed.retain(|(number, newest)| {
+                    let holds = newest.iter().any(|(t, s)| retained(t, *s));
+                    if !holds {
+                        journal.remove(*number);
+                    }
+                    holds
+                });
                 if closing {
                     journal.clear();
                 }
             }
             Err(err) => {
-                tracing::error!(%err, events = batch.len(), "store write failed; retried with the next commit");
+                tracing::error!(%err, moved = moved.len(), "store write failed; retried with the next commit");
                 health.failed(err.to_string());
                 for write in writes {
                     let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
@@ -779,9 +823,6 @@ fn journal_loop(
                     let upto = evicted.entry(tenant).or_default();
                     *upto = (*upto).max(seq);
                 }
-                // The journal keeps them all; memory keeps the newest while SQLite is away.
-                let over = excess(batch.iter().map(|e| e.text.len()));
-                batch.drain(..over);
             }
         }
         for done in flushes.drain(..) {

@@ -1,6 +1,7 @@
-//! The `SQLite` store's redo journal: what an answer waits for. Events and documents go to
-//! append-only segment files next to the database, one `write` per group of answers, and
-//! reach `SQLite` later in large commits; at open, what the journal holds is replayed.
+//! The `SQLite` store's journal: what an answer waits for, and where events stay while
+//! the rings hold them. Events and documents go to append-only segment files next to the
+//! database, one `write` per group of answers; documents reach `SQLite` in large commits,
+//! events only past the journal's bound or at a clean close; at open it is replayed.
 //!
 //! A record is `[payload length: u32 LE][CRC-32 of the payload: u32 LE][payload]`; the
 //! payload is a tag byte (`1` event, `2` document put, `3` document delete) and its fields,
@@ -8,7 +9,7 @@
 //! that does not check ends its segment (a write torn by a power cut): the ones before it
 //! are replayed, the rest is reported and left out.
 
-use super::{StateWrite, Store, StoreError, StoredEvent, StoredRecord};
+use super::{SqliteStore, StateWrite, Store, StoreError, StoredEvent, StoredRecord};
 use crate::runtime::log::Logged;
 use std::collections::HashMap;
 use std::fs::File;
@@ -16,9 +17,14 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// A segment past this size is closed and a new one started; a closed segment is
-/// deleted once `SQLite` has committed all it holds.
+/// A segment past this size is closed and a new one started.
 pub const SEGMENT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Closed segments a journal keeps at most: events stay in the journal while the rings
+/// may hold them (a closed segment is deleted once none of its events is retained), and
+/// past this many the oldest one's retained events move into the database. 256 MiB, the
+/// runtime's default byte budget: at most what memory may hold.
+pub const KEEP_CLOSED: usize = 64;
 
 /// Records, and their bytes, that a failing disk keeps waiting at most (the oldest go
 /// past either); the same bounds as the writer's.
@@ -71,8 +77,9 @@ pub struct Journal {
     segment: Mutex<Segment>,
     /// Written, in file order, for the store's writer to commit.
     written: Mutex<Vec<Record>>,
-    /// `SEGMENT_BYTES`, smaller in tests.
+    /// `SEGMENT_BYTES` and `KEEP_CLOSED`, smaller in tests.
     segment_bytes: u64,
+    keep_closed: usize,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -290,21 +297,27 @@ impl Journal {
     /// Replays into `store` what the journal of the store at `db` holds (all of it: what
     /// `SQLite` already has is skipped or written again to the same effect), deletes the
     /// replayed segments and starts a new one.
-    pub fn recover(db: &Path, store: &dyn Store) -> Result<Arc<Journal>, StoreError> {
-        Self::recover_with(db, store, SEGMENT_BYTES)
+    pub fn recover(db: &Path, store: &SqliteStore) -> Result<Arc<Journal>, StoreError> {
+        Self::recover_with(db, store, SEGMENT_BYTES, KEEP_CLOSED)
     }
 
-    /// `recover`, closing segments past `segment_bytes`.
+    /// `recover`, closing segments past `segment_bytes` and keeping `keep_closed`.
     fn recover_with(
         db: &Path,
-        store: &dyn Store,
+        store: &SqliteStore,
         segment_bytes: u64,
+        keep_closed: usize,
     ) -> Result<Arc<Journal>, StoreError> {
         let found = segments(db).map_err(|e| journal_error(db, &e))?;
         let mut next_number = 1;
         if !found.is_empty() {
-            let stream = store.stream(&crate::runtime::log::new_epoch(), 0)?;
-            let mut next: HashMap<String, u64> = stream.next_seqs.into_iter().collect();
+            // The events table's newest, not the tenants' next seqs: those run past what
+            // stayed in the journal.
+            let mut next: HashMap<String, u64> = store
+                .newest_stored_seqs()?
+                .into_iter()
+                .map(|(tenant, seq)| (tenant, seq + 1))
+                .collect();
             for (number, path) in found {
                 let bytes = std::fs::read(&path).map_err(|e| journal_error(&path, &e))?;
                 let mut replayed = decode(&bytes);
@@ -315,8 +328,8 @@ impl Journal {
                         "the store's journal ends in a record that does not check (a write torn by a crash); what follows it is left out"
                     );
                 }
-                // An event SQLite has (its seq below the tenant's next) is not written
-                // again: it would move to the end of the stream's order.
+                // An event the database has (moved there before a crash left its segment
+                // behind) is not written again: it would move to the end of the order.
                 replayed.events.retain(|event| {
                     let at = next.entry(event.tenant.clone()).or_insert(1);
                     let new = event.seq >= *at;
@@ -332,23 +345,61 @@ impl Journal {
         }
         let path = segment_path(db, next_number);
         let file = File::create(&path).map_err(|e| journal_error(&path, &e))?;
-        Ok(Arc::new(Journal::on(db, next_number, file, segment_bytes)))
-    }
-
-    /// A journal writing segment `number` of the store at `db` to `file`.
-    fn on(db: &Path, number: u64, file: File, segment_bytes: u64) -> Journal {
-        Journal {
-            segment_bytes,
+        Ok(Arc::new(Journal {
             db: db.to_path_buf(),
             pending: Mutex::new(Vec::new()),
             segment: Mutex::new(Segment {
-                number,
+                number: next_number,
                 file,
                 len: 0,
                 unwritten: Vec::new(),
                 buf: Vec::new(),
             }),
             written: Mutex::new(Vec::new()),
+            segment_bytes,
+            keep_closed,
+        }))
+    }
+
+    /// Closed segments kept at most before the oldest one's events move (`KEEP_CLOSED`).
+    pub fn keep_closed(&self) -> usize {
+        self.keep_closed
+    }
+
+    /// The number of the segment being written.
+    pub fn current(&self) -> u64 {
+        lock(&self.segment).number
+    }
+
+    /// The events of segment `number` that `retained` keeps (by tenant and seq), read
+    /// back from its file; none where it cannot be read (the database then lacks them,
+    /// which a warning says).
+    pub fn retained_events(
+        &self,
+        number: u64,
+        retained: impl Fn(&str, u64) -> bool,
+    ) -> Vec<StoredEvent> {
+        let path = segment_path(&self.db, number);
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let mut events = decode(&bytes).events;
+                events.retain(|e| retained(&e.tenant, e.seq));
+                events
+            }
+            Err(err) => {
+                tracing::warn!(%err, path = %path.display(), "cannot read a journal segment back; its retained events are not moved to the database");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Deletes segment `number`.
+    pub fn remove(&self, number: u64) {
+        let path = segment_path(&self.db, number);
+        if let Err(err) = std::fs::remove_file(&path)
+            && err.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(%err, path = %path.display(), "cannot delete a journal segment");
         }
     }
 
@@ -614,13 +665,16 @@ mod tests {
         assert_eq!(served(&rt, &id).await, json!({"n": 3}));
     }
 
-    #[tokio::test]
-    async fn full_segments_are_deleted_once_committed_and_a_reopen_has_all() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runtime.db");
-        let sqlite = SqliteStore::open(&db).unwrap();
-        let journal = Journal::recover_with(&db, &sqlite, 2048).unwrap();
-        let rt = runtime_with(config(), Arc::new(sqlite), Some(journal)).unwrap();
+    /// A runtime on a `SQLite` store at `db` whose journal closes segments at 2 KiB and
+    /// keeps `keep_closed` of them, with a session of 200 stateful entries, 150 served.
+    async fn a_hundred_and_fifty_calls(
+        db: &Path,
+        config: RuntimeConfig,
+        keep_closed: usize,
+    ) -> (crate::runtime::Runtime, String) {
+        let sqlite = SqliteStore::open(db).unwrap();
+        let journal = Journal::recover_with(db, &sqlite, 2048, keep_closed).unwrap();
+        let rt = runtime_with(config, Arc::new(sqlite), Some(journal)).unwrap();
         let body: CreateSession = serde_json::from_value(json!({
             "user_id": "u",
             "mocks": {"pay/charge": (1..=200).map(|n| json!({"n": n})).collect::<Vec<_>>()}
@@ -632,23 +686,85 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let written: Vec<u64> = segments(&db).unwrap().iter().map(|(n, _)| *n).collect();
-        assert!(
-            *written.last().unwrap() > 10,
-            "segments of 2 KiB rotate: {written:?}"
-        );
-        rt.flush_store();
-        let kept: Vec<u64> = segments(&db).unwrap().iter().map(|(n, _)| *n).collect();
-        assert_eq!(kept.len(), 1, "only the one being written stays: {kept:?}");
-        drop(rt);
-        let rt = reopen(&db);
-        assert_eq!(served(&rt, &id).await, json!({"n": 151}));
-        let calls = rt
-            .events_since(0, usize::MAX)
+        (rt, id)
+    }
+
+    fn numbers(db: &Path) -> Vec<u64> {
+        segments(db).unwrap().iter().map(|(n, _)| *n).collect()
+    }
+
+    fn calls(rt: &crate::runtime::Runtime) -> usize {
+        rt.events_since(0, usize::MAX)
             .iter()
             .filter(|f| matches!(f.event, crate::protocol::Event::ToolCalled(_)))
-            .count();
-        assert_eq!(calls, 151);
+            .count()
+    }
+
+    #[tokio::test]
+    async fn a_segment_goes_once_the_rings_hold_none_of_its_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runtime.db");
+        let small = RuntimeConfig {
+            retained_events: 20,
+            ..config()
+        };
+        let (rt, id) = a_hundred_and_fifty_calls(&db, small, usize::MAX).await;
+        rt.flush_store();
+        let kept = numbers(&db);
+        assert!(
+            *kept.last().unwrap() > 20,
+            "segments of 2 KiB rotate: {kept:?}"
+        );
+        assert!(
+            kept.len() <= 12,
+            "segments of evicted events went, those of the 20 retained stay: {kept:?}"
+        );
+        drop(rt);
+        let rt = reopen(&db);
+        assert_eq!(rt.stats().retained, 20);
+        assert_eq!(served(&rt, &id).await, json!({"n": 151}));
+    }
+
+    #[tokio::test]
+    async fn past_the_bound_the_oldest_segments_events_move_to_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runtime.db");
+        let (rt, id) = a_hundred_and_fifty_calls(&db, config(), 2).await;
+        rt.flush_store();
+        let kept = numbers(&db);
+        assert!(kept.len() <= 3, "two closed and the one written: {kept:?}");
+        drop(rt);
+        // A clean close moves the rest: the database alone has every event.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let closed = loop {
+            match SqliteStore::open(&db) {
+                Ok(store) => break store,
+                Err(StoreError::Locked { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(err) => panic!("{err}"),
+            }
+        };
+        let stored = closed.stream("unused", usize::MAX).unwrap().events;
+        assert_eq!(
+            stored
+                .iter()
+                .filter(|e| e.text.contains("\"tool.called\""))
+                .count(),
+            150
+        );
+        drop(closed);
+        assert!(
+            segments(&db)
+                .unwrap()
+                .iter()
+                .all(|(_, p)| std::fs::metadata(p).map_or(0, |m| m.len()) == 0),
+            "{:?}",
+            numbers(&db)
+        );
+        let rt = reopen(&db);
+        assert_eq!(calls(&rt), 150);
+        assert_eq!(served(&rt, &id).await, json!({"n": 151}));
     }
 
     #[test]

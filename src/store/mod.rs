@@ -135,6 +135,19 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<(), StoreError>;
     /// Every state document, read at open.
     fn state(&self) -> Result<Vec<StoredRecord>, StoreError>;
+    /// `append` for a store behind a journal (`journal`), which keeps the events the rings
+    /// hold: `events` are only those it moved here, and `next_seqs` says where each
+    /// tenant's seqs stand though the rest of its events are not here.
+    fn append_journaled(
+        &self,
+        events: &[StoredEvent],
+        next_seqs: &[(String, u64)],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<(), StoreError> {
+        let _ = next_seqs;
+        self.append(events, evicted, state)
+    }
     /// Whether the store gives events their seqs itself (a store shared by several
     /// runtimes): the log then sends its events unstamped to `append_stamping`.
     fn stamps(&self) -> bool {

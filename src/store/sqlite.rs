@@ -149,6 +149,27 @@ impl SqliteStore {
         Ok(store)
     }
 
+    /// Each tenant's newest seq in the events table (a journal's replay skips what is
+    /// there; the tenants' next seqs also count events only the journal holds).
+    pub fn newest_stored_seqs(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.conn()
+            .prepare("SELECT tenant, MAX(seq) FROM events GROUP BY tenant")
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| {
+                        Ok((
+                            row.get::<_, String>(0)?,
+                            row.get::<_, i64>(1)?.max(0) as u64,
+                        ))
+                    })
+                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            })
+            .map_err(|source| StoreError::Corrupt {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
     fn conn(&self) -> MutexGuard<'_, Connection> {
         self.conn
             .lock()
@@ -392,7 +413,17 @@ impl Store for SqliteStore {
         evicted: &[(String, u64)],
         state: &[StateWrite],
     ) -> Result<(), StoreError> {
-        if events.is_empty() && evicted.is_empty() && state.is_empty() {
+        self.append_journaled(events, &[], evicted, state)
+    }
+
+    fn append_journaled(
+        &self,
+        events: &[StoredEvent],
+        next_seqs: &[(String, u64)],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<(), StoreError> {
+        if events.is_empty() && next_seqs.is_empty() && evicted.is_empty() && state.is_empty() {
             return Ok(());
         }
         let mut conn = self.conn();
@@ -424,6 +455,11 @@ impl Store for SqliteStore {
             }
             for (tenant, seq) in newest {
                 next.execute(params![tenant, seq.saturating_add(1)])
+                    .map_err(|e| self.write_error(e))?;
+            }
+            for (tenant, seq) in next_seqs {
+                let seq = i64::try_from(*seq).unwrap_or(i64::MAX);
+                next.execute(params![tenant, seq])
                     .map_err(|e| self.write_error(e))?;
             }
             // The file holds what the rings hold: a tenant's evictions are its oldest.
