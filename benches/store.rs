@@ -1,5 +1,5 @@
 //! `store` bench: mocked static executes per second with the runtime's state in a `SQLite`
-//! store (each answer waits for the commit holding its call), against bare axum.
+//! store (each answer waits for the journal's write holding its call), against bare axum.
 
 mod support;
 
@@ -18,7 +18,7 @@ fn main() {
                 .sum::<u64>()
         });
         eprintln!(
-            "store: {} connections, {} answered 200 (each committed first), {} other answers; store files {:.1} MiB",
+            "store: {} connections, {} answered 200 (each in the journal first), {} other answers; store files {:.1} MiB",
             r.connections,
             r.ok,
             r.failures,
