@@ -546,6 +546,26 @@ impl StoreWriter {
     }
 }
 
+/// A failed commit's documents and evictions, put back for the next one; a document
+/// written again since keeps its newer write.
+fn keep_for_next(
+    state: &mut HashMap<(String, String, String), StateWrite>,
+    evicted: &mut HashMap<String, u64>,
+    writes: Vec<StateWrite>,
+    evicted_upto: Vec<(String, u64)>,
+) {
+    for write in writes {
+        let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
+        state
+            .entry((r.kind.clone(), r.tenant.clone(), r.key.clone()))
+            .or_insert(write);
+    }
+    for (tenant, seq) in evicted_upto {
+        let upto = evicted.entry(tenant).or_default();
+        *upto = (*upto).max(seq);
+    }
+}
+
 /// Commits events as they come, grouped: whatever queued while the last transaction ran
 /// goes in the next one, so a burst of calls costs one commit, not one each.
 // Runs on its own thread, which owns both for its whole life.
@@ -658,16 +678,7 @@ fn write_loop(
                 tracing::error!(%err, events = batch.len() + unstamped.len(), "store write failed; retried with the next commit");
                 health.failed(err.to_string());
                 acks.clear();
-                for write in writes {
-                    let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
-                    state
-                        .entry((r.kind.clone(), r.tenant.clone(), r.key.clone()))
-                        .or_insert(write);
-                }
-                for (tenant, seq) in evicted_upto {
-                    let upto = evicted.entry(tenant).or_default();
-                    *upto = (*upto).max(seq);
-                }
+                keep_for_next(&mut state, &mut evicted, writes, evicted_upto);
                 // Bounded while the store stays away, by count and by bytes (a client
                 // sends the events' text): the oldest events waiting go.
                 let over = excess(batch.iter().map(|e| e.text.len()));
@@ -715,6 +726,7 @@ fn journal_loop(
     let mut moved: Vec<StoredEvent> = Vec::new();
     let mut moving: Vec<u64> = Vec::new();
     let mut flushes = Vec::new();
+    let mut records = Vec::new();
     let mut last_evicted = std::time::Instant::now();
     let mut deadline = std::time::Instant::now() + COMMIT_EVERY;
     loop {
@@ -738,7 +750,8 @@ fn journal_loop(
             tracing::error!(%err, "store journal write failed; retried with the next");
             health.failed(err);
         }
-        for record in journal.take_written() {
+        journal.take_written(&mut records);
+        for record in records.drain(..) {
             match record {
                 Record::Event(logged) => {
                     let seq = logged.frame.seq;
@@ -813,16 +826,7 @@ fn journal_loop(
             Err(err) => {
                 tracing::error!(%err, moved = moved.len(), "store write failed; retried with the next commit");
                 health.failed(err.to_string());
-                for write in writes {
-                    let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
-                    state
-                        .entry((r.kind.clone(), r.tenant.clone(), r.key.clone()))
-                        .or_insert(write);
-                }
-                for (tenant, seq) in evicted_upto {
-                    let upto = evicted.entry(tenant).or_default();
-                    *upto = (*upto).max(seq);
-                }
+                keep_for_next(&mut state, &mut evicted, writes, evicted_upto);
             }
         }
         for done in flushes.drain(..) {

@@ -31,6 +31,9 @@ pub const KEEP_CLOSED: usize = 64;
 const MAX_UNWRITTEN: usize = 65_536;
 const MAX_UNWRITTEN_BYTES: usize = 64 * 1024 * 1024;
 
+/// The most records an emptied group keeps room for, to take the next group's.
+const SPARE_RECORDS: usize = 4096;
+
 const EVENT: u8 = 1;
 const PUT: u8 = 2;
 const DELETE: u8 = 3;
@@ -66,6 +69,8 @@ struct Segment {
     len: u64,
     /// Records whose write failed: written before anything newer.
     unwritten: Vec<Record>,
+    /// An empty queue with room, the last group's (`write_out`).
+    spare: Vec<Record>,
     buf: Vec<u8>,
 }
 
@@ -353,6 +358,7 @@ impl Journal {
                 file,
                 len: 0,
                 unwritten: Vec::new(),
+                spare: Vec::new(),
                 buf: Vec::new(),
             }),
             written: Mutex::new(Vec::new()),
@@ -413,15 +419,18 @@ impl Journal {
     /// comes while a write is under way waits for it, then writes what came since.
     pub fn write_out(&self) -> Result<(), String> {
         let mut segment = lock(&self.segment);
-        let pushed = std::mem::take(&mut *lock(&self.pending));
+        // The queue takes the last group's room, so neither grows anew at every group.
+        let mut pushed = std::mem::take(&mut segment.spare);
+        std::mem::swap(&mut *lock(&self.pending), &mut pushed);
         if pushed.is_empty() && segment.unwritten.is_empty() {
+            segment.spare = pushed;
             return Ok(());
         }
         let mut group = std::mem::take(&mut segment.unwritten);
         if group.is_empty() {
             group = pushed;
         } else {
-            group.extend(pushed);
+            group.append(&mut pushed);
         }
         let mut buf = std::mem::take(&mut segment.buf);
         buf.clear();
@@ -438,7 +447,10 @@ impl Journal {
             Ok(()) => {
                 segment.len += size;
                 let mut written = lock(&self.written);
-                written.extend(group);
+                written.append(&mut group);
+                if group.capacity() <= SPARE_RECORDS {
+                    segment.spare = group;
+                }
                 if segment.len >= self.segment_bytes {
                     let number = segment.number + 1;
                     let path = segment_path(&self.db, number);
@@ -481,9 +493,10 @@ impl Journal {
         }
     }
 
-    /// What was written since the last call, in file order, for `SQLite`.
-    pub fn take_written(&self) -> Vec<Record> {
-        std::mem::take(&mut *lock(&self.written))
+    /// Moves what was written since the last call, in file order, into `into` (empty:
+    /// the writer's own, so the room stays between commits).
+    pub fn take_written(&self, into: &mut Vec<Record>) {
+        std::mem::swap(&mut *lock(&self.written), into);
     }
 
     /// Deletes segments up to `number`: `SQLite` has committed all they hold.
