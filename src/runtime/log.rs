@@ -780,15 +780,28 @@ fn journal_loop(
         let retained = |tenant: &str, seq: u64| evicted_total.get(tenant).is_none_or(|e| seq > *e);
         // Past the bound, the oldest closed segments' retained events move; at a clean
         // close, every segment's do.
+        // Segments move oldest first (a replay skips what the table has by its newest
+        // seq): one that cannot be read back stays with every newer one, for the next
+        // commit or the next open.
+        let mut unread = false;
         while closed.len() > journal.keep_closed() || (closing && !closed.is_empty()) {
-            let Some((number, _)) = closed.pop_front() else {
+            let Some((number, newest)) = closed.pop_front() else {
                 break;
             };
-            moved.extend(journal.retained_events(number, retained));
-            moving.push(number);
+            if let Some(events) = journal.retained_events(number, retained) {
+                moved.extend(events);
+                moving.push(number);
+            } else {
+                unread = true;
+                closed.push_front((number, newest));
+                break;
+            }
         }
-        if closing {
-            moved.extend(journal.retained_events(journal.current(), retained));
+        if closing && !unread {
+            match journal.retained_events(journal.current(), retained) {
+                Some(events) => moved.extend(events),
+                None => unread = true,
+            }
         }
         let evicted_upto: Vec<(String, u64)> =
             if closing || !flushes.is_empty() || last_evicted.elapsed() >= EVICT_EVERY {
@@ -819,7 +832,7 @@ fn journal_loop(
                     }
                     holds
                 });
-                if closing {
+                if closing && !unread {
                     journal.clear();
                 }
             }

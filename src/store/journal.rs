@@ -378,23 +378,23 @@ impl Journal {
     }
 
     /// The events of segment `number` that `retained` keeps (by tenant and seq), read
-    /// back from its file; none where it cannot be read (the database then lacks them,
-    /// which a warning says).
+    /// back from its file; `None` where it cannot be read (a warning says so, and the
+    /// segment must stay for a reopen to replay).
     pub fn retained_events(
         &self,
         number: u64,
         retained: impl Fn(&str, u64) -> bool,
-    ) -> Vec<StoredEvent> {
+    ) -> Option<Vec<StoredEvent>> {
         let path = segment_path(&self.db, number);
         match std::fs::read(&path) {
             Ok(bytes) => {
                 let mut events = decode(&bytes).events;
                 events.retain(|e| retained(&e.tenant, e.seq));
-                events
+                Some(events)
             }
             Err(err) => {
-                tracing::warn!(%err, path = %path.display(), "cannot read a journal segment back; its retained events are not moved to the database");
-                Vec::new()
+                tracing::warn!(%err, path = %path.display(), "cannot read a journal segment back; it stays for the next open to replay");
+                None
             }
         }
     }
@@ -499,20 +499,6 @@ impl Journal {
         std::mem::swap(&mut *lock(&self.written), into);
     }
 
-    /// Deletes segments up to `number`: `SQLite` has committed all they hold.
-    pub fn remove_through(&self, number: u64) {
-        let Ok(found) = segments(&self.db) else {
-            return;
-        };
-        for (n, path) in found {
-            if n <= number
-                && let Err(err) = std::fs::remove_file(&path)
-            {
-                tracing::warn!(%err, path = %path.display(), "cannot delete a committed journal segment");
-            }
-        }
-    }
-
     /// Empties the segment being written (`SQLite` has committed all it holds and nothing
     /// new came): at a clean close, so a reopen has nothing to replay.
     pub fn clear(&self) {
@@ -522,11 +508,6 @@ impl Journal {
         }
         if segment.file.set_len(0).is_ok() {
             segment.len = 0;
-        }
-        let current = segment.number;
-        drop(segment);
-        if current > 1 {
-            self.remove_through(current - 1);
         }
     }
 }
@@ -775,6 +756,31 @@ mod tests {
             "{:?}",
             numbers(&db)
         );
+        let rt = reopen(&db);
+        assert_eq!(calls(&rt), 150);
+        assert_eq!(served(&rt, &id).await, json!({"n": 151}));
+    }
+
+    #[tokio::test]
+    async fn a_segment_that_cannot_be_read_back_stays_for_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runtime.db");
+        let (rt, id) = a_hundred_and_fifty_calls(&db, config(), usize::MAX).await;
+        rt.flush_store();
+        // The oldest closed segment cannot be read at the close (a directory in its
+        // place): it must not be deleted, nor the segment being written emptied.
+        let oldest = segment_path(&db, numbers(&db)[0]);
+        let aside = dir.path().join("aside");
+        std::fs::rename(&oldest, &aside).unwrap();
+        std::fs::create_dir(&oldest).unwrap();
+        drop(rt);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while let Err(StoreError::Locked { .. }) = SqliteStore::open(&db) {
+            assert!(std::time::Instant::now() < deadline, "never closed");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::fs::remove_dir(&oldest).unwrap();
+        std::fs::rename(&aside, &oldest).unwrap();
         let rt = reopen(&db);
         assert_eq!(calls(&rt), 150);
         assert_eq!(served(&rt, &id).await, json!({"n": 151}));
