@@ -819,5 +819,24 @@ mod tests {
         assert_eq!(decode(&[255, 255, 255, 255, 0, 0, 0, 0, 1]).dropped, 9);
         assert_eq!(decode(&[1, 2]).dropped, 2);
         assert_eq!(decode(&[]), Replayed::default());
+        // Noise never panics and never reads past its end.
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..2000 {
+            let noise: Vec<u8> = (0..rng.usize(0..64)).map(|_| rng.u8(..)).collect();
+            assert!(decode(&noise).dropped <= noise.len());
+        }
+    }
+
+    #[test]
+    fn a_segment_that_cannot_be_read_at_open_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runtime.db");
+        std::fs::create_dir(segment_path(&db, 3)).unwrap();
+        let Err(err) = open_runtime(config(), &db) else {
+            panic!("a journal it cannot read is not a fresh start");
+        };
+        let message = err.to_string();
+        assert!(message.contains("runtime.db-redo-3"), "{message}");
+        assert!(message.contains("--store"), "says what to do: {message}");
     }
 }
