@@ -699,6 +699,17 @@ fn write_loop(
     }
 }
 
+/// Raises `tenant`'s value in `map` to at least `value`; its name is copied only on its
+/// first entry (this runs for every event and every eviction).
+fn raise(map: &mut HashMap<String, u64>, tenant: &str, value: u64) {
+    match map.get_mut(tenant) {
+        Some(have) => *have = (*have).max(value),
+        None => {
+            map.insert(tenant.to_owned(), value);
+        }
+    }
+}
+
 /// Commits to the store what the journal wrote, every `COMMIT_EVERY` and at each flush:
 /// the documents, each tenant's next seq and the evictions. Events stay in the journal
 /// while the rings may hold them: a closed segment none of whose events is retained any
@@ -755,22 +766,16 @@ fn journal_loop(
             match record {
                 Record::Event(logged) => {
                     let seq = logged.frame.seq;
-                    let newest = writing.entry(logged.tenant.to_string()).or_default();
-                    *newest = (*newest).max(seq);
-                    let next = next_seqs.entry(logged.tenant.to_string()).or_default();
-                    *next = (*next).max(seq + 1);
+                    raise(&mut writing, &logged.tenant, seq);
+                    raise(&mut next_seqs, &logged.tenant, seq + 1);
                 }
                 Record::State(write) => {
                     let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
                     state.insert((r.kind.clone(), r.tenant.clone(), r.key.clone()), write);
                 }
                 Record::Evicted(tenant, seq) => {
-                    for upto in [
-                        evicted.entry(tenant.to_string()).or_default(),
-                        evicted_total.entry(tenant.to_string()).or_default(),
-                    ] {
-                        *upto = (*upto).max(seq);
-                    }
+                    raise(&mut evicted, &tenant, seq);
+                    raise(&mut evicted_total, &tenant, seq);
                 }
                 Record::SegmentEnd(number) => {
                     closed.push_back((number, std::mem::take(&mut writing)));
@@ -779,8 +784,7 @@ fn journal_loop(
         }
         let retained = |tenant: &str, seq: u64| evicted_total.get(tenant).is_none_or(|e| seq > *e);
         // Past the bound, the oldest closed segments' retained events move; at a clean
-        // close, every segment's do.
-        // Segments move oldest first (a replay skips what the table has by its newest
+        // close, every segment's do. Segments move oldest first (a replay skips what the table has by its newest
         // seq): one that cannot be read back stays with every newer one, for the next
         // commit or the next open.
         let mut unread = false;
