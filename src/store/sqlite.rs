@@ -152,22 +152,15 @@ impl SqliteStore {
     /// Each tenant's newest seq in the events table (a journal's replay skips what is
     /// there; the tenants' next seqs also count events only the journal holds).
     pub fn newest_stored_seqs(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        self.conn()
-            .prepare("SELECT tenant, MAX(seq) FROM events GROUP BY tenant")
-            .and_then(|mut statement| {
-                statement
-                    .query_map([], |row| {
-                        Ok((
-                            row.get::<_, String>(0)?,
-                            row.get::<_, i64>(1)?.max(0) as u64,
-                        ))
-                    })
-                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            })
-            .map_err(|source| StoreError::Corrupt {
-                path: self.path.clone(),
-                source,
-            })
+        tenant_seqs(
+            &self.conn(),
+            "SELECT tenant, MAX(seq) FROM events GROUP BY tenant",
+            0,
+        )
+        .map_err(|source| StoreError::Corrupt {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -200,6 +193,19 @@ impl SqliteStore {
         }
         Ok(())
     }
+}
+
+/// The `(tenant, seq)` rows `sql` selects, each seq at least `least`.
+fn tenant_seqs(conn: &Connection, sql: &str, least: i64) -> rusqlite::Result<Vec<(String, u64)>> {
+    let mut statement = conn.prepare(sql)?;
+    statement
+        .query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?.max(least).unsigned_abs(),
+            ))
+        })?
+        .collect()
 }
 
 /// Turns a failure to open or first write a store into what the disk says, when it says
@@ -333,19 +339,12 @@ impl Store for SqliteStore {
             .map_err(|e| self.write_error(e))?;
             fresh_epoch.to_owned()
         };
-        let next_seqs = conn
-            .prepare("SELECT tenant, next_seq FROM tenants ORDER BY tenant")
-            .and_then(|mut statement| {
-                statement
-                    .query_map([], |row| {
-                        Ok((
-                            row.get::<_, String>(0)?,
-                            row.get::<_, i64>(1)?.max(1) as u64,
-                        ))
-                    })
-                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            })
-            .map_err(read)?;
+        let next_seqs = tenant_seqs(
+            &conn,
+            "SELECT tenant, next_seq FROM tenants ORDER BY tenant",
+            1,
+        )
+        .map_err(read)?;
         let limit = i64::try_from(retained).unwrap_or(i64::MAX);
         let mut statement = conn
             .prepare(
