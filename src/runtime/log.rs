@@ -451,9 +451,11 @@ impl StoreHealth {
             .unwrap_or_else(PoisonError::into_inner) = None;
     }
 
-    /// A write went through after a failure: the store is no longer failing.
+    /// A write went through after a failure: the store is no longer failing. Every answer
+    /// calls this, so it only reads the flag unless it is set (a swap would write the
+    /// shared line from every worker at every answer).
     fn recovered(&self) {
-        if self.failing.swap(false, Ordering::Relaxed) {
+        if self.failing.load(Ordering::Relaxed) && self.failing.swap(false, Ordering::Relaxed) {
             *self
                 .last_error
                 .lock()
