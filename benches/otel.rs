@@ -1,95 +1,88 @@
 //! `otel` bench: `cargo bench --bench otel -- --figure` prints the figure line (spans/s
-//! decoded and folded into sessions, against decoding alone); without `--figure`,
-//! criterion compares the two; `-- --profile N` runs each once over N requests for a
-//! profiler.
+//! decoded and folded into sessions, against decoding alone, on the requests real
+//! producers sent; the same for a minimal synthetic set on stderr); without `--figure`,
+//! criterion compares the two; `-- --profile N` runs each once over N copies for a
+//! profiler; `-- --cpu` times the figure's rounds by this thread's CPU time.
 
 mod support;
 
 use criterion::{Criterion, Throughput};
 use spyglass::runtime::{Runtime, RuntimeConfig};
 use std::time::Duration;
-use support::otel;
+use support::otel::{self, Workload};
 
-/// `--profile N`: decoding alone, then decoding and folding into a fresh runtime, of N
-/// requests, each behind a function of its own so a profiler (`valgrind --tool=callgrind`,
-/// `perf record`) can tell the two apart.
-fn profile(traces: usize) -> anyhow::Result<()> {
-    #[inline(never)]
-    fn profile_decode_only(bodies: &[Vec<u8>]) -> anyhow::Result<usize> {
-        otel::decode_only(bodies)
-    }
-    #[inline(never)]
-    fn profile_decode_fold(rt: &Runtime, bodies: &[Vec<u8>]) -> anyhow::Result<usize> {
-        otel::decode_and_fold(rt, bodies)
-    }
-    let bodies = otel::requests(traces);
-    let spans = profile_decode_only(&bodies)?;
-    let rt = Runtime::new(RuntimeConfig {
-        retained_events: spans * 2 + 10,
-        ..RuntimeConfig::default()
-    });
-    let before = resident();
-    let folded = profile_decode_fold(&rt, &bodies)?;
-    let grown = resident().saturating_sub(before);
+/// Copies of the captured runs a figure round folds (11 spans each).
+const CAPTURED_COPIES: usize = 10_000;
+/// Traces of the minimal set a figure round folds (4 spans each).
+const MINIMAL_TRACES: usize = 50_000;
+
+/// `--profile N` (`--minimal` for that set): one round of the figure over N copies, for a
+/// profiler (`perf record`, `valgrind --tool=callgrind`: decoding alone is
+/// `support::otel::decode_only`, decoding and folding `decode_and_fold`), and what the
+/// fold left resident.
+fn profile(workload: &Workload, copies: usize) -> anyhow::Result<()> {
+    let r = otel::run(workload, copies, 1)?;
     eprintln!(
-        "otel profile: {spans} spans decoded, {folded} folded, {} events retained; resident \
-         size grew {grown} bytes, {:.0} a span; the budget counts {:.0} a span",
-        rt.stats().retained,
-        grown as f64 / folded.max(1) as f64,
-        rt.budget_stats().retained_bytes as f64 / folded.max(1) as f64
+        "otel profile: {} spans decoded and folded, {} events retained; resident size grew \
+         {:.0} bytes a span; the budget counts {:.0} a span",
+        r.spans, r.events, r.resident_per_span, r.bytes_per_span
     );
     Ok(())
 }
 
-/// The process's resident size in bytes (`VmRSS`), 0 where `/proc` has none.
-fn resident() -> usize {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-            let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kib * 1024)
-        })
-        .unwrap_or(0)
-}
-
 /// CPU time this thread has run, from `/proc/thread-self/schedstat` (Linux): unlike the
 /// wall clock it does not count the time other processes held the core.
-fn thread_cpu() -> Option<Duration> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns = text.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(ns))
+fn thread_cpu() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse().ok())
+        .map_or(Duration::ZERO, Duration::from_nanos)
 }
 
 /// `--cpu`: the figure's rounds measured in this thread's CPU time instead of the wall
 /// clock, for a machine other work keeps busy.
 fn cpu_figure() -> anyhow::Result<()> {
-    let traces = 50_000;
-    let bodies = otel::requests(traces);
-    let spans = (traces * otel::SPANS_PER_TRACE) as f64;
-    let mut ratios = Vec::new();
-    for _ in 0..5 {
-        let cpu = || thread_cpu().ok_or_else(|| anyhow::anyhow!("no /proc/thread-self/schedstat"));
-        let started = cpu()?;
-        otel::decode_only(&bodies)?;
-        let decode = cpu()?.saturating_sub(started).as_secs_f64();
-        let rt = Runtime::new(RuntimeConfig {
-            retained_events: traces * otel::SPANS_PER_TRACE * 2 + 10,
-            ..RuntimeConfig::default()
-        });
-        let started = cpu()?;
-        otel::decode_and_fold(&rt, &bodies)?;
-        let fold = cpu()?.saturating_sub(started).as_secs_f64();
+    anyhow::ensure!(
+        thread_cpu() > Duration::ZERO,
+        "no /proc/thread-self/schedstat"
+    );
+    for (name, workload, copies) in [
+        ("captured", Workload::captured()?, CAPTURED_COPIES),
+        ("minimal", Workload::Minimal, MINIMAL_TRACES),
+    ] {
+        let r = otel::run_timed(&workload, copies, 5, &thread_cpu)?;
         eprintln!(
-            "otel cpu: decode alone {:.0} ns/span, decode+fold {:.0} ns/span, ratio {:.3}",
-            decode / spans * 1e9,
-            fold / spans * 1e9,
-            decode / fold
+            "otel cpu, {name}: decode alone {:.0} ns/span, decode+fold {:.0} ns/span, rounds {:.3?}",
+            1e9 / r.baseline,
+            1e9 / r.rate,
+            r.paired
         );
-        ratios.push(decode / fold);
+        println!("otel cpu {name} ratio median {:.3}", r.figure().ratio());
     }
-    println!("otel cpu ratio median {:.3}", support::median(&mut ratios));
     Ok(())
+}
+
+fn figure() -> anyhow::Result<support::Figure> {
+    // The captured runs first, so their first round grows a fresh process.
+    let r = otel::run(&Workload::captured()?, CAPTURED_COPIES, 5)?;
+    let minimal = otel::run(&Workload::Minimal, MINIMAL_TRACES, 5)?;
+    eprintln!(
+        "otel, minimal synthetic spans ({} spans in {} requests): decode alone {:.0}/s; \
+         decode+fold {:.0}/s; ratio {:.2}; the budget counts {:.0} bytes a span",
+        minimal.spans,
+        minimal.requests,
+        minimal.baseline,
+        minimal.rate,
+        minimal.figure().ratio(),
+        minimal.bytes_per_span
+    );
+    eprintln!(
+        "otel, captured runs ({} spans in {} requests): decode alone {:.0}/s; decode+fold \
+         {:.0}/s; {} events retained; the budget counts {:.0} bytes a span, the resident \
+         size grew {:.0} a span",
+        r.spans, r.requests, r.baseline, r.rate, r.events, r.bytes_per_span, r.resident_per_span
+    );
+    Ok(r.figure())
 }
 
 fn main() {
@@ -102,40 +95,38 @@ fn main() {
         return;
     }
     if let Some(at) = args.iter().position(|a| a == "--profile") {
-        let traces = args
+        let copies = args
             .get(at + 1)
             .and_then(|n| n.parse().ok())
             .unwrap_or(2_000);
-        if let Err(err) = profile(traces) {
+        let workload = if args.iter().any(|a| a == "--minimal") {
+            Ok(Workload::Minimal)
+        } else {
+            Workload::captured()
+        };
+        if let Err(err) = workload.and_then(|w| profile(&w, copies)) {
             eprintln!("otel profile: {err:#}");
             std::process::exit(1);
         }
         return;
     }
     if support::figure_mode() {
-        let result = otel::run(50_000, 5);
-        if let Ok(r) = &result {
-            eprintln!(
-                "otel: {} spans in {} requests; decode alone {:.0}/s; decode+fold {:.0}/s; {} events retained, {:.0} bytes per span",
-                r.spans,
-                r.spans / otel::SPANS_PER_TRACE,
-                r.baseline,
-                r.rate,
-                r.events,
-                r.bytes_per_span
-            );
-        }
-        support::print_figure(result.map(|r| r.figure()));
+        support::print_figure(figure());
         return;
     }
-    let bodies = otel::requests(5_000);
+    let workload = match Workload::captured() {
+        Ok(workload) => workload,
+        Err(err) => {
+            eprintln!("otel: {err:#}");
+            std::process::exit(1);
+        }
+    };
+    let (bodies, spans) = workload.all(500);
     let mut c = Criterion::default()
         .measurement_time(Duration::from_secs(5))
         .configure_from_args();
     let mut group = c.benchmark_group("otel");
-    group.throughput(Throughput::Elements(
-        (bodies.len() * otel::SPANS_PER_TRACE) as u64,
-    ));
+    group.throughput(Throughput::Elements(spans as u64));
     group.bench_function("decode_only", |b| {
         b.iter(|| otel::decode_only(&bodies).map_err(|e| e.to_string()));
     });

@@ -172,7 +172,8 @@ pub enum AttrValue<'a> {
     Json(Value),
 }
 
-/// A span's attributes in the order sent, each key cleaned as a line.
+/// A span's attributes in the order sent: keys as sent from the protobuf reader
+/// (`Attrs::raw`, cleaned as a line only if kept to be shown), cleaned from `flatten`.
 pub type AttrList<'a> = Vec<(Cow<'a, str>, AttrValue<'a>)>;
 
 /// A raw attribute string cleaned as `flatten` cleans a value, then as one line.
@@ -183,8 +184,9 @@ fn line_of_raw(s: &str) -> Cow<'_, str> {
     }
 }
 
-/// The attributes as a span keeps them to be shown (`flatten`'s form).
-fn into_attributes(list: AttrList<'_>) -> Attributes {
+/// The attributes as a span keeps them to be shown (`flatten`'s form): keys as sent
+/// (`raw_keys`) cleaned as a line.
+fn into_attributes(list: AttrList<'_>, raw_keys: bool) -> Attributes {
     Attributes(
         list.into_iter()
             .map(|(key, value)| {
@@ -192,7 +194,12 @@ fn into_attributes(list: AttrList<'_>) -> Attributes {
                     AttrValue::Raw(s) => Value::String(text_cow(s).into_owned()),
                     AttrValue::Json(value) => value,
                 };
-                (key.into_owned(), value)
+                let key = if raw_keys {
+                    line_cow(&key).into_owned()
+                } else {
+                    key.into_owned()
+                };
+                (key, value)
             })
             .collect(),
     )
@@ -204,6 +211,8 @@ fn into_attributes(list: AttrList<'_>) -> Attributes {
 pub struct Attrs<'a> {
     span: &'a SpanIn,
     list: AttrList<'a>,
+    /// Whether `list`'s keys are as sent, not yet cleaned.
+    raw_keys: bool,
     values: [Option<u16>; KEYS.len()],
 }
 
@@ -216,13 +225,19 @@ impl<'a> Attrs<'a> {
             .into_iter()
             .map(|(key, value)| (Cow::Owned(key), AttrValue::Json(value)))
             .collect();
-        Attrs::raw(span, list)
+        Attrs {
+            raw_keys: false,
+            ..Attrs::raw(span, list)
+        }
     }
 
-    /// Reads `list` as the protobuf reader found it (`wire`): string values as sent.
+    /// Reads `list` as the protobuf reader found it (`wire`): keys and string values as
+    /// sent.
     pub fn raw(span: &'a SpanIn, list: AttrList<'a>) -> Attrs<'a> {
         let mut values = [None; KEYS.len()];
-        // In the order sent: a key sent twice reads as its last value.
+        // In the order sent: a key sent twice reads as its last value. A key that cleaning
+        // would change is none of the conventions' (they are plain printable ASCII, and a
+        // clipped or escaped key is not), so keys are looked up as sent.
         for (at, (name, _)) in list.iter().enumerate() {
             if let Some(key) = key_of(name)
                 && let Ok(at) = u16::try_from(at)
@@ -230,7 +245,12 @@ impl<'a> Attrs<'a> {
                 values[key as usize] = Some(at);
             }
         }
-        Attrs { span, list, values }
+        Attrs {
+            span,
+            list,
+            raw_keys: true,
+            values,
+        }
     }
 
     fn get(&self, key: Key) -> Option<&AttrValue<'a>> {
@@ -332,7 +352,9 @@ impl<'a> Attrs<'a> {
             Kind::Agent => Role::Agent(self.agent()),
             Kind::Model => Role::Model(self.model()),
             Kind::Tool => Role::Tool(self.tool()),
-            Kind::Other => return (Role::Other, Some(into_attributes(self.list))),
+            Kind::Other => {
+                return (Role::Other, Some(into_attributes(self.list, self.raw_keys)));
+            }
         };
         (role, None)
     }
@@ -440,19 +462,7 @@ impl<'a> Attrs<'a> {
     /// The text of the first user message in `gen_ai.input.messages` (parts with `content`,
     /// or a plain `content` string).
     fn first_user_text(&self) -> Option<String> {
-        let messages = self.text(Key::InputMessages)?;
-        let messages: Vec<Value> = serde_json::from_str(&messages).ok()?;
-        let user = messages.iter().find(|m| m["role"] == "user")?;
-        let content = match &user["content"] {
-            Value::String(s) => s.clone(),
-            _ => user["parts"]
-                .as_array()?
-                .iter()
-                .filter_map(|p| p["content"].as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-        };
-        (!content.is_empty()).then(|| text(&content))
+        first_user_text(&self.text(Key::InputMessages)?)
     }
 
     fn tool(&mut self) -> ToolSpan {
@@ -907,6 +917,45 @@ fn clean(value: Value) -> Value {
     }
 }
 
+/// A message's role, every other member skipped.
+#[derive(serde::Deserialize)]
+struct RoleOnly<'a> {
+    #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+}
+
+/// The text of the first user message in `messages` (`gen_ai.input.messages`' JSON text).
+fn first_user_text(messages: &str) -> Option<String> {
+    // Each message is only scanned; the one that may be the user's is parsed. Its text
+    // names `user` unless an escape spells it.
+    let messages: Vec<&serde_json::value::RawValue> = serde_json::from_str(messages).ok()?;
+    let user = messages.iter().find_map(|m| {
+        let raw = m.get();
+        if !raw.contains("user") && !raw.contains("\\u") {
+            return None;
+        }
+        // Its role alone, where that reads plainly (an object naming it once, as a
+        // string): the message is parsed only when it is the user's.
+        if let Ok(RoleOnly { role }) = serde_json::from_str::<RoleOnly<'_>>(raw)
+            && role.as_deref() != Some("user")
+        {
+            return None;
+        }
+        let message: Value = serde_json::from_str(raw).ok()?;
+        (message["role"] == "user").then_some(message)
+    })?;
+    let content = match &user["content"] {
+        Value::String(s) => s.clone(),
+        _ => user["parts"]
+            .as_array()?
+            .iter()
+            .filter_map(|p| p["content"].as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    (!content.is_empty()).then(|| text(&content))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1069,5 +1118,82 @@ mod tests {
             Some(r#"{"sky":{"a":null,"z":[1,{"a":1,"b":2}]},"temp":21}"#)
         );
         assert_eq!(canonical_json(r#"{"b":1,"a":2,"b":3}"#), None);
+    }
+
+    /// What `first_user_text` read before it scanned: every message parsed into a tree.
+    fn first_user_text_parsed(messages: &str) -> Option<String> {
+        let messages: Vec<Value> = serde_json::from_str(messages).ok()?;
+        let user = messages.iter().find(|m| m["role"] == "user")?;
+        let content = match &user["content"] {
+            Value::String(s) => s.clone(),
+            _ => user["parts"]
+                .as_array()?
+                .iter()
+                .filter_map(|p| p["content"].as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        (!content.is_empty()).then(|| text(&content))
+    }
+
+    fn random_message(rng: &mut fastrand::Rng) -> String {
+        let role = [
+            r#""user""#,
+            r#""assistant""#,
+            r#""system""#,
+            r#""\u0075ser""#,
+            r#""us\u0065r""#,
+            r#""User""#,
+            "1",
+            "null",
+        ][rng.usize(..8)];
+        let content = match rng.usize(0..4) {
+            0 => random_string(rng),
+            1 => random_value(rng, 2),
+            2 => format!(
+                r#"[{{"type":"text","content":{}}},{{"content":{}}}]"#,
+                random_string(rng),
+                random_value(rng, 3)
+            ),
+            _ => r#""what is the weather in Oslo? (the user asks)""#.to_owned(),
+        };
+        match rng.usize(0..6) {
+            0 => format!(r#"{{"role":{role},"content":{content}}}"#),
+            1 => format!(r#"{{"role":{role},"parts":{content}}}"#),
+            2 => format!(
+                r#"{{"parts":{content}, "role" : {role}, "x":{}}}"#,
+                random_value(rng, 2)
+            ),
+            3 => format!(r#"{{"role":"assistant","role":{role},"content":{content}}}"#),
+            4 => random_value(rng, 1),
+            _ => format!(r#"{{"content":{content}}}"#),
+        }
+    }
+
+    #[test]
+    fn the_first_user_text_is_what_parsing_every_message_reads() {
+        let mut found = 0;
+        let mut rng = fastrand::Rng::with_seed(29);
+        for _ in 0..20_000 {
+            let messages: Vec<String> = (0..rng.usize(0..5))
+                .map(|_| random_message(&mut rng))
+                .collect();
+            let mut text = format!("[{}]", messages.join(","));
+            if rng.usize(0..8) == 0 {
+                // Damaged: a byte gone or added.
+                let mut chars: Vec<char> = text.chars().collect();
+                let at = rng.usize(..chars.len());
+                if rng.bool() {
+                    chars.remove(at);
+                } else {
+                    chars.insert(at, [',', '"', '\\', '{', ']'][rng.usize(..5)]);
+                }
+                text = chars.into_iter().collect();
+            }
+            let expected = first_user_text_parsed(&text);
+            found += usize::from(expected.is_some());
+            assert_eq!(first_user_text(&text), expected, "messages {text:?}");
+        }
+        assert!(found > 1_000, "a user's text was found {found} times");
     }
 }

@@ -18,6 +18,7 @@ use super::decode::{
     text_cow,
 };
 use super::map::{AttrList, AttrValue, ReadSpans};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// The body is not read here: decode it with prost.
@@ -304,7 +305,7 @@ fn span<'a>(
                         Some(value) => attr_value(value)?,
                         None => AttrValue::Json(serde_json::Value::Null),
                     };
-                    attributes.push((line_cow(kv.key), value));
+                    attributes.push((Cow::Borrowed(kv.key), value));
                 } else {
                     validate_kv(kv)?;
                 }

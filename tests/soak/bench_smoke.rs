@@ -118,13 +118,21 @@ fn consume_serves_each_entry_once_under_64_clients() {
 #[test]
 fn otel_decodes_and_folds_every_span() {
     let _process = crate::PROCESS.blocking_read();
-    let r = support::otel::run(50, 1).unwrap();
+    let r = support::otel::run(&support::otel::Workload::Minimal, 50, 1).unwrap();
     assert_eq!(r.spans, 200);
     // Per trace: a session, two steps, a call, the run's end.
     assert_eq!(r.events, 50 * 5);
     assert!(r.rate > 0.0 && r.baseline > 0.0);
     assert!(r.bytes_per_span > 0.0);
     assert!(r.figure().line().starts_with("otel="));
+    // The captured runs, three copies: every copy is sessions of its own
+    // (Pydantic AI: 5 spans, 6 events; the Vercel AI SDK: 6 spans, 7 events).
+    let workload = support::otel::Workload::captured().unwrap();
+    let (_, spans) = workload.batch(0, 1);
+    assert_eq!(spans, 11);
+    let r = support::otel::run(&workload, 3, 1).unwrap();
+    assert_eq!((r.spans, r.requests), (33, 18));
+    assert_eq!(r.events, 3 * 13);
 }
 
 #[test]
