@@ -4,8 +4,8 @@
 use super::decode::{Attributes, SpanIn, line, line_cow, text, text_cow};
 use super::decode::{MAX_NAME_BYTES as MAX_KEY_BYTES, MAX_VALUE_BYTES as MAX_STRING_BYTES};
 use crate::protocol::RawJson;
-use foldhash::HashMap;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
@@ -146,11 +146,52 @@ keys! {
     ErrorType = "error.type",
 }
 
-/// The key a name is, found by one hash lookup.
+/// The key a name is: one slot of `KeyTable` picked from its length and three of its
+/// bytes, then one comparison.
 fn key_of(name: &str) -> Option<Key> {
-    static INDEX: LazyLock<HashMap<&'static str, Key>> =
-        LazyLock::new(|| KEYS.iter().copied().collect());
-    INDEX.get(name).copied()
+    static TABLE: LazyLock<KeyTable> = LazyLock::new(KeyTable::new);
+    TABLE.get(name)
+}
+
+/// The conventions' keys by `KeyTable::slot`: each slot holds the keys that land in it
+/// (rarely more than one), so a name the conventions do not read (most of what real
+/// producers send) costs a few byte reads and at most a comparison or two, not a hash of
+/// the whole name.
+struct KeyTable {
+    slots: Vec<Vec<(&'static str, Key)>>,
+}
+
+impl KeyTable {
+    const SLOTS: usize = 512;
+
+    fn new() -> KeyTable {
+        let mut slots = vec![Vec::new(); Self::SLOTS];
+        for (name, key) in KEYS {
+            slots[Self::slot(name.as_bytes())].push((*name, *key));
+        }
+        KeyTable { slots }
+    }
+
+    fn slot(name: &[u8]) -> usize {
+        let (Some(first), Some(last)) = (name.first(), name.last()) else {
+            return 0;
+        };
+        let middle = name[name.len() / 2];
+        let mixed = name
+            .len()
+            .wrapping_mul(31)
+            .wrapping_add(usize::from(*first).wrapping_mul(7))
+            .wrapping_add(usize::from(middle).wrapping_mul(131))
+            .wrapping_add(usize::from(*last).wrapping_mul(17));
+        mixed % Self::SLOTS
+    }
+
+    fn get(&self, name: &str) -> Option<Key> {
+        self.slots[Self::slot(name.as_bytes())]
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, key)| *key)
+    }
 }
 
 /// The part a span plays, before its fields are read.
@@ -917,43 +958,99 @@ fn clean(value: Value) -> Value {
     }
 }
 
-/// A message's role, every other member skipped.
+/// A message's role and content, every other member skipped: the user's message read
+/// without building its tree, where it reads plainly (an object naming each of these
+/// once, its role a string).
 #[derive(serde::Deserialize)]
-struct RoleOnly<'a> {
+struct PlainMessage<'a> {
     #[serde(borrow, default)]
     role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    parts: Option<&'a RawValue>,
 }
 
-/// The text of the first user message in `messages` (`gen_ai.input.messages`' JSON text).
+/// A message part's content, every other member skipped.
+#[derive(serde::Deserialize)]
+struct PlainPart<'a> {
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+/// The user's message, read plainly or, where it does not read so, as a tree.
+enum UserMessage<'a> {
+    Plain(PlainMessage<'a>),
+    Tree(Value),
+}
+
+/// The text of the first user message in `messages` (`gen_ai.input.messages`' JSON text):
+/// its `content` string, else its parts' `content` strings joined by spaces.
 fn first_user_text(messages: &str) -> Option<String> {
-    // Each message is only scanned; the one that may be the user's is parsed. Its text
+    // Each message is only scanned; the one that may be the user's is read. Its text
     // names `user` unless an escape spells it.
-    let messages: Vec<&serde_json::value::RawValue> = serde_json::from_str(messages).ok()?;
+    let messages: Vec<&RawValue> = serde_json::from_str(messages).ok()?;
     let user = messages.iter().find_map(|m| {
         let raw = m.get();
         if !raw.contains("user") && !raw.contains("\\u") {
             return None;
         }
-        // Its role alone, where that reads plainly (an object naming it once, as a
-        // string): the message is parsed only when it is the user's.
-        if let Ok(RoleOnly { role }) = serde_json::from_str::<RoleOnly<'_>>(raw)
-            && role.as_deref() != Some("user")
-        {
-            return None;
+        // An array would read as a struct too, member by member: only an object is plain.
+        let plain = raw
+            .trim_start()
+            .starts_with('{')
+            .then(|| serde_json::from_str::<PlainMessage<'_>>(raw));
+        if let Some(Ok(message)) = plain {
+            (message.role.as_deref() == Some("user")).then_some(UserMessage::Plain(message))
+        } else {
+            let message: Value = serde_json::from_str(raw).ok()?;
+            (message["role"] == "user").then_some(UserMessage::Tree(message))
         }
-        let message: Value = serde_json::from_str(raw).ok()?;
-        (message["role"] == "user").then_some(message)
     })?;
-    let content = match &user["content"] {
-        Value::String(s) => s.clone(),
-        _ => user["parts"]
-            .as_array()?
-            .iter()
-            .filter_map(|p| p["content"].as_str())
-            .collect::<Vec<_>>()
-            .join(" "),
+    let content = match user {
+        UserMessage::Plain(message) => {
+            if let Some(content) = message
+                .content
+                .and_then(|c| serde_json::from_str::<String>(c.get()).ok())
+            {
+                content
+            } else {
+                let parts: Vec<&RawValue> = serde_json::from_str(message.parts?.get()).ok()?;
+                parts
+                    .iter()
+                    .filter_map(|p| part_text(p))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+        }
+        UserMessage::Tree(message) => match &message["content"] {
+            Value::String(s) => s.clone(),
+            _ => message["parts"]
+                .as_array()?
+                .iter()
+                .filter_map(|p| p["content"].as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+        },
     };
     (!content.is_empty()).then(|| text(&content))
+}
+
+/// A part's `content` when it is a string.
+fn part_text(part: &RawValue) -> Option<String> {
+    let plain = part
+        .get()
+        .trim_start()
+        .starts_with('{')
+        .then(|| serde_json::from_str::<PlainPart<'_>>(part.get()));
+    match plain {
+        Some(Ok(part)) => serde_json::from_str(part.content?.get()).ok(),
+        _ => serde_json::from_str::<Value>(part.get())
+            .ok()?
+            .get("content")?
+            .as_str()
+            .map(str::to_owned),
+    }
 }
 
 #[cfg(test)]
@@ -1120,10 +1217,14 @@ mod tests {
         assert_eq!(canonical_json(r#"{"b":1,"a":2,"b":3}"#), None);
     }
 
-    /// What `first_user_text` read before it scanned: every message parsed into a tree.
+    /// `first_user_text` read from trees: every message parsed into one (each on its own,
+    /// so a number past `f64`'s range in one does not hide another's text).
     fn first_user_text_parsed(messages: &str) -> Option<String> {
-        let messages: Vec<Value> = serde_json::from_str(messages).ok()?;
-        let user = messages.iter().find(|m| m["role"] == "user")?;
+        let messages: Vec<&RawValue> = serde_json::from_str(messages).ok()?;
+        let user = messages
+            .iter()
+            .filter_map(|m| serde_json::from_str::<Value>(m.get()).ok())
+            .find(|m| m["role"] == "user")?;
         let content = match &user["content"] {
             Value::String(s) => s.clone(),
             _ => user["parts"]
@@ -1147,11 +1248,17 @@ mod tests {
             "1",
             "null",
         ][rng.usize(..8)];
-        let content = match rng.usize(0..4) {
+        let content = match rng.usize(0..5) {
             0 => random_string(rng),
             1 => random_value(rng, 2),
             2 => format!(
                 r#"[{{"type":"text","content":{}}},{{"content":{}}}]"#,
+                random_string(rng),
+                random_value(rng, 3)
+            ),
+            3 => format!(
+                r#"[{{"content":{},"content":{}}}, {}, {{"type":"text"}}, {{"content":null}}, [{{"content":"x"}}]]"#,
+                random_string(rng),
                 random_string(rng),
                 random_value(rng, 3)
             ),
@@ -1195,5 +1302,32 @@ mod tests {
             assert_eq!(first_user_text(&text), expected, "messages {text:?}");
         }
         assert!(found > 1_000, "a user's text was found {found} times");
+    }
+
+    #[test]
+    fn every_conventions_key_is_found_and_no_other_name() {
+        for (name, key) in KEYS {
+            assert_eq!(key_of(name), Some(*key), "{name}");
+        }
+        let table = KeyTable::new();
+        let crowded = table.slots.iter().map(Vec::len).max().unwrap_or(0);
+        assert!(crowded <= 3, "a slot holds {crowded} keys");
+        for name in [
+            "",
+            "g",
+            "gen_ai.conversation.i",
+            "gen_ai.conversation.idx",
+            "Gen_ai.conversation.id",
+            "gen_ai.conversation.iD",
+            "logfire.msg",
+            "code.filepath",
+            "gen_ai.system_instructions",
+            "gen_ai.tool.definitions",
+            "ai.telemetry.metadata.sessionid",
+            "é",
+            "gen_ai.usage.input_tokens\u{0}",
+        ] {
+            assert_eq!(key_of(name), None, "{name:?}");
+        }
     }
 }
