@@ -1023,17 +1023,22 @@ fn first_user_text(messages: &str) -> Option<String> {
                     .join(" ")
             }
         }
-        UserMessage::Tree(message) => match &message["content"] {
-            Value::String(s) => s.clone(),
-            _ => message["parts"]
-                .as_array()?
-                .iter()
-                .filter_map(|p| p["content"].as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-        },
+        UserMessage::Tree(message) => tree_content(&message)?,
     };
     (!content.is_empty()).then(|| text(&content))
+}
+
+/// A message tree's `content` string, else its parts' `content` strings joined by spaces.
+fn tree_content(message: &Value) -> Option<String> {
+    Some(match &message["content"] {
+        Value::String(s) => s.clone(),
+        _ => message["parts"]
+            .as_array()?
+            .iter()
+            .filter_map(|p| p["content"].as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+    })
 }
 
 /// A part's `content` when it is a string.
@@ -1225,15 +1230,7 @@ mod tests {
             .iter()
             .filter_map(|m| serde_json::from_str::<Value>(m.get()).ok())
             .find(|m| m["role"] == "user")?;
-        let content = match &user["content"] {
-            Value::String(s) => s.clone(),
-            _ => user["parts"]
-                .as_array()?
-                .iter()
-                .filter_map(|p| p["content"].as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-        };
+        let content = tree_content(&user)?;
         (!content.is_empty()).then(|| text(&content))
     }
 
