@@ -2,7 +2,8 @@
 //! decoded and folded into sessions, against decoding alone, on the requests real
 //! producers sent; the same for a minimal synthetic set on stderr); without `--figure`,
 //! criterion compares the two; `-- --profile N` runs each once over N copies for a
-//! profiler; `-- --cpu` times the figure's rounds by this thread's CPU time.
+//! profiler; `-- --cpu` times the figure's rounds by this thread's CPU time; `-- --steady`
+//! runs them in a runtime at its default bounds, evicting as it folds.
 
 mod support;
 
@@ -85,8 +86,43 @@ fn figure() -> anyhow::Result<support::Figure> {
     Ok(r.figure())
 }
 
+/// `--steady`: the figure's rounds in a runtime at its default bounds (`run_steady`).
+/// `--minimal` or `--captured` runs that set alone.
+fn steady_figure(only: Option<&str>) -> anyhow::Result<()> {
+    for (name, workload, warm, copies) in [
+        ("captured", Workload::captured()?, 10_000, CAPTURED_COPIES),
+        ("minimal", Workload::Minimal, 40_000, MINIMAL_TRACES),
+    ] {
+        if only.is_some_and(|only| only != name) {
+            continue;
+        }
+        let r = otel::run_steady(&workload, warm, copies, 5)?;
+        eprintln!(
+            "otel steady, {name}: decode alone {:.0}/s, decode+fold {:.0}/s, {} events \
+             retained, rounds {:.3?}",
+            r.baseline, r.rate, r.events, r.paired
+        );
+        println!("otel steady {name} ratio median {:.3}", r.figure().ratio());
+    }
+    Ok(())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--steady") {
+        let only = if args.iter().any(|a| a == "--minimal") {
+            Some("minimal")
+        } else if args.iter().any(|a| a == "--captured") {
+            Some("captured")
+        } else {
+            None
+        };
+        if let Err(err) = steady_figure(only) {
+            eprintln!("otel steady: {err:#}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if args.iter().any(|a| a == "--cpu") {
         if let Err(err) = cpu_figure() {
             eprintln!("otel cpu: {err:#}");

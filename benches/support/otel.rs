@@ -284,21 +284,66 @@ pub fn run_timed(
     rounds: usize,
     clock: &dyn Fn() -> Duration,
 ) -> anyhow::Result<OtelResult> {
+    rounds_of(workload, copies, rounds, clock, None)
+}
+
+/// `run` in a runtime that has reached its default bounds: one runtime with the default
+/// settings first takes `warm` copies, then every round folds copies it has not seen, so
+/// each event it keeps evicts one and each new session one the assembler forgets.
+pub fn run_steady(
+    workload: &Workload,
+    warm: usize,
+    copies: usize,
+    rounds: usize,
+) -> anyhow::Result<OtelResult> {
+    let rt = Runtime::new(RuntimeConfig::default());
+    let mut first = 0;
+    while first < warm {
+        let count = workload.batch_copies().min(warm - first);
+        let (bodies, _) = workload.batch(first, count);
+        decode_and_fold(&rt, &bodies)?;
+        first += count;
+    }
+    let epoch = Instant::now();
+    rounds_of(
+        workload,
+        copies,
+        rounds,
+        &|| epoch.elapsed(),
+        Some((&rt, warm)),
+    )
+}
+
+/// The rounds of `run_timed`, each into a fresh runtime that keeps every event, or into
+/// `steady`'s runtime from its copy number on.
+fn rounds_of(
+    workload: &Workload,
+    copies: usize,
+    rounds: usize,
+    clock: &dyn Fn() -> Duration,
+    steady: Option<(&Runtime, usize)>,
+) -> anyhow::Result<OtelResult> {
     let (mut base, mut full, mut paired) = (Vec::new(), Vec::new(), Vec::new());
     let (mut spans, mut requests, mut events) = (0, 0, 0);
     let (mut bytes_per_span, mut resident_per_span) = (0.0, 0.0);
-    for _ in 0..rounds.max(1) {
+    for round in 0..rounds.max(1) {
         let before = resident();
-        let rt = Runtime::new(RuntimeConfig {
-            retained_events: copies * 64 + 10,
-            ..RuntimeConfig::default()
-        });
+        let (rt, from) = match steady {
+            Some((rt, warm)) => (rt.clone(), warm + round * copies),
+            None => (
+                Runtime::new(RuntimeConfig {
+                    retained_events: copies * 64 + 10,
+                    ..RuntimeConfig::default()
+                }),
+                0,
+            ),
+        };
         let (mut decoding, mut folding) = (Duration::ZERO, Duration::ZERO);
         (spans, requests) = (0, 0);
         let mut first = 0;
         while first < copies {
             let count = workload.batch_copies().min(copies - first);
-            let (bodies, batch_spans) = workload.batch(first, count);
+            let (bodies, batch_spans) = workload.batch(from + first, count);
             first += count;
             let started = clock();
             anyhow::ensure!(decode_only(&bodies)? == batch_spans, "decoded every span");

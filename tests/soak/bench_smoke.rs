@@ -133,6 +133,9 @@ fn otel_decodes_and_folds_every_span() {
     let r = support::otel::run(&workload, 3, 1).unwrap();
     assert_eq!((r.spans, r.requests), (33, 18));
     assert_eq!(r.events, 3 * 13);
+    // And in a runtime that already holds two copies: three more are new sessions.
+    let r = support::otel::run_steady(&workload, 2, 3, 1).unwrap();
+    assert_eq!((r.spans, r.events), (33, 5 * 13));
 }
 
 #[test]
