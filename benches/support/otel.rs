@@ -1,8 +1,8 @@
 //! The `otel` figure: OTLP/protobuf export requests decoded and folded into sessions
 //! (decode, map, assemble, emit into a runtime's event log), against decoding the same
 //! bytes alone in the same run; and the bytes the runtime retains per span. The requests
-//! are the ones real producers sent (`captured`); `minimal` is a smaller synthetic set,
-//! measured beside it.
+//! are the ones real producers sent (`Workload::Captured`); `Workload::Minimal` is a
+//! smaller synthetic set, measured beside it.
 
 use super::{Figure, median};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -126,7 +126,7 @@ impl Workload {
         }
     }
 
-    /// All copies `0..count` in one list (the criterion comparison and `--profile`).
+    /// All copies `0..count` in one list (the criterion comparison).
     pub fn all(&self, count: usize) -> (Vec<Vec<u8>>, usize) {
         self.batch(0, count)
     }
