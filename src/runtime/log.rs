@@ -21,7 +21,7 @@ use crate::store::{StateWrite, Store, StoredEvent};
 use foldhash::HashMap;
 use foldhash::HashMapExt as _;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use tokio::sync::broadcast;
 
@@ -353,6 +353,11 @@ pub struct EventLog {
     /// A `SQLite` store's journal: appends, evictions and documents go there, in the
     /// same order, and the writer thread takes them from it once written.
     journal: Option<Arc<Journal>>,
+    /// The oldest `ord` of a call whose counters wait for their document (`u64::MAX`:
+    /// none), and whether an event at or past it was evicted: the runtime's moved
+    /// counters are then written at once (`Runtime::counters_moved`).
+    undocumented: AtomicU64,
+    counters_due: AtomicBool,
 }
 
 /// What the store's writer thread is told.
@@ -368,7 +373,14 @@ enum Write {
     Ack(tokio::sync::oneshot::Sender<()>),
     /// Nothing came for `EVICT_EVERY`: the writer's own wake-up to drop evictions.
     Tick,
+    /// An event whose call's counters wait for their document was evicted: a journaled
+    /// writer writes the moved counters now rather than at its next commit.
+    CountersDue,
 }
+
+/// What a journaled writer runs before each commit: the runtime writing its moved
+/// counters (`Runtime::write_moved_counters`), set once the runtime exists.
+pub type BeforeCommit = Arc<OnceLock<Box<dyn Fn() + Send + Sync>>>;
 
 /// How often a journaled store's writer commits what the journal wrote: answers wait for
 /// the journal, so this sets only how much a reopen replays.
@@ -406,6 +418,8 @@ pub struct StoreWriter {
     health: Arc<StoreHealth>,
     /// The store gives events their seqs (`Store::stamps`): the log sends them unstamped.
     stamps: bool,
+    /// Run by a journaled writer before each commit.
+    before_commit: BeforeCommit,
 }
 
 /// What a store that stamps committed: the events with their seqs, for the runtime's
@@ -517,7 +531,12 @@ impl StoreWriter {
         std::thread::Builder::new()
             .name("spyglass-store".into())
             .spawn(move || write_loop(rx, store, &writing, committed.as_ref()))?;
-        Ok(StoreWriter { tx, health, stamps })
+        Ok(StoreWriter {
+            tx,
+            health,
+            stamps,
+            before_commit: BeforeCommit::default(),
+        })
     }
 
     /// Starts the thread that commits to `store` what `journal` has written, every
@@ -532,13 +551,16 @@ impl StoreWriter {
             ..StoreHealth::default()
         });
         let writing = Arc::clone(&health);
+        let before_commit = BeforeCommit::default();
+        let before = Arc::clone(&before_commit);
         std::thread::Builder::new()
             .name("spyglass-store".into())
-            .spawn(move || journal_loop(&rx, &*store, &journal, &writing))?;
+            .spawn(move || journal_loop(&rx, &*store, &journal, &writing, &before))?;
         Ok(StoreWriter {
             tx,
             health,
             stamps: false,
+            before_commit,
         })
     }
 
@@ -618,7 +640,7 @@ fn write_loop(
                     *upto = (*upto).max(seq);
                 }
                 Write::Flush(done) => flushes.push(done),
-                Write::Tick => {}
+                Write::Tick | Write::CountersDue => {}
                 Write::Ack(done) => acks.push(done),
                 Write::State(write) => {
                     let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
@@ -724,6 +746,7 @@ fn journal_loop(
     store: &dyn Store,
     journal: &Journal,
     health: &StoreHealth,
+    before_commit: &BeforeCommit,
 ) {
     use crate::store::journal::Record;
     let mut state: HashMap<(String, String, String), StateWrite> = HashMap::new();
@@ -753,11 +776,15 @@ fn journal_loop(
                     let _ = done.send(());
                     continue;
                 }
+                Ok(Write::CountersDue) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
                 Ok(_) => continue,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => true,
             };
         deadline = std::time::Instant::now() + COMMIT_EVERY;
+        // The counters calls moved, after the events they count: written with them.
+        if let Some(write_moved) = before_commit.get() {
+            write_moved();
+        }
         // What no answer waited for (a sweep's evictions, an expiry) is written now.
         if let Err(err) = journal.write_out() {
             tracing::error!(%err, "store journal write failed; retried with the next");
@@ -877,6 +904,8 @@ impl EventLog {
             budget,
             writer: None,
             journal: None,
+            undocumented: AtomicU64::new(u64::MAX),
+            counters_due: AtomicBool::new(false),
         }
     }
 
@@ -952,6 +981,27 @@ impl EventLog {
         Some(result)
     }
 
+    /// A call's counters wait for their document since the event at `ord`.
+    pub(crate) fn undocumented_from(&self, ord: u64) {
+        self.undocumented.fetch_min(ord, Ordering::Relaxed);
+    }
+
+    /// Whether an event whose call's counters wait for their document was evicted.
+    pub(crate) fn counters_due(&self) -> bool {
+        self.counters_due.load(Ordering::Relaxed)
+    }
+
+    /// The counters waiting for their document are being written: none waits now.
+    pub(crate) fn documented(&self) {
+        self.undocumented.store(u64::MAX, Ordering::Relaxed);
+        self.counters_due.store(false, Ordering::Relaxed);
+    }
+
+    /// What a journaled writer runs before each commit (once; `None` without a writer).
+    pub(crate) fn before_commit(&self) -> Option<&BeforeCommit> {
+        self.writer.as_ref().map(|writer| &writer.before_commit)
+    }
+
     /// Whether answers wait for a journal (a `SQLite` store) rather than a commit.
     pub(crate) fn journaled(&self) -> bool {
         self.journal.is_some()
@@ -1022,6 +1072,12 @@ impl EventLog {
 
     /// Tells the store's writer, if any, that `old` left the ring.
     fn send_evicted(&self, old: &Logged) {
+        if old.ord >= self.undocumented.load(Ordering::Relaxed)
+            && !self.counters_due.swap(true, Ordering::Relaxed)
+            && let Some(writer) = &self.writer
+        {
+            writer.send(Write::CountersDue);
+        }
         if let Some(journal) = &self.journal {
             journal.push(crate::store::journal::Record::Evicted(
                 old.tenant.clone(),

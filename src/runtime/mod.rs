@@ -191,6 +191,8 @@ pub(crate) struct Inner {
     /// a request that must have heard everything committed before it), so they are
     /// applied one at a time, in seq order.
     pub(crate) following: tokio::sync::Mutex<()>,
+    /// Sessions whose counters wait for their document (a store with a journal).
+    pub(crate) moved: persist::MovedCounters,
 }
 
 /// The runtime's state; cheap to clone (all clones share it).
@@ -250,6 +252,7 @@ impl Runtime {
                 aged_sweep: Mutex::new(None),
                 shared: std::sync::OnceLock::new(),
                 following: tokio::sync::Mutex::new(()),
+                moved: persist::MovedCounters::default(),
             }),
         }
     }

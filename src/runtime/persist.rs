@@ -2,9 +2,12 @@
 //! approvals, eval runs, suite documents, eval outcomes), their writes, the commit an
 //! answer waits for, and putting them back when a runtime opens on a store.
 
-use super::{ApiErrorWithStatus, Runtime};
+use super::sessions::Session;
+use super::{ApiErrorWithStatus, Runtime, lock};
 use crate::store::{StateWrite, StoredRecord};
 use serde::Serialize;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// A session as created: id, user, servers, metadata, its mocks payload and script.
 pub(crate) const SESSION: &str = "session";
@@ -24,7 +27,66 @@ pub(crate) const OUTCOME: &str = "eval.outcome";
 /// What an answer gets when the commit it waits for failed.
 pub const STORE_UNAVAILABLE: &str = "store_unavailable";
 
+/// Sessions whose counters calls moved since their document was last written, on a
+/// store with a journal: a call's answer waits for its `tool.called` event, not for its
+/// counters, which a restart rolls forward from the events past the last document's
+/// checkpoint (`Runtime::restore_sessions`). Their documents are written together: every
+/// `COMMIT_EVERY` by the store's thread, at a flush, once `due_after` calls moved them,
+/// and as soon as the log evicts an event they do not count yet (so a restart always
+/// finds the events it rolls forward from).
+#[derive(Default)]
+pub(crate) struct MovedCounters {
+    sessions: Mutex<Vec<Arc<Mutex<Session>>>>,
+    calls: AtomicUsize,
+}
+
 impl Runtime {
+    /// A call moved `s`'s counters (held locked, after its event `ord` was logged):
+    /// written now without a journal, else with the next group of moved counters.
+    /// True when that group is due now (`write_moved_counters`, once the lock is let go).
+    pub(crate) fn counters_moved(
+        &self,
+        session: &Arc<Mutex<Session>>,
+        s: &mut Session,
+        ord: u64,
+    ) -> bool {
+        if !self.inner.log.journaled() || self.shared_store().is_some() {
+            self.persist_counters(s);
+            return false;
+        }
+        let moved = &self.inner.moved;
+        if !s.counters_due {
+            s.counters_due = true;
+            lock(&moved.sessions).push(Arc::clone(session));
+        }
+        self.inner.log.undocumented_from(ord);
+        let calls = moved.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        calls >= self.moved_counters_due_after() || self.inner.log.counters_due()
+    }
+
+    /// Calls that make the moved counters due: an eighth of the log's capacity, so the
+    /// events a restart rolls them forward from are still held, and at most 1024.
+    fn moved_counters_due_after(&self) -> usize {
+        (self.inner.config.retained_events / 8).clamp(1, 1024)
+    }
+
+    /// Writes the counters of every session a call moved since the last time, each under
+    /// its session's lock (so after every event it counts).
+    pub(crate) fn write_moved_counters(&self) {
+        let moved = &self.inner.moved;
+        // Cleared first: whatever moves from here on is written by the next group.
+        self.inner.log.documented();
+        moved.calls.store(0, Ordering::Relaxed);
+        let sessions = std::mem::take(&mut *lock(&moved.sessions));
+        for session in sessions {
+            let mut s = lock(&session);
+            if s.counters_due {
+                s.counters_due = false;
+                self.write_counters(&s);
+            }
+        }
+    }
+
     /// Whether this runtime keeps its state in a store.
     pub(crate) fn has_store(&self) -> bool {
         self.inner.log.has_store()

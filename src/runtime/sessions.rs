@@ -79,6 +79,8 @@ pub(crate) struct Session {
     /// dispatch whose events have not come back stamped yet. The counters are written
     /// only at none, so a document never counts an event past its checkpoint.
     pub unfollowed: u32,
+    /// Calls moved its counters since its document was last written (`MovedCounters`).
+    pub counters_due: bool,
     /// The last `send` run's model, usage and cost, and every run's added up.
     pub last_run: Option<LastRun>,
     pub runs: RunTotals,
@@ -617,6 +619,7 @@ impl Runtime {
             last_seq: 0,
             counted_to: 0,
             unfollowed: 0,
+            counters_due: false,
             last_run: None,
             runs: RunTotals::default(),
         };
@@ -1153,9 +1156,12 @@ impl Runtime {
         if self.shared_store().is_some() {
             s.unfollowed += 1;
         }
-        self.persist_counters(&s);
+        let counters_due = self.counters_moved(session, &mut s, logged.ord);
         let announce = approval.map(|row| (s.tenant.clone(), s.id.clone(), row));
         drop(s);
+        if counters_due {
+            self.write_moved_counters();
+        }
         // The record grew the session's bytes: closed data makes room before the log must.
         self.make_room();
         if let Some((tenant, session_id, row)) = announce {
@@ -1279,7 +1285,7 @@ impl Runtime {
         self.write_counters(s);
     }
 
-    fn write_counters(&self, s: &Session) {
+    pub(super) fn write_counters(&self, s: &Session) {
         if !self.has_store() {
             return;
         }
@@ -1309,7 +1315,12 @@ impl Runtime {
             return;
         }
         for entry in evicted {
-            let id = lock(&entry.session).id.clone();
+            let id = {
+                let mut s = lock(&entry.session);
+                // Gone from the store: not written again with the moved counters.
+                s.counters_due = false;
+                s.id.clone()
+            };
             self.unpersist(persist::SESSION, &entry.tenant, &id);
             self.unpersist(persist::COUNTERS, &entry.tenant, &id);
         }
@@ -1407,6 +1418,7 @@ impl Runtime {
                     last_seq: counts.last_seq,
                     counted_to: counts.last_seq,
                     unfollowed: 0,
+                    counters_due: false,
                     last_run: counts.last_run.clone(),
                     runs: counts.runs.clone(),
                 },

@@ -571,8 +571,10 @@ mod tests {
     }
 
     /// A session with a stateful mock of three entries, two of them consumed by answered
-    /// calls, on a runtime whose database never commits; the runtime is then gone.
-    async fn answered_but_never_committed(db: &Path) -> String {
+    /// calls, on a runtime whose database never commits; the runtime is then gone. With
+    /// `documented`, the calls' counters were written after them (as every
+    /// `COMMIT_EVERY`); without, only their events were (as a `kill -9` right after).
+    async fn answered_but_never_committed(db: &Path, documented: bool) -> String {
         let sqlite = SqliteStore::open(db).unwrap();
         let journal = Journal::recover(db, &sqlite).unwrap();
         let rt = runtime_with(config(), Arc::new(NeverCommits(sqlite)), Some(journal)).unwrap();
@@ -587,6 +589,10 @@ mod tests {
             rt.execute("default", &id, "pay/charge", json!({}).into())
                 .await
                 .unwrap();
+        }
+        if documented {
+            rt.write_moved_counters();
+            rt.committed().await.unwrap();
         }
         drop(rt);
         id
@@ -610,7 +616,7 @@ mod tests {
     async fn what_answers_were_told_comes_back_from_the_journal_alone() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("runtime.db");
-        let id = answered_but_never_committed(&db).await;
+        let id = answered_but_never_committed(&db, false).await;
         let before: Vec<u64> = segments(&db).unwrap().iter().map(|(n, _)| *n).collect();
         assert!(
             segments(&db)
@@ -642,7 +648,7 @@ mod tests {
     async fn a_torn_last_record_is_left_out_and_the_rest_replayed() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("runtime.db");
-        let id = answered_but_never_committed(&db).await;
+        let id = answered_but_never_committed(&db, true).await;
         let (_, path) = segments(&db).unwrap().pop().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let whole = decode(&bytes);
@@ -692,6 +698,50 @@ mod tests {
             .iter()
             .filter(|f| matches!(f.event, crate::protocol::Event::ToolCalled(_)))
             .count()
+    }
+
+    #[tokio::test]
+    async fn counters_are_written_before_the_log_forgets_a_call_they_do_not_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runtime.db");
+        // 64 events: moved counters are due after 8 calls; this session makes one.
+        let small = RuntimeConfig {
+            retained_events: 64,
+            ..config()
+        };
+        let sqlite = SqliteStore::open(&db).unwrap();
+        let journal = Journal::recover(&db, &sqlite).unwrap();
+        let rt = runtime_with(small, Arc::new(sqlite), Some(journal)).unwrap();
+        let session = |mocks: serde_json::Value| {
+            let body: CreateSession =
+                serde_json::from_value(json!({"user_id": "u", "mocks": mocks})).unwrap();
+            rt.create_session("default", body).unwrap().id
+        };
+        let id = session(json!({"pay/charge": [{"n": 1}, {"n": 2}, {"n": 3}]}));
+        let other = session(json!({"pay/charge": {"ok": true}}));
+        assert_eq!(served(&rt, &id).await, json!({"n": 1}));
+        // Other events push the call's event out of the log, then another session calls.
+        for _ in 0..80 {
+            rt.emit(
+                None,
+                crate::protocol::Event::SessionClosed(
+                    crate::protocol::events::SessionClosed::default(),
+                ),
+            );
+        }
+        assert_eq!(served(&rt, &other).await, json!({"ok": true}));
+        // Gone without a flush: the reopened log holds no event of the first call, so
+        // only its counters document says its entry was served.
+        drop(rt);
+        let rt = reopen(&db);
+        assert!(
+            !rt.events_since(0, usize::MAX).iter().any(|f| {
+                f.session_id.as_deref() == Some(id.as_str())
+                    && matches!(f.event, crate::protocol::Event::ToolCalled(_))
+            }),
+            "the call's event left the log"
+        );
+        assert_eq!(served(&rt, &id).await, json!({"n": 2}));
     }
 
     #[tokio::test]

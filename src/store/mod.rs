@@ -283,6 +283,15 @@ pub(crate) fn runtime_with(
         .with_history(restored)
     });
     runtime.restore_state(state);
+    if let Some(before_commit) = runtime.inner.log.before_commit() {
+        // Held weakly: the writer thread must not keep the runtime alive.
+        let weak = Arc::downgrade(&runtime.inner);
+        let _ = before_commit.set(Box::new(move || {
+            if let Some(inner) = weak.upgrade() {
+                crate::runtime::Runtime { inner }.write_moved_counters();
+            }
+        }));
+    }
     Ok(runtime)
 }
 
@@ -290,6 +299,7 @@ impl Runtime {
     /// Waits until every event so far is committed to the store (a clean shutdown, a
     /// test that reopens the file). Without a store it returns at once.
     pub fn flush_store(&self) {
+        self.write_moved_counters();
         self.inner.log.flush();
     }
 }
