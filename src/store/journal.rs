@@ -4,12 +4,16 @@
 //! events only past the journal's bound or at a clean close; at open it is replayed.
 //!
 //! A record is `[payload length: u32 LE][CRC-32 of the payload: u32 LE][payload]`; the
-//! payload is a tag byte (`1` event, `2` document put, `3` document delete) and its fields,
-//! each string as `[length: u32 LE][bytes]` (the last one to the record's end). A record
-//! that does not check ends its segment (a write torn by a power cut): the ones before it
-//! are replayed, the rest is reported and left out.
+//! payload is a tag byte (`1` event, `2` document put, `3` document delete, `4` a
+//! `tool.called` event answered with a result) and its fields, each string as
+//! `[length: u32 LE][bytes]` (the last one to the record's end). A record that does not
+//! check ends its segment (a write torn by a power cut): the ones before it are replayed,
+//! the rest is reported and left out. One that checks but does not read (a newer
+//! version's) is reported and skipped.
 
 use super::{SqliteStore, StateWrite, Store, StoreError, StoredEvent, StoredRecord};
+use crate::protocol::events::{CallSource, Counter, Outcome, ToolCalled};
+use crate::protocol::{Event, Frame, RawJson};
 use crate::runtime::log::Logged;
 use std::collections::HashMap;
 use std::fs::File;
@@ -37,6 +41,8 @@ const SPARE_RECORDS: usize = 4096;
 const EVENT: u8 = 1;
 const PUT: u8 = 2;
 const DELETE: u8 = 3;
+/// A `tool.called` event answered with a result, as its fields (`encode_call`).
+const CALL: u8 = 4;
 
 /// What the log hands the store, in the order it happened.
 pub enum Record {
@@ -125,6 +131,134 @@ fn segments(db: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
     Ok(found)
 }
 
+fn put_u32(buf: &mut Vec<u8>, value: u32) {
+    buf.extend_from_slice(&value.to_le_bytes());
+}
+
+/// `[0]` for none, else `[1]` and the value.
+fn put_opt_u32(buf: &mut Vec<u8>, value: Option<u32>) {
+    match value {
+        None => buf.push(0),
+        Some(value) => {
+            buf.push(1);
+            put_u32(buf, value);
+        }
+    }
+}
+
+/// A `tool.called` event answered with `result`, as its fields rather than its wire
+/// text: an answer's path writes these bytes and never encodes the text, which is made
+/// when the event is read back (a replay, a move into the database) or a subscriber
+/// asks for it. Every field is written, so the text read back is the one `encode` gives.
+fn encode_call(buf: &mut Vec<u8>, logged: &Logged, call: &ToolCalled, result: &RawJson) {
+    let ToolCalled {
+        call_id,
+        tool,
+        input,
+        outcome: _,
+        started_at,
+        duration,
+        counter,
+        source,
+        iteration,
+    } = call;
+    let frame = &logged.frame;
+    buf.push(CALL);
+    put_str(buf, &logged.tenant);
+    buf.extend_from_slice(&frame.seq.to_le_bytes());
+    put_str(buf, &frame.ts);
+    match &frame.session_id {
+        None => buf.push(0),
+        Some(id) => {
+            buf.push(1);
+            put_str(buf, id);
+        }
+    }
+    put_str(buf, call_id);
+    put_str(buf, tool);
+    put_str(buf, input.get());
+    put_str(buf, result.get());
+    put_str(buf, started_at);
+    buf.extend_from_slice(&duration.to_bits().to_le_bytes());
+    match counter {
+        None => buf.push(0),
+        Some(Counter {
+            consumed,
+            total,
+            rule,
+            fallback,
+        }) => {
+            buf.push(1 | u8::from(*fallback) << 1);
+            put_u32(buf, *consumed);
+            put_opt_u32(buf, *total);
+            put_opt_u32(buf, *rule);
+        }
+    }
+    buf.push(match source {
+        CallSource::Execute => 0,
+        CallSource::Send => 1,
+    });
+    put_opt_u32(buf, *iteration);
+}
+
+/// What `encode_call` wrote, as the event's stored text; `None` where it does not read.
+fn decode_call(fields: &mut Fields<'_>) -> Option<StoredEvent> {
+    let tenant = fields.str()?;
+    let seq = fields.u64()?;
+    let ts = fields.str()?;
+    let session_id = match fields.byte()? {
+        0 => None,
+        1 => Some(fields.str()?.into()),
+        _ => return None,
+    };
+    let call_id = fields.str()?.into();
+    let tool = fields.str()?.into();
+    let input = RawJson::from_string(fields.str()?).ok()?;
+    let result = RawJson::from_string(fields.str()?).ok()?;
+    let started_at = fields.str()?.into();
+    let duration = f64::from_bits(fields.u64()?);
+    let counter = match fields.byte()? {
+        0 => None,
+        flags @ (1 | 3) => Some(Counter {
+            consumed: fields.u32_value()?,
+            total: fields.opt_u32().ok()?,
+            rule: fields.opt_u32().ok()?,
+            fallback: flags == 3,
+        }),
+        _ => return None,
+    };
+    let source = match fields.byte()? {
+        0 => CallSource::Execute,
+        1 => CallSource::Send,
+        _ => return None,
+    };
+    let iteration = fields.opt_u32().ok()?;
+    if !fields.0.is_empty() {
+        return None;
+    }
+    let frame = Frame {
+        seq,
+        ts: ts.into(),
+        session_id,
+        event: Event::ToolCalled(ToolCalled {
+            call_id,
+            tool,
+            input,
+            outcome: Outcome::Result(result),
+            started_at,
+            duration,
+            counter,
+            source,
+            iteration,
+        }),
+    };
+    Some(StoredEvent {
+        tenant,
+        seq,
+        text: crate::protocol::encode(&frame),
+    })
+}
+
 fn put_str(buf: &mut Vec<u8>, text: &str) {
     // A string longer than 4 GiB cannot reach here: request bodies are bounded far below.
     buf.extend_from_slice(&u32::try_from(text.len()).unwrap_or(u32::MAX).to_le_bytes());
@@ -137,12 +271,17 @@ fn encode(record: &Record, buf: &mut Vec<u8>) -> bool {
     let start = buf.len();
     buf.extend_from_slice(&[0; 8]);
     match record {
-        Record::Event(logged) => {
-            buf.push(EVENT);
-            put_str(buf, &logged.tenant);
-            buf.extend_from_slice(&logged.frame.seq.to_le_bytes());
-            buf.extend_from_slice(logged.text().as_bytes());
-        }
+        Record::Event(logged) => match &logged.frame.event {
+            Event::ToolCalled(call) if let Outcome::Result(result) = &call.outcome => {
+                encode_call(buf, logged, call, result);
+            }
+            _ => {
+                buf.push(EVENT);
+                put_str(buf, &logged.tenant);
+                buf.extend_from_slice(&logged.frame.seq.to_le_bytes());
+                buf.extend_from_slice(logged.text().as_bytes());
+            }
+        },
         Record::State(write) => {
             let (tag, r) = match write {
                 StateWrite::Put(r) => (PUT, r),
@@ -176,7 +315,12 @@ struct Replayed {
     writes: Vec<StateWrite>,
     /// Bytes past the last record that checked (a torn or damaged tail).
     dropped: usize,
+    /// Records that checked but did not read (a newer version's), skipped.
+    unreadable: usize,
 }
+
+/// A payload that runs short or holds a value no writer writes.
+struct Short;
 
 /// A reader over one record's payload; `None` where it runs short.
 struct Fields<'a>(&'a [u8]);
@@ -197,6 +341,23 @@ impl<'a> Fields<'a> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 
+    fn byte(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+
+    fn u32_value(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    /// `put_opt_u32`'s value; `Err` where it does not read.
+    fn opt_u32(&mut self) -> Result<Option<u32>, Short> {
+        match self.byte().ok_or(Short)? {
+            0 => Ok(None),
+            1 => Ok(Some(self.u32_value().ok_or(Short)?)),
+            _ => Err(Short),
+        }
+    }
+
     fn str(&mut self) -> Option<String> {
         let n = self.u32()?;
         String::from_utf8(self.take(n)?.to_vec()).ok()
@@ -212,58 +373,61 @@ fn decode(bytes: &[u8]) -> Replayed {
     let mut out = Replayed::default();
     let mut at = 0;
     while at < bytes.len() {
-        let record = (|| {
+        let payload = (|| {
             let mut head = Fields(bytes.get(at..)?);
             let len = head.u32()?;
             let crc = u32::try_from(head.u32()?).ok()?;
             let payload = head.take(len)?;
-            if crc32fast::hash(payload) != crc {
-                return None;
-            }
-            let mut fields = Fields(payload);
-            let tag = fields.take(1)?[0];
-            let record = match tag {
-                EVENT => {
-                    let tenant = fields.str()?;
-                    let seq = fields.u64()?;
-                    Err(StoredEvent {
-                        tenant,
-                        seq,
-                        text: fields.rest()?,
-                    })
-                }
-                PUT | DELETE => {
-                    let r = StoredRecord {
-                        kind: fields.str()?,
-                        tenant: fields.str()?,
-                        key: fields.str()?,
-                        value: if tag == PUT {
-                            fields.rest()?
-                        } else {
-                            String::new()
-                        },
-                    };
-                    Ok(if tag == PUT {
-                        StateWrite::Put(r)
-                    } else {
-                        StateWrite::Delete(r)
-                    })
-                }
-                _ => return None,
-            };
-            Some((8 + len, record))
+            (crc32fast::hash(payload) == crc).then_some(payload)
         })();
-        let Some((size, record)) = record else {
+        let Some(payload) = payload else {
             out.dropped = bytes.len() - at;
             break;
         };
-        match record {
-            Ok(write) => out.writes.push(write),
-            Err(event) => out.events.push(event),
+        match read_payload(payload) {
+            Some(Ok(write)) => out.writes.push(write),
+            Some(Err(event)) => out.events.push(event),
+            None => out.unreadable += 1,
         }
-        at += size;
+        at += 8 + payload.len();
     }
     out
+}
+
+/// One checked record's payload: a document write, or an event.
+fn read_payload(payload: &[u8]) -> Option<Result<StateWrite, StoredEvent>> {
+    let mut fields = Fields(payload);
+    let tag = fields.byte()?;
+    Some(match tag {
+        EVENT => {
+            let tenant = fields.str()?;
+            let seq = fields.u64()?;
+            Err(StoredEvent {
+                tenant,
+                seq,
+                text: fields.rest()?,
+            })
+        }
+        CALL => Err(decode_call(&mut fields)?),
+        PUT | DELETE => {
+            let r = StoredRecord {
+                kind: fields.str()?,
+                tenant: fields.str()?,
+                key: fields.str()?,
+                value: if tag == PUT {
+                    fields.rest()?
+                } else {
+                    String::new()
+                },
+            };
+            Ok(if tag == PUT {
+                StateWrite::Put(r)
+            } else {
+                StateWrite::Delete(r)
+            })
+        }
+        _ => return None,
+    })
 }
 
 /// How many of the oldest of these records must go to keep the rest within
@@ -326,6 +490,13 @@ impl Journal {
             for (number, path) in found {
                 let bytes = std::fs::read(&path).map_err(|e| journal_error(&path, &e))?;
                 let mut replayed = decode(&bytes);
+                if replayed.unreadable > 0 {
+                    tracing::warn!(
+                        path = %path.display(),
+                        records = replayed.unreadable,
+                        "the store's journal holds records this version cannot read (written by a newer one?); they are left out"
+                    );
+                }
                 if replayed.dropped > 0 {
                     tracing::warn!(
                         path = %path.display(),
@@ -756,7 +927,7 @@ mod tests {
         rt.flush_store();
         let kept = numbers(&db);
         assert!(
-            *kept.last().unwrap() > 20,
+            *kept.last().unwrap() > 12,
             "segments of 2 KiB rotate: {kept:?}"
         );
         assert!(
@@ -875,6 +1046,135 @@ mod tests {
             let noise: Vec<u8> = (0..rng.usize(0..64)).map(|_| rng.u8(..)).collect();
             assert!(decode(&noise).dropped <= noise.len());
         }
+    }
+
+    /// A string from pieces a hostile client might send: escapes, quotes, controls,
+    /// multibyte text, and nothing at all.
+    fn hostile(rng: &mut fastrand::Rng) -> String {
+        const PIECES: [&str; 9] = [
+            "pay",
+            "\u{1b}[2J",
+            "\"",
+            "\\",
+            "\n\t\u{0}",
+            "é✓𝄞",
+            "}",
+            "{\"a\":",
+            "x",
+        ];
+        (0..rng.usize(0..5))
+            .map(|_| PIECES[rng.usize(..PIECES.len())])
+            .collect()
+    }
+
+    /// JSON text of some shape, with hostile strings in it.
+    fn some_json(rng: &mut fastrand::Rng) -> String {
+        let value = match rng.u8(..6) {
+            0 => json!(null),
+            1 => json!(hostile(rng)),
+            2 => json!(rng.i64(..)),
+            3 => json!(rng.f64() * 1e6),
+            4 => json!({ hostile(rng): [hostile(rng), {"n": rng.u32(..)}], "k": true }),
+            _ => json!([[[{ "deep": hostile(rng) }]]]),
+        };
+        serde_json::to_string(&value).unwrap()
+    }
+
+    #[test]
+    fn a_call_record_reads_back_as_the_text_its_event_encodes_to() {
+        use crate::protocol::events::{CallSource, Counter, ToolCalled};
+        let log = crate::runtime::log::EventLog::new(
+            64,
+            4,
+            Arc::new(crate::runtime::log::Budget::new(usize::MAX)),
+        );
+        let mut rng = fastrand::Rng::with_seed(11);
+        let opt = |rng: &mut fastrand::Rng| rng.bool().then(|| rng.u32(..));
+        let mut calls = 0;
+        for n in 0..3000 {
+            let outcome = if n % 10 == 9 {
+                // An envelope: written as the event's text, as every other kind is.
+                Outcome::Envelope(Box::new(crate::protocol::Envelope::PolicyDenied {
+                    rule_id: hostile(&mut rng),
+                    message: hostile(&mut rng),
+                }))
+            } else {
+                calls += 1;
+                Outcome::Result(RawJson::from_text(&some_json(&mut rng)).unwrap())
+            };
+            let event = Event::ToolCalled(ToolCalled {
+                call_id: hostile(&mut rng).into(),
+                tool: hostile(&mut rng).into(),
+                input: RawJson::from_text(&some_json(&mut rng)).unwrap(),
+                outcome,
+                started_at: hostile(&mut rng).into(),
+                duration: match rng.u8(..4) {
+                    0 => f64::NAN,
+                    1 => 0.0,
+                    _ => rng.f64() * 1000.0,
+                },
+                counter: rng.bool().then(|| Counter {
+                    consumed: rng.u32(..),
+                    total: opt(&mut rng),
+                    rule: opt(&mut rng),
+                    fallback: rng.bool(),
+                }),
+                source: if rng.bool() {
+                    CallSource::Send
+                } else {
+                    CallSource::Execute
+                },
+                iteration: opt(&mut rng),
+            });
+            let tenant = hostile(&mut rng);
+            let session = rng.bool().then(|| hostile(&mut rng));
+            let logged = log.append(tenant.as_str().into(), session, event);
+            let mut buf = Vec::new();
+            assert!(encode(&Record::Event(Arc::clone(&logged)), &mut buf));
+            let read = decode(&buf);
+            assert_eq!((read.dropped, read.unreadable), (0, 0));
+            assert_eq!(
+                read.events,
+                vec![StoredEvent {
+                    tenant,
+                    seq: logged.frame.seq,
+                    text: crate::protocol::encode(&logged.frame),
+                }]
+            );
+        }
+        assert!(calls > 2500, "most were results: {calls}");
+    }
+
+    #[test]
+    fn a_record_that_checks_but_does_not_read_is_skipped_and_counted() {
+        let put = |key: &str| {
+            Record::State(StateWrite::Put(StoredRecord {
+                kind: "k".into(),
+                tenant: "t".into(),
+                key: key.into(),
+                value: "{}".into(),
+            }))
+        };
+        let mut buf = Vec::new();
+        encode(&put("a"), &mut buf);
+        // Checked records this version cannot read: an unknown tag, and a call record
+        // cut short inside its fields (its checksum made over what is there).
+        for payload in [vec![9, 1, 2, 3], vec![CALL, 1, 0, 0, 0, b't']] {
+            buf.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_le_bytes());
+            buf.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+            buf.extend_from_slice(&payload);
+        }
+        encode(&put("b"), &mut buf);
+        let read = decode(&buf);
+        assert_eq!((read.unreadable, read.dropped), (2, 0));
+        let keys: Vec<&str> = read
+            .writes
+            .iter()
+            .map(|w| match w {
+                StateWrite::Put(r) | StateWrite::Delete(r) => r.key.as_str(),
+            })
+            .collect();
+        assert_eq!(keys, ["a", "b"], "the records around them replay");
     }
 
     #[test]
