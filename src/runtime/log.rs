@@ -259,6 +259,9 @@ struct TenantRing {
     sizes: VecDeque<usize>,
     /// Sum of the retained events' `bytes`.
     bytes: usize,
+    /// With a journal: its newest evicted seq, which the store's writer reads
+    /// (`Evictions`), registered at its first eviction.
+    evicted: Option<Arc<AtomicU64>>,
 }
 
 impl Default for TenantRing {
@@ -268,6 +271,7 @@ impl Default for TenantRing {
             events: VecDeque::new(),
             sizes: VecDeque::new(),
             bytes: 0,
+            evicted: None,
         }
     }
 }
@@ -791,6 +795,14 @@ fn journal_loop(
             health.failed(err);
         }
         journal.take_written(&mut records);
+        // What left the rings up to now (an event evicted before it was written is in no
+        // closed segment yet, so this never deletes one still holding a retained event).
+        journal.evictions().each(|tenant, upto| {
+            if evicted_total.get(tenant).is_none_or(|have| upto > *have) {
+                raise(&mut evicted, tenant, upto);
+                raise(&mut evicted_total, tenant, upto);
+            }
+        });
         for record in records.drain(..) {
             match record {
                 Record::Event(logged) => {
@@ -801,10 +813,6 @@ fn journal_loop(
                 Record::State(write) => {
                     let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
                     state.insert((r.kind.clone(), r.tenant.clone(), r.key.clone()), write);
-                }
-                Record::Evicted(tenant, seq) => {
-                    raise(&mut evicted, &tenant, seq);
-                    raise(&mut evicted_total, &tenant, seq);
                 }
                 Record::SegmentEnd(number) => {
                     closed.push_back((number, std::mem::take(&mut writing)));
@@ -1070,8 +1078,9 @@ impl EventLog {
         self
     }
 
-    /// Tells the store's writer, if any, that `old` left the ring.
-    fn send_evicted(&self, old: &Logged) {
+    /// Tells the store's writer, if any, that `old` left the ring; `evicted` is its
+    /// tenant's newest evicted seq, for a journal's writer.
+    fn send_evicted(&self, evicted: &mut Option<Arc<AtomicU64>>, old: &Logged) {
         if old.ord >= self.undocumented.load(Ordering::Relaxed)
             && !self.counters_due.swap(true, Ordering::Relaxed)
             && let Some(writer) = &self.writer
@@ -1079,10 +1088,10 @@ impl EventLog {
             writer.send(Write::CountersDue);
         }
         if let Some(journal) = &self.journal {
-            journal.push(crate::store::journal::Record::Evicted(
-                old.tenant.clone(),
-                old.frame.seq,
-            ));
+            // One store, not a record per eviction: the writer reads it at each commit.
+            evicted
+                .get_or_insert_with(|| journal.evictions().register(old.tenant.clone()))
+                .store(old.frame.seq, Ordering::Relaxed);
         } else if let Some(writer) = &self.writer {
             writer.send(Write::Evicted(old.tenant.to_string(), old.frame.seq));
         }
@@ -1276,10 +1285,9 @@ impl EventLog {
         let mut over_budget = Vec::new();
         let sessions = self.budget.besides_log();
         while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
-            let Some(old) = Self::evict_heaviest(ring, keep) else {
+            let Some(old) = self.evict_heaviest(ring, keep) else {
                 break;
             };
-            self.send_evicted(&old);
             over_budget.push(old);
         }
         self.budget.log.store(ring.bytes, Ordering::Relaxed);
@@ -1316,13 +1324,14 @@ impl EventLog {
 
     /// The oldest event of the tenant holding the most bytes, never `keep` (the event just
     /// appended).
-    fn evict_heaviest(ring: &mut Ring, keep: &Arc<Logged>) -> Option<Arc<Logged>> {
+    fn evict_heaviest(&self, ring: &mut Ring, keep: &Arc<Logged>) -> Option<Arc<Logged>> {
         let tenant = ring
             .tenants
             .values_mut()
             .filter(|t| t.events.front().is_some_and(|e| !Arc::ptr_eq(e, keep)))
             .max_by_key(|t| t.bytes)?;
         let (old, bytes) = tenant.pop_oldest()?;
+        self.send_evicted(&mut tenant.evicted, &old);
         if tenant.events.is_empty() {
             ring.holding -= 1;
         }
@@ -1335,7 +1344,7 @@ impl EventLog {
         let tenant = ring.victim(appending, self.capacity)?;
         let (old, bytes) = tenant.pop_oldest()?;
         let emptied = tenant.events.is_empty();
-        self.send_evicted(&old);
+        self.send_evicted(&mut tenant.evicted, &old);
         ring.retained -= 1;
         ring.bytes -= bytes;
         if emptied {

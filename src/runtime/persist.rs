@@ -31,9 +31,10 @@ pub const STORE_UNAVAILABLE: &str = "store_unavailable";
 /// store with a journal: a call's answer waits for its `tool.called` event, not for its
 /// counters, which a restart rolls forward from the events past the last document's
 /// checkpoint (`Runtime::restore_sessions`). Their documents are written together: every
-/// `COMMIT_EVERY` by the store's thread, at a flush, once `due_after` calls moved them,
-/// and as soon as the log evicts an event they do not count yet (so a restart always
-/// finds the events it rolls forward from).
+/// `COMMIT_EVERY` by the store's thread, at a flush, once `moved_counters_due_after`
+/// calls moved them, and as soon as the log evicts an event they do not count yet (by
+/// the next answer's write, or the store's thread woken for it), so a reopened log holds
+/// the events a restart rolls them forward from.
 #[derive(Default)]
 pub(crate) struct MovedCounters {
     sessions: Mutex<Vec<Arc<Mutex<Session>>>>,
@@ -139,6 +140,11 @@ impl Runtime {
             // The answers ready on this worker run first and queue their writes too, so
             // one `write` covers them all.
             tokio::task::yield_now().await;
+            // The log evicted an event whose call's counters are not written yet: they go
+            // in this write, with the events that evicted it.
+            if self.inner.log.counters_due() {
+                self.write_moved_counters();
+            }
             let written = self.inner.log.write_journal().unwrap_or(Ok(()));
             return written.map_err(|reason| {
                 ApiErrorWithStatus::new(

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// A segment past this size is closed and a new one started.
@@ -48,9 +49,6 @@ const CALL: u8 = 4;
 pub enum Record {
     Event(Arc<Logged>),
     State(StateWrite),
-    /// The tenant's events up to this seq left the rings (for `SQLite` only: a replay
-    /// never needs it, the stream is cut to the retained count at open).
-    Evicted(Arc<str>, u64),
     /// Every record before this one is in segments up to this one's number.
     SegmentEnd(u64),
 }
@@ -63,7 +61,7 @@ impl Record {
             Record::State(StateWrite::Put(r) | StateWrite::Delete(r)) => {
                 r.kind.len() + r.tenant.len() + r.key.len() + r.value.len()
             }
-            Record::Evicted(..) | Record::SegmentEnd(_) => 0,
+            Record::SegmentEnd(_) => 0,
         }
     }
 }
@@ -80,6 +78,29 @@ struct Segment {
     buf: Vec<u8>,
 }
 
+/// Each tenant's newest seq the log evicted, one atomic per tenant the log stores into as
+/// it evicts (no record per eviction); the store's writer reads them at each commit to
+/// know which segments still hold retained events. A replay never needs them: the stream
+/// is cut to the retained count at open.
+#[derive(Default)]
+pub struct Evictions(Mutex<Vec<(Arc<str>, Arc<AtomicU64>)>>);
+
+impl Evictions {
+    /// A tenant's own counter, at its first eviction.
+    pub fn register(&self, tenant: Arc<str>) -> Arc<AtomicU64> {
+        let upto = Arc::new(AtomicU64::new(0));
+        lock(&self.0).push((tenant, Arc::clone(&upto)));
+        upto
+    }
+
+    /// Each tenant and its newest evicted seq (0: none yet).
+    pub fn each(&self, mut f: impl FnMut(&str, u64)) {
+        for (tenant, upto) in lock(&self.0).iter() {
+            f(tenant, upto.load(Ordering::Relaxed));
+        }
+    }
+}
+
 pub struct Journal {
     /// The database's path: segment `n` is `<path>-redo-<n>`.
     db: PathBuf,
@@ -88,6 +109,8 @@ pub struct Journal {
     segment: Mutex<Segment>,
     /// Written, in file order, for the store's writer to commit.
     written: Mutex<Vec<Record>>,
+    /// What the log evicted, per tenant.
+    evictions: Evictions,
     /// `SEGMENT_BYTES` and `KEEP_CLOSED`, smaller in tests.
     segment_bytes: u64,
     keep_closed: usize,
@@ -295,7 +318,7 @@ fn encode(record: &Record, buf: &mut Vec<u8>) -> bool {
                 buf.extend_from_slice(r.value.as_bytes());
             }
         }
-        Record::Evicted(..) | Record::SegmentEnd(_) => {
+        Record::SegmentEnd(_) => {
             buf.truncate(start);
             return false;
         }
@@ -533,9 +556,15 @@ impl Journal {
                 buf: Vec::new(),
             }),
             written: Mutex::new(Vec::new()),
+            evictions: Evictions::default(),
             segment_bytes,
             keep_closed,
         }))
+    }
+
+    /// What the log evicted, per tenant.
+    pub fn evictions(&self) -> &Evictions {
+        &self.evictions
     }
 
     /// Closed segments kept at most before the oldest one's events move (`KEEP_CLOSED`).
