@@ -253,10 +253,11 @@ impl crate::retire::Warm for Arc<Logged> {
 struct TenantRing {
     next_seq: u64,
     events: VecDeque<Arc<Logged>>,
-    /// Each retained event's `bytes`, beside it (`push`, `pop_oldest`): the oldest event is
-    /// a `retained_events` appends old when it goes, far out of the cache, and reading its
-    /// size from the event was a cache miss under the ring's lock on every full-log append.
-    sizes: VecDeque<usize>,
+    /// Each retained event's `bytes`, `ord` and seq, beside it (`push`, `pop_oldest`): the
+    /// oldest event is a `retained_events` appends old when it goes, far out of the
+    /// cache, and reading them from the event was a cache miss under the ring's lock on
+    /// every full-log append.
+    sizes: VecDeque<Kept>,
     /// Sum of the retained events' `bytes`.
     bytes: usize,
     /// With a journal: its newest evicted seq, which the store's writer reads
@@ -276,20 +277,37 @@ impl Default for TenantRing {
     }
 }
 
+/// What the ring keeps beside a retained event (`TenantRing::sizes`).
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    bytes: usize,
+    ord: u64,
+    seq: u64,
+}
+
 impl TenantRing {
     /// Retains `logged`, newest, counting its `bytes`.
     fn push(&mut self, logged: Arc<Logged>, bytes: usize) {
+        self.sizes.push_back(Kept {
+            bytes,
+            ord: logged.ord,
+            seq: logged.frame.seq,
+        });
         self.events.push_back(logged);
-        self.sizes.push_back(bytes);
         self.bytes += bytes;
     }
 
-    /// The oldest event and its bytes, no longer retained; the event itself is not read.
-    fn pop_oldest(&mut self) -> Option<(Arc<Logged>, usize)> {
+    /// The oldest event and what was kept beside it, no longer retained; the event
+    /// itself is not read.
+    fn pop_oldest(&mut self) -> Option<(Arc<Logged>, Kept)> {
         let old = self.events.pop_front()?;
-        let bytes = self.sizes.pop_front().unwrap_or_else(|| old.bytes());
-        self.bytes -= bytes;
-        Some((old, bytes))
+        let kept = self.sizes.pop_front().unwrap_or_else(|| Kept {
+            bytes: old.bytes(),
+            ord: old.ord,
+            seq: old.frame.seq,
+        });
+        self.bytes -= kept.bytes;
+        Some((old, kept))
     }
 }
 
@@ -1078,22 +1096,26 @@ impl EventLog {
         self
     }
 
-    /// Tells the store's writer, if any, that `old` left the ring; `evicted` is its
-    /// tenant's newest evicted seq, for a journal's writer.
-    fn send_evicted(&self, evicted: &mut Option<Arc<AtomicU64>>, old: &Logged) {
-        if old.ord >= self.undocumented.load(Ordering::Relaxed)
+    /// Tells the store's writer, if any, that `old` left the ring, from what was kept
+    /// beside it (the event itself, long out of the cache, is read only for its tenant's
+    /// name at its first eviction, or for a store without a journal);
+    /// `evicted` is the tenant's newest evicted seq, for a journal's writer.
+    fn send_evicted(&self, evicted: &mut Option<Arc<AtomicU64>>, old: &Logged, kept: Kept) {
+        let Some(writer) = &self.writer else {
+            return;
+        };
+        if kept.ord >= self.undocumented.load(Ordering::Relaxed)
             && !self.counters_due.swap(true, Ordering::Relaxed)
-            && let Some(writer) = &self.writer
         {
             writer.send(Write::CountersDue);
         }
         if let Some(journal) = &self.journal {
             // One store, not a record per eviction: the writer reads it at each commit.
             evicted
-                .get_or_insert_with(|| journal.evictions().register(old.tenant.clone()))
-                .store(old.frame.seq, Ordering::Relaxed);
-        } else if let Some(writer) = &self.writer {
-            writer.send(Write::Evicted(old.tenant.to_string(), old.frame.seq));
+                .get_or_insert_with(|| journal.evictions().register(Arc::clone(&old.tenant)))
+                .store(kept.seq, Ordering::Relaxed);
+        } else {
+            writer.send(Write::Evicted(old.tenant.to_string(), kept.seq));
         }
     }
 
@@ -1330,23 +1352,23 @@ impl EventLog {
             .values_mut()
             .filter(|t| t.events.front().is_some_and(|e| !Arc::ptr_eq(e, keep)))
             .max_by_key(|t| t.bytes)?;
-        let (old, bytes) = tenant.pop_oldest()?;
-        self.send_evicted(&mut tenant.evicted, &old);
+        let (old, kept) = tenant.pop_oldest()?;
+        self.send_evicted(&mut tenant.evicted, &old, kept);
         if tenant.events.is_empty() {
             ring.holding -= 1;
         }
         ring.retained -= 1;
-        ring.bytes -= bytes;
+        ring.bytes -= kept.bytes;
         Some(old)
     }
 
     fn evict(&self, ring: &mut Ring, appending: &str) -> Option<Arc<Logged>> {
         let tenant = ring.victim(appending, self.capacity)?;
-        let (old, bytes) = tenant.pop_oldest()?;
+        let (old, kept) = tenant.pop_oldest()?;
         let emptied = tenant.events.is_empty();
-        self.send_evicted(&mut tenant.evicted, &old);
+        self.send_evicted(&mut tenant.evicted, &old, kept);
         ring.retained -= 1;
-        ring.bytes -= bytes;
+        ring.bytes -= kept.bytes;
         if emptied {
             ring.holding -= 1;
         }
