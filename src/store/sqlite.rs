@@ -11,7 +11,9 @@ use std::sync::{Mutex, MutexGuard};
 /// so an event is `(tenant, seq)`; `ord` is the stamping order across tenants. Version 2
 /// adds the runtime's state as JSON documents by `(kind, tenant, key)`: sessions, their
 /// counters (a row of their own, so a call rewrites a few bytes, not the mock table),
-/// approvals, eval runs, suite documents and outcomes.
+/// approvals, eval runs, suite documents and outcomes. Version 3 changes no table: the
+/// journal beside the file (`store::journal`) may hold call records, which a version
+/// before it cannot read, so such a version refuses the file instead of misreading it.
 const MIGRATIONS: &[&str] = &[
     "
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,6 +34,9 @@ const MIGRATIONS: &[&str] = &[
         value TEXT NOT NULL,
         PRIMARY KEY (kind, tenant, key)
     ) WITHOUT ROWID;
+",
+    "
+    -- The journal's call records (tag 4): no table changes.
 ",
 ];
 

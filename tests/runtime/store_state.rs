@@ -1,7 +1,7 @@
 //! A runtime on a real `SQLite` store, restarted: sessions with their mocks and counters,
 //! pending approvals (approved after the restart, replaying the original call), eval
-//! runs, suite documents and pass-rate history come back and the seq goes on; a store
-//! of schema version 1 opens and migrates.
+//! runs, suite documents and pass-rate history come back and the seq goes on; stores of
+//! schema versions 1 and 2 open and migrate.
 
 use crate::support::runtime::*;
 use serde_json::{Value, json};
@@ -280,6 +280,51 @@ async fn a_store_of_schema_version_1_opens_migrates_and_keeps_its_stream() {
     let (status, _) = Api::new(&handle).get(&format!("/v1/sessions/{id}")).await;
     assert_eq!(status, 200);
     stop(rt, handle).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_of_schema_version_2_opens_migrates_and_serves_the_next_entry() {
+    // Version 3 changes no table (it marks the journal's call records), so a store of
+    // version 2 is one written by this build with its version set back.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    let (rt, handle) = open(&path).await;
+    let api = Api::new(&handle);
+    let id = api
+        .session(json!({"asaas/list_charges": [{"n": 1}, {"n": 2}, {"n": 3}]}))
+        .await;
+    let (status, first) = api.execute(&id, "asaas/list_charges", json!({})).await;
+    assert_eq!((status, &first["data"]), (200, &json!({"n": 1})), "{first}");
+    handle.shutdown().await;
+    rt.flush_store();
+    drop(rt);
+    let set_version = |version: i64| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            match rusqlite::Connection::open(&path)
+                .and_then(|conn| conn.pragma_update(None, "user_version", version))
+            {
+                Ok(()) => return,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(err) => panic!("{err}"),
+            }
+        }
+    };
+    set_version(2);
+    let (rt, handle) = open(&path).await;
+    let (status, next) = Api::new(&handle)
+        .execute(&id, "asaas/list_charges", json!({}))
+        .await;
+    assert_eq!((status, &next["data"]), (200, &json!({"n": 2})), "{next}");
+    stop(rt, handle).await;
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 3);
+    assert_eq!(version, spyglass::store::sqlite::SCHEMA_VERSION);
 }
 
 /// Its own Tokio runtime, dropped at the end with every task still on it: a process
