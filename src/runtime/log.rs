@@ -1112,7 +1112,11 @@ impl EventLog {
         if let Some(journal) = &self.journal {
             // One store, not a record per eviction: the writer reads it at each commit.
             evicted
-                .get_or_insert_with(|| journal.evictions().register(Arc::clone(&old.tenant)))
+                .get_or_insert_with(|| {
+                    journal
+                        .evictions()
+                        .register(Arc::clone(&old.tenant), kept.seq)
+                })
                 .store(kept.seq, Ordering::Relaxed);
         } else {
             writer.send(Write::Evicted(old.tenant.to_string(), kept.seq));

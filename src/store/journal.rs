@@ -86,14 +86,15 @@ struct Segment {
 pub struct Evictions(Mutex<Vec<(Arc<str>, Arc<AtomicU64>)>>);
 
 impl Evictions {
-    /// A tenant's own counter, at its first eviction.
-    pub fn register(&self, tenant: Arc<str>) -> Arc<AtomicU64> {
-        let upto = Arc::new(AtomicU64::new(0));
+    /// A tenant's own counter, at its first eviction (of `seq`: the writer never reads a
+    /// counter that has not counted one).
+    pub fn register(&self, tenant: Arc<str>, seq: u64) -> Arc<AtomicU64> {
+        let upto = Arc::new(AtomicU64::new(seq));
         lock(&self.0).push((tenant, Arc::clone(&upto)));
         upto
     }
 
-    /// Each tenant and its newest evicted seq (0: none yet).
+    /// Each tenant and its newest evicted seq.
     pub fn each(&self, mut f: impl FnMut(&str, u64)) {
         for (tenant, upto) in lock(&self.0).iter() {
             f(tenant, upto.load(Ordering::Relaxed));
