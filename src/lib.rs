@@ -1,22 +1,14 @@
 //! spyglass: a terminal inspector for AI-agent test sessions, and the test-mode runtime
-//! it watches. One crate, two roles; `protocol` is the wire both speak.
+//! it watches. This crate is the binary's start-up (`roles`), the importers and the demo;
+//! the layers are crates of their own, re-exported here under their module names.
 
-pub mod client;
-pub mod clipboard;
-pub mod config;
 pub mod demo;
-pub mod eval;
-pub mod glob;
 pub mod import;
-#[cfg(test)]
-mod layering;
-pub mod mask;
-pub mod model;
-pub mod otel;
-pub mod protocol;
-pub mod retire;
 pub mod roles;
-pub mod runtime;
-pub mod sanitize;
-pub mod store;
-pub mod ui;
+
+pub use spyglass_eval as eval;
+pub use spyglass_protocol as protocol;
+pub use spyglass_protocol::{glob, mask, retire, sanitize};
+pub use spyglass_runtime as runtime;
+pub use spyglass_runtime::{otel, store};
+pub use spyglass_tui::{client, clipboard, config, model, ui};

@@ -495,7 +495,7 @@ async fn run(cli: Cli) -> Result<(), RoleError> {
                 max_connections: max_connections as usize,
                 max_connections_per_ip: max_connections_per_ip as usize,
                 approval_ttl,
-                models: spyglass::config::models::ModelFlags {
+                models: spyglass::runtime::model::settings::ModelFlags {
                     base_urls: model_base_url,
                     record: model_record,
                     replay: model_replay,

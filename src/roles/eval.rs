@@ -85,8 +85,8 @@ pub async fn run(
             test_mode: true,
             // Judge assertions and real-model cases read the provider settings from the
             // environment (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_*).
-            models: crate::config::models::ModelSettings::resolve(
-                &crate::config::models::ModelFlags::default(),
+            models: crate::runtime::model::settings::ModelSettings::resolve(
+                &crate::runtime::model::settings::ModelFlags::default(),
                 |name| std::env::var(name).ok(),
             )
             .map_err(ServeError::from)?,

@@ -37,7 +37,7 @@ pub struct ServeArgs {
     /// How long a held call waits for a decision before it expires (default 15 min).
     pub approval_ttl: Option<std::time::Duration>,
     /// `--model-base-url`, `--model-record`, `--model-replay`, `--model-prices`.
-    pub models: crate::config::models::ModelFlags,
+    pub models: crate::runtime::model::settings::ModelFlags,
     /// `--otlp-grpc-addr`: OTLP/gRPC trace export on its own port; off when `None`.
     pub otlp_grpc_addr: Option<String>,
     /// `--allow-command-assertions` (or `SPYGLASS_ALLOW_COMMAND_ASSERTIONS`): eval suites
@@ -70,7 +70,7 @@ pub enum ServeError {
     #[error("{0}")]
     StorePool(String),
     #[error(transparent)]
-    Models(#[from] crate::config::models::ModelSettingsError),
+    Models(#[from] crate::runtime::model::settings::ModelSettingsError),
     #[error("cannot listen for Ctrl-C: {0}")]
     Signal(std::io::Error),
 }
@@ -251,7 +251,7 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         approval_ttl: args
             .approval_ttl
             .unwrap_or(RuntimeConfig::default().approval_ttl),
-        models: crate::config::models::ModelSettings::resolve(&args.models, |name| {
+        models: crate::runtime::model::settings::ModelSettings::resolve(&args.models, |name| {
             std::env::var(name).ok()
         })
         .map_err(ServeError::from)?,

@@ -5,7 +5,7 @@
 use crate::support::fake_llm::{self, FakeLlm};
 use crate::support::venv;
 use serde_json::json;
-use spyglass::config::models::ModelSettings;
+use spyglass::runtime::model::settings::ModelSettings;
 use spyglass::runtime::{RuntimeConfig, start};
 use std::path::Path;
 

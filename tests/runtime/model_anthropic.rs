@@ -6,8 +6,8 @@ use crate::model_openai::{events, of_kind};
 use crate::support::fake_llm::{self, Answer, FakeLlm};
 use crate::support::runtime::*;
 use serde_json::{Value, json};
-use spyglass::config::models::{ApiKey, ModelSettings};
 use spyglass::runtime::RuntimeConfig;
+use spyglass::runtime::model::settings::{ApiKey, ModelSettings};
 use std::time::Duration;
 
 const KEY: &str = "sk-ant-fake0123456789abcdefghijkl";

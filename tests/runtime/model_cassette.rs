@@ -6,8 +6,8 @@ use crate::model_openai::{events, model_config, of_kind, openai_session};
 use crate::support::fake_llm::{self, FakeLlm};
 use crate::support::runtime::*;
 use serde_json::{Value, json};
-use spyglass::config::models::ModelSettings;
 use spyglass::runtime::RuntimeConfig;
+use spyglass::runtime::model::settings::ModelSettings;
 use std::path::{Path, PathBuf};
 
 fn temp_dir(name: &str) -> PathBuf {

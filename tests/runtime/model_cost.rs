@@ -7,8 +7,8 @@ use super::model_openai::{events, model_config, of_kind, openai_session};
 use crate::support::fake_llm::{self, FakeLlm};
 use crate::support::runtime::*;
 use serde_json::{Value, json};
-use spyglass::config::models::Price;
 use spyglass::runtime::RuntimeConfig;
+use spyglass::runtime::model::settings::Price;
 
 fn priced(config: &mut RuntimeConfig) {
     config.models.prices.insert(

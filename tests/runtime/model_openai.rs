@@ -5,7 +5,7 @@
 use crate::support::fake_llm::{self, Answer, FakeLlm};
 use crate::support::runtime::*;
 use serde_json::{Value, json};
-use spyglass::config::models::{ApiKey, ModelSettings};
+use spyglass::runtime::model::settings::{ApiKey, ModelSettings};
 use spyglass::runtime::{Policy, RuntimeConfig, ServerHandle};
 use std::time::Duration;
 

@@ -1,0 +1,1478 @@
+//! Judging a case: its assertions against what the case produced (`CaseRun`), into a
+//! `CaseResult` whose every assertion keeps what it expected and what it saw. Also the
+//! small JSON path language of `json_path` (`$.a.b[0]`).
+
+use super::script::{MESSAGE_TEXT_BYTES, PROMPT_BYTES, PromptRecord};
+use super::suite::{ArgCheck, Assertion, Case, NoEnvelope, PromptCheck, PromptTest, SchemaCheck};
+use serde_json::{Map, Value, json};
+use spyglass_protocol::RawJson;
+use spyglass_protocol::events::AssertionStatus;
+use spyglass_protocol::events::{
+    AgentEvalCompleted, AssertionResult, EvalScope, EvalStatus, Tokens,
+};
+use spyglass_protocol::rest::ToolCallRecord;
+use std::collections::BTreeMap;
+use std::fmt;
+use thiserror::Error;
+
+/// What one attempt of a case produced.
+#[derive(Debug, Clone, Default)]
+pub struct CaseRun {
+    /// The loop's final text; `None` when it produced none.
+    pub output: Option<String>,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub tokens: Tokens,
+    /// The loop's model steps, in order (what a `command` checker is told of them).
+    pub steps: Vec<spyglass_protocol::events::Step>,
+    /// Why the loop produced no result (model failed on a step, engine error, timeout).
+    pub error: Option<String>,
+    /// Fractional milliseconds: a mocked run takes microseconds.
+    pub duration_ms: f64,
+    /// What the scripted model received at each model call (`prompted` reads these).
+    pub prompts: Vec<super::script::PromptRecord>,
+    /// What the run cost in US dollars, as the runtime priced it; `None` when it could
+    /// not, with `cost_missing` saying why (`max_cost` then errors with it).
+    pub cost: Option<f64>,
+    pub cost_missing: Option<String>,
+}
+
+/// The reason of a case whose run had a call held for approval.
+pub const HELD: &str = "held for approval";
+
+/// The judged outcome of one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseResult {
+    pub status: EvalStatus,
+    pub assertions: Vec<AssertionResult>,
+    /// Why it failed, errored or was skipped.
+    pub reason: Option<String>,
+    pub tokens: Tokens,
+    pub duration_ms: f64,
+    /// The run's cost in dollars; `None` when unknown (the event then writes 0, as seed
+    /// 001's `cost` is a number).
+    pub cost: Option<f64>,
+}
+
+impl CaseResult {
+    /// The first assertion that did not hold.
+    pub fn first_failure(&self) -> Option<&AssertionResult> {
+        self.assertions.iter().find(|a| !a.pass)
+    }
+
+    /// The `agent.eval.completed` body for this result (no run id or attempt yet).
+    pub fn to_event(&self, suite: &str, case: &str) -> AgentEvalCompleted {
+        let total = self.assertions.len();
+        let passed = self.assertions.iter().filter(|a| a.pass).count();
+        AgentEvalCompleted {
+            suite: suite.to_owned(),
+            case: case.to_owned(),
+            status: self.status,
+            pass: self.status == EvalStatus::Passed,
+            score: (total > 0).then(|| passed as f64 / total as f64),
+            reason: self.reason.clone(),
+            tokens: self.tokens,
+            cost: self.cost.unwrap_or(0.0),
+            duration: self.duration_ms,
+            run_id: None,
+            assertions: self.assertions.clone(),
+            attempt: None,
+            scope: EvalScope::Suite,
+        }
+    }
+}
+
+/// The result of a case the file marks `skip`.
+pub fn skipped(case: &Case) -> CaseResult {
+    CaseResult {
+        status: EvalStatus::Skipped,
+        assertions: Vec::new(),
+        reason: Some(case.skip.clone().unwrap_or_else(|| "skipped".to_owned())),
+        tokens: Tokens::default(),
+        duration_ms: 0.0,
+        cost: None,
+    }
+}
+
+/// Judges one attempt: error when it produced no result, else passed or failed by its
+/// assertions.
+pub fn evaluate(case: &Case, run: &CaseRun) -> CaseResult {
+    if case.skip.is_some() {
+        return skipped(case);
+    }
+    let base = |status, assertions, reason| CaseResult {
+        status,
+        assertions,
+        reason,
+        tokens: run.tokens,
+        duration_ms: run.duration_ms,
+        cost: run.cost,
+    };
+    if let Some(error) = &run.error {
+        return base(EvalStatus::Error, Vec::new(), Some(error.clone()));
+    }
+    // A call held for approval suspends the agent (seed 003's hibernation): whatever text
+    // followed, the case did not run to its end, so it is no pass and says why.
+    if run
+        .tool_calls
+        .iter()
+        .any(|call| call.error_code.as_deref() == Some("approval_required"))
+    {
+        return base(EvalStatus::Error, Vec::new(), Some(HELD.to_owned()));
+    }
+    let Some(output) = &run.output else {
+        return base(
+            EvalStatus::Error,
+            Vec::new(),
+            Some("the case produced no final output".to_owned()),
+        );
+    };
+    let facts = Facts::new(output, run);
+    let mut results = Vec::new();
+    for assertion in &case.assertions {
+        check(assertion, &facts, &mut results);
+    }
+    // An assertion that could not be judged leaves the case unjudged: an error, not a
+    // pass nor a fail, whatever the others said.
+    if let Some(errored) = results
+        .iter()
+        .find(|a| a.status == Some(AssertionStatus::Errored))
+    {
+        let reason = errored.message.clone();
+        return base(EvalStatus::Error, results, reason);
+    }
+    match results.iter().find(|a| !a.pass) {
+        Some(failure) => {
+            let reason = failure
+                .message
+                .clone()
+                .unwrap_or_else(|| format!("{} did not hold", failure.kind));
+            base(EvalStatus::Failed, results, Some(reason))
+        }
+        None => base(EvalStatus::Passed, results, None),
+    }
+}
+
+/// What the assertions look at, computed once per run.
+pub(crate) struct Facts<'a> {
+    output: &'a str,
+    /// Every call in order: its canonical name and its arguments.
+    ordered: Vec<(String, &'a Value)>,
+    /// Called operations (canonical `server/tool` names) with their counts.
+    calls: BTreeMap<String, u32>,
+    /// Envelope codes the calls returned, in call order.
+    codes: Vec<String>,
+    tokens: Tokens,
+    prompts: &'a [PromptRecord],
+    cost: Option<f64>,
+    cost_missing: Option<&'a str>,
+}
+
+impl<'a> Facts<'a> {
+    pub(crate) fn new(output: &'a str, run: &'a CaseRun) -> Self {
+        let mut calls = BTreeMap::new();
+        let mut ordered = Vec::with_capacity(run.tool_calls.len());
+        for call in &run.tool_calls {
+            let name = canonical_name(call);
+            *calls.entry(name.clone()).or_insert(0) += 1;
+            ordered.push((name, &call.input));
+        }
+        let codes = run
+            .tool_calls
+            .iter()
+            .filter_map(|call| call.error_code.clone())
+            .collect();
+        Facts {
+            output,
+            ordered,
+            calls,
+            codes,
+            tokens: run.tokens,
+            prompts: &run.prompts,
+            cost: run.cost,
+            cost_missing: run.cost_missing.as_deref(),
+        }
+    }
+
+    fn calls_json(&self) -> Value {
+        Value::Object(
+            self.calls
+                .iter()
+                .map(|(name, count)| (name.clone(), json!(count)))
+                .collect::<Map<_, _>>(),
+        )
+    }
+
+    /// The calls of `name` (a bare tool name matches any server's) whose arguments hold
+    /// every check, in order.
+    fn matching<'s>(
+        &'s self,
+        name: &'s str,
+        args: &'s [ArgCheck],
+    ) -> impl Iterator<Item = &'s Value> + 's {
+        self.ordered
+            .iter()
+            .filter(move |(called, _)| names_match(name, called))
+            .filter(move |(_, input)| args.iter().all(|check| check.holds(input)))
+            .map(|(_, input)| *input)
+    }
+
+    /// The called names in order.
+    fn names(&self) -> Vec<&str> {
+        self.ordered.iter().map(|(name, _)| name.as_str()).collect()
+    }
+
+    /// Times `name` was called; a bare tool name (no server) matches any server's.
+    fn count(&self, name: &str) -> u32 {
+        if name.contains('/') {
+            return self.calls.get(name).copied().unwrap_or(0);
+        }
+        self.calls
+            .iter()
+            .filter(|(called, _)| called.rsplit('/').next() == Some(name))
+            .map(|(_, count)| count)
+            .sum()
+    }
+}
+
+/// Whether an expected operation name means this called one: a bare tool name (no
+/// server) matches any server's.
+fn names_match(expected: &str, called: &str) -> bool {
+    if expected.contains('/') {
+        expected == called
+    } else {
+        called.rsplit('/').next() == Some(expected)
+    }
+}
+
+impl ArgCheck {
+    /// Whether the call's arguments hold this check: the value at the key (or path) has
+    /// everything the expected value says (`subset`).
+    fn holds(&self, input: &Value) -> bool {
+        let found = match &self.path {
+            Some(path) => path.lookup(input),
+            None => input.as_object().and_then(|o| o.get(&self.key)),
+        };
+        found.is_some_and(|found| subset(&self.expected, found))
+    }
+}
+
+/// Whether `actual` holds everything `expected` says: objects by their keys (extra keys in
+/// `actual` allowed, recursively), arrays element by element at the same length, other
+/// values equal (numbers by value, `5` equals `5.0`).
+pub fn subset(expected: &Value, actual: &Value) -> bool {
+    match (expected, actual) {
+        (Value::Object(want), Value::Object(have)) => want
+            .iter()
+            .all(|(key, value)| have.get(key).is_some_and(|found| subset(value, found))),
+        (Value::Array(want), Value::Array(have)) => {
+            want.len() == have.len() && want.iter().zip(have).all(|(w, h)| subset(w, h))
+        }
+        _ => json_equal(expected, actual),
+    }
+}
+
+/// Whether `want` appears in `called` in order: anywhere with `gaps`, else as a run of
+/// consecutive calls.
+fn in_order(want: &[String], called: &[&str], gaps: bool) -> bool {
+    if gaps {
+        let mut rest = called.iter();
+        want.iter()
+            .all(|name| rest.any(|called| names_match(name, called)))
+    } else {
+        called.windows(want.len()).any(|window| {
+            window
+                .iter()
+                .zip(want)
+                .all(|(called, name)| names_match(name, called))
+        })
+    }
+}
+
+/// `server/tool`, whether the record carries the server in its name or beside it.
+fn canonical_name(call: &ToolCallRecord) -> String {
+    if call.tool_name.contains('/') || call.server_id.is_empty() {
+        call.tool_name.clone()
+    } else {
+        format!("{}/{}", call.server_id, call.tool_name)
+    }
+}
+
+/// One assertion's result, its expected and actual kept as JSON text.
+pub(crate) fn result(
+    kind: &str,
+    pass: bool,
+    expected: Value,
+    actual: Value,
+    message: Option<String>,
+) -> AssertionResult {
+    AssertionResult {
+        kind: kind.to_owned(),
+        pass,
+        expected: RawJson::from(expected),
+        actual: RawJson::from(actual),
+        message,
+        status: None,
+        children: Vec::new(),
+    }
+}
+
+/// One `json_schema` check: the final text parsed as JSON, or every call of `tool`'s
+/// arguments, validated; `actual` is what was checked, the message the first errors.
+fn schema_result(check: &SchemaCheck, facts: &Facts<'_>, text: &Value) -> AssertionResult {
+    let expected = match &check.tool {
+        Some(tool) => json!({"tool": tool, "schema": check.schema}),
+        None => json!({"schema": check.schema}),
+    };
+    let fail = |actual: Value, message: String| {
+        result(
+            "json_schema",
+            false,
+            expected.clone(),
+            actual,
+            Some(message),
+        )
+    };
+    let validator = match jsonschema::validator_for(&check.schema) {
+        Ok(validator) => validator,
+        // Compiled when the suite was read; a failure here is still a failure, never a pass.
+        Err(err) => {
+            return fail(
+                Value::Null,
+                format!("json_schema: the schema does not compile: {err}"),
+            );
+        }
+    };
+    let errors = |instance: &Value| -> Vec<String> {
+        validator
+            .iter_errors(instance)
+            .take(3)
+            .map(|err| {
+                let at = err.instance_path().to_string();
+                if at.is_empty() {
+                    err.to_string()
+                } else {
+                    format!("{at}: {err}")
+                }
+            })
+            .collect()
+    };
+    match &check.tool {
+        None => match parse_output_json(facts.output) {
+            Err(err) => fail(
+                text.clone(),
+                format!("json_schema: the output is not JSON ({err})"),
+            ),
+            Ok(document) => {
+                let found = errors(&document);
+                let pass = found.is_empty();
+                let message = (!pass).then(|| format!("json_schema: {}", found.join("; ")));
+                result("json_schema", pass, expected.clone(), document, message)
+            }
+        },
+        Some(tool) => {
+            let calls: Vec<&Value> = facts.matching(tool, &[]).collect();
+            if calls.is_empty() {
+                return fail(json!([]), format!("json_schema: {tool} was not called"));
+            }
+            let found: Vec<String> = calls
+                .iter()
+                .enumerate()
+                .flat_map(|(i, input)| {
+                    errors(input)
+                        .into_iter()
+                        .map(move |e| format!("call {}: {e}", i + 1))
+                })
+                .collect();
+            let pass = found.is_empty();
+            let message = (!pass).then(|| format!("json_schema: {}", found.join("; ")));
+            result("json_schema", pass, expected.clone(), json!(calls), message)
+        }
+    }
+}
+
+/// One `prompted` check on the prompt of its model call; `actual` is the prompt's text
+/// (or the value at the path), the message says what was missing.
+fn prompt_result(check: &PromptCheck, prompts: &[PromptRecord]) -> AssertionResult {
+    let step = check.step;
+    let expected = match &check.test {
+        PromptTest::Contains(text) => json!({"step": step, "contains": text}),
+        PromptTest::Matches(regex) => json!({"step": step, "matches": regex.as_str()}),
+        PromptTest::Path { path, equals } => {
+            json!({"step": step, "path": path.to_string(), "equals": equals})
+        }
+    };
+    let Some(record) = prompts.iter().find(|p| p.call == step) else {
+        return result(
+            "prompted",
+            false,
+            expected,
+            Value::Null,
+            Some(format!(
+                "prompted: the model was called {} time(s); there is no model call {step}",
+                prompts.len()
+            )),
+        );
+    };
+    let cut = if record.cut {
+        format!(
+            " (the recorded prompt was cut: a long text keeps {} KiB, a prompt {} KiB)",
+            MESSAGE_TEXT_BYTES / 1024,
+            PROMPT_BYTES / 1024
+        )
+    } else {
+        String::new()
+    };
+    let (pass, actual, message) = match &check.test {
+        PromptTest::Contains(needle) => {
+            let text = record.text();
+            let pass = text.contains(needle.as_str());
+            let message = format!("prompted: model call {step}'s prompt lacks {needle:?}{cut}");
+            (pass, Value::String(text), message)
+        }
+        PromptTest::Matches(regex) => {
+            let text = record.text();
+            let pass = regex.is_match(&text);
+            let message = format!(
+                "prompted: /{}/ does not match model call {step}'s prompt{cut}",
+                regex.as_str()
+            );
+            (pass, Value::String(text), message)
+        }
+        PromptTest::Path { path, equals } => {
+            let messages = Value::Array(record.messages.clone());
+            match path.lookup(&messages) {
+                None => (
+                    false,
+                    Value::Null,
+                    format!("prompted: nothing at {path} in model call {step}'s messages{cut}"),
+                ),
+                Some(found) => (
+                    json_equal(found, equals),
+                    found.clone(),
+                    format!(
+                        "prompted: {path} of model call {step}'s messages is {found}, expected {equals}"
+                    ),
+                ),
+            }
+        }
+    };
+    result(
+        "prompted",
+        pass,
+        expected,
+        actual,
+        (!pass).then_some(message),
+    )
+}
+
+/// The rule assertions' results, one per item of a list kind; the kinds judged later
+/// (models, compositions, programs) add nothing here.
+pub(crate) fn check(assertion: &Assertion, facts: &Facts<'_>, out: &mut Vec<AssertionResult>) {
+    let text = Value::String(facts.output.to_owned());
+    match assertion {
+        Assertion::Contains(needles) => {
+            for needle in needles {
+                let pass = facts.output.contains(needle.as_str());
+                let message = (!pass).then(|| format!("contains: {needle:?} not found"));
+                out.push(result(
+                    "contains",
+                    pass,
+                    json!(needle),
+                    text.clone(),
+                    message,
+                ));
+            }
+        }
+        Assertion::Equals(expected) => {
+            let pass = facts.output == expected;
+            let message = (!pass).then(|| "equals: the output differs".to_owned());
+            out.push(result("equals", pass, json!(expected), text, message));
+        }
+        Assertion::Regex(patterns) => {
+            for regex in patterns {
+                let pass = regex.is_match(facts.output);
+                let message =
+                    (!pass).then(|| format!("regex: /{}/ does not match", regex.as_str()));
+                out.push(result(
+                    "regex",
+                    pass,
+                    json!(regex.as_str()),
+                    text.clone(),
+                    message,
+                ));
+            }
+        }
+        Assertion::OperationCalled(expectations) => {
+            for expectation in expectations.iter().filter(|e| !e.args.is_empty()) {
+                let count = facts.matching(&expectation.name, &expectation.args).count();
+                let count = u32::try_from(count).unwrap_or(u32::MAX);
+                let args: Map<String, Value> = expectation
+                    .args
+                    .iter()
+                    .map(|check| (check.key.clone(), check.expected.clone()))
+                    .collect();
+                let mut expected = json!({"name": expectation.name, "args": args});
+                let pass = match expectation.times {
+                    None => count > 0,
+                    Some(times) => {
+                        expected["times"] = json!(times);
+                        count == times
+                    }
+                };
+                let sent: Vec<&Value> = facts
+                    .ordered
+                    .iter()
+                    .filter(|(called, _)| names_match(&expectation.name, called))
+                    .map(|(_, input)| *input)
+                    .collect();
+                let message = (!pass).then(|| match expectation.times {
+                    None if sent.is_empty() => {
+                        format!("operation_called: {} was not called", expectation.name)
+                    }
+                    None => format!(
+                        "operation_called: no call of {} had those arguments ({} call(s))",
+                        expectation.name,
+                        sent.len()
+                    ),
+                    Some(times) => format!(
+                        "operation_called: {} called {count} time(s) with those arguments, expected {times}",
+                        expectation.name
+                    ),
+                });
+                out.push(result(
+                    "operation_called",
+                    pass,
+                    expected,
+                    json!({ "calls with their arguments": sent }),
+                    message,
+                ));
+            }
+            for expectation in expectations.iter().filter(|e| e.args.is_empty()) {
+                let count = facts.count(&expectation.name);
+                let (pass, expected, message) = match expectation.times {
+                    None => (
+                        count > 0,
+                        json!(expectation.name),
+                        format!("operation_called: {} was not called", expectation.name),
+                    ),
+                    Some(times) => (
+                        count == times,
+                        json!({"name": expectation.name, "times": times}),
+                        format!(
+                            "operation_called: {} called {count} time(s), expected {times}",
+                            expectation.name
+                        ),
+                    ),
+                };
+                out.push(result(
+                    "operation_called",
+                    pass,
+                    expected,
+                    facts.calls_json(),
+                    (!pass).then_some(message),
+                ));
+            }
+        }
+        Assertion::Sequence(sequence) => {
+            let called = facts.names();
+            let pass = in_order(&sequence.tools, &called, sequence.gaps);
+            let message = (!pass).then(|| {
+                format!(
+                    "sequence: {} not called in this order{}",
+                    sequence.tools.join(" → "),
+                    if sequence.gaps {
+                        ""
+                    } else {
+                        " one after another"
+                    }
+                )
+            });
+            out.push(result(
+                "sequence",
+                pass,
+                json!({"tools": sequence.tools, "gaps": sequence.gaps}),
+                json!(called),
+                message,
+            ));
+        }
+        Assertion::NotCalled(names) => {
+            for name in names {
+                let count = facts.count(name);
+                let pass = count == 0;
+                let message =
+                    (!pass).then(|| format!("not_called: {name} was called {count} time(s)"));
+                out.push(result(
+                    "not_called",
+                    pass,
+                    json!(name),
+                    facts.calls_json(),
+                    message,
+                ));
+            }
+        }
+        Assertion::JsonSchema(checks) => {
+            for check in checks {
+                out.push(schema_result(check, facts, &text));
+            }
+        }
+        Assertion::Prompted(checks) => {
+            for check in checks {
+                out.push(prompt_result(check, facts.prompts));
+            }
+        }
+        Assertion::Envelope(codes) => {
+            for code in codes {
+                let pass = facts.codes.iter().any(|seen| seen == code);
+                let message = (!pass).then(|| format!("envelope: no call returned {code}"));
+                out.push(result(
+                    "envelope",
+                    pass,
+                    json!(code),
+                    json!(facts.codes),
+                    message,
+                ));
+            }
+        }
+        Assertion::NoEnvelope(forbidden) => {
+            let (pass, expected, message) = match forbidden {
+                NoEnvelope::Any => (
+                    facts.codes.is_empty(),
+                    json!("no envelope"),
+                    format!("no_envelope: calls returned {}", facts.codes.join(", ")),
+                ),
+                NoEnvelope::Codes(codes) => {
+                    let hit: Vec<&String> = facts
+                        .codes
+                        .iter()
+                        .filter(|seen| codes.contains(seen))
+                        .collect();
+                    let names: Vec<&str> = hit.iter().map(|s| s.as_str()).collect();
+                    (
+                        hit.is_empty(),
+                        json!(codes),
+                        format!("no_envelope: calls returned {}", names.join(", ")),
+                    )
+                }
+            };
+            out.push(result(
+                "no_envelope",
+                pass,
+                expected,
+                json!(facts.codes),
+                (!pass).then_some(message),
+            ));
+        }
+        Assertion::JsonPath(checks) => {
+            let parsed = parse_output_json(facts.output);
+            for check in checks {
+                let expected = json!({"path": check.path.to_string(), "equals": check.equals});
+                let (pass, actual, message) = match &parsed {
+                    Err(err) => (
+                        false,
+                        text.clone(),
+                        Some(format!("json_path: the output is not JSON ({err})")),
+                    ),
+                    Ok(document) => match check.path.lookup(document) {
+                        None => (
+                            false,
+                            Value::Null,
+                            Some(format!("json_path: nothing at {}", check.path)),
+                        ),
+                        Some(found) => {
+                            let pass = json_equal(found, &check.equals);
+                            let message = (!pass).then(|| {
+                                format!(
+                                    "json_path: {} is {found}, expected {}",
+                                    check.path, check.equals
+                                )
+                            });
+                            (pass, found.clone(), message)
+                        }
+                    },
+                };
+                out.push(result("json_path", pass, expected, actual, message));
+            }
+        }
+        Assertion::MaxTokens(max) => {
+            let used = facts.tokens.total;
+            let pass = used <= *max;
+            let message = (!pass).then(|| format!("max_tokens: used {used}, limit {max}"));
+            out.push(result("max_tokens", pass, json!(max), json!(used), message));
+        }
+        // A model answers these (`eval::judge::apply`, after the rules), and compositions
+        // and programs come last (`eval::compose::apply`).
+        Assertion::LlmJudge(_)
+        | Assertion::SemanticMatch(_)
+        | Assertion::All(_)
+        | Assertion::Any(_)
+        | Assertion::Command(_) => {}
+        Assertion::MaxCost(max) => out.push(match facts.cost {
+            Some(cost) => {
+                let pass = cost <= *max;
+                let message = (!pass)
+                    .then(|| format!("max_cost: cost {}, limit {}", dollars(cost), dollars(*max)));
+                result("max_cost", pass, json!(max), json!(cost), message)
+            }
+            // Unknown is not cheap: the case cannot be judged on cost, and says why.
+            None => AssertionResult {
+                status: Some(AssertionStatus::Errored),
+                ..result(
+                    "max_cost",
+                    false,
+                    json!(max),
+                    Value::Null,
+                    Some(format!(
+                        "max_cost: cannot be checked: {}",
+                        facts.cost_missing.unwrap_or("the run's cost is not known")
+                    )),
+                )
+            },
+        }),
+    }
+}
+
+/// Dollars to six significant digits, trailing zeros dropped: `$0.0036`, never
+/// `$0.0036000000000000003`.
+fn dollars(amount: f64) -> String {
+    if amount == 0.0 || !amount.is_finite() {
+        return format!("${amount}");
+    }
+    let decimals = (5.0 - amount.abs().log10().floor()).clamp(0.0, 15.0) as usize;
+    let text = format!("{amount:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("${text}")
+}
+
+/// The output as JSON, allowing the `` ```json `` fences models like to wrap it in.
+fn parse_output_json(output: &str) -> Result<Value, serde_json::Error> {
+    let trimmed = output.trim();
+    let unfenced = trimmed
+        .strip_prefix("```")
+        .and_then(|rest| rest.strip_suffix("```"))
+        .map_or(trimmed, |inner| {
+            inner
+                .trim_start_matches(|c: char| c.is_ascii_alphanumeric())
+                .trim()
+        });
+    serde_json::from_str(unfenced)
+}
+
+/// JSON equality where `5` and `5.0` are the same number.
+pub fn json_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            (Some(x), Some(y)) if x.is_finite() && y.is_finite() => x == y,
+            _ => x == y,
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_equal(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(key, value)| y.get(key).is_some_and(|other| json_equal(value, other)))
+        }
+        _ => a == b,
+    }
+}
+
+/// One step of a JSON path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathSegment {
+    Key(String),
+    Index(usize),
+}
+
+/// A JSON path: `$`, then `.key`, `[index]` or `["key"]` steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonPath {
+    pub segments: Vec<PathSegment>,
+}
+
+/// Why a JSON path could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("invalid JSON path {path:?}: {reason}")]
+pub struct JsonPathError {
+    pub path: String,
+    pub reason: String,
+}
+
+impl JsonPath {
+    pub fn parse(text: &str) -> Result<Self, JsonPathError> {
+        let fail = |reason: &str| JsonPathError {
+            path: text.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let rest = text
+            .strip_prefix('$')
+            .ok_or_else(|| fail("it must start with `$`"))?;
+        let chars: Vec<char> = rest.chars().collect();
+        let mut segments = Vec::new();
+        let mut i = 0;
+        while i < chars.len() {
+            match chars[i] {
+                '.' => {
+                    let start = i + 1;
+                    let mut end = start;
+                    while end < chars.len() && chars[end] != '.' && chars[end] != '[' {
+                        end += 1;
+                    }
+                    if end == start {
+                        return Err(fail("a `.` must be followed by a key"));
+                    }
+                    segments.push(PathSegment::Key(chars[start..end].iter().collect()));
+                    i = end;
+                }
+                '[' => {
+                    let close = chars[i..]
+                        .iter()
+                        .position(|&c| c == ']')
+                        .map(|at| at + i)
+                        .ok_or_else(|| fail("unclosed `[`"))?;
+                    let inner: String = chars[i + 1..close].iter().collect();
+                    let inner = inner.trim();
+                    let quoted = ['"', '\''].iter().find_map(|q| {
+                        inner
+                            .strip_prefix(*q)
+                            .and_then(|s| s.strip_suffix(*q))
+                            .filter(|_| inner.len() >= 2)
+                    });
+                    if let Some(key) = quoted {
+                        segments.push(PathSegment::Key(key.to_owned()));
+                    } else {
+                        let index = inner.parse::<usize>().map_err(|_| {
+                            fail("brackets hold an index (`[0]`) or a quoted key (`[\"a b\"]`)")
+                        })?;
+                        segments.push(PathSegment::Index(index));
+                    }
+                    i = close + 1;
+                }
+                _ => return Err(fail("expected `.key` or `[index]` after `$`")),
+            }
+        }
+        Ok(Self { segments })
+    }
+
+    /// The value at this path, if there is one.
+    pub fn lookup<'v>(&self, value: &'v Value) -> Option<&'v Value> {
+        self.segments
+            .iter()
+            .try_fold(value, |current, segment| match segment {
+                PathSegment::Key(key) => current.as_object()?.get(key),
+                PathSegment::Index(index) => current.as_array()?.get(*index),
+            })
+    }
+}
+
+impl fmt::Display for JsonPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("$")?;
+        for segment in &self.segments {
+            match segment {
+                PathSegment::Key(key)
+                    if !key.is_empty()
+                        && key
+                            .chars()
+                            .all(|c| c.is_alphanumeric() || c == '_' || c == '-') =>
+                {
+                    write!(f, ".{key}")?;
+                }
+                PathSegment::Key(key) => write!(f, "[{key:?}]")?,
+                PathSegment::Index(index) => write!(f, "[{index}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::parse_suite;
+
+    fn case(assert: &str) -> Case {
+        let text =
+            format!("suite = \"s\"\n[[case]]\nid = \"c\"\ninput = \"x\"\n[case.assert]\n{assert}");
+        parse_suite("s.toml", &text).unwrap().cases.remove(0)
+    }
+
+    fn call(name: &str, code: Option<&str>) -> ToolCallRecord {
+        ToolCallRecord {
+            id: "call_1".into(),
+            tool_name: name.into(),
+            server_id: "asaas".into(),
+            status: if code.is_some() { "error" } else { "success" }.into(),
+            duration_ms: 1,
+            input: json!({}),
+            output: json!({}),
+            error_code: code.map(str::to_owned),
+        }
+    }
+
+    fn run(output: &str, calls: Vec<ToolCallRecord>, total: u64) -> CaseRun {
+        CaseRun {
+            output: Some(output.to_owned()),
+            tool_calls: calls,
+            tokens: Tokens {
+                prompt: total / 2,
+                completion: total - total / 2,
+                total,
+            },
+            error: None,
+            duration_ms: 12.0,
+            prompts: Vec::new(),
+            steps: Vec::new(),
+            cost: Some(0.0),
+            cost_missing: None,
+        }
+    }
+
+    /// Judges and returns (status, [(pass, expected, actual)]).
+    fn judge(assert: &str, run: &CaseRun) -> (EvalStatus, Vec<(bool, Value, Value)>) {
+        let result = evaluate(&case(assert), run);
+        let rows = result
+            .assertions
+            .iter()
+            .map(|a| (a.pass, a.expected.to_value(), a.actual.to_value()))
+            .collect();
+        (result.status, rows)
+    }
+
+    fn call_with(name: &str, input: Value) -> ToolCallRecord {
+        ToolCallRecord {
+            input,
+            ..call(name, None)
+        }
+    }
+
+    #[test]
+    fn operation_called_with_args_counts_only_the_calls_whose_arguments_hold() {
+        let calls = vec![
+            call_with(
+                "asaas/create_payment",
+                json!({"value": 5, "customer": {"id": "cus_1", "name": "Ana"}}),
+            ),
+            call_with(
+                "asaas/create_payment",
+                json!({"value": 7, "customer": {"id": "cus_2"}}),
+            ),
+        ];
+        let r = run("done", calls, 10);
+        let (status, rows) = judge(
+            "operation_called = [ { name = \"asaas/create_payment\", args = { value = 5 } },\n\
+             { name = \"create_payment\", args = { \"$.customer.id\" = \"cus_2\" }, times = 1 },\n\
+             { name = \"asaas/create_payment\", args = { customer = { id = \"cus_1\" } } } ]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed, "{rows:?}");
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[0].1["args"]["value"], 5);
+        // The sent arguments are the actual, so a failure shows what was sent.
+        let (status, rows) = judge(
+            "operation_called = { name = \"asaas/create_payment\", args = { value = 9 } }",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed);
+        assert!(!rows[0].0);
+        assert_eq!(rows[0].2["calls with their arguments"][1]["value"], 7);
+        let result = evaluate(
+            &case("operation_called = { name = \"asaas/create_payment\", args = { value = 9 } }"),
+            &r,
+        );
+        assert_eq!(
+            result.reason.as_deref(),
+            Some(
+                "operation_called: no call of asaas/create_payment had those arguments (2 call(s))"
+            )
+        );
+        // A subset, not equality: a number matches by value, a missing key does not.
+        let (status, _) = judge(
+            "operation_called = { name = \"create_payment\", args = { value = 5.0, customer = { id = \"cus_1\" } }, times = 1 }",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed);
+        let (status, _) = judge(
+            "operation_called = { name = \"create_payment\", args = { currency = \"BRL\" } }",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed);
+    }
+
+    #[test]
+    fn sequence_and_not_called_read_the_calls_in_order() {
+        let calls = vec![
+            call("asaas/create_customer", None),
+            call("asaas/get_balance", None),
+            call("asaas/create_payment", None),
+        ];
+        let r = run("done", calls, 10);
+        let (status, rows) = judge(
+            "sequence = [\"asaas/create_customer\", \"create_payment\"]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed);
+        assert_eq!(
+            rows[0].2,
+            json!([
+                "asaas/create_customer",
+                "asaas/get_balance",
+                "asaas/create_payment"
+            ])
+        );
+        let (status, _) = judge(
+            "sequence = { tools = [\"asaas/create_customer\", \"asaas/create_payment\"], gaps = false }",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed, "a call sits between them");
+        let (status, _) = judge(
+            "sequence = { tools = [\"asaas/get_balance\", \"asaas/create_payment\"], gaps = false }",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed);
+        let (status, _) = judge(
+            "sequence = [\"asaas/create_payment\", \"asaas/create_customer\"]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed, "the wrong order");
+        let (status, _) = judge("not_called = \"asaas/refund\"", &r);
+        assert_eq!(status, EvalStatus::Passed);
+        let result = evaluate(&case("not_called = [\"refund\", \"get_balance\"]"), &r);
+        assert_eq!(result.status, EvalStatus::Failed);
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("not_called: get_balance was called 1 time(s)")
+        );
+    }
+
+    #[test]
+    fn json_schema_on_the_output_and_on_a_tools_arguments() {
+        let schema = "{ type = \"object\", required = [\"id\", \"status\"], properties = { status = { enum = [\"PENDING\", \"PAID\"] } } }";
+        let good = run(r#"{"id": "pay_1", "status": "PENDING"}"#, vec![], 10);
+        let (status, _) = judge(&format!("json_schema = {{ schema = {schema} }}"), &good);
+        assert_eq!(status, EvalStatus::Passed);
+        let bad = run(r#"{"id": "pay_1", "status": "LOST"}"#, vec![], 10);
+        let result = evaluate(
+            &case(&format!("json_schema = {{ schema = {schema} }}")),
+            &bad,
+        );
+        assert_eq!(result.status, EvalStatus::Failed);
+        let reason = result.reason.unwrap_or_default();
+        assert!(reason.starts_with("json_schema: /status:"), "{reason}");
+        let text = run("Charged!", vec![], 10);
+        let result = evaluate(
+            &case(&format!("json_schema = {{ schema = {schema} }}")),
+            &text,
+        );
+        assert!(
+            result
+                .reason
+                .unwrap_or_default()
+                .contains("the output is not JSON"),
+            "not JSON fails, never passes"
+        );
+        let calls = vec![
+            call_with("asaas/create_payment", json!({"value": 5})),
+            call_with("asaas/create_payment", json!({"value": "five"})),
+        ];
+        let args = "json_schema = { tool = \"asaas/create_payment\", schema = { type = \"object\", properties = { value = { type = \"number\" } } } }";
+        let result = evaluate(&case(args), &run("ok", calls, 10));
+        assert_eq!(result.status, EvalStatus::Failed);
+        assert!(
+            result
+                .reason
+                .unwrap_or_default()
+                .starts_with("json_schema: call 2: /value:"),
+        );
+        let result = evaluate(&case(args), &run("ok", vec![], 10));
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("json_schema: asaas/create_payment was not called")
+        );
+    }
+
+    #[test]
+    fn a_call_held_for_approval_is_no_pass() {
+        let calls = vec![
+            call("asaas/create_payment", None),
+            call("asaas/create_payment", Some("approval_required")),
+        ];
+        let result = evaluate(
+            &case("contains = \"pay_1\""),
+            &run("Charged pay_1", calls, 10),
+        );
+        assert_eq!(result.status, EvalStatus::Error);
+        assert_eq!(result.reason.as_deref(), Some(HELD));
+        assert!(!result.to_event("s", "c").pass);
+        // Other envelopes are the agent's to handle: judged as usual.
+        let calls = vec![call("asaas/refund", Some("policy_denied"))];
+        let result = evaluate(&case("contains = \"pay_1\""), &run("pay_1", calls, 10));
+        assert_eq!(result.status, EvalStatus::Passed);
+    }
+
+    #[test]
+    fn contains_passes_and_fails_per_item() {
+        let r = run("Charged: pay_1", vec![], 10);
+        let (status, rows) = judge("contains = [\"pay_1\", \"pay_2\"]", &r);
+        assert_eq!(status, EvalStatus::Failed);
+        assert_eq!(
+            rows,
+            vec![
+                (true, json!("pay_1"), json!("Charged: pay_1")),
+                (false, json!("pay_2"), json!("Charged: pay_1")),
+            ]
+        );
+        let result = evaluate(&case("contains = \"pay_2\""), &r);
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("contains: \"pay_2\" not found")
+        );
+        assert_eq!(judge("contains = \"pay_1\"", &r).0, EvalStatus::Passed);
+    }
+
+    #[test]
+    fn equals_is_exact() {
+        let r = run("Charged: pay_1", vec![], 10);
+        assert_eq!(
+            judge("equals = \"Charged: pay_1\"", &r),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!("Charged: pay_1"), json!("Charged: pay_1"))]
+            )
+        );
+        assert_eq!(
+            judge("equals = \"Charged: pay_1 \"", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!("Charged: pay_1 "), json!("Charged: pay_1"))]
+            )
+        );
+    }
+
+    #[test]
+    fn regex_matches_the_output() {
+        let r = run("Charged: pay_17", vec![], 10);
+        assert_eq!(
+            judge(r"regex = '^Charged: pay_\d+$'", &r),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!(r"^Charged: pay_\d+$"), json!("Charged: pay_17"))]
+            )
+        );
+        assert_eq!(
+            judge(r"regex = '^Refunded'", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!("^Refunded"), json!("Charged: pay_17"))]
+            )
+        );
+    }
+
+    #[test]
+    fn operation_called_counts_calls() {
+        let r = run(
+            "ok",
+            vec![
+                call("create_payment", None),
+                call("asaas/create_payment", None),
+                call("get_payment", None),
+            ],
+            10,
+        );
+        let counts = json!({"asaas/create_payment": 2, "asaas/get_payment": 1});
+        let (status, rows) = judge(
+            "operation_called = [\"asaas/create_payment\", \"get_payment\", { name = \"asaas/create_payment\", times = 2 }]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed);
+        assert_eq!(
+            rows[0],
+            (true, json!("asaas/create_payment"), counts.clone())
+        );
+        assert_eq!(
+            rows[2],
+            (
+                true,
+                json!({"name": "asaas/create_payment", "times": 2}),
+                counts.clone()
+            )
+        );
+        let (status, rows) = judge(
+            "operation_called = [\"asaas/refund_payment\", { name = \"asaas/get_payment\", times = 2 }]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed);
+        assert_eq!(
+            rows[0],
+            (false, json!("asaas/refund_payment"), counts.clone())
+        );
+        assert_eq!(
+            rows[1],
+            (
+                false,
+                json!({"name": "asaas/get_payment", "times": 2}),
+                counts
+            )
+        );
+        let result = evaluate(
+            &case("operation_called = { name = \"asaas/get_payment\", times = 2 }"),
+            &r,
+        );
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("operation_called: asaas/get_payment called 1 time(s), expected 2")
+        );
+    }
+
+    #[test]
+    fn envelope_and_no_envelope_look_at_codes() {
+        let r = run(
+            "ok",
+            vec![
+                call("a", Some("tool_not_mocked")),
+                call("b", None),
+                call("c", Some("mocks_exhausted")),
+            ],
+            10,
+        );
+        let seen = json!(["tool_not_mocked", "mocks_exhausted"]);
+        assert_eq!(
+            judge("envelope = \"tool_not_mocked\"", &r),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!("tool_not_mocked"), seen.clone())]
+            )
+        );
+        assert_eq!(
+            judge("envelope = \"policy_denied\"", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!("policy_denied"), seen.clone())]
+            )
+        );
+        assert_eq!(
+            judge("no_envelope = true", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!("no envelope"), seen.clone())]
+            )
+        );
+        assert_eq!(
+            judge("no_envelope = [\"policy_denied\"]", &r),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!(["policy_denied"]), seen.clone())]
+            )
+        );
+        assert_eq!(
+            judge("no_envelope = \"mocks_exhausted\"", &r),
+            (
+                EvalStatus::Failed,
+                vec![(false, json!(["mocks_exhausted"]), seen)]
+            )
+        );
+        let clean = run("ok", vec![call("b", None)], 10);
+        assert_eq!(
+            judge("no_envelope = true", &clean),
+            (
+                EvalStatus::Passed,
+                vec![(true, json!("no envelope"), json!([]))]
+            )
+        );
+    }
+
+    #[test]
+    fn json_path_reads_the_output() {
+        let r = run(
+            "```json\n{\"id\": \"pay_1\", \"value\": 5.0, \"items\": [{\"sku\": \"a\"}]}\n```",
+            vec![],
+            10,
+        );
+        let (status, rows) = judge(
+            "json_path = [{ path = \"$.id\", equals = \"pay_1\" }, { path = \"$.value\", equals = 5 }, { path = \"$.items[0].sku\", equals = \"a\" }]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Passed, "{rows:?}");
+        assert_eq!(
+            rows[0],
+            (
+                true,
+                json!({"path": "$.id", "equals": "pay_1"}),
+                json!("pay_1")
+            )
+        );
+        assert_eq!(rows[2].2, json!("a"));
+
+        let (status, rows) = judge(
+            "json_path = [{ path = \"$.id\", equals = \"pay_2\" }, { path = \"$.items[3]\", equals = 1 }]",
+            &r,
+        );
+        assert_eq!(status, EvalStatus::Failed);
+        assert_eq!(
+            rows[0],
+            (
+                false,
+                json!({"path": "$.id", "equals": "pay_2"}),
+                json!("pay_1")
+            )
+        );
+        assert_eq!(
+            rows[1],
+            (
+                false,
+                json!({"path": "$.items[3]", "equals": 1}),
+                Value::Null
+            )
+        );
+
+        let prose = run("Charged pay_1", vec![], 10);
+        let result = evaluate(
+            &case("json_path = { path = \"$.id\", equals = \"pay_1\" }"),
+            &prose,
+        );
+        assert_eq!(result.status, EvalStatus::Failed);
+        assert_eq!(
+            result.assertions[0].actual.to_value(),
+            json!("Charged pay_1")
+        );
+        assert!(
+            result
+                .reason
+                .unwrap()
+                .starts_with("json_path: the output is not JSON")
+        );
+    }
+
+    #[test]
+    fn max_tokens_compares_the_total() {
+        let r = run("ok", vec![], 46);
+        assert_eq!(
+            judge("max_tokens = 46", &r),
+            (EvalStatus::Passed, vec![(true, json!(46), json!(46))])
+        );
+        assert_eq!(
+            judge("max_tokens = 45", &r),
+            (EvalStatus::Failed, vec![(false, json!(45), json!(46))])
+        );
+    }
+
+    #[test]
+    fn max_cost_compares_dollars_and_errors_when_the_cost_is_unknown() {
+        let mut r = run("ok", vec![], 46);
+        r.cost = Some(0.004);
+        assert_eq!(
+            judge("max_cost = 0.01", &r),
+            (EvalStatus::Passed, vec![(true, json!(0.01), json!(0.004))])
+        );
+        let failed = evaluate(&case("max_cost = 0.001"), &r);
+        assert_eq!(failed.status, EvalStatus::Failed);
+        assert_eq!(
+            failed.reason.as_deref(),
+            Some("max_cost: cost $0.004, limit $0.001")
+        );
+        assert_eq!(dollars(0.1 + 0.2), "$0.3");
+        assert_eq!(dollars(0.003_6), "$0.0036");
+        assert_eq!(dollars(12.5), "$12.5");
+        assert_eq!(dollars(0.0), "$0");
+        // No price: not a pass, not a fail on a made-up 0, but an error naming why.
+        r.cost = None;
+        r.cost_missing = Some("no price for model `o3-mini` (--model-prices)".into());
+        let errored = evaluate(&case("contains = \"ok\"\nmax_cost = 0.01"), &r);
+        assert_eq!(errored.status, EvalStatus::Error);
+        assert_eq!(
+            errored.reason.as_deref(),
+            Some("max_cost: cannot be checked: no price for model `o3-mini` (--model-prices)")
+        );
+        let a = &errored.assertions[1];
+        assert!(
+            a.status == Some(AssertionStatus::Errored) && !a.pass,
+            "{a:?}"
+        );
+        assert_eq!(a.actual.to_value(), Value::Null);
+        assert!(errored.assertions[0].pass && errored.assertions[0].status.is_none());
+        assert_eq!(errored.to_event("s", "c").status, EvalStatus::Error);
+    }
+
+    #[test]
+    fn no_result_is_an_error_not_a_failure() {
+        let c = case("contains = \"pay_1\"");
+        let failed = CaseRun {
+            error: Some("model failed on step 0: Rate limited".into()),
+            ..CaseRun::default()
+        };
+        let result = evaluate(&c, &failed);
+        assert_eq!(result.status, EvalStatus::Error);
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("model failed on step 0: Rate limited")
+        );
+        assert!(
+            result.assertions.is_empty(),
+            "nothing is judged without a result"
+        );
+        let silent = evaluate(&c, &CaseRun::default());
+        assert_eq!(silent.status, EvalStatus::Error);
+        // With a result that misses, it is a failure instead.
+        let missed = evaluate(&c, &run("nothing", vec![], 1));
+        assert_eq!(missed.status, EvalStatus::Failed);
+    }
+
+    #[test]
+    fn skipped_and_assertion_free_cases() {
+        let suite = parse_suite(
+            "s.toml",
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nskip = \"later\"\n[[case]]\nid = \"b\"\ninput = \"x\"",
+        )
+        .unwrap();
+        let result = evaluate(&suite.cases[0], &run("ok", vec![], 1));
+        assert_eq!(
+            (result.status, result.reason.as_deref()),
+            (EvalStatus::Skipped, Some("later"))
+        );
+        assert_eq!(
+            evaluate(&suite.cases[1], &run("ok", vec![], 1)).status,
+            EvalStatus::Passed
+        );
+    }
+
+    #[test]
+    fn event_carries_status_score_and_assertions() {
+        let result = evaluate(&case("contains = [\"a\", \"b\"]"), &run("a", vec![], 7));
+        let event = result.to_event("payments", "c");
+        assert_eq!(event.status, EvalStatus::Failed);
+        assert!(!event.pass);
+        assert_eq!(event.score, Some(0.5));
+        assert_eq!(event.tokens.total, 7);
+        assert_eq!(event.duration, 12.0);
+        assert_eq!(event.assertions.len(), 2);
+        assert_eq!(
+            result.first_failure().map(|a| a.expected.to_value()),
+            Some(json!("b"))
+        );
+    }
+
+    #[test]
+    fn json_paths_parse_and_print() {
+        let path = JsonPath::parse("$.a.b[0][\"c d\"]['e']").unwrap();
+        assert_eq!(
+            path.segments,
+            vec![
+                PathSegment::Key("a".into()),
+                PathSegment::Key("b".into()),
+                PathSegment::Index(0),
+                PathSegment::Key("c d".into()),
+                PathSegment::Key("e".into()),
+            ]
+        );
+        assert_eq!(path.to_string(), "$.a.b[0][\"c d\"].e");
+        let doc = json!({"a": {"b": [{"c d": {"e": 3}}]}});
+        assert_eq!(path.lookup(&doc), Some(&json!(3)));
+        assert_eq!(JsonPath::parse("$").unwrap().lookup(&doc), Some(&doc));
+        for bad in ["a.b", "$.", "$[x]", "$[0", "$a", "$..a"] {
+            assert!(JsonPath::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,2364 @@
+//! Eval suite files: one suite per file, TOML or JSON, read into checked `Suite`/`Case`
+//! values. Every problem is a `SuiteError` naming the file, the case and the field.
+//!
+//! # Format
+//!
+//! ```toml
+//! suite = "payments"            # required
+//!
+//! [defaults]                    # optional; merged into every case, the case's own values win
+//! mocks = { "asaas/create_payment" = { id = "pay_1", status = "PENDING" } }  # per tool
+//! servers = ["asaas"]           # replaced whole by a case's own list
+//! metadata = { team = "billing" } # merged per key
+//! model = { default_text = "ok" } # replaced whole by a case's `model` or `model_variants`
+//! timeout_ms = 5000
+//!
+//! [[case]]                      # `cases` is accepted too (handy in JSON)
+//! id = "charge small amount"    # required, unique in the suite
+//! input = "Charge R$5 via Pix"  # required: the user message
+//! model = { sequence = [ { tool_calls = [ { name = "asaas/create_payment", arguments = { value = 5 } } ] },
+//!                        { text = "Charged: pay_1" } ] }
+//! skip = "reason"               # or `skip = true`
+//! timeout_ms = 2000
+//! [case.assert]
+//! contains = ["pay_1"]
+//! ```
+//!
+//! `model` is the runtime's scripted model (`sequence`, `fail_on_step`, `default_text`,
+//! `strict`, `retries`, `when` / `else` branches), checked by `eval::script`.
+//! `model_variants = [ {...}, {...} ]` instead gives one script per attempt: attempt 1
+//! uses the first, attempt 2 the second, cycling — so a case run with `repeat` can be
+//! made to pass on some attempts and fail on others (a flaky case on purpose).
+//!
+//! Assertion kinds under `[case.assert]`: `contains` (string or list), `equals`, `regex`
+//! (string or list), `operation_called` (name, `{ name, times, args }`, or a list of
+//! either), `sequence` (names in call order, or `{ tools, gaps }`), `not_called`,
+//! `json_schema` (`{ schema, tool? }` or a list), `prompted` (`{ step, contains |
+//! matches | path + equals }` or a list: what the scripted model received at a call),
+//! `envelope` (code or list: some call returned it), `no_envelope` (`true`: no call
+//! returned any envelope; a code or list: none of those), `json_path` (`{ path = "$.id",
+//! equals = ... }` or a list of them, on a final output that is JSON), `max_tokens`,
+//! `max_cost` (US dollars, by the runtime's price table), `llm_judge`, `semantic_match`;
+//! `all` / `any` (a list of one-kind assertion tables, nestable to [`MAX_NESTING`]) and
+//! `command` (a checker program, `eval::command`).
+//! Unknown keys anywhere are errors, not silently ignored.
+
+use super::assert::JsonPath;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use spyglass_protocol::glob::glob_match;
+use spyglass_protocol::rest::ModelScript;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use thiserror::Error;
+
+/// A parsed suite file.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    pub name: String,
+    /// The file it came from, as given (used in messages).
+    pub file: String,
+    pub cases: Vec<Case>,
+}
+
+/// One case with the suite's defaults already merged in.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub id: String,
+    pub input: String,
+    /// The session's `mocks` map, passed to the runtime as is (it checks the shape).
+    pub mocks: Option<Value>,
+    /// One script per attempt, cycling; empty means the runtime's default model.
+    pub models: Vec<ModelScript>,
+    pub servers: Vec<String>,
+    pub metadata: Map<String, Value>,
+    /// `Some(reason)` when the case is skipped.
+    pub skip: Option<String>,
+    pub timeout_ms: Option<u64>,
+    pub assertions: Vec<Assertion>,
+}
+
+impl Case {
+    /// The model script of a 1-based attempt (`model_variants` cycle by attempt number).
+    pub fn model_for_attempt(&self, attempt: u32) -> Option<&ModelScript> {
+        if self.models.is_empty() {
+            return None;
+        }
+        let index = (attempt.max(1) as usize - 1) % self.models.len();
+        self.models.get(index)
+    }
+}
+
+/// An operation that must have been called: at least once, or exactly `times`; with
+/// `args`, only the calls whose arguments hold every check count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperationExpectation {
+    pub name: String,
+    pub times: Option<u32>,
+    pub args: Vec<ArgCheck>,
+}
+
+/// One check on a call's arguments: a key of the input (its value a subset of what was
+/// sent) or, for a key starting with `$`, a JSON path into the input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgCheck {
+    pub key: String,
+    pub path: Option<JsonPath>,
+    pub expected: Value,
+}
+
+/// `sequence`: these operations were called in this order; with `gaps` (the default)
+/// other calls may come between them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SequenceExpectation {
+    pub tools: Vec<String>,
+    pub gaps: bool,
+}
+
+/// `json_schema`: the final text (parsed as JSON), or with `tool` the arguments of every
+/// call of that tool, valid against `schema` (checked to compile when the suite is read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaCheck {
+    pub tool: Option<String>,
+    pub schema: Value,
+}
+
+/// One `json_path` check.
+#[derive(Debug, Clone)]
+pub struct JsonPathCheck {
+    pub path: JsonPath,
+    pub equals: Value,
+}
+
+/// `prompted`: what the scripted model received at model call `step` (zero-based, as
+/// `fail_on_step` counts).
+#[derive(Debug, Clone)]
+pub struct PromptCheck {
+    pub step: u32,
+    pub test: PromptTest,
+}
+
+/// The one test a `prompted` item makes of the prompt.
+#[derive(Debug, Clone)]
+pub enum PromptTest {
+    /// The prompt's text (one message a line) contains this.
+    Contains(String),
+    /// The pattern matches the prompt's text.
+    Matches(regex::Regex),
+    /// The value at this path of the messages (a JSON list) equals `equals`.
+    Path { path: JsonPath, equals: Value },
+}
+
+/// What `no_envelope` forbids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoEnvelope {
+    Any,
+    Codes(Vec<String>),
+}
+
+/// One assertion kind of a case, checked when the file is read.
+#[derive(Debug, Clone)]
+pub enum Assertion {
+    Contains(Vec<String>),
+    Equals(String),
+    Regex(Vec<regex::Regex>),
+    OperationCalled(Vec<OperationExpectation>),
+    Sequence(SequenceExpectation),
+    NotCalled(Vec<String>),
+    Envelope(Vec<String>),
+    NoEnvelope(NoEnvelope),
+    JsonPath(Vec<JsonPathCheck>),
+    JsonSchema(Vec<SchemaCheck>),
+    Prompted(Vec<PromptCheck>),
+    MaxTokens(u64),
+    /// At most this many US dollars, as the runtime prices the run's tokens.
+    MaxCost(f64),
+    /// Judged by a model (`eval::judge`), after the rules above.
+    LlmJudge(super::judge::JudgeSpec),
+    SemanticMatch(super::judge::SemanticSpec),
+    /// Every child holds; judged in order, stopping at the first that does not.
+    All(Vec<Assertion>),
+    /// Some child holds; judged in order, stopping at the first that does.
+    Any(Vec<Assertion>),
+    /// Checker programs, each judging the case's observations (`eval::command`).
+    Command(Vec<CommandSpec>),
+}
+
+impl Assertion {
+    /// Its key in `[case.assert]`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Contains(_) => "contains",
+            Self::Equals(_) => "equals",
+            Self::Regex(_) => "regex",
+            Self::OperationCalled(_) => "operation_called",
+            Self::Sequence(_) => "sequence",
+            Self::NotCalled(_) => "not_called",
+            Self::Envelope(_) => "envelope",
+            Self::NoEnvelope(_) => "no_envelope",
+            Self::JsonPath(_) => "json_path",
+            Self::JsonSchema(_) => "json_schema",
+            Self::Prompted(_) => "prompted",
+            Self::MaxTokens(_) => "max_tokens",
+            Self::MaxCost(_) => "max_cost",
+            Self::LlmJudge(_) => "llm_judge",
+            Self::SemanticMatch(_) => "semantic_match",
+            Self::All(_) => "all",
+            Self::Any(_) => "any",
+            Self::Command(_) => "command",
+        }
+    }
+
+    /// Whether this assertion, or one nested in it, satisfies `test`.
+    pub fn any_in_tree(&self, test: &dyn Fn(&Assertion) -> bool) -> bool {
+        test(self)
+            || match self {
+                Self::All(children) | Self::Any(children) => {
+                    children.iter().any(|child| child.any_in_tree(test))
+                }
+                _ => false,
+            }
+    }
+}
+
+/// How deep `all` / `any` may nest inside one another: deeper is refused when the suite is
+/// read, so judging never recurses without bound.
+pub const MAX_NESTING: usize = 32;
+
+/// `command`: a checker program run with the case's observations as JSON on stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSpec {
+    /// The program and its arguments, run as given (no shell).
+    pub argv: Vec<String>,
+    /// How long the program may take before it is killed (with its process group).
+    pub timeout_ms: u64,
+    /// Where it runs: the suite file's directory when the file is named with one, else
+    /// the runtime's working directory.
+    pub dir: Option<std::path::PathBuf>,
+}
+
+/// A checker's time when the file gives none, and the most it may give.
+pub const COMMAND_TIMEOUT_MS: u64 = 10_000;
+pub const MAX_COMMAND_TIMEOUT_MS: u64 = 120_000;
+/// Arguments of one command, and bytes of one argument.
+const MAX_ARGS: usize = 64;
+const MAX_ARG_BYTES: usize = 4096;
+
+/// Assertion keys in the order they are evaluated and reported.
+pub const ASSERTION_KINDS: &[&str] = &[
+    "contains",
+    "equals",
+    "regex",
+    "operation_called",
+    "sequence",
+    "not_called",
+    "envelope",
+    "no_envelope",
+    "json_path",
+    "json_schema",
+    "prompted",
+    "max_tokens",
+    "max_cost",
+    "llm_judge",
+    "semantic_match",
+    "all",
+    "any",
+    "command",
+];
+
+/// The shapes of a suite file: serde refuses unknown keys, and every value stays raw
+/// (`null` included) so the validation pass below reports a wrong kind with the file, the
+/// case, the field and what was expected.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSuite {
+    #[serde(default, deserialize_with = "present")]
+    suite: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    defaults: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    case: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    cases: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDefaults {
+    #[serde(default, deserialize_with = "present")]
+    mocks: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    model: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    model_variants: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    servers: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    metadata: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    timeout_ms: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCase {
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    input: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    mocks: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    model: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    model_variants: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    servers: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    metadata: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    skip: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    timeout_ms: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    assert: Option<Value>,
+}
+
+/// `[case.assert]`, its fields in the order of [`ASSERTION_KINDS`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAssert {
+    #[serde(default, deserialize_with = "present")]
+    contains: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    equals: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    regex: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    operation_called: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    sequence: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    not_called: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    envelope: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    no_envelope: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    json_path: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    json_schema: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    prompted: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    max_tokens: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    max_cost: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    llm_judge: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    semantic_match: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    all: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    any: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    command: Option<Value>,
+}
+
+impl RawAssert {
+    fn kinds(self) -> [(&'static str, Option<Value>); 18] {
+        [
+            ("contains", self.contains),
+            ("equals", self.equals),
+            ("regex", self.regex),
+            ("operation_called", self.operation_called),
+            ("sequence", self.sequence),
+            ("not_called", self.not_called),
+            ("envelope", self.envelope),
+            ("no_envelope", self.no_envelope),
+            ("json_path", self.json_path),
+            ("json_schema", self.json_schema),
+            ("prompted", self.prompted),
+            ("max_tokens", self.max_tokens),
+            ("max_cost", self.max_cost),
+            ("llm_judge", self.llm_judge),
+            ("semantic_match", self.semantic_match),
+            ("all", self.all),
+            ("any", self.any),
+            ("command", self.command),
+        ]
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawJsonPath {
+    #[serde(default, deserialize_with = "present")]
+    path: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    equals: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOperation {
+    #[serde(default, deserialize_with = "present")]
+    name: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    times: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    args: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSequence {
+    #[serde(default, deserialize_with = "present")]
+    tools: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    gaps: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrompted {
+    #[serde(default, deserialize_with = "present")]
+    step: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    contains: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    matches: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    path: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    equals: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommand {
+    #[serde(default, deserialize_with = "present")]
+    argv: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    timeout_ms: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSchema {
+    #[serde(default, deserialize_with = "present")]
+    schema: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    tool: Option<Value>,
+}
+
+/// A key that is there, `null` too (serde's `Option` would read `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// The key and the expected names of serde's "unknown field `k`, expected one of `a`, `b`".
+fn unknown_field(message: &str) -> Option<(String, String)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (key, rest) = rest.split_once('`')?;
+    let known: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    Some((key.to_owned(), known.join(", ")))
+}
+
+/// Which case an error is about: its id when it has one, else its 1-based position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaseRef {
+    Id(String),
+    Index(usize),
+}
+
+impl fmt::Display for CaseRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Id(id) => write!(f, "case {id:?}"),
+            Self::Index(index) => write!(f, "case #{index}"),
+        }
+    }
+}
+
+/// The class of a suite file problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuiteErrorKind {
+    /// The file could not be read.
+    Io,
+    /// Not TOML / not JSON.
+    Syntax,
+    /// A required field is absent.
+    Missing,
+    /// A field has the wrong type or an invalid value.
+    Invalid,
+    /// A key this format does not have.
+    Unknown,
+    /// Two cases share an id.
+    Duplicate,
+}
+
+/// A suite file problem: `payments.toml: case "charge": assert.regex: invalid regex …`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{}", self.describe())]
+pub struct SuiteError {
+    pub file: String,
+    pub case: Option<CaseRef>,
+    pub field: Option<String>,
+    pub kind: SuiteErrorKind,
+    pub message: String,
+}
+
+impl SuiteError {
+    fn describe(&self) -> String {
+        let mut out = self.file.clone();
+        if let Some(case) = &self.case {
+            out.push_str(&format!(": {case}"));
+        }
+        if let Some(field) = &self.field {
+            out.push_str(&format!(": {field}"));
+        }
+        out.push_str(&format!(": {}", self.message));
+        out
+    }
+}
+
+/// Reads and parses one suite file; JSON when the name ends in `.json` or the text starts
+/// with `{`, else TOML.
+pub fn load_suite(path: &Path) -> Result<Suite, SuiteError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|err| SuiteError {
+        file: file.clone(),
+        case: None,
+        field: None,
+        kind: SuiteErrorKind::Io,
+        message: format!("cannot read the file: {err}"),
+    })?;
+    parse_suite(&file, &text)
+}
+
+/// Parses suite text; `file` names it in errors and picks the format by extension.
+pub fn parse_suite(file: &str, text: &str) -> Result<Suite, SuiteError> {
+    let lower = file.to_ascii_lowercase();
+    // `lower` is lowercased above, so these compare without case.
+    #[expect(clippy::case_sensitive_file_extension_comparisons)]
+    let json = if lower.ends_with(".json") {
+        true
+    } else if lower.ends_with(".toml") {
+        false
+    } else {
+        text.trim_start().starts_with('{')
+    };
+    let value = if json {
+        serde_json::from_str::<Value>(text).map_err(|err| SuiteError {
+            file: file.to_owned(),
+            case: None,
+            field: None,
+            kind: SuiteErrorKind::Syntax,
+            message: format!("not valid JSON: {err}"),
+        })?
+    } else {
+        toml::from_str::<Value>(text).map_err(|err| SuiteError {
+            file: file.to_owned(),
+            case: None,
+            field: None,
+            kind: SuiteErrorKind::Syntax,
+            message: toml_message(text, &err),
+        })?
+    };
+    suite_from_value(file, &value)
+}
+
+fn toml_message(text: &str, err: &toml::de::Error) -> String {
+    let message = err.message().trim();
+    match err.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |at| at + 1) + 1;
+            format!("not valid TOML (line {line}, column {column}): {message}")
+        }
+        None => format!("not valid TOML: {message}"),
+    }
+}
+
+/// Builds a suite from an already-parsed document (a JSON body, say).
+pub fn suite_from_value(file: &str, value: &Value) -> Result<Suite, SuiteError> {
+    let at = Place {
+        file,
+        case: None,
+        prefix: String::new(),
+    };
+    value
+        .as_object()
+        .ok_or_else(|| at.invalid(None, "a suite file is a table (object) at top level"))?;
+    let root: RawSuite = at.strict(value, "key")?;
+    let name = match &root.suite {
+        None => {
+            return Err(at.error(
+                Some("suite"),
+                SuiteErrorKind::Missing,
+                "missing: every file names its suite (`suite = \"name\"`)",
+            ));
+        }
+        Some(value) => at.non_empty_string(value, "suite")?,
+    };
+    let defaults = match &root.defaults {
+        None => Defaults::default(),
+        Some(value) => read_defaults(&at.nested("defaults"), value)?,
+    };
+    let cases = match (&root.case, &root.cases) {
+        (Some(_), Some(_)) => {
+            return Err(at.invalid(Some("cases"), "use `case` or `cases`, not both"));
+        }
+        (Some(value), None) => (value, "case"),
+        (None, Some(value)) => (value, "cases"),
+        (None, None) => {
+            return Err(at.error(
+                Some("case"),
+                SuiteErrorKind::Missing,
+                "missing: a suite has at least one `[[case]]`",
+            ));
+        }
+    };
+    let list = cases
+        .0
+        .as_array()
+        .ok_or_else(|| at.invalid(Some(cases.1), "expected an array of case tables"))?;
+    if list.is_empty() {
+        return Err(at.error(
+            Some(cases.1),
+            SuiteErrorKind::Missing,
+            "a suite has at least one case",
+        ));
+    }
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut out = Vec::with_capacity(list.len());
+    for (index, value) in list.iter().enumerate() {
+        let case = read_case(file, index + 1, value, &defaults)?;
+        if let Some(first) = seen.insert(case.id.clone(), index + 1) {
+            return Err(SuiteError {
+                file: file.to_owned(),
+                case: Some(CaseRef::Id(case.id.clone())),
+                field: Some("id".into()),
+                kind: SuiteErrorKind::Duplicate,
+                message: format!("duplicate case id (case #{first} has it too)"),
+            });
+        }
+        out.push(case);
+    }
+    Ok(Suite {
+        name,
+        file: file.to_owned(),
+        cases: out,
+    })
+}
+
+#[derive(Debug, Default)]
+struct Defaults {
+    mocks: Option<Map<String, Value>>,
+    models: Vec<ModelScript>,
+    servers: Option<Vec<String>>,
+    metadata: Map<String, Value>,
+    timeout_ms: Option<u64>,
+}
+
+/// Where in the file a value sits, for error messages.
+struct Place<'a> {
+    file: &'a str,
+    case: Option<CaseRef>,
+    prefix: String,
+}
+
+impl Place<'_> {
+    fn nested(&self, name: &str) -> Self {
+        Place {
+            file: self.file,
+            case: self.case.clone(),
+            prefix: self.field(name),
+        }
+    }
+
+    fn field(&self, name: &str) -> String {
+        if self.prefix.is_empty() {
+            name.to_owned()
+        } else if name.starts_with('[') {
+            format!("{}{name}", self.prefix)
+        } else {
+            format!("{}.{name}", self.prefix)
+        }
+    }
+
+    fn error(&self, field: Option<&str>, kind: SuiteErrorKind, message: &str) -> SuiteError {
+        let field = match field {
+            Some(name) => Some(self.field(name)),
+            None if self.prefix.is_empty() => None,
+            None => Some(self.prefix.clone()),
+        };
+        SuiteError {
+            file: self.file.to_owned(),
+            case: self.case.clone(),
+            field,
+            kind,
+            message: message.to_owned(),
+        }
+    }
+
+    fn invalid(&self, field: Option<&str>, message: &str) -> SuiteError {
+        self.error(field, SuiteErrorKind::Invalid, message)
+    }
+
+    /// Reads a table into its raw shape; an unknown key is named with the known ones.
+    fn strict<T: DeserializeOwned>(&self, value: &Value, what: &str) -> Result<T, SuiteError> {
+        T::deserialize(value).map_err(|err| {
+            let message = err.to_string();
+            match unknown_field(&message) {
+                Some((key, known)) => self.error(
+                    Some(&key),
+                    SuiteErrorKind::Unknown,
+                    &format!("unknown {what}; expected one of: {known}"),
+                ),
+                None => self.invalid(None, &message),
+            }
+        })
+    }
+
+    fn non_empty_string(&self, value: &Value, field: &str) -> Result<String, SuiteError> {
+        match value.as_str() {
+            Some(text) if !text.trim().is_empty() => Ok(text.to_owned()),
+            Some(_) => Err(self.invalid(Some(field), "must not be empty")),
+            None => Err(self.invalid(
+                Some(field),
+                &format!("expected a string, found {}", type_name(value)),
+            )),
+        }
+    }
+
+    fn string(&self, value: &Value, field: &str) -> Result<String, SuiteError> {
+        value.as_str().map(str::to_owned).ok_or_else(|| {
+            self.invalid(
+                Some(field),
+                &format!("expected a string, found {}", type_name(value)),
+            )
+        })
+    }
+
+    /// A string or a non-empty list of strings.
+    fn strings(&self, value: &Value, field: &str) -> Result<Vec<String>, SuiteError> {
+        match value {
+            Value::String(text) => Ok(vec![text.clone()]),
+            Value::Array(items) if !items.is_empty() => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| self.string(item, &format!("{field}[{i}]")))
+                .collect(),
+            Value::Array(_) => Err(self.invalid(Some(field), "the list is empty")),
+            other => Err(self.invalid(
+                Some(field),
+                &format!(
+                    "expected a string or a list of strings, found {}",
+                    type_name(other)
+                ),
+            )),
+        }
+    }
+
+    fn unsigned(&self, value: &Value, field: &str) -> Result<u64, SuiteError> {
+        value.as_u64().ok_or_else(|| {
+            self.invalid(
+                Some(field),
+                &format!(
+                    "expected a non-negative integer, found {}",
+                    type_name(value)
+                ),
+            )
+        })
+    }
+
+    /// A finite amount of US dollars, 0 or more. TOML's `nan` and `inf` reach here as
+    /// null (JSON has no such numbers), and are named.
+    fn dollars(&self, value: &Value, field: &str) -> Result<f64, SuiteError> {
+        let found = match value {
+            Value::Number(n) => match n.as_f64() {
+                Some(d) if d.is_finite() && d >= 0.0 => return Ok(d),
+                _ => format!("{n}"),
+            },
+            Value::Null => "null (nan and inf are not amounts)".to_owned(),
+            other => type_name(other).to_owned(),
+        };
+        Err(self.invalid(
+            Some(field),
+            &format!("expected US dollars as a number, 0 or more (like 0.01), found {found}"),
+        ))
+    }
+
+    fn table<'v>(
+        &self,
+        value: &'v Value,
+        field: &str,
+    ) -> Result<&'v Map<String, Value>, SuiteError> {
+        value.as_object().ok_or_else(|| {
+            self.invalid(
+                Some(field),
+                &format!("expected a table, found {}", type_name(value)),
+            )
+        })
+    }
+
+    fn model(&self, value: &Value, field: &str) -> Result<ModelScript, SuiteError> {
+        self.table(value, field)?;
+        // The problem names its place inside the script: `model.sequence[1].when[0].path`.
+        super::script::parse(value).map_err(|problem| {
+            let inner = problem.field_dotted();
+            let at = if inner.is_empty() {
+                field.to_owned()
+            } else {
+                format!("{field}.{inner}")
+            };
+            let kind = if problem.message.starts_with("unknown field") {
+                SuiteErrorKind::Unknown
+            } else {
+                SuiteErrorKind::Invalid
+            };
+            self.error(
+                Some(&at),
+                kind,
+                &format!("bad model script: {}", problem.message),
+            )
+        })
+    }
+
+    fn models(
+        &self,
+        model: Option<&Value>,
+        variants: Option<&Value>,
+    ) -> Result<Option<Vec<ModelScript>>, SuiteError> {
+        match (model, variants) {
+            (Some(_), Some(_)) => Err(self.invalid(
+                Some("model_variants"),
+                "use `model` or `model_variants`, not both",
+            )),
+            (Some(model), None) => Ok(Some(vec![self.model(model, "model")?])),
+            (None, Some(Value::Array(items))) if !items.is_empty() => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| self.model(item, &format!("model_variants[{i}]")))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            (None, Some(other)) => Err(self.invalid(
+                Some("model_variants"),
+                &format!(
+                    "expected a non-empty list of model scripts, found {}",
+                    type_name(other)
+                ),
+            )),
+            (None, None) => Ok(None),
+        }
+    }
+
+    fn servers(&self, value: &Value) -> Result<Vec<String>, SuiteError> {
+        let items = value.as_array().ok_or_else(|| {
+            self.invalid(
+                Some("servers"),
+                &format!("expected a list of strings, found {}", type_name(value)),
+            )
+        })?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| self.string(item, &format!("servers[{i}]")))
+            .collect()
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_f64() => "a float",
+        Value::Number(n) if n.as_i64().is_some_and(|n| n < 0) => "a negative integer",
+        Value::Number(_) => "an integer",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a table",
+    }
+}
+
+fn read_defaults(at: &Place<'_>, value: &Value) -> Result<Defaults, SuiteError> {
+    value.as_object().ok_or_else(|| {
+        at.invalid(
+            None,
+            &format!("expected a table, found {}", type_name(value)),
+        )
+    })?;
+    let raw: RawDefaults = at.strict(value, "key")?;
+    Ok(Defaults {
+        mocks: raw
+            .mocks
+            .as_ref()
+            .map(|v| at.table(v, "mocks").cloned())
+            .transpose()?,
+        models: at
+            .models(raw.model.as_ref(), raw.model_variants.as_ref())?
+            .unwrap_or_default(),
+        servers: raw.servers.as_ref().map(|v| at.servers(v)).transpose()?,
+        metadata: raw
+            .metadata
+            .as_ref()
+            .map(|v| at.table(v, "metadata").cloned())
+            .transpose()?
+            .unwrap_or_default(),
+        timeout_ms: raw
+            .timeout_ms
+            .as_ref()
+            .map(|v| at.unsigned(v, "timeout_ms"))
+            .transpose()?,
+    })
+}
+
+fn read_case(
+    file: &str,
+    index: usize,
+    value: &Value,
+    defaults: &Defaults,
+) -> Result<Case, SuiteError> {
+    let mut at = Place {
+        file,
+        case: Some(CaseRef::Index(index)),
+        prefix: String::new(),
+    };
+    let map = value.as_object().ok_or_else(|| {
+        at.invalid(
+            None,
+            &format!("a case is a table, found {}", type_name(value)),
+        )
+    })?;
+    // Name the case by its id as soon as it has a usable one.
+    if let Some(Value::String(id)) = map.get("id")
+        && !id.trim().is_empty()
+        && spyglass_protocol::glob::check_id(id).is_ok()
+    {
+        at.case = Some(CaseRef::Id(id.clone()));
+    }
+    let raw: RawCase = at.strict(value, "key")?;
+    let id = match &raw.id {
+        None => {
+            return Err(at.error(
+                Some("id"),
+                SuiteErrorKind::Missing,
+                "missing: every case has an id",
+            ));
+        }
+        Some(value) => at.non_empty_string(value, "id")?,
+    };
+    spyglass_protocol::glob::check_id(&id)
+        .map_err(|err| at.invalid(Some("id"), &err.to_string()))?;
+    let input = match &raw.input {
+        None => {
+            return Err(at.error(
+                Some("input"),
+                SuiteErrorKind::Missing,
+                "missing: the user message the case sends",
+            ));
+        }
+        Some(value) => at.string(value, "input")?,
+    };
+    let mocks = match &raw.mocks {
+        None => defaults.mocks.clone().map(Value::Object),
+        Some(value) => {
+            let own = at.table(value, "mocks")?;
+            let mut merged = defaults.mocks.clone().unwrap_or_default();
+            merged.extend(own.clone());
+            Some(Value::Object(merged))
+        }
+    };
+    let models = at
+        .models(raw.model.as_ref(), raw.model_variants.as_ref())?
+        .unwrap_or_else(|| defaults.models.clone());
+    let servers = match &raw.servers {
+        Some(value) => at.servers(value)?,
+        None => defaults.servers.clone().unwrap_or_default(),
+    };
+    let mut metadata = defaults.metadata.clone();
+    if let Some(value) = &raw.metadata {
+        metadata.extend(at.table(value, "metadata")?.clone());
+    }
+    let skip = match &raw.skip {
+        None | Some(Value::Bool(false)) => None,
+        Some(Value::Bool(true)) => Some("skipped in the suite file".to_owned()),
+        Some(Value::String(reason)) if !reason.trim().is_empty() => Some(reason.clone()),
+        Some(other) => {
+            return Err(at.invalid(
+                Some("skip"),
+                &format!(
+                    "expected true or a reason (a non-empty string), found {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    let timeout_ms = match &raw.timeout_ms {
+        Some(value) => Some(at.unsigned(value, "timeout_ms")?),
+        None => defaults.timeout_ms,
+    };
+    if timeout_ms == Some(0) {
+        return Err(at.invalid(Some("timeout_ms"), "must be greater than 0"));
+    }
+    let assertions = match &raw.assert {
+        None => Vec::new(),
+        Some(value) => read_assertions(&at.nested("assert"), value, 0)?,
+    };
+    Ok(Case {
+        id,
+        input,
+        mocks,
+        models,
+        servers,
+        metadata,
+        skip,
+        timeout_ms,
+        assertions,
+    })
+}
+
+fn read_assertions(
+    at: &Place<'_>,
+    value: &Value,
+    depth: usize,
+) -> Result<Vec<Assertion>, SuiteError> {
+    value.as_object().ok_or_else(|| {
+        at.invalid(
+            None,
+            &format!("expected a table, found {}", type_name(value)),
+        )
+    })?;
+    let raw: RawAssert = at.strict(value, "assertion kind")?;
+    let mut out = Vec::new();
+    for (kind, value) in raw.kinds() {
+        let Some(value) = value else {
+            continue;
+        };
+        out.push(read_assertion(at, kind, &value, depth)?);
+    }
+    Ok(out)
+}
+
+fn read_assertion(
+    at: &Place<'_>,
+    kind: &str,
+    value: &Value,
+    depth: usize,
+) -> Result<Assertion, SuiteError> {
+    Ok(match kind {
+        "all" => Assertion::All(read_children(at, kind, value, depth + 1)?),
+        "any" => Assertion::Any(read_children(at, kind, value, depth + 1)?),
+        "command" => read_commands(at, kind, value)?,
+        "llm_judge" => Assertion::LlmJudge(
+            super::judge::read_llm_judge(value).map_err(|e| at.invalid(Some(kind), &e))?,
+        ),
+        "semantic_match" => Assertion::SemanticMatch(
+            super::judge::read_semantic_match(value).map_err(|e| at.invalid(Some(kind), &e))?,
+        ),
+        "contains" => Assertion::Contains(at.strings(value, kind)?),
+        "equals" => Assertion::Equals(at.string(value, kind)?),
+        "regex" => {
+            let patterns = at.strings(value, kind)?;
+            let mut compiled = Vec::with_capacity(patterns.len());
+            for pattern in &patterns {
+                let regex = regex::Regex::new(pattern).map_err(|err| {
+                    // The regex crate's message spans lines with a caret diagram; keep
+                    // it on one line so it reads after the file/case/field prefix.
+                    at.invalid(
+                        Some(kind),
+                        &format!("invalid regex {pattern:?}: {}", regex_detail(&err)),
+                    )
+                })?;
+                compiled.push(regex);
+            }
+            Assertion::Regex(compiled)
+        }
+        "operation_called" => {
+            let items = one_or_list(at, kind, value)?;
+            let mut expectations = Vec::with_capacity(items.len());
+            for (field, item) in items {
+                expectations.push(read_operation(at, &field, item)?);
+            }
+            Assertion::OperationCalled(expectations)
+        }
+        "sequence" => read_sequence(at, kind, value)?,
+        "not_called" => Assertion::NotCalled(at.strings(value, kind)?),
+        "json_schema" => read_schemas(at, kind, value)?,
+        "prompted" => read_prompted(at, kind, value)?,
+        "envelope" => Assertion::Envelope(at.strings(value, kind)?),
+        "no_envelope" => match value {
+            Value::Bool(true) => Assertion::NoEnvelope(NoEnvelope::Any),
+            Value::String(_) | Value::Array(_) => {
+                Assertion::NoEnvelope(NoEnvelope::Codes(at.strings(value, kind)?))
+            }
+            other => {
+                return Err(at.invalid(
+                    Some(kind),
+                    &format!(
+                        "expected true, a code or a list of codes, found {}",
+                        type_name(other)
+                    ),
+                ));
+            }
+        },
+        "json_path" => {
+            let items = one_or_list(at, kind, value)?;
+            let mut checks = Vec::with_capacity(items.len());
+            for (field, item) in items {
+                let inner = at.nested(&field);
+                at.table(item, &field)?;
+                let raw: RawJsonPath = inner.strict(item, "key")?;
+                let path_text = match &raw.path {
+                    Some(path) => inner.string(path, "path")?,
+                    None => {
+                        return Err(inner.error(
+                            Some("path"),
+                            SuiteErrorKind::Missing,
+                            "missing: a path like \"$.id\"",
+                        ));
+                    }
+                };
+                let path = JsonPath::parse(&path_text)
+                    .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
+                let equals = raw.equals.ok_or_else(|| {
+                    inner.error(
+                        Some("equals"),
+                        SuiteErrorKind::Missing,
+                        "missing: the value expected at the path",
+                    )
+                })?;
+                checks.push(JsonPathCheck { path, equals });
+            }
+            Assertion::JsonPath(checks)
+        }
+        "max_cost" => Assertion::MaxCost(at.dollars(value, kind)?),
+        _ => Assertion::MaxTokens(at.unsigned(value, kind)?),
+    })
+}
+
+fn read_operation(
+    at: &Place<'_>,
+    field: &str,
+    value: &Value,
+) -> Result<OperationExpectation, SuiteError> {
+    match value {
+        Value::String(name) if !name.trim().is_empty() => Ok(OperationExpectation {
+            name: name.clone(),
+            times: None,
+            args: Vec::new(),
+        }),
+        Value::Object(_) => {
+            let inner = at.nested(field);
+            let raw: RawOperation = inner.strict(value, "key")?;
+            let name = match &raw.name {
+                Some(name) => inner.non_empty_string(name, "name")?,
+                None => {
+                    return Err(inner.error(
+                        Some("name"),
+                        SuiteErrorKind::Missing,
+                        "missing: the operation's name",
+                    ));
+                }
+            };
+            let times = raw
+                .times
+                .as_ref()
+                .map(|t| {
+                    inner.unsigned(t, "times").and_then(|t| {
+                        u32::try_from(t).map_err(|_| inner.invalid(Some("times"), "too large"))
+                    })
+                })
+                .transpose()?;
+            let args = match &raw.args {
+                None => Vec::new(),
+                Some(args) => read_args(&inner, args)?,
+            };
+            Ok(OperationExpectation { name, times, args })
+        }
+        other => Err(at.invalid(
+            Some(field),
+            &format!(
+                "expected an operation name or {{ name, times, args }}, found {}",
+                type_name(other)
+            ),
+        )),
+    }
+}
+
+/// `all = [ { contains = "a" }, { any = [...] } ]`: a non-empty list of tables, each one
+/// assertion kind, read like `[case.assert]` (so they nest), at most [`MAX_NESTING`] deep.
+fn read_children(
+    at: &Place<'_>,
+    kind: &str,
+    value: &Value,
+    depth: usize,
+) -> Result<Vec<Assertion>, SuiteError> {
+    if depth > MAX_NESTING {
+        return Err(at.invalid(
+            Some(kind),
+            &format!("`all` / `any` nest {depth} deep here; the limit is {MAX_NESTING}"),
+        ));
+    }
+    let items = match value {
+        Value::Array(items) if !items.is_empty() => items,
+        Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
+        other => {
+            return Err(at.invalid(
+                Some(kind),
+                &format!(
+                    "expected a list of assertion tables (`{kind} = [ {{ contains = \"a\" }}, {{ regex = \"b\" }} ]`), found {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    let mut children = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let field = format!("{kind}[{i}]");
+        at.table(item, &field)?;
+        let inner = at.nested(&field);
+        let mut read = read_assertions(&inner, item, depth)?;
+        if read.len() != 1 {
+            return Err(inner.invalid(
+                None,
+                &format!(
+                    "a child is one assertion kind, this has {}; give each its own table (the list keeps their order)",
+                    read.len()
+                ),
+            ));
+        }
+        children.extend(read.pop());
+    }
+    Ok(children)
+}
+
+/// `command = ["python3", "check.py"]`, `{ argv = [...], timeout_ms = 5000 }`, or a list
+/// of such tables. The program runs in the suite file's directory (when the file name
+/// has one), so a checker beside the suite is named by its own file name.
+fn read_commands(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let dir = Path::new(at.file)
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(Path::to_path_buf);
+    let items: Vec<(String, &Value)> = match value {
+        // A list starting with a string is one argv, a list of tables several commands.
+        Value::Array(items) if items.first().is_some_and(Value::is_string) => {
+            vec![(kind.to_owned(), value)]
+        }
+        _ => one_or_list(at, kind, value)?,
+    };
+    let mut specs = Vec::with_capacity(items.len());
+    for (field, item) in items {
+        let inner = at.nested(&field);
+        let (argv, argv_field, timeout) = match item {
+            Value::Array(_) => (item.clone(), at.field(&field), None),
+            Value::Object(_) => {
+                let raw: RawCommand = inner.strict(item, "key")?;
+                let Some(argv) = raw.argv else {
+                    return Err(inner.error(
+                        Some("argv"),
+                        SuiteErrorKind::Missing,
+                        "missing: the program and its arguments (`argv = [\"python3\", \"check.py\"]`)",
+                    ));
+                };
+                (argv, inner.field("argv"), raw.timeout_ms)
+            }
+            other => {
+                return Err(at.invalid(
+                    Some(&field),
+                    &format!(
+                        "expected a list of strings (the program and its arguments) or {{ argv, timeout_ms }}, found {}",
+                        type_name(other)
+                    ),
+                ));
+            }
+        };
+        let argv = read_argv(at, &argv_field, &argv)?;
+        let timeout_ms = match &timeout {
+            None => COMMAND_TIMEOUT_MS,
+            Some(value) => {
+                let ms = inner.unsigned(value, "timeout_ms")?;
+                if ms == 0 || ms > MAX_COMMAND_TIMEOUT_MS {
+                    return Err(inner.invalid(
+                        Some("timeout_ms"),
+                        &format!("{ms} is out of range: 1 to {MAX_COMMAND_TIMEOUT_MS} ms"),
+                    ));
+                }
+                ms
+            }
+        };
+        specs.push(CommandSpec {
+            argv,
+            timeout_ms,
+            dir: dir.clone(),
+        });
+    }
+    Ok(Assertion::Command(specs))
+}
+
+/// A command's argv: a non-empty list of non-empty strings, bounded, without NUL bytes
+/// (which no program can receive). `field` is the full field name.
+fn read_argv(at: &Place<'_>, field: &str, value: &Value) -> Result<Vec<String>, SuiteError> {
+    let whole = Place {
+        file: at.file,
+        case: at.case.clone(),
+        prefix: String::new(),
+    };
+    let items = match value {
+        Value::Array(items) if !items.is_empty() => items,
+        Value::Array(_) => {
+            return Err(whole.invalid(Some(field), "the list is empty: name the program to run"));
+        }
+        other => {
+            return Err(whole.invalid(
+                Some(field),
+                &format!(
+                    "expected a list of strings (the program and its arguments), found {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    if items.len() > MAX_ARGS {
+        return Err(whole.invalid(
+            Some(field),
+            &format!("{} arguments; the limit is {MAX_ARGS}", items.len()),
+        ));
+    }
+    let mut argv = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at_item = format!("{field}[{i}]");
+        let arg = whole.string(item, &at_item)?;
+        if i == 0 && arg.trim().is_empty() {
+            return Err(whole.invalid(Some(&at_item), "the program name is empty"));
+        }
+        if arg.contains('\0') {
+            return Err(whole.invalid(Some(&at_item), "holds a NUL byte"));
+        }
+        if arg.len() > MAX_ARG_BYTES {
+            return Err(whole.invalid(
+                Some(&at_item),
+                &format!("{} bytes; the limit is {MAX_ARG_BYTES}", arg.len()),
+            ));
+        }
+        argv.push(arg);
+    }
+    Ok(argv)
+}
+
+/// A kind's value as its items, each with the field errors name (`kind[i]`): a list (not
+/// empty) gives one per element, anything else is the one item.
+fn one_or_list<'v>(
+    at: &Place<'_>,
+    kind: &str,
+    value: &'v Value,
+) -> Result<Vec<(String, &'v Value)>, SuiteError> {
+    Ok(match value {
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| (format!("{kind}[{i}]"), item))
+            .collect(),
+        Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
+        single => vec![(kind.to_owned(), single)],
+    })
+}
+
+/// `args = { value = 5, "$.customer.id" = "cus_1" }`: checks on a call's arguments.
+fn read_args(at: &Place<'_>, value: &Value) -> Result<Vec<ArgCheck>, SuiteError> {
+    let table = at.table(value, "args")?;
+    if table.is_empty() {
+        return Err(at.invalid(
+            Some("args"),
+            "the table is empty: name what the arguments hold",
+        ));
+    }
+    let mut checks = Vec::with_capacity(table.len());
+    for (key, expected) in table {
+        let path = if key.starts_with('$') {
+            Some(
+                JsonPath::parse(key)
+                    .map_err(|err| at.invalid(Some(&format!("args.{key}")), &err.to_string()))?,
+            )
+        } else {
+            None
+        };
+        checks.push(ArgCheck {
+            key: key.clone(),
+            path,
+            expected: expected.clone(),
+        });
+    }
+    Ok(checks)
+}
+
+/// `sequence = ["a", "b"]` or `sequence = { tools = [...], gaps = false }`.
+fn read_sequence(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let (tools, gaps) = match value {
+        Value::Object(_) => {
+            let inner = at.nested(kind);
+            let raw: RawSequence = inner.strict(value, "key")?;
+            let tools = match &raw.tools {
+                Some(tools) => inner.strings(tools, "tools")?,
+                None => {
+                    return Err(inner.error(
+                        Some("tools"),
+                        SuiteErrorKind::Missing,
+                        "missing: the operations in the order they must be called",
+                    ));
+                }
+            };
+            let gaps = match &raw.gaps {
+                None => true,
+                Some(Value::Bool(gaps)) => *gaps,
+                Some(other) => {
+                    return Err(inner.invalid(
+                        Some("gaps"),
+                        &format!("expected true or false, found {}", type_name(other)),
+                    ));
+                }
+            };
+            (tools, gaps)
+        }
+        _ => (at.strings(value, kind)?, true),
+    };
+    if tools.len() < 2 {
+        return Err(at.invalid(
+            Some(kind),
+            "a sequence names at least two operations (one is operation_called)",
+        ));
+    }
+    Ok(Assertion::Sequence(SequenceExpectation { tools, gaps }))
+}
+
+/// The regex crate's message spans lines with a caret diagram; its last line reads after
+/// the file/case/field prefix.
+fn regex_detail(err: &regex::Error) -> String {
+    err.to_string()
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .trim_start_matches("error: ")
+        .to_owned()
+}
+
+/// `prompted = { step = 1, contains = "pay_1" }` (or `matches = "regex"`, or
+/// `path = "$[2].content.id", equals = ...`), or a list of them: one test per item.
+fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let items = one_or_list(at, kind, value)?;
+    let mut checks = Vec::with_capacity(items.len());
+    for (field, item) in items {
+        at.table(item, &field)?;
+        let inner = at.nested(&field);
+        let raw: RawPrompted = inner.strict(item, "key")?;
+        let step = match &raw.step {
+            Some(step) => inner.unsigned(step, "step").and_then(|n| {
+                u32::try_from(n).map_err(|_| inner.invalid(Some("step"), "too large"))
+            })?,
+            None => {
+                return Err(inner.error(
+                    Some("step"),
+                    SuiteErrorKind::Missing,
+                    "missing: the model call (zero-based, as fail_on_step counts) whose prompt to check",
+                ));
+            }
+        };
+        let given = [
+            raw.contains.is_some(),
+            raw.matches.is_some(),
+            raw.path.is_some(),
+        ]
+        .iter()
+        .filter(|g| **g)
+        .count();
+        if given != 1 {
+            return Err(inner.invalid(
+                None,
+                "give one of `contains`, `matches` or `path` (with `equals`); a list of items checks more",
+            ));
+        }
+        let test = if let Some(text) = &raw.contains {
+            PromptTest::Contains(inner.string(text, "contains")?)
+        } else if let Some(pattern) = &raw.matches {
+            let pattern = inner.string(pattern, "matches")?;
+            let regex = regex::Regex::new(&pattern).map_err(|err| {
+                inner.invalid(
+                    Some("matches"),
+                    &format!("invalid regex {pattern:?}: {}", regex_detail(&err)),
+                )
+            })?;
+            PromptTest::Matches(regex)
+        } else {
+            let text = raw
+                .path
+                .as_ref()
+                .map(|p| inner.string(p, "path"))
+                .transpose()?
+                .unwrap_or_default();
+            let path = JsonPath::parse(&text)
+                .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
+            let equals = raw.equals.clone().ok_or_else(|| {
+                inner.error(
+                    Some("equals"),
+                    SuiteErrorKind::Missing,
+                    "missing: the value expected at the path",
+                )
+            })?;
+            PromptTest::Path { path, equals }
+        };
+        if raw.equals.is_some() && !matches!(test, PromptTest::Path { .. }) {
+            return Err(inner.invalid(Some("equals"), "`equals` goes with `path`"));
+        }
+        checks.push(PromptCheck { step, test });
+    }
+    Ok(Assertion::Prompted(checks))
+}
+
+/// `json_schema = { schema = {...}, tool = "server/tool" }` or a list of them; the schema
+/// must compile, so a typo in it is the suite's error, not a failing case.
+fn read_schemas(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let items = one_or_list(at, kind, value)?;
+    let mut checks = Vec::with_capacity(items.len());
+    for (field, item) in items {
+        at.table(item, &field)?;
+        let inner = at.nested(&field);
+        let raw: RawSchema = inner.strict(item, "key")?;
+        let Some(schema) = raw.schema else {
+            return Err(inner.error(
+                Some("schema"),
+                SuiteErrorKind::Missing,
+                "missing: a JSON Schema (e.g. { type = \"object\", required = [\"id\"] })",
+            ));
+        };
+        if let Err(err) = jsonschema::validator_for(&schema) {
+            return Err(inner.invalid(Some("schema"), &format!("not a valid JSON Schema: {err}")));
+        }
+        let tool = raw
+            .tool
+            .as_ref()
+            .map(|t| inner.non_empty_string(t, "tool"))
+            .transpose()?;
+        checks.push(SchemaCheck { tool, schema });
+    }
+    Ok(Assertion::JsonSchema(checks))
+}
+
+/// A suite as `POST /v1/evals/runs` carries it: a suite document (an object with
+/// `suite`), suite file text, or `{ "file": name, "text": text }`. Without a file name
+/// the suite is named `suites[index]` in errors.
+pub fn suite_from_request(index: usize, value: &Value) -> Result<Suite, SuiteError> {
+    let fallback = format!("suites[{index}]");
+    match value {
+        Value::String(text) => parse_suite(&fallback, text),
+        Value::Object(map) if !map.contains_key("suite") && map.contains_key("text") => {
+            let file = match map.get("file") {
+                None => fallback,
+                Some(Value::String(file)) if !file.is_empty() => file.clone(),
+                Some(_) => {
+                    return Err(SuiteError {
+                        file: fallback,
+                        case: None,
+                        field: Some("file".into()),
+                        kind: SuiteErrorKind::Invalid,
+                        message: "expected the file name as a string".into(),
+                    });
+                }
+            };
+            if let Some(key) = map.keys().find(|key| *key != "file" && *key != "text") {
+                return Err(SuiteError {
+                    file,
+                    case: None,
+                    field: Some(key.clone()),
+                    kind: SuiteErrorKind::Unknown,
+                    message: "unknown key; expected file, text".into(),
+                });
+            }
+            match map.get("text") {
+                Some(Value::String(text)) => parse_suite(&file, text),
+                _ => Err(SuiteError {
+                    file,
+                    case: None,
+                    field: Some("text".into()),
+                    kind: SuiteErrorKind::Invalid,
+                    message: "expected the suite file's text as a string".into(),
+                }),
+            }
+        }
+        other => suite_from_value(&fallback, other),
+    }
+}
+
+/// One attempt of one case, in the order a run executes them.
+#[derive(Debug, Clone, Copy)]
+pub struct PlannedCase<'a> {
+    pub suite: &'a Suite,
+    pub case: &'a Case,
+    /// 1-based.
+    pub attempt: u32,
+}
+
+/// Every attempt a run makes: suite by suite, case by case (those matching `glob`),
+/// each case's `repeat` attempts together.
+pub fn plan<'a>(suites: &'a [Suite], repeat: u32, glob: Option<&str>) -> Vec<PlannedCase<'a>> {
+    let mut out = Vec::new();
+    for suite in suites {
+        for case in suite.select(glob) {
+            for attempt in 1..=repeat.max(1) {
+                out.push(PlannedCase {
+                    suite,
+                    case,
+                    attempt,
+                });
+            }
+        }
+    }
+    out
+}
+
+impl Suite {
+    /// The cases whose id matches `glob` (all of them without one).
+    pub fn select(&self, glob: Option<&str>) -> Vec<&Case> {
+        self.cases
+            .iter()
+            .filter(|case| glob.is_none_or(|glob| glob_match(glob, &case.id)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+suite = "payments"
+[defaults]
+servers = ["asaas"]
+metadata = { team = "billing", env = "test" }
+timeout_ms = 5000
+mocks = { "asaas/create_payment" = { id = "pay_1" }, "asaas/get_payment" = { id = "pay_1" } }
+
+[[case]]
+id = "charge small amount"
+input = "Charge R$5 via Pix"
+mocks = { "asaas/create_payment" = { id = "pay_9" } }
+metadata = { env = "ci" }
+model = { sequence = [ { tool_calls = [ { name = "asaas/create_payment", arguments = { value = 5 } } ] }, { text = "Charged: pay_9" } ] }
+[case.assert]
+contains = ["pay_9", "Charged"]
+operation_called = [ "asaas/create_payment", { name = "asaas/get_payment", times = 0 } ]
+no_envelope = true
+json_path = { path = "$.a[0]", equals = 1 }
+max_tokens = 100
+
+[[case]]
+id = "skipped"
+input = "x"
+skip = true
+servers = []
+timeout_ms = 10
+
+[[case]]
+id = "variants"
+input = "y"
+skip = "not ready"
+model_variants = [ { default_text = "one" }, { default_text = "two" } ]
+[case.assert]
+envelope = ["tool_not_mocked"]
+no_envelope = "policy_denied"
+regex = '^two$'
+equals = "two"
+"#;
+
+    fn err(text: &str) -> SuiteError {
+        match parse_suite("payments.toml", text) {
+            Ok(suite) => panic!("expected an error, got {} cases", suite.cases.len()),
+            Err(err) => err,
+        }
+    }
+
+    #[test]
+    fn max_cost_takes_dollars_and_names_what_is_not() {
+        let case = |v: &str| {
+            format!(
+                "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nmax_cost = {v}"
+            )
+        };
+        for (value, want) in [("0.01", 0.01), ("0", 0.0), ("2", 2.0)] {
+            let suite = parse_suite("payments.toml", &case(value)).unwrap();
+            match suite.cases[0].assertions.as_slice() {
+                [Assertion::MaxCost(d)] => assert!((d - want).abs() < 1e-12, "{value}"),
+                other => panic!("{value}: {other:?}"),
+            }
+        }
+        for (value, found) in [
+            ("-0.5", "found -0.5"),
+            ("\"0.01\"", "found a string"),
+            ("nan", "found null (nan and inf are not amounts)"),
+            ("inf", "found null (nan and inf are not amounts)"),
+            ("[0.01]", "found a list"),
+        ] {
+            let e = err(&case(value));
+            assert_eq!(e.kind, SuiteErrorKind::Invalid, "{value}");
+            assert_eq!(e.case, Some(CaseRef::Id("a".into())), "{value}");
+            assert_eq!(e.field.as_deref(), Some("assert.max_cost"), "{value}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "payments.toml: case \"a\": assert.max_cost: expected US dollars as a number, 0 or more (like 0.01), {found}"
+                ),
+                "{value}"
+            );
+        }
+        let json =
+            r#"{"suite": "s", "cases": [{"id": "a", "input": "x", "assert": {"max_cost": -1}}]}"#;
+        let e = parse_suite("s.json", json).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("assert.max_cost"));
+    }
+
+    #[test]
+    fn the_new_assertions_name_file_case_and_field_when_broken() {
+        let head = "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\n";
+        for (assert, field, says) in [
+            (
+                "operation_called = { name = \"a/b\", args = {} }",
+                "assert.operation_called.args",
+                "empty",
+            ),
+            (
+                "operation_called = { name = \"a/b\", args = 5 }",
+                "assert.operation_called.args",
+                "expected a table",
+            ),
+            (
+                "operation_called = { name = \"a/b\", args = { \"$..x\" = 1 } }",
+                "assert.operation_called.args.$..x",
+                "invalid JSON path",
+            ),
+            (
+                "operation_called = { name = \"a/b\", argz = { x = 1 } }",
+                "assert.operation_called.argz",
+                "argz",
+            ),
+            ("sequence = [\"a/b\"]", "assert.sequence", "at least two"),
+            (
+                "sequence = { tools = [\"a/b\", \"a/c\"], gaps = \"no\" }",
+                "assert.sequence.gaps",
+                "true or false",
+            ),
+            (
+                "sequence = { gaps = true }",
+                "assert.sequence.tools",
+                "missing",
+            ),
+            ("not_called = 3", "assert.not_called", ""),
+            (
+                "json_schema = { tool = \"a/b\" }",
+                "assert.json_schema.schema",
+                "missing",
+            ),
+            (
+                "json_schema = { schema = { type = \"objekt\" } }",
+                "assert.json_schema.schema",
+                "not a valid JSON Schema",
+            ),
+            ("json_schema = []", "assert.json_schema", "empty"),
+        ] {
+            let e = err(&format!("{head}{assert}"));
+            assert_eq!(e.field.as_deref(), Some(field), "{assert}: {e}");
+            assert_eq!(e.file, "payments.toml");
+            assert!(
+                e.to_string().contains("case \"a\"") || e.case.is_some(),
+                "{e}"
+            );
+            assert!(e.to_string().contains(says), "{assert}: {e}");
+        }
+    }
+
+    const HEAD: &str = "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\n";
+
+    #[test]
+    fn compositions_read_in_order_and_nest() {
+        let suite = parse_suite(
+            "s.toml",
+            &format!(
+                "{HEAD}all = [ {{ regex = \"b\" }}, {{ any = [ {{ contains = \"a\" }}, {{ not_called = \"x\" }} ] }}, {{ contains = [\"c\", \"d\"] }} ]"
+            ),
+        )
+        .unwrap();
+        let Assertion::All(children) = &suite.cases[0].assertions[0] else {
+            panic!("{:?}", suite.cases[0].assertions);
+        };
+        let kinds: Vec<&str> = children.iter().map(Assertion::kind).collect();
+        assert_eq!(
+            kinds,
+            ["regex", "any", "contains"],
+            "the list's order, not the kinds'"
+        );
+        let Assertion::Any(inner) = &children[1] else {
+            panic!("{children:?}");
+        };
+        assert_eq!(inner.len(), 2);
+    }
+
+    #[test]
+    fn compositions_nest_to_the_bound_and_no_deeper() {
+        let nested = |depth: usize| {
+            let mut value = "{ contains = \"a\" }".to_owned();
+            for _ in 0..depth {
+                value = format!("{{ all = [ {value} ] }}");
+            }
+            // The outermost table is `[case.assert]` itself.
+            let inner = value
+                .strip_prefix("{ all = ")
+                .and_then(|v| v.strip_suffix(" }"))
+                .unwrap()
+                .to_owned();
+            format!("{HEAD}all = {inner}")
+        };
+        assert!(parse_suite("s.toml", &nested(MAX_NESTING)).is_ok());
+        let e = err(&nested(MAX_NESTING + 1));
+        assert_eq!(e.case, Some(CaseRef::Id("a".into())));
+        let field = e.field.clone().unwrap_or_default();
+        assert!(field.starts_with("assert.all[0].all[0]."), "{field}");
+        assert_eq!(field.matches("all").count(), MAX_NESTING + 1, "{field}");
+        assert!(
+            e.message.contains(&format!(
+                "nest {} deep here; the limit is {MAX_NESTING}",
+                MAX_NESTING + 1
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_compositions_name_the_child() {
+        for (assert, field, says) in [
+            ("all = []", "assert.all", "the list is empty"),
+            (
+                "any = { contains = \"a\" }",
+                "assert.any",
+                "expected a list of assertion tables",
+            ),
+            (
+                "all = [ \"contains\" ]",
+                "assert.all[0]",
+                "expected a table, found a string",
+            ),
+            (
+                "all = [ { contains = \"a\", regex = \"b\" } ]",
+                "assert.all[0]",
+                "a child is one assertion kind, this has 2",
+            ),
+            ("all = [ {} ]", "assert.all[0]", "this has 0"),
+            (
+                "any = [ { contain = \"a\" } ]",
+                "assert.any[0].contain",
+                "unknown assertion kind",
+            ),
+            (
+                "all = [ { any = [ { regex = \"(\" } ] } ]",
+                "assert.all[0].any[0].regex",
+                "invalid regex",
+            ),
+        ] {
+            let e = err(&format!("{HEAD}{assert}"));
+            assert_eq!(e.field.as_deref(), Some(field), "{assert}: {e}");
+            assert!(
+                e.to_string().starts_with("payments.toml: case \"a\": "),
+                "{e}"
+            );
+            assert!(e.message.contains(says), "{assert}: {e}");
+        }
+    }
+
+    #[test]
+    fn commands_in_each_form_run_beside_the_suite_file() {
+        let suite = parse_suite(
+            "evals/checks.toml",
+            &format!("{HEAD}command = [\"python3\", \"check.py\", \"--strict\"]"),
+        )
+        .unwrap();
+        let Assertion::Command(specs) = &suite.cases[0].assertions[0] else {
+            panic!("{:?}", suite.cases[0].assertions);
+        };
+        assert_eq!(
+            specs,
+            &vec![CommandSpec {
+                argv: vec!["python3".into(), "check.py".into(), "--strict".into()],
+                timeout_ms: COMMAND_TIMEOUT_MS,
+                dir: Some(std::path::PathBuf::from("evals")),
+            }]
+        );
+        let suite = parse_suite(
+            "checks.toml",
+            &format!(
+                "{HEAD}command = [ {{ argv = [\"./a\"], timeout_ms = 500 }}, {{ argv = [\"b\"] }} ]"
+            ),
+        )
+        .unwrap();
+        let Assertion::Command(specs) = &suite.cases[0].assertions[0] else {
+            panic!();
+        };
+        assert_eq!(specs.len(), 2);
+        assert_eq!((specs[0].timeout_ms, specs[0].dir.clone()), (500, None));
+        let suite = parse_suite(
+            "checks.toml",
+            &format!("{HEAD}command = {{ argv = [\"c\"] }}"),
+        )
+        .unwrap();
+        assert!(matches!(&suite.cases[0].assertions[0], Assertion::Command(s) if s.len() == 1));
+    }
+
+    #[test]
+    fn bad_commands_name_the_field() {
+        for (assert, field, says) in [
+            ("command = []", "assert.command", "the list is empty"),
+            (
+                "command = \"python3 check.py\"",
+                "assert.command",
+                "expected a list of strings",
+            ),
+            (
+                "command = [\"\"]",
+                "assert.command[0]",
+                "the program name is empty",
+            ),
+            (
+                "command = [\"python3\", 3]",
+                "assert.command[1]",
+                "expected a string, found an integer",
+            ),
+            (
+                "command = { timeout_ms = 5 }",
+                "assert.command.argv",
+                "missing",
+            ),
+            (
+                "command = { argv = [] }",
+                "assert.command.argv",
+                "the list is empty",
+            ),
+            (
+                "command = { argv = \"x\" }",
+                "assert.command.argv",
+                "expected a list of strings",
+            ),
+            (
+                "command = { argv = [\"x\"], timeout_ms = 0 }",
+                "assert.command.timeout_ms",
+                "out of range: 1 to 120000 ms",
+            ),
+            (
+                "command = { argv = [\"x\"], timeout_ms = 120001 }",
+                "assert.command.timeout_ms",
+                "out of range",
+            ),
+            (
+                "command = { argv = [\"x\"], timeout_ms = \"5s\" }",
+                "assert.command.timeout_ms",
+                "non-negative integer",
+            ),
+            (
+                "command = { argv = [\"x\"], timeout = 5 }",
+                "assert.command.timeout",
+                "unknown key; expected one of: argv, timeout_ms",
+            ),
+            (
+                "command = [ { argv = [\"x\"] }, 3 ]",
+                "assert.command[1]",
+                "found an integer",
+            ),
+            (
+                "command = [ { argv = [\"x\"] }, { argv = [] } ]",
+                "assert.command[1].argv",
+                "the list is empty",
+            ),
+            (
+                "command = [\"x\", \"a\\u0000b\"]",
+                "assert.command[1]",
+                "holds a NUL byte",
+            ),
+        ] {
+            let e = err(&format!("{HEAD}{assert}"));
+            assert_eq!(e.field.as_deref(), Some(field), "{assert}: {e}");
+            assert!(
+                e.to_string().starts_with("payments.toml: case \"a\": "),
+                "{e}"
+            );
+            assert!(e.message.contains(says), "{assert}: {e}");
+        }
+        let long = format!(
+            "{HEAD}command = [\"x\", \"{}\"]",
+            "a".repeat(MAX_ARG_BYTES + 1)
+        );
+        assert_eq!(err(&long).field.as_deref(), Some("assert.command[1]"));
+        let many = format!(
+            "{HEAD}command = [{}]",
+            vec!["\"a\""; MAX_ARGS + 1].join(", ")
+        );
+        let e = err(&many);
+        assert!(e.message.contains("the limit is 64"), "{e}");
+    }
+
+    #[test]
+    fn reads_a_good_toml_suite_with_defaults_merged() {
+        let suite = parse_suite("payments.toml", GOOD).unwrap();
+        assert_eq!(suite.name, "payments");
+        assert_eq!(suite.cases.len(), 3);
+        let first = &suite.cases[0];
+        assert_eq!(first.id, "charge small amount");
+        assert_eq!(first.input, "Charge R$5 via Pix");
+        // Mocks merge per tool, the case's own entry wins.
+        let mocks = first.mocks.as_ref().unwrap();
+        assert_eq!(mocks["asaas/create_payment"]["id"], "pay_9");
+        assert_eq!(mocks["asaas/get_payment"]["id"], "pay_1");
+        assert_eq!(first.metadata["env"], "ci");
+        assert_eq!(first.metadata["team"], "billing");
+        assert_eq!(first.servers, vec!["asaas".to_owned()]);
+        assert_eq!(first.timeout_ms, Some(5000));
+        assert_eq!(first.models.len(), 1);
+        assert_eq!(first.models[0].sequence.len(), 2);
+        assert_eq!(
+            first.models[0].sequence[1].text.as_deref(),
+            Some("Charged: pay_9")
+        );
+        let kinds: Vec<&str> = first
+            .assertions
+            .iter()
+            .map(|a| match a {
+                Assertion::Contains(_) => "contains",
+                Assertion::OperationCalled(_) => "operation_called",
+                Assertion::NoEnvelope(NoEnvelope::Any) => "no_envelope",
+                Assertion::JsonPath(_) => "json_path",
+                Assertion::MaxTokens(100) => "max_tokens",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "contains",
+                "operation_called",
+                "no_envelope",
+                "json_path",
+                "max_tokens"
+            ]
+        );
+        match &first.assertions[1] {
+            Assertion::OperationCalled(ops) => assert_eq!(
+                ops,
+                &vec![
+                    OperationExpectation {
+                        name: "asaas/create_payment".into(),
+                        times: None,
+                        args: Vec::new(),
+                    },
+                    OperationExpectation {
+                        name: "asaas/get_payment".into(),
+                        times: Some(0),
+                        args: Vec::new(),
+                    }
+                ]
+            ),
+            other => panic!("{other:?}"),
+        }
+
+        let skipped = &suite.cases[1];
+        assert_eq!(skipped.skip.as_deref(), Some("skipped in the suite file"));
+        assert!(
+            skipped.servers.is_empty(),
+            "a case's own list replaces the default"
+        );
+        assert_eq!(skipped.timeout_ms, Some(10));
+        assert!(skipped.models.is_empty());
+
+        let variants = &suite.cases[2];
+        assert_eq!(variants.skip.as_deref(), Some("not ready"));
+        let text = |attempt| {
+            variants
+                .model_for_attempt(attempt)
+                .and_then(|m| m.default_text.clone())
+        };
+        assert_eq!(text(1).as_deref(), Some("one"));
+        assert_eq!(text(2).as_deref(), Some("two"));
+        assert_eq!(text(3).as_deref(), Some("one"));
+    }
+
+    #[test]
+    fn reads_json_by_extension_and_by_content() {
+        let text = r#"{"suite": "s", "cases": [{"id": "a", "input": "hi",
+            "model": {"sequence": [{"text": "{\"id\": 1}"}]},
+            "assert": {"json_path": [{"path": "$.id", "equals": 1}], "equals": "{\"id\": 1}"}}]}"#;
+        for name in ["s.json", "from-a-request"] {
+            let suite = parse_suite(name, text).unwrap();
+            assert_eq!(suite.name, "s");
+            assert_eq!(suite.cases[0].id, "a");
+            assert_eq!(suite.cases[0].assertions.len(), 2);
+        }
+    }
+
+    #[test]
+    fn not_toml_names_the_file_and_the_line() {
+        let e = err("suite = \"x\"\n[[case]\nid = 1");
+        assert_eq!(e.kind, SuiteErrorKind::Syntax);
+        assert_eq!(e.file, "payments.toml");
+        assert!(
+            e.to_string()
+                .starts_with("payments.toml: not valid TOML (line 2"),
+            "{e}"
+        );
+        let e = parse_suite("s.json", "{\"suite\": ").unwrap_err();
+        assert_eq!(e.kind, SuiteErrorKind::Syntax);
+        assert!(e.to_string().starts_with("s.json: not valid JSON"), "{e}");
+    }
+
+    #[test]
+    fn missing_suite_and_missing_cases() {
+        let e = err("[[case]]\nid = \"a\"\ninput = \"b\"");
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (SuiteErrorKind::Missing, Some("suite"))
+        );
+        assert_eq!(e.case, None);
+        let e = err("suite = \"s\"");
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (SuiteErrorKind::Missing, Some("case"))
+        );
+        let e = err("suite = \"s\"\n[[case]]\ninput = \"b\"");
+        assert_eq!(e.case, Some(CaseRef::Index(1)));
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case #1: id: missing: every case has an id"
+        );
+    }
+
+    #[test]
+    fn bad_field_types_name_case_and_field() {
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = 5");
+        assert_eq!(e.kind, SuiteErrorKind::Invalid);
+        assert_eq!(e.case, Some(CaseRef::Id("a".into())));
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case \"a\": input: expected a string, found an integer"
+        );
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nmax_tokens = -3",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.max_tokens"));
+        assert!(e.message.contains("non-negative integer"), "{e}");
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmodel = { sequence = [ { txt = \"hi\" } ] }",
+        );
+        // The field inside the script that is wrong, not only `model`.
+        assert_eq!(e.field.as_deref(), Some("model.sequence[0].txt"));
+        assert_eq!(e.kind, SuiteErrorKind::Unknown);
+        assert!(e.message.contains("unknown field `txt`"), "{e}");
+        let e = err(
+            "suite = \"s\"\n[defaults]\nservers = \"asaas\"\n[[case]]\nid = \"a\"\ninput = \"x\"",
+        );
+        assert_eq!(
+            (e.case.clone(), e.field.as_deref()),
+            (None, Some("defaults.servers"))
+        );
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\noperation_called = [\"a/b\", { name = \"a/c\", times = \"2\" }]",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.operation_called[1].times"));
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nskip = 1");
+        assert_eq!(e.field.as_deref(), Some("skip"));
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nno_envelope = false",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.no_envelope"));
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\njson_path = { path = \"id\", equals = 1 }",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.json_path.path"));
+        assert!(e.message.contains("must start with `$`"), "{e}");
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\njson_path = [{ path = \"$.id\" }]",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.json_path[0].equals"));
+        assert_eq!(e.kind, SuiteErrorKind::Missing);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\ncontain = \"pay_1\"",
+        );
+        assert_eq!(e.kind, SuiteErrorKind::Unknown);
+        assert_eq!(e.field.as_deref(), Some("assert.contain"));
+        assert!(
+            e.to_string()
+                .starts_with("payments.toml: case \"a\": assert.contain: unknown assertion kind"),
+            "{e}"
+        );
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nimput = \"y\"");
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (SuiteErrorKind::Unknown, Some("imput"))
+        );
+        let e = err("suite = \"s\"\nowner = \"me\"\n[[case]]\nid = \"a\"\ninput = \"x\"");
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (SuiteErrorKind::Unknown, Some("owner"))
+        );
+    }
+
+    #[test]
+    fn unknown_key_messages_list_the_known_ones_in_order() {
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nx = 1");
+        let listed = e
+            .message
+            .split("expected one of: ")
+            .nth(1)
+            .unwrap_or_default();
+        assert_eq!(listed, ASSERTION_KINDS.join(", "), "{e}");
+        let e = err("suite = \"s\"\nowner = \"me\"\n[[case]]\nid = \"a\"\ninput = \"x\"");
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: owner: unknown key; expected one of: suite, defaults, case, cases"
+        );
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\njson_path = { path = \"$.a\", equals = 1, eq = 2 }",
+        );
+        assert_eq!(e.field.as_deref(), Some("assert.json_path.eq"), "{e}");
+        assert!(e.message.ends_with("expected one of: path, equals"), "{e}");
+    }
+
+    #[test]
+    fn a_null_is_a_wrong_kind_not_an_absent_key() {
+        let e = parse_suite(
+            "s.json",
+            r#"{"suite": "s", "cases": [{"id": "a", "input": "x", "skip": null}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("skip"), "{e}");
+        assert!(e.message.ends_with("found null"), "{e}");
+    }
+
+    #[test]
+    fn a_case_id_over_the_bound_is_refused_by_position() {
+        let id = "a".repeat(spyglass_protocol::glob::MAX_ID_LEN + 1);
+        let e = err(&format!(
+            "suite = \"s\"\n[[case]]\nid = \"{id}\"\ninput = \"x\""
+        ));
+        assert_eq!(e.case, Some(CaseRef::Index(1)));
+        assert_eq!(e.field.as_deref(), Some("id"));
+        assert!(e.message.contains("limit is 4096"), "{e}");
+    }
+
+    #[test]
+    fn bad_regex_is_named() {
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"charge small amount\"\ninput = \"x\"\n[case.assert]\nregex = \"pay_(\"",
+        );
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case \"charge small amount\": assert.regex: invalid regex \"pay_(\": unclosed group"
+        );
+    }
+
+    #[test]
+    fn duplicate_ids_are_errors() {
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[[case]]\nid = \"b\"\ninput = \"x\"\n[[case]]\nid = \"a\"\ninput = \"y\"",
+        );
+        assert_eq!(e.kind, SuiteErrorKind::Duplicate);
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case \"a\": id: duplicate case id (case #1 has it too)"
+        );
+    }
+
+    #[test]
+    fn model_and_variants_are_exclusive() {
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmodel = {}\nmodel_variants = [{}]",
+        );
+        assert_eq!(e.field.as_deref(), Some("model_variants"));
+        let e = err("suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmodel_variants = []");
+        assert_eq!(e.field.as_deref(), Some("model_variants"));
+    }
+
+    #[test]
+    fn unreadable_file_is_an_io_error_naming_it() {
+        let e = load_suite(Path::new("/nonexistent/suite.toml")).unwrap_err();
+        assert_eq!(e.kind, SuiteErrorKind::Io);
+        assert!(
+            e.to_string()
+                .starts_with("/nonexistent/suite.toml: cannot read the file")
+        );
+    }
+
+    #[test]
+    fn glob_selects_cases() {
+        assert!(glob_match("charge*", "charge small amount"));
+        assert!(glob_match("*small*", "charge small amount"));
+        assert!(glob_match("ch?rge*t", "charge small amount"));
+        assert!(!glob_match("refund*", "charge small amount"));
+        assert!(!glob_match("charge", "charge small amount"));
+        assert!(glob_match("*", ""));
+        let suite = parse_suite("payments.toml", GOOD).unwrap();
+        let ids: Vec<&str> = suite
+            .select(Some("*a*"))
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(ids, ["charge small amount", "variants"]);
+        assert_eq!(suite.select(None).len(), 3);
+    }
+    #[test]
+    fn request_suites_in_every_form() {
+        let doc = serde_json::json!({"suite": "a", "case": [{"id": "x", "input": "hi"}]});
+        assert_eq!(suite_from_request(0, &doc).unwrap().name, "a");
+        let text = Value::String("suite = \"b\"\n[[case]]\nid = \"x\"\ninput = \"hi\"".into());
+        assert_eq!(suite_from_request(1, &text).unwrap().name, "b");
+        let named =
+            serde_json::json!({"file": "c.toml", "text": "suite = \"c\"\n[[case]]\nid = 3"});
+        let e = suite_from_request(2, &named).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.toml: case #1: id: expected a string, found an integer"
+        );
+        let e = suite_from_request(3, &serde_json::json!({"case": []})).unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.field.as_deref()),
+            ("suites[3]", Some("suite"))
+        );
+        let e = suite_from_request(4, &serde_json::json!({"text": 5})).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("text"));
+        let e = suite_from_request(5, &serde_json::json!(7)).unwrap_err();
+        assert_eq!(e.file, "suites[5]");
+    }
+
+    #[test]
+    fn plan_orders_attempts_and_filters_cases() {
+        let suites = vec![parse_suite("payments.toml", GOOD).unwrap()];
+        let planned: Vec<(&str, u32)> = plan(&suites, 2, Some("*a*"))
+            .iter()
+            .map(|p| (p.case.id.as_str(), p.attempt))
+            .collect();
+        assert_eq!(
+            planned,
+            [
+                ("charge small amount", 1),
+                ("charge small amount", 2),
+                ("variants", 1),
+                ("variants", 2)
+            ]
+        );
+        assert_eq!(plan(&suites, 0, None).len(), 3, "repeat 0 still runs once");
+        assert!(plan(&suites, 1, Some("nothing")).is_empty());
+    }
+}

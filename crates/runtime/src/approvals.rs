@@ -1,0 +1,773 @@
+//! The approval queue: calls a policy rule held for a human, their expiry, and the
+//! decision. Approving replays the recorded call through the mock gate only (the policy
+//! already spoke); a replay whose mock or session is gone is `mocks_engine_error`.
+
+use super::mocks::Claim;
+use super::policy::{Literal, Op};
+use super::sessions::{DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE, Page, new_id};
+use super::{ApiErrorWithStatus, Runtime, lock, persist};
+use chrono::{DateTime, Utc};
+use spyglass_protocol::envelope::codes;
+use spyglass_protocol::events::{
+    ApprovalReplayed, ApprovalRequested, ApprovalResolved, Decision, Outcome,
+};
+use spyglass_protocol::rest::{ApprovalList, ApprovalStatus, ApprovalView};
+use spyglass_protocol::{Envelope, Event, RawJson, now_rfc3339};
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+struct Row {
+    view: ApprovalView,
+    tenant: String,
+    expires: DateTime<Utc>,
+    /// What the byte budget counts for it (`row_bytes`).
+    bytes: usize,
+}
+
+/// The table of approvals, pending and resolved. Resolved rows are bounded by count
+/// (`max_resolved_approvals`) and bytes (a quarter of the budget, and `make_room`),
+/// oldest first; pending rows only by the per-tenant cap at queueing.
+#[derive(Default)]
+pub(crate) struct ApprovalQueue {
+    rows: HashMap<String, Row>,
+    /// Ids by queue position, which only grows: a `GET /v1/approvals` cursor is one, so
+    /// rows dropped between pages shift nothing.
+    order: BTreeMap<u64, String>,
+    next_at: u64,
+    /// Rows no longer pending (decided or expired).
+    resolved: usize,
+    /// Sum of the resolved rows' `bytes`.
+    resolved_bytes: usize,
+}
+
+/// What 429 answers when a tenant already has `max_pending_approvals` waiting.
+pub const TOO_MANY_PENDING_APPROVALS: &str = "too_many_pending_approvals";
+
+/// What the budget counts for an approval row: its strings and input as text, the replay's
+/// JSON, and a fixed share for the map entries and timestamps.
+fn row_bytes(view: &ApprovalView, tenant: &str) -> usize {
+    let replay = view
+        .replay
+        .as_ref()
+        .map_or(0, |r| serde_json::to_vec(r).map_or(0, |t| t.len()));
+    2 * view.id.len()
+        + view.session_id.len()
+        + view.call_id.len()
+        + view.tool.len()
+        + view.input.get().len()
+        + view.rule_id.len()
+        + view.decided_by.as_ref().map_or(0, String::len)
+        + view.note.as_ref().map_or(0, String::len)
+        + tenant.len()
+        + replay
+        + 192
+}
+
+impl ApprovalQueue {
+    /// A row just left `Pending`: it now counts among the resolved.
+    fn resolve(&mut self, id: &str) {
+        if let Some(row) = self.rows.get(id) {
+            self.resolved += 1;
+            self.resolved_bytes += row.bytes;
+        }
+    }
+
+    /// Drops the oldest resolved rows while more than `max` are kept or they hold more
+    /// than `max_bytes`; returns each dropped row's bytes, tenant and id (its stored
+    /// document goes too).
+    fn trim(&mut self, max: usize, max_bytes: usize) -> Vec<(usize, String, String)> {
+        let mut dropped = Vec::new();
+        if self.resolved <= max && self.resolved_bytes <= max_bytes {
+            return dropped;
+        }
+        let mut gone = Vec::new();
+        let mut freed = 0;
+        for (at, id) in &self.order {
+            if self.resolved - gone.len() <= max && self.resolved_bytes - freed <= max_bytes {
+                break;
+            }
+            if let Some(row) = self.rows.get(id)
+                && row.view.status != ApprovalStatus::Pending
+            {
+                gone.push(*at);
+                freed += row.bytes;
+            }
+        }
+        for at in gone {
+            if let Some(id) = self.order.remove(&at)
+                && let Some(row) = self.rows.remove(&id)
+            {
+                self.resolved -= 1;
+                self.resolved_bytes -= row.bytes;
+                dropped.push((row.bytes, row.tenant, id));
+            }
+        }
+        dropped
+    }
+
+    fn pending_of(&self, tenant: &str) -> usize {
+        self.rows
+            .values()
+            .filter(|row| row.tenant == tenant && row.view.status == ApprovalStatus::Pending)
+            .count()
+    }
+}
+
+/// What `dispatch` needs back from queueing a call.
+pub(crate) struct Queued {
+    pub approval_id: String,
+    pub expires_at: String,
+    message: String,
+    /// The rule's `when` as text, for the approver (`approval.requested`'s `condition`).
+    condition: Option<String>,
+    view: ApprovalView,
+}
+
+/// Which way a human decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Approve,
+    Deny,
+}
+
+/// Which approvals `GET /v1/approvals` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StatusFilter {
+    #[default]
+    Pending,
+    All,
+}
+
+fn rfc3339(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+impl Runtime {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn queue_approval(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        call_id: &str,
+        tool: &str,
+        input: &RawJson,
+        rule_id: &str,
+        message: &str,
+    ) -> Result<Queued, ApiErrorWithStatus> {
+        let cap = self.inner.config.max_pending_approvals.max(1);
+        let over_cap = |queue: &ApprovalQueue| {
+            // Every row pending is a bound on this tenant's: count only when it could be over.
+            queue.rows.len() - queue.resolved >= cap && queue.pending_of(tenant) >= cap
+        };
+        if over_cap(&lock(&self.inner.approvals)) {
+            // Expired ones no longer wait: they leave room.
+            self.expire_due_approvals();
+        }
+        let now = Utc::now();
+        let ttl = chrono::Duration::from_std(self.inner.config.approval_ttl)
+            .unwrap_or(chrono::Duration::minutes(15));
+        let expires = now + ttl;
+        let view = ApprovalView {
+            id: new_id("apr_"),
+            session_id: session_id.to_owned(),
+            call_id: call_id.to_owned(),
+            tool: tool.to_owned(),
+            input: input.clone(),
+            rule_id: rule_id.to_owned(),
+            status: ApprovalStatus::Pending,
+            requested_at: rfc3339(now),
+            expires_at: rfc3339(expires),
+            decided_by: None,
+            note: None,
+            replay: None,
+        };
+        let queued = Queued {
+            approval_id: view.id.clone(),
+            expires_at: view.expires_at.clone(),
+            message: message.to_owned(),
+            condition: self.condition_of(rule_id),
+            view: view.clone(),
+        };
+        let bytes = row_bytes(&view, tenant);
+        // Checked again under the lock the row is added with, so racing calls cannot
+        // pass the cap together.
+        let mut queue = lock(&self.inner.approvals);
+        if over_cap(&queue) {
+            return Err(ApiErrorWithStatus::new(
+                429,
+                TOO_MANY_PENDING_APPROVALS,
+                format!(
+                    "{cap} approvals of this project are waiting for a decision; decide some before more calls are held"
+                ),
+            ));
+        }
+        self.persist(persist::APPROVAL, tenant, &view.id, &view);
+        self.inner.budget.add_approvals(bytes);
+        let at = queue.next_at;
+        queue.next_at += 1;
+        queue.order.insert(at, view.id.clone());
+        queue.rows.insert(
+            view.id.clone(),
+            Row {
+                view,
+                tenant: tenant.to_owned(),
+                expires,
+                bytes,
+            },
+        );
+        drop(queue);
+        self.trim_approvals();
+        Ok(queued)
+    }
+
+    /// Keeps the resolved approvals within `max_resolved_approvals` and a quarter of the
+    /// byte budget, the oldest going first.
+    pub(crate) fn trim_approvals(&self) {
+        let budget = &self.inner.budget;
+        let dropped = lock(&self.inner.approvals)
+            .trim(self.inner.config.max_resolved_approvals, budget.max / 4);
+        for (bytes, tenant, id) in dropped {
+            budget.remove_approvals(bytes, true);
+            self.unpersist(persist::APPROVAL, &tenant, &id);
+        }
+    }
+
+    /// Drops the oldest resolved approval, for `make_room`; false when none is left.
+    pub(crate) fn evict_oldest_approval(&self) -> bool {
+        let mut queue = lock(&self.inner.approvals);
+        let Some(max) = queue.resolved.checked_sub(1) else {
+            return false;
+        };
+        let dropped = queue.trim(max, usize::MAX);
+        drop(queue);
+        for (bytes, tenant, id) in &dropped {
+            self.inner.budget.remove_approvals(*bytes, true);
+            self.unpersist(persist::APPROVAL, tenant, id);
+        }
+        !dropped.is_empty()
+    }
+
+    /// The `when` of the rule named `rule_id` as written in a policy file.
+    fn condition_of(&self, rule_id: &str) -> Option<String> {
+        let rule = self
+            .inner
+            .config
+            .policy
+            .rules
+            .iter()
+            .find(|r| r.id == rule_id)?;
+        let when = rule.when.as_ref()?;
+        let op = match when.op {
+            Op::Eq => "==",
+            Op::Ne => "!=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+        };
+        let value = match &when.value {
+            Literal::Number(n) => n.to_string(),
+            Literal::Text(t) => serde_json::to_string(t).unwrap_or_else(|_| t.clone()),
+            Literal::Bool(b) => b.to_string(),
+        };
+        Some(format!("input.{} {op} {value}", when.path.join(".")))
+    }
+
+    pub(crate) fn announce_approval(&self, tenant: &str, session_id: &str, queued: Queued) {
+        self.emit_for(
+            tenant,
+            Some(session_id.to_owned()),
+            Event::ApprovalRequested(ApprovalRequested {
+                approval_id: queued.approval_id,
+                call_id: queued.view.call_id,
+                tool: queued.view.tool,
+                input: queued.view.input,
+                rule_id: queued.view.rule_id,
+                expires_at: queued.expires_at,
+                message: queued.message,
+                condition: queued.condition,
+            }),
+        );
+    }
+
+    /// Marks every pending approval past its `expires_at` as expired, announcing each.
+    pub fn expire_due_approvals(&self) {
+        if self.shared_store().is_some() {
+            // Expiry is decided in the shared store, once (`Runtime::expire_shared`).
+            return;
+        }
+        let now = Utc::now();
+        let expired: Vec<(String, String, String)> = {
+            let mut queue = lock(&self.inner.approvals);
+            let expired = queue
+                .rows
+                .values_mut()
+                .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
+                .map(|row| {
+                    row.view.status = ApprovalStatus::Expired;
+                    self.persist(persist::APPROVAL, &row.tenant, &row.view.id, &row.view);
+                    (
+                        row.tenant.clone(),
+                        row.view.session_id.clone(),
+                        row.view.id.clone(),
+                    )
+                })
+                .collect::<Vec<_>>();
+            for (_, _, id) in &expired {
+                queue.resolve(id);
+            }
+            expired
+        };
+        if !expired.is_empty() {
+            self.trim_approvals();
+        }
+        for (tenant, session_id, approval_id) in expired {
+            self.emit_for(
+                &tenant,
+                Some(session_id),
+                Event::ApprovalResolved(ApprovalResolved {
+                    approval_id,
+                    decision: Decision::Expired,
+                    by: None,
+                    note: None,
+                }),
+            );
+        }
+    }
+
+    /// Expires every pending approval of a session being closed, announcing each. The
+    /// caller holds the session's lock, so no new approval of it can be queued meanwhile.
+    pub(crate) fn expire_session_approvals(&self, tenant: &str, session_id: &str) {
+        let expired: Vec<String> = {
+            let mut guard = lock(&self.inner.approvals);
+            let queue = &mut *guard;
+            // In queue order, so the stream announces them oldest first.
+            let mut expired = Vec::new();
+            for id in queue.order.values() {
+                if let Some(row) = queue.rows.get_mut(id)
+                    && row.view.status == ApprovalStatus::Pending
+                    && row.tenant == tenant
+                    && row.view.session_id == session_id
+                {
+                    row.view.status = ApprovalStatus::Expired;
+                    self.persist(persist::APPROVAL, tenant, id, &row.view);
+                    expired.push(id.clone());
+                }
+            }
+            for id in &expired {
+                queue.resolve(id);
+            }
+            expired
+        };
+        if !expired.is_empty() {
+            self.trim_approvals();
+        }
+        for approval_id in expired {
+            self.emit_for(
+                tenant,
+                Some(session_id.to_owned()),
+                Event::ApprovalResolved(ApprovalResolved {
+                    approval_id,
+                    decision: Decision::Expired,
+                    by: None,
+                    note: Some("session closed".to_owned()),
+                }),
+            );
+        }
+    }
+
+    /// `GET /v1/approvals`: this tenant's approvals, oldest first.
+    /// One page of this tenant's approvals, oldest first, paged like `GET /v1/sessions`
+    /// (`limit`, `cursor`, `next_cursor`). A cursor is a position in the queue, which only
+    /// grows, so rows queued between pages neither repeat nor shift the rest.
+    pub fn list_approvals(
+        &self,
+        tenant: &str,
+        filter: StatusFilter,
+        page: &Page,
+    ) -> Result<ApprovalList, ApiErrorWithStatus> {
+        let limit = page
+            .limit
+            .unwrap_or(DEFAULT_SESSIONS_PAGE)
+            .clamp(1, MAX_SESSIONS_PAGE);
+        let start = match page.cursor.as_deref() {
+            None | Some("") => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .map_err(|_| {
+                    ApiErrorWithStatus::new(
+                        400,
+                        codes::INVALID_QUERY,
+                        format!("cursor `{cursor}` is not one a page of /v1/approvals gave"),
+                    )
+                })?
+                .saturating_add(1),
+        };
+        self.expire_due_approvals();
+        let queue = lock(&self.inner.approvals);
+        let mut approvals = Vec::new();
+        let mut next_cursor = None;
+        let start = u64::try_from(start).unwrap_or(u64::MAX);
+        let rows = queue
+            .order
+            .range(start..)
+            .filter_map(|(at, id)| queue.rows.get(id).map(|row| (*at, row)))
+            .filter(|(_, row)| row.tenant == tenant)
+            .filter(|(_, row)| {
+                filter == StatusFilter::All || row.view.status == ApprovalStatus::Pending
+            });
+        for (at, row) in rows {
+            if approvals.len() == limit {
+                // One more row exists: the page ends at the last one returned.
+                next_cursor = Some(at.saturating_sub(1).to_string());
+                break;
+            }
+            approvals.push(row.view.clone());
+        }
+        Ok(ApprovalList {
+            approvals,
+            next_cursor,
+        })
+    }
+
+    /// `POST /v1/approvals/:id/approve|deny`. A second decision is 409; a decision after
+    /// `expires_at` is 410 and leaves the row expired.
+    pub fn decide(
+        &self,
+        tenant: &str,
+        approval_id: &str,
+        verdict: Verdict,
+        by: Option<String>,
+        note: Option<String>,
+    ) -> Result<ApprovalView, ApiErrorWithStatus> {
+        self.expire_due_approvals();
+        self.apply_decision(tenant, approval_id, verdict, by, note, None)
+    }
+
+    /// Applies a decision here: checked against the row's status, or, `won` (a store
+    /// shared by several runtimes decided it for this one, `Runtime::decide_any`),
+    /// taken whatever this runtime last heard, with the replay's stateful entry claimed.
+    pub(crate) fn apply_decision(
+        &self,
+        tenant: &str,
+        approval_id: &str,
+        verdict: Verdict,
+        by: Option<String>,
+        note: Option<String>,
+        won: Option<Claim>,
+    ) -> Result<ApprovalView, ApiErrorWithStatus> {
+        let view = {
+            let mut queue = lock(&self.inner.approvals);
+            let row = match queue.rows.get_mut(approval_id) {
+                Some(row) if row.tenant == tenant => row,
+                _ => {
+                    return Err(ApiErrorWithStatus::not_found(format!(
+                        "no approval {approval_id}"
+                    )));
+                }
+            };
+            let was_pending = row.view.status == ApprovalStatus::Pending;
+            match row.view.status {
+                _ if won.is_some() => {}
+                ApprovalStatus::Pending => {}
+                ApprovalStatus::Expired => {
+                    return Err(ApiErrorWithStatus::new(
+                        410,
+                        codes::EXPIRED,
+                        format!("approval {approval_id} expired at {}", row.view.expires_at),
+                    ));
+                }
+                decided => {
+                    return Err(ApiErrorWithStatus::new(
+                        409,
+                        codes::ALREADY_DECIDED,
+                        format!(
+                            "approval {approval_id} was already {}",
+                            serde_json::to_value(decided)
+                                .ok()
+                                .and_then(|v| v.as_str().map(str::to_owned))
+                                .unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+            row.view.status = match verdict {
+                Verdict::Approve => ApprovalStatus::Approved,
+                Verdict::Deny => ApprovalStatus::Denied,
+            };
+            row.view.decided_by.clone_from(&by);
+            row.view.note.clone_from(&note);
+            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+            let view = row.view.clone();
+            let grown = row_bytes(&row.view, &row.tenant).saturating_sub(row.bytes);
+            row.bytes += grown;
+            self.inner.budget.add_approvals(grown);
+            if was_pending {
+                queue.resolve(approval_id);
+            }
+            view
+        };
+        self.emit_for(
+            tenant,
+            Some(view.session_id.clone()),
+            Event::ApprovalResolved(ApprovalResolved {
+                approval_id: view.id.clone(),
+                decision: match verdict {
+                    Verdict::Approve => Decision::Approved,
+                    Verdict::Deny => Decision::Denied,
+                },
+                by,
+                note,
+            }),
+        );
+        if verdict == Verdict::Deny {
+            self.trim_approvals();
+            return Ok(view);
+        }
+        let outcome = self.replay(tenant, &view, won.unwrap_or_default());
+        let mut queue = lock(&self.inner.approvals);
+        let row = if let Some(row) = queue.rows.get_mut(approval_id) {
+            row.view.replay = Some(outcome);
+            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+            // The decision and replay grow the row: the budget counts it again.
+            let bytes = row_bytes(&row.view, &row.tenant);
+            let grown = bytes.saturating_sub(row.bytes);
+            row.bytes += grown;
+            let view = row.view.clone();
+            queue.resolved_bytes += grown;
+            self.inner.budget.add_approvals(grown);
+            view
+        } else {
+            ApprovalView {
+                replay: Some(outcome),
+                ..view
+            }
+        };
+        drop(queue);
+        self.trim_approvals();
+        Ok(row)
+    }
+
+    /// Runs an approved call again through the mock gate and announces the outcome,
+    /// under the session lock so its counter is ordered with the session's calls.
+    fn replay(&self, tenant: &str, view: &ApprovalView, claim: Claim) -> Outcome {
+        let clock = Instant::now();
+        let session = self.session(tenant, &view.session_id).ok();
+        let mut guard = session.as_ref().map(|session| lock(session));
+        let (result, counter) = match guard.as_mut() {
+            None => (
+                Err(Envelope::MocksEngineError {
+                    message: format!("replay of {}: its session is gone", view.tool),
+                }),
+                None,
+            ),
+            // Closed after the approval was decided: the replay reaches no mock, counts
+            // nothing and is not announced (every observer's fold of `approval.replayed`
+            // counts a call), so nothing of the session follows its `session.closed`.
+            Some(s) if s.closed => {
+                return Outcome::Envelope(Box::new(Envelope::MocksEngineError {
+                    message: format!(
+                        "replay of {}: session {} is closed",
+                        view.tool, view.session_id
+                    ),
+                }));
+            }
+            Some(s) => {
+                let result = s.mocks.consume(&view.tool, &view.input, true, claim);
+                s.last_activity = now_rfc3339();
+                (result, s.mocks.note_call(&view.tool))
+            }
+        };
+        let outcome = match result {
+            Ok(value) => Outcome::Result(value),
+            Err(envelope) => Outcome::Envelope(Box::new(envelope)),
+        };
+        let logged = self.emit_for(
+            tenant,
+            Some(view.session_id.clone()),
+            Event::ApprovalReplayed(ApprovalReplayed {
+                approval_id: view.id.clone(),
+                call_id: view.call_id.clone(),
+                tool: view.tool.clone(),
+                outcome: outcome.clone(),
+                duration: clock.elapsed().as_secs_f64() * 1000.0,
+                counter,
+            }),
+        );
+        if let Some(s) = guard.as_mut() {
+            s.last_seq = logged.frame.seq;
+            if self.shared_store().is_some() {
+                s.unfollowed += 1;
+            }
+            self.persist_counters(s);
+        }
+        drop(guard);
+        outcome
+    }
+}
+
+impl Runtime {
+    /// Puts stored approvals back in the order they were queued. A pending one is
+    /// approvable until its `expires_at`, and approving it replays its recorded call.
+    pub(crate) fn restore_approvals(&self, records: &[crate::store::StoredRecord]) {
+        let mut rows: Vec<(String, ApprovalView)> = records
+            .iter()
+            .filter_map(|r| persist::decode(r).map(|view| (r.tenant.clone(), view)))
+            .collect();
+        rows.sort_by(|(_, a), (_, b)| (&a.requested_at, &a.id).cmp(&(&b.requested_at, &b.id)));
+        let mut queue = lock(&self.inner.approvals);
+        for (tenant, view) in rows {
+            let Ok(expires) = DateTime::parse_from_rfc3339(&view.expires_at) else {
+                tracing::warn!(approval = %view.id, "stored approval has no readable expiry; skipped");
+                continue;
+            };
+            let bytes = row_bytes(&view, &tenant);
+            let pending = view.status == ApprovalStatus::Pending;
+            let id = view.id.clone();
+            self.inner.budget.add_approvals(bytes);
+            let at = queue.next_at;
+            queue.next_at += 1;
+            queue.order.insert(at, id.clone());
+            queue.rows.insert(
+                id.clone(),
+                Row {
+                    view,
+                    tenant,
+                    expires: expires.with_timezone(&Utc),
+                    bytes,
+                },
+            );
+            if !pending {
+                queue.resolve(&id);
+            }
+        }
+        drop(queue);
+        // A store written under larger bounds comes back within today's.
+        self.trim_approvals();
+    }
+}
+
+/// What another runtime on a shared store decided, and what this one asks the store.
+impl Runtime {
+    /// Puts approvals another runtime queued into this one's queue (their documents);
+    /// an id already here is left as it is.
+    pub(crate) fn adopt_approvals(&self, records: &[crate::store::StoredRecord]) {
+        let fresh: Vec<crate::store::StoredRecord> = {
+            let queue = lock(&self.inner.approvals);
+            records
+                .iter()
+                .filter(|r| !queue.rows.contains_key(&r.key))
+                .cloned()
+                .collect()
+        };
+        if !fresh.is_empty() {
+            self.restore_approvals(&fresh);
+        }
+    }
+
+    /// A pending approval's expiry (Unix ms), its session and tool: what deciding it in
+    /// a shared store needs. `None`: no such approval of this tenant here.
+    pub(crate) fn approval_facts(
+        &self,
+        tenant: &str,
+        approval_id: &str,
+    ) -> Option<(i64, String, String, RawJson)> {
+        let queue = lock(&self.inner.approvals);
+        let row = queue.rows.get(approval_id).filter(|r| r.tenant == tenant)?;
+        Some((
+            row.expires.timestamp_millis(),
+            row.view.session_id.clone(),
+            row.view.tool.clone(),
+            row.view.input.clone(),
+        ))
+    }
+
+    /// The pending approvals past their expiry: what `expire_shared` asks the store about.
+    pub(crate) fn overdue_approvals(&self) -> Vec<(String, String)> {
+        let now = Utc::now();
+        let queue = lock(&self.inner.approvals);
+        queue
+            .rows
+            .values()
+            .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
+            .map(|row| (row.tenant.clone(), row.view.id.clone()))
+            .collect()
+    }
+
+    /// A session's pending approvals here, oldest first.
+    pub(crate) fn pending_of_session(&self, tenant: &str, session_id: &str) -> Vec<String> {
+        let queue = lock(&self.inner.approvals);
+        queue
+            .order
+            .values()
+            .filter(|id| {
+                queue.rows.get(*id).is_some_and(|row| {
+                    row.view.status == ApprovalStatus::Pending
+                        && row.tenant == tenant
+                        && row.view.session_id == session_id
+                })
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Expires one approval here and announces it (`note`: why, when not its age): the
+    /// shared store said this runtime's expiry came first.
+    pub(crate) fn expire_one(&self, tenant: &str, approval_id: &str, note: Option<&str>) {
+        let session_id = {
+            let mut queue = lock(&self.inner.approvals);
+            let Some(row) = queue.rows.get_mut(approval_id) else {
+                return;
+            };
+            if row.view.status != ApprovalStatus::Pending {
+                return;
+            }
+            row.view.status = ApprovalStatus::Expired;
+            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+            let session_id = row.view.session_id.clone();
+            queue.resolve(approval_id);
+            session_id
+        };
+        self.trim_approvals();
+        self.emit_for(
+            tenant,
+            Some(session_id),
+            Event::ApprovalResolved(ApprovalResolved {
+                approval_id: approval_id.to_owned(),
+                decision: Decision::Expired,
+                by: None,
+                note: note.map(str::to_owned),
+            }),
+        );
+    }
+
+    /// What another runtime's `approval.resolved` or `approval.replayed` says of a row
+    /// this one holds.
+    pub(crate) fn follow_approval(&self, event: &Event) {
+        let mut queue = lock(&self.inner.approvals);
+        match event {
+            Event::ApprovalResolved(resolved) => {
+                let Some(row) = queue.rows.get_mut(&resolved.approval_id) else {
+                    return;
+                };
+                if row.view.status != ApprovalStatus::Pending {
+                    return;
+                }
+                row.view.status = match resolved.decision {
+                    Decision::Approved => ApprovalStatus::Approved,
+                    Decision::Denied => ApprovalStatus::Denied,
+                    Decision::Expired => ApprovalStatus::Expired,
+                };
+                row.view.decided_by.clone_from(&resolved.by);
+                row.view.note.clone_from(&resolved.note);
+                queue.resolve(&resolved.approval_id);
+            }
+            Event::ApprovalReplayed(replayed) => {
+                if let Some(row) = queue.rows.get_mut(&replayed.approval_id) {
+                    row.view.replay = Some(replayed.outcome.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,1746 @@
+//! The event log: stamps every event with its tenant's next `seq` and a `ts`, keeps the
+//! newest `retained_events` across tenants in per-tenant rings, and broadcasts each to live
+//! subscribers. Stamping and broadcasting happen under one lock so the broadcast order is
+//! the seq order.
+//!
+//! Seqs count per tenant, so a tenant's `seq`, `next` and `stream.gap` say nothing of how
+//! much other tenants log. When the log is full the event evicted is the oldest of the
+//! appending tenant if it holds its fair share (capacity / tenants holding events) or
+//! more, else the oldest of the tenant holding the most: one tenant's flood evicts its own
+//! history, never a quieter tenant's. Within the runtime's byte budget (shared with the
+//! sessions) the tenant holding the most bytes loses its oldest events first.
+//!
+//! The log's `epoch` names its stream, one per runtime: seqs compare only within one
+//! epoch. With a store (`crate::store`) every append and eviction goes to its writer
+//! thread in order (through the journal, for `SQLite`), so the file holds what the rings
+//! hold.
+
+use crate::store::journal::Journal;
+use crate::store::{StateWrite, Store, StoredEvent};
+use foldhash::HashMap;
+use foldhash::HashMapExt as _;
+use spyglass_protocol::{Event, Frame, decode, encode, now_rfc3339};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use tokio::sync::broadcast;
+
+/// A stamped event as the log keeps it: the frame, its wire text once someone has asked
+/// for it, and the tenant whose stream shows it.
+///
+/// Its shared block (`Arc<Logged>`) is 384 bytes, one of mimalloc's size classes (a test
+/// keeps it there): the tenant's name is shared (an ingest path that knows it,
+/// `Runtime::emit_shared`, gives every event the same one), the text is a boxed `str`, and
+/// the budget's bytes are counted from the frame when asked.
+#[derive(Debug)]
+pub struct Logged {
+    pub frame: Frame,
+    text: OnceLock<Box<str>>,
+    pub tenant: Arc<str>,
+    /// Stamping order across tenants (seqs are per tenant): the all-projects stream's seq.
+    pub ord: u64,
+}
+
+/// The runtime's byte budget, shared by the event log and the session map: what each
+/// holds (approximate, see `Event::approx_bytes`) and what was evicted to stay within it.
+#[derive(Debug)]
+pub struct Budget {
+    pub max: usize,
+    log: AtomicUsize,
+    sessions: AtomicUsize,
+    evals: AtomicUsize,
+    approvals: AtomicUsize,
+    evicted_events: AtomicU64,
+    evicted_event_bytes: AtomicU64,
+    evicted_sessions: AtomicU64,
+    evicted_session_bytes: AtomicU64,
+    evicted_evals: AtomicU64,
+    evicted_eval_bytes: AtomicU64,
+    evicted_approvals: AtomicU64,
+    evicted_approval_bytes: AtomicU64,
+}
+
+/// A snapshot of the budget (`Runtime::budget_stats`, `/health`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct BudgetStats {
+    pub max_bytes: usize,
+    /// Log, sessions, evals and approvals: never above `max_bytes` for long (one event may
+    /// overshoot).
+    pub retained_bytes: usize,
+    pub log_bytes: usize,
+    pub session_bytes: usize,
+    /// Eval runs and the suite documents kept for reruns (their JSON text).
+    pub eval_bytes: usize,
+    /// Events dropped from the log because of bytes, not count.
+    pub evicted_events: u64,
+    pub evicted_event_bytes: u64,
+    /// Closed sessions dropped to make room.
+    pub evicted_sessions: u64,
+    pub evicted_session_bytes: u64,
+    /// Finished eval runs and suite documents dropped to make room.
+    pub evicted_evals: u64,
+    pub evicted_eval_bytes: u64,
+    /// Approval rows (resolved ones; pending rows are never dropped).
+    pub approval_bytes: usize,
+    /// Resolved approvals dropped, past `max_resolved_approvals` or the budget.
+    pub evicted_approvals: u64,
+    pub evicted_approval_bytes: u64,
+}
+
+impl Budget {
+    pub fn new(max: usize) -> Self {
+        Self {
+            max: max.max(1),
+            log: AtomicUsize::new(0),
+            sessions: AtomicUsize::new(0),
+            evals: AtomicUsize::new(0),
+            approvals: AtomicUsize::new(0),
+            evicted_events: AtomicU64::new(0),
+            evicted_event_bytes: AtomicU64::new(0),
+            evicted_sessions: AtomicU64::new(0),
+            evicted_session_bytes: AtomicU64::new(0),
+            evicted_evals: AtomicU64::new(0),
+            evicted_eval_bytes: AtomicU64::new(0),
+            evicted_approvals: AtomicU64::new(0),
+            evicted_approval_bytes: AtomicU64::new(0),
+        }
+    }
+
+    pub fn retained(&self) -> usize {
+        self.log.load(Ordering::Relaxed)
+            + self.sessions.load(Ordering::Relaxed)
+            + self.evals.load(Ordering::Relaxed)
+            + self.approvals.load(Ordering::Relaxed)
+    }
+
+    /// What the budget holds besides the log: the log keeps within what this leaves.
+    fn besides_log(&self) -> usize {
+        self.sessions.load(Ordering::Relaxed)
+            + self.evals.load(Ordering::Relaxed)
+            + self.approvals.load(Ordering::Relaxed)
+    }
+
+    /// `bytes` leave the figure `held`; when evicted, one more item and its bytes are
+    /// counted in `evicted`'s (count, bytes).
+    fn take(held: &AtomicUsize, bytes: usize, evicted: Option<(&AtomicU64, &AtomicU64)>) {
+        held.fetch_sub(bytes, Ordering::Relaxed);
+        if let Some((count, total)) = evicted {
+            count.fetch_add(1, Ordering::Relaxed);
+            total.fetch_add(bytes as u64, Ordering::Relaxed);
+        }
+    }
+
+    pub fn add_approvals(&self, bytes: usize) {
+        self.approvals.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// An approval row left the table, dropped to stay bounded when `evicted`.
+    pub fn remove_approvals(&self, bytes: usize, evicted: bool) {
+        Self::take(
+            &self.approvals,
+            bytes,
+            evicted.then_some((&self.evicted_approvals, &self.evicted_approval_bytes)),
+        );
+    }
+
+    pub fn add_evals(&self, bytes: usize) {
+        self.evals.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// An eval run or suite document left the runtime: evicted by the budget when `evicted`.
+    pub fn remove_evals(&self, bytes: usize, evicted: bool) {
+        Self::take(
+            &self.evals,
+            bytes,
+            evicted.then_some((&self.evicted_evals, &self.evicted_eval_bytes)),
+        );
+    }
+
+    pub fn add_session(&self, bytes: usize) {
+        self.sessions.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// A session left the map: evicted by the budget when `evicted`.
+    pub fn remove_session(&self, bytes: usize, evicted: bool) {
+        Self::take(
+            &self.sessions,
+            bytes,
+            evicted.then_some((&self.evicted_sessions, &self.evicted_session_bytes)),
+        );
+    }
+
+    pub fn stats(&self) -> BudgetStats {
+        let log_bytes = self.log.load(Ordering::Relaxed);
+        let session_bytes = self.sessions.load(Ordering::Relaxed);
+        let eval_bytes = self.evals.load(Ordering::Relaxed);
+        let approval_bytes = self.approvals.load(Ordering::Relaxed);
+        BudgetStats {
+            max_bytes: self.max,
+            retained_bytes: log_bytes + session_bytes + eval_bytes + approval_bytes,
+            log_bytes,
+            session_bytes,
+            eval_bytes,
+            evicted_events: self.evicted_events.load(Ordering::Relaxed),
+            evicted_event_bytes: self.evicted_event_bytes.load(Ordering::Relaxed),
+            evicted_sessions: self.evicted_sessions.load(Ordering::Relaxed),
+            evicted_session_bytes: self.evicted_session_bytes.load(Ordering::Relaxed),
+            evicted_evals: self.evicted_evals.load(Ordering::Relaxed),
+            evicted_eval_bytes: self.evicted_eval_bytes.load(Ordering::Relaxed),
+            approval_bytes,
+            evicted_approvals: self.evicted_approvals.load(Ordering::Relaxed),
+            evicted_approval_bytes: self.evicted_approval_bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Logged {
+    /// An event read back from a store, its stored text kept as its wire text; `None`
+    /// for a text that no longer decodes (skipped: the rest of the history still loads).
+    /// Its budget bytes are counted again from the decoded event, as at append.
+    pub fn restore(text: &str, tenant: String) -> Option<Logged> {
+        let frame = decode(text).ok()?;
+        Some(Logged {
+            frame,
+            text: OnceLock::from(Box::from(text)),
+            tenant: tenant.into(),
+            ord: 0,
+        })
+    }
+
+    /// A copy of an event the log sent unstamped, with the seq its store gave it.
+    #[must_use]
+    pub fn stamped(&self, seq: u64) -> Logged {
+        Logged {
+            frame: Frame {
+                seq,
+                ..self.frame.clone()
+            },
+            text: OnceLock::new(),
+            tenant: self.tenant.clone(),
+            ord: 0,
+        }
+    }
+
+    /// What the budget counts for it (`Event::approx_bytes`): the frame never changes
+    /// once logged, so this is what was counted at append.
+    pub fn bytes(&self) -> usize {
+        self.frame.event.approx_bytes()
+    }
+
+    /// The frame's wire text, encoded by the first reader and shared by the rest. A call
+    /// nobody watches never pays for it, and one that is watched pays on the subscriber's
+    /// task, not on the request's: encoding was a tenth of a mocked execute.
+    pub fn text(&self) -> &str {
+        self.text
+            .get_or_init(|| encode(&self.frame).into_boxed_str())
+    }
+}
+
+/// Events let go of (evicted from the log, or out of a session's history), released a
+/// batch at a time.
+pub type Retired = spyglass_protocol::retire::Retired<Arc<Logged>>;
+
+impl spyglass_protocol::retire::Warm for Logged {
+    /// The fields its drop reads.
+    fn warm(&self) -> usize {
+        self.bytes()
+    }
+}
+
+/// One tenant's part of the log; its seqs are contiguous from the front.
+struct TenantRing {
+    next_seq: u64,
+    events: VecDeque<Arc<Logged>>,
+    /// Each retained event's `bytes`, `ord` and seq, beside it (`push`, `pop_oldest`): the
+    /// oldest event is a `retained_events` appends old when it goes, far out of the
+    /// cache, and reading them from the event was a cache miss under the ring's lock on
+    /// every full-log append.
+    sizes: VecDeque<Kept>,
+    /// Sum of the retained events' `bytes`.
+    bytes: usize,
+    /// With a journal: its newest evicted seq, which the store's writer reads
+    /// (`Evictions`), registered at its first eviction.
+    evicted: Option<Arc<AtomicU64>>,
+}
+
+impl Default for TenantRing {
+    fn default() -> Self {
+        Self {
+            next_seq: 1,
+            events: VecDeque::new(),
+            sizes: VecDeque::new(),
+            bytes: 0,
+            evicted: None,
+        }
+    }
+}
+
+/// What the ring keeps beside a retained event (`TenantRing::sizes`).
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    bytes: usize,
+    ord: u64,
+    seq: u64,
+}
+
+impl TenantRing {
+    /// Retains `logged`, newest, counting its `bytes`.
+    fn push(&mut self, logged: Arc<Logged>, bytes: usize) {
+        self.sizes.push_back(Kept {
+            bytes,
+            ord: logged.ord,
+            seq: logged.frame.seq,
+        });
+        self.events.push_back(logged);
+        self.bytes += bytes;
+    }
+
+    /// The oldest event and what was kept beside it, no longer retained; the event
+    /// itself is not read.
+    fn pop_oldest(&mut self) -> Option<(Arc<Logged>, Kept)> {
+        let old = self.events.pop_front()?;
+        let kept = self.sizes.pop_front().unwrap_or_else(|| Kept {
+            bytes: old.bytes(),
+            ord: old.ord,
+            seq: old.frame.seq,
+        });
+        self.bytes -= kept.bytes;
+        Some((old, kept))
+    }
+}
+
+struct Ring {
+    /// Events stamped so far, every tenant's, those restored from a store included (the
+    /// last `ord` given).
+    emitted: u64,
+    retained: usize,
+    /// Sum of every tenant's `bytes`.
+    bytes: usize,
+    /// Tenants holding at least one event.
+    holding: usize,
+    tenants: HashMap<String, TenantRing>,
+    /// Events appends evicted, let go of in batches (`Retired`).
+    retired: Retired,
+}
+
+impl Ring {
+    /// The tenant whose oldest event goes to make room for one of `appending`'s.
+    fn victim(&mut self, appending: &str, capacity: usize) -> Option<&mut TenantRing> {
+        let own = self.tenants.get(appending).map_or(0, |t| t.events.len());
+        let holders = self.holding + usize::from(own == 0);
+        if own > 0 && own >= capacity / holders.max(1) {
+            return self.tenants.get_mut(appending);
+        }
+        // Only reached when a tenant under its share appends to a full log, so the scan
+        // (over tenants holding events) is not on a lone tenant's path.
+        self.tenants
+            .values_mut()
+            .max_by_key(|t| t.events.len())
+            .filter(|t| !t.events.is_empty())
+    }
+}
+
+/// What a read of the log returned: the events, and the range it no longer holds.
+#[derive(Debug, Default)]
+pub struct Slice {
+    /// `(from, to)` inclusive: seqs after `since` that were dropped from the ring.
+    pub gap: Option<(u64, u64)>,
+    pub events: Vec<Arc<Logged>>,
+}
+
+/// A snapshot of the log's memory bounds (`Runtime::stats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogStats {
+    /// Events stamped so far, every tenant's, those restored from a store included.
+    pub emitted: u64,
+    pub retained: usize,
+    pub capacity: usize,
+    pub subscribers: usize,
+    pub longest_queue: usize,
+}
+
+pub struct EventLog {
+    epoch: String,
+    /// The all-projects stream's id: stamping order (`ord`) is counted afresh by each
+    /// process, so this one is new at every start even when `epoch` goes on.
+    all_epoch: String,
+    ring: Mutex<Ring>,
+    capacity: usize,
+    live: broadcast::Sender<Arc<Logged>>,
+    budget: Arc<Budget>,
+    /// The store's writer thread, fed in seq order under the ring's lock.
+    writer: Option<StoreWriter>,
+    /// A `SQLite` store's journal: appends, evictions and documents go there, in the
+    /// same order, and the writer thread takes them from it once written.
+    journal: Option<Arc<Journal>>,
+    /// The oldest `ord` of a call whose counters wait for their document (`u64::MAX`:
+    /// none), and whether an event at or past it was evicted: the runtime's moved
+    /// counters are then written at once (`Runtime::counters_moved`).
+    undocumented: AtomicU64,
+    counters_due: AtomicBool,
+}
+
+/// What the store's writer thread is told.
+enum Write {
+    Event(Arc<Logged>),
+    /// The tenant's events up to this seq left the ring.
+    Evicted(String, u64),
+    /// Answered once everything sent before it is committed.
+    Flush(std::sync::mpsc::SyncSender<()>),
+    /// A state document put or deleted, ordered with the events around it.
+    State(StateWrite),
+    /// `Flush` for a task: what an answer waits on before it is sent.
+    Ack(tokio::sync::oneshot::Sender<()>),
+    /// Nothing came for `EVICT_EVERY`: the writer's own wake-up to drop evictions.
+    Tick,
+    /// An event whose call's counters wait for their document was evicted: a journaled
+    /// writer writes the moved counters now rather than at its next commit.
+    CountersDue,
+}
+
+/// What a journaled writer runs before each commit: the runtime writing its moved
+/// counters (`Runtime::write_moved_counters`), set once the runtime exists.
+pub type BeforeCommit = Arc<OnceLock<Box<dyn Fn() + Send + Sync>>>;
+
+/// How often a journaled store's writer commits what the journal wrote: answers wait for
+/// the journal, so this sets only how much a reopen replays.
+const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How often evicted events leave the file: at most this much later than the rings.
+const EVICT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Events, and their bytes, a failed commit keeps for the next one at most (the oldest
+/// go past either).
+const MAX_PENDING: usize = 65_536;
+const MAX_PENDING_BYTES: usize = 64 * 1024 * 1024;
+
+/// How many of the oldest of these waiting events (their sizes, oldest first) must go to
+/// keep the rest within `MAX_PENDING` and `MAX_PENDING_BYTES`.
+fn excess(sizes: impl DoubleEndedIterator<Item = usize> + ExactSizeIterator) -> usize {
+    let total = sizes.len();
+    let (mut kept, mut bytes) = (0, 0usize);
+    for size in sizes.rev() {
+        if kept == MAX_PENDING || bytes + size > MAX_PENDING_BYTES {
+            break;
+        }
+        kept += 1;
+        bytes += size;
+    }
+    total - kept
+}
+
+/// The most events one transaction takes; more wait for the next.
+const MAX_BATCH: usize = 4096;
+
+/// The sending end of a store's writer thread (`StoreWriter::spawn`).
+pub struct StoreWriter {
+    tx: std::sync::mpsc::Sender<Write>,
+    health: Arc<StoreHealth>,
+    /// The store gives events their seqs (`Store::stamps`): the log sends them unstamped.
+    stamps: bool,
+    /// Run by a journaled writer before each commit.
+    before_commit: BeforeCommit,
+}
+
+/// What a store that stamps committed: the events with their seqs, for the runtime's
+/// follower to take into the log, and the answers waiting on that commit, which the
+/// follower lets go once the events are in (a client reads its own writes).
+pub struct Committed {
+    pub events: Vec<Arc<Logged>>,
+    pub acks: Vec<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// How the store's commits are going, for `/health` and for the answer a failed commit
+/// gets: where it lives, commits made and failed, and the newest failure's reason.
+#[derive(Debug, Default)]
+pub struct StoreHealth {
+    pub path: String,
+    commits: AtomicU64,
+    failures: AtomicU64,
+    /// Whether `last_error` is set: an answer's journal write checks this, not the lock.
+    failing: std::sync::atomic::AtomicBool,
+    last_error: Mutex<Option<String>>,
+}
+
+/// `StoreHealth` as `/health` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StoreStatus {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// `ok`, or `failing` while the newest commit failed.
+    pub state: &'static str,
+    pub commits: u64,
+    pub failed_commits: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+impl StoreHealth {
+    fn committed(&self) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.failing.store(false, Ordering::Relaxed);
+        *self
+            .last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// A write went through after a failure: the store is no longer failing. Every answer
+    /// calls this, so it only reads the flag unless it is set (a swap would write the
+    /// shared line from every worker at every answer).
+    fn recovered(&self) {
+        if self.failing.load(Ordering::Relaxed) && self.failing.swap(false, Ordering::Relaxed) {
+            *self
+                .last_error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = None;
+        }
+    }
+
+    fn failed(&self, reason: String) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        self.failing.store(true, Ordering::Relaxed);
+        *self
+            .last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(reason);
+    }
+
+    /// The newest commit's failure, while it is the newest commit.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn status(&self) -> StoreStatus {
+        let last_error = self.last_error();
+        StoreStatus {
+            path: Some(self.path.clone()),
+            state: if last_error.is_some() {
+                "failing"
+            } else {
+                "ok"
+            },
+            commits: self.commits.load(Ordering::Relaxed),
+            failed_commits: self.failures.load(Ordering::Relaxed),
+            last_error,
+        }
+    }
+}
+
+impl StoreWriter {
+    /// Starts the thread that commits to `store` what the log sends it.
+    pub fn spawn(store: Arc<dyn Store>) -> std::io::Result<StoreWriter> {
+        Self::spawn_with(store, None)
+    }
+
+    /// `spawn`, for a store that stamps: what each commit stamped goes to `committed`.
+    pub fn spawn_with(
+        store: Arc<dyn Store>,
+        committed: Option<tokio::sync::mpsc::UnboundedSender<Committed>>,
+    ) -> std::io::Result<StoreWriter> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let health = Arc::new(StoreHealth {
+            path: store.describe(),
+            ..StoreHealth::default()
+        });
+        let stamps = store.stamps();
+        let writing = Arc::clone(&health);
+        std::thread::Builder::new()
+            .name("spyglass-store".into())
+            .spawn(move || write_loop(rx, store, &writing, committed.as_ref()))?;
+        Ok(StoreWriter {
+            tx,
+            health,
+            stamps,
+            before_commit: BeforeCommit::default(),
+        })
+    }
+
+    /// Starts the thread that commits to `store` what `journal` has written, every
+    /// `COMMIT_EVERY` and at each flush; nothing waits on it but flushes.
+    pub fn spawn_journaled(
+        store: Arc<dyn Store>,
+        journal: Arc<Journal>,
+    ) -> std::io::Result<StoreWriter> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let health = Arc::new(StoreHealth {
+            path: store.describe(),
+            ..StoreHealth::default()
+        });
+        let writing = Arc::clone(&health);
+        let before_commit = BeforeCommit::default();
+        let before = Arc::clone(&before_commit);
+        std::thread::Builder::new()
+            .name("spyglass-store".into())
+            .spawn(move || journal_loop(&rx, &*store, &journal, &writing, &before))?;
+        Ok(StoreWriter {
+            tx,
+            health,
+            stamps: false,
+            before_commit,
+        })
+    }
+
+    fn send(&self, write: Write) {
+        // A writer gone (its thread ended) has logged why; the log goes on in memory.
+        let _ = self.tx.send(write);
+    }
+}
+
+/// A failed commit's documents and evictions, put back for the next one; a document
+/// written again since keeps its newer write.
+fn keep_for_next(
+    state: &mut HashMap<(String, String, String), StateWrite>,
+    evicted: &mut HashMap<String, u64>,
+    writes: Vec<StateWrite>,
+    evicted_upto: Vec<(String, u64)>,
+) {
+    for write in writes {
+        let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
+        state
+            .entry((r.kind.clone(), r.tenant.clone(), r.key.clone()))
+            .or_insert(write);
+    }
+    for (tenant, seq) in evicted_upto {
+        let upto = evicted.entry(tenant).or_default();
+        *upto = (*upto).max(seq);
+    }
+}
+
+/// Commits events as they come, grouped: whatever queued while the last transaction ran
+/// goes in the next one, so a burst of calls costs one commit, not one each.
+// Runs on its own thread, which owns both for its whole life.
+#[expect(clippy::needless_pass_by_value)]
+fn write_loop(
+    rx: std::sync::mpsc::Receiver<Write>,
+    store: Arc<dyn Store>,
+    health: &StoreHealth,
+    committed: Option<&tokio::sync::mpsc::UnboundedSender<Committed>>,
+) {
+    let stamps = store.stamps();
+    let mut batch = Vec::new();
+    // A stamping store's events, as the log sent them (seq 0).
+    let mut unstamped: Vec<Arc<Logged>> = Vec::new();
+    let mut evicted: HashMap<String, u64> = HashMap::new();
+    let mut flushes = Vec::new();
+    let mut acks = Vec::new();
+    // The last write of each document in the batch: a burst of calls on one session
+    // commits its counters once.
+    let mut state: HashMap<(String, String, String), StateWrite> = HashMap::new();
+    // Evictions leave the file in ranges, every `EVICT_EVERY`, not with each batch: a
+    // delete per commit rewrote the oldest pages (and the free list) on every call.
+    let mut last_evicted = std::time::Instant::now();
+    loop {
+        let first = if evicted.is_empty() {
+            rx.recv().map_err(|_| ())
+        } else {
+            // Evictions waiting: a quiet runtime still drops them from the file soon.
+            match rx.recv_timeout(EVICT_EVERY.saturating_sub(last_evicted.elapsed())) {
+                Ok(msg) => Ok(Some(msg)),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Ok(None),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(()),
+            }
+            .map(|msg| msg.unwrap_or(Write::Tick))
+        };
+        let Ok(first) = first else { break };
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Write::Event(logged) if stamps => unstamped.push(logged),
+                Write::Event(logged) => batch.push(StoredEvent {
+                    tenant: logged.tenant.to_string(),
+                    seq: logged.frame.seq,
+                    text: logged.text().to_owned(),
+                }),
+                Write::Evicted(tenant, seq) => {
+                    let upto = evicted.entry(tenant).or_default();
+                    *upto = (*upto).max(seq);
+                }
+                Write::Flush(done) => flushes.push(done),
+                Write::Tick | Write::CountersDue => {}
+                Write::Ack(done) => acks.push(done),
+                Write::State(write) => {
+                    let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
+                    state.insert((r.kind.clone(), r.tenant.clone(), r.key.clone()), write);
+                }
+            }
+            if batch.len().max(unstamped.len()) < MAX_BATCH {
+                next = rx.try_recv().ok();
+            }
+        }
+        let evicted_upto: Vec<(String, u64)> =
+            if !flushes.is_empty() || last_evicted.elapsed() >= EVICT_EVERY {
+                last_evicted = std::time::Instant::now();
+                evicted.drain().collect()
+            } else {
+                Vec::new()
+            };
+        let writes: Vec<StateWrite> = state.drain().map(|(_, write)| write).collect();
+        let result = if stamps {
+            store
+                .append_stamping(&unstamped, &evicted_upto, &writes)
+                .map(|seqs| {
+                    let events = unstamped
+                        .drain(..)
+                        .zip(seqs)
+                        .map(|(logged, seq)| Arc::new(logged.stamped(seq)))
+                        .collect();
+                    match committed {
+                        Some(follower) => {
+                            let acks = std::mem::take(&mut acks);
+                            if let Err(lost) = follower.send(Committed { events, acks }) {
+                                // No follower (the runtime is going): nobody reads the log.
+                                for done in lost.0.acks {
+                                    let _ = done.send(());
+                                }
+                            }
+                        }
+                        None => drop(events),
+                    }
+                })
+        } else {
+            store.append(&batch, &evicted_upto, &writes)
+        };
+        match result {
+            Ok(()) => {
+                health.committed();
+                for done in acks.drain(..) {
+                    let _ = done.send(());
+                }
+                batch.clear();
+                unstamped.clear();
+            }
+            // An answer waiting on this commit is refused (its sender dropped): what
+            // was not kept is never acknowledged as kept. The writes stay for the next
+            // commit, so an answer after this one is acknowledged only once they are in
+            // too (before, a lone acknowledgement in the next batch committed nothing
+            // and was answered as if the lost writes were kept).
+            Err(err) => {
+                tracing::error!(%err, events = batch.len() + unstamped.len(), "store write failed; retried with the next commit");
+                health.failed(err.to_string());
+                acks.clear();
+                keep_for_next(&mut state, &mut evicted, writes, evicted_upto);
+                // Bounded while the store stays away, by count and by bytes (a client
+                // sends the events' text): the oldest events waiting go.
+                let over = excess(batch.iter().map(|e| e.text.len()));
+                let over_unstamped = excess(unstamped.iter().map(|e| e.bytes()));
+                if over + over_unstamped > 0 {
+                    tracing::warn!(
+                        dropped = over + over_unstamped,
+                        "store away: oldest events waiting for it dropped"
+                    );
+                    batch.drain(..over);
+                    unstamped.drain(..over_unstamped);
+                }
+            }
+        }
+        for done in flushes.drain(..) {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Raises `tenant`'s value in `map` to at least `value`; its name is copied only on its
+/// first entry (this runs for every event and every eviction).
+fn raise(map: &mut HashMap<String, u64>, tenant: &str, value: u64) {
+    match map.get_mut(tenant) {
+        Some(have) => *have = (*have).max(value),
+        None => {
+            map.insert(tenant.to_owned(), value);
+        }
+    }
+}
+
+/// Commits to the store what the journal wrote, every `COMMIT_EVERY` and at each flush:
+/// the documents, each tenant's next seq and the evictions. Events stay in the journal
+/// while the rings may hold them: a closed segment none of whose events is retained any
+/// more is deleted; past the journal's bound (`Journal::keep_closed`), the oldest closed
+/// segment's retained events move into the database first, and at a clean close all of
+/// them do. What a failed commit held goes with the next one; its segments stay until
+/// then.
+fn journal_loop(
+    rx: &std::sync::mpsc::Receiver<Write>,
+    store: &dyn Store,
+    journal: &Journal,
+    health: &StoreHealth,
+    before_commit: &BeforeCommit,
+) {
+    use crate::store::journal::Record;
+    let mut state: HashMap<(String, String, String), StateWrite> = HashMap::new();
+    // Evictions not yet committed (the database holds only moved events), and all of
+    // them so far: an event is retained while its seq is past its tenant's.
+    let mut evicted: HashMap<String, u64> = HashMap::new();
+    let mut evicted_total: HashMap<String, u64> = HashMap::new();
+    let mut next_seqs: HashMap<String, u64> = HashMap::new();
+    // Each tenant's newest seq in the segment being written, and in each closed one.
+    let mut writing: HashMap<String, u64> = HashMap::new();
+    let mut closed: VecDeque<(u64, HashMap<String, u64>)> = VecDeque::new();
+    // Events moved out of segments, and those segments, until their commit.
+    let mut moved: Vec<StoredEvent> = Vec::new();
+    let mut moving: Vec<u64> = Vec::new();
+    let mut flushes = Vec::new();
+    let mut records = Vec::new();
+    let mut last_evicted = std::time::Instant::now();
+    let mut deadline = std::time::Instant::now() + COMMIT_EVERY;
+    loop {
+        let closing =
+            match rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+                Ok(Write::Flush(done)) => {
+                    flushes.push(done);
+                    false
+                }
+                Ok(Write::Ack(done)) => {
+                    let _ = done.send(());
+                    continue;
+                }
+                Ok(Write::CountersDue) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
+                Ok(_) => continue,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => true,
+            };
+        deadline = std::time::Instant::now() + COMMIT_EVERY;
+        // The counters calls moved, after the events they count: written with them.
+        if let Some(write_moved) = before_commit.get() {
+            write_moved();
+        }
+        // What no answer waited for (a sweep's evictions, an expiry) is written now.
+        if let Err(err) = journal.write_out() {
+            tracing::error!(%err, "store journal write failed; retried with the next");
+            health.failed(err);
+        }
+        journal.take_written(&mut records);
+        // What left the rings up to now (an event evicted before it was written is in no
+        // closed segment yet, so this never deletes one still holding a retained event).
+        journal.evictions().each(|tenant, upto| {
+            if evicted_total.get(tenant).is_none_or(|have| upto > *have) {
+                raise(&mut evicted, tenant, upto);
+                raise(&mut evicted_total, tenant, upto);
+            }
+        });
+        for record in records.drain(..) {
+            match record {
+                Record::Event(logged) => {
+                    let seq = logged.frame.seq;
+                    raise(&mut writing, &logged.tenant, seq);
+                    raise(&mut next_seqs, &logged.tenant, seq + 1);
+                }
+                Record::State(write) => {
+                    let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
+                    state.insert((r.kind.clone(), r.tenant.clone(), r.key.clone()), write);
+                }
+                Record::SegmentEnd(number) => {
+                    closed.push_back((number, std::mem::take(&mut writing)));
+                }
+            }
+        }
+        let retained = |tenant: &str, seq: u64| evicted_total.get(tenant).is_none_or(|e| seq > *e);
+        // Past the bound, the oldest closed segments' retained events move; at a clean
+        // close, every segment's do. Segments move oldest first (a replay skips what the table has by its newest
+        // seq): one that cannot be read back stays with every newer one, for the next
+        // commit or the next open.
+        let mut unread = false;
+        while closed.len() > journal.keep_closed() || (closing && !closed.is_empty()) {
+            let Some((number, newest)) = closed.pop_front() else {
+                break;
+            };
+            if let Some(events) = journal.retained_events(number, retained) {
+                moved.extend(events);
+                moving.push(number);
+            } else {
+                unread = true;
+                closed.push_front((number, newest));
+                break;
+            }
+        }
+        if closing && !unread {
+            match journal.retained_events(journal.current(), retained) {
+                Some(events) => moved.extend(events),
+                None => unread = true,
+            }
+        }
+        let evicted_upto: Vec<(String, u64)> =
+            if closing || !flushes.is_empty() || last_evicted.elapsed() >= EVICT_EVERY {
+                last_evicted = std::time::Instant::now();
+                evicted.drain().collect()
+            } else {
+                Vec::new()
+            };
+        let writes: Vec<StateWrite> = state.drain().map(|(_, write)| write).collect();
+        let seqs: Vec<(String, u64)> = next_seqs.iter().map(|(t, n)| (t.clone(), *n)).collect();
+        let nothing =
+            moved.is_empty() && seqs.is_empty() && evicted_upto.is_empty() && writes.is_empty();
+        match store.append_journaled(&moved, &seqs, &evicted_upto, &writes) {
+            Ok(()) => {
+                if !nothing {
+                    health.committed();
+                }
+                moved.clear();
+                next_seqs.clear();
+                for number in moving.drain(..) {
+                    journal.remove(number);
+                }
+                // Closed segments whose events have all left the rings go.
+                closed.retain(|(number, newest)| {
+                    let holds = newest.iter().any(|(t, s)| retained(t, *s));
+                    if !holds {
+                        journal.remove(*number);
+                    }
+                    holds
+                });
+                if closing && !unread {
+                    journal.clear();
+                }
+            }
+            Err(err) => {
+                tracing::error!(%err, moved = moved.len(), "store write failed; retried with the next commit");
+                health.failed(err.to_string());
+                keep_for_next(&mut state, &mut evicted, writes, evicted_upto);
+            }
+        }
+        for done in flushes.drain(..) {
+            let _ = done.send(());
+        }
+        if closing {
+            break;
+        }
+    }
+}
+
+impl EventLog {
+    /// A log with a fresh epoch: a history that continues none before it.
+    pub fn new(capacity: usize, subscriber_queue: usize, budget: Arc<Budget>) -> Self {
+        let (live, _) = broadcast::channel(subscriber_queue.max(1));
+        Self {
+            epoch: new_epoch(),
+            all_epoch: format!("all_{}", new_epoch()),
+            ring: Mutex::new(Ring {
+                emitted: 0,
+                retained: 0,
+                bytes: 0,
+                holding: 0,
+                tenants: HashMap::new(),
+                retired: Retired::default(),
+            }),
+            capacity: capacity.max(1),
+            live,
+            budget,
+            writer: None,
+            journal: None,
+            undocumented: AtomicU64::new(u64::MAX),
+            counters_due: AtomicBool::new(false),
+        }
+    }
+
+    /// The log goes on with stream `epoch`, each tenant from its `next_seqs` seq (a
+    /// history reopened).
+    #[must_use]
+    pub fn continuing(mut self, epoch: String, next_seqs: Vec<(String, u64)>) -> Self {
+        self.epoch = epoch;
+        {
+            let mut ring = self.ring();
+            for (tenant, next_seq) in next_seqs {
+                ring.tenants.entry(tenant).or_default().next_seq = next_seq.max(1);
+            }
+        }
+        self
+    }
+
+    /// Whether a store's writer takes what the log appends.
+    pub(crate) fn has_store(&self) -> bool {
+        self.writer.is_some()
+    }
+
+    /// How the store's commits are going; `None` without a store.
+    pub fn store_health(&self) -> Option<&StoreHealth> {
+        self.writer.as_ref().map(|writer| &*writer.health)
+    }
+
+    /// Sends a state document's put or delete to the store's writer, after every event
+    /// appended before it; nothing without a store.
+    pub(crate) fn write_state(&self, write: StateWrite) {
+        if let Some(journal) = &self.journal {
+            journal.push(crate::store::journal::Record::State(write));
+        } else if let Some(writer) = &self.writer {
+            writer.send(Write::State(write));
+        }
+    }
+
+    /// A receiver answered once everything sent to the store so far is committed (an
+    /// error when that commit failed); `None` without a store.
+    pub(crate) fn commit_ack(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        let writer = self.writer.as_ref()?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        writer.send(Write::Ack(tx));
+        Some(rx)
+    }
+
+    /// Sends every event appended (and evicted) from now on to the store's writer.
+    #[must_use]
+    pub fn with_writer(mut self, writer: StoreWriter) -> Self {
+        self.writer = Some(writer);
+        self
+    }
+
+    /// Puts every event appended (and evicted) and every document from now on in
+    /// `journal`, which the writer (`StoreWriter::spawn_journaled`) commits from.
+    #[must_use]
+    pub fn with_journal(mut self, journal: Arc<Journal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Writes what the journal holds (`Journal::write_out`), which an answer waits for,
+    /// telling the store's health how it went; `None` without a journal.
+    pub(crate) fn write_journal(&self) -> Option<Result<(), String>> {
+        let journal = self.journal.as_ref()?;
+        let result = journal.write_out();
+        if let Some(writer) = &self.writer {
+            match &result {
+                Ok(()) => writer.health.recovered(),
+                Err(reason) => writer.health.failed(reason.clone()),
+            }
+        }
+        Some(result)
+    }
+
+    /// A call's counters wait for their document since the event at `ord`.
+    pub(crate) fn undocumented_from(&self, ord: u64) {
+        self.undocumented.fetch_min(ord, Ordering::Relaxed);
+    }
+
+    /// Whether an event whose call's counters wait for their document was evicted.
+    pub(crate) fn counters_due(&self) -> bool {
+        self.counters_due.load(Ordering::Relaxed)
+    }
+
+    /// The counters waiting for their document are being written: none waits now.
+    pub(crate) fn documented(&self) {
+        self.undocumented.store(u64::MAX, Ordering::Relaxed);
+        self.counters_due.store(false, Ordering::Relaxed);
+    }
+
+    /// What a journaled writer runs before each commit (once; `None` without a writer).
+    pub(crate) fn before_commit(&self) -> Option<&BeforeCommit> {
+        self.writer.as_ref().map(|writer| &writer.before_commit)
+    }
+
+    /// Whether answers wait for a journal (a `SQLite` store) rather than a commit.
+    pub(crate) fn journaled(&self) -> bool {
+        self.journal.is_some()
+    }
+
+    /// Puts events read back from a store into the rings, oldest first, as appends would:
+    /// within the capacity and the byte budget, each tenant's run contiguous and ending
+    /// at its newest seq (a stored text that no longer decodes breaks it: the older part
+    /// is a gap). Call after `continuing`, which says where each tenant's seqs stand.
+    #[must_use]
+    pub fn with_history(self, events: Vec<Logged>) -> Self {
+        // Per tenant, keep only the contiguous run ending just below its next seq.
+        let mut expected: HashMap<String, u64> = {
+            let ring = self.ring();
+            ring.tenants
+                .iter()
+                .map(|(name, t)| (name.clone(), t.next_seq))
+                .collect()
+        };
+        let mut kept = Vec::with_capacity(events.len());
+        for logged in events.into_iter().rev() {
+            let Some(next) = expected.get_mut(&*logged.tenant) else {
+                continue;
+            };
+            if logged.frame.seq + 1 != *next {
+                // Older events of this tenant no longer join on: stop taking any.
+                *next = 0;
+                continue;
+            }
+            *next = logged.frame.seq;
+            kept.push(logged);
+        }
+        kept.reverse();
+        let mut evicted = Vec::new();
+        let mut over_budget = Vec::new();
+        {
+            let mut guard = self.ring();
+            let ring = &mut *guard;
+            for logged in kept {
+                ring.emitted += 1;
+                let mut logged = Arc::new(logged);
+                if let Some(unshared) = Arc::get_mut(&mut logged) {
+                    unshared.ord = ring.emitted;
+                }
+                if ring.retained >= self.capacity {
+                    evicted.extend(self.evict(ring, &logged.tenant));
+                }
+                let Some(own) = ring.tenants.get_mut(&*logged.tenant) else {
+                    continue;
+                };
+                if own.events.is_empty() {
+                    ring.holding += 1;
+                }
+                let bytes = logged.bytes();
+                own.push(logged.clone(), bytes);
+                ring.bytes += bytes;
+                ring.retained += 1;
+                over_budget.extend(self.within_budget(ring, &logged));
+            }
+            self.budget.log.store(ring.bytes, Ordering::Relaxed);
+        }
+        drop(evicted);
+        if !over_budget.is_empty() {
+            self.note_evicted(&over_budget);
+        }
+        self
+    }
+
+    /// Tells the store's writer, if any, that `old` left the ring, from what was kept
+    /// beside it (the event itself, long out of the cache, is read only for its tenant's
+    /// name at its first eviction, or for a store without a journal);
+    /// `evicted` is the tenant's newest evicted seq, for a journal's writer.
+    fn send_evicted(&self, evicted: &mut Option<Arc<AtomicU64>>, old: &Logged, kept: Kept) {
+        let Some(writer) = &self.writer else {
+            return;
+        };
+        if kept.ord >= self.undocumented.load(Ordering::Relaxed)
+            && !self.counters_due.swap(true, Ordering::Relaxed)
+        {
+            writer.send(Write::CountersDue);
+        }
+        if let Some(journal) = &self.journal {
+            // One store, not a record per eviction: the writer reads it at each commit.
+            evicted
+                .get_or_insert_with(|| {
+                    journal
+                        .evictions()
+                        .register(Arc::clone(&old.tenant), kept.seq)
+                })
+                .store(kept.seq, Ordering::Relaxed);
+        } else {
+            writer.send(Write::Evicted(old.tenant.to_string(), kept.seq));
+        }
+    }
+
+    /// Waits until every event appended so far is committed to the store (none: at once).
+    pub fn flush(&self) {
+        let Some(writer) = &self.writer else { return };
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        if writer.tx.send(Write::Flush(done)).is_ok() {
+            let _ = wait.recv();
+        }
+    }
+
+    /// The stream's id, one per runtime: a resume from another epoch is answered with
+    /// `stream.reset`.
+    pub fn epoch(&self) -> &str {
+        &self.epoch
+    }
+
+    /// The all-projects stream's id (its seqs are stamping order, this process's own).
+    pub fn all_epoch(&self) -> &str {
+        &self.all_epoch
+    }
+
+    /// The newest stamping order given (every tenant's events counted).
+    pub fn newest_ord(&self) -> u64 {
+        self.ring().emitted
+    }
+
+    /// Up to `limit` retained events of every tenant stamped after `ord`, in stamping order.
+    pub fn all_after(&self, ord: u64, limit: usize) -> Vec<Arc<Logged>> {
+        let ring = self.ring();
+        let mut all: Vec<Arc<Logged>> = ring
+            .tenants
+            .values()
+            .flat_map(|t| {
+                // Each tenant's ring is in stamping order: skip what is not after `ord`.
+                let from = t.events.partition_point(|e| e.ord <= ord);
+                t.events.range(from..).cloned()
+            })
+            .collect();
+        drop(ring);
+        all.sort_by_key(|e| e.ord);
+        all.truncate(limit);
+        all
+    }
+
+    fn ring(&self) -> MutexGuard<'_, Ring> {
+        // A poisoned lock only means another thread panicked mid-push; the ring is still
+        // a valid deque, so keep serving rather than take the runtime down.
+        self.ring
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Stamps, retains and broadcasts one event. Under the lock only the stamp is written:
+    /// nothing is serialised there (see `Logged::text`).
+    ///
+    /// The frame moves into the log and comes back shared, never copied: under many
+    /// concurrent calls a deep copy here (input, output, ids) was most of the time the
+    /// lock was held.
+    pub fn append(
+        &self,
+        tenant: Arc<str>,
+        session_id: Option<String>,
+        event: Event,
+    ) -> Arc<Logged> {
+        let bytes = event.approx_bytes();
+        // Allocated before the lock; only its stamp is written under it.
+        let mut logged = Arc::new(Logged {
+            frame: Frame {
+                seq: 0,
+                ts: compact_str::CompactString::default(),
+                session_id: session_id.map(Into::into),
+                event,
+            },
+            text: OnceLock::new(),
+            tenant,
+            ord: 0,
+        });
+        if let Some(writer) = self.writer.as_ref().filter(|w| w.stamps) {
+            if let Some(unshared) = Arc::get_mut(&mut logged) {
+                unshared.frame.ts = now_rfc3339().into();
+            }
+            writer.send(Write::Event(logged.clone()));
+            return logged;
+        }
+        let mut guard = self.ring();
+        let ring = &mut *guard;
+        // The oldest event is freed after the lock is released, not under it, with the
+        // others of its batch (`Retired`).
+        let evicted = if ring.retained >= self.capacity {
+            self.evict(ring, &logged.tenant)
+                .and_then(|old| ring.retired.push(old))
+        } else {
+            None
+        };
+        ring.emitted += 1;
+        let ord = ring.emitted;
+        // One lookup on the common path; the tenant's name is copied only on its first event.
+        let own = match ring.tenants.get_mut(&*logged.tenant) {
+            Some(own) => own,
+            None => ring.tenants.entry(logged.tenant.to_string()).or_default(),
+        };
+        // Always unshared here: the Arc was made just above and not yet handed out.
+        if let Some(unshared) = Arc::get_mut(&mut logged) {
+            unshared.frame.seq = own.next_seq;
+            unshared.frame.ts = now_rfc3339().into();
+            unshared.ord = ord;
+        }
+        own.next_seq += 1;
+        if own.events.is_empty() {
+            ring.holding += 1;
+        }
+        own.push(logged.clone(), bytes);
+        ring.retained += 1;
+        ring.bytes += bytes;
+        let over_budget = self.within_budget(ring, &logged);
+        if let Some(journal) = &self.journal {
+            journal.push(crate::store::journal::Record::Event(logged.clone()));
+        } else if let Some(writer) = &self.writer {
+            writer.send(Write::Event(logged.clone()));
+        }
+        // No receivers is not an error for the log: nobody is watching yet.
+        let _ = self.live.send(logged.clone());
+        drop(guard);
+        if let Some(batch) = evicted {
+            spyglass_protocol::retire::release(batch);
+        }
+        if !over_budget.is_empty() {
+            self.note_evicted(&over_budget);
+        }
+        logged
+    }
+
+    /// Takes an event its store stamped into the rings and broadcasts it, when it is its
+    /// tenant's next seq; an older one is left out, a newer one is a gap the caller fills
+    /// from the store first.
+    pub fn ingest(&self, mut logged: Arc<Logged>) -> Ingest {
+        let mut guard = self.ring();
+        let ring = &mut *guard;
+        let next = ring.tenants.get(&*logged.tenant).map_or(1, |t| t.next_seq);
+        if logged.frame.seq < next {
+            return Ingest::Old;
+        }
+        if logged.frame.seq > next {
+            return Ingest::Gap(next);
+        }
+        let evicted = if ring.retained >= self.capacity {
+            self.evict(ring, &logged.tenant)
+        } else {
+            None
+        };
+        ring.emitted += 1;
+        let ord = ring.emitted;
+        if let Some(unshared) = Arc::get_mut(&mut logged) {
+            unshared.ord = ord;
+        } else {
+            let mut copy = logged.stamped(logged.frame.seq);
+            copy.ord = ord;
+            logged = Arc::new(copy);
+        }
+        let bytes = logged.bytes();
+        let own = match ring.tenants.get_mut(&*logged.tenant) {
+            Some(own) => own,
+            None => ring.tenants.entry(logged.tenant.to_string()).or_default(),
+        };
+        own.next_seq = logged.frame.seq + 1;
+        if own.events.is_empty() {
+            ring.holding += 1;
+        }
+        own.push(logged.clone(), bytes);
+        ring.retained += 1;
+        ring.bytes += bytes;
+        let over_budget = self.within_budget(ring, &logged);
+        let _ = self.live.send(logged.clone());
+        drop(guard);
+        drop(evicted);
+        if !over_budget.is_empty() {
+            self.note_evicted(&over_budget);
+        }
+        Ingest::Appended(logged)
+    }
+
+    /// Past the byte budget (sessions count against it too) the tenant holding the most
+    /// bytes loses its oldest events, all but `keep` (the one just put in); returns them,
+    /// to be freed and counted after the lock. Rare, so its Vec costs the common path
+    /// nothing.
+    fn within_budget(&self, ring: &mut Ring, keep: &Arc<Logged>) -> Vec<Arc<Logged>> {
+        let mut over_budget = Vec::new();
+        let sessions = self.budget.besides_log();
+        while ring.bytes + sessions > self.budget.max && ring.retained > 1 {
+            let Some(old) = self.evict_heaviest(ring, keep) else {
+                break;
+            };
+            over_budget.push(old);
+        }
+        self.budget.log.store(ring.bytes, Ordering::Relaxed);
+        over_budget
+    }
+
+    /// Moves a tenant's next seq up to `next` when the store no longer holds the events
+    /// before it (evicted there while this log had not read them): the tenant's retained
+    /// events go too, as its seqs must run on from the front; a resume from before them
+    /// is told the gap.
+    pub fn skip_to(&self, tenant: &str, next: u64) {
+        let mut guard = self.ring();
+        let ring = &mut *guard;
+        let Some(own) = ring.tenants.get_mut(tenant) else {
+            ring.tenants.entry(tenant.to_owned()).or_default().next_seq = next;
+            return;
+        };
+        if own.next_seq >= next {
+            return;
+        }
+        own.next_seq = next;
+        let dropped: Vec<Arc<Logged>> = own.events.drain(..).collect();
+        own.sizes.clear();
+        let bytes = std::mem::take(&mut own.bytes);
+        if !dropped.is_empty() {
+            ring.holding -= 1;
+        }
+        ring.retained -= dropped.len();
+        ring.bytes -= bytes;
+        self.budget.log.store(ring.bytes, Ordering::Relaxed);
+        drop(guard);
+        drop(dropped);
+    }
+
+    /// The oldest event of the tenant holding the most bytes, never `keep` (the event just
+    /// appended).
+    fn evict_heaviest(&self, ring: &mut Ring, keep: &Arc<Logged>) -> Option<Arc<Logged>> {
+        let tenant = ring
+            .tenants
+            .values_mut()
+            .filter(|t| t.events.front().is_some_and(|e| !Arc::ptr_eq(e, keep)))
+            .max_by_key(|t| t.bytes)?;
+        let (old, kept) = tenant.pop_oldest()?;
+        self.send_evicted(&mut tenant.evicted, &old, kept);
+        if tenant.events.is_empty() {
+            ring.holding -= 1;
+        }
+        ring.retained -= 1;
+        ring.bytes -= kept.bytes;
+        Some(old)
+    }
+
+    fn evict(&self, ring: &mut Ring, appending: &str) -> Option<Arc<Logged>> {
+        let tenant = ring.victim(appending, self.capacity)?;
+        let (old, kept) = tenant.pop_oldest()?;
+        let emptied = tenant.events.is_empty();
+        self.send_evicted(&mut tenant.evicted, &old, kept);
+        ring.retained -= 1;
+        ring.bytes -= kept.bytes;
+        if emptied {
+            ring.holding -= 1;
+        }
+        Some(old)
+    }
+
+    /// Counts events dropped for bytes, and says so in the log at the first and then at
+    /// every power of two, so a flood is visible without a line per event.
+    fn note_evicted(&self, evicted: &[Arc<Logged>]) {
+        let bytes: usize = evicted.iter().map(|e| e.bytes()).sum();
+        let before = self
+            .budget
+            .evicted_events
+            .fetch_add(evicted.len() as u64, Ordering::Relaxed);
+        self.budget
+            .evicted_event_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        let after = before + evicted.len() as u64;
+        if before == 0 || (after.ilog2() > before.ilog2()) {
+            tracing::warn!(
+                evicted_events = after,
+                max_bytes = self.budget.max,
+                "event log over its byte budget: oldest events evicted"
+            );
+        }
+    }
+
+    /// A receiver of every event appended from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Logged>> {
+        self.live.subscribe()
+    }
+
+    /// How much the log holds right now: retained events, live subscribers and the
+    /// longest live queue (what the slowest subscriber has not taken yet).
+    pub fn stats(&self) -> LogStats {
+        let (retained, emitted) = {
+            let ring = self.ring();
+            (ring.retained, ring.emitted)
+        };
+        LogStats {
+            emitted,
+            retained,
+            capacity: self.capacity,
+            subscribers: self.live.receiver_count(),
+            longest_queue: self.live.len(),
+        }
+    }
+
+    /// The seq `tenant`'s next event will get.
+    pub fn next_seq(&self, tenant: &str) -> u64 {
+        self.ring().tenants.get(tenant).map_or(1, |t| t.next_seq)
+    }
+
+    /// Up to `limit` retained events of every tenant, oldest first, whose seq (in their
+    /// tenant) is over `since`.
+    pub fn all_since(&self, since: u64, limit: usize) -> Vec<Arc<Logged>> {
+        let ring = self.ring();
+        let mut all: Vec<Arc<Logged>> = ring
+            .tenants
+            .values()
+            .flat_map(|t| t.events.iter().filter(|e| e.frame.seq > since).cloned())
+            .collect();
+        drop(ring);
+        all.sort_by_key(|e| e.ord);
+        all.truncate(limit);
+        all
+    }
+
+    /// Up to `limit` of `tenant`'s retained events with seq > `since`, and the gap when
+    /// the log no longer holds its `since + 1`.
+    pub fn since(&self, tenant: &str, since: u64, limit: usize) -> Slice {
+        let ring = self.ring();
+        let mut slice = Slice::default();
+        let Some(ring) = ring.tenants.get(tenant) else {
+            return slice;
+        };
+        let newest = ring.next_seq.saturating_sub(1);
+        if since >= newest {
+            return slice;
+        }
+        let oldest = ring.events.front().map_or(ring.next_seq, |e| e.frame.seq);
+        if since + 1 < oldest {
+            slice.gap = Some((since + 1, oldest - 1));
+        }
+        // Seqs in the ring are contiguous, so the start index is arithmetic.
+        let skip =
+            usize::try_from(since.saturating_add(1).saturating_sub(oldest)).unwrap_or(usize::MAX);
+        slice.events = ring.events.iter().skip(skip).take(limit).cloned().collect();
+        slice
+    }
+}
+
+/// What `EventLog::ingest` did with an event.
+#[derive(Debug)]
+pub enum Ingest {
+    /// In the log and broadcast, as stored there.
+    Appended(Arc<Logged>),
+    /// Its seq is already in the log.
+    Old,
+    /// The log's next seq for its tenant is this, below the event's: fetch those first.
+    Gap(u64),
+}
+
+/// A new stream id: `ep_` and 16 hex digits, random, so two runtimes started in the same
+/// instant still differ.
+pub fn new_epoch() -> String {
+    format!("ep_{:016x}", fastrand::u64(..))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spyglass_protocol::events::SessionClosed;
+
+    fn closed() -> Event {
+        Event::SessionClosed(SessionClosed::default())
+    }
+
+    #[test]
+    fn evicted_events_are_freed_a_batch_at_a_time_and_counted_at_once() {
+        let budget = Arc::new(Budget::new(usize::MAX));
+        let log = EventLog::new(4, 8, budget.clone());
+        let first: Vec<_> = (0..4)
+            .map(|_| Arc::downgrade(&log.append("t".into(), None, closed())))
+            .collect();
+        let held = budget.stats().log_bytes;
+        // Each append past capacity evicts one: gone from the ring and the budget at once,
+        // its memory let go with its batch.
+        for n in 1..spyglass_protocol::retire::BATCH {
+            log.append("t".into(), None, closed());
+            assert_eq!(log.stats().retained, 4);
+            assert_eq!(budget.stats().log_bytes, held);
+            if n <= first.len() {
+                assert!(
+                    first[n - 1].upgrade().is_some(),
+                    "held until its batch goes"
+                );
+            }
+        }
+        log.append("t".into(), None, closed());
+        assert!(
+            first.iter().all(|e| e.upgrade().is_none()),
+            "the batch went"
+        );
+        assert_eq!(log.since("t", 0, 10).events.len(), 4);
+    }
+
+    #[test]
+    fn events_waiting_for_an_away_store_are_bounded_by_count_and_bytes_oldest_first() {
+        assert_eq!(excess([10, 10, 10].into_iter()), 0);
+        assert_eq!(excess(std::iter::repeat_n(1, MAX_PENDING + 5)), 5);
+        let mib = 1024 * 1024;
+        // The newest two fit in 64 MiB; the oldest would not.
+        assert_eq!(excess([40 * mib, 30 * mib, 1].into_iter()), 1);
+        // One event over the whole bound is dropped too: nothing can hold it.
+        assert_eq!(excess([65 * mib].into_iter()), 1);
+    }
+
+    #[test]
+    fn text_is_the_encoded_stamped_frame_and_is_made_once() {
+        let log = EventLog::new(4, 4, Arc::new(Budget::new(usize::MAX)));
+        let logged = log.append("default".into(), Some("ses_1".into()), closed());
+        let read = log.since("default", 0, 1).events[0].clone();
+        assert_eq!(read.text(), encode(&logged.frame));
+        assert!(read.text().contains("\"seq\":1,"), "{}", read.text());
+        // A second reader gets the same text, not a second encoding.
+        assert!(std::ptr::eq(read.text(), logged.text()));
+    }
+
+    #[test]
+    fn a_fresh_log_has_its_own_epoch_and_a_continued_one_keeps_it() {
+        let budget = || Arc::new(Budget::new(usize::MAX));
+        let a = EventLog::new(4, 4, budget());
+        let b = EventLog::new(4, 4, budget());
+        assert_ne!(a.epoch(), b.epoch());
+        assert!(a.epoch().starts_with("ep_") && a.epoch().len() == 19);
+        let c = EventLog::new(4, 4, budget()).continuing(
+            a.epoch().to_owned(),
+            vec![("default".into(), 8), ("b".into(), 3)],
+        );
+        assert_eq!(c.epoch(), a.epoch());
+        // Seqs go on per tenant; a tenant the store never saw starts at 1.
+        assert_eq!(c.append("default".into(), None, closed()).frame.seq, 8);
+        assert_eq!(c.append("b".into(), None, closed()).frame.seq, 3);
+        assert_eq!(c.append("new".into(), None, closed()).frame.seq, 1);
+    }
+
+    /// A big event as the wire has it (an object, so it decodes back).
+    fn wire_big(bytes: usize) -> Event {
+        Event::Unknown {
+            kind: "x.big".into(),
+            raw: spyglass_protocol::RawJson::from_value(
+                &serde_json::json!({"kind": "x.big", "blob": "a".repeat(bytes)}),
+            ),
+        }
+    }
+
+    fn restored(tenant: &str, seq: u64, event: Event) -> Logged {
+        let text = encode(&Frame {
+            seq,
+            ts: "2026-11-22T21:43:31.123456Z".into(),
+            session_id: None,
+            event,
+        });
+        Logged::restore(&text, tenant.into()).unwrap()
+    }
+
+    #[test]
+    fn a_logged_events_shared_block_fits_mimallocs_384_byte_class() {
+        // `Arc`'s block: its two counts, then the value. At 408 bytes each event took a
+        // 448-byte block; the largest events (`agent.step.completed`, `agent.completed`)
+        // keep `Event` at 264 bytes for this.
+        let block = 2 * std::mem::size_of::<usize>() + std::mem::size_of::<Logged>();
+        assert!(block <= 384, "Arc<Logged> is {block} bytes");
+    }
+
+    #[test]
+    fn restored_history_keeps_tenants_seqs_and_counts_its_bytes() {
+        let budget = Arc::new(Budget::new(usize::MAX));
+        let log = EventLog::new(10, 4, budget.clone())
+            .continuing("ep_x".into(), vec![("a".into(), 4), ("b".into(), 3)])
+            .with_history(vec![
+                restored("a", 1, wire_big(100)),
+                restored("b", 1, closed()),
+                restored("a", 2, wire_big(100)),
+                restored("a", 3, wire_big(100)),
+                restored("b", 2, closed()),
+            ]);
+        let seqs = |t: &str| -> Vec<u64> {
+            log.since(t, 0, 10)
+                .events
+                .iter()
+                .map(|e| e.frame.seq)
+                .collect()
+        };
+        assert_eq!(seqs("a"), [1, 2, 3]);
+        assert_eq!(seqs("b"), [1, 2]);
+        assert_eq!(log.since("b", 0, 10).gap, None);
+        let all: Vec<(String, u64)> = log
+            .all_since(0, 10)
+            .iter()
+            .map(|e| (e.tenant.to_string(), e.frame.seq))
+            .collect();
+        assert_eq!(all[..2], [("a".into(), 1), ("b".into(), 1)], "stored order");
+        let bytes: usize = log.all_since(0, 10).iter().map(|e| e.bytes()).sum();
+        assert!(bytes >= 300);
+        assert_eq!(
+            budget.stats().log_bytes,
+            bytes,
+            "restored bytes are counted"
+        );
+        assert_eq!(log.append("a".into(), None, closed()).frame.seq, 4);
+    }
+
+    #[test]
+    fn restored_history_stays_within_the_byte_budget_and_a_broken_run_is_a_gap() {
+        let budget = Arc::new(Budget::new(5_000));
+        let log = EventLog::new(100, 4, budget.clone())
+            .continuing("ep_x".into(), vec![("a".into(), 6)])
+            .with_history(
+                (1..=5)
+                    .map(|seq| restored("a", seq, wire_big(2_000)))
+                    .collect(),
+            );
+        assert!(
+            budget.stats().retained_bytes <= 5_000,
+            "{:?}",
+            budget.stats()
+        );
+        assert_eq!(budget.stats().evicted_events, 3);
+        assert_eq!(log.since("a", 0, 10).gap, Some((1, 3)));
+        // Seq 3 missing from the store: only 4 and 5 join on to the newest.
+        let log = EventLog::new(100, 4, Arc::new(Budget::new(usize::MAX)))
+            .continuing("ep_x".into(), vec![("a".into(), 6)])
+            .with_history(
+                [1, 2, 4, 5]
+                    .into_iter()
+                    .map(|seq| restored("a", seq, closed()))
+                    .collect(),
+            );
+        let slice = log.since("a", 0, 10);
+        assert_eq!(slice.gap, Some((1, 3)));
+        assert_eq!(slice.events.len(), 2);
+    }
+
+    #[test]
+    fn ring_drops_oldest_and_reports_gap() {
+        let log = EventLog::new(3, 8, Arc::new(Budget::new(usize::MAX)));
+        for _ in 0..5 {
+            log.append("default".into(), None, closed());
+        }
+        let slice = log.since("default", 0, 10);
+        assert_eq!(slice.gap, Some((1, 2)));
+        let seqs: Vec<u64> = slice.events.iter().map(|e| e.frame.seq).collect();
+        assert_eq!(seqs, vec![3, 4, 5]);
+        let slice = log.since("default", 3, 10);
+        assert_eq!(slice.gap, None);
+        assert_eq!(slice.events.len(), 2);
+        assert!(log.since("default", 5, 10).events.is_empty());
+        assert_eq!(log.since("default", 2, 1).events[0].frame.seq, 3);
+    }
+
+    #[test]
+    fn a_flood_evicts_its_own_history_not_a_quieter_tenants() {
+        let log = EventLog::new(10, 8, Arc::new(Budget::new(usize::MAX)));
+        for _ in 0..3 {
+            log.append("quiet".into(), None, closed());
+        }
+        for _ in 0..100 {
+            log.append("loud".into(), None, closed());
+        }
+        let quiet = log.since("quiet", 0, 100);
+        assert_eq!(quiet.gap, None);
+        assert_eq!(quiet.events.len(), 3);
+        let loud = log.since("loud", 0, 100);
+        assert_eq!(loud.events.len(), 7);
+        assert_eq!(loud.gap, Some((1, 93)));
+        assert_eq!(log.stats().retained, 10);
+        // Seqs count per tenant: quiet's next is 4 whatever loud logged.
+        assert_eq!(log.append("quiet".into(), None, closed()).frame.seq, 4);
+        // Quiet over its share now pays for its own events.
+        for _ in 0..10 {
+            log.append("quiet".into(), None, closed());
+        }
+        assert_eq!(log.since("quiet", 0, 100).events.len(), 5);
+        assert_eq!(log.since("loud", 0, 100).events.len(), 5);
+    }
+
+    fn big(bytes: usize) -> Event {
+        Event::Unknown {
+            kind: "x.big".into(),
+            raw: spyglass_protocol::RawJson::from_value(&"a".repeat(bytes)),
+        }
+    }
+
+    #[test]
+    fn bytes_past_the_budget_evict_the_oldest_events_and_are_counted() {
+        let budget = Arc::new(Budget::new(10_000));
+        let log = EventLog::new(1000, 8, budget.clone());
+        for _ in 0..10 {
+            log.append("default".into(), None, big(3_000));
+        }
+        let stats = budget.stats();
+        assert!(stats.retained_bytes <= 10_000, "{stats:?}");
+        assert_eq!(log.stats().retained, 3, "{stats:?}");
+        assert_eq!(stats.evicted_events, 7);
+        assert!(stats.evicted_event_bytes >= 7 * 3_000);
+        assert_eq!(log.since("default", 0, 10).gap, Some((1, 7)));
+        // Sessions count against the same budget: the log yields to them.
+        budget.add_session(8_000);
+        log.append("default".into(), None, big(10));
+        assert_eq!(log.stats().retained, 1);
+        // One event larger than the whole budget is still kept: the newest always is.
+        budget.remove_session(8_000, false);
+        log.append("default".into(), None, big(50_000));
+        assert_eq!(log.stats().retained, 1);
+    }
+
+    #[test]
+    fn one_tenants_bytes_evict_its_own_events_not_a_quieter_tenants() {
+        let budget = Arc::new(Budget::new(20_000));
+        let log = EventLog::new(1000, 8, budget.clone());
+        for _ in 0..3 {
+            log.append("quiet".into(), None, big(100));
+        }
+        for _ in 0..50 {
+            log.append("loud".into(), None, big(3_000));
+        }
+        assert_eq!(log.since("quiet", 0, 10).events.len(), 3);
+        assert!(budget.stats().retained_bytes <= 20_000);
+        assert!(log.since("loud", 0, 100).gap.is_some());
+    }
+}

@@ -1,0 +1,892 @@
+//! Real models behind `send`: which provider a session names, the conversation one run
+//! holds with it, and one exchange over HTTP (retries, SSE) or from a cassette.
+//! The agent loop asks `Live::answer` for each step; the tools stay the session's mocks.
+
+pub mod anthropic;
+pub mod cassette;
+pub mod judge;
+pub mod openai;
+pub mod settings;
+
+use super::sessions::Session;
+use crate::model::settings::{ANTHROPIC_DEFAULT_URL, ModelSettings, OPENAI_DEFAULT_URL};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use spyglass_protocol::events::Tokens;
+use spyglass_protocol::rest::{ScriptStep, ScriptToolCall, SendFrame};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// What create answers (400) for a model the settings do not allow.
+pub const MODEL_UNAVAILABLE: &str = "model_unavailable";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    OpenAi,
+    Anthropic,
+}
+
+impl Provider {
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// A session's real model: provider and model name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    pub provider: Provider,
+    pub model: String,
+}
+
+fn glob_match(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, tail)) => {
+            text.len() >= head.len() + tail.len() && text.starts_with(head) && text.ends_with(tail)
+        }
+    }
+}
+
+/// Reads `scripted`, `openai`, `openai:MODEL`, `anthropic[:MODEL]`: `None` is the
+/// scripted model. Refused: an unknown provider, one with no route configured (and no
+/// cassette to replay), a model outside `allowed_models`.
+pub fn choose(spec: &str, settings: &ModelSettings) -> Result<Option<Choice>, String> {
+    let spec = spec.trim();
+    let (provider, model) = spec.split_once(':').unwrap_or((spec, ""));
+    let (provider, route, default) = match provider {
+        "" | "scripted" | "fake" => return Ok(None),
+        "openai" => (Provider::OpenAi, &settings.openai, &settings.openai_model),
+        "anthropic" => (
+            Provider::Anthropic,
+            &settings.anthropic,
+            &settings.anthropic_model,
+        ),
+        other => {
+            return Err(format!(
+                "unknown model provider `{other}`; use scripted, openai[:MODEL] or anthropic[:MODEL]"
+            ));
+        }
+    };
+    if !route.configured() && settings.replay_dir.is_none() {
+        let var = match provider {
+            Provider::OpenAi => "OPENAI_API_KEY",
+            Provider::Anthropic => "ANTHROPIC_API_KEY",
+        };
+        return Err(format!(
+            "the runtime has no {} route: start it with --model-base-url {}=URL, {var}, or --model-replay DIR",
+            provider.name(),
+            provider.name()
+        ));
+    }
+    let model = if model.is_empty() {
+        default.clone()
+    } else {
+        model.to_owned()
+    };
+    if !settings.allowed_models.is_empty()
+        && !settings
+            .allowed_models
+            .iter()
+            .any(|p| glob_match(p, &model))
+    {
+        return Err(format!(
+            "model `{model}` is not among the runtime's allowed models ({})",
+            settings.allowed_models.join(", ")
+        ));
+    }
+    Ok(Some(Choice { provider, model }))
+}
+
+/// At create: the model a session names (`model` as a string or `model.provider`, else
+/// `metadata.model`), checked against the settings; 400 `model_unavailable` when refused.
+/// The scripted model leaves `provider` empty.
+pub(crate) fn pick(
+    script: &mut spyglass_protocol::rest::ModelScript,
+    metadata: Option<&serde_json::Map<String, Value>>,
+    settings: &ModelSettings,
+) -> Result<(), super::ApiErrorWithStatus> {
+    let (spec, field) = match (&script.provider, metadata.and_then(|m| m.get("model"))) {
+        (Some(spec), _) => (spec.clone(), "/model"),
+        (None, Some(Value::String(spec))) => (spec.clone(), "/metadata/model"),
+        _ => return Ok(()),
+    };
+    match choose(&spec, settings) {
+        Ok(Some(choice)) => {
+            script.provider = Some(format!("{}:{}", choice.provider.name(), choice.model));
+            Ok(())
+        }
+        Ok(None) => {
+            script.provider = None;
+            Ok(())
+        }
+        Err(message) => Err(super::ApiErrorWithStatus {
+            status: 400,
+            error: spyglass_protocol::ApiError::new(MODEL_UNAVAILABLE, message).with_field(field),
+        }),
+    }
+}
+
+/// A declared mock as the provider sees it: its name in the provider's character set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub wire: String,
+    pub description: String,
+}
+
+/// `server/tool` becomes `server__tool`; anything outside `[A-Za-z0-9_-]` becomes `_`,
+/// at most 64 characters (both providers' rule); a clash gets a numeric suffix.
+pub fn tool_specs<'a>(names: impl IntoIterator<Item = &'a String>) -> Vec<ToolSpec> {
+    let mut specs: Vec<ToolSpec> = Vec::new();
+    for name in names {
+        let mut wire: String = name
+            .replace('/', "__")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(64)
+            .collect();
+        let mut n = 2;
+        while specs.iter().any(|s| s.wire == wire) {
+            let suffix = format!("_{n}");
+            wire.truncate(64 - suffix.len());
+            wire.push_str(&suffix);
+            n += 1;
+        }
+        specs.push(ToolSpec {
+            name: name.clone(),
+            wire,
+            description: format!("Mocked tool {name}"),
+        });
+    }
+    specs
+}
+
+/// The canonical name of a tool the model called: a declared one, else its wire name
+/// read back (`a__b` as `a/b`) so the mock store answers `tool_not_mocked` for it.
+pub fn tool_name(specs: &[ToolSpec], wire: &str) -> String {
+    specs
+        .iter()
+        .find(|s| s.wire == wire)
+        .map_or_else(|| wire.replacen("__", "/", 1), |s| s.name.clone())
+}
+
+/// The conversation, provider-neutral.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Msg {
+    User(String),
+    Assistant {
+        text: String,
+        calls: Vec<WireCall>,
+    },
+    /// Per call id, the dispatch's output (a result, or the envelope whole).
+    ToolResults(Vec<(String, Value)>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// One model answer, whatever the provider and whether it streamed: what a cassette keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    pub text: String,
+    #[serde(default)]
+    pub calls: Vec<WireCall>,
+    #[serde(default)]
+    pub usage: Option<Tokens>,
+    #[serde(default)]
+    pub finish: String,
+}
+
+pub(crate) fn malformed(what: &str) -> String {
+    format!("malformed answer: {what}")
+}
+
+/// One run's conversation with a real model.
+pub struct Live {
+    choice: Choice,
+    settings: ModelSettings,
+    client: reqwest::Client,
+    tools: Vec<ToolSpec>,
+    messages: Vec<Msg>,
+    /// Calls of the last answer awaiting their results.
+    pending: Vec<WireCall>,
+    /// Usage of the last answer, when the provider reported it.
+    pub usage: Option<Tokens>,
+    /// The last answer's text already went out as deltas.
+    pub streamed: bool,
+    /// The last answer came from a cassette.
+    pub from_cassette: bool,
+}
+
+impl Live {
+    /// The run's model when its session names a real one; `None` runs the script.
+    pub(crate) fn start(
+        settings: &ModelSettings,
+        session: &Arc<Mutex<Session>>,
+        message: &str,
+    ) -> Result<Option<Live>, String> {
+        let (spec, tools) = {
+            let s = super::lock(session);
+            (s.model.provider.clone(), tool_specs(s.mocks.slots.keys()))
+        };
+        let Some(choice) = spec
+            .map(|spec| choose(&spec, settings))
+            .transpose()?
+            .flatten()
+        else {
+            return Ok(None);
+        };
+        let client = reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .build()
+            .map_err(|e| format!("cannot build the model client: {e}"))?;
+        Ok(Some(Live {
+            choice,
+            settings: settings.clone(),
+            client,
+            tools,
+            messages: vec![Msg::User(message.to_owned())],
+            pending: Vec::new(),
+            usage: None,
+            streamed: false,
+            from_cassette: false,
+        }))
+    }
+
+    /// A one-message conversation with no tools (the judge's).
+    pub fn for_prompt(
+        settings: &ModelSettings,
+        choice: Choice,
+        prompt: &str,
+    ) -> Result<Live, String> {
+        let client = reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .build()
+            .map_err(|e| format!("cannot build the model client: {e}"))?;
+        Ok(Live {
+            choice,
+            settings: settings.clone(),
+            client,
+            tools: Vec::new(),
+            messages: vec![Msg::User(prompt.to_owned())],
+            pending: Vec::new(),
+            usage: None,
+            streamed: false,
+            from_cassette: false,
+        })
+    }
+
+    pub fn provider(&self) -> &'static str {
+        self.choice.provider.name()
+    }
+
+    pub fn model(&self) -> &str {
+        &self.choice.model
+    }
+
+    fn request(&self, stream: bool) -> Value {
+        match self.choice.provider {
+            Provider::OpenAi => {
+                openai::request(&self.choice.model, &self.messages, &self.tools, stream)
+            }
+            Provider::Anthropic => anthropic::request(
+                &self.choice.model,
+                &self.messages,
+                &self.tools,
+                stream,
+                self.settings.max_output_tokens,
+            ),
+        }
+    }
+
+    /// The model's next step: its text and the tools it calls (named canonically).
+    /// Text deltas go to `frames` as they stream. `Err` is the run's error message.
+    pub async fn answer(
+        &mut self,
+        iteration: u32,
+        frames: Option<&mpsc::Sender<SendFrame>>,
+    ) -> Result<ScriptStep, String> {
+        self.streamed = false;
+        self.from_cassette = false;
+        let request = self.request(frames.is_some());
+        let provider = self.provider();
+        let reply = if let Some(dir) = &self.settings.replay_dir {
+            let reply = cassette::replay(dir, provider, &request)
+                .map_err(|e| format!("step {iteration}: {e}"))?;
+            self.from_cassette = true;
+            reply
+        } else {
+            let (reply, streamed) = self.exchange(&request, iteration, frames).await?;
+            self.streamed = streamed;
+            if let Some(dir) = &self.settings.record_dir {
+                cassette::record(dir, provider, iteration, &request, &reply)
+                    .map_err(|e| format!("step {iteration}: {e}"))?;
+            }
+            reply
+        };
+        self.usage = reply.usage;
+        self.pending.clone_from(&reply.calls);
+        self.messages.push(Msg::Assistant {
+            text: reply.text.clone(),
+            calls: reply.calls.clone(),
+        });
+        Ok(ScriptStep {
+            tool_calls: reply
+                .calls
+                .iter()
+                .map(|c| ScriptToolCall {
+                    name: tool_name(&self.tools, &c.name),
+                    arguments: c.arguments.clone(),
+                    id: Some(c.id.clone()),
+                    ..ScriptToolCall::default()
+                })
+                .collect(),
+            text: (!reply.text.is_empty()).then_some(reply.text),
+            ..ScriptStep::default()
+        })
+    }
+
+    /// The dispatches' outputs for the last answer's calls, in its order: they go back
+    /// to the model as tool results on the next step.
+    pub fn tool_results(&mut self, outputs: Vec<Value>) {
+        let results = self
+            .pending
+            .drain(..)
+            .zip(outputs)
+            .map(|(call, output)| (call.id, output))
+            .collect::<Vec<_>>();
+        if !results.is_empty() {
+            self.messages.push(Msg::ToolResults(results));
+        }
+    }
+
+    fn route(&self) -> (String, Vec<(&'static str, String)>) {
+        match self.choice.provider {
+            Provider::OpenAi => {
+                let mut headers = Vec::new();
+                if let Some(key) = &self.settings.openai.key {
+                    headers.push(("authorization", format!("Bearer {}", key.expose())));
+                }
+                (
+                    openai::endpoint(&self.settings.openai.url(OPENAI_DEFAULT_URL)),
+                    headers,
+                )
+            }
+            Provider::Anthropic => {
+                let mut headers = vec![("anthropic-version", anthropic::VERSION.to_owned())];
+                if let Some(key) = &self.settings.anthropic.key {
+                    headers.push(("x-api-key", key.expose().to_owned()));
+                }
+                (
+                    anthropic::endpoint(&self.settings.anthropic.url(ANTHROPIC_DEFAULT_URL)),
+                    headers,
+                )
+            }
+        }
+    }
+
+    /// One request with bounded retries on 429 (after `retry-after`), 5xx and a refused
+    /// connection; any other failure ends the run with the provider's own message.
+    async fn exchange(
+        &self,
+        request: &Value,
+        iteration: u32,
+        frames: Option<&mpsc::Sender<SendFrame>>,
+    ) -> Result<(Reply, bool), String> {
+        let provider = self.provider();
+        let (url, headers) = self.route();
+        let max = self.settings.max_retries;
+        let mut attempt = 0;
+        loop {
+            let mut req = self.client.post(&url).json(request);
+            for (name, value) in &headers {
+                req = req.header(*name, value);
+            }
+            if frames.is_some() {
+                req = req.header("accept", "text/event-stream");
+            }
+            let backoff = Duration::from_millis(250 << attempt.min(6));
+            let response = match req.send().await {
+                Ok(response) => response,
+                Err(e) if e.is_timeout() => {
+                    return Err(format!(
+                        "{provider} did not answer within {}s",
+                        self.settings.timeout.as_secs_f64()
+                    ));
+                }
+                Err(e) if attempt < max => {
+                    tracing::debug!("{provider} unreachable ({e}); retrying");
+                    attempt += 1;
+                    tokio::time::sleep(backoff).await;
+                    continue;
+                }
+                Err(e) => return Err(format!("cannot reach {provider} at {url}: {e}")),
+            };
+            let status = response.status().as_u16();
+            if (200..300).contains(&status) {
+                if let Some(frames) = frames {
+                    match self.read_stream(response, iteration, frames).await {
+                        Ok(reply) => return Ok((reply, true)),
+                        // Nothing reached the client yet: the answer can start afresh.
+                        Err(broken)
+                            if broken.transient && broken.forwarded == 0 && attempt < max =>
+                        {
+                            tracing::debug!(
+                                "{provider}: the stream broke ({}); retrying",
+                                broken.reason
+                            );
+                            attempt += 1;
+                            tokio::time::sleep(backoff).await;
+                            continue;
+                        }
+                        Err(broken) => return Err(broken.message(provider, attempt + 1)),
+                    }
+                }
+                let bytes = match response.bytes().await {
+                    Ok(bytes) => bytes,
+                    Err(e) if e.is_timeout() => {
+                        return Err(format!(
+                            "{provider} did not answer within {}s",
+                            self.settings.timeout.as_secs_f64()
+                        ));
+                    }
+                    Err(e) if attempt < max => {
+                        tracing::debug!("{provider}: the answer broke off ({e}); retrying");
+                        attempt += 1;
+                        tokio::time::sleep(backoff).await;
+                        continue;
+                    }
+                    Err(e) => {
+                        return Err(format!(
+                            "{provider}: the answer broke off (after {} tries): {}",
+                            attempt + 1,
+                            error_chain(&e)
+                        ));
+                    }
+                };
+                let body: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                    format!("{provider}: {}", malformed(&format!("not JSON ({e})")))
+                })?;
+                return match self.choice.provider {
+                    Provider::OpenAi => openai::parse(&body),
+                    Provider::Anthropic => anthropic::parse(&body),
+                }
+                .map(|r| (r, false))
+                .map_err(|e| format!("{provider}: {e}"));
+            }
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(Duration::from_secs_f64);
+            let text = response.text().await.unwrap_or_default();
+            let message = provider_message(&text);
+            let retryable = status == 429 || status >= 500;
+            if retryable && attempt < max {
+                let wait = match (status, retry_after) {
+                    (429, Some(wait)) => wait,
+                    _ => backoff,
+                }
+                .min(self.settings.max_retry_wait);
+                tracing::debug!("{provider} answered {status}; retrying in {wait:?}");
+                attempt += 1;
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            let tries = if retryable {
+                format!(" (after {} tries)", attempt + 1)
+            } else {
+                String::new()
+            };
+            return Err(format!("{provider} answered {status}{tries}: {message}"));
+        }
+    }
+
+    /// One streamed answer, its text deltas forwarded as they come. A stream that breaks
+    /// says how many deltas the client already got, and whether the break was a cut or
+    /// the provider's own failure (worth another try) or a malformed answer or timeout.
+    async fn read_stream(
+        &self,
+        mut response: reqwest::Response,
+        iteration: u32,
+        frames: &mpsc::Sender<SendFrame>,
+    ) -> Result<Reply, Broken> {
+        let provider = self.provider();
+        let mut sse = SseBuffer::default();
+        let mut openai = openai::Stream::default();
+        let mut anthropic = anthropic::Stream::default();
+        let mut forwarded = 0;
+        let fatal = |reason: String, forwarded| Broken {
+            reason,
+            forwarded,
+            transient: false,
+        };
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(e) if e.is_timeout() => {
+                    return Err(fatal(
+                        format!(
+                            "{provider} did not finish its stream within {}s",
+                            self.settings.timeout.as_secs_f64()
+                        ),
+                        forwarded,
+                    ));
+                }
+                Err(e) => {
+                    return Err(Broken {
+                        reason: error_chain(&e),
+                        forwarded,
+                        transient: true,
+                    });
+                }
+            };
+            let events = sse
+                .push(&chunk)
+                .map_err(|e| fatal(format!("{provider}: {e}"), forwarded))?;
+            for (event, data) in events {
+                let (fed, provider_error) = match self.choice.provider {
+                    Provider::OpenAi => (openai.feed(&event, &data), openai.provider_error),
+                    Provider::Anthropic => {
+                        (anthropic.feed(&event, &data), anthropic.provider_error)
+                    }
+                };
+                let delta = match fed {
+                    Ok(delta) => delta,
+                    // The provider failed mid-stream (its 5xx after a 200): a break.
+                    Err(reason) if provider_error => {
+                        let reason: String = reason.chars().take(300).collect();
+                        return Err(Broken {
+                            reason: spyglass_protocol::mask::mask(&reason).into_owned(),
+                            forwarded,
+                            transient: true,
+                        });
+                    }
+                    Err(e) => return Err(fatal(format!("{provider}: {e}"), forwarded)),
+                };
+                if let Some(content) = delta {
+                    forwarded += 1;
+                    let _ = frames
+                        .send(SendFrame::AssistantText { content, iteration })
+                        .await;
+                }
+            }
+        }
+        let (ended, end) = match self.choice.provider {
+            Provider::OpenAi => (openai.ended(), "a finish_reason or [DONE]"),
+            Provider::Anthropic => (anthropic.ended(), "message_stop"),
+        };
+        if !ended {
+            return Err(Broken {
+                reason: format!("it ended before {end}"),
+                forwarded,
+                transient: true,
+            });
+        }
+        match self.choice.provider {
+            Provider::OpenAi => openai.finish(),
+            Provider::Anthropic => anthropic.finish(),
+        }
+        .map_err(|e| fatal(format!("{provider}: {e}"), forwarded))
+    }
+}
+
+/// A streamed answer that did not arrive whole.
+struct Broken {
+    /// Why: the transport's or the provider's words for a break, else the run's whole
+    /// error message.
+    reason: String,
+    /// Text deltas the client already got from this answer.
+    forwarded: usize,
+    /// A cut connection, an early end, or the provider's own mid-stream failure: asked
+    /// again when nothing was forwarded. Not so a malformed answer or a timeout.
+    transient: bool,
+}
+
+impl Broken {
+    /// The run's error after `tries` requests.
+    fn message(&self, provider: &str, tries: u32) -> String {
+        if !self.transient {
+            return self.reason.clone();
+        }
+        match self.forwarded {
+            0 if tries > 1 => format!(
+                "{provider}: the stream broke (after {tries} tries): {}",
+                self.reason
+            ),
+            0 => format!("{provider}: the stream broke: {}", self.reason),
+            1 => format!(
+                "{provider}: the stream broke after 1 text delta: {}",
+                self.reason
+            ),
+            n => format!(
+                "{provider}: the stream broke after {n} text deltas: {}",
+                self.reason
+            ),
+        }
+    }
+}
+
+/// An error with its causes, `outer: inner: innermost` (reqwest's own text alone says
+/// only "error decoding response body").
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    spyglass_protocol::mask::mask(&text).into_owned()
+}
+
+/// A run's model: `Ok(None)` runs the script, `Err` is why the named one cannot run.
+pub type RunModel = Result<Option<Live>, String>;
+
+/// The agent loop's seam: the next step of a real model, or `None` for the script.
+/// A session closed meanwhile ends the wait for the provider at once.
+pub async fn step(
+    live: &mut RunModel,
+    iteration: u32,
+    frames: Option<&mpsc::Sender<SendFrame>>,
+    closing: &mut tokio::sync::watch::Receiver<bool>,
+) -> Option<Result<ScriptStep, String>> {
+    match live {
+        Err(error) => Some(Err(error.clone())),
+        Ok(None) => None,
+        Ok(Some(live)) => Some(tokio::select! {
+            answer = live.answer(iteration, frames) => answer,
+            _ = closing.wait_for(|closed| *closed) => Err(super::agent::SESSION_CLOSED.to_owned()),
+        }),
+    }
+}
+
+/// The last step's text already went out as stream deltas.
+pub fn streamed(live: &RunModel) -> bool {
+    matches!(live, Ok(Some(l)) if l.streamed)
+}
+
+/// The last step's usage as the provider reported it.
+pub fn usage(live: &RunModel) -> Option<Tokens> {
+    match live {
+        Ok(Some(l)) => l.usage,
+        _ => None,
+    }
+}
+
+/// The run names a real model (it may have failed to start).
+pub fn is_real(live: &RunModel) -> bool {
+    !matches!(live, Ok(None))
+}
+
+/// A run's cost in dollars by the settings' price table and, when it has none, why.
+/// The scripted model is free. `unreported` is the first step whose usage the provider
+/// did not report: the tokens then hold a guess, and a guess is not priced.
+pub fn run_cost(
+    live: &RunModel,
+    settings: &ModelSettings,
+    tokens: Tokens,
+    steps: usize,
+    unreported: Option<u32>,
+) -> (Option<f64>, Option<String>) {
+    let model = match live {
+        Ok(None) => return (Some(0.0), None),
+        Ok(Some(l)) if steps > 0 => l.model(),
+        _ => {
+            return (
+                None,
+                Some("the run ended before the provider reported any token usage".to_owned()),
+            );
+        }
+    };
+    if let Some(step) = unreported {
+        return (
+            None,
+            Some(format!(
+                "the provider reported no token usage for step {step}"
+            )),
+        );
+    }
+    match settings.priced(model, tokens.prompt, tokens.completion) {
+        Some(cost) => (Some(cost), None),
+        None => (None, Some(ModelSettings::unpriced(model))),
+    }
+}
+
+/// The last step was served from a cassette.
+pub fn from_cassette(live: &RunModel) -> bool {
+    matches!(live, Ok(Some(l)) if l.from_cassette)
+}
+
+/// Provider and model names for the run's events (`scripted` ones otherwise).
+pub fn names(live: &RunModel, provider: &str, model: &str) -> (String, String) {
+    match live {
+        Ok(Some(l)) => (l.provider().to_owned(), l.model().to_owned()),
+        _ => (provider.to_owned(), model.to_owned()),
+    }
+}
+
+/// Hands the step's dispatch outputs back to a real model.
+pub fn tool_results(live: &mut RunModel, calls: &[spyglass_protocol::events::StepToolCall]) {
+    if let Ok(Some(l)) = live {
+        l.tool_results(calls.iter().map(|c| c.result.to_value()).collect());
+    }
+}
+
+/// The provider's own words from an error body: `error.message`, else `message`, else
+/// the text (cut to 300 characters), with any secret masked.
+fn provider_message(text: &str) -> String {
+    let from_json = serde_json::from_str::<Value>(text).ok().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("error").filter(|e| e.is_string()))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let message = from_json.unwrap_or_else(|| text.chars().take(300).collect());
+    let message = if message.trim().is_empty() {
+        "(no message)".to_owned()
+    } else {
+        message
+    };
+    spyglass_protocol::mask::mask(&message).into_owned()
+}
+
+/// Server-sent events as they arrive in chunks: complete events out, the rest kept.
+#[derive(Default)]
+pub struct SseBuffer {
+    pending: Vec<u8>,
+}
+
+/// A stream event past this many bytes is refused: no provider sends one.
+const MAX_SSE_EVENT: usize = 4 * 1024 * 1024;
+
+impl SseBuffer {
+    /// Adds `chunk`; returns each complete event as (event name, joined data lines).
+    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<(String, String)>, String> {
+        self.pending.extend_from_slice(chunk);
+        let mut events = Vec::new();
+        loop {
+            let text = String::from_utf8_lossy(&self.pending);
+            let normal = text.replace("\r\n", "\n");
+            let Some(end) = normal.find("\n\n") else {
+                if self.pending.len() > MAX_SSE_EVENT {
+                    return Err(malformed("a stream event past 4 MiB"));
+                }
+                return Ok(events);
+            };
+            let block = normal[..end].to_owned();
+            let rest = normal.as_bytes()[end + 2..].to_vec();
+            self.pending = rest;
+            let mut name = String::new();
+            let mut data: Vec<&str> = Vec::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    v.trim().clone_into(&mut name);
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push(v.strip_prefix(' ').unwrap_or(v));
+                }
+            }
+            if !data.is_empty() {
+                events.push((name, data.join("\n")));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_map_to_the_provider_charset_and_back() {
+        let names = [
+            "asaas/create_payment".to_owned(),
+            "a.b/c d".to_owned(),
+            "a_b/c_d".to_owned(),
+        ];
+        let specs = tool_specs(names.iter());
+        assert_eq!(specs[0].wire, "asaas__create_payment");
+        assert_eq!(specs[1].wire, "a_b__c_d");
+        assert_eq!(specs[2].wire, "a_b__c_d_2");
+        for spec in &specs {
+            assert_eq!(tool_name(&specs, &spec.wire), spec.name);
+        }
+        assert_eq!(tool_name(&specs, "other__tool"), "other/tool");
+    }
+
+    #[test]
+    fn choose_reads_the_spec_within_the_settings() {
+        let mut settings = ModelSettings::default();
+        assert_eq!(choose("scripted", &settings), Ok(None));
+        assert!(
+            choose("openai", &settings)
+                .unwrap_err()
+                .contains("no openai route")
+        );
+        settings.openai.base_url = Some("http://127.0.0.1:1/v1".to_owned());
+        assert_eq!(
+            choose("openai:llama3.2", &settings).unwrap(),
+            Some(Choice {
+                provider: Provider::OpenAi,
+                model: "llama3.2".to_owned()
+            })
+        );
+        assert!(
+            choose("gemini:x", &settings)
+                .unwrap_err()
+                .contains("unknown")
+        );
+        settings.allowed_models = vec!["gpt-4o*".to_owned()];
+        assert!(choose("openai:o1", &settings).is_err());
+        assert!(choose("openai:gpt-4o-mini", &settings).is_ok());
+    }
+
+    #[test]
+    fn sse_events_split_across_chunks() {
+        let mut sse = SseBuffer::default();
+        assert!(sse.push(b"event: a\r\ndata: {\"x\"").unwrap().is_empty());
+        let events = sse.push(b":1}\r\n\r\n: ping\n\ndata: [DONE]\n\n").unwrap();
+        assert_eq!(
+            events,
+            vec![
+                ("a".to_owned(), "{\"x\":1}".to_owned()),
+                (String::new(), "[DONE]".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn provider_messages_are_read_and_masked() {
+        assert_eq!(
+            provider_message(
+                r#"{"error":{"message":"Incorrect API key sk-abc123def456ghi789jkl012"}}"#
+            ),
+            "Incorrect API key sk-****"
+        );
+        assert_eq!(provider_message("upstream down"), "upstream down");
+        assert_eq!(provider_message(""), "(no message)");
+    }
+}

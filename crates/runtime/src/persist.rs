@@ -1,0 +1,216 @@
+//! The runtime's state as a store keeps it: the documents (sessions, their counters,
+//! approvals, eval runs, suite documents, eval outcomes), their writes, the commit an
+//! answer waits for, and putting them back when a runtime opens on a store.
+
+use super::sessions::Session;
+use super::{ApiErrorWithStatus, Runtime, lock};
+use crate::store::{StateWrite, StoredRecord};
+use serde::Serialize;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A session as created: id, user, servers, metadata, its mocks payload and script.
+pub(crate) const SESSION: &str = "session";
+/// What a session's calls move: per-tool counters, call and envelope counts, last
+/// activity, the closed flag. Its own row so a call does not rewrite the mock table.
+pub(crate) const COUNTERS: &str = "counters";
+/// An approval with the call it holds, pending or resolved.
+pub(crate) const APPROVAL: &str = "approval";
+/// An eval run's detail, written when it starts and when it ends.
+pub(crate) const EVAL_RUN: &str = "eval.run";
+/// A suite document kept for reruns.
+pub(crate) const SUITE: &str = "eval.suite";
+/// One `agent.eval.completed` folded into the pass-rate history, per case a ring of
+/// `max_outcomes_per_case` slots.
+pub(crate) const OUTCOME: &str = "eval.outcome";
+
+/// What an answer gets when the commit it waits for failed.
+pub const STORE_UNAVAILABLE: &str = "store_unavailable";
+
+/// Sessions whose counters calls moved since their document was last written, on a
+/// store with a journal: a call's answer waits for its `tool.called` event, not for its
+/// counters, which a restart rolls forward from the events past the last document's
+/// checkpoint (`Runtime::restore_sessions`). Their documents are written together: every
+/// `COMMIT_EVERY` by the store's thread, at a flush, once `moved_counters_due_after`
+/// calls moved them, and as soon as the log evicts an event they do not count yet (by
+/// the next answer's write, or the store's thread woken for it), so a reopened log holds
+/// the events a restart rolls them forward from.
+#[derive(Default)]
+pub(crate) struct MovedCounters {
+    sessions: Mutex<Vec<Arc<Mutex<Session>>>>,
+    calls: AtomicUsize,
+}
+
+impl Runtime {
+    /// A call moved `s`'s counters (held locked, after its event `ord` was logged):
+    /// written now without a journal, else with the next group of moved counters.
+    /// True when that group is due now (`write_moved_counters`, once the lock is let go).
+    pub(crate) fn counters_moved(
+        &self,
+        session: &Arc<Mutex<Session>>,
+        s: &mut Session,
+        ord: u64,
+    ) -> bool {
+        if !self.inner.log.journaled() || self.shared_store().is_some() {
+            self.persist_counters(s);
+            return false;
+        }
+        let moved = &self.inner.moved;
+        if !s.counters_due {
+            s.counters_due = true;
+            lock(&moved.sessions).push(Arc::clone(session));
+        }
+        self.inner.log.undocumented_from(ord);
+        let calls = moved.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        calls >= self.moved_counters_due_after() || self.inner.log.counters_due()
+    }
+
+    /// Calls that make the moved counters due: an eighth of the log's capacity, so the
+    /// events a restart rolls them forward from are still held, and at most 1024.
+    fn moved_counters_due_after(&self) -> usize {
+        (self.inner.config.retained_events / 8).clamp(1, 1024)
+    }
+
+    /// Writes the counters of every session a call moved since the last time, each under
+    /// its session's lock (so after every event it counts).
+    pub(crate) fn write_moved_counters(&self) {
+        let moved = &self.inner.moved;
+        // Cleared first: whatever moves from here on is written by the next group.
+        self.inner.log.documented();
+        moved.calls.store(0, Ordering::Relaxed);
+        let sessions = std::mem::take(&mut *lock(&moved.sessions));
+        for session in sessions {
+            let mut s = lock(&session);
+            if s.counters_due {
+                s.counters_due = false;
+                self.write_counters(&s);
+            }
+        }
+    }
+
+    /// Whether this runtime keeps its state in a store.
+    pub(crate) fn has_store(&self) -> bool {
+        self.inner.log.has_store()
+    }
+
+    /// Puts a document (serialized only when there is a store), ordered after every
+    /// event and document sent before it.
+    pub(crate) fn persist<T: Serialize + ?Sized>(
+        &self,
+        kind: &str,
+        tenant: &str,
+        key: &str,
+        value: &T,
+    ) {
+        if !self.has_store() {
+            return;
+        }
+        match serde_json::to_string(value) {
+            Ok(value) => self.inner.log.write_state(StateWrite::Put(StoredRecord {
+                kind: kind.to_owned(),
+                tenant: tenant.to_owned(),
+                key: key.to_owned(),
+                value,
+            })),
+            Err(err) => tracing::error!(%err, kind, key, "state not serializable; not stored"),
+        }
+    }
+
+    /// Deletes a document (an evicted session, run or suite).
+    pub(crate) fn unpersist(&self, kind: &str, tenant: &str, key: &str) {
+        if !self.has_store() {
+            return;
+        }
+        self.inner.log.write_state(StateWrite::Delete(StoredRecord {
+            kind: kind.to_owned(),
+            tenant: tenant.to_owned(),
+            key: key.to_owned(),
+            value: String::new(),
+        }));
+    }
+
+    /// Waits until everything this runtime has sent to its store so far is committed:
+    /// an answer awaits this before it is sent, so what a client was told survives a
+    /// `kill -9`. On a `SQLite` store that is the journal's write (one for the answers
+    /// ready together); elsewhere the writer groups the waiting answers into one
+    /// transaction. Without a store it returns at once. A failed write is 503
+    /// `store_unavailable`.
+    pub async fn committed(&self) -> Result<(), ApiErrorWithStatus> {
+        if self.inner.log.journaled() {
+            // The answers ready on this worker run first and queue their writes too, so
+            // one `write` covers them all.
+            tokio::task::yield_now().await;
+            // The log evicted an event whose call's counters are not written yet: they go
+            // in this write, with the events that evicted it.
+            if self.inner.log.counters_due() {
+                self.write_moved_counters();
+            }
+            let written = self.inner.log.write_journal().unwrap_or(Ok(()));
+            return written.map_err(|reason| {
+                ApiErrorWithStatus::new(
+                    503,
+                    STORE_UNAVAILABLE,
+                    format!("the runtime could not commit this to its store: {reason}"),
+                )
+            });
+        }
+        let Some(ack) = self.inner.log.commit_ack() else {
+            return Ok(());
+        };
+        ack.await.map_err(|_| {
+            let reason = self
+                .inner
+                .log
+                .store_health()
+                .and_then(crate::log::StoreHealth::last_error)
+                .unwrap_or_else(|| "see its log".to_owned());
+            ApiErrorWithStatus::new(
+                503,
+                STORE_UNAVAILABLE,
+                format!("the runtime could not commit this to its store: {reason}"),
+            )
+        })
+    }
+
+    /// Puts a store's documents back: sessions with their counters (and their calls
+    /// from the restored `tool.called` events), approvals, eval runs, suite documents
+    /// and history. A document that no longer decodes is skipped with a warning.
+    pub(crate) fn restore_state(&self, records: Vec<StoredRecord>) {
+        let mut sessions = Vec::new();
+        let mut counters = std::collections::HashMap::new();
+        let mut approvals = Vec::new();
+        let mut runs = Vec::new();
+        let mut suites = Vec::new();
+        let mut outcomes = Vec::new();
+        for record in records {
+            match record.kind.as_str() {
+                SESSION => sessions.push(record),
+                COUNTERS => {
+                    counters.insert((record.tenant.clone(), record.key.clone()), record);
+                }
+                APPROVAL => approvals.push(record),
+                EVAL_RUN => runs.push(record),
+                SUITE => suites.push(record),
+                OUTCOME => outcomes.push(record),
+                other => tracing::warn!(kind = other, "unknown state kind in the store; skipped"),
+            }
+        }
+        self.restore_sessions(&sessions, &mut counters, false);
+        self.restore_approvals(&approvals);
+        self.restore_evals(&runs, &suites, &outcomes);
+        // What aged past its retention while no runtime was running goes now.
+        self.evict_aged_sessions();
+    }
+}
+
+/// Decodes a stored document, warning (not failing) on one that no longer decodes: the
+/// rest of the state still comes back.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(record: &StoredRecord) -> Option<T> {
+    match serde_json::from_str(&record.value) {
+        Ok(value) => Some(value),
+        Err(err) => {
+            tracing::warn!(%err, kind = %record.kind, key = %record.key, "stored state unreadable; skipped");
+            None
+        }
+    }
+}

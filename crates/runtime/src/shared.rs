@@ -1,0 +1,457 @@
+//! A runtime on a store shared with other runtimes (Postgres): opening on it, the follower
+//! that takes every runtime's committed events into this one's log, and the decisions asked of the store.
+//!
+//! Every runtime on the database is a replica of the same state. The store assigns seqs
+//! (so there is one stream), and decides what must happen once: which stateful entry a
+//! call gets (`claim_for`), which decision on an approval stands (`decide_any`), which
+//! expiry. Each runtime keeps its own copy of the rest, brought up to date by the events
+//! the others commit: a session another created is read from its document on its
+//! `session.created` (or on first use here), and its calls, replays and close are applied
+//! as their events arrive.
+
+use super::approvals::Verdict;
+use super::log::{Committed, Ingest, Logged};
+use super::mocks::Claim;
+use super::{ApiErrorWithStatus, Inner, Runtime, RuntimeConfig, STORE_UNAVAILABLE, persist};
+use crate::store::postgres::{Decided, PgStore};
+use crate::store::{Store, StoreError};
+use spyglass_protocol::Event;
+use spyglass_protocol::envelope::codes;
+use spyglass_protocol::rest::ApprovalView;
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How often the follower asks the store for each tenant's newest seq, besides the
+/// notifications: a notification lost with a dropped connection is caught within this.
+const POLL_EVERY: Duration = Duration::from_secs(1);
+
+/// After a notification (another replica commits at most one in
+/// `postgres::NOTIFY_EVERY` with one), the follower reads every tenant's head this often
+/// for `FOLLOW_HOT`, so the commits between notifications are seen as soon.
+const FOLLOW_EVERY: Duration = Duration::from_millis(20);
+const FOLLOW_HOT: Duration = Duration::from_millis(250);
+
+/// How often pending approvals past their expiry are expired (once, by the store).
+const EXPIRE_EVERY: Duration = Duration::from_millis(250);
+
+/// Events read from the store in one go while catching up: a page is held whole, and a
+/// client decides how big each event is (up to the body limit, 1 MiB by default), so a
+/// page stays small; a long catch-up reads page after page.
+const CATCH_UP_PAGE: usize = 64;
+
+/// A store error as a request's answer.
+pub(crate) fn unavailable(err: &StoreError) -> ApiErrorWithStatus {
+    ApiErrorWithStatus::new(
+        503,
+        STORE_UNAVAILABLE,
+        format!("the runtime could not reach its store: {err}"),
+    )
+}
+
+/// Opens a runtime on a shared store: the stream and state as stored, a writer whose
+/// commits the store stamps, and the follower and expiry tasks (on the current tokio
+/// runtime; they end when the runtime is dropped).
+pub async fn open_shared(
+    config: RuntimeConfig,
+    store: Arc<PgStore>,
+) -> Result<Runtime, StoreError> {
+    let retained = config.retained_events.max(1);
+    let stream = store
+        .open_stream(&super::log::new_epoch(), retained)
+        .await?;
+    let restored: Vec<Logged> = stream
+        .events
+        .into_iter()
+        .filter_map(|e| Logged::restore(&e.text, e.tenant))
+        .collect();
+    let state = store.open_state().await?;
+    let (committed_tx, committed_rx) = mpsc::unbounded_channel();
+    let dyn_store: Arc<dyn Store> = store.clone();
+    let path = store.describe();
+    let writer = super::log::StoreWriter::spawn_with(dyn_store, Some(committed_tx))
+        .map_err(|source| StoreError::Thread { path, source })?;
+    let runtime = Runtime::with_log(config, move |config, budget| {
+        super::log::EventLog::new(config.retained_events, config.subscriber_queue, budget)
+            .continuing(stream.epoch, stream.next_seqs)
+            .with_writer(writer)
+            .with_history(restored)
+    });
+    runtime.restore_state(state);
+    let _ = runtime.inner.shared.set(store.clone());
+    let notified = store.listen().await?;
+    let weak = Arc::downgrade(&runtime.inner);
+    tokio::spawn(follow(weak.clone(), store, committed_rx, notified));
+    tokio::spawn(expire(weak));
+    Ok(runtime)
+}
+
+impl Runtime {
+    /// The store shared with other runtimes, if this runtime is on one.
+    pub(crate) fn shared_store(&self) -> Option<&Arc<PgStore>> {
+        self.inner.shared.get()
+    }
+
+    /// Makes sure a session another runtime created is here before it is used: read from
+    /// its documents when it is not. Without a shared store, or when it is here, nothing.
+    pub(crate) async fn adopt_if_missing(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<(), ApiErrorWithStatus> {
+        let Some(store) = self.shared_store() else {
+            return Ok(());
+        };
+        if self.session(tenant, id).is_ok() {
+            return Ok(());
+        }
+        self.adopt_session(store, tenant, id)
+            .await
+            .map_err(|err| unavailable(&err))
+    }
+
+    async fn adopt_session(
+        &self,
+        store: &PgStore,
+        tenant: &str,
+        id: &str,
+    ) -> Result<(), StoreError> {
+        let Some(doc) = store.record(persist::SESSION, tenant, id).await? else {
+            return Ok(());
+        };
+        let mut counters = HashMap::new();
+        if let Some(counts) = store.record(persist::COUNTERS, tenant, id).await? {
+            counters.insert((tenant.to_owned(), id.to_owned()), counts);
+        }
+        self.restore_sessions(&[doc], &mut counters, true);
+        Ok(())
+    }
+
+    async fn adopt_approval(
+        &self,
+        store: &PgStore,
+        tenant: &str,
+        id: &str,
+    ) -> Result<(), StoreError> {
+        if let Some(doc) = store.record(persist::APPROVAL, tenant, id).await? {
+            self.adopt_approvals(&[doc]);
+        }
+        Ok(())
+    }
+
+    /// An eval run another runtime on the shared store started, as its document was last
+    /// written (at its start and its end); `None` without a shared store or such a run.
+    pub(crate) async fn shared_eval_run(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<Option<spyglass_protocol::rest::EvalRunDetail>, ApiErrorWithStatus> {
+        let Some(store) = self.shared_store() else {
+            return Ok(None);
+        };
+        let record = store
+            .record(persist::EVAL_RUN, tenant, run_id)
+            .await
+            .map_err(|err| unavailable(&err))?;
+        Ok(record.as_ref().and_then(persist::decode))
+    }
+
+    /// `DELETE /v1/sessions/:id` on any runtime. On a shared store the session's pending
+    /// approvals are expired there first, each only where no decision came before it
+    /// (one approved on another runtime at the same moment stays approved: its replay
+    /// then finds the session closed).
+    pub async fn close_any(&self, tenant: &str, id: &str) -> Result<(), ApiErrorWithStatus> {
+        if let Some(store) = self.shared_store() {
+            self.adopt_if_missing(tenant, id).await?;
+            // Every approval committed before this request is known here first, wherever
+            // it was queued.
+            {
+                let _applying = self.inner.following.lock().await;
+                self.catch_up(store, tenant).await;
+            }
+            for approval in self.pending_of_session(tenant, id) {
+                let decided = store
+                    .decide(tenant, &approval, "expired", i64::MAX)
+                    .await
+                    .map_err(|err| unavailable(&err))?;
+                if decided == Decided::Won {
+                    self.expire_one(tenant, &approval, Some("session closed"));
+                }
+            }
+        }
+        self.close_session(tenant, id)
+    }
+
+    /// `POST /v1/approvals/:id/approve|deny` on any runtime: decided here alone, or, on a
+    /// shared store, by the store once for every runtime: the first decision before the
+    /// expiry stands, a second anywhere is 409, one after the expiry 410; the runtime
+    /// whose decision stood replays an approved call, exactly once.
+    pub async fn decide_any(
+        &self,
+        tenant: &str,
+        approval_id: &str,
+        verdict: Verdict,
+        by: Option<String>,
+        note: Option<String>,
+    ) -> Result<ApprovalView, ApiErrorWithStatus> {
+        let Some(store) = self.shared_store() else {
+            return self.decide(tenant, approval_id, verdict, by, note);
+        };
+        if self.approval_facts(tenant, approval_id).is_none() {
+            self.adopt_approval(store, tenant, approval_id)
+                .await
+                .map_err(|err| unavailable(&err))?;
+        }
+        let Some((expires_ms, session_id, tool, input)) = self.approval_facts(tenant, approval_id)
+        else {
+            return Err(ApiErrorWithStatus::not_found(format!(
+                "no approval {approval_id}"
+            )));
+        };
+        let decision = match verdict {
+            Verdict::Approve => "approved",
+            Verdict::Deny => "denied",
+        };
+        let decided = store
+            .decide(tenant, approval_id, decision, expires_ms)
+            .await
+            .map_err(|err| unavailable(&err))?;
+        match decided {
+            Decided::Won => {}
+            Decided::Expired => {
+                return Err(ApiErrorWithStatus::new(
+                    410,
+                    codes::EXPIRED,
+                    format!("approval {approval_id} expired"),
+                ));
+            }
+            Decided::Already(earlier) if earlier == "expired" => {
+                return Err(ApiErrorWithStatus::new(
+                    410,
+                    codes::EXPIRED,
+                    format!("approval {approval_id} expired"),
+                ));
+            }
+            Decided::Already(earlier) => {
+                return Err(ApiErrorWithStatus::new(
+                    409,
+                    codes::ALREADY_DECIDED,
+                    format!("approval {approval_id} was already {earlier}"),
+                ));
+            }
+        }
+        let claim = if verdict == Verdict::Approve {
+            self.adopt_if_missing(tenant, &session_id).await?;
+            match self.session(tenant, &session_id) {
+                Ok(session) => self.claim_for(&session, &tool, &input).await?,
+                Err(_) => Claim::Local,
+            }
+        } else {
+            Claim::Local
+        };
+        self.apply_decision(tenant, approval_id, verdict, by, note, Some(claim))
+    }
+}
+
+/// The follower: takes this runtime's commits (with the answers waiting on them) and
+/// every tenant another runtime notifies of into the log, in the store's seq order,
+/// fetching from the store what it has not seen; applies what others did.
+async fn follow(
+    rt: Weak<Inner>,
+    store: Arc<PgStore>,
+    mut committed: mpsc::UnboundedReceiver<Committed>,
+    mut notified: mpsc::UnboundedReceiver<Option<String>>,
+) {
+    let mut poll = tokio::time::interval(FOLLOW_EVERY);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Until when the heads are read every tick (after a notification); else every
+    // `POLL_EVERY`.
+    let mut hot_until = tokio::time::Instant::now();
+    let mut last_poll = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            commit = committed.recv() => {
+                let Some(commit) = commit else { return };
+                let Some(rt) = upgrade(&rt) else { return };
+                let _applying = rt.inner.following.lock().await;
+                for logged in commit.events {
+                    rt.take_in(&store, logged).await;
+                }
+                for done in commit.acks {
+                    let _ = done.send(());
+                }
+            }
+            tenant = notified.recv() => {
+                let Some(rt) = upgrade(&rt) else { return };
+                let _applying = rt.inner.following.lock().await;
+                hot_until = tokio::time::Instant::now() + FOLLOW_HOT;
+                match tenant {
+                    Some(Some(tenant)) => rt.catch_up(&store, &tenant).await,
+                    // Reconnected, or the listener is gone: look at every tenant.
+                    Some(None) | None => rt.catch_up_all(&store).await,
+                }
+            }
+            now = poll.tick() => {
+                if now > hot_until && now.duration_since(last_poll) < POLL_EVERY {
+                    continue;
+                }
+                last_poll = now;
+                let Some(rt) = upgrade(&rt) else { return };
+                let _applying = rt.inner.following.lock().await;
+                rt.catch_up_all(&store).await;
+            }
+        }
+    }
+}
+
+fn upgrade(rt: &Weak<Inner>) -> Option<Runtime> {
+    rt.upgrade().map(|inner| Runtime { inner })
+}
+
+/// Expires pending approvals past their expiry, each decided once in the store: the
+/// runtime whose expiry stood announces it, the others follow its event.
+async fn expire(rt: Weak<Inner>) {
+    let mut tick = tokio::time::interval(EXPIRE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(rt) = upgrade(&rt) else { return };
+        let Some(store) = rt.shared_store().cloned() else {
+            return;
+        };
+        for (tenant, id) in rt.overdue_approvals() {
+            match store.decide(&tenant, &id, "expired", i64::MAX).await {
+                Ok(Decided::Won) => rt.expire_one(&tenant, &id, None),
+                Ok(_) => {}
+                Err(err) => {
+                    tracing::warn!(%err, approval = %id, "expiry not decided: store unreachable");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl Runtime {
+    /// One event this runtime committed: into the log when it is next, after what the
+    /// store holds before it.
+    async fn take_in(&self, store: &PgStore, logged: Arc<Logged>) {
+        loop {
+            match self.inner.log.ingest(logged.clone()) {
+                Ingest::Appended(logged) => {
+                    self.follow_session_event(&logged, false);
+                    return;
+                }
+                Ingest::Old => return,
+                Ingest::Gap(_) => {
+                    let tenant = logged.tenant.clone();
+                    if !self.catch_up_to(store, &tenant, logged.frame.seq - 1).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn catch_up_all(&self, store: &PgStore) {
+        match store.heads().await {
+            Ok(heads) => {
+                for (tenant, newest) in heads {
+                    if self.inner.log.next_seq(&tenant) <= newest {
+                        self.catch_up_to(store, &tenant, newest).await;
+                    }
+                }
+            }
+            Err(err) => tracing::warn!(%err, "cannot read the shared stream's heads"),
+        }
+    }
+
+    async fn catch_up(&self, store: &PgStore, tenant: &str) {
+        self.catch_up_to(store, tenant, u64::MAX).await;
+    }
+
+    /// Reads a tenant's events from the store into the log up to `upto` (or its newest);
+    /// false when the store could not be read.
+    async fn catch_up_to(&self, store: &PgStore, tenant: &str, upto: u64) -> bool {
+        loop {
+            let after = self.inner.log.next_seq(tenant).saturating_sub(1);
+            if after >= upto {
+                return true;
+            }
+            let rows = match store.events_after(tenant, after, CATCH_UP_PAGE).await {
+                Ok(rows) => rows,
+                Err(err) => {
+                    tracing::warn!(%err, tenant, "cannot read the shared stream");
+                    return false;
+                }
+            };
+            let Some(first) = rows.first().map(|(e, _)| e.seq) else {
+                return true;
+            };
+            if first > after + 1 {
+                tracing::warn!(
+                    tenant,
+                    from = after + 1,
+                    to = first - 1,
+                    "events gone from the store before this runtime read them"
+                );
+                self.inner.log.skip_to(tenant, first);
+            }
+            for (stored, origin) in rows {
+                let remote = origin != store.replica();
+                let Some(logged) = Logged::restore(&stored.text, stored.tenant) else {
+                    tracing::warn!(tenant, seq = stored.seq, "stored event unreadable; skipped");
+                    continue;
+                };
+                match self.inner.log.ingest(Arc::new(logged)) {
+                    Ingest::Appended(logged) => {
+                        if remote {
+                            self.follow_remote(store, &logged).await;
+                        }
+                        self.follow_session_event(&logged, remote);
+                    }
+                    Ingest::Old => {}
+                    Ingest::Gap(_) => return true,
+                }
+            }
+        }
+    }
+
+    /// What another runtime's event brings that this one does not hold yet: a session
+    /// or an approval read from its document, the eval history.
+    async fn follow_remote(&self, store: &PgStore, logged: &Arc<Logged>) {
+        let tenant = &logged.tenant;
+        let result = match &logged.frame.event {
+            Event::SessionCreated(_) => match logged.frame.session_id.as_deref() {
+                Some(id) if self.session(tenant, id).is_err() => {
+                    self.adopt_session(store, tenant, id).await
+                }
+                _ => Ok(()),
+            },
+            Event::ApprovalRequested(requested) => {
+                if self
+                    .approval_facts(tenant, &requested.approval_id)
+                    .is_none()
+                {
+                    self.adopt_approval(store, tenant, &requested.approval_id)
+                        .await
+                } else {
+                    Ok(())
+                }
+            }
+            event @ (Event::ApprovalResolved(_) | Event::ApprovalReplayed(_)) => {
+                self.follow_approval(event);
+                Ok(())
+            }
+            Event::AgentEvalCompleted(_) => {
+                self.inner.evals.observe(tenant, &logged.frame);
+                Ok(())
+            }
+            _ => Ok(()),
+        };
+        if let Err(err) = result {
+            tracing::warn!(%err, kind = logged.frame.event.kind(), "another runtime's state not read");
+        }
+    }
+}
