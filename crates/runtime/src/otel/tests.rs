@@ -394,9 +394,12 @@ fn broken_bodies_say_what_is_wrong() {
 }
 
 fn fixture_requests(dir: &str) -> Vec<Vec<u8>> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/otel")
-        .join(dir);
+    // The fixtures are the workspace's, shared with the integration tests.
+    let dir = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/otel"
+    ))
+    .join(dir);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
