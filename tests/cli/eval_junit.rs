@@ -71,15 +71,20 @@ fn the_junit_report_reads_back_through_the_importer() {
         .collect();
     assert_eq!(
         read,
+        // The importer names a case `classname::name`; the report's classname is the suite.
         [
-            ("payments", "charge small amount", EvalStatus::Passed),
-            ("payments", "refund <b>&'x'", EvalStatus::Failed),
-            ("payments", "outage", EvalStatus::Error),
-            ("payments", "qr", EvalStatus::Skipped),
+            (
+                "payments",
+                "payments::charge small amount",
+                EvalStatus::Passed
+            ),
+            ("payments", "payments::refund <b>&'x'", EvalStatus::Failed),
+            ("payments", "payments::outage", EvalStatus::Error),
+            ("payments", "payments::qr", EvalStatus::Skipped),
             // A control character XML cannot carry is U+FFFD; the line break survives.
             (
                 "billing \"ops\"",
-                "invoice\u{FFFD}\nsecond line",
+                "billing \"ops\"::invoice\u{FFFD}\nsecond line",
                 EvalStatus::Passed
             ),
         ]
