@@ -112,7 +112,7 @@ fn the_report_escapes_the_agents_text_and_names_no_outside_address() {
     assert!(page.starts_with("<!DOCTYPE html>"));
     assert!(!page.contains("<script"), "{page}");
     assert!(!page.contains("<img"), "{page}");
-    assert!(page.contains("&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;"));
+    assert!(page.contains("&lt;script&gt;document.title=&apos;pwned&apos;&lt;/script&gt;"));
     assert!(page.contains("hostile &lt;suite&gt;"));
     for banned in [
         "src=\"", "href=\"", "src='", "href='", "url(", "@import", "<link",

@@ -11,6 +11,7 @@ mod eval_baseline;
 mod eval_cli;
 mod eval_history;
 mod eval_html;
+mod eval_junit;
 mod import_cli;
 mod masking;
 mod replica_kill;

@@ -6,6 +6,7 @@
 //! out. Every string from a run (agent output, tool names, messages) is escaped, so a
 //! hostile answer reads as text and never becomes markup.
 
+use similar::{Algorithm, DiffOp};
 use spyglass_protocol::RawJson;
 use spyglass_protocol::events::{
     AgentEvalCompleted, AssertionResult, AssertionStatus, EvalStatus, Outcome,
@@ -31,24 +32,23 @@ pub struct ReportInput {
     pub generated_at: String,
 }
 
-/// Escapes text for HTML element content and quoted attribute values.
+/// Escapes text for HTML element content and quoted attribute values (quick-xml's
+/// `escape`: `& < > " '`). Control characters other than newline and tab are shown as
+/// `\u{..}`, not passed on.
 pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+    let shown_control = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.contains(shown_control) {
+        return quick_xml::escape::escape(text).into_owned();
+    }
+    let mut shown = String::with_capacity(text.len());
     for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            // Control characters other than newline and tab are shown, not passed on.
-            c if c.is_control() && c != '\n' && c != '\t' => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
+        if shown_control(c) {
+            let _ = write!(shown, "\\u{{{:x}}}", c as u32);
+        } else {
+            shown.push(c);
         }
     }
-    out
+    quick_xml::escape::escape(shown).into_owned()
 }
 
 const STYLE: &str = "
@@ -341,7 +341,7 @@ fn assertion_row(out: &mut String, a: &AssertionResult, depth: usize) {
     out.push_str("</td></tr>");
 }
 
-/// A line diff, `-` expected and `+` actual, by longest common subsequence; past
+/// A line diff, `-` expected and `+` actual, minimal (`similar`'s Myers); past
 /// `MAX_DIFF_LINES` both values are shown whole.
 fn diff(out: &mut String, expected: &str, actual: &str) {
     let (a, b): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
@@ -355,18 +355,6 @@ fn diff(out: &mut String, expected: &str, actual: &str) {
         );
         return;
     }
-    // lcs[i][j]: common lines of a[i..] and b[j..].
-    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j) = (0, 0);
     let line = |out: &mut String, class: &str, sign: char, text: &str| {
         let _ = write!(
             out,
@@ -374,17 +362,18 @@ fn diff(out: &mut String, expected: &str, actual: &str) {
             escape(text)
         );
     };
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            line(out, "same", ' ', a[i]);
-            i += 1;
-            j += 1;
-        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            line(out, "del", '-', a[i]);
-            i += 1;
+    for op in similar::capture_diff_slices(Algorithm::Myers, &a, &b) {
+        if let DiffOp::Equal { .. } = op {
+            for text in &a[op.old_range()] {
+                line(out, "same", ' ', text);
+            }
         } else {
-            line(out, "add", '+', b[j]);
-            j += 1;
+            for text in &a[op.old_range()] {
+                line(out, "del", '-', text);
+            }
+            for text in &b[op.new_range()] {
+                line(out, "add", '+', text);
+            }
         }
     }
     if a.is_empty() && b.is_empty() {
@@ -600,7 +589,7 @@ mod tests {
         assert!(!page.contains("<script"), "{page}");
         assert!(!page.contains("<img"), "{page}");
         assert!(!page.contains("<b>"), "{page}");
-        assert!(page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+        assert!(page.contains("&lt;script&gt;alert(&apos;x&apos;)&lt;/script&gt;"));
         assert!(
             page.contains("&amp;amp;"),
             "an entity in the text stays text"

@@ -1,9 +1,13 @@
 //! What `spyglass eval` prints and writes: a table of cases per suite with one summary
 //! line, the exit rule, `JUnit` XML (failures and errors apart) and the JSON results.
 
+use quick_xml::Writer;
+use quick_xml::events::{BytesDecl, BytesText, Event};
+use quick_xml::writer::ElementWriter;
 use spyglass_protocol::events::{AssertionResult, AssertionStatus, EvalStatus};
 use spyglass_protocol::rest::{EvalCaseRecord, EvalRunDetail};
 use spyglass_protocol::sanitize::sanitize;
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// Outcome counts of a run or a suite.
@@ -281,25 +285,24 @@ pub fn render_table(records: &[EvalCaseRecord]) -> String {
     out
 }
 
-/// Text safe inside an XML attribute or element. Characters XML 1.0 cannot carry at all
-/// become U+FFFD; line breaks in attributes are kept as character references.
-pub fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' => out.push_str("&#9;"),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
+/// Text XML 1.0 can carry: the characters it has no place for at all (control characters
+/// other than tab, newline and carriage return; U+FFFE, U+FFFF) become U+FFFD. Escaping
+/// is quick-xml's, done as the writer writes.
+fn xml_chars(text: &str) -> Cow<'_, str> {
+    let bad = |c: char| {
+        ((c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r'))
+            || c == '\u{FFFE}'
+            || c == '\u{FFFF}'
+    };
+    if text.contains(bad) {
+        Cow::Owned(
+            text.chars()
+                .map(|c| if bad(c) { '\u{FFFD}' } else { c })
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(text)
     }
-    out
 }
 
 /// Decimal seconds with at least three places and up to six: `0.012`, `0.000042`.
@@ -312,99 +315,130 @@ fn seconds(ms: f64) -> String {
 /// `JUnit` XML: one `<testsuite>` per suite; failed cases get `<failure>`, errored ones
 /// `<error>`, skipped ones `<skipped>`; messages carry expected and actual.
 pub fn junit_xml(records: &[EvalCaseRecord]) -> String {
+    let mut writer = Writer::new_with_indent(Vec::new(), b' ', 2);
+    // Writing into a `Vec` cannot fail.
+    let _ = write_junit(&mut writer, records);
+    let mut out = String::from_utf8_lossy(&writer.into_inner()).into_owned();
+    out.push('\n');
+    out
+}
+
+fn write_junit(writer: &mut Writer<Vec<u8>>, records: &[EvalCaseRecord]) -> std::io::Result<()> {
     let all = Counts::of(records);
     let total_ms: f64 = records.iter().map(|r| r.result.duration).sum();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuites name=\"spyglass eval\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{}\">",
-        all.total(),
-        all.failed,
-        all.errored,
-        all.skipped,
-        seconds(total_ms)
-    );
-    for suite in group(records) {
-        let counts = Counts::of(suite.cases.iter().copied());
-        let suite_ms: f64 = suite.cases.iter().map(|r| r.result.duration).sum();
-        let _ = writeln!(
-            out,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{}\">",
-            xml_escape(suite.suite),
-            counts.total(),
-            counts.failed,
-            counts.errored,
-            counts.skipped,
-            seconds(suite_ms)
-        );
-        for record in &suite.cases {
-            let result = &record.result;
-            let name = match result.attempt {
-                Some(attempt) if attempt > 1 => format!("{} #{attempt}", result.case),
-                _ => result.case.clone(),
-            };
-            let open = format!(
-                "    <testcase name=\"{}\" classname=\"{}\" time=\"{}\"",
-                xml_escape(&name),
-                xml_escape(suite.suite),
-                seconds(result.duration)
-            );
-            match result.status {
-                EvalStatus::Passed => {
-                    let _ = writeln!(out, "{open}/>");
-                }
-                EvalStatus::Failed => {
-                    let failing: Vec<&AssertionResult> =
-                        result.assertions.iter().filter(|a| !a.pass).collect();
-                    let (message, kind) = match failing.first() {
-                        Some(first) => (describe_assertion(first, 200), first.kind.as_str()),
-                        None => (result.reason.clone().unwrap_or_default(), "assertion"),
-                    };
-                    let body: Vec<String> = failing
-                        .iter()
-                        .map(|a| {
-                            if a.children.is_empty() {
-                                format!(
-                                    "{}\nexpected: {}\nactual: {}",
-                                    a.message.as_deref().unwrap_or(&a.kind),
-                                    a.expected,
-                                    a.actual
-                                )
-                            } else {
-                                tree_text(a, 0, 200).join("\n")
-                            }
-                        })
-                        .collect();
-                    let _ = writeln!(
-                        out,
-                        "{open}>\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>",
-                        xml_escape(&message),
-                        xml_escape(kind),
-                        xml_escape(&body.join("\n\n"))
-                    );
-                }
-                EvalStatus::Error => {
-                    let reason = result.reason.as_deref().unwrap_or("no result");
-                    let _ = writeln!(
-                        out,
-                        "{open}>\n      <error message=\"{}\" type=\"error\">{}</error>\n    </testcase>",
-                        xml_escape(reason),
-                        xml_escape(reason)
-                    );
-                }
-                EvalStatus::Skipped => {
-                    let _ = writeln!(
-                        out,
-                        "{open}>\n      <skipped message=\"{}\"/>\n    </testcase>",
-                        xml_escape(result.reason.as_deref().unwrap_or(""))
-                    );
-                }
+    writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
+    counted(writer, "testsuites", "spyglass eval", all, total_ms).write_inner_content(
+        |writer| {
+            for suite in group(records) {
+                let counts = Counts::of(suite.cases.iter().copied());
+                let suite_ms: f64 = suite.cases.iter().map(|r| r.result.duration).sum();
+                counted(writer, "testsuite", suite.suite, counts, suite_ms).write_inner_content(
+                    |writer| {
+                        for record in &suite.cases {
+                            write_case(writer, suite.suite, record)?;
+                        }
+                        Ok(())
+                    },
+                )?;
             }
+            Ok(())
+        },
+    )?;
+    Ok(())
+}
+
+/// `<testsuites>` or `<testsuite>` with its name, counts and time.
+fn counted<'w>(
+    writer: &'w mut Writer<Vec<u8>>,
+    tag: &'static str,
+    name: &str,
+    counts: Counts,
+    ms: f64,
+) -> ElementWriter<'w, Vec<u8>> {
+    writer
+        .create_element(tag)
+        .with_attribute(("name", xml_chars(name)))
+        .with_attribute(("tests", counts.total().to_string().as_str()))
+        .with_attribute(("failures", counts.failed.to_string().as_str()))
+        .with_attribute(("errors", counts.errored.to_string().as_str()))
+        .with_attribute(("skipped", counts.skipped.to_string().as_str()))
+        .with_attribute(("time", seconds(ms).as_str()))
+}
+
+fn write_case(
+    writer: &mut Writer<Vec<u8>>,
+    suite: &str,
+    record: &EvalCaseRecord,
+) -> std::io::Result<()> {
+    let result = &record.result;
+    let name = match result.attempt {
+        Some(attempt) if attempt > 1 => format!("{} #{attempt}", result.case),
+        _ => result.case.clone(),
+    };
+    let case = writer
+        .create_element("testcase")
+        .with_attribute(("name", xml_chars(&name)))
+        .with_attribute(("classname", xml_chars(suite)))
+        .with_attribute(("time", seconds(result.duration).as_str()));
+    let (tag, message, kind, body) = match result.status {
+        EvalStatus::Passed => {
+            case.write_empty()?;
+            return Ok(());
         }
-        out.push_str("  </testsuite>\n");
-    }
-    out.push_str("</testsuites>\n");
-    out
+        EvalStatus::Failed => {
+            let failing: Vec<&AssertionResult> =
+                result.assertions.iter().filter(|a| !a.pass).collect();
+            let (message, kind) = match failing.first() {
+                Some(first) => (describe_assertion(first, 200), first.kind.as_str()),
+                None => (result.reason.clone().unwrap_or_default(), "assertion"),
+            };
+            let body: Vec<String> = failing
+                .iter()
+                .map(|a| {
+                    if a.children.is_empty() {
+                        format!(
+                            "{}\nexpected: {}\nactual: {}",
+                            a.message.as_deref().unwrap_or(&a.kind),
+                            a.expected,
+                            a.actual
+                        )
+                    } else {
+                        tree_text(a, 0, 200).join("\n")
+                    }
+                })
+                .collect();
+            ("failure", message, Some(kind), Some(body.join("\n\n")))
+        }
+        EvalStatus::Error => {
+            let reason = result.reason.as_deref().unwrap_or("no result");
+            (
+                "error",
+                reason.to_owned(),
+                Some("error"),
+                Some(reason.to_owned()),
+            )
+        }
+        EvalStatus::Skipped => (
+            "skipped",
+            result.reason.clone().unwrap_or_default(),
+            None,
+            None,
+        ),
+    };
+    case.write_inner_content(|writer| {
+        let mut inner = writer
+            .create_element(tag)
+            .with_attribute(("message", xml_chars(&message)));
+        if let Some(kind) = kind {
+            inner = inner.with_attribute(("type", kind));
+        }
+        match body {
+            Some(body) => inner.write_text_content(BytesText::new(&xml_chars(&body)))?,
+            None => inner.write_empty()?,
+        };
+        Ok(())
+    })?;
+    Ok(())
 }
 
 /// The JSON results file: the run detail, pretty-printed.

@@ -1,7 +1,9 @@
-//! Expected vs actual, for the eval case view: a line diff of two texts (longest common
-//! subsequence) and a path-by-path diff of two JSON values. Pure; the view styles them.
+//! Expected vs actual, for the eval case view: a line diff of two texts (Myers, by the
+//! `similar` crate) and a path-by-path diff of two JSON values. Pure; the view styles them.
 
 use serde_json::Value;
+use similar::{Algorithm, DiffOp};
+use std::time::{Duration, Instant};
 
 /// One line of a text diff. `Removed` lines are only in the expected text, `Added` only in
 /// the actual one.
@@ -12,60 +14,28 @@ pub enum LineDiff<'a> {
     Added(&'a str),
 }
 
-/// Above this many cells (expected lines × actual lines, after the common head and tail are
-/// cut) the LCS table would cost too much memory; the middle is then shown as removed
-/// then added, which is still a correct diff, only not a minimal one.
-const MAX_LCS_CELLS: usize = 4_000_000;
+/// How long the line diff may search for a minimal script before it settles for a correct
+/// one that is not minimal (the rest shown as removed then added): a pathological pair of
+/// huge texts must not stall a frame.
+const DIFF_DEADLINE: Duration = Duration::from_millis(100);
 
 /// The lines of `expected` and `actual` in order, each marked same, removed or added; a
-/// minimal diff (LCS), removals before additions where both are possible.
-#[expect(clippy::many_single_char_names)] // a, b, i, j: the LCS's textbook names.
+/// minimal diff (`similar`'s Myers), removals before additions where both are possible.
 pub fn line_diff<'a>(expected: &'a str, actual: &'a str) -> Vec<LineDiff<'a>> {
     let a: Vec<&str> = expected.lines().collect();
     let b: Vec<&str> = actual.lines().collect();
-    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let tail = a[head..]
-        .iter()
-        .rev()
-        .zip(b[head..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
-    let (mid_a, mid_b) = (&a[head..a.len() - tail], &b[head..b.len() - tail]);
+    let deadline = Instant::now() + DIFF_DEADLINE;
+    let ops = similar::capture_diff_slices_deadline(Algorithm::Myers, &a, &b, Some(deadline));
     let mut out = Vec::with_capacity(a.len().max(b.len()));
-    out.extend(a[..head].iter().map(|l| LineDiff::Same(l)));
-    let (n, m) = (mid_a.len(), mid_b.len());
-    if n.saturating_mul(m) > MAX_LCS_CELLS {
-        out.extend(mid_a.iter().map(|l| LineDiff::Removed(l)));
-        out.extend(mid_b.iter().map(|l| LineDiff::Added(l)));
-    } else {
-        // lcs[i * (m + 1) + j]: length of the LCS of mid_a[i..] and mid_b[j..].
-        let width = m + 1;
-        let mut lcs = vec![0u32; (n + 1) * width];
-        for i in (0..n).rev() {
-            for j in (0..m).rev() {
-                lcs[i * width + j] = if mid_a[i] == mid_b[j] {
-                    lcs[(i + 1) * width + j + 1] + 1
-                } else {
-                    lcs[(i + 1) * width + j].max(lcs[i * width + j + 1])
-                };
-            }
-        }
-        let (mut i, mut j) = (0, 0);
-        while i < n || j < m {
-            if i < n && j < m && mid_a[i] == mid_b[j] {
-                out.push(LineDiff::Same(mid_a[i]));
-                i += 1;
-                j += 1;
-            } else if i < n && (j == m || lcs[(i + 1) * width + j] >= lcs[i * width + j + 1]) {
-                out.push(LineDiff::Removed(mid_a[i]));
-                i += 1;
-            } else {
-                out.push(LineDiff::Added(mid_b[j]));
-                j += 1;
-            }
+    for op in ops {
+        let (old, new) = (op.old_range(), op.new_range());
+        if let DiffOp::Equal { .. } = op {
+            out.extend(a[old].iter().map(|l| LineDiff::Same(l)));
+        } else {
+            out.extend(a[old].iter().map(|l| LineDiff::Removed(l)));
+            out.extend(b[new].iter().map(|l| LineDiff::Added(l)));
         }
     }
-    out.extend(a[a.len() - tail..].iter().map(|l| LineDiff::Same(l)));
     out
 }
 

@@ -1,0 +1,243 @@
+//! Where in a suite file a value sits (file, case, dotted field) and the typed reads of one
+//! value there: each wrong kind a `SuiteError` naming its place and what was expected.
+
+use super::shapes::unknown_field;
+use super::{SuiteError, SuiteErrorKind};
+use crate::suite::CaseRef;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use spyglass_protocol::rest::ModelScript;
+
+/// Where in the file a value sits, for error messages.
+pub(super) struct Place<'a> {
+    pub(super) file: &'a str,
+    pub(super) case: Option<CaseRef>,
+    pub(super) prefix: String,
+}
+
+impl Place<'_> {
+    pub(super) fn nested(&self, name: &str) -> Self {
+        Place {
+            file: self.file,
+            case: self.case.clone(),
+            prefix: self.field(name),
+        }
+    }
+
+    pub(super) fn field(&self, name: &str) -> String {
+        if self.prefix.is_empty() {
+            name.to_owned()
+        } else if name.starts_with('[') {
+            format!("{}{name}", self.prefix)
+        } else {
+            format!("{}.{name}", self.prefix)
+        }
+    }
+
+    pub(super) fn error(
+        &self,
+        field: Option<&str>,
+        kind: SuiteErrorKind,
+        message: &str,
+    ) -> SuiteError {
+        let field = match field {
+            Some(name) => Some(self.field(name)),
+            None if self.prefix.is_empty() => None,
+            None => Some(self.prefix.clone()),
+        };
+        SuiteError {
+            file: self.file.to_owned(),
+            case: self.case.clone(),
+            field,
+            kind,
+            message: message.to_owned(),
+        }
+    }
+
+    pub(super) fn invalid(&self, field: Option<&str>, message: &str) -> SuiteError {
+        self.error(field, SuiteErrorKind::Invalid, message)
+    }
+
+    /// Reads a table into its raw shape; an unknown key is named with the known ones.
+    pub(super) fn strict<T: DeserializeOwned>(
+        &self,
+        value: &Value,
+        what: &str,
+    ) -> Result<T, SuiteError> {
+        T::deserialize(value).map_err(|err| {
+            let message = err.to_string();
+            match unknown_field(&message) {
+                Some((key, known)) => self.error(
+                    Some(&key),
+                    SuiteErrorKind::Unknown,
+                    &format!("unknown {what}; expected one of: {known}"),
+                ),
+                None => self.invalid(None, &message),
+            }
+        })
+    }
+
+    pub(super) fn non_empty_string(
+        &self,
+        value: &Value,
+        field: &str,
+    ) -> Result<String, SuiteError> {
+        match value.as_str() {
+            Some(text) if !text.trim().is_empty() => Ok(text.to_owned()),
+            Some(_) => Err(self.invalid(Some(field), "must not be empty")),
+            None => Err(self.invalid(
+                Some(field),
+                &format!("expected a string, found {}", type_name(value)),
+            )),
+        }
+    }
+
+    pub(super) fn string(&self, value: &Value, field: &str) -> Result<String, SuiteError> {
+        value.as_str().map(str::to_owned).ok_or_else(|| {
+            self.invalid(
+                Some(field),
+                &format!("expected a string, found {}", type_name(value)),
+            )
+        })
+    }
+
+    /// A string or a non-empty list of strings.
+    pub(super) fn strings(&self, value: &Value, field: &str) -> Result<Vec<String>, SuiteError> {
+        match value {
+            Value::String(text) => Ok(vec![text.clone()]),
+            Value::Array(items) if !items.is_empty() => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| self.string(item, &format!("{field}[{i}]")))
+                .collect(),
+            Value::Array(_) => Err(self.invalid(Some(field), "the list is empty")),
+            other => Err(self.invalid(
+                Some(field),
+                &format!(
+                    "expected a string or a list of strings, found {}",
+                    type_name(other)
+                ),
+            )),
+        }
+    }
+
+    pub(super) fn unsigned(&self, value: &Value, field: &str) -> Result<u64, SuiteError> {
+        value.as_u64().ok_or_else(|| {
+            self.invalid(
+                Some(field),
+                &format!(
+                    "expected a non-negative integer, found {}",
+                    type_name(value)
+                ),
+            )
+        })
+    }
+
+    /// A finite amount of US dollars, 0 or more. TOML's `nan` and `inf` reach here as
+    /// null (JSON has no such numbers), and are named.
+    pub(super) fn dollars(&self, value: &Value, field: &str) -> Result<f64, SuiteError> {
+        let found = match value {
+            Value::Number(n) => match n.as_f64() {
+                Some(d) if d.is_finite() && d >= 0.0 => return Ok(d),
+                _ => format!("{n}"),
+            },
+            Value::Null => "null (nan and inf are not amounts)".to_owned(),
+            other => type_name(other).to_owned(),
+        };
+        Err(self.invalid(
+            Some(field),
+            &format!("expected US dollars as a number, 0 or more (like 0.01), found {found}"),
+        ))
+    }
+
+    pub(super) fn table<'v>(
+        &self,
+        value: &'v Value,
+        field: &str,
+    ) -> Result<&'v Map<String, Value>, SuiteError> {
+        value.as_object().ok_or_else(|| {
+            self.invalid(
+                Some(field),
+                &format!("expected a table, found {}", type_name(value)),
+            )
+        })
+    }
+
+    pub(super) fn model(&self, value: &Value, field: &str) -> Result<ModelScript, SuiteError> {
+        self.table(value, field)?;
+        // The problem names its place inside the script: `model.sequence[1].when[0].path`.
+        crate::script::parse(value).map_err(|problem| {
+            let inner = problem.field_dotted();
+            let at = if inner.is_empty() {
+                field.to_owned()
+            } else {
+                format!("{field}.{inner}")
+            };
+            let kind = if problem.message.starts_with("unknown field") {
+                SuiteErrorKind::Unknown
+            } else {
+                SuiteErrorKind::Invalid
+            };
+            self.error(
+                Some(&at),
+                kind,
+                &format!("bad model script: {}", problem.message),
+            )
+        })
+    }
+
+    pub(super) fn models(
+        &self,
+        model: Option<&Value>,
+        variants: Option<&Value>,
+    ) -> Result<Option<Vec<ModelScript>>, SuiteError> {
+        match (model, variants) {
+            (Some(_), Some(_)) => Err(self.invalid(
+                Some("model_variants"),
+                "use `model` or `model_variants`, not both",
+            )),
+            (Some(model), None) => Ok(Some(vec![self.model(model, "model")?])),
+            (None, Some(Value::Array(items))) if !items.is_empty() => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| self.model(item, &format!("model_variants[{i}]")))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            (None, Some(other)) => Err(self.invalid(
+                Some("model_variants"),
+                &format!(
+                    "expected a non-empty list of model scripts, found {}",
+                    type_name(other)
+                ),
+            )),
+            (None, None) => Ok(None),
+        }
+    }
+
+    pub(super) fn servers(&self, value: &Value) -> Result<Vec<String>, SuiteError> {
+        let items = value.as_array().ok_or_else(|| {
+            self.invalid(
+                Some("servers"),
+                &format!("expected a list of strings, found {}", type_name(value)),
+            )
+        })?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| self.string(item, &format!("servers[{i}]")))
+            .collect()
+    }
+}
+
+pub(super) fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_f64() => "a float",
+        Value::Number(n) if n.as_i64().is_some_and(|n| n < 0) => "a negative integer",
+        Value::Number(_) => "an integer",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a table",
+    }
+}

@@ -1,0 +1,763 @@
+//! Reading a suite document into `Suite`: the defaults, each case merged with them, and
+//! every assertion kind checked (patterns compiled, schemas compiled, limits held).
+
+use super::place::{Place, type_name};
+use super::shapes::{
+    RawAssert, RawCase, RawCommand, RawDefaults, RawJsonPath, RawOperation, RawPrompted, RawSchema,
+    RawSequence, RawSuite,
+};
+use super::{
+    ArgCheck, Assertion, COMMAND_TIMEOUT_MS, Case, CaseRef, CommandSpec, JsonPathCheck,
+    MAX_ARG_BYTES, MAX_ARGS, MAX_COMMAND_TIMEOUT_MS, MAX_NESTING, NoEnvelope, OperationExpectation,
+    PromptCheck, PromptTest, SchemaCheck, SequenceExpectation, Suite, SuiteError, SuiteErrorKind,
+};
+use crate::assert::JsonPath;
+use serde_json::{Map, Value};
+use spyglass_protocol::rest::ModelScript;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Builds a suite from an already-parsed document (a JSON body, say).
+pub fn suite_from_value(file: &str, value: &Value) -> Result<Suite, SuiteError> {
+    let at = Place {
+        file,
+        case: None,
+        prefix: String::new(),
+    };
+    value
+        .as_object()
+        .ok_or_else(|| at.invalid(None, "a suite file is a table (object) at top level"))?;
+    let root: RawSuite = at.strict(value, "key")?;
+    let name = match &root.suite {
+        None => {
+            return Err(at.error(
+                Some("suite"),
+                SuiteErrorKind::Missing,
+                "missing: every file names its suite (`suite = \"name\"`)",
+            ));
+        }
+        Some(value) => at.non_empty_string(value, "suite")?,
+    };
+    let defaults = match &root.defaults {
+        None => Defaults::default(),
+        Some(value) => read_defaults(&at.nested("defaults"), value)?,
+    };
+    let cases = match (&root.case, &root.cases) {
+        (Some(_), Some(_)) => {
+            return Err(at.invalid(Some("cases"), "use `case` or `cases`, not both"));
+        }
+        (Some(value), None) => (value, "case"),
+        (None, Some(value)) => (value, "cases"),
+        (None, None) => {
+            return Err(at.error(
+                Some("case"),
+                SuiteErrorKind::Missing,
+                "missing: a suite has at least one `[[case]]`",
+            ));
+        }
+    };
+    let list = cases
+        .0
+        .as_array()
+        .ok_or_else(|| at.invalid(Some(cases.1), "expected an array of case tables"))?;
+    if list.is_empty() {
+        return Err(at.error(
+            Some(cases.1),
+            SuiteErrorKind::Missing,
+            "a suite has at least one case",
+        ));
+    }
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut out = Vec::with_capacity(list.len());
+    for (index, value) in list.iter().enumerate() {
+        let case = read_case(file, index + 1, value, &defaults)?;
+        if let Some(first) = seen.insert(case.id.clone(), index + 1) {
+            return Err(SuiteError {
+                file: file.to_owned(),
+                case: Some(CaseRef::Id(case.id.clone())),
+                field: Some("id".into()),
+                kind: SuiteErrorKind::Duplicate,
+                message: format!("duplicate case id (case #{first} has it too)"),
+            });
+        }
+        out.push(case);
+    }
+    Ok(Suite {
+        name,
+        file: file.to_owned(),
+        cases: out,
+    })
+}
+
+#[derive(Debug, Default)]
+struct Defaults {
+    mocks: Option<Map<String, Value>>,
+    models: Vec<ModelScript>,
+    servers: Option<Vec<String>>,
+    metadata: Map<String, Value>,
+    timeout_ms: Option<u64>,
+}
+
+fn read_defaults(at: &Place<'_>, value: &Value) -> Result<Defaults, SuiteError> {
+    value.as_object().ok_or_else(|| {
+        at.invalid(
+            None,
+            &format!("expected a table, found {}", type_name(value)),
+        )
+    })?;
+    let raw: RawDefaults = at.strict(value, "key")?;
+    Ok(Defaults {
+        mocks: raw
+            .mocks
+            .as_ref()
+            .map(|v| at.table(v, "mocks").cloned())
+            .transpose()?,
+        models: at
+            .models(raw.model.as_ref(), raw.model_variants.as_ref())?
+            .unwrap_or_default(),
+        servers: raw.servers.as_ref().map(|v| at.servers(v)).transpose()?,
+        metadata: raw
+            .metadata
+            .as_ref()
+            .map(|v| at.table(v, "metadata").cloned())
+            .transpose()?
+            .unwrap_or_default(),
+        timeout_ms: raw
+            .timeout_ms
+            .as_ref()
+            .map(|v| at.unsigned(v, "timeout_ms"))
+            .transpose()?,
+    })
+}
+
+fn read_case(
+    file: &str,
+    index: usize,
+    value: &Value,
+    defaults: &Defaults,
+) -> Result<Case, SuiteError> {
+    let mut at = Place {
+        file,
+        case: Some(CaseRef::Index(index)),
+        prefix: String::new(),
+    };
+    let map = value.as_object().ok_or_else(|| {
+        at.invalid(
+            None,
+            &format!("a case is a table, found {}", type_name(value)),
+        )
+    })?;
+    // Name the case by its id as soon as it has a usable one.
+    if let Some(Value::String(id)) = map.get("id")
+        && !id.trim().is_empty()
+        && spyglass_protocol::glob::check_id(id).is_ok()
+    {
+        at.case = Some(CaseRef::Id(id.clone()));
+    }
+    let raw: RawCase = at.strict(value, "key")?;
+    let id = match &raw.id {
+        None => {
+            return Err(at.error(
+                Some("id"),
+                SuiteErrorKind::Missing,
+                "missing: every case has an id",
+            ));
+        }
+        Some(value) => at.non_empty_string(value, "id")?,
+    };
+    spyglass_protocol::glob::check_id(&id)
+        .map_err(|err| at.invalid(Some("id"), &err.to_string()))?;
+    let input = match &raw.input {
+        None => {
+            return Err(at.error(
+                Some("input"),
+                SuiteErrorKind::Missing,
+                "missing: the user message the case sends",
+            ));
+        }
+        Some(value) => at.string(value, "input")?,
+    };
+    let mocks = match &raw.mocks {
+        None => defaults.mocks.clone().map(Value::Object),
+        Some(value) => {
+            let own = at.table(value, "mocks")?;
+            let mut merged = defaults.mocks.clone().unwrap_or_default();
+            merged.extend(own.clone());
+            Some(Value::Object(merged))
+        }
+    };
+    let models = at
+        .models(raw.model.as_ref(), raw.model_variants.as_ref())?
+        .unwrap_or_else(|| defaults.models.clone());
+    let servers = match &raw.servers {
+        Some(value) => at.servers(value)?,
+        None => defaults.servers.clone().unwrap_or_default(),
+    };
+    let mut metadata = defaults.metadata.clone();
+    if let Some(value) = &raw.metadata {
+        metadata.extend(at.table(value, "metadata")?.clone());
+    }
+    let skip = match &raw.skip {
+        None | Some(Value::Bool(false)) => None,
+        Some(Value::Bool(true)) => Some("skipped in the suite file".to_owned()),
+        Some(Value::String(reason)) if !reason.trim().is_empty() => Some(reason.clone()),
+        Some(other) => {
+            return Err(at.invalid(
+                Some("skip"),
+                &format!(
+                    "expected true or a reason (a non-empty string), found {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    let timeout_ms = match &raw.timeout_ms {
+        Some(value) => Some(at.unsigned(value, "timeout_ms")?),
+        None => defaults.timeout_ms,
+    };
+    if timeout_ms == Some(0) {
+        return Err(at.invalid(Some("timeout_ms"), "must be greater than 0"));
+    }
+    let assertions = match &raw.assert {
+        None => Vec::new(),
+        Some(value) => read_assertions(&at.nested("assert"), value, 0)?,
+    };
+    Ok(Case {
+        id,
+        input,
+        mocks,
+        models,
+        servers,
+        metadata,
+        skip,
+        timeout_ms,
+        assertions,
+    })
+}
+
+fn read_assertions(
+    at: &Place<'_>,
+    value: &Value,
+    depth: usize,
+) -> Result<Vec<Assertion>, SuiteError> {
+    value.as_object().ok_or_else(|| {
+        at.invalid(
+            None,
+            &format!("expected a table, found {}", type_name(value)),
+        )
+    })?;
+    let raw: RawAssert = at.strict(value, "assertion kind")?;
+    let mut out = Vec::new();
+    for (kind, value) in raw.kinds() {
+        let Some(value) = value else {
+            continue;
+        };
+        out.push(read_assertion(at, kind, &value, depth)?);
+    }
+    Ok(out)
+}
+
+fn read_assertion(
+    at: &Place<'_>,
+    kind: &str,
+    value: &Value,
+    depth: usize,
+) -> Result<Assertion, SuiteError> {
+    Ok(match kind {
+        "all" => Assertion::All(read_children(at, kind, value, depth + 1)?),
+        "any" => Assertion::Any(read_children(at, kind, value, depth + 1)?),
+        "command" => read_commands(at, kind, value)?,
+        "llm_judge" => Assertion::LlmJudge(
+            crate::judge::read_llm_judge(value).map_err(|e| at.invalid(Some(kind), &e))?,
+        ),
+        "semantic_match" => Assertion::SemanticMatch(
+            crate::judge::read_semantic_match(value).map_err(|e| at.invalid(Some(kind), &e))?,
+        ),
+        "contains" => Assertion::Contains(at.strings(value, kind)?),
+        "equals" => Assertion::Equals(at.string(value, kind)?),
+        "regex" => {
+            let patterns = at.strings(value, kind)?;
+            let mut compiled = Vec::with_capacity(patterns.len());
+            for pattern in &patterns {
+                let regex = regex::Regex::new(pattern).map_err(|err| {
+                    // The regex crate's message spans lines with a caret diagram; keep
+                    // it on one line so it reads after the file/case/field prefix.
+                    at.invalid(
+                        Some(kind),
+                        &format!("invalid regex {pattern:?}: {}", regex_detail(&err)),
+                    )
+                })?;
+                compiled.push(regex);
+            }
+            Assertion::Regex(compiled)
+        }
+        "operation_called" => {
+            let items = one_or_list(at, kind, value)?;
+            let mut expectations = Vec::with_capacity(items.len());
+            for (field, item) in items {
+                expectations.push(read_operation(at, &field, item)?);
+            }
+            Assertion::OperationCalled(expectations)
+        }
+        "sequence" => read_sequence(at, kind, value)?,
+        "not_called" => Assertion::NotCalled(at.strings(value, kind)?),
+        "json_schema" => read_schemas(at, kind, value)?,
+        "prompted" => read_prompted(at, kind, value)?,
+        "envelope" => Assertion::Envelope(at.strings(value, kind)?),
+        "no_envelope" => match value {
+            Value::Bool(true) => Assertion::NoEnvelope(NoEnvelope::Any),
+            Value::String(_) | Value::Array(_) => {
+                Assertion::NoEnvelope(NoEnvelope::Codes(at.strings(value, kind)?))
+            }
+            other => {
+                return Err(at.invalid(
+                    Some(kind),
+                    &format!(
+                        "expected true, a code or a list of codes, found {}",
+                        type_name(other)
+                    ),
+                ));
+            }
+        },
+        "json_path" => {
+            let items = one_or_list(at, kind, value)?;
+            let mut checks = Vec::with_capacity(items.len());
+            for (field, item) in items {
+                let inner = at.nested(&field);
+                at.table(item, &field)?;
+                let raw: RawJsonPath = inner.strict(item, "key")?;
+                let path_text = match &raw.path {
+                    Some(path) => inner.string(path, "path")?,
+                    None => {
+                        return Err(inner.error(
+                            Some("path"),
+                            SuiteErrorKind::Missing,
+                            "missing: a path like \"$.id\"",
+                        ));
+                    }
+                };
+                let path = JsonPath::parse(&path_text)
+                    .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
+                let equals = raw.equals.ok_or_else(|| {
+                    inner.error(
+                        Some("equals"),
+                        SuiteErrorKind::Missing,
+                        "missing: the value expected at the path",
+                    )
+                })?;
+                checks.push(JsonPathCheck { path, equals });
+            }
+            Assertion::JsonPath(checks)
+        }
+        "max_cost" => Assertion::MaxCost(at.dollars(value, kind)?),
+        _ => Assertion::MaxTokens(at.unsigned(value, kind)?),
+    })
+}
+
+fn read_operation(
+    at: &Place<'_>,
+    field: &str,
+    value: &Value,
+) -> Result<OperationExpectation, SuiteError> {
+    match value {
+        Value::String(name) if !name.trim().is_empty() => Ok(OperationExpectation {
+            name: name.clone(),
+            times: None,
+            args: Vec::new(),
+        }),
+        Value::Object(_) => {
+            let inner = at.nested(field);
+            let raw: RawOperation = inner.strict(value, "key")?;
+            let name = match &raw.name {
+                Some(name) => inner.non_empty_string(name, "name")?,
+                None => {
+                    return Err(inner.error(
+                        Some("name"),
+                        SuiteErrorKind::Missing,
+                        "missing: the operation's name",
+                    ));
+                }
+            };
+            let times = raw
+                .times
+                .as_ref()
+                .map(|t| {
+                    inner.unsigned(t, "times").and_then(|t| {
+                        u32::try_from(t).map_err(|_| inner.invalid(Some("times"), "too large"))
+                    })
+                })
+                .transpose()?;
+            let args = match &raw.args {
+                None => Vec::new(),
+                Some(args) => read_args(&inner, args)?,
+            };
+            Ok(OperationExpectation { name, times, args })
+        }
+        other => Err(at.invalid(
+            Some(field),
+            &format!(
+                "expected an operation name or {{ name, times, args }}, found {}",
+                type_name(other)
+            ),
+        )),
+    }
+}
+
+/// `all = [ { contains = "a" }, { any = [...] } ]`: a non-empty list of tables, each one
+/// assertion kind, read like `[case.assert]` (so they nest), at most [`MAX_NESTING`] deep.
+fn read_children(
+    at: &Place<'_>,
+    kind: &str,
+    value: &Value,
+    depth: usize,
+) -> Result<Vec<Assertion>, SuiteError> {
+    if depth > MAX_NESTING {
+        return Err(at.invalid(
+            Some(kind),
+            &format!("`all` / `any` nest {depth} deep here; the limit is {MAX_NESTING}"),
+        ));
+    }
+    let items = match value {
+        Value::Array(items) if !items.is_empty() => items,
+        Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
+        other => {
+            return Err(at.invalid(
+                Some(kind),
+                &format!(
+                    "expected a list of assertion tables (`{kind} = [ {{ contains = \"a\" }}, {{ regex = \"b\" }} ]`), found {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    let mut children = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let field = format!("{kind}[{i}]");
+        at.table(item, &field)?;
+        let inner = at.nested(&field);
+        let mut read = read_assertions(&inner, item, depth)?;
+        if read.len() != 1 {
+            return Err(inner.invalid(
+                None,
+                &format!(
+                    "a child is one assertion kind, this has {}; give each its own table (the list keeps their order)",
+                    read.len()
+                ),
+            ));
+        }
+        children.extend(read.pop());
+    }
+    Ok(children)
+}
+
+/// `command = ["python3", "check.py"]`, `{ argv = [...], timeout_ms = 5000 }`, or a list
+/// of such tables. The program runs in the suite file's directory (when the file name
+/// has one), so a checker beside the suite is named by its own file name.
+fn read_commands(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let dir = Path::new(at.file)
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(Path::to_path_buf);
+    let items: Vec<(String, &Value)> = match value {
+        // A list starting with a string is one argv, a list of tables several commands.
+        Value::Array(items) if items.first().is_some_and(Value::is_string) => {
+            vec![(kind.to_owned(), value)]
+        }
+        _ => one_or_list(at, kind, value)?,
+    };
+    let mut specs = Vec::with_capacity(items.len());
+    for (field, item) in items {
+        let inner = at.nested(&field);
+        let (argv, argv_field, timeout) = match item {
+            Value::Array(_) => (item.clone(), at.field(&field), None),
+            Value::Object(_) => {
+                let raw: RawCommand = inner.strict(item, "key")?;
+                let Some(argv) = raw.argv else {
+                    return Err(inner.error(
+                        Some("argv"),
+                        SuiteErrorKind::Missing,
+                        "missing: the program and its arguments (`argv = [\"python3\", \"check.py\"]`)",
+                    ));
+                };
+                (argv, inner.field("argv"), raw.timeout_ms)
+            }
+            other => {
+                return Err(at.invalid(
+                    Some(&field),
+                    &format!(
+                        "expected a list of strings (the program and its arguments) or {{ argv, timeout_ms }}, found {}",
+                        type_name(other)
+                    ),
+                ));
+            }
+        };
+        let argv = read_argv(at, &argv_field, &argv)?;
+        let timeout_ms = match &timeout {
+            None => COMMAND_TIMEOUT_MS,
+            Some(value) => {
+                let ms = inner.unsigned(value, "timeout_ms")?;
+                if ms == 0 || ms > MAX_COMMAND_TIMEOUT_MS {
+                    return Err(inner.invalid(
+                        Some("timeout_ms"),
+                        &format!("{ms} is out of range: 1 to {MAX_COMMAND_TIMEOUT_MS} ms"),
+                    ));
+                }
+                ms
+            }
+        };
+        specs.push(CommandSpec {
+            argv,
+            timeout_ms,
+            dir: dir.clone(),
+        });
+    }
+    Ok(Assertion::Command(specs))
+}
+
+/// A command's argv: a non-empty list of non-empty strings, bounded, without NUL bytes
+/// (which no program can receive). `field` is the full field name.
+fn read_argv(at: &Place<'_>, field: &str, value: &Value) -> Result<Vec<String>, SuiteError> {
+    let whole = Place {
+        file: at.file,
+        case: at.case.clone(),
+        prefix: String::new(),
+    };
+    let items = match value {
+        Value::Array(items) if !items.is_empty() => items,
+        Value::Array(_) => {
+            return Err(whole.invalid(Some(field), "the list is empty: name the program to run"));
+        }
+        other => {
+            return Err(whole.invalid(
+                Some(field),
+                &format!(
+                    "expected a list of strings (the program and its arguments), found {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    if items.len() > MAX_ARGS {
+        return Err(whole.invalid(
+            Some(field),
+            &format!("{} arguments; the limit is {MAX_ARGS}", items.len()),
+        ));
+    }
+    let mut argv = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at_item = format!("{field}[{i}]");
+        let arg = whole.string(item, &at_item)?;
+        if i == 0 && arg.trim().is_empty() {
+            return Err(whole.invalid(Some(&at_item), "the program name is empty"));
+        }
+        if arg.contains('\0') {
+            return Err(whole.invalid(Some(&at_item), "holds a NUL byte"));
+        }
+        if arg.len() > MAX_ARG_BYTES {
+            return Err(whole.invalid(
+                Some(&at_item),
+                &format!("{} bytes; the limit is {MAX_ARG_BYTES}", arg.len()),
+            ));
+        }
+        argv.push(arg);
+    }
+    Ok(argv)
+}
+
+/// A kind's value as its items, each with the field errors name (`kind[i]`): a list (not
+/// empty) gives one per element, anything else is the one item.
+fn one_or_list<'v>(
+    at: &Place<'_>,
+    kind: &str,
+    value: &'v Value,
+) -> Result<Vec<(String, &'v Value)>, SuiteError> {
+    Ok(match value {
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| (format!("{kind}[{i}]"), item))
+            .collect(),
+        Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
+        single => vec![(kind.to_owned(), single)],
+    })
+}
+
+/// `args = { value = 5, "$.customer.id" = "cus_1" }`: checks on a call's arguments.
+fn read_args(at: &Place<'_>, value: &Value) -> Result<Vec<ArgCheck>, SuiteError> {
+    let table = at.table(value, "args")?;
+    if table.is_empty() {
+        return Err(at.invalid(
+            Some("args"),
+            "the table is empty: name what the arguments hold",
+        ));
+    }
+    let mut checks = Vec::with_capacity(table.len());
+    for (key, expected) in table {
+        let path = if key.starts_with('$') {
+            Some(
+                JsonPath::parse(key)
+                    .map_err(|err| at.invalid(Some(&format!("args.{key}")), &err.to_string()))?,
+            )
+        } else {
+            None
+        };
+        checks.push(ArgCheck {
+            key: key.clone(),
+            path,
+            expected: expected.clone(),
+        });
+    }
+    Ok(checks)
+}
+
+/// `sequence = ["a", "b"]` or `sequence = { tools = [...], gaps = false }`.
+fn read_sequence(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let (tools, gaps) = match value {
+        Value::Object(_) => {
+            let inner = at.nested(kind);
+            let raw: RawSequence = inner.strict(value, "key")?;
+            let tools = match &raw.tools {
+                Some(tools) => inner.strings(tools, "tools")?,
+                None => {
+                    return Err(inner.error(
+                        Some("tools"),
+                        SuiteErrorKind::Missing,
+                        "missing: the operations in the order they must be called",
+                    ));
+                }
+            };
+            let gaps = match &raw.gaps {
+                None => true,
+                Some(Value::Bool(gaps)) => *gaps,
+                Some(other) => {
+                    return Err(inner.invalid(
+                        Some("gaps"),
+                        &format!("expected true or false, found {}", type_name(other)),
+                    ));
+                }
+            };
+            (tools, gaps)
+        }
+        _ => (at.strings(value, kind)?, true),
+    };
+    if tools.len() < 2 {
+        return Err(at.invalid(
+            Some(kind),
+            "a sequence names at least two operations (one is operation_called)",
+        ));
+    }
+    Ok(Assertion::Sequence(SequenceExpectation { tools, gaps }))
+}
+
+/// The regex crate's message spans lines with a caret diagram; its last line reads after
+/// the file/case/field prefix.
+fn regex_detail(err: &regex::Error) -> String {
+    err.to_string()
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .trim_start_matches("error: ")
+        .to_owned()
+}
+
+/// `prompted = { step = 1, contains = "pay_1" }` (or `matches = "regex"`, or
+/// `path = "$[2].content.id", equals = ...`), or a list of them: one test per item.
+fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let items = one_or_list(at, kind, value)?;
+    let mut checks = Vec::with_capacity(items.len());
+    for (field, item) in items {
+        at.table(item, &field)?;
+        let inner = at.nested(&field);
+        let raw: RawPrompted = inner.strict(item, "key")?;
+        let step = match &raw.step {
+            Some(step) => inner.unsigned(step, "step").and_then(|n| {
+                u32::try_from(n).map_err(|_| inner.invalid(Some("step"), "too large"))
+            })?,
+            None => {
+                return Err(inner.error(
+                    Some("step"),
+                    SuiteErrorKind::Missing,
+                    "missing: the model call (zero-based, as fail_on_step counts) whose prompt to check",
+                ));
+            }
+        };
+        let given = [
+            raw.contains.is_some(),
+            raw.matches.is_some(),
+            raw.path.is_some(),
+        ]
+        .iter()
+        .filter(|g| **g)
+        .count();
+        if given != 1 {
+            return Err(inner.invalid(
+                None,
+                "give one of `contains`, `matches` or `path` (with `equals`); a list of items checks more",
+            ));
+        }
+        let test = if let Some(text) = &raw.contains {
+            PromptTest::Contains(inner.string(text, "contains")?)
+        } else if let Some(pattern) = &raw.matches {
+            let pattern = inner.string(pattern, "matches")?;
+            let regex = regex::Regex::new(&pattern).map_err(|err| {
+                inner.invalid(
+                    Some("matches"),
+                    &format!("invalid regex {pattern:?}: {}", regex_detail(&err)),
+                )
+            })?;
+            PromptTest::Matches(regex)
+        } else {
+            let text = raw
+                .path
+                .as_ref()
+                .map(|p| inner.string(p, "path"))
+                .transpose()?
+                .unwrap_or_default();
+            let path = JsonPath::parse(&text)
+                .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
+            let equals = raw.equals.clone().ok_or_else(|| {
+                inner.error(
+                    Some("equals"),
+                    SuiteErrorKind::Missing,
+                    "missing: the value expected at the path",
+                )
+            })?;
+            PromptTest::Path { path, equals }
+        };
+        if raw.equals.is_some() && !matches!(test, PromptTest::Path { .. }) {
+            return Err(inner.invalid(Some("equals"), "`equals` goes with `path`"));
+        }
+        checks.push(PromptCheck { step, test });
+    }
+    Ok(Assertion::Prompted(checks))
+}
+
+/// `json_schema = { schema = {...}, tool = "server/tool" }` or a list of them; the schema
+/// must compile, so a typo in it is the suite's error, not a failing case.
+fn read_schemas(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+    let items = one_or_list(at, kind, value)?;
+    let mut checks = Vec::with_capacity(items.len());
+    for (field, item) in items {
+        at.table(item, &field)?;
+        let inner = at.nested(&field);
+        let raw: RawSchema = inner.strict(item, "key")?;
+        let Some(schema) = raw.schema else {
+            return Err(inner.error(
+                Some("schema"),
+                SuiteErrorKind::Missing,
+                "missing: a JSON Schema (e.g. { type = \"object\", required = [\"id\"] })",
+            ));
+        };
+        if let Err(err) = jsonschema::validator_for(&schema) {
+            return Err(inner.invalid(Some("schema"), &format!("not a valid JSON Schema: {err}")));
+        }
+        let tool = raw
+            .tool
+            .as_ref()
+            .map(|t| inner.non_empty_string(t, "tool"))
+            .transpose()?;
+        checks.push(SchemaCheck { tool, schema });
+    }
+    Ok(Assertion::JsonSchema(checks))
+}
