@@ -292,7 +292,7 @@ impl Runtime {
 
     /// Marks every pending approval past its `expires_at` as expired, announcing each.
     pub fn expire_due_approvals(&self) {
-        if self.shared_store().is_some() {
+        if self.is_shared() {
             // Expiry is decided in the shared store, once (`Runtime::expire_shared`).
             return;
         }
@@ -596,7 +596,7 @@ impl Runtime {
         );
         if let Some(s) = guard.as_mut() {
             s.last_seq = logged.frame.seq;
-            if self.shared_store().is_some() {
+            if self.is_shared() {
                 s.unfollowed += 1;
             }
             self.persist_counters(s);
@@ -648,6 +648,7 @@ impl Runtime {
 }
 
 /// What another runtime on a shared store decided, and what this one asks the store.
+#[cfg(feature = "postgres")]
 impl Runtime {
     /// Puts approvals another runtime queued into this one's queue (their documents);
     /// an id already here is left as it is.
