@@ -163,7 +163,7 @@ impl Runtime {
             // Expired ones no longer wait: they leave room.
             self.expire_due_approvals();
         }
-        let now = Utc::now();
+        let now = self.inner.config.clock.now();
         let ttl = chrono::Duration::from_std(self.inner.config.approval_ttl)
             .unwrap_or(chrono::Duration::minutes(15));
         let expires = now + ttl;
@@ -296,7 +296,7 @@ impl Runtime {
             // Expiry is decided in the shared store, once (`Runtime::expire_shared`).
             return;
         }
-        let now = Utc::now();
+        let now = self.inner.config.clock.now();
         let expired: Vec<(String, String, String)> = {
             let mut queue = lock(&self.inner.approvals);
             let expired = queue
@@ -685,7 +685,7 @@ impl Runtime {
 
     /// The pending approvals past their expiry: what `expire_shared` asks the store about.
     pub(crate) fn overdue_approvals(&self) -> Vec<(String, String)> {
-        let now = Utc::now();
+        let now = self.inner.config.clock.now();
         let queue = lock(&self.inner.approvals);
         queue
             .rows

@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod approvals;
+pub mod clock;
 pub mod evals;
 pub mod http;
 pub mod log;
@@ -24,6 +25,7 @@ pub mod store;
 mod unshared;
 
 pub use agent::AgentRunResult;
+pub use clock::{Clock, ClockError};
 pub use log::{BudgetStats, LogStats};
 pub use persist::STORE_UNAVAILABLE;
 pub use policy::{Policy, PolicyError};
@@ -117,6 +119,9 @@ pub struct RuntimeConfig {
     /// (`serve --allow-command-assertions`); off, such a suite is refused 403
     /// `command_assertions_disabled`. `spyglass eval` turns it on for its own runtime.
     pub allow_command_assertions: bool,
+    /// Where approval expiry and the age of closed sessions read the time: the system's,
+    /// or a manual clock a test advances (`Clock::manual`).
+    pub clock: Clock,
 }
 
 impl Default for RuntimeConfig {
@@ -152,6 +157,7 @@ impl Default for RuntimeConfig {
             allowed_hosts: Vec::new(),
             models: crate::model::settings::ModelSettings::default(),
             allow_command_assertions: false,
+            clock: Clock::real(),
         }
     }
 }

@@ -882,7 +882,7 @@ impl Runtime {
     /// a runtime opens on a store; a sweep looks at every closed session, so it is done at
     /// most once a second however often it is asked.
     pub(crate) fn evict_aged_sessions(&self) {
-        let now = std::time::Instant::now();
+        let now = self.inner.config.clock.instant();
         {
             let mut last = lock(&self.inner.aged_sweep);
             if last.is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(1)) {
@@ -894,7 +894,7 @@ impl Runtime {
         let Ok(age) = chrono::Duration::from_std(age) else {
             return;
         };
-        let Some(cutoff) = chrono::Utc::now().checked_sub_signed(age) else {
+        let Some(cutoff) = self.inner.config.clock.now().checked_sub_signed(age) else {
             return;
         };
         let aged: Vec<String> = {

@@ -131,9 +131,11 @@ async fn evicted_events_leave_the_file_at_a_flush_and_when_quiet() {
 async fn closed_sessions_past_their_age_leave_memory_and_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runtime.db");
+    let clock = crate::Clock::manual();
     let config = RuntimeConfig {
         test_mode: true,
-        retain_closed_sessions: std::time::Duration::from_millis(300),
+        retain_closed_sessions: std::time::Duration::from_mins(1),
+        clock: clock.clone(),
         ..RuntimeConfig::default()
     };
     let rt = open_runtime(config.clone(), &path).unwrap();
@@ -151,7 +153,7 @@ async fn closed_sessions_past_their_age_leave_memory_and_the_file() {
         rt.session("default", &ids[0]).is_ok(),
         "not yet past its age"
     );
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    clock.advance(std::time::Duration::from_mins(2)).unwrap();
     rt.evict_aged_sessions();
     assert!(rt.session("default", &ids[0]).is_err());
     assert!(rt.session("default", &ids[1]).is_err());
