@@ -89,7 +89,7 @@ mod tests {
         let clock = Clock::manual();
         let held = clock.clone();
         let before = clock.now();
-        held.advance(Duration::from_secs(3600)).unwrap();
+        held.advance(Duration::from_hours(1)).unwrap();
         assert!(clock.now() - before >= chrono::Duration::seconds(3600));
         assert!(clock.instant() >= Instant::now() + Duration::from_secs(3599));
         let err = Clock::real().advance(Duration::from_secs(1)).unwrap_err();
