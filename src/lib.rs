@@ -10,5 +10,12 @@ pub use spyglass_eval as eval;
 pub use spyglass_protocol as protocol;
 pub use spyglass_protocol::{glob, mask, retire, sanitize};
 pub use spyglass_runtime as runtime;
-pub use spyglass_runtime::{otel, store};
+pub use spyglass_runtime::otel;
+
+/// The runtime's stores under their old path: the engines (`spyglass_runtime::store`) and
+/// opening a runtime on one (`spyglass_runtime::open`).
+pub mod store {
+    pub use spyglass_runtime::open::{open_runtime, runtime_on};
+    pub use spyglass_runtime::store::*;
+}
 pub use spyglass_tui::{client, clipboard, config, model, ui};

@@ -2,7 +2,9 @@
 //! or brings its schema up to this version, `status` says which version it has and what it holds.
 
 use super::RoleError;
-use crate::store::postgres::{self, PgSettings, PgStore, SchemaStatus};
+use crate::store::postgres::{self, SchemaStatus};
+#[cfg(feature = "postgres")]
+use crate::store::postgres::{PgSettings, PgStore};
 
 /// Only a Postgres store is operated this way (a `SQLite` file migrates when a runtime
 /// opens it), and a URL that cannot name one is bad input.
@@ -13,11 +15,42 @@ fn postgres_url(url: &str) -> Result<(), RoleError> {
             postgres::shown_url(url)
         )));
     }
-    postgres::check_url(url).map_err(|err| RoleError::Usage(err.to_string()))
+    #[cfg(feature = "postgres")]
+    {
+        postgres::check_url(url).map_err(|err| RoleError::Usage(err.to_string()))
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        Err(RoleError::Usage(format!(
+            "--store {}: this spyglass was built without Postgres support (the `postgres` feature, on by default); build it with that feature to operate a Postgres store",
+            postgres::shown_url(url)
+        )))
+    }
+}
+
+/// Without Postgres support: `--store` is refused, saying why.
+#[cfg(not(feature = "postgres"))]
+#[expect(
+    clippy::unused_async,
+    reason = "the same signature as with the feature"
+)]
+pub async fn migrate(url: &str) -> Result<(), RoleError> {
+    postgres_url(url)
+}
+
+/// Without Postgres support: `--store` is refused, saying why.
+#[cfg(not(feature = "postgres"))]
+#[expect(
+    clippy::unused_async,
+    reason = "the same signature as with the feature"
+)]
+pub async fn status(url: &str) -> Result<(), RoleError> {
+    postgres_url(url)
 }
 
 /// Creates or migrates the schema, waiting (saying so on stderr) while the database is
 /// unreachable, as `serve` does at start; prints the version it is at.
+#[cfg(feature = "postgres")]
 pub async fn migrate(url: &str) -> Result<(), RoleError> {
     postgres_url(url)?;
     let shown = postgres::shown_url(url);
@@ -53,6 +86,7 @@ pub async fn migrate(url: &str) -> Result<(), RoleError> {
 
 /// Prints the schema version and what the store holds; exit 1 when there is no spyglass
 /// schema or a newer one. Asks once: an unreachable database is an error, not a wait.
+#[cfg(feature = "postgres")]
 pub async fn status(url: &str) -> Result<(), RoleError> {
     postgres_url(url)?;
     let status = PgStore::inspect(url).await?;

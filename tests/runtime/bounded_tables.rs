@@ -3,7 +3,7 @@
 
 use crate::support::runtime::*;
 use serde_json::{Value, json};
-use spyglass::runtime::RuntimeConfig;
+use spyglass::runtime::{Clock, RuntimeConfig};
 
 const MIB: usize = 1024 * 1024;
 
@@ -275,8 +275,10 @@ async fn eval_history_with_long_names_stays_within_its_share_of_the_budget() {
 
 #[tokio::test]
 async fn expired_approvals_are_resolved_rows_and_go_the_same_way() {
+    let clock = Clock::manual();
     let handle = server(gated(RuntimeConfig {
-        approval_ttl: std::time::Duration::from_millis(50),
+        approval_ttl: std::time::Duration::from_mins(1),
+        clock: clock.clone(),
         max_resolved_approvals: 3,
         ..test_config()
     }))
@@ -289,7 +291,7 @@ async fn expired_approvals_are_resolved_rows_and_go_the_same_way() {
         assert_eq!(status, 202, "{body}");
         ids.push(body["approval_id"].as_str().unwrap().to_owned());
     }
-    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    clock.advance(std::time::Duration::from_mins(2)).unwrap();
     let rows = all_approvals(&api).await;
     let kept: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(

@@ -3,7 +3,7 @@
 
 use crate::support::runtime::*;
 use serde_json::{Value, json};
-use spyglass::runtime::RuntimeConfig;
+use spyglass::runtime::{Clock, RuntimeConfig};
 use std::time::Duration;
 
 fn config() -> RuntimeConfig {
@@ -177,8 +177,10 @@ async fn replay_whose_mock_is_gone_is_an_engine_error() {
 
 #[tokio::test]
 async fn decisions_after_expiry_are_410_and_the_row_expires() {
+    let clock = Clock::manual();
     let handle = server(RuntimeConfig {
-        approval_ttl: Duration::from_millis(150),
+        approval_ttl: Duration::from_mins(1),
+        clock: clock.clone(),
         ..config()
     })
     .await;
@@ -188,7 +190,7 @@ async fn decisions_after_expiry_are_410_and_the_row_expires() {
         .await;
     let id = queue(&api, &sid).await;
     let other = queue(&api, &sid).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(Duration::from_mins(2)).unwrap();
     let (status, body) = api
         .post(&format!("/v1/approvals/{id}/approve"), json!({}))
         .await;
@@ -254,8 +256,10 @@ async fn bad_decisions_and_unknown_ids() {
 
 #[tokio::test]
 async fn expiry_is_announced_on_the_stream_without_a_read() {
+    let clock = Clock::manual();
     let handle = server(RuntimeConfig {
-        approval_ttl: Duration::from_millis(100),
+        approval_ttl: Duration::from_mins(1),
+        clock: clock.clone(),
         ..config()
     })
     .await;
@@ -267,6 +271,7 @@ async fn expiry_is_announced_on_the_stream_without_a_read() {
     let id = queue(&api, &sid).await;
     let requested = next_frame(&mut ws, Duration::from_secs(5)).await.unwrap();
     assert_eq!(requested["kind"], "approval.requested");
+    clock.advance(Duration::from_mins(2)).unwrap();
     // Nobody lists or decides: the runtime's own sweep expires the row.
     let resolved = next_frame(&mut ws, Duration::from_secs(5)).await.unwrap();
     assert_eq!(resolved["kind"], "approval.resolved");

@@ -163,7 +163,7 @@ impl Runtime {
             // Expired ones no longer wait: they leave room.
             self.expire_due_approvals();
         }
-        let now = Utc::now();
+        let now = self.inner.config.clock.now();
         let ttl = chrono::Duration::from_std(self.inner.config.approval_ttl)
             .unwrap_or(chrono::Duration::minutes(15));
         let expires = now + ttl;
@@ -292,11 +292,11 @@ impl Runtime {
 
     /// Marks every pending approval past its `expires_at` as expired, announcing each.
     pub fn expire_due_approvals(&self) {
-        if self.shared_store().is_some() {
+        if self.is_shared() {
             // Expiry is decided in the shared store, once (`Runtime::expire_shared`).
             return;
         }
-        let now = Utc::now();
+        let now = self.inner.config.clock.now();
         let expired: Vec<(String, String, String)> = {
             let mut queue = lock(&self.inner.approvals);
             let expired = queue
@@ -596,7 +596,7 @@ impl Runtime {
         );
         if let Some(s) = guard.as_mut() {
             s.last_seq = logged.frame.seq;
-            if self.shared_store().is_some() {
+            if self.is_shared() {
                 s.unfollowed += 1;
             }
             self.persist_counters(s);
@@ -648,6 +648,7 @@ impl Runtime {
 }
 
 /// What another runtime on a shared store decided, and what this one asks the store.
+#[cfg(feature = "postgres")]
 impl Runtime {
     /// Puts approvals another runtime queued into this one's queue (their documents);
     /// an id already here is left as it is.
@@ -684,7 +685,7 @@ impl Runtime {
 
     /// The pending approvals past their expiry: what `expire_shared` asks the store about.
     pub(crate) fn overdue_approvals(&self) -> Vec<(String, String)> {
-        let now = Utc::now();
+        let now = self.inner.config.clock.now();
         let queue = lock(&self.inner.approvals);
         queue
             .rows

@@ -4,26 +4,33 @@
 
 pub mod agent;
 pub mod approvals;
+pub mod clock;
 pub mod evals;
 pub mod http;
 pub mod log;
 pub mod mocks;
 pub mod model;
 pub mod observe;
+pub mod open;
 pub mod otel;
 pub mod otlp;
 mod persist;
 pub mod policy;
 mod server;
 pub mod sessions;
+#[cfg(feature = "postgres")]
 mod shared;
 pub mod store;
+#[cfg(not(feature = "postgres"))]
+mod unshared;
 
 pub use agent::AgentRunResult;
+pub use clock::{Clock, ClockError};
 pub use log::{BudgetStats, LogStats};
 pub use persist::STORE_UNAVAILABLE;
 pub use policy::{Policy, PolicyError};
 pub use sessions::ExecuteReply;
+#[cfg(feature = "postgres")]
 pub use shared::open_shared;
 
 use log::EventLog;
@@ -112,6 +119,9 @@ pub struct RuntimeConfig {
     /// (`serve --allow-command-assertions`); off, such a suite is refused 403
     /// `command_assertions_disabled`. `spyglass eval` turns it on for its own runtime.
     pub allow_command_assertions: bool,
+    /// Where approval expiry and the age of closed sessions read the time: the system's,
+    /// or a manual clock a test advances (`Clock::manual`).
+    pub clock: Clock,
 }
 
 impl Default for RuntimeConfig {
@@ -147,6 +157,7 @@ impl Default for RuntimeConfig {
             allowed_hosts: Vec::new(),
             models: crate::model::settings::ModelSettings::default(),
             allow_command_assertions: false,
+            clock: Clock::real(),
         }
     }
 }
@@ -192,10 +203,12 @@ pub(crate) struct Inner {
     /// When closed sessions were last looked at for their age (`evict_aged_sessions`).
     pub(crate) aged_sweep: Mutex<Option<std::time::Instant>>,
     /// The store this runtime shares with others (`shared`), set once at open.
+    #[cfg(feature = "postgres")]
     pub(crate) shared: std::sync::OnceLock<Arc<crate::store::postgres::PgStore>>,
     /// Held while events from a shared store are taken in and applied (the follower, or
     /// a request that must have heard everything committed before it), so they are
     /// applied one at a time, in seq order.
+    #[cfg(feature = "postgres")]
     pub(crate) following: tokio::sync::Mutex<()>,
     /// Sessions whose counters wait for their document (a store with a journal).
     pub(crate) moved: persist::MovedCounters,
@@ -256,7 +269,9 @@ impl Runtime {
                 evals,
                 otel,
                 aged_sweep: Mutex::new(None),
+                #[cfg(feature = "postgres")]
                 shared: std::sync::OnceLock::new(),
+                #[cfg(feature = "postgres")]
                 following: tokio::sync::Mutex::new(()),
                 moved: persist::MovedCounters::default(),
             }),

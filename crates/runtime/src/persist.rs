@@ -51,7 +51,7 @@ impl Runtime {
         s: &mut Session,
         ord: u64,
     ) -> bool {
-        if !self.inner.log.journaled() || self.shared_store().is_some() {
+        if !self.inner.log.journaled() || self.is_shared() {
             self.persist_counters(s);
             return false;
         }

@@ -11,15 +11,16 @@
 
 use super::approvals::Verdict;
 use super::log::{Committed, Ingest, Logged};
-use super::mocks::Claim;
-use super::{ApiErrorWithStatus, Inner, Runtime, RuntimeConfig, STORE_UNAVAILABLE, persist};
+use super::mocks::{Claim, LIST_TOOLS};
+use super::sessions::Session;
+use super::{ApiErrorWithStatus, Inner, Runtime, RuntimeConfig, STORE_UNAVAILABLE, lock, persist};
 use crate::store::postgres::{Decided, PgStore};
 use crate::store::{Store, StoreError};
-use spyglass_protocol::Event;
 use spyglass_protocol::envelope::codes;
 use spyglass_protocol::rest::ApprovalView;
+use spyglass_protocol::{Event, RawJson};
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -91,6 +92,53 @@ impl Runtime {
     /// The store shared with other runtimes, if this runtime is on one.
     pub(crate) fn shared_store(&self) -> Option<&Arc<PgStore>> {
         self.inner.shared.get()
+    }
+
+    /// Whether this runtime is on a store shared with other runtimes.
+    pub(crate) fn is_shared(&self) -> bool {
+        self.inner.shared.get().is_some()
+    }
+
+    /// The entry of a stateful mock a store shared by several runtimes gives this call,
+    /// taken before the call is dispatched: `None` without such a store, or when the call
+    /// reaches no stateful mock (another tool, a policy that holds or denies it, a closed
+    /// session). A store that cannot be reached is 503 `store_unavailable`.
+    pub(crate) async fn claim_for(
+        &self,
+        session: &Arc<Mutex<Session>>,
+        tool: &str,
+        input: &RawJson,
+    ) -> Result<Claim, ApiErrorWithStatus> {
+        let Some(store) = self.shared_store() else {
+            return Ok(Claim::Local);
+        };
+        if tool == LIST_TOOLS || !self.inner.config.test_mode {
+            return Ok(Claim::Local);
+        }
+        if !matches!(
+            self.inner.config.policy.evaluate_raw(tool, input),
+            Ok(crate::policy::Verdict::Allow)
+        ) {
+            return Ok(Claim::Local);
+        }
+        let (tenant, id, total) = {
+            let s = lock(session);
+            if s.closed {
+                return Ok(Claim::Local);
+            }
+            match s.mocks.slots.get(tool).map(|slot| &slot.fixture) {
+                Some(crate::mocks::Fixture::Stateful(entries)) if !entries.is_empty() => {
+                    (s.tenant.clone(), s.id.clone(), entries.len())
+                }
+                _ => return Ok(Claim::Local),
+            }
+        };
+        let total = u32::try_from(total).unwrap_or(u32::MAX);
+        store
+            .claim(&tenant, &id, tool, total)
+            .await
+            .map(|entry| entry.map_or(Claim::Exhausted, Claim::Entry))
+            .map_err(|err| unavailable(&err))
     }
 
     /// Makes sure a session another runtime created is here before it is used: read from

@@ -717,7 +717,8 @@ impl Journal {
 mod tests {
     use super::*;
     use crate::RuntimeConfig;
-    use crate::store::{SqliteStore, open_runtime, runtime_with};
+    use crate::open::{open_runtime, runtime_with};
+    use crate::store::SqliteStore;
     use serde_json::json;
     use spyglass_protocol::rest::CreateSession;
 

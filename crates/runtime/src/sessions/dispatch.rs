@@ -1,0 +1,191 @@
+//! The dispatch path: every tool call of a session (`execute`, and the agent loop's) through
+//! the deny-list, the policy and the mock store, with its `tool.called` event and counters.
+
+#![allow(clippy::wildcard_imports)]
+use super::*;
+
+impl Runtime {
+    /// `POST /v1/sessions/:id/execute`.
+    pub async fn execute(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        tool: &str,
+        input: RawJson,
+    ) -> Result<ExecuteReply, ApiErrorWithStatus> {
+        let dispatched = self.execute_call(tenant, session_id, tool, input).await?;
+        let call = dispatched.call();
+        Ok(match &call.outcome {
+            Outcome::Result(data) => ExecuteReply::Ok(ToolResult {
+                success: true,
+                data: data.clone(),
+                error: None,
+                duration: call.duration.round() as u64,
+                server: server_of(&call.tool).to_owned(),
+                tool: call.tool.as_str().into(),
+                tool_call_id: call.call_id.as_str().into(),
+                called_at: call.started_at.as_str().into(),
+            }),
+            Outcome::Envelope(envelope) => ExecuteReply::Envelope((**envelope).clone()),
+        })
+    }
+
+    /// `execute`, answered with the call's event (the HTTP handler writes its answer from
+    /// the event's strings instead of copies of them).
+    pub(crate) async fn execute_call(
+        &self,
+        tenant: &str,
+        session_id: &str,
+        tool: &str,
+        input: RawJson,
+    ) -> Result<Dispatched, ApiErrorWithStatus> {
+        let start = CallStart::now();
+        // A shared store's futures are boxed: they are kilobytes, and held inline every
+        // execute's future (2.5 KB) was copied about as hyper took it, on every call.
+        let shared = self.is_shared();
+        if shared {
+            Box::pin(self.adopt_if_missing(tenant, session_id)).await?;
+        }
+        let session = self.open_session(tenant, session_id)?;
+        let claimed = if shared {
+            Box::pin(self.claim_for(&session, tool, &input)).await?
+        } else {
+            Claim::Local
+        };
+        let call = self.dispatch(
+            &session,
+            tool,
+            input,
+            CallSource::Execute,
+            None,
+            start,
+            claimed,
+        )?;
+        // The answer leaves only once its counter and its event are in the store.
+        self.committed().await?;
+        Ok(call)
+    }
+
+    pub(crate) fn open_session(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Arc<Mutex<Session>>, ApiErrorWithStatus> {
+        let session = self.session(tenant, id)?;
+        if lock(&session).closed {
+            return Err(closed_error(id));
+        }
+        Ok(session)
+    }
+
+    /// One call through deny-list, policy and mock store, recorded and emitted as
+    /// `tool.called`. The counter moves only on a returned entry, under the session lock.
+    /// Refused (nothing queued, counted or emitted): a closed session, 404, and input a
+    /// policy rule cannot read, 400 `input_unreadable`. `claim`: the stateful entry a
+    /// shared store gave this call (`Runtime::claim_for`).
+    #[expect(clippy::too_many_arguments)]
+    pub(crate) fn dispatch(
+        &self,
+        session: &Arc<Mutex<Session>>,
+        tool: &str,
+        input: RawJson,
+        source: CallSource,
+        iteration: Option<u32>,
+        start: CallStart,
+        claim: Claim,
+    ) -> Result<Dispatched, ApiErrorWithStatus> {
+        let CallStart {
+            at: started_at,
+            clock,
+        } = start;
+        let verdict = if tool == LIST_TOOLS {
+            Verdict::Allow
+        } else {
+            self.inner
+                .config
+                .policy
+                .evaluate_raw(tool, &input)
+                .map_err(|err| ApiErrorWithStatus {
+                    status: 400,
+                    error: ApiError::new(codes::INPUT_UNREADABLE, err.to_string())
+                        .with_field("/input"),
+                })?
+        };
+        let mut s = lock(session);
+        // Checked under the lock `close_session` takes: nothing of this session is queued,
+        // counted or emitted after its `session.closed`.
+        if s.closed {
+            return Err(closed_error(&s.id));
+        }
+        let call_id = new_short_id("call_");
+        let mut approval = None;
+        let gated: Option<Envelope> = match verdict {
+            Verdict::Allow => None,
+            Verdict::Deny { rule_id, message } => Some(Envelope::PolicyDenied { rule_id, message }),
+            Verdict::Approval { rule_id, message } => {
+                let row = self
+                    .queue_approval(&s.tenant, &s.id, &call_id, tool, &input, &rule_id, &message)?;
+                let envelope = Envelope::ApprovalRequired {
+                    approval_id: row.approval_id.clone(),
+                    expires_at: row.expires_at.clone(),
+                    message,
+                };
+                approval = Some(row);
+                Some(envelope)
+            }
+        };
+        let outcome = match gated {
+            Some(envelope) => Err(envelope),
+            None if tool == LIST_TOOLS => Ok(RawJson::from_value(&json!({ "tools": s.tools() }))),
+            // Not in test mode a session has no mocks: nothing to name about test mode.
+            None if !self.inner.config.test_mode => Err(crate::mocks::not_mocked_live(tool)),
+            None => s.mocks.consume(tool, &input, false, claim),
+        };
+        let counter = s.mocks.note_call(tool);
+        let duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
+        let envelope = outcome.is_err();
+        // Emitted under the session lock so the counters in this session's `tool.called`
+        // events rise in seq order. Its input, outcome, id and start move into the event
+        // (the caller reads them there) and it shares the session's tenant name.
+        let logged = self.emit_shared(
+            s.tenant.clone(),
+            Some(s.id.clone()),
+            Event::ToolCalled(ToolCalled {
+                call_id,
+                tool: tool.into(),
+                input,
+                outcome: match outcome {
+                    Ok(value) => Outcome::Result(value),
+                    Err(envelope) => Outcome::Envelope(Box::new(envelope)),
+                },
+                started_at: started_at.into(),
+                duration: duration_ms,
+                counter,
+                source,
+                iteration,
+            }),
+        );
+        s.last_seq = logged.frame.seq;
+        s.record(
+            &logged,
+            envelope,
+            self.inner.config.retained_calls,
+            &self.inner.budget,
+        );
+        if self.is_shared() {
+            s.unfollowed += 1;
+        }
+        let counters_due = self.counters_moved(session, &mut s, logged.ord);
+        let announce = approval.map(|row| (s.tenant.clone(), s.id.clone(), row));
+        drop(s);
+        if counters_due {
+            self.write_moved_counters();
+        }
+        // The record grew the session's bytes: closed data makes room before the log must.
+        self.make_room();
+        if let Some((tenant, session_id, row)) = announce {
+            self.announce_approval(&tenant, &session_id, row);
+        }
+        Ok(Dispatched { logged })
+    }
+}
