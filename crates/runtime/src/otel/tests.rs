@@ -394,8 +394,9 @@ fn broken_bodies_say_what_is_wrong() {
 }
 
 fn fixture_requests(dir: &str) -> Vec<Vec<u8>> {
+    // The captures are the workspace's (`tests/fixtures/otel` at its root).
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/otel")
+        .join("../../tests/fixtures/otel")
         .join(dir);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
