@@ -258,7 +258,8 @@ pub fn decode_only(bodies: &[Vec<u8>]) -> anyhow::Result<usize> {
 }
 
 /// Reading the spans off the bytes and folding them into `rt`, as `POST /v1/traces` does
-/// (`decode::decode_spans`: protobuf straight into spans, read through the conventions).
+/// (`decode::decode_spans`: prost into the generated types, flattened, read through the
+/// conventions).
 pub fn decode_and_fold(rt: &Runtime, bodies: &[Vec<u8>]) -> anyhow::Result<usize> {
     let mut spans = 0;
     for body in bodies {

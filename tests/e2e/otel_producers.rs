@@ -386,6 +386,24 @@ async fn a_vercel_ai_sdk_agent_over_otlp_json_gzip_shows_its_steps_calls_and_fai
     handle.shutdown().await;
 }
 
+#[cfg(not(feature = "otlp-grpc"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_otlp_grpc_feature_the_grpc_port_is_refused_with_why() {
+    let handle = keyed_runtime().await;
+    let Err(err) = handle
+        .runtime()
+        .serve_otlp_grpc("127.0.0.1:0".parse().unwrap())
+        .await
+    else {
+        panic!("a gRPC server in a build without it");
+    };
+    assert_eq!(err.kind(), std::io::ErrorKind::Unsupported);
+    assert!(err.to_string().contains("otlp-grpc"), "{err}");
+    assert!(err.to_string().contains("POST /v1/traces"), "{err}");
+    handle.shutdown().await;
+}
+
+#[cfg(feature = "otlp-grpc")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_agent_over_otlp_grpc_on_its_own_port() {
     let python = tokio::task::spawn_blocking(|| {

@@ -125,18 +125,12 @@ pub fn decode_request(
 }
 
 /// Every span of a body in either encoding, read through the conventions, and the ones
-/// refused with why: protobuf straight from the body (`wire::read`), anything that reader
-/// leaves (a rare shape, or a body that is not a request) by prost and `flatten`, whose
-/// answer stands; JSON by serde into the generated types and `flatten`.
+/// refused with why: prost (protobuf) or serde (JSON) into the generated types, then
+/// `flatten`.
 pub fn decode_spans(
     body: &[u8],
     encoding: Encoding,
 ) -> Result<(ReadSpans, Vec<Rejected>), DecodeError> {
-    if encoding == Encoding::Protobuf
-        && let Ok(read) = super::wire::read(body)
-    {
-        return Ok(read);
-    }
     let (spans, rejected) = flatten(decode_request(body, encoding)?);
     Ok((spans.into(), rejected))
 }
@@ -350,16 +344,9 @@ fn one_span(span: Span, service: &Arc<str>, at: usize) -> Result<SpanIn, Rejecte
     })
 }
 
-/// Lower-case hex, as OTLP's JSON mapping writes ids; one allocation per id.
+/// Lower-case hex, as OTLP's JSON mapping writes ids.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = vec![0; bytes.len() * 2];
-    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-        pair[0] = DIGITS[usize::from(b >> 4)];
-        pair[1] = DIGITS[usize::from(b & 0x0f)];
-    }
-    // Hex digits are ASCII: never the empty fallback.
-    String::from_utf8(out).unwrap_or_default()
+    const_hex::encode(bytes)
 }
 
 fn attributes(kvs: Vec<KeyValue>) -> (Attributes, u32) {

@@ -203,57 +203,13 @@ enum Kind {
     Other,
 }
 
-/// An attribute's value as the mapping reads it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AttrValue<'a> {
-    /// A string as sent (`wire` borrows it from the body): cleaned as `decode::text` when
-    /// read, exactly as `flatten` cleans a value, so only what is kept is copied.
-    Raw(&'a str),
-    /// A value as `flatten` makes it (its strings bounded and cleaned).
-    Json(Value),
-}
-
-/// A span's attributes in the order sent: keys as sent from the protobuf reader
-/// (`Attrs::raw`, cleaned as a line only if kept to be shown), cleaned from `flatten`.
-pub type AttrList<'a> = Vec<(Cow<'a, str>, AttrValue<'a>)>;
-
-/// A raw attribute string cleaned as `flatten` cleans a value, then as one line.
-fn line_of_raw(s: &str) -> Cow<'_, str> {
-    match text_cow(s) {
-        Cow::Borrowed(clean) => line_cow(clean),
-        Cow::Owned(clean) => Cow::Owned(line_cow(&clean).into_owned()),
-    }
-}
-
-/// The attributes as a span keeps them to be shown (`flatten`'s form): keys as sent
-/// (`raw_keys`) cleaned as a line.
-fn into_attributes(list: AttrList<'_>, raw_keys: bool) -> Attributes {
-    Attributes(
-        list.into_iter()
-            .map(|(key, value)| {
-                let value = match value {
-                    AttrValue::Raw(s) => Value::String(text_cow(s).into_owned()),
-                    AttrValue::Json(value) => value,
-                };
-                let key = if raw_keys {
-                    line_cow(&key).into_owned()
-                } else {
-                    key.into_owned()
-                };
-                (key, value)
-            })
-            .collect(),
-    )
-}
-
 /// A span's attributes that some convention reads, found in one pass over them: each
 /// lookup after that is an index, not a search of the span's map per convention. It holds
-/// the span's attribute list while it reads it, so a role's strings move out of it.
+/// the span's attribute list (`flatten`'s: keys and strings bounded and cleaned) while it
+/// reads it, so a role's strings move out of it.
 pub struct Attrs<'a> {
     span: &'a SpanIn,
-    list: AttrList<'a>,
-    /// Whether `list`'s keys are as sent, not yet cleaned.
-    raw_keys: bool,
+    list: Vec<(String, Value)>,
     values: [Option<u16>; KEYS.len()],
 }
 
@@ -261,24 +217,9 @@ impl<'a> Attrs<'a> {
     /// Reads `list`, the attributes taken out of `span` (given back by `classify` when no
     /// convention matched).
     pub fn with(span: &'a SpanIn, list: Attributes) -> Attrs<'a> {
-        let list = list
-            .0
-            .into_iter()
-            .map(|(key, value)| (Cow::Owned(key), AttrValue::Json(value)))
-            .collect();
-        Attrs {
-            raw_keys: false,
-            ..Attrs::raw(span, list)
-        }
-    }
-
-    /// Reads `list` as the protobuf reader found it (`wire`): keys and string values as
-    /// sent.
-    pub fn raw(span: &'a SpanIn, list: AttrList<'a>) -> Attrs<'a> {
+        let list = list.0;
         let mut values = [None; KEYS.len()];
-        // In the order sent: a key sent twice reads as its last value. A key that cleaning
-        // would change is none of the conventions' (they are plain printable ASCII, and a
-        // clipped or escaped key is not), so keys are looked up as sent.
+        // In the order sent: a key sent twice reads as its last value.
         for (at, (name, _)) in list.iter().enumerate() {
             if let Some(key) = key_of(name)
                 && let Ok(at) = u16::try_from(at)
@@ -286,39 +227,29 @@ impl<'a> Attrs<'a> {
                 values[key as usize] = Some(at);
             }
         }
-        Attrs {
-            span,
-            list,
-            raw_keys: true,
-            values,
-        }
+        Attrs { span, list, values }
     }
 
-    fn get(&self, key: Key) -> Option<&AttrValue<'a>> {
+    fn get(&self, key: Key) -> Option<&Value> {
         self.values[key as usize].map(|at| &self.list[usize::from(at)].1)
     }
 
-    fn get_mut(&mut self, key: Key) -> Option<&mut AttrValue<'a>> {
+    fn get_mut(&mut self, key: Key) -> Option<&mut Value> {
         self.values[key as usize].map(|at| &mut self.list[usize::from(at)].1)
     }
 
     /// A string (one bounded line) or a number's text.
     fn string(&self, key: Key) -> Option<Cow<'_, str>> {
         match self.get(key)? {
-            AttrValue::Raw(s) => Some(line_of_raw(s)),
-            AttrValue::Json(Value::String(s)) => Some(line_cow(s)),
-            AttrValue::Json(Value::Number(n)) => Some(Cow::Owned(n.to_string())),
-            AttrValue::Json(_) => None,
+            Value::String(s) => Some(line_cow(s)),
+            Value::Number(n) => Some(Cow::Owned(n.to_string())),
+            _ => None,
         }
     }
 
     /// A string value's text as `flatten` keeps it (bounded, cleaned); `None` for others.
-    fn text(&self, key: Key) -> Option<Cow<'_, str>> {
-        match self.get(key)? {
-            AttrValue::Raw(s) => Some(text_cow(s)),
-            AttrValue::Json(Value::String(s)) => Some(Cow::Borrowed(s)),
-            AttrValue::Json(_) => None,
-        }
+    fn text(&self, key: Key) -> Option<&str> {
+        self.get(key)?.as_str()
     }
 
     /// The first of `keys` that is a string or number, unless that one is empty.
@@ -329,12 +260,9 @@ impl<'a> Attrs<'a> {
 
     /// The first of `keys` whose value is a string or a number.
     fn first_present(&self, keys: &[Key]) -> Option<Key> {
-        keys.iter().copied().find(|k| {
-            matches!(
-                self.get(*k),
-                Some(AttrValue::Raw(_) | AttrValue::Json(Value::String(_) | Value::Number(_)))
-            )
-        })
+        keys.iter()
+            .copied()
+            .find(|k| matches!(self.get(*k), Some(Value::String(_) | Value::Number(_))))
     }
 
     /// `first_string`, owned: a string cleaning leaves as it is moves out of the list
@@ -344,26 +272,23 @@ impl<'a> Attrs<'a> {
         self.take_string(key).filter(|s| !s.is_empty())
     }
 
-    /// `string`, owned, moved out of the list when cleaning leaves it as it is (a string
-    /// borrowed from the body is copied then, once).
+    /// `string`, owned, moved out of the list when cleaning leaves it as it is.
     fn take_string(&mut self, key: Key) -> Option<String> {
         let changed = match self.string(key)? {
             Cow::Borrowed(_) => None,
             Cow::Owned(changed) => Some(changed),
         };
         changed.or_else(|| match self.get_mut(key) {
-            Some(AttrValue::Json(Value::String(s))) => Some(std::mem::take(s)),
-            Some(AttrValue::Raw(s)) => Some(std::mem::take(s).to_owned()),
+            Some(Value::String(s)) => Some(std::mem::take(s)),
             _ => None,
         })
     }
 
     fn first_u64(&self, keys: &[Key]) -> Option<u64> {
         keys.iter().find_map(|k| match self.get(*k)? {
-            AttrValue::Json(Value::Number(n)) => n.as_u64(),
-            AttrValue::Json(Value::String(s)) => s.trim().parse().ok(),
-            AttrValue::Raw(s) => text_cow(s).trim().parse().ok(),
-            AttrValue::Json(_) => None,
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
         })
     }
 
@@ -372,9 +297,8 @@ impl<'a> Attrs<'a> {
     fn first_json(&self, keys: &[Key]) -> Option<RawJson> {
         keys.iter().find_map(|k| {
             Some(match self.get(*k)? {
-                AttrValue::Raw(s) => json_text(&text_cow(s)),
-                AttrValue::Json(Value::String(s)) => json_text(s),
-                AttrValue::Json(other) => RawJson::from_value(other),
+                Value::String(s) => json_text(s),
+                other => RawJson::from_value(other),
             })
         })
     }
@@ -394,7 +318,7 @@ impl<'a> Attrs<'a> {
             Kind::Model => Role::Model(self.model()),
             Kind::Tool => Role::Tool(self.tool()),
             Kind::Other => {
-                return (Role::Other, Some(into_attributes(self.list, self.raw_keys)));
+                return (Role::Other, Some(Attributes(self.list)));
             }
         };
         (role, None)
@@ -503,7 +427,7 @@ impl<'a> Attrs<'a> {
     /// The text of the first user message in `gen_ai.input.messages` (parts with `content`,
     /// or a plain `content` string).
     fn first_user_text(&self) -> Option<String> {
-        first_user_text(&self.text(Key::InputMessages)?)
+        first_user_text(self.text(Key::InputMessages)?)
     }
 
     fn tool(&mut self) -> ToolSpan {
@@ -603,14 +527,11 @@ impl<'a> Attrs<'a> {
         .find(|k| self.get(*k).is_some()) else {
             return String::new();
         };
-        if matches!(
-            self.get(key),
-            Some(AttrValue::Raw(_) | AttrValue::Json(Value::String(_)))
-        ) {
+        if matches!(self.get(key), Some(Value::String(_))) {
             return self.take_string(key).unwrap_or_default();
         }
         match self.get(key) {
-            Some(AttrValue::Json(Value::Array(items))) => line(
+            Some(Value::Array(items)) => line(
                 &items
                     .iter()
                     .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
@@ -666,20 +587,6 @@ pub struct ReadSpans {
     pub spans: Vec<SpanIn>,
     /// One per span, in the same order.
     pub reads: Vec<Read>,
-}
-
-impl ReadSpans {
-    /// Reads `span` (its attributes `list`, taken out of it) and adds it.
-    pub fn push(&mut self, mut span: SpanIn, list: AttrList<'_>) {
-        let attrs = Attrs::raw(&span, list);
-        let conversation = attrs.conversation_id();
-        let (role, unread) = attrs.classify();
-        if let Some(list) = unread {
-            span.attributes = list;
-        }
-        self.spans.push(span);
-        self.reads.push(Read { role, conversation });
-    }
 }
 
 impl From<Vec<SpanIn>> for ReadSpans {

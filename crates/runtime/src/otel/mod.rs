@@ -9,7 +9,6 @@
 
 pub mod decode;
 pub mod map;
-pub mod wire;
 
 pub use decode::{DecodeError, Encoding, Rejected, SpanIn};
 

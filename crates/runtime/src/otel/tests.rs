@@ -672,3 +672,96 @@ fn openinference_and_openllmetry_spans_map_like_genai_ones() {
     assert_eq!(run.model, "gpt-4o");
     assert_eq!(run.tokens.total, 15);
 }
+
+/// A protobuf request of one span under `service.name` `bounds`, with `attributes`.
+fn protobuf_request(
+    attributes: Vec<opentelemetry_proto::tonic::common::v1::KeyValue>,
+    sent_dropped: u32,
+) -> Vec<u8> {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+    use prost::Message;
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            scope_spans: vec![ScopeSpans {
+                spans: vec![Span {
+                    trace_id: vec![7; 16],
+                    span_id: vec![7; 8],
+                    name: "work".to_owned(),
+                    start_time_unix_nano: 1_000,
+                    end_time_unix_nano: 2_000,
+                    attributes,
+                    dropped_attributes_count: sent_dropped,
+                    ..Span::default()
+                }],
+                ..ScopeSpans::default()
+            }],
+            ..ResourceSpans::default()
+        }],
+    }
+    .encode_to_vec()
+}
+
+/// `value` inside `levels` arrays of one item each.
+fn nested(levels: usize, value: &str) -> opentelemetry_proto::tonic::common::v1::AnyValue {
+    use opentelemetry_proto::tonic::common::v1::{AnyValue, ArrayValue, any_value::Value};
+    let mut any = AnyValue {
+        value: Some(Value::StringValue(value.to_owned())),
+    };
+    for _ in 0..levels {
+        any = AnyValue {
+            value: Some(Value::ArrayValue(ArrayValue { values: vec![any] })),
+        };
+    }
+    any
+}
+
+#[test]
+fn attributes_past_the_count_and_depth_bounds_are_cut_and_counted() {
+    use opentelemetry_proto::tonic::common::v1::KeyValue;
+    let mut attributes: Vec<KeyValue> = (0..decode::MAX_ATTRIBUTES + 5)
+        .map(|i| KeyValue {
+            key: format!("k{i}"),
+            value: Some(nested(0, "v")),
+            ..KeyValue::default()
+        })
+        .collect();
+    attributes[0].value = Some(nested(decode::MAX_DEPTH + 3, "deep"));
+    let body = protobuf_request(attributes, 2);
+    let (spans, rejected) = decode::decode_spans(&body, Encoding::Protobuf).unwrap();
+    assert!(rejected.is_empty());
+    let mut asm = Assembler::new(1 << 20);
+    let (emits, _) = asm.ingest("default", spans);
+    let Event::Unknown { kind, raw } = &emits[1].event else {
+        panic!("{emits:?}")
+    };
+    assert_eq!(kind, SPAN_KIND);
+    let raw = raw.to_value();
+    let shown = raw["spanAttributes"].as_object().unwrap();
+    assert_eq!(shown.len(), decode::MAX_ATTRIBUTES);
+    assert!(shown.contains_key("k127") && !shown.contains_key("k128"));
+    assert_eq!(raw["spanDroppedAttributes"], 5 + 2);
+    // Eight levels of arrays are kept, the ninth shown as cut.
+    let mut deep = &shown["k0"];
+    for _ in 0..decode::MAX_DEPTH {
+        deep = &deep[0];
+    }
+    assert_eq!(deep, "…");
+}
+
+#[test]
+fn a_body_nested_past_the_decoders_limit_is_refused_not_followed() {
+    use opentelemetry_proto::tonic::common::v1::KeyValue;
+    let body = protobuf_request(
+        vec![KeyValue {
+            key: "k".to_owned(),
+            value: Some(nested(200, "deep")),
+            ..KeyValue::default()
+        }],
+        0,
+    );
+    let err = decode::decode_spans(&body, Encoding::Protobuf).unwrap_err();
+    assert!(matches!(err, DecodeError::Protobuf(_)), "{err:?}");
+    assert_eq!(err.http_status(), 400);
+    assert!(err.to_string().contains("recursion limit"), "{err}");
+}
