@@ -13,8 +13,6 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Each role's flags are its own struct (src/roles): a flag a role does not take is
-/// refused by clap, and flags go after their subcommand.
 #[derive(Parser, Debug)]
 #[command(
     name = "spyglass",
@@ -71,8 +69,7 @@ enum Command {
 }
 
 impl Cli {
-    /// The config flags of a role that reads the config file, with its display flags if
-    /// it opens the inspector.
+    /// The config flags of a role that reads the config file, and its display flags.
     fn settings(&self) -> Option<(&Client, Option<&Display>)> {
         match &self.command {
             None => Some((&self.inspect.client, Some(&self.inspect.display))),
@@ -89,8 +86,7 @@ impl Cli {
     }
 }
 
-/// The role's future: it resolves its config and starts its logging, then runs.
-/// `matches` are the role's own, which tell a flag from the variable clap read for it.
+/// The role's future; `matches` (the role's own) tell a flag from its variable.
 async fn run(cli: Cli, matches: &ArgMatches) -> Result<(), RoleError> {
     match cli.command {
         None => roles::inspect::run(cli.inspect, matches).await,
@@ -123,13 +119,10 @@ fn main() -> ExitCode {
         Some((name, sub)) => (format!("spyglass {name}"), sub),
     };
     if let Some((client, display)) = cli.settings().filter(|(c, _)| c.print_config) {
-        return match client.resolve(display, role) {
-            Ok(resolved) => {
-                print!("{}", resolved.print_config());
-                ExitCode::SUCCESS
-            }
-            Err(err) => fail("spyglass", &err),
-        };
+        let printed = client
+            .resolve(display, role)
+            .map(|c| print!("{}", c.print_config()));
+        return printed.map_or_else(|err| fail("spyglass", &err), |()| ExitCode::SUCCESS);
     }
     // The one tokio runtime: every role runs on it, and every in-process runtime too.
     let tokio = match tokio::runtime::Builder::new_multi_thread()
@@ -142,10 +135,7 @@ fn main() -> ExitCode {
     let result = tokio.block_on(run(cli, role));
     // A tail's observer may be mid-dial, a demo's workload mid-request: do not wait.
     tokio.shutdown_background();
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => fail(&prefix, &err),
-    }
+    result.map_or_else(|err| fail(&prefix, &err), |()| ExitCode::SUCCESS)
 }
 
 /// Errors are printed here and only here.

@@ -1,6 +1,7 @@
 //! What the command line can run, one module per role (inspect, demo, replay, serve, eval,
 //! tail/record, import/view, store): each owns its `clap::Args` and an `async fn` on main's
 //! one tokio runtime, failing with `RoleError`. Here: the flags the client roles share.
+//! A flag a role does not take is refused by clap; a role's flags go after its name.
 //!
 //! `RoleError::exit_code` is the whole CLI's table of exit statuses: 0 done, 1 failed (an
 //! eval case failed or errored, the terminal or a runtime broke, a store failed or has no
