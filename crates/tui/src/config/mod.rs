@@ -640,9 +640,10 @@ next_tab = "Tab"
 
     #[test]
     fn the_config_doc_matches_the_code() {
-        let doc =
-            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/CONFIG.md"))
-                .unwrap();
+        let doc = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/CONFIG.md"),
+        )
+        .unwrap();
         let map = KeyMap::default();
         for action in Action::ALL {
             let keys: Vec<String> = map
