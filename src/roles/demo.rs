@@ -1,14 +1,26 @@
 //! `spyglass demo`: the demo's runtime on a free loopback port, its workload driving it in
 //! the background, and the inspector on it until the user quits.
 
-use super::RoleError;
-use crate::config::Resolved;
+use super::inspect::Display;
+use super::{Client, LogTo, RoleError, start_logging};
 use crate::demo::{Pace, drive, runtime_config};
 use crate::ui::{InspectorConfig, Watching, inspector_config};
+use clap::ArgMatches;
+
+/// The flags of `spyglass demo`: the inspector's (its runtime is the demo's own).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    pub client: Client,
+    #[command(flatten)]
+    pub display: Display,
+}
 
 /// The inspector runs with the user's resolved config (theme, keys, history limits,
 /// mouse); only the URL is the demo's.
-pub async fn run(config: Resolved) -> Result<(), RoleError> {
+pub async fn run(args: DemoArgs, matches: &ArgMatches) -> Result<(), RoleError> {
+    let config = args.client.resolve(Some(&args.display), matches)?;
+    start_logging(LogTo::File, true)?;
     let runtime = runtime_config().map_err(RoleError::DemoPolicy)?;
     let handle = crate::runtime::embedded(runtime, None)
         .await

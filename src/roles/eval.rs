@@ -2,8 +2,8 @@
 //! embedded one (test mode on, in memory or on `--store`) through the same REST calls;
 //! print the history with `--history`; exit 1 when a case failed.
 
-use super::RoleError;
 use super::serve::ServeError;
+use super::{API_KEY_VAR, LogTo, PROJECT_VAR, RoleError, start_logging};
 use crate::client::eval::{EvalArgs, against_baseline, compare_files, prepare, run as run_suites};
 use crate::eval::compare::Standing;
 use crate::eval::report::Counts;
@@ -13,6 +13,104 @@ use crate::store::StoreChoice;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+
+/// The flags of `spyglass eval`.
+// Doc comments here are the --help text: backticks would print there as-is.
+#[expect(clippy::doc_markdown)]
+#[derive(clap::Args, Debug, Clone)]
+pub struct EvalCli {
+    #[command(subcommand)]
+    pub command: Option<EvalCommand>,
+    /// Suite files (TOML or JSON).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Run every case K times.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Only cases whose id matches this glob.
+    #[arg(long)]
+    pub case: Option<String>,
+    /// Write JUnit XML here.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Write the results as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Keep the embedded runtime's eval history in this SQLite file, so runs (a CI
+    /// job keeping the file as a cache) accumulate pass rates and flaky cases.
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// After the run, print per case its last N outcomes (default 10) from the
+    /// embedded runtime's history (with --store, across runs).
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "10")]
+    pub history: Option<usize>,
+    /// Compare with an earlier run's --json file: print per case what changed (newly
+    /// failing, fixed, newly flaky, new, removed).
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// What exits 1: any failed or errored case, or only a regression against
+    /// --baseline (a case that passed there fails or is flaky now).
+    #[arg(long, value_enum, default_value_t = FailOn::Any)]
+    pub fail_on: FailOn,
+    /// Write a self-contained HTML report here (suite table, assertions with expected
+    /// against actual, failing cases' timelines, pass-rate trend; no network).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Runtime to run the suites on: this flag only (SPYGLASS_URL and CODESPAR_BASE_URL
+    /// are not read, so a stray variable never sends CI's evals elsewhere).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// API key, sent as a Bearer token: the last one given (else CODESPAR_API_KEY).
+    #[arg(long = "api-key", env = API_KEY_VAR, hide_env = true, action = clap::ArgAction::Append)]
+    pub api_key: Vec<String>,
+    /// Project the run and its sessions belong to: sent as the x-codespar-project header
+    /// (else SPYGLASS_PROJECT, else the runtime's default project).
+    #[arg(long, env = PROJECT_VAR, hide_env = true, value_name = "ID")]
+    pub project: Option<String>,
+}
+
+/// `spyglass eval`'s subcommands.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum EvalCommand {
+    /// Print what changed per case between two --json results files, running nothing.
+    ///
+    /// Exit status: 1 when a case of CURRENT fails or is flaky (with --fail-on
+    /// regression: only when one passed in BASELINE), 2 for a file that cannot be read.
+    Compare {
+        /// The earlier run's --json file.
+        baseline: PathBuf,
+        /// The later run's --json file.
+        current: PathBuf,
+        /// What exits 1: any failing or flaky case of CURRENT, or only a regression.
+        #[arg(long, value_enum, default_value_t = FailOn::Any)]
+        fail_on: FailOn,
+    },
+}
+
+/// `spyglass eval`: the suites' run, or `eval compare`.
+pub async fn main(cli: EvalCli) -> Result<(), RoleError> {
+    start_logging(LogTo::File, false)?;
+    if let Some(EvalCommand::Compare {
+        baseline,
+        current,
+        fail_on,
+    }) = &cli.command
+    {
+        return compare(baseline, current, *fail_on);
+    }
+    let args = EvalArgs {
+        api_key: cli.api_key.last().cloned(),
+        project: cli.project,
+        paths: cli.paths,
+        repeat: cli.repeat,
+        case: cli.case,
+        junit: cli.junit,
+        json: cli.json,
+        baseline: cli.baseline,
+        html: cli.html,
+    };
+    run(args, cli.url, cli.store, cli.history, cli.fail_on).await
+}
 
 /// What makes `spyglass eval` exit 1 (`--fail-on`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]

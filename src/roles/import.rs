@@ -4,24 +4,54 @@
 //! Every file is read before anything is sent or the terminal is taken: one unknown or
 //! damaged file stops the command with exit 2 and nothing posted.
 
-use super::RoleError;
+use super::inspect::Display;
+use super::{Client, LogTo, RoleError, start_logging};
 use crate::client::Endpoint;
-use crate::config::Resolved;
 use crate::import::{Imported, import_file, shown_path};
 use crate::protocol::events::{Frame, encode};
 use crate::ui::{InspectorConfig, Source, Watching, inspector_config, run_source};
+use clap::ArgMatches;
 use std::io::Write;
 use std::path::PathBuf;
 
 /// Largest `POST /v1/events` body sent, well under the runtime's default 1 MiB limit.
 const BATCH_BYTES: usize = 512 * 1024;
 
-/// What to import.
-#[derive(Debug, Clone)]
+/// What to import, or view: the files, and the suite name to give their results.
+#[derive(clap::Args, Debug, Clone)]
 pub struct ImportArgs {
+    /// Results files.
+    #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Replaces every suite name the files give.
+    /// Suite name for every result, instead of the one each file gives.
+    #[arg(long)]
     pub suite: Option<String>,
+}
+
+/// The flags of `spyglass import`.
+// Doc comments here are the --help text: backticks would print there as-is.
+#[expect(clippy::doc_markdown)]
+#[derive(clap::Args, Debug, Clone)]
+pub struct ImportCli {
+    #[command(flatten)]
+    pub source: ImportArgs,
+    /// Import into the SQLite store at PATH (an embedded runtime on it) instead of a
+    /// runtime at a URL: the history `spyglass eval --store PATH` reads.
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    #[command(flatten)]
+    pub client: Client,
+}
+
+/// The flags of `spyglass view`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ViewArgs {
+    #[command(flatten)]
+    pub source: ImportArgs,
+    #[command(flatten)]
+    pub client: Client,
+    #[command(flatten)]
+    pub display: Display,
 }
 
 /// Reads every file, or stops at the first one that cannot be read.
@@ -79,11 +109,10 @@ fn bodies(imported: &Imported) -> Vec<String> {
 /// per file on stdout. Imported failures are not the command's failure: exit 0. With
 /// `store`, the runtime is an embedded one on that file (its history is what
 /// `eval --store` reads), stopped and flushed once every file is in.
-pub async fn run(
-    config: Resolved,
-    args: ImportArgs,
-    store: Option<PathBuf>,
-) -> Result<(), RoleError> {
+pub async fn run(cli: ImportCli, matches: &ArgMatches) -> Result<(), RoleError> {
+    let config = cli.client.resolve(None, matches)?;
+    start_logging(LogTo::File, false)?;
+    let (args, store) = (cli.source, cli.store);
     let imported = read_all(&args)?;
     let Some(path) = store else {
         let Some(url) = config.url.value else {
@@ -175,8 +204,10 @@ pub fn replay_text(imported: &[Imported]) -> String {
 
 /// Reads the files, says on stderr what they held, and opens the inspector on their
 /// events as `replay` does, with nothing to send to.
-pub async fn view(config: Resolved, args: ImportArgs) -> Result<(), RoleError> {
-    let imported = read_all(&args)?;
+pub async fn view(view: ViewArgs, matches: &ArgMatches) -> Result<(), RoleError> {
+    let config = view.client.resolve(Some(&view.display), matches)?;
+    start_logging(LogTo::File, true)?;
+    let imported = read_all(&view.source)?;
     let mut err = std::io::stderr().lock();
     for file in &imported {
         let _ = describe(file, &mut err);

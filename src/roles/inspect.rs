@@ -2,27 +2,62 @@
 //! test-mode runtime started here (`--store`, `--policy`, `--addr`, `--approval-ttl`; on
 //! the default store, like `serve`), whose URL the status bar shows for tests to use.
 
-use super::RoleError;
 use super::serve::{ServeError, store_choice};
+use super::{Client, LogTo, RoleError, start_logging};
 use crate::config::Resolved;
 use crate::config::paths::Env;
 use crate::runtime::RuntimeConfig;
 use crate::runtime::policy::Policy;
 use crate::ui::{InspectorConfig, Watching, inspector_config};
+use clap::ArgMatches;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The flags of `spyglass` with no subcommand: the inspector.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct InspectArgs {
+    #[command(flatten)]
+    pub client: Client,
+    #[command(flatten)]
+    pub display: Display,
+    #[command(flatten)]
+    pub embedded: Embedded,
+}
+
+/// The inspector's display, for every role that opens it (the inspector, demo, replay,
+/// view).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Display {
+    /// Colour theme: dark, light, high-contrast, a NAME.toml in the user theme dir, or a
+    /// path to a theme file (else the config file's `theme`, else dark).
+    #[arg(long, value_name = "NAME")]
+    pub theme: Option<String>,
+    /// Leave the mouse to the terminal (select and copy text natively).
+    #[arg(long = "no-mouse")]
+    pub no_mouse: bool,
+}
+
 /// The embedded runtime's settings (`spyglass` with no `--url`).
-#[derive(Debug, Clone, Default)]
+// Doc comments here are the --help text: backticks would print there as-is.
+#[expect(clippy::doc_markdown)]
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct Embedded {
-    /// `--store`: a `SQLite` file or `memory` (default: the data dir's `runtime.db`).
+    /// Where the inspector's embedded runtime (no --url) keeps its state: a SQLite file,
+    /// or `memory` (default: $XDG_DATA_HOME/spyglass/runtime.db).
+    #[arg(long, value_name = "PATH|memory")]
     pub store: Option<String>,
-    /// `--policy`: rules that may hold calls for approval.
+    /// Policy rules (TOML) for the inspector's embedded runtime (no --url), so its
+    /// Approvals tab can fill: calls the rules hold wait there for a decision.
+    #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// `--addr`: a fixed address (default: a free loopback port).
+    /// Address for the inspector's embedded runtime (no --url), e.g. 127.0.0.1:8000, so
+    /// an exported CODESPAR_BASE_URL stays right across restarts (default: a free port).
+    #[arg(long, value_name = "HOST:PORT")]
     pub addr: Option<String>,
-    /// `--approval-ttl` (default 15 min).
+    /// How long the embedded runtime (no --url) holds a call for approval before it
+    /// expires: 90s, 15m, 2h (default 15m).
+    #[arg(long = "approval-ttl", value_name = "DURATION", value_parser = crate::config::parse_duration)]
     pub approval_ttl: Option<Duration>,
 }
 
@@ -40,9 +75,17 @@ impl Embedded {
     }
 }
 
+/// Resolves the config (`matches`: the command line's, telling a flag from its variable)
+/// and runs the inspector until the user quits.
+pub async fn run(args: InspectArgs, matches: &ArgMatches) -> Result<(), RoleError> {
+    let config = args.client.resolve(Some(&args.display), matches)?;
+    start_logging(LogTo::File, true)?;
+    inspect(config, args.embedded).await
+}
+
 /// Runs the inspector with a resolved config until the user quits. `embedded` configures
 /// the runtime started here when the config names none.
-pub async fn run(config: Resolved, embedded: Embedded) -> Result<(), RoleError> {
+async fn inspect(config: Resolved, embedded: Embedded) -> Result<(), RoleError> {
     let (url, embedded) = if let Some(url) = config.url.value.clone() {
         if let Some(flag) = embedded.given() {
             return Err(RoleError::Usage(format!(

@@ -1,6 +1,7 @@
 //! What the command line can run, one module per role (inspect, demo, replay, serve, eval,
-//! tail/record, import/view, store): each an `async fn` on main's one tokio runtime,
-//! failing with `RoleError`.
+//! tail/record, import/view, store): each owns its `clap::Args` and an `async fn` on main's
+//! one tokio runtime, failing with `RoleError`. Here: the flags the client roles share.
+//! A flag a role does not take is refused by clap; a role's flags go after its name.
 //!
 //! `RoleError::exit_code` is the whole CLI's table of exit statuses: 0 done, 1 failed (an
 //! eval case failed or errored, the terminal or a runtime broke, a store failed or has no
@@ -19,12 +20,144 @@ pub mod tail;
 
 use crate::client::ClientError;
 use crate::client::eval::EvalCliError;
-use crate::config::ConfigError;
+use crate::config::{CliOverrides, Config, ConfigError, Env, Paths, Resolved, Setting, Source};
 use crate::import::ImportError;
 use crate::runtime::PolicyError;
 use crate::ui::UiError;
+use clap::ArgMatches;
+use clap::parser::ValueSource;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
+
+/// The variable `--url` falls back to first.
+pub const URL_VAR: &str = "SPYGLASS_URL";
+/// The variable `--url` falls back to when `SPYGLASS_URL` is not set.
+pub const BASE_URL_VAR: &str = "CODESPAR_BASE_URL";
+/// The variable `--api-key` falls back to.
+pub const API_KEY_VAR: &str = "CODESPAR_API_KEY";
+/// The variable `--project` falls back to.
+pub const PROJECT_VAR: &str = "SPYGLASS_PROJECT";
+
+/// The flags of every role that follows a runtime and reads the config file (the
+/// inspector, demo, replay, view, tail, record, import): which runtime, as whom, for which
+/// project, and `--print-config`. clap reads each flag's variable when the flag is absent.
+// Doc comments here are the --help text: backticks would print there as-is.
+#[expect(clippy::doc_markdown)]
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Client {
+    /// Runtime to inspect, tail or record (else SPYGLASS_URL, else CODESPAR_BASE_URL; the
+    /// inspector with none starts an empty runtime in-process).
+    #[arg(long, env = URL_VAR, hide_env = true)]
+    pub url: Option<String>,
+    /// CODESPAR_BASE_URL as clap reads it: the variable is the interface, so the flag is
+    /// hidden.
+    #[arg(long = "codespar-base-url", env = BASE_URL_VAR, hide = true)]
+    pub base_url: Option<String>,
+    /// API key, sent as a Bearer token: the last one given (else CODESPAR_API_KEY).
+    #[arg(long = "api-key", env = API_KEY_VAR, hide_env = true, action = clap::ArgAction::Append)]
+    pub api_key: Vec<String>,
+    /// Project to act for: sent as the x-codespar-project header (else SPYGLASS_PROJECT,
+    /// else the config file's `project`, else the runtime's default project).
+    #[arg(long, env = PROJECT_VAR, hide_env = true, value_name = "ID")]
+    pub project: Option<String>,
+    /// Print the resolved configuration, where each value came from and every path
+    /// spyglass uses, then exit.
+    #[arg(long = "print-config")]
+    pub print_config: bool,
+}
+
+impl Client {
+    /// The config the role runs with: these flags (or their variables) over the config file
+    /// over the defaults; `display` for the roles that open the inspector. `matches` are
+    /// the role's own, which tell a flag from its variable.
+    pub fn resolve(
+        &self,
+        display: Option<&inspect::Display>,
+        matches: &ArgMatches,
+    ) -> Result<Resolved, RoleError> {
+        let overrides = CliOverrides {
+            url: given(self.url.as_ref(), matches, "url", "--url", URL_VAR).or_else(|| {
+                given(
+                    self.base_url.as_ref(),
+                    matches,
+                    "base_url",
+                    "--url",
+                    BASE_URL_VAR,
+                )
+            }),
+            api_key: given(
+                self.api_key.last(),
+                matches,
+                "api_key",
+                "--api-key",
+                API_KEY_VAR,
+            ),
+            project: given(
+                self.project.as_ref(),
+                matches,
+                "project",
+                "--project",
+                PROJECT_VAR,
+            ),
+            theme: display.and_then(|d| d.theme.clone()),
+            no_mouse: display.is_some_and(|d| d.no_mouse),
+        };
+        Ok(Config::resolve(&overrides, &Env::from_process())?)
+    }
+}
+
+/// An empty variable counts as unset, as it always has: a flag's variable that is set but
+/// empty is taken from clap before it parses, so the flag reads as not given.
+pub fn unset_empty_vars(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|arg| {
+            let empty = arg
+                .get_env()
+                .and_then(std::env::var_os)
+                .is_some_and(|value| value.is_empty());
+            if empty {
+                arg.env(None::<&'static str>)
+            } else {
+                arg
+            }
+        })
+        .mut_subcommands(unset_empty_vars)
+}
+
+/// A flag's value with where clap found it: the flag `flag`, or the variable `var`.
+pub fn given(
+    value: Option<&String>,
+    matches: &ArgMatches,
+    id: &str,
+    flag: &'static str,
+    var: &'static str,
+) -> Option<Setting<String>> {
+    let source = match matches.value_source(id)? {
+        ValueSource::CommandLine => Source::Flag(flag),
+        ValueSource::EnvVariable => Source::Env(var),
+        _ => return None,
+    };
+    value.map(|value| Setting {
+        value: value.clone(),
+        source,
+    })
+}
+
+/// Logs go to the file `--help` names. The inspector's roles stop when it cannot be
+/// opened (as they always have); `eval`, `tail` and `record` say so and run on unlogged,
+/// so an unwritable home never fails a CI job.
+pub fn start_logging(to: LogTo, required: bool) -> Result<(), RoleError> {
+    let path = Paths::from_env(&Env::from_process())
+        .log_file
+        .unwrap_or_else(crate::ui::logfile::log_file);
+    match init_logging(to, &path) {
+        Err(err) if !required => {
+            eprintln!("spyglass: logging off: {err}");
+            Ok(())
+        }
+        other => other,
+    }
+}
 
 /// Exit status: the role did what it was asked.
 pub const EXIT_OK: u8 = 0;

@@ -1,8 +1,9 @@
-//! `spyglass serve`: the runtime alone, headless, logging to stderr until Ctrl-C. Reads
-//! the environment's test-mode switch and extra API keys; the CLI only parses flags.
+//! `spyglass serve`: the runtime alone, headless, logging to stderr until Ctrl-C. Owns its
+//! flags, and through clap the variables that stand for them (test mode, extra API keys).
 
-use super::RoleError;
+use super::{LogTo, RoleError, start_logging};
 use crate::config::paths::{Env, store_file};
+use crate::runtime::model::settings::{ModelFlags, ModelSettings};
 use crate::runtime::{Policy, PolicyError, RuntimeConfig};
 use crate::store::{StoreChoice, StoreError};
 use std::net::SocketAddr;
@@ -10,39 +11,123 @@ use std::path::PathBuf;
 use std::time::Duration;
 use thiserror::Error;
 
-/// The flags of `spyglass serve`.
-#[derive(Debug, Clone, Default)]
+/// The flags of `spyglass serve`. clap reads `CODESPAR_TEST_MODE_ENABLED`,
+/// `SPYGLASS_ALLOW_COMMAND_ASSERTIONS`, `SPYGLASS_STORE_POOL` and `SPYGLASS_API_KEYS` with
+/// the flags they stand for.
+// Doc comments here are the --help text: backticks would print there as-is.
+#[expect(clippy::doc_markdown)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1:8000")]
     pub addr: String,
+    /// Enable test mode (mocks allowed); also CODESPAR_TEST_MODE_ENABLED=true|1.
+    #[arg(long, env = "CODESPAR_TEST_MODE_ENABLED", hide_env = true, value_parser = switch)]
     pub test_mode: bool,
+    /// Policy rules, TOML.
+    #[arg(long)]
     pub policy: Option<PathBuf>,
-    /// `--api-key` flags (`KEY` or `KEY=p1,p2`); `SPYGLASS_API_KEYS` adds to them.
-    pub api_keys: Vec<String>,
-    /// `--max-retained-bytes`: the runtime's byte budget; `None` keeps the default.
-    pub max_retained_bytes: Option<usize>,
-    /// `--retain-closed`: how long closed sessions are kept; `None` keeps the default.
+    /// An API key the runtime accepts; repeatable. KEY=p1,p2 binds the key to those
+    /// projects. SPYGLASS_API_KEYS adds more: keys comma-separated, and KEY=p1,p2 entries
+    /// separated by `;`.
+    #[arg(long = "api-key", action = clap::ArgAction::Append)]
+    pub api_key: Vec<String>,
+    /// SPYGLASS_API_KEYS as clap reads it: the variable is the interface, so the flag is
+    /// hidden. Its keys add to --api-key's.
+    #[arg(long = "api-keys", env = "SPYGLASS_API_KEYS", hide = true)]
+    pub api_keys: Option<String>,
+    /// Bytes the runtime retains (events and sessions) before evicting the oldest;
+    /// default 268435456 (256 MiB).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1024..))]
+    pub max_retained_bytes: Option<u64>,
+    /// Closed sessions older than this (e.g. 90m, 12h, 7d) are dropped, oldest first;
+    /// default 7d.
+    #[arg(long, value_name = "AGE", value_parser = crate::config::parse_duration)]
     pub retain_closed: Option<Duration>,
-    /// `--keys-file`: one `KEY` or `KEY=p1,p2` a line.
+    /// API keys, one a line: KEY, or KEY=project1,project2 to bind the key to those
+    /// projects (blank lines and # comments skipped).
+    #[arg(long, value_name = "FILE")]
     pub keys_file: Option<PathBuf>,
-    pub allow_origins: Vec<String>,
-    pub allow_hosts: Vec<String>,
-    pub max_connections: usize,
-    pub max_connections_per_ip: usize,
-    /// `--store PATH|memory|postgres://…`; `None` is the default file
-    /// (`config::paths::store_file`).
-    pub store: Option<String>,
-    /// `--store-pool`: connections to a Postgres store at most; `None`: the
-    /// `SPYGLASS_STORE_POOL` variable, else `store::postgres::DEFAULT_POOL_SIZE`.
-    pub store_pool: Option<usize>,
-    /// How long a held call waits for a decision before it expires (default 15 min).
-    pub approval_ttl: Option<std::time::Duration>,
-    /// `--model-base-url`, `--model-record`, `--model-replay`, `--model-prices`.
-    pub models: crate::runtime::model::settings::ModelFlags,
-    /// `--otlp-grpc-addr`: OTLP/gRPC trace export on its own port; off when `None`.
+    /// A browser origin (scheme://host[:port], or *) allowed to call the runtime;
+    /// repeatable. Any other Origin header is refused 403.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", action = clap::ArgAction::Append)]
+    pub allow_origin: Vec<String>,
+    /// A Host name a loopback-bound runtime answers besides localhost and loopback
+    /// addresses; repeatable.
+    #[arg(long = "allow-host", value_name = "HOST", action = clap::ArgAction::Append)]
+    pub allow_host: Vec<String>,
+    /// Also take OTLP/gRPC trace exports on this address (4317 is the convention);
+    /// off unless given. OTLP/HTTP is always on the main port at /v1/traces.
+    #[arg(long, value_name = "HOST:PORT")]
     pub otlp_grpc_addr: Option<String>,
-    /// `--allow-command-assertions` (or `SPYGLASS_ALLOW_COMMAND_ASSERTIONS`): eval suites
-    /// posted here may run checker programs on this host.
+    /// Open connections in total (kept below the descriptor limit).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// Open connections per client IP.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_ip: u32,
+    /// Where the runtime keeps its state: a SQLite file (sessions, counters, approvals,
+    /// evals and the event stream go on after a restart), a postgres:// URL (one
+    /// database shared by replicas), or `memory` (nothing survives the process).
+    /// Default: $XDG_DATA_HOME/spyglass/runtime.db.
+    #[arg(long, value_name = "PATH|URL|memory")]
+    pub store: Option<String>,
+    /// Connections to a postgres:// store at most (also SPYGLASS_STORE_POOL; default
+    /// 16). A store call waiting over 5s for a free one fails (it never hangs).
+    #[arg(long = "store-pool", value_name = "N", env = "SPYGLASS_STORE_POOL", hide_env = true, value_parser = pool_size)]
+    pub store_pool: Option<usize>,
+    /// How long a held call waits for a decision before it expires: 90s, 15m, 2h
+    /// (default 15m).
+    #[arg(long = "approval-ttl", value_name = "DURATION", value_parser = crate::config::parse_duration)]
+    pub approval_ttl: Option<Duration>,
+    /// Where the openai provider answers (an OpenAI-compatible /v1 URL: Ollama, vLLM,
+    /// LiteLLM...), or PROVIDER=URL (openai, anthropic); repeatable. Keys come from
+    /// OPENAI_API_KEY and ANTHROPIC_API_KEY only.
+    #[arg(long = "model-base-url", value_name = "URL", action = clap::ArgAction::Append)]
+    pub model_base_url: Vec<String>,
+    /// Record every model exchange into DIR as a cassette.
+    #[arg(long, value_name = "DIR")]
+    pub model_record: Option<PathBuf>,
+    /// Serve model exchanges from the cassettes in DIR, with no network.
+    #[arg(long, value_name = "DIR")]
+    pub model_replay: Option<PathBuf>,
+    /// Model prices, TOML: one table per model name with input and output, dollars
+    /// per million tokens.
+    #[arg(long, value_name = "FILE")]
+    pub model_prices: Option<PathBuf>,
+    /// A model a session may name (e.g. gpt-4o-mini, llama3*); repeatable. None given:
+    /// any model of a configured provider.
+    #[arg(long = "model-allow", value_name = "MODEL", action = clap::ArgAction::Append)]
+    pub model_allow: Vec<String>,
+    /// Let eval suites posted to this runtime use command assertions, which run
+    /// programs on this host; also SPYGLASS_ALLOW_COMMAND_ASSERTIONS=true|1. Off: such a
+    /// suite is refused 403 command_assertions_disabled.
+    #[arg(long, env = "SPYGLASS_ALLOW_COMMAND_ASSERTIONS", hide_env = true, value_parser = switch)]
     pub allow_command_assertions: bool,
+}
+
+/// A switch's variable: `true` or `1`, in any case, turns it on; anything else leaves it
+/// off. (The flag itself reaches here as `true`, its absence as `false`.)
+#[expect(clippy::unnecessary_wraps)] // clap's value parsers return a Result
+fn switch(text: &str) -> Result<bool, String> {
+    Ok(matches!(
+        text.trim().to_ascii_lowercase().as_str(),
+        "true" | "1"
+    ))
+}
+
+/// `--store-pool N` (or `SPYGLASS_STORE_POOL=N`): a connection count from 1 to
+/// [`MAX_STORE_POOL`].
+fn pool_size(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_STORE_POOL).contains(n))
+        .ok_or_else(|| {
+            format!(
+                "not a connection count from 1 to {MAX_STORE_POOL} (--store-pool, or SPYGLASS_STORE_POOL)"
+            )
+        })
 }
 
 #[derive(Debug, Error)]
@@ -73,19 +158,6 @@ pub enum ServeError {
     Models(#[from] crate::runtime::model::settings::ModelSettingsError),
     #[error("cannot listen for Ctrl-C: {0}")]
     Signal(std::io::Error),
-}
-
-/// `CODESPAR_TEST_MODE_ENABLED`: `true` or `1`, in any case, turns test mode on.
-fn env_test_mode() -> bool {
-    std::env::var("CODESPAR_TEST_MODE_ENABLED")
-        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1"))
-}
-
-/// `SPYGLASS_ALLOW_COMMAND_ASSERTIONS`: `true` or `1`, in any case, lets eval suites run
-/// checker programs on this host.
-fn env_allow_commands() -> bool {
-    std::env::var("SPYGLASS_ALLOW_COMMAND_ASSERTIONS")
-        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1"))
 }
 
 /// Every key `serve` accepts: plain ones, and ones bound to projects.
@@ -172,27 +244,9 @@ pub(crate) fn store_choice(flag: Option<&str>, env: &Env) -> StoreChoice {
 /// for a handful of replicas, so a typo does not exhaust the database.
 pub const MAX_STORE_POOL: usize = 1000;
 
-/// The Postgres pool's size: `--store-pool`, else `SPYGLASS_STORE_POOL` (`env`), else the
-/// default; refused for a store that is not Postgres (it would be silently ignored).
-pub fn store_pool(
-    flag: Option<usize>,
-    env: Option<&str>,
-    store: &StoreChoice,
-) -> Result<usize, ServeError> {
-    let size = match (flag, env.map(str::trim).filter(|v| !v.is_empty())) {
-        (Some(n), _) => Some(n),
-        (None, Some(text)) => Some(
-            text.parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_STORE_POOL).contains(n))
-                .ok_or_else(|| {
-                    ServeError::StorePool(format!(
-                        "SPYGLASS_STORE_POOL={text} is not a connection count from 1 to {MAX_STORE_POOL}"
-                    ))
-                })?,
-        ),
-        (None, None) => None,
-    };
+/// The Postgres pool's size: `--store-pool` (or `SPYGLASS_STORE_POOL`), else the default;
+/// refused for a store that is not Postgres (it would be silently ignored).
+pub fn store_pool(size: Option<usize>, store: &StoreChoice) -> Result<usize, ServeError> {
     match (size, store) {
         (Some(n), StoreChoice::Postgres(_)) => Ok(n),
         (None, _) => Ok(crate::store::postgres::DEFAULT_POOL_SIZE),
@@ -205,6 +259,7 @@ pub fn store_pool(
 
 /// Serves until Ctrl-C.
 pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
+    start_logging(LogTo::Stderr, true)?;
     let addr: SocketAddr = args
         .addr
         .parse()
@@ -231,42 +286,48 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         }
         None => None,
     };
-    let env = std::env::var("SPYGLASS_API_KEYS").unwrap_or_default();
-    let keys = Keys::gather(&args.api_keys, &env, file.as_deref())?;
+    let keys = Keys::gather(
+        &args.api_key,
+        args.api_keys.as_deref().unwrap_or_default(),
+        file.as_deref(),
+    )?;
+    let models = ModelFlags {
+        base_urls: args.model_base_url,
+        record: args.model_record,
+        replay: args.model_replay,
+        prices: args.model_prices,
+        allow: args.model_allow,
+    };
     let config = RuntimeConfig {
-        test_mode: args.test_mode || env_test_mode(),
+        test_mode: args.test_mode,
         policy,
         max_retained_bytes: args
             .max_retained_bytes
-            .unwrap_or(RuntimeConfig::default().max_retained_bytes),
+            .map_or(RuntimeConfig::default().max_retained_bytes, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            }),
         retain_closed_sessions: args
             .retain_closed
             .unwrap_or(RuntimeConfig::default().retain_closed_sessions),
         api_keys: keys.plain,
         key_projects: keys.bound,
-        allowed_origins: args.allow_origins,
-        allowed_hosts: args.allow_hosts,
-        max_connections: args.max_connections,
-        max_connections_per_ip: args.max_connections_per_ip,
+        allowed_origins: args.allow_origin,
+        allowed_hosts: args.allow_host,
+        max_connections: args.max_connections as usize,
+        max_connections_per_ip: args.max_connections_per_ip as usize,
         approval_ttl: args
             .approval_ttl
             .unwrap_or(RuntimeConfig::default().approval_ttl),
-        models: crate::runtime::model::settings::ModelSettings::resolve(&args.models, |name| {
-            std::env::var(name).ok()
-        })
-        .map_err(ServeError::from)?,
-        allow_command_assertions: args.allow_command_assertions || env_allow_commands(),
+        models: ModelSettings::resolve(&models, |name| std::env::var(name).ok())
+            .map_err(ServeError::from)?,
+        allow_command_assertions: args.allow_command_assertions,
         ..RuntimeConfig::default()
     };
     let test_mode = config.test_mode;
     let commands = config.allow_command_assertions;
     let auth = !config.api_keys.is_empty() || !config.key_projects.is_empty();
     let store = store_choice(args.store.as_deref(), &Env::from_process());
-    let pool = store_pool(
-        args.store_pool,
-        std::env::var("SPYGLASS_STORE_POOL").ok().as_deref(),
-        &store,
-    )?;
+    let pool = store_pool(args.store_pool, &store)?;
     let shown = store.shown();
     let waiting = move |reason: &str| {
         eprintln!("spyglass runtime: waiting for the store at {shown}: {reason}");

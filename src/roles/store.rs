@@ -1,10 +1,48 @@
 //! `spyglass store`: operating a Postgres store from the command line: `migrate` creates
 //! or brings its schema up to this version, `status` says which version it has and what it holds.
 
-use super::RoleError;
+use super::{LogTo, RoleError, start_logging};
 use crate::store::postgres::{self, SchemaStatus};
 #[cfg(feature = "postgres")]
 use crate::store::postgres::{PgSettings, PgStore};
+
+/// The flags of `spyglass store`: which operation.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StoreArgs {
+    #[command(subcommand)]
+    pub command: StoreCommand,
+}
+
+/// `spyglass store`'s subcommands.
+// Doc comments here are the --help text: backticks would print there as-is.
+#[expect(clippy::doc_markdown)]
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum StoreCommand {
+    /// Create the spyglass schema in the database, or migrate it to this version; prints
+    /// the version. Waits (saying so) while the database is unreachable.
+    Migrate {
+        /// The database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
+        #[arg(long, value_name = "URL", required = true)]
+        store: String,
+    },
+    /// Print the database's schema version, whether this spyglass supports it, and how
+    /// many events and sessions it holds. Exit status 1 when it has no spyglass schema
+    /// or a newer one, or cannot be reached.
+    Status {
+        /// The database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
+        #[arg(long, value_name = "URL", required = true)]
+        store: String,
+    },
+}
+
+/// Runs the operation asked for.
+pub async fn run(args: StoreArgs) -> Result<(), RoleError> {
+    start_logging(LogTo::File, false)?;
+    match args.command {
+        StoreCommand::Migrate { store } => migrate(&store).await,
+        StoreCommand::Status { store } => status(&store).await,
+    }
+}
 
 /// Only a Postgres store is operated this way (a `SQLite` file migrates when a runtime
 /// opens it), and a URL that cannot name one is bad input.

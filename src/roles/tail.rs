@@ -1,11 +1,58 @@
 //! `spyglass tail` and `spyglass record`: the observer stream of the runtime the config
 //! names, as lines on stdout or JSON lines in a file, until Ctrl-C or a closed pipe.
 
-use super::RoleError;
+use super::{Client, LogTo, RoleError, start_logging};
 use crate::client::Endpoint;
 use crate::client::tail::{Format, TailError, stdout_hangup, tail};
 use crate::config::Resolved;
+use clap::ArgMatches;
 use std::path::PathBuf;
+
+/// The flags of `spyglass tail`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TailArgs {
+    /// Raw JSON lines instead of readable lines.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub client: Client,
+}
+
+/// The flags of `spyglass record`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// Output file.
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    /// Overwrite the output file when it exists.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub client: Client,
+}
+
+/// `spyglass tail`: readable lines (or JSON lines) on stdout.
+pub async fn run_tail(args: TailArgs, matches: &ArgMatches) -> Result<(), RoleError> {
+    let config = args.client.resolve(None, matches)?;
+    start_logging(LogTo::File, false)?;
+    let format = if args.json {
+        Format::JsonLines
+    } else {
+        Format::Readable
+    };
+    run(config, format, Sink::Stdout).await
+}
+
+/// `spyglass record -o FILE`: JSON lines in a file.
+pub async fn run_record(args: RecordArgs, matches: &ArgMatches) -> Result<(), RoleError> {
+    let config = args.client.resolve(None, matches)?;
+    start_logging(LogTo::File, false)?;
+    let sink = Sink::File {
+        path: args.output,
+        force: args.force,
+    };
+    run(config, Format::JsonLines, sink).await
+}
 
 /// Where the lines go.
 #[derive(Debug, Clone)]

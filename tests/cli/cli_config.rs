@@ -174,9 +174,9 @@ fn a_malformed_url_exits_two_in_every_role_that_follows_a_runtime() {
     let output = output.to_str().unwrap();
     for (args, prefix) in [
         (vec!["--url", "not a url"], "spyglass: "),
-        (vec!["--url", "not a url", "tail"], "spyglass tail: "),
+        (vec!["tail", "--url", "not a url"], "spyglass tail: "),
         (
-            vec!["--url", "not a url", "record", "-o", output],
+            vec!["record", "-o", output, "--url", "not a url"],
             "spyglass record: ",
         ),
     ] {
@@ -198,7 +198,7 @@ fn a_broken_config_file_exits_two_before_any_role_starts() {
         vec!["--print-config"],
         vec![],
         vec!["demo"],
-        vec!["--url", "http://127.0.0.1:9", "tail"],
+        vec!["tail", "--url", "http://127.0.0.1:9"],
         vec!["replay", "missing.jsonl"],
     ] {
         let out = spyglass(home.path(), &args);
@@ -244,8 +244,8 @@ fn serve_help_lists_only_what_serve_reads() {
     );
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("serve does not read --theme"), "{stderr}");
-    // The other subcommands still take the global flags.
+    assert!(stderr.contains("unexpected argument '--theme'"), "{stderr}");
+    // The roles that follow a runtime take its flags.
     let tail = spyglass(home.path(), &["tail", "--help"]);
     assert!(String::from_utf8_lossy(&tail.stdout).contains("--url"));
 }
@@ -301,8 +301,8 @@ fn project_comes_from_flag_env_or_file_and_a_bad_one_is_refused() {
     );
 }
 
-/// The inspector's display flags mean nothing to the roles that print lines: refused,
-/// exit 2, naming the flag, and absent from their `--help`.
+/// The inspector's display flags mean nothing to the roles that print lines: refused by
+/// clap, exit 2, naming the flag, and absent from their `--help`.
 #[test]
 fn display_flags_are_refused_by_the_line_printing_roles() {
     let home = tempfile::tempdir().unwrap();
@@ -314,7 +314,7 @@ fn display_flags_are_refused_by_the_line_printing_roles() {
         ),
         (vec!["tail", "--no-mouse"], "tail", "--no-mouse"),
         (
-            vec!["--theme", "dark", "record", "-o", "x.jsonl"],
+            vec!["record", "-o", "x.jsonl", "--theme", "dark"],
             "record",
             "--theme",
         ),
@@ -328,7 +328,7 @@ fn display_flags_are_refused_by_the_line_printing_roles() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
-            stderr.contains(&format!("{role} does not read {flag}")),
+            stderr.contains(&format!("unexpected argument '{flag}'")),
             "{args:?}: {stderr}"
         );
         let help = spyglass(home.path(), &[role, "--help"]);
@@ -339,4 +339,85 @@ fn display_flags_are_refused_by_the_line_printing_roles() {
         );
     }
     assert!(!home.path().join("x.jsonl").exists());
+}
+
+/// A role's flags go after it: one given before the subcommand is refused, exit 2, and
+/// nothing runs.
+#[test]
+fn a_flag_before_the_subcommand_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["--url", "http://127.0.0.1:9", "tail"],
+        vec!["--theme", "dark", "record", "-o", "x.jsonl"],
+    ] {
+        let out = spyglass(home.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(args[0]), "{args:?}: {stderr}");
+    }
+    assert!(!home.path().join("x.jsonl").exists());
+}
+
+/// `--url` over `SPYGLASS_URL` over `CODESPAR_BASE_URL` over the file, `--api-key` over
+/// `CODESPAR_API_KEY`, each printed with its source; an empty variable counts as unset.
+#[test]
+fn url_and_key_come_from_flag_then_each_variable_in_turn() {
+    let home = tempfile::tempdir().unwrap();
+    write_config(home.path(), "url = \"http://file:1\"\n");
+    let print = |args: &[&str], vars: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_spyglass"))
+            .arg("--print-config")
+            .args(args)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join("cfg"))
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let line = |text: &str, name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let base = ("CODESPAR_BASE_URL", "http://codespar:2");
+    let text = print(&[], &[base, ("CODESPAR_API_KEY", "csk_test_fromenv")]);
+    assert!(
+        line(&text, "url ").contains("http://codespar:2")
+            && line(&text, "url ").contains("(env CODESPAR_BASE_URL)"),
+        "{text}"
+    );
+    assert!(
+        line(&text, "api_key ").contains("(env CODESPAR_API_KEY)") && !text.contains("fromenv"),
+        "{text}"
+    );
+    let text = print(&[], &[base, ("SPYGLASS_URL", "http://spyglass:3")]);
+    assert!(line(&text, "url ").contains("(env SPYGLASS_URL)"), "{text}");
+    let text = print(&[], &[base, ("SPYGLASS_URL", "")]);
+    assert!(
+        line(&text, "url ").contains("(env CODESPAR_BASE_URL)"),
+        "{text}"
+    );
+    let text = print(
+        &["--url", "http://flag:4", "--api-key", "csk_live_flag"],
+        &[
+            base,
+            ("SPYGLASS_URL", "http://spyglass:3"),
+            ("CODESPAR_API_KEY", "k"),
+        ],
+    );
+    assert!(
+        line(&text, "url ").contains("http://flag:4")
+            && line(&text, "url ").contains("(flag --url)"),
+        "{text}"
+    );
+    assert!(
+        line(&text, "api_key ").contains("(flag --api-key)"),
+        "{text}"
+    );
+    let text = print(&[], &[("SPYGLASS_URL", "")]);
+    assert!(line(&text, "url ").contains("(config file)"), "{text}");
 }

@@ -1,9 +1,10 @@
 //! User configuration: the config file (`$XDG_CONFIG_HOME/spyglass/config.toml`), merged
-//! with environment and command-line overrides into one resolved config that remembers
-//! where each value came from, and the paths spyglass reads and writes.
+//! with the command line's settings into one resolved config that remembers where each
+//! value came from, and the paths spyglass reads and writes.
 //!
 //! By concern: `file` reads and checks the config file, `paths` resolves every XDG path,
-//! `resolve` merges flags, environment, file and defaults, `print` renders
+//! `resolve` merges the flags (and the variables clap read for them, each named as its
+//! source), file and defaults, `print` renders
 //! `--print-config`; `keys` and `theme` own key bindings and colours.
 
 pub mod file;
@@ -394,33 +395,39 @@ next_tab = "Tab"
     fn flags_beat_env_beat_file() {
         let home = Home::new();
         home.write_config("url = \"http://file:1\"\ntheme = \"light\"\nmouse = true\n");
-        let env = home.env(&[
-            ("CODESPAR_BASE_URL", "http://codespar:2"),
-            ("CODESPAR_API_KEY", "csk_test_fromenv"),
-        ]);
-        let r = Config::resolve(&CliOverrides::default(), &env).unwrap();
+        let setting = |value: &str, source| {
+            Some(Setting {
+                value: value.to_owned(),
+                source,
+            })
+        };
+        let r = Config::resolve(&CliOverrides::default(), &home.env(&[])).unwrap();
+        assert_eq!(r.url.value.as_deref(), Some("http://file:1"));
+        assert_eq!(r.url.source, Source::File);
+
+        // A variable clap read for the flag wins over the file, and keeps its name.
+        let cli = CliOverrides {
+            url: setting("http://codespar:2", Source::Env("CODESPAR_BASE_URL")),
+            api_key: setting("csk_test_fromenv", Source::Env("CODESPAR_API_KEY")),
+            ..CliOverrides::default()
+        };
+        let r = Config::resolve(&cli, &home.env(&[])).unwrap();
         assert_eq!(r.url.value.as_deref(), Some("http://codespar:2"));
         assert_eq!(r.url.source, Source::Env("CODESPAR_BASE_URL"));
         assert_eq!(
             r.api_key.value.as_ref().map(Secret::expose),
             Some("csk_test_fromenv")
         );
-
-        let env = home.env(&[
-            ("CODESPAR_BASE_URL", "http://codespar:2"),
-            ("SPYGLASS_URL", "http://spyglass:3"),
-        ]);
-        let r = Config::resolve(&CliOverrides::default(), &env).unwrap();
-        assert_eq!(r.url.source, Source::Env("SPYGLASS_URL"));
+        assert_eq!(r.api_key.source, Source::Env("CODESPAR_API_KEY"));
 
         let cli = CliOverrides {
-            url: Some("http://flag:4".into()),
-            api_key: Some("csk_live_flag".into()),
+            url: setting("http://flag:4", Source::Flag("--url")),
+            api_key: setting("csk_live_flag", Source::Flag("--api-key")),
             project: None,
             theme: Some("high-contrast".into()),
             no_mouse: true,
         };
-        let r = Config::resolve(&cli, &env).unwrap();
+        let r = Config::resolve(&cli, &home.env(&[])).unwrap();
         assert_eq!(r.url.value.as_deref(), Some("http://flag:4"));
         assert_eq!(r.url.source, Source::Flag("--url"));
         assert_eq!(r.api_key.source, Source::Flag("--api-key"));

@@ -4,25 +4,17 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// The environment, captured once so resolution is a pure function (and testable).
+/// The variables the paths come from, captured once so resolution is a pure function (and
+/// testable). Variables that stand for a flag are clap's to read, with the flag.
 #[derive(Debug, Clone, Default)]
 pub struct Env {
     vars: HashMap<String, String>,
 }
 
 impl Env {
-    const NAMES: [&'static str; 8] = [
-        "SPYGLASS_URL",
-        "SPYGLASS_PROJECT",
-        "CODESPAR_BASE_URL",
-        "CODESPAR_API_KEY",
-        "XDG_CONFIG_HOME",
-        "XDG_STATE_HOME",
-        "XDG_DATA_HOME",
-        "HOME",
-    ];
+    const NAMES: [&'static str; 4] = ["XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "HOME"];
 
-    /// The variables spyglass reads, from this process.
+    /// The path variables, from this process.
     pub fn from_process() -> Env {
         let vars = Env::NAMES
             .into_iter()

@@ -7,14 +7,22 @@ use super::theme::{Theme, ThemeSource};
 use super::{Config, ConfigError, DEFAULT_THEME, History, Secret};
 use std::fmt;
 
-/// Settings given on the command line; they win over everything else.
+/// Settings the command line gave: a flag, or the variable clap read for it when the flag
+/// was absent, each with that source. They win over the config file and the defaults.
 #[derive(Debug, Clone, Default)]
 pub struct CliOverrides {
-    pub url: Option<String>,
-    pub api_key: Option<String>,
-    pub project: Option<String>,
+    pub url: Option<Setting<String>>,
+    pub api_key: Option<Setting<String>>,
+    pub project: Option<Setting<String>>,
     pub theme: Option<String>,
     pub no_mouse: bool,
+}
+
+/// A given setting as a candidate for [`first_of`].
+fn given<T: Clone>(setting: Option<&Setting<T>>) -> (Source, Option<T>) {
+    setting.map_or((Source::Default, None), |s| {
+        (s.source.clone(), Some(s.value.clone()))
+    })
 }
 
 /// Where a resolved value came from.
@@ -82,8 +90,8 @@ pub struct Resolved {
 }
 
 impl Config {
-    /// Load the config file named by `env` (if it exists) and merge it with the
-    /// environment and the flags. Errors: a file that exists but is broken, a theme that
+    /// Load the config file named by `env` (if it exists) and merge it with the flags
+    /// (and the variables clap read for them). Errors: a file that exists but is broken, a theme that
     /// cannot be found or read.
     pub fn resolve(cli: &CliOverrides, env: &Env) -> Result<Resolved, ConfigError> {
         let paths = Paths::from_env(env);
@@ -94,25 +102,20 @@ impl Config {
         file.resolve_with(cli, env, paths, found)
     }
 
-    /// Merge this file's settings with the environment and the flags.
+    /// Merge this file's settings with the flags (and the variables clap read for them).
+    /// `_env` is the environment `paths` came from; nothing else is read from it.
     pub fn resolve_with(
         self,
         cli: &CliOverrides,
-        env: &Env,
+        _env: &Env,
         paths: Paths,
         config_file_found: bool,
     ) -> Result<Resolved, ConfigError> {
         let mut warnings = Vec::new();
-        let from_env = |name: &'static str| (Source::Env(name), env.get(name).map(str::to_owned));
 
         let url = first_of(
-            [
-                (Source::Flag("--url"), cli.url.clone()),
-                from_env("SPYGLASS_URL"),
-                from_env("CODESPAR_BASE_URL"),
-                (Source::File, self.url),
-            ]
-            .map(|(source, value)| (source, value.map(Some))),
+            [given(cli.url.as_ref()), (Source::File, self.url)]
+                .map(|(source, value)| (source, value.map(Some))),
             None,
         );
 
@@ -125,14 +128,10 @@ impl Config {
         }
         let api_key = first_of(
             [
-                (
-                    Source::Flag("--api-key"),
-                    cli.api_key.clone().map(Secret::new),
-                ),
-                (
-                    Source::Env("CODESPAR_API_KEY"),
-                    env.get("CODESPAR_API_KEY").map(Secret::new),
-                ),
+                {
+                    let (source, key) = given(cli.api_key.as_ref());
+                    (source, key.map(Secret::new))
+                },
                 (Source::File, self.api_key),
             ]
             .map(|(source, value)| (source, value.map(Some))),
@@ -140,12 +139,8 @@ impl Config {
         );
 
         let project = first_of(
-            [
-                (Source::Flag("--project"), cli.project.clone()),
-                from_env("SPYGLASS_PROJECT"),
-                (Source::File, self.project),
-            ]
-            .map(|(source, value)| (source, value.map(Some))),
+            [given(cli.project.as_ref()), (Source::File, self.project)]
+                .map(|(source, value)| (source, value.map(Some))),
             None,
         );
         if let Some(value) = &project.value
