@@ -380,12 +380,7 @@ impl Runtime {
             header_timeout: config.header_timeout.max(Duration::from_millis(1)),
             max_body_bytes: config.max_body_bytes,
         };
-        // Without keys the connection loop answers execute itself (no auth to pass).
-        let direct = config.api_keys.is_empty().then(|| http::AppState {
-            rt: self.clone(),
-            stop: stop_rx.clone(),
-        });
-        let task = tokio::spawn(server::serve(listener, app, direct, guard, limits, stop_rx));
+        let task = tokio::spawn(server::serve(listener, app, guard, limits, stop_rx));
         tracing::info!(addr = %bound, "runtime listening");
         if should_warn(&bound, &self.inner.config.api_keys) {
             tracing::warn!(

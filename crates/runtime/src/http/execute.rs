@@ -1,12 +1,12 @@
 //! The handler of `POST /v1/sessions/{id}/execute`: checks the input's shape, dispatches
 //! through `Runtime::execute` and writes the `ToolResult` or the envelope with its status.
 
-use super::state::{AppState, Id, JsonBody, Tenant, json_body, read_body};
+use super::state::{AppState, Id, JsonBody, Tenant};
 use crate::ApiErrorWithStatus;
 use crate::sessions::server_of;
 use axum::Json;
-use axum::extract::{FromRequestParts, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 use spyglass_protocol::Envelope;
@@ -22,56 +22,6 @@ pub(super) async fn execute(
     JsonBody(req): JsonBody<ExecuteRequest>,
 ) -> Result<Response, ApiErrorWithStatus> {
     answer(&state, &tenant, &id, req).await
-}
-
-/// The session id of `POST /v1/sessions/{id}/execute` when the connection loop may answer
-/// it itself (`direct`): the id as sent, a non-empty segment needing no percent-decoding.
-/// Anything else (another route, an encoded id) goes through the router.
-pub(crate) fn direct_target<'a>(method: &Method, path: &'a str) -> Option<&'a str> {
-    if *method != Method::POST {
-        return None;
-    }
-    let id = path
-        .strip_prefix("/v1/sessions/")?
-        .strip_suffix("/execute")?;
-    (!id.is_empty() && !id.contains(['/', '%'])).then_some(id)
-}
-
-/// `POST /v1/sessions/{id}/execute` answered from the connection loop without the router:
-/// the same extractors in the same order (tenant, body), the same answers. The router's
-/// way costs a mocked execute a boxed route service cloned and called, the path's
-/// parameters put in a map of extensions, and three clones of `AppState` (the route's,
-/// its call's and the `State` extractor's), each touching counters both workers share.
-/// Only taken when the runtime has no API keys: the auth layer stays the router's.
-pub(crate) async fn direct(
-    state: &AppState,
-    req: axum::http::Request<hyper::body::Incoming>,
-) -> Response {
-    let (mut parts, body) = req.into_parts();
-    let answered = async {
-        let Tenant(tenant) = Tenant::from_request_parts(&mut parts, state).await?;
-        let Some(id) = direct_target(&parts.method, parts.uri.path()) else {
-            // The connection loop sends only what `direct_target` takes.
-            return Err(ApiErrorWithStatus::not_found(format!(
-                "no route {} {}",
-                parts.method,
-                parts.uri.path()
-            )));
-        };
-        let bytes = read_body(body, state.rt.inner.config.max_body_bytes).await?;
-        answer(state, &tenant, id, json_body(&bytes)?).await
-    };
-    let mut response = answered.await.unwrap_or_else(IntoResponse::into_response);
-    // What the router's route future adds. (Left to hyper, the line would come after the
-    // `connection: close` hyper puts in the map, not before it as through the router.)
-    if let Some(len) = hyper::body::Body::size_hint(response.body()).exact()
-        && !response.headers().contains_key(header::CONTENT_LENGTH)
-    {
-        response
-            .headers_mut()
-            .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    }
-    response
 }
 
 async fn answer(

@@ -11,7 +11,6 @@ mod sessions;
 mod state;
 mod traces;
 
-pub(crate) use execute::{direct as execute_direct, direct_target as execute_target};
 pub use state::{AppState, Id, JsonBody, OptionalJsonBody, Q, RawBody, Tenant};
 
 use crate::{ApiErrorWithStatus, Runtime};
@@ -69,7 +68,7 @@ fn handler(path: &str, method: &str) -> Option<MethodRouter<AppState>> {
 }
 
 /// Every route, behind auth and the body limit. (The `Host`/`Origin`/content-type checks
-/// of `guard` run before the router, in the accept loop's service.)
+/// of `guard` and the target bound run before the router, in each connection's service.)
 pub fn router(rt: Runtime, stop: watch::Receiver<bool>) -> Router {
     let limit = rt.inner.config.max_body_bytes;
     let state = AppState { rt, stop };

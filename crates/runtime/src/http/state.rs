@@ -144,7 +144,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
 }
 
 /// A body as `JsonBody` reads it: empty, malformed or mistyped is 400 `invalid_body`.
-pub(crate) fn json_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErrorWithStatus> {
+fn json_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErrorWithStatus> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiErrorWithStatus::invalid_body(
             "request body is empty; expected a JSON object",
@@ -152,49 +152,6 @@ pub(crate) fn json_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError
     }
     serde_json::from_slice(bytes).map_err(|err| {
         ApiErrorWithStatus::invalid_body(format!("request body is not valid: {err}"))
-    })
-}
-
-/// A body read whole as `RawBody` reads it behind the router's `DefaultBodyLimit`, for a
-/// route the connection loop answers itself (`execute::direct`): over `limit` bytes is
-/// 413 `payload_too_large`, a body that breaks off is 400 `invalid_body`, with the
-/// same messages.
-pub(crate) async fn read_body<B>(body: B, limit: usize) -> Result<Bytes, ApiErrorWithStatus>
-where
-    B: hyper::body::Body<Data = Bytes>,
-    B::Error: Into<axum::BoxError>,
-{
-    let refused = |err: axum::BoxError| {
-        if err.is::<http_body_util::LengthLimitError>() {
-            too_large(limit)
-        } else {
-            ApiErrorWithStatus::invalid_body(format!(
-                "could not read the request body: Failed to buffer the request body: {err}"
-            ))
-        }
-    };
-    // A body in one frame (a small request's) is kept as it came; `collect` would queue
-    // it in a list allocated for the purpose first.
-    let mut body = std::pin::pin!(http_body_util::Limited::new(body, limit));
-    let mut first = Bytes::new();
-    let mut joined: Vec<u8> = Vec::new();
-    while let Some(frame) = http_body_util::BodyExt::frame(&mut body).await {
-        let Ok(data) = frame.map_err(refused)?.into_data() else {
-            continue;
-        };
-        if joined.is_empty() && first.is_empty() {
-            first = data;
-        } else {
-            if joined.is_empty() {
-                joined.extend_from_slice(&first);
-            }
-            joined.extend_from_slice(&data);
-        }
-    }
-    Ok(if joined.is_empty() {
-        first
-    } else {
-        Bytes::from(joined)
     })
 }
 
