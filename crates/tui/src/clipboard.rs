@@ -2,6 +2,8 @@
 //! display, else an OSC 52 escape written to the terminal, which carries the text to the
 //! local clipboard even over SSH. What is copied is masked first.
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use spyglass_protocol::mask::mask;
 use std::io::Write;
 use std::sync::Mutex;
@@ -85,52 +87,15 @@ pub fn copy_with(
     }
 }
 
-/// The OSC 52 "set clipboard" sequence for `payload`: `ESC ] 52 ; c ; BASE64 BEL`.
+/// The OSC 52 "set clipboard" sequence for `payload`: `ESC ] 52 ; c ; BASE64 BEL`, the
+/// payload in standard base64 (RFC 4648, with padding).
 pub fn osc52(payload: &str) -> String {
-    format!("\x1b]52;c;{}\x07", base64(payload.as_bytes()))
-}
-
-/// Standard base64 (RFC 4648, with padding). Written here to spare a dependency for
-/// twenty lines.
-pub fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let sextet = |shift: u32| char::from(ALPHABET[((n >> shift) & 63) as usize]);
-        out.push(sextet(18));
-        out.push(sextet(12));
-        out.push(if chunk.len() > 1 { sextet(6) } else { '=' });
-        out.push(if chunk.len() > 2 { sextet(0) } else { '=' });
-    }
-    out
+    format!("\x1b]52;c;{}\x07", STANDARD.encode(payload.as_bytes()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_matches_the_rfc_4648_test_vectors() {
-        // RFC 4648 section 10.
-        for (input, want) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(base64(input.as_bytes()), want, "{input:?}");
-        }
-        assert_eq!(base64(&[0xff, 0xfe, 0xfd]), "//79");
-    }
 
     #[test]
     fn osc52_of_a_known_payload() {

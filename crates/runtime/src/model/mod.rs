@@ -10,10 +10,14 @@ pub mod settings;
 
 use super::sessions::Session;
 use crate::model::settings::{ANTHROPIC_DEFAULT_URL, ModelSettings, OPENAI_DEFAULT_URL};
+use backon::{ExponentialBuilder, Retryable};
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use spyglass_protocol::events::Tokens;
 use spyglass_protocol::rest::{ScriptStep, ScriptToolCall, SendFrame};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -411,113 +415,90 @@ impl Live {
     ) -> Result<(Reply, bool), String> {
         let provider = self.provider();
         let (url, headers) = self.route();
-        let max = self.settings.max_retries;
-        let mut attempt = 0;
-        loop {
-            let mut req = self.client.post(&url).json(request);
-            for (name, value) in &headers {
-                req = req.header(*name, value);
-            }
-            if frames.is_some() {
-                req = req.header("accept", "text/event-stream");
-            }
-            let backoff = Duration::from_millis(250 << attempt.min(6));
-            let response = match req.send().await {
-                Ok(response) => response,
-                Err(e) if e.is_timeout() => {
-                    return Err(format!(
-                        "{provider} did not answer within {}s",
-                        self.settings.timeout.as_secs_f64()
-                    ));
-                }
-                Err(e) if attempt < max => {
-                    tracing::debug!("{provider} unreachable ({e}); retrying");
-                    attempt += 1;
-                    tokio::time::sleep(backoff).await;
-                    continue;
-                }
-                Err(e) => return Err(format!("cannot reach {provider} at {url}: {e}")),
-            };
-            let status = response.status().as_u16();
-            if (200..300).contains(&status) {
-                if let Some(frames) = frames {
-                    match self.read_stream(response, iteration, frames).await {
-                        Ok(reply) => return Ok((reply, true)),
-                        // Nothing reached the client yet: the answer can start afresh.
-                        Err(broken)
-                            if broken.transient && broken.forwarded == 0 && attempt < max =>
-                        {
-                            tracing::debug!(
-                                "{provider}: the stream broke ({}); retrying",
-                                broken.reason
-                            );
-                            attempt += 1;
-                            tokio::time::sleep(backoff).await;
-                            continue;
-                        }
-                        Err(broken) => return Err(broken.message(provider, attempt + 1)),
-                    }
-                }
-                let bytes = match response.bytes().await {
-                    Ok(bytes) => bytes,
-                    Err(e) if e.is_timeout() => {
-                        return Err(format!(
-                            "{provider} did not answer within {}s",
-                            self.settings.timeout.as_secs_f64()
-                        ));
-                    }
-                    Err(e) if attempt < max => {
-                        tracing::debug!("{provider}: the answer broke off ({e}); retrying");
-                        attempt += 1;
-                        tokio::time::sleep(backoff).await;
-                        continue;
-                    }
-                    Err(e) => {
-                        return Err(format!(
-                            "{provider}: the answer broke off (after {} tries): {}",
-                            attempt + 1,
-                            error_chain(&e)
-                        ));
-                    }
-                };
-                let body: Value = serde_json::from_slice(&bytes).map_err(|e| {
-                    format!("{provider}: {}", malformed(&format!("not JSON ({e})")))
-                })?;
-                return match self.choice.provider {
-                    Provider::OpenAi => openai::parse(&body),
-                    Provider::Anthropic => anthropic::parse(&body),
-                }
-                .map(|r| (r, false))
-                .map_err(|e| format!("{provider}: {e}"));
-            }
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|s| s.is_finite() && *s >= 0.0)
-                .map(Duration::from_secs_f64);
-            let text = response.text().await.unwrap_or_default();
-            let message = provider_message(&text);
-            let retryable = status == 429 || status >= 500;
-            if retryable && attempt < max {
-                let wait = match (status, retry_after) {
-                    (429, Some(wait)) => wait,
-                    _ => backoff,
-                }
-                .min(self.settings.max_retry_wait);
-                tracing::debug!("{provider} answered {status}; retrying in {wait:?}");
-                attempt += 1;
-                tokio::time::sleep(wait).await;
-                continue;
-            }
-            let tries = if retryable {
-                format!(" (after {} tries)", attempt + 1)
-            } else {
-                String::new()
-            };
-            return Err(format!("{provider} answered {status}{tries}: {message}"));
+        let max_wait = self.settings.max_retry_wait;
+        let tries = AtomicU32::new(0);
+        let once = || {
+            tries.fetch_add(1, Ordering::Relaxed);
+            self.exchange_once(&url, &headers, request, iteration, frames)
+        };
+        once.retry(retries(self.settings.max_retries))
+            .sleep(tokio::time::sleep)
+            .when(Failure::retryable)
+            .adjust(|failure, delay| delay.map(|delay| failure.wait(delay, max_wait)))
+            .notify(|failure, wait| {
+                tracing::debug!("{provider}: {}; retrying in {wait:?}", failure.note());
+            })
+            .await
+            .map_err(|failure| failure.message(provider, &url, tries.load(Ordering::Relaxed)))
+    }
+
+    /// One request and its answer, or how it failed.
+    async fn exchange_once(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        request: &Value,
+        iteration: u32,
+        frames: Option<&mpsc::Sender<SendFrame>>,
+    ) -> Result<(Reply, bool), Failure> {
+        let provider = self.provider();
+        let mut req = self.client.post(url).json(request);
+        for (name, value) in headers {
+            req = req.header(*name, value);
         }
+        if frames.is_some() {
+            req = req.header("accept", "text/event-stream");
+        }
+        let timed_out = || {
+            Failure::Fatal(format!(
+                "{provider} did not answer within {}s",
+                self.settings.timeout.as_secs_f64()
+            ))
+        };
+        let response = match req.send().await {
+            Ok(response) => response,
+            Err(e) if e.is_timeout() => return Err(timed_out()),
+            Err(e) => return Err(Failure::Unreachable(e.to_string())),
+        };
+        let status = response.status().as_u16();
+        if (200..300).contains(&status) {
+            if let Some(frames) = frames {
+                return match self.read_stream(response, iteration, frames).await {
+                    Ok(reply) => Ok((reply, true)),
+                    Err(broken) => Err(Failure::Stream(broken)),
+                };
+            }
+            let bytes = match response.bytes().await {
+                Ok(bytes) => bytes,
+                Err(e) if e.is_timeout() => return Err(timed_out()),
+                Err(e) => return Err(Failure::BrokeOff(error_chain(&e))),
+            };
+            let body: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                Failure::Fatal(format!(
+                    "{provider}: {}",
+                    malformed(&format!("not JSON ({e})"))
+                ))
+            })?;
+            return match self.choice.provider {
+                Provider::OpenAi => openai::parse(&body),
+                Provider::Anthropic => anthropic::parse(&body),
+            }
+            .map(|r| (r, false))
+            .map_err(|e| Failure::Fatal(format!("{provider}: {e}")));
+        }
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(Duration::from_secs_f64);
+        let text = response.text().await.unwrap_or_default();
+        Err(Failure::Status {
+            status,
+            message: provider_message(&text),
+            retry_after,
+        })
     }
 
     /// One streamed answer, its text deltas forwarded as they come. A stream that breaks
@@ -525,12 +506,11 @@ impl Live {
     /// the provider's own failure (worth another try) or a malformed answer or timeout.
     async fn read_stream(
         &self,
-        mut response: reqwest::Response,
+        response: reqwest::Response,
         iteration: u32,
         frames: &mpsc::Sender<SendFrame>,
     ) -> Result<Reply, Broken> {
         let provider = self.provider();
-        let mut sse = SseBuffer::default();
         let mut openai = openai::Stream::default();
         let mut anthropic = anthropic::Stream::default();
         let mut forwarded = 0;
@@ -539,11 +519,12 @@ impl Live {
             forwarded,
             transient: false,
         };
-        loop {
-            let chunk = match response.chunk().await {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => break,
-                Err(e) if e.is_timeout() => {
+        let unparsed = AtomicUsize::new(0);
+        let mut events = std::pin::pin!(sse_events(response.bytes_stream(), &unparsed));
+        while let Some(event) = events.next().await {
+            let event = match event {
+                Ok(event) => event,
+                Err(EventStreamError::Transport(SseRead::Transport(e))) if e.is_timeout() => {
                     return Err(fatal(
                         format!(
                             "{provider} did not finish its stream within {}s",
@@ -552,43 +533,51 @@ impl Live {
                         forwarded,
                     ));
                 }
-                Err(e) => {
+                Err(EventStreamError::Transport(SseRead::Transport(e))) => {
                     return Err(Broken {
                         reason: error_chain(&e),
                         forwarded,
                         transient: true,
                     });
                 }
-            };
-            let events = sse
-                .push(&chunk)
-                .map_err(|e| fatal(format!("{provider}: {e}"), forwarded))?;
-            for (event, data) in events {
-                let (fed, provider_error) = match self.choice.provider {
-                    Provider::OpenAi => (openai.feed(&event, &data), openai.provider_error),
-                    Provider::Anthropic => {
-                        (anthropic.feed(&event, &data), anthropic.provider_error)
-                    }
-                };
-                let delta = match fed {
-                    Ok(delta) => delta,
-                    // The provider failed mid-stream (its 5xx after a 200): a break.
-                    Err(reason) if provider_error => {
-                        let reason: String = reason.chars().take(300).collect();
-                        return Err(Broken {
-                            reason: spyglass_protocol::mask::mask(&reason).into_owned(),
-                            forwarded,
-                            transient: true,
-                        });
-                    }
-                    Err(e) => return Err(fatal(format!("{provider}: {e}"), forwarded)),
-                };
-                if let Some(content) = delta {
-                    forwarded += 1;
-                    let _ = frames
-                        .send(SendFrame::AssistantText { content, iteration })
-                        .await;
+                Err(EventStreamError::Transport(SseRead::TooLong)) => {
+                    let reason = malformed("a stream event past 4 MiB");
+                    return Err(fatal(format!("{provider}: {reason}"), forwarded));
                 }
+                Err(e @ (EventStreamError::Utf8(_) | EventStreamError::Parser(_))) => {
+                    let reason = malformed(&format!("not a server-sent event stream ({e})"));
+                    return Err(fatal(format!("{provider}: {reason}"), forwarded));
+                }
+            };
+            unparsed.store(0, Ordering::Relaxed);
+            let (fed, provider_error) = match self.choice.provider {
+                Provider::OpenAi => (
+                    openai.feed(&event.event, &event.data),
+                    openai.provider_error,
+                ),
+                Provider::Anthropic => (
+                    anthropic.feed(&event.event, &event.data),
+                    anthropic.provider_error,
+                ),
+            };
+            let delta = match fed {
+                Ok(delta) => delta,
+                // The provider failed mid-stream (its 5xx after a 200): a break.
+                Err(reason) if provider_error => {
+                    let reason: String = reason.chars().take(300).collect();
+                    return Err(Broken {
+                        reason: spyglass_protocol::mask::mask(&reason).into_owned(),
+                        forwarded,
+                        transient: true,
+                    });
+                }
+                Err(e) => return Err(fatal(format!("{provider}: {e}"), forwarded)),
+            };
+            if let Some(content) = delta {
+                forwarded += 1;
+                let _ = frames
+                    .send(SendFrame::AssistantText { content, iteration })
+                    .await;
             }
         }
         let (ended, end) = match self.choice.provider {
@@ -644,6 +633,104 @@ impl Broken {
             ),
         }
     }
+}
+
+/// How one request to a provider failed: what the run's error says if no try follows,
+/// and whether another try may help.
+enum Failure {
+    /// A timeout or a malformed answer: the run's error as it stands, never retried.
+    Fatal(String),
+    /// The request did not reach the provider (refused, reset, DNS).
+    Unreachable(String),
+    /// A streamed answer that did not arrive whole.
+    Stream(Broken),
+    /// A whole answer cut off while its body was read.
+    BrokeOff(String),
+    /// The provider answered with an error status.
+    Status {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+}
+
+impl Failure {
+    /// A refused connection, a cut answer, a stream broken before it forwarded anything,
+    /// a 429 or a 5xx.
+    fn retryable(&self) -> bool {
+        match self {
+            Failure::Fatal(_) => false,
+            Failure::Unreachable(_) | Failure::BrokeOff(_) => true,
+            Failure::Stream(broken) => broken.transient && broken.forwarded == 0,
+            Failure::Status { status, .. } => *status == 429 || *status >= 500,
+        }
+    }
+
+    /// How long to wait before the next try, given the schedule's `delay`: a 429's
+    /// `retry-after` when it sent one; a status's wait is capped at `max_wait`.
+    fn wait(&self, delay: Duration, max_wait: Duration) -> Duration {
+        match self {
+            Failure::Status {
+                status: 429,
+                retry_after: Some(wait),
+                ..
+            } => (*wait).min(max_wait),
+            Failure::Status { .. } => delay.min(max_wait),
+            _ => delay,
+        }
+    }
+
+    /// What went wrong, for the log line before a retry.
+    fn note(&self) -> String {
+        match self {
+            Failure::Fatal(reason) => reason.clone(),
+            Failure::Unreachable(e) => format!("unreachable ({e})"),
+            Failure::Stream(broken) => format!("the stream broke ({})", broken.reason),
+            Failure::BrokeOff(e) => format!("the answer broke off ({e})"),
+            Failure::Status { status, .. } => format!("answered {status}"),
+        }
+    }
+
+    /// The run's error after `tries` requests to `url`.
+    fn message(&self, provider: &str, url: &str, tries: u32) -> String {
+        match self {
+            Failure::Fatal(reason) => reason.clone(),
+            Failure::Unreachable(e) => format!("cannot reach {provider} at {url}: {e}"),
+            Failure::Stream(broken) => broken.message(provider, tries),
+            Failure::BrokeOff(e) => {
+                format!("{provider}: the answer broke off (after {tries} tries): {e}")
+            }
+            Failure::Status {
+                status, message, ..
+            } => {
+                let tries = if self.retryable() {
+                    format!(" (after {tries} tries)")
+                } else {
+                    String::new()
+                };
+                format!("{provider} answered {status}{tries}: {message}")
+            }
+        }
+    }
+}
+
+/// The retry schedule of a request to a provider: 250 ms doubling to 16 s, at most
+/// `max_retries` retries.
+fn retries(max_retries: u32) -> ExponentialBuilder {
+    ExponentialBuilder::new()
+        .with_min_delay(Duration::from_millis(250))
+        .with_factor(2.0)
+        .with_max_delay(Duration::from_secs(16))
+        .with_max_times(max_retries as usize)
+}
+
+/// Why the byte stream under the SSE parser ended early.
+#[derive(Debug, thiserror::Error)]
+enum SseRead {
+    #[error(transparent)]
+    Transport(reqwest::Error),
+    #[error("a stream event past 4 MiB")]
+    TooLong,
 }
 
 /// An error with its causes, `outer: inner: innermost` (reqwest's own text alone says
@@ -774,46 +861,26 @@ fn provider_message(text: &str) -> String {
     spyglass_protocol::mask::mask(&message).into_owned()
 }
 
-/// Server-sent events as they arrive in chunks: complete events out, the rest kept.
-#[derive(Default)]
-pub struct SseBuffer {
-    pending: Vec<u8>,
-}
-
 /// A stream event past this many bytes is refused: no provider sends one.
 const MAX_SSE_EVENT: usize = 4 * 1024 * 1024;
 
-impl SseBuffer {
-    /// Adds `chunk`; returns each complete event as (event name, joined data lines).
-    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<(String, String)>, String> {
-        self.pending.extend_from_slice(chunk);
-        let mut events = Vec::new();
-        loop {
-            let text = String::from_utf8_lossy(&self.pending);
-            let normal = text.replace("\r\n", "\n");
-            let Some(end) = normal.find("\n\n") else {
-                if self.pending.len() > MAX_SSE_EVENT {
-                    return Err(malformed("a stream event past 4 MiB"));
-                }
-                return Ok(events);
-            };
-            let block = normal[..end].to_owned();
-            let rest = normal.as_bytes()[end + 2..].to_vec();
-            self.pending = rest;
-            let mut name = String::new();
-            let mut data: Vec<&str> = Vec::new();
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    v.trim().clone_into(&mut name);
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push(v.strip_prefix(' ').unwrap_or(v));
-                }
+/// The server-sent events in a byte stream. `unparsed` counts the bytes read since the
+/// caller last set it to 0 (as it does for each event): past `MAX_SSE_EVENT` the stream
+/// ends with `SseRead::TooLong` before the parser holds more of it.
+fn sse_events<'a, B: AsRef<[u8]> + 'a>(
+    bytes: impl Stream<Item = Result<B, reqwest::Error>> + 'a,
+    unparsed: &'a AtomicUsize,
+) -> impl Stream<Item = Result<eventsource_stream::Event, EventStreamError<SseRead>>> + 'a {
+    bytes
+        .map(move |chunk| {
+            let chunk = chunk.map_err(SseRead::Transport)?;
+            let len = chunk.as_ref().len();
+            if unparsed.fetch_add(len, Ordering::Relaxed) + len > MAX_SSE_EVENT {
+                return Err(SseRead::TooLong);
             }
-            if !data.is_empty() {
-                events.push((name, data.join("\n")));
-            }
-        }
-    }
+            Ok(chunk)
+        })
+        .eventsource()
 }
 
 #[cfg(test)]
@@ -864,17 +931,45 @@ mod tests {
         assert!(choose("openai:gpt-4o-mini", &settings).is_ok());
     }
 
-    #[test]
-    fn sse_events_split_across_chunks() {
-        let mut sse = SseBuffer::default();
-        assert!(sse.push(b"event: a\r\ndata: {\"x\"").unwrap().is_empty());
-        let events = sse.push(b":1}\r\n\r\n: ping\n\ndata: [DONE]\n\n").unwrap();
+    /// The events `sse_events` reads from `chunks`, each as (name, data), or the error.
+    async fn read_events(chunks: Vec<Vec<u8>>) -> Vec<Result<(String, String), String>> {
+        let unparsed = AtomicUsize::new(0);
+        let bytes = futures_util::stream::iter(chunks.into_iter().map(Ok));
+        let events = sse_events(bytes, &unparsed).map(|event| {
+            unparsed.store(0, Ordering::Relaxed);
+            event.map(|e| (e.event, e.data)).map_err(|e| e.to_string())
+        });
+        events.collect().await
+    }
+
+    #[tokio::test]
+    async fn sse_events_split_across_chunks() {
+        let events = read_events(vec![
+            b"event: a\r\ndata: {\"x\"".to_vec(),
+            b":1}\r\n\r\n: ping\n\ndata: [DONE]\n\n".to_vec(),
+        ])
+        .await;
         assert_eq!(
             events,
             vec![
-                ("a".to_owned(), "{\"x\":1}".to_owned()),
-                (String::new(), "[DONE]".to_owned())
+                Ok(("a".to_owned(), "{\"x\":1}".to_owned())),
+                Ok(("message".to_owned(), "[DONE]".to_owned()))
             ]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_sse_event_past_4_mib_is_refused() {
+        let mut chunks = vec![b"data: short\n\n".to_vec()];
+        chunks.extend((0..5).map(|_| vec![b'x'; 1024 * 1024]));
+        chunks.push(b"\n\n".to_vec());
+        let events = read_events(chunks).await;
+        assert_eq!(events[0], Ok(("message".to_owned(), "short".to_owned())));
+        assert!(
+            events[1]
+                .as_ref()
+                .is_err_and(|e| e.contains("a stream event past 4 MiB")),
+            "{events:?}"
         );
     }
 

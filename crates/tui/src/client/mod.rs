@@ -3,7 +3,6 @@
 //! channel and never touch UI state.
 
 pub mod eval;
-mod line;
 pub mod observer;
 pub mod replay;
 pub mod rest;
@@ -15,6 +14,7 @@ pub use rest::RestClient;
 /// The project name that watches every project (`--project '*'`): the stream only.
 pub const ALL_PROJECTS: &str = "*";
 
+use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 use spyglass_protocol::Frame;
 use spyglass_protocol::rest::{ApprovalList, DecisionRequest, SessionList};
 use std::time::Duration;
@@ -218,6 +218,28 @@ pub fn observe_url(base: &str, since: u64) -> Result<String, ClientError> {
 /// The first reconnect delay of `backoff`.
 pub const BACKOFF_BASE: Duration = Duration::from_millis(250);
 
+/// The longest reconnect delay, before jitter.
+pub(crate) const BACKOFF_CAP: Duration = Duration::from_secs(10);
+
+/// The reconnect schedule from a first delay: doubling per failed attempt, capped at 10 s,
+/// never ending. Each delay it yields is the ceiling `jittered` takes up to half off.
+pub fn reconnects(base: Duration) -> ExponentialBackoff {
+    ExponentialBuilder::new()
+        .with_min_delay(base)
+        .with_factor(2.0)
+        .with_max_delay(BACKOFF_CAP)
+        .without_max_times()
+        .build()
+}
+
+/// A delay of the schedule with jitter (`jitter` in 0..1) taking up to half off, so clients
+/// do not stampede; whole milliseconds.
+pub fn jittered(ceiling: Duration, jitter: f64) -> Duration {
+    let ceiling_ms = (ceiling.as_secs_f64() * 1000.0).round();
+    let jitter = jitter.clamp(0.0, 1.0);
+    Duration::from_millis((ceiling_ms * (1.0 - 0.5 * jitter)) as u64)
+}
+
 /// Delay before reconnect attempt `attempt` (1-based): 250 ms doubling, capped at 10 s,
 /// with jitter (`jitter` in 0..1) taking up to half off so clients do not stampede.
 pub fn backoff(attempt: u32, jitter: f64) -> Duration {
@@ -226,12 +248,10 @@ pub fn backoff(attempt: u32, jitter: f64) -> Duration {
 
 /// `backoff` from another first delay (same doubling, cap and jitter).
 pub fn backoff_from(base: Duration, attempt: u32, jitter: f64) -> Duration {
-    const CAP_MS: f64 = 10_000.0;
-    let exp =
-        base.as_secs_f64() * 1000.0 * 2f64.powi(attempt.saturating_sub(1).min(16).cast_signed());
-    let ceiling = exp.min(CAP_MS);
-    let jitter = jitter.clamp(0.0, 1.0);
-    Duration::from_millis((ceiling * (1.0 - 0.5 * jitter)) as u64)
+    // Sixteen doublings pass the cap from any first delay worth having.
+    let step = attempt.saturating_sub(1).min(16) as usize;
+    let ceiling = reconnects(base).nth(step).unwrap_or(BACKOFF_CAP);
+    jittered(ceiling, jitter)
 }
 
 #[cfg(test)]

@@ -3,10 +3,11 @@
 //! a drop, and re-read state over REST when the runtime reports a `stream.gap` or a
 //! `stream.reset` (the runtime restarted without the history resumed from).
 
-use super::line::{Item, Line};
-use super::{ClientError, ClientMsg, RestClient, backoff_from, observe_url};
+use super::{ClientError, ClientMsg, RestClient, jittered, observe_url, reconnects};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use spyglass_protocol::{Event, Frame, decode};
 use std::time::Duration;
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
@@ -14,6 +15,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::{Error as WsError, UrlError};
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 #[derive(Debug, Clone)]
 pub struct ObserverConfig {
@@ -60,6 +62,7 @@ async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMs
     let mut last_seq = config.since;
     let mut epoch = config.epoch.clone();
     let mut attempt: u32 = 0;
+    let mut delays = reconnects(config.backoff_base);
     // A gap whose REST re-read has not succeeded yet: retried on the next connection
     // before any frame, since resuming past the gap will not announce it again.
     let mut reread_due = false;
@@ -70,6 +73,7 @@ async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMs
         let reason = match connect(&config, last_seq, &epoch).await {
             Ok(ws) => {
                 attempt = 0;
+                delays = reconnects(config.backoff_base);
                 if tx.send(ClientMsg::Connected).await.is_err() {
                     return;
                 }
@@ -91,7 +95,9 @@ async fn run(config: ObserverConfig, rest: RestClient, tx: mpsc::Sender<ClientMs
             Err(err) => err.to_string(),
         };
         attempt = attempt.saturating_add(1);
-        let retry_in = backoff_from(config.backoff_base, attempt, fastrand::f64());
+        // The schedule never ends; its cap is what it would say.
+        let ceiling = delays.next().unwrap_or(super::BACKOFF_CAP);
+        let retry_in = jittered(ceiling, fastrand::f64());
         tracing::info!(attempt, ?retry_in, %reason, "observer disconnected");
         let msg = ClientMsg::Disconnected {
             attempt,
@@ -153,7 +159,10 @@ fn advance(stream: &mut Position<'_>, frame: &Frame) -> bool {
     }
 }
 
-async fn connect(config: &ObserverConfig, since: u64, epoch: &str) -> Result<Line, ClientError> {
+/// The observer's connection: tungstenite's stream over the socket (no TLS in this build).
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+async fn connect(config: &ObserverConfig, since: u64, epoch: &str) -> Result<Ws, ClientError> {
     let url = format!(
         "{}&epoch={}",
         observe_url(&config.base_url, since)?,
@@ -178,9 +187,10 @@ async fn connect(config: &ObserverConfig, since: u64, epoch: &str) -> Result<Lin
     let caps = WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME_BYTES))
         .max_frame_size(Some(MAX_FRAME_BYTES));
-    let dial = super::line::dial(request, caps);
+    // Nagle off: a pong goes out at once.
+    let dial = tokio_tungstenite::connect_async_with_config(request, Some(caps), true);
     match tokio::time::timeout(Duration::from_secs(10), dial).await {
-        Ok(Ok(line)) => Ok(line),
+        Ok(Ok((ws, _))) => Ok(ws),
         Ok(Err(e)) => Err(dial_error(&e, &config.base_url)),
         Err(_) => Err(ClientError::WebSocket(
             "no answer within 10 s (timed out)".into(),
@@ -223,7 +233,7 @@ fn dial_error(e: &WsError, base_url: &str) -> ClientError {
 
 /// Reads until the stream drops (returns why) or the UI is gone (returns `None`).
 async fn read(
-    mut line: Line,
+    mut ws: Ws,
     config: &ObserverConfig,
     rest: &RestClient,
     tx: &mpsc::Sender<ClientMsg>,
@@ -241,54 +251,68 @@ async fn read(
     let mut last_heard = tokio::time::Instant::now();
     let heartbeat = tokio::time::sleep(config.heartbeat);
     tokio::pin!(heartbeat);
-    // Frames decoded and not yet handed to the UI: every frame read in one go, up to
-    // `BATCH`, goes as one message.
+    // Frames decoded and not yet handed to the UI: every message already read when the
+    // first arrived, up to `BATCH`, goes as one message.
     let mut batch = Vec::new();
     loop {
-        let mut heard = false;
-        // Every item among the bytes read so far, then what the socket already holds.
-        loop {
-            let Some(next) = line.next() else {
-                if !batch.is_empty() && line.try_fill() {
+        let mut next = tokio::select! {
+            biased;
+            next = ws.next() => next,
+            () = &mut heartbeat => {
+                let due = last_heard + config.heartbeat;
+                if due > tokio::time::Instant::now() {
+                    heartbeat.as_mut().reset(due);
                     continue;
                 }
-                break;
-            };
-            heard = true;
+                return Some(format!(
+                    "no frame or ping for {} s",
+                    config.heartbeat.as_secs()
+                ));
+            }
+        };
+        last_heard = tokio::time::Instant::now();
+        let mut pinged = false;
+        // This message, then every one tungstenite has ready without waiting.
+        loop {
             let text = match next {
-                Ok(Item::Text(text)) => decoded(text),
-                Ok(Item::Message(Message::Text(text))) => decoded(&text),
-                Ok(Item::Message(Message::Binary(bytes))) => {
+                Some(Ok(Message::Text(text))) => decoded(&text),
+                Some(Ok(Message::Binary(bytes))) => {
                     if let Ok(text) = std::str::from_utf8(&bytes) {
                         decoded(text)
                     } else {
                         Err("binary frame is not UTF-8".into())
                     }
                 }
-                Ok(Item::Message(Message::Close(_))) => {
+                Some(Ok(Message::Close(_))) => {
                     send(tx, &mut batch).await?;
                     return Some("runtime closed the stream".into());
                 }
-                // Pings and pongs only prove the line is alive; the heartbeat starts over.
-                Ok(Item::Message(_)) => continue,
-                // What `tokio_tungstenite` ended its stream with, rather than an error.
-                Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => {
+                // tungstenite queued the pong; it is written below, before waiting again.
+                Some(Ok(Message::Ping(_))) => {
+                    pinged = true;
+                    Ok(None)
+                }
+                // Pongs only prove the line is alive; the heartbeat starts over.
+                Some(Ok(Message::Pong(_) | Message::Frame(_))) => Ok(None),
+                // What `tokio_tungstenite` ends its stream with, rather than an error.
+                None | Some(Err(WsError::ConnectionClosed | WsError::AlreadyClosed)) => {
                     send(tx, &mut batch).await?;
                     return Some("stream closed".into());
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     send(tx, &mut batch).await?;
                     return Some(e.to_string());
                 }
             };
             let mut gap = false;
             match text {
-                Ok(frame) => {
+                Ok(Some(frame)) => {
                     if advance(stream, &frame) {
                         gap = matches!(frame.event, Event::StreamGap(_) | Event::StreamReset(_));
                         batch.push(frame);
                     }
                 }
+                Ok(None) => {}
                 Err(err) => {
                     // Reported in its place in the stream: what came before goes first.
                     send(tx, &mut batch).await?;
@@ -307,45 +331,33 @@ async fn read(
                     return Some(reason);
                 }
             }
-        }
-        send(tx, &mut batch).await?;
-        if heard {
-            last_heard = tokio::time::Instant::now();
-        }
-        // The pong owed for a ping read above, if any. A runtime that takes no bytes for a
-        // whole heartbeat is as good as gone (tungstenite kept the pong and read on; the
-        // socket's send buffer holds thousands of pongs first).
-        match tokio::time::timeout(config.heartbeat, line.answer()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Some(WsError::Io(e).to_string()),
-            Err(_) => {
-                return Some(format!(
-                    "the runtime took no pong for {} s",
-                    config.heartbeat.as_secs()
-                ));
+            match ws.next().now_or_never() {
+                Some(item) => next = item,
+                None => break,
             }
         }
-        tokio::select! {
-            biased;
-            () = line.fill() => {}
-            () = &mut heartbeat => {
-                let due = last_heard + config.heartbeat;
-                if due > tokio::time::Instant::now() {
-                    heartbeat.as_mut().reset(due);
-                    continue;
+        send(tx, &mut batch).await?;
+        if pinged {
+            // The pong owed for a ping read above. A runtime that takes no bytes for a
+            // whole heartbeat is as good as gone (tungstenite keeps one unsent pong and
+            // reads on; the socket's send buffer holds thousands of pongs first).
+            match tokio::time::timeout(config.heartbeat, ws.flush()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Some(e.to_string()),
+                Err(_) => {
+                    return Some(format!(
+                        "the runtime took no pong for {} s",
+                        config.heartbeat.as_secs()
+                    ));
                 }
-                return Some(format!(
-                    "no frame or ping for {} s",
-                    config.heartbeat.as_secs()
-                ));
             }
         }
     }
 }
 
 /// A text message as the UI gets it: a frame, or why it is not one.
-fn decoded(text: &str) -> Result<Frame, String> {
-    decode(text).map_err(|err| {
+fn decoded(text: &str) -> Result<Option<Frame>, String> {
+    decode(text).map(Some).map_err(|err| {
         tracing::warn!(%err, "undecodable frame");
         err.to_string()
     })
