@@ -183,8 +183,8 @@ pub async fn run(
             test_mode: true,
             // Judge assertions and real-model cases read the provider settings from the
             // environment (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_*).
-            models: crate::runtime::model::settings::ModelSettings::resolve(
-                &crate::runtime::model::settings::ModelFlags::default(),
+            models: crate::runtime::llm::settings::ProviderSettings::resolve(
+                &crate::runtime::llm::settings::ProviderFlags::default(),
                 |name| std::env::var(name).ok(),
             )
             .map_err(ServeError::from)?,

@@ -3,7 +3,7 @@
 
 use super::{LogTo, RoleError, start_logging};
 use crate::config::paths::{Env, store_file};
-use crate::runtime::model::settings::{ModelFlags, ModelSettings};
+use crate::runtime::llm::settings::{ProviderFlags, ProviderSettings};
 use crate::runtime::{Policy, PolicyError, RuntimeConfig};
 use crate::store::{StoreChoice, StoreError};
 use std::net::SocketAddr;
@@ -155,7 +155,7 @@ pub enum ServeError {
     #[error("{0}")]
     StorePool(String),
     #[error(transparent)]
-    Models(#[from] crate::runtime::model::settings::ModelSettingsError),
+    Models(#[from] crate::runtime::llm::settings::ProviderSettingsError),
     #[error("cannot listen for Ctrl-C: {0}")]
     Signal(std::io::Error),
 }
@@ -291,7 +291,7 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         args.api_keys.as_deref().unwrap_or_default(),
         file.as_deref(),
     )?;
-    let models = ModelFlags {
+    let models = ProviderFlags {
         base_urls: args.model_base_url,
         record: args.model_record,
         replay: args.model_replay,
@@ -318,7 +318,7 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         approval_ttl: args
             .approval_ttl
             .unwrap_or(RuntimeConfig::default().approval_ttl),
-        models: ModelSettings::resolve(&models, |name| std::env::var(name).ok())
+        models: ProviderSettings::resolve(&models, |name| std::env::var(name).ok())
             .map_err(ServeError::from)?,
         allow_command_assertions: args.allow_command_assertions,
         ..RuntimeConfig::default()

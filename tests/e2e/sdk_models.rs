@@ -5,7 +5,7 @@
 use crate::support::fake_llm::{self, FakeLlm};
 use crate::support::venv;
 use serde_json::json;
-use spyglass::runtime::model::settings::ModelSettings;
+use spyglass::runtime::llm::settings::ProviderSettings;
 use spyglass::runtime::{RuntimeConfig, start};
 use std::path::Path;
 
@@ -27,7 +27,7 @@ async fn the_python_sdk_sends_and_streams_through_a_real_model_provider() {
         ),
     ])
     .await;
-    let mut models = ModelSettings::default();
+    let mut models = ProviderSettings::default();
     models.openai.base_url = Some(fake.url.clone());
     let handle = start(
         RuntimeConfig {

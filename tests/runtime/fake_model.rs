@@ -69,7 +69,7 @@ async fn a_strict_script_fails_the_run_at_an_unscripted_model_call() {
 async fn first_call_throws_and_the_retry_gets_the_next_scripted_step() {
     let handle = server(test_config()).await;
     let api = Api::new(&handle);
-    // Seed 001's example: failOnStep(0) over [toolCalls, 'recovered'].
+    // `@gemstack/ai-sdk`'s example: failOnStep(0) over [toolCalls, 'recovered'].
     let script = json!({
         "sequence": [
             {"tool_calls": [{"name": "asaas/get_payment", "arguments": {}}]},

@@ -7,13 +7,13 @@ use crate::support::fake_llm::{self, Answer, FakeLlm};
 use crate::support::runtime::*;
 use serde_json::{Value, json};
 use spyglass::runtime::RuntimeConfig;
-use spyglass::runtime::model::settings::{ApiKey, ModelSettings};
+use spyglass::runtime::llm::settings::{ApiKey, ProviderSettings};
 use std::time::Duration;
 
 const KEY: &str = "sk-ant-fake0123456789abcdefghijkl";
 
 fn config(fake: &FakeLlm) -> RuntimeConfig {
-    let mut models = ModelSettings::default();
+    let mut models = ProviderSettings::default();
     models.anthropic.base_url = Some(fake.url.clone());
     models.anthropic.key = Some(ApiKey::new(KEY));
     models.max_retry_wait = Duration::from_millis(20);

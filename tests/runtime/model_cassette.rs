@@ -7,7 +7,7 @@ use crate::support::fake_llm::{self, FakeLlm};
 use crate::support::runtime::*;
 use serde_json::{Value, json};
 use spyglass::runtime::RuntimeConfig;
-use spyglass::runtime::model::settings::ModelSettings;
+use spyglass::runtime::llm::settings::ProviderSettings;
 use std::path::{Path, PathBuf};
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -23,9 +23,9 @@ fn temp_dir(name: &str) -> PathBuf {
 fn replay_config(dir: &Path) -> RuntimeConfig {
     // No route at all: a replaying runtime needs none, and reaches nothing.
     RuntimeConfig {
-        models: ModelSettings {
+        models: ProviderSettings {
             replay_dir: Some(dir.to_owned()),
-            ..ModelSettings::default()
+            ..ProviderSettings::default()
         },
         policy: spyglass::runtime::Policy::from_toml("deny_list = [\"asaas/delete_*\"]").unwrap(),
         ..test_config()

@@ -8,7 +8,7 @@ use crate::support::fake_llm::{self, FakeLlm};
 use crate::support::runtime::*;
 use serde_json::{Value, json};
 use spyglass::runtime::RuntimeConfig;
-use spyglass::runtime::model::settings::Price;
+use spyglass::runtime::llm::settings::Price;
 
 fn priced(config: &mut RuntimeConfig) {
     config.models.prices.insert(

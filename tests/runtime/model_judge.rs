@@ -205,7 +205,7 @@ async fn a_real_model_case_is_priced_from_the_settings_table() {
     let mut config = model_config(&fake);
     config.models.prices.insert(
         "gpt-4o-mini".to_owned(),
-        spyglass::runtime::model::settings::Price {
+        spyglass::runtime::llm::settings::Price {
             input: 0.15,
             output: 0.6,
         },

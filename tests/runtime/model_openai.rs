@@ -5,14 +5,14 @@
 use crate::support::fake_llm::{self, Answer, FakeLlm};
 use crate::support::runtime::*;
 use serde_json::{Value, json};
-use spyglass::runtime::model::settings::{ApiKey, ModelSettings};
+use spyglass::runtime::llm::settings::{ApiKey, ProviderSettings};
 use spyglass::runtime::{Policy, RuntimeConfig, ServerHandle};
 use std::time::Duration;
 
 const KEY: &str = "sk-fake0123456789abcdefghijkl";
 
 pub fn model_config(fake: &FakeLlm) -> RuntimeConfig {
-    let mut models = ModelSettings::default();
+    let mut models = ProviderSettings::default();
     models.openai.base_url = Some(fake.url.clone());
     models.openai.key = Some(ApiKey::new(KEY));
     models.max_retry_wait = Duration::from_millis(50);

@@ -163,7 +163,7 @@ async fn an_early_end_or_a_provider_error_after_deltas_names_its_reason() {
 
 #[tokio::test]
 async fn an_anthropic_stream_overloaded_mid_way_fails_and_one_overloaded_at_once_is_retried() {
-    let mut settings = spyglass::runtime::model::settings::ModelSettings::default();
+    let mut settings = spyglass::runtime::llm::settings::ProviderSettings::default();
     let fake = FakeLlm::start(vec![
         fake_llm::broken(
             fake_llm::anthropic_sse(&["On ", "it"], &[], (9, 2)),

@@ -19,7 +19,7 @@ pub struct Frame {
     pub event: Event,
 }
 
-/// Token usage, as seed 001's SDK reports it (cumulative on step and run events).
+/// Token usage, as `@gemstack/ai-sdk`'s SDK reports it (cumulative on step and run events).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Tokens {
@@ -28,7 +28,7 @@ pub struct Tokens {
     pub total: u64,
 }
 
-/// A tool call inside an agent step (seed 001). `duration` is milliseconds spent in the
+/// A tool call inside an agent step (as `@gemstack/ai-sdk` has it). `duration` is milliseconds spent in the
 /// tool (fractional: the runtime writes microsecond precision); there is no start time, so
 /// timelines lay a step's calls one after another, in this list's order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -42,7 +42,7 @@ pub struct StepToolCall {
     pub needs_approval: bool,
 }
 
-/// One loop iteration of an agent (seed 001).
+/// One loop iteration of an agent (as `@gemstack/ai-sdk` has it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Step {
@@ -80,12 +80,12 @@ pub struct AgentStepCompleted {
     pub iteration: u32,
     pub step: Step,
     pub tokens: Tokens,
-    /// Cumulative milliseconds since the run began (seed 001), fractional.
+    /// Cumulative milliseconds since the run began (as `@gemstack/ai-sdk` has it), fractional.
     pub duration: f64,
     pub streaming: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<Box<str>>,
-    /// RFC 3339 instant this iteration began (spyglass's own; seed 001 has none).
+    /// RFC 3339 instant this iteration began (spyglass's own; `@gemstack/ai-sdk` has none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Box<str>>,
 }
@@ -119,7 +119,7 @@ pub struct AgentRun {
     pub cost_missing: Option<Box<str>>,
 }
 
-/// Outcome of one eval case. Seed 001 knows passed / failed / skipped; seed 003 adds
+/// Outcome of one eval case. `@gemstack/ai-sdk` knows passed / failed / skipped; agent test harnesses add
 /// error: the case produced no result at all.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -214,8 +214,8 @@ impl EvalScope {
     }
 }
 
-/// `agent.eval.completed`: one per case (seed 001 fields, plus spyglass's own). Read
-/// through `EvalCompletedWire`, so an absent `status` follows `pass` (seed 001's
+/// `agent.eval.completed`: one per case (`@gemstack/ai-sdk`'s fields, plus spyglass's own). Read
+/// through `EvalCompletedWire`, so an absent `status` follows `pass` (`@gemstack/ai-sdk`'s
 /// `MetricResult` is `{pass, score?, reason?}`) and a `status` that contradicts `pass` is
 /// refused rather than counted either way.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -54,7 +54,7 @@ fn script_or_provider<'de, D: serde::Deserializer<'de>>(
     }
 }
 
-/// A scripted fake model (seed 001's semantics): the Nth model call gets `sequence[N]`;
+/// A scripted fake model (`@gemstack/ai-sdk`'s semantics): the Nth model call gets `sequence[N]`;
 /// past the end it answers `default_text` (with `strict`, the run fails instead); a
 /// `fail_on_step` entry throws on that call, and the loop retries up to `retries` times
 /// per iteration. `spyglass_eval::script` checks a script and picks a branching step's answer.
@@ -67,7 +67,7 @@ pub struct ModelScript {
     pub fail_on_step: Vec<FailOnStep>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_text: Option<String>,
-    /// Seed 001's `preventStrayPrompts`: a model call past `sequence` fails the run
+    /// `@gemstack/ai-sdk`'s `preventStrayPrompts`: a model call past `sequence` fails the run
     /// ("unscripted model call N") instead of answering `default_text`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub strict: bool,
@@ -77,7 +77,7 @@ pub struct ModelScript {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retries: u32,
     /// A real model instead of the script (`openai[:MODEL]`, `anthropic[:MODEL]`):
-    /// `spyglass_runtime::model`. Also `metadata.model` for the SDK.
+    /// `spyglass_runtime::llm`. Also `metadata.model` for the SDK.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
 }

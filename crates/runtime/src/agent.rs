@@ -1,4 +1,4 @@
-//! The scripted model loop behind `send` (seed 001's fake provider): the session's Nth
+//! The scripted model loop behind `send` (`@gemstack/ai-sdk`'s fake provider): the session's Nth
 //! model call answers `sequence[N]` (a branching step by the last tool outcome),
 //! `fail_on_step` throws on that call and the loop retries up to the script's `retries`,
 //! past the end the default text (or, `strict`, a failed run). Tool calls go through the
@@ -256,8 +256,8 @@ impl Runtime {
         let mut prompt_tokens = approx_tokens(message) + 8;
         let mut finished = false;
         // A session naming a real model runs it instead of the script.
-        let mut live = super::model::Live::start(&self.inner.config.models, &session, message);
-        let (provider, model) = super::model::names(&live, PROVIDER, MODEL);
+        let mut live = super::llm::Live::start(&self.inner.config.models, &session, message);
+        let (provider, model) = super::llm::names(&live, PROVIDER, MODEL);
         let scripted = matches!(live, Ok(None));
         let mut conversation = Conversation::new(message);
         let mut last: Option<Last> = None;
@@ -269,7 +269,7 @@ impl Runtime {
             let mut failed_attempts: Vec<FailedAttempt> = Vec::new();
             let step = loop {
                 let answer = if let Some(real) =
-                    super::model::step(&mut live, iteration, frames.as_ref(), &mut closing).await
+                    super::llm::step(&mut live, iteration, frames.as_ref(), &mut closing).await
                 {
                     real.map_or_else(Answer::Fail, Answer::Step)
                 } else {
@@ -330,7 +330,7 @@ impl Runtime {
                 }
             }
             let text = step.text.clone().unwrap_or_default();
-            if !text.is_empty() && !super::model::streamed(&live) {
+            if !text.is_empty() && !super::llm::streamed(&live) {
                 out(SendFrame::AssistantText {
                     content: text.clone(),
                     iteration,
@@ -416,7 +416,7 @@ impl Runtime {
                 });
                 result.tool_calls.push(rec);
             }
-            super::model::tool_results(&mut live, &step_calls);
+            super::llm::tool_results(&mut live, &step_calls);
             if scripted {
                 let (calls, outputs): (Vec<_>, Vec<_>) = answered.into_iter().unzip();
                 conversation.answered(&text, &calls);
@@ -430,8 +430,8 @@ impl Runtime {
                 completion,
                 total: prompt_tokens + completion,
             };
-            let reported = super::model::usage(&live);
-            if reported.is_none() && super::model::is_real(&live) && unreported.is_none() {
+            let reported = super::llm::usage(&live);
+            if reported.is_none() && super::llm::is_real(&live) && unreported.is_none() {
                 unreported = Some(iteration);
             }
             let step_tokens = reported.unwrap_or(step_tokens);
@@ -446,7 +446,7 @@ impl Runtime {
                 tokens: step_tokens,
                 finish_reason: if done { "stop" } else { "tool_calls" }.into(),
                 tool_calls: step_calls,
-                cassette: super::model::from_cassette(&live),
+                cassette: super::llm::from_cassette(&live),
                 failed_attempts: failed_attempts.into(),
             };
             result.steps.push(step_event.clone());
@@ -480,7 +480,7 @@ impl Runtime {
         }
         result.duration_ms = clock.elapsed().as_secs_f64() * 1000.0;
         result.prompts = conversation.records;
-        let (cost, cost_missing) = super::model::run_cost(
+        let (cost, cost_missing) = super::llm::run_cost(
             &live,
             &self.inner.config.models,
             result.tokens,

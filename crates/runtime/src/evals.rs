@@ -431,12 +431,12 @@ impl Runtime {
         request: EvalRunRequest,
     ) -> Result<String, ApiErrorWithStatus> {
         let suites = read_suites(&request)?;
-        super::model::judge::check_suites(&suites, &self.inner.config.models).map_err(
-            |message| ApiErrorWithStatus {
+        super::llm::judge::check_suites(&suites, &self.inner.config.models).map_err(|message| {
+            ApiErrorWithStatus {
                 status: 400,
                 error: ApiError::new(codes::INVALID_SUITE, message).with_field("/suites"),
-            },
-        )?;
+            }
+        })?;
         if !self.inner.config.allow_command_assertions {
             check_no_commands(&suites)?;
         }
@@ -655,7 +655,7 @@ impl Runtime {
         } else {
             let (session_id, run) = self.attempt(tenant, planned).await;
             let result = evaluate(case, &run);
-            let judge = super::model::judge::RuntimeJudge::new(&self.inner.config.models);
+            let judge = super::llm::judge::RuntimeJudge::new(&self.inner.config.models);
             let result = spyglass_eval::judge::apply(case, &run, result, &judge).await;
             let judging = spyglass_eval::compose::Judging {
                 case,
@@ -667,7 +667,7 @@ impl Runtime {
             (session_id, result, run.output)
         };
         // `cost` is the run's, priced by the settings' table as `agent.completed` is (0
-        // when unknown: seed 001 makes it a number; `max_cost` errors on it instead).
+        // when unknown: `@gemstack/ai-sdk` makes it a number; `max_cost` errors on it instead).
         let mut event = result.to_event(&planned.suite.name, &case.id);
         event.run_id = Some(run_id.to_owned());
         event.attempt = Some(planned.attempt);

@@ -7,9 +7,9 @@ pub mod approvals;
 pub mod clock;
 pub mod evals;
 pub mod http;
+pub mod llm;
 pub mod log;
 pub mod mocks;
-pub mod model;
 pub mod observe;
 pub mod open;
 pub mod otel;
@@ -113,8 +113,8 @@ pub struct RuntimeConfig {
     /// Extra `Host` names a loopback-bound runtime answers (`--allow-host`), besides
     /// localhost and loopback addresses.
     pub allowed_hosts: Vec<String>,
-    /// Real model providers behind `send` (`runtime::model`): routes, keys, cassettes.
-    pub models: crate::model::settings::ModelSettings,
+    /// Real model providers behind `send` (`runtime::llm`): routes, keys, cassettes.
+    pub models: crate::llm::settings::ProviderSettings,
     /// Whether eval suites may use `command` assertions, which run programs on this host
     /// (`serve --allow-command-assertions`); off, such a suite is refused 403
     /// `command_assertions_disabled`. `spyglass eval` turns it on for its own runtime.
@@ -155,7 +155,7 @@ impl Default for RuntimeConfig {
             max_connections_per_ip: 256,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
-            models: crate::model::settings::ModelSettings::default(),
+            models: crate::llm::settings::ProviderSettings::default(),
             allow_command_assertions: false,
             clock: Clock::real(),
         }

@@ -72,7 +72,7 @@ pub(crate) struct Session {
     pub call_count: u32,
     pub envelope_count: u32,
     pub model: ModelScript,
-    /// Model calls made so far: the Nth answers `model.sequence[N]` (seed 001).
+    /// Model calls made so far: the Nth answers `model.sequence[N]` (as `@gemstack/ai-sdk` has it).
     pub model_calls: u32,
     /// Seq of the last event emitted for this session under its lock: what its summary
     /// reflects (`SessionSummary::last_seq`).
@@ -571,7 +571,7 @@ impl Runtime {
         let config = &self.inner.config;
         check_strings(&req, config.max_string_bytes)?;
         let mut model = model_script(&req)?;
-        super::model::pick(&mut model, req.metadata.as_ref(), &config.models)?;
+        super::llm::pick(&mut model, req.metadata.as_ref(), &config.models)?;
         let script_field = if req.model.is_some() {
             "/model/sequence"
         } else {

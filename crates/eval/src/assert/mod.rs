@@ -112,7 +112,7 @@ pub fn evaluate(case: &Case, run: &CaseRun) -> CaseResult {
     if let Some(error) = &run.error {
         return base(EvalStatus::Error, Vec::new(), Some(error.clone()));
     }
-    // A call held for approval suspends the agent (seed 003's hibernation): whatever text
+    // A call held for approval suspends the agent (agent test harnesses' hibernation): whatever text
     // followed, the case did not run to its end, so it is no pass and says why.
     if run
         .tool_calls

@@ -581,7 +581,7 @@ fn calls_nest_under_the_step_that_made_them_whatever_the_clock_says() {
 
 #[test]
 fn a_step_told_only_by_its_agent_claims_its_calls_in_list_order() {
-    // Seed 001: no `tool.called` at all; a step's calls arrive inside it.
+    // In `@gemstack/ai-sdk`: no `tool.called` at all; a step's calls arrive inside it.
     let mut m = Model::default();
     let calls = format!("{},{}", step_call("b"), step_call("a"));
     m.apply(&step(1, Some("ses_1"), "ses_1", 0, &calls, 5.0));

@@ -71,7 +71,7 @@ impl ProviderRoute {
 
 /// What the runtime may use to answer `send` with a real model.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ModelSettings {
+pub struct ProviderSettings {
     pub openai: ProviderRoute,
     pub anthropic: ProviderRoute,
     /// The model a session naming only `openai` gets.
@@ -92,7 +92,7 @@ pub struct ModelSettings {
     /// `max_tokens` sent to providers that need one (Anthropic).
     pub max_output_tokens: u32,
     /// Model name to price. A run on a model not in it has no cost (never 0); eval
-    /// results, whose `cost` seed 001 makes a number, write 0 for it.
+    /// results, whose `cost` `@gemstack/ai-sdk` makes a number, write 0 for it.
     pub prices: BTreeMap<String, Price>,
     /// The model `llm_judge` asks (`openai[:MODEL]`, `anthropic[:MODEL]`); `None` takes
     /// the first configured provider.
@@ -101,7 +101,7 @@ pub struct ModelSettings {
     pub embedding_model: String,
 }
 
-impl Default for ModelSettings {
+impl Default for ProviderSettings {
     fn default() -> Self {
         Self {
             openai: ProviderRoute::default(),
@@ -124,7 +124,7 @@ impl Default for ModelSettings {
 
 /// The `serve` flags about models, before the environment is read.
 #[derive(Debug, Clone, Default)]
-pub struct ModelFlags {
+pub struct ProviderFlags {
     /// `--model-base-url URL` (the OpenAI-compatible route) or `PROVIDER=URL`; repeatable.
     pub base_urls: Vec<String>,
     pub record: Option<PathBuf>,
@@ -136,7 +136,7 @@ pub struct ModelFlags {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ModelSettingsError {
+pub enum ProviderSettingsError {
     #[error("--model-base-url {0}: give URL, openai=URL or anthropic=URL")]
     BaseUrl(String),
     #[error("--model-record and --model-replay are exclusive: a run either records or replays")]
@@ -145,15 +145,15 @@ pub enum ModelSettingsError {
     Prices { path: PathBuf, message: String },
 }
 
-impl ModelSettings {
+impl ProviderSettings {
     /// Flags over the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
     /// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` (`lookup` reads one variable).
     pub fn resolve(
-        flags: &ModelFlags,
+        flags: &ProviderFlags,
         lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<ModelSettings, ModelSettingsError> {
+    ) -> Result<ProviderSettings, ProviderSettingsError> {
         let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let mut settings = ModelSettings {
+        let mut settings = ProviderSettings {
             openai: ProviderRoute {
                 base_url: var("OPENAI_BASE_URL"),
                 key: var("OPENAI_API_KEY").map(ApiKey::new),
@@ -165,25 +165,25 @@ impl ModelSettings {
             record_dir: flags.record.clone(),
             allowed_models: flags.allow.clone(),
             replay_dir: flags.replay.clone(),
-            ..ModelSettings::default()
+            ..ProviderSettings::default()
         };
         if settings.record_dir.is_some() && settings.replay_dir.is_some() {
-            return Err(ModelSettingsError::RecordAndReplay);
+            return Err(ProviderSettingsError::RecordAndReplay);
         }
         for flag in &flags.base_urls {
             let (route, url) = match flag.split_once('=') {
                 Some(("openai", url)) => (&mut settings.openai, url),
                 Some(("anthropic", url)) => (&mut settings.anthropic, url),
-                Some(_) => return Err(ModelSettingsError::BaseUrl(flag.clone())),
+                Some(_) => return Err(ProviderSettingsError::BaseUrl(flag.clone())),
                 None => (&mut settings.openai, flag.as_str()),
             };
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(ModelSettingsError::BaseUrl(flag.clone()));
+                return Err(ProviderSettingsError::BaseUrl(flag.clone()));
             }
             route.base_url = Some(url.to_owned());
         }
         if let Some(path) = &flags.prices {
-            let fail = |message: String| ModelSettingsError::Prices {
+            let fail = |message: String| ProviderSettingsError::Prices {
                 path: path.clone(),
                 message,
             };
@@ -233,7 +233,7 @@ mod tests {
             "OPENAI_API_KEY" => Some("sk-test1234567890abcdef".to_owned()),
             _ => None,
         };
-        let settings = ModelSettings::resolve(&ModelFlags::default(), env).unwrap();
+        let settings = ProviderSettings::resolve(&ProviderFlags::default(), env).unwrap();
         assert!(settings.openai.configured());
         assert!(!settings.anthropic.configured());
         let shown = format!("{settings:?}");
@@ -243,15 +243,15 @@ mod tests {
 
     #[test]
     fn base_url_flags_name_their_provider() {
-        let flags = ModelFlags {
+        let flags = ProviderFlags {
             base_urls: vec![
                 "http://127.0.0.1:11434/v1/".to_owned(),
                 "anthropic=http://127.0.0.1:9/v1".to_owned(),
             ],
             allow: vec!["llama3*".to_owned()],
-            ..ModelFlags::default()
+            ..ProviderFlags::default()
         };
-        let settings = ModelSettings::resolve(&flags, |_| None).unwrap();
+        let settings = ProviderSettings::resolve(&flags, |_| None).unwrap();
         assert_eq!(settings.allowed_models, ["llama3*"]);
         assert_eq!(
             settings.openai.url(OPENAI_DEFAULT_URL),
@@ -262,30 +262,33 @@ mod tests {
             Some("http://127.0.0.1:9/v1")
         );
         for bad in ["gemini=http://x", "ftp://x", "openai=127.0.0.1"] {
-            let flags = ModelFlags {
+            let flags = ProviderFlags {
                 base_urls: vec![bad.to_owned()],
-                ..ModelFlags::default()
+                ..ProviderFlags::default()
             };
-            assert!(ModelSettings::resolve(&flags, |_| None).is_err(), "{bad}");
+            assert!(
+                ProviderSettings::resolve(&flags, |_| None).is_err(),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn record_and_replay_together_are_refused() {
-        let flags = ModelFlags {
+        let flags = ProviderFlags {
             record: Some("a".into()),
             replay: Some("b".into()),
-            ..ModelFlags::default()
+            ..ProviderFlags::default()
         };
         assert!(matches!(
-            ModelSettings::resolve(&flags, |_| None),
-            Err(ModelSettingsError::RecordAndReplay)
+            ProviderSettings::resolve(&flags, |_| None),
+            Err(ProviderSettingsError::RecordAndReplay)
         ));
     }
 
     #[test]
     fn cost_follows_the_price_table() {
-        let mut settings = ModelSettings::default();
+        let mut settings = ProviderSettings::default();
         settings.prices.insert(
             "gpt-4o-mini".to_owned(),
             Price {
@@ -310,11 +313,11 @@ mod tests {
         ] {
             let path = dir.join("prices.toml");
             std::fs::write(&path, text).unwrap();
-            let flags = ModelFlags {
+            let flags = ProviderFlags {
                 prices: Some(path.clone()),
-                ..ModelFlags::default()
+                ..ProviderFlags::default()
             };
-            let err = ModelSettings::resolve(&flags, |_| None)
+            let err = ProviderSettings::resolve(&flags, |_| None)
                 .unwrap_err()
                 .to_string();
             assert!(

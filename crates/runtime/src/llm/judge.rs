@@ -3,7 +3,7 @@
 //! a suite using them on a runtime with no provider.
 
 use super::{Choice, Live, Reply, cassette, choose, provider_message};
-use crate::model::settings::{ModelSettings, OPENAI_DEFAULT_URL};
+use crate::llm::settings::{OPENAI_DEFAULT_URL, ProviderSettings};
 use serde_json::{Value, json};
 use spyglass_eval::Suite;
 use spyglass_eval::judge::{Answer, Judge, needs};
@@ -11,11 +11,11 @@ use spyglass_eval::judge::{Answer, Judge, needs};
 const NO_PROVIDER: &str = "start the runtime with --model-base-url URL, OPENAI_API_KEY or ANTHROPIC_API_KEY, or --model-replay DIR";
 
 pub struct RuntimeJudge {
-    settings: ModelSettings,
+    settings: ProviderSettings,
 }
 
 impl RuntimeJudge {
-    pub fn new(settings: &ModelSettings) -> RuntimeJudge {
+    pub fn new(settings: &ProviderSettings) -> RuntimeJudge {
         RuntimeJudge {
             settings: settings.clone(),
         }
@@ -123,7 +123,7 @@ impl Judge for RuntimeJudge {
 
 /// A suite using `llm_judge` or `semantic_match` on a runtime that cannot answer them is
 /// refused before it runs, naming the suite, the case and what to configure.
-pub fn check_suites(suites: &[Suite], settings: &ModelSettings) -> Result<(), String> {
+pub fn check_suites(suites: &[Suite], settings: &ProviderSettings) -> Result<(), String> {
     let judge = RuntimeJudge::new(settings);
     let (verdicts, semantic) = needs(suites);
     if let Some((suite, case)) = verdicts

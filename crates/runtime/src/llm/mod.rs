@@ -9,7 +9,7 @@ pub mod openai;
 pub mod settings;
 
 use super::sessions::Session;
-use crate::model::settings::{ANTHROPIC_DEFAULT_URL, ModelSettings, OPENAI_DEFAULT_URL};
+use crate::llm::settings::{ANTHROPIC_DEFAULT_URL, OPENAI_DEFAULT_URL, ProviderSettings};
 use backon::{ExponentialBuilder, Retryable};
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt};
@@ -60,7 +60,7 @@ fn glob_match(pattern: &str, text: &str) -> bool {
 /// Reads `scripted`, `openai`, `openai:MODEL`, `anthropic[:MODEL]`: `None` is the
 /// scripted model. Refused: an unknown provider, one with no route configured (and no
 /// cassette to replay), a model outside `allowed_models`.
-pub fn choose(spec: &str, settings: &ModelSettings) -> Result<Option<Choice>, String> {
+pub fn choose(spec: &str, settings: &ProviderSettings) -> Result<Option<Choice>, String> {
     let spec = spec.trim();
     let (provider, model) = spec.split_once(':').unwrap_or((spec, ""));
     let (provider, route, default) = match provider {
@@ -113,7 +113,7 @@ pub fn choose(spec: &str, settings: &ModelSettings) -> Result<Option<Choice>, St
 pub(crate) fn pick(
     script: &mut spyglass_protocol::rest::ModelScript,
     metadata: Option<&serde_json::Map<String, Value>>,
-    settings: &ModelSettings,
+    settings: &ProviderSettings,
 ) -> Result<(), super::ApiErrorWithStatus> {
     let (spec, field) = match (&script.provider, metadata.and_then(|m| m.get("model"))) {
         (Some(spec), _) => (spec.clone(), "/model"),
@@ -224,7 +224,7 @@ pub(crate) fn malformed(what: &str) -> String {
 /// One run's conversation with a real model.
 pub struct Live {
     choice: Choice,
-    settings: ModelSettings,
+    settings: ProviderSettings,
     client: reqwest::Client,
     tools: Vec<ToolSpec>,
     messages: Vec<Msg>,
@@ -241,7 +241,7 @@ pub struct Live {
 impl Live {
     /// The run's model when its session names a real one; `None` runs the script.
     pub(crate) fn start(
-        settings: &ModelSettings,
+        settings: &ProviderSettings,
         session: &Arc<Mutex<Session>>,
         message: &str,
     ) -> Result<Option<Live>, String> {
@@ -275,7 +275,7 @@ impl Live {
 
     /// A one-message conversation with no tools (the judge's).
     pub fn for_prompt(
-        settings: &ModelSettings,
+        settings: &ProviderSettings,
         choice: Choice,
         prompt: &str,
     ) -> Result<Live, String> {
@@ -793,7 +793,7 @@ pub fn is_real(live: &RunModel) -> bool {
 /// did not report: the tokens then hold a guess, and a guess is not priced.
 pub fn run_cost(
     live: &RunModel,
-    settings: &ModelSettings,
+    settings: &ProviderSettings,
     tokens: Tokens,
     steps: usize,
     unreported: Option<u32>,
@@ -818,7 +818,7 @@ pub fn run_cost(
     }
     match settings.priced(model, tokens.prompt, tokens.completion) {
         Some(cost) => (Some(cost), None),
-        None => (None, Some(ModelSettings::unpriced(model))),
+        None => (None, Some(ProviderSettings::unpriced(model))),
     }
 }
 
@@ -906,7 +906,7 @@ mod tests {
 
     #[test]
     fn choose_reads_the_spec_within_the_settings() {
-        let mut settings = ModelSettings::default();
+        let mut settings = ProviderSettings::default();
         assert_eq!(choose("scripted", &settings), Ok(None));
         assert!(
             choose("openai", &settings)
