@@ -232,7 +232,7 @@ async fn bad_rules_are_refused_at_create_naming_the_field() {
         (status, &body["code"]),
         (413, &json!("mocks_payload_too_large"))
     );
-    // CodeSpar test mode's forms are as they were: an object without `$rules` is static, even with
+    // `CodeSpar` test mode's forms are as they were: an object without `$rules` is static, even with
     // keys named like a rule's.
     let id = api
         .session(json!({PAY: {"match": {"value": 5}, "output": {"id": "x"}}}))

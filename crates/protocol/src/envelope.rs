@@ -1,4 +1,4 @@
-//! Tool-result envelopes (CodeSpar test mode) and the error bodies of the REST routes.
+//! Tool-result envelopes (`CodeSpar` test mode) and the error bodies of the REST routes.
 //! Field names are the `snake_case` of the `CodeSpar` wire, exactly: `code` plus siblings.
 
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 //! named by JSON pointer) and the per-tool consume counters that `execute` advances.
 //! Mocks are immutable once a session holds them; only the counters move.
 //!
-//! Besides CodeSpar test mode's static object and stateful array, a tool may be mocked by input:
+//! Besides `CodeSpar` test mode's static object and stateful array, a tool may be mocked by input:
 //! `{"$rules": [{"match": {...}, "output": {...}}, ...], "$fallback": {...}}`, the first
 //! rule whose `match` the call's input satisfies answers (a key starting with `$` is a
 //! JSON path into the input, any other key a subset match on the input's own key).
@@ -16,7 +16,7 @@ use spyglass_protocol::rest::MockState;
 use spyglass_protocol::{Envelope, RawJson};
 use std::collections::BTreeMap;
 
-/// Serialized mocks above this many bytes are refused (CodeSpar test mode: 64 KiB).
+/// Serialized mocks above this many bytes are refused (`CodeSpar` test mode: 64 KiB).
 pub const MAX_MOCKS_BYTES: usize = 65_536;
 
 /// Why a `mocks` payload was refused at create time.
@@ -45,7 +45,7 @@ pub const BUILTIN_PREFIX: &str = "codespar_";
 /// The one built-in that is answered by the runtime itself and bypasses every gate.
 pub const LIST_TOOLS: &str = "codespar_list_tools";
 
-/// Whether a name is a `CodeSpar` built-in's, `codespar_` then `[a-z0-9_]`. CodeSpar test mode: a
+/// Whether a name is a `CodeSpar` built-in's, `codespar_` then `[a-z0-9_]`. `CodeSpar` test mode: a
 /// built-in that reaches external state (the SDK's `charge()`, `ship()`, `issue()`,
 /// `discover()` wrappers call them) declares its fixtures in `mocks` like a normal tool.
 pub fn is_builtin(name: &str) -> bool {
@@ -232,7 +232,7 @@ pub struct MockTable {
 }
 
 impl MockTable {
-    /// Runs the size and shape gates (CodeSpar test mode's gates 2 and 3) on a `mocks` value.
+    /// Runs the size and shape gates (`CodeSpar` test mode's gates 2 and 3) on a `mocks` value.
     pub fn from_payload(mocks: &Value) -> Result<MockTable, MocksRejection> {
         let bytes = serde_json::to_string(mocks).map_or(0, |text| text.len());
         if bytes > MAX_MOCKS_BYTES {
