@@ -1,5 +1,5 @@
-//! The runtime on a store: commits that fail and the answers waiting on them, evictions
-//! and aged sessions leaving the file, and a Postgres choice refused where it cannot open.
+//! The runtime on a store: commits that fail and the answers waiting on them, evictions,
+//! aged sessions, a Postgres choice refused. Compiled only under `#[cfg(test)]` (`open.rs`).
 
 use super::*;
 use crate::store::{StateWrite, StoredEvent, StoredRecord, StoredStream};
