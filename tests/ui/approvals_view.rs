@@ -268,7 +268,7 @@ fn the_config_rebinds_keys_by_action_name_for_dispatch_and_help() {
     .unwrap();
     let env = Env::default();
     let resolved = file
-        .resolve_with(&CliOverrides::default(), &env, Paths::from_env(&env), true)
+        .resolve_with(&CliOverrides::default(), Paths::from_env(&env), true)
         .unwrap();
     let config = spyglass::ui::inspector_config("http://127.0.0.1:8000".into(), &resolved);
     assert_eq!(config.limits.events, 7);

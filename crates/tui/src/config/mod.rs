@@ -630,7 +630,6 @@ next_tab = "Tab"
         let r = c
             .resolve_with(
                 &CliOverrides::default(),
-                &Env::default(),
                 Paths::from_env(&Env::default()),
                 true,
             )

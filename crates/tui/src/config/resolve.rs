@@ -99,15 +99,13 @@ impl Config {
             Some(path) if path.is_file() => (Config::load(path)?, true),
             _ => (Config::default(), false),
         };
-        file.resolve_with(cli, env, paths, found)
+        file.resolve_with(cli, paths, found)
     }
 
     /// Merge this file's settings with the flags (and the variables clap read for them).
-    /// `_env` is the environment `paths` came from; nothing else is read from it.
     pub fn resolve_with(
         self,
         cli: &CliOverrides,
-        _env: &Env,
         paths: Paths,
         config_file_found: bool,
     ) -> Result<Resolved, ConfigError> {
