@@ -545,7 +545,10 @@ impl Live {
                     return Err(fatal(format!("{provider}: {reason}"), forwarded));
                 }
                 Err(e @ (EventStreamError::Utf8(_) | EventStreamError::Parser(_))) => {
-                    let reason = malformed(&format!("not a server-sent event stream ({e})"));
+                    // A parser error quotes the input it stopped at: the first 300
+                    // characters of it, as other answers' texts are cut.
+                    let why: String = e.to_string().chars().take(300).collect();
+                    let reason = malformed(&format!("not a server-sent event stream ({why})"));
                     return Err(fatal(format!("{provider}: {reason}"), forwarded));
                 }
             };
