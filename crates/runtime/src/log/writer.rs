@@ -1,8 +1,13 @@
 //! The store's writer thread: the log's appends, evictions and state writes sent in order,
 //! grouped into commits (through the journal for `SQLite`), and the answers waiting on them.
 
-#![allow(clippy::wildcard_imports)]
-use super::*;
+use super::Logged;
+use crate::store::journal::Journal;
+use crate::store::{StateWrite, Store, StoredEvent};
+use foldhash::{HashMap, HashMapExt as _};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// What the store's writer thread is told.
 pub(super) enum Write {
