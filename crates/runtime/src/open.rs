@@ -127,4 +127,6 @@ impl Runtime {
 }
 
 #[cfg(test)]
+mod journal_tests;
+#[cfg(test)]
 mod tests;
