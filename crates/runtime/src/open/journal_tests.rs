@@ -1,8 +1,8 @@
 //! A runtime on a `SQLite` store behind its journal: what answers were told coming back from
 //! the journal alone, segments going and moving. Compiled only under `#[cfg(test)]` (`open.rs`).
 
-use super::{open_runtime, runtime_with};
-use crate::store::journal::{Journal, decode, segment_path, segments};
+use super::{open_runtime, runtime_journaled};
+use crate::store::journal::{Journal, JournaledStore, decode, segment_path, segments};
 use crate::store::{
     SqliteStore, StateWrite, Store, StoreError, StoredEvent, StoredRecord, StoredStream,
 };
@@ -39,6 +39,18 @@ impl Store for NeverCommits {
     }
 }
 
+impl JournaledStore for NeverCommits {
+    fn append_journaled(
+        &self,
+        events: &[StoredEvent],
+        _: &[(String, u64)],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<(), StoreError> {
+        self.append(events, evicted, state)
+    }
+}
+
 /// What the session's next call of `pay/charge` is served.
 async fn served(rt: &Runtime, id: &str) -> serde_json::Value {
     match rt
@@ -65,7 +77,7 @@ fn config() -> RuntimeConfig {
 async fn answered_but_never_committed(db: &Path, documented: bool) -> String {
     let sqlite = SqliteStore::open(db).unwrap();
     let journal = Journal::recover(db, &sqlite).unwrap();
-    let rt = runtime_with(config(), Arc::new(NeverCommits(sqlite)), Some(journal)).unwrap();
+    let rt = runtime_journaled(config(), Arc::new(NeverCommits(sqlite)), journal).unwrap();
     let body: CreateSession = serde_json::from_value(json!({
         "user_id": "u",
         "mocks": {"pay/charge": [{"n": 1}, {"n": 2}, {"n": 3}]}
@@ -162,7 +174,7 @@ async fn a_hundred_and_fifty_calls(
 ) -> (Runtime, String) {
     let sqlite = SqliteStore::open(db).unwrap();
     let journal = Journal::recover_with(db, &sqlite, 2048, keep_closed).unwrap();
-    let rt = runtime_with(config, Arc::new(sqlite), Some(journal)).unwrap();
+    let rt = runtime_journaled(config, Arc::new(sqlite), journal).unwrap();
     let body: CreateSession = serde_json::from_value(json!({
         "user_id": "u",
         "mocks": {"pay/charge": (1..=200).map(|n| json!({"n": n})).collect::<Vec<_>>()}
@@ -199,7 +211,7 @@ async fn counters_are_written_before_the_log_forgets_a_call_they_do_not_count() 
     };
     let sqlite = SqliteStore::open(&db).unwrap();
     let journal = Journal::recover(&db, &sqlite).unwrap();
-    let rt = runtime_with(small, Arc::new(sqlite), Some(journal)).unwrap();
+    let rt = runtime_journaled(small, Arc::new(sqlite), journal).unwrap();
     let session = |mocks: serde_json::Value| {
         let body: CreateSession =
             serde_json::from_value(json!({"user_id": "u", "mocks": mocks})).unwrap();

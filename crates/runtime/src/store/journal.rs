@@ -121,6 +121,21 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A store behind a journal (`SQLite`'s): what the writer thread commits from the
+/// journal, which keeps the events the rings hold.
+pub trait JournaledStore: Store {
+    /// `Store::append` for a store behind the journal: `events` are only those the journal
+    /// moved here, and `next_seqs` says where each tenant's seqs stand though the rest of
+    /// its events are not here.
+    fn append_journaled(
+        &self,
+        events: &[StoredEvent],
+        next_seqs: &[(String, u64)],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<(), StoreError>;
+}
+
 /// Segment `number` of the store at `db`.
 pub(crate) fn segment_path(db: &Path, number: u64) -> PathBuf {
     let mut name = db.as_os_str().to_owned();
