@@ -2,7 +2,9 @@
 //! the session's lock, and sessions put back (rolled forward past the checkpoint) at open.
 
 use super::{Entry, SESSION_OVERHEAD, Session};
-use crate::log::{Logged, Retired};
+#[cfg(feature = "postgres")]
+use crate::log::Logged;
+use crate::log::Retired;
 use crate::mocks::MockTable;
 use crate::{Runtime, lock, persist};
 use serde_json::{Map, Value};
