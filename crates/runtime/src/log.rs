@@ -15,14 +15,14 @@
 //! thread in order (through the journal, for `SQLite`), so the file holds what the rings
 //! hold.
 
+use crate::store::StateWrite;
 use crate::store::journal::Journal;
-use crate::store::{StateWrite, Store, StoredEvent};
 use foldhash::HashMap;
 use foldhash::HashMapExt as _;
 use spyglass_protocol::{Event, Frame, decode, encode, now_rfc3339};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use tokio::sync::broadcast;
 
 mod writer;

@@ -4,9 +4,10 @@
 //! The store modules know rows; this is the one place that puts a runtime on them.
 
 use crate::log::{EventLog, Logged, StoreWriter};
+use crate::store::journal::{Journal, JournaledStore};
 #[cfg(feature = "postgres")]
 use crate::store::postgres;
-use crate::store::{SqliteStore, Store, StoreChoice, StoreError, journal};
+use crate::store::{SqliteStore, Store, StoreChoice, StoreError};
 use crate::{Runtime, RuntimeConfig};
 use std::path::Path;
 use std::sync::Arc;
@@ -62,21 +63,38 @@ impl StoreChoice {
 /// the runtime's answers then wait for the journal, not for `SQLite`.
 pub fn open_runtime(config: RuntimeConfig, path: &Path) -> Result<Runtime, StoreError> {
     let sqlite = SqliteStore::open(path)?;
-    let journal = journal::Journal::recover(path, &sqlite)?;
-    runtime_with(config, Arc::new(sqlite), Some(journal))
+    let journal = Journal::recover(path, &sqlite)?;
+    runtime_journaled(config, Arc::new(sqlite), journal)
 }
 
 /// A runtime whose event log continues `store`'s stream and writes every new event to it
 /// (each answer waits for the commit holding what it did).
 pub fn runtime_on(config: RuntimeConfig, store: Arc<dyn Store>) -> Result<Runtime, StoreError> {
-    runtime_with(config, store, None)
+    let reads = Arc::clone(&store);
+    runtime_with(config, &*reads, None, move || StoreWriter::spawn(store))
 }
 
-/// `runtime_on`, with answers waiting for `journal` when there is one.
-pub(crate) fn runtime_with(
+/// `runtime_on` for a store behind `journal`: answers wait for the journal, and the
+/// writer commits to `store` from it.
+pub(crate) fn runtime_journaled(
     config: RuntimeConfig,
-    store: Arc<dyn Store>,
-    journal: Option<Arc<journal::Journal>>,
+    store: Arc<dyn JournaledStore>,
+    journal: Arc<Journal>,
+) -> Result<Runtime, StoreError> {
+    let reads = Arc::clone(&store);
+    let writes = Arc::clone(&journal);
+    runtime_with(config, &*reads, Some(journal), move || {
+        StoreWriter::spawn_journaled(store, writes)
+    })
+}
+
+/// The runtime on `store`, its log written by the writer `spawn` starts, and with
+/// answers waiting for `journal` when there is one.
+fn runtime_with(
+    config: RuntimeConfig,
+    store: &dyn Store,
+    journal: Option<Arc<Journal>>,
+    spawn: impl FnOnce() -> std::io::Result<StoreWriter>,
 ) -> Result<Runtime, StoreError> {
     let retained = config.retained_events.max(1);
     let stream = store.stream(&crate::log::new_epoch(), retained)?;
@@ -87,11 +105,7 @@ pub(crate) fn runtime_with(
         .collect();
     let state = store.state()?;
     let path = store.describe();
-    let writer = match &journal {
-        Some(journal) => StoreWriter::spawn_journaled(store, Arc::clone(journal)),
-        None => StoreWriter::spawn(store),
-    }
-    .map_err(|source| StoreError::Thread { path, source })?;
+    let writer = spawn().map_err(|source| StoreError::Thread { path, source })?;
     // The writer is in place before the history goes back, so what the capacity or the
     // byte budget evicts on the way in leaves the file too.
     let runtime = Runtime::with_log(config, move |config, budget| {
@@ -126,5 +140,7 @@ impl Runtime {
     }
 }
 
+#[cfg(test)]
+mod journal_tests;
 #[cfg(test)]
 mod tests;

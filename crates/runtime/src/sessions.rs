@@ -9,20 +9,17 @@ use stored::SessionDoc;
 
 use super::log::Budget;
 use super::log::{Logged, Retired};
-use super::mocks::{Claim, MAX_MOCKS_BYTES, MockTable, MocksRejection};
-use super::policy::Verdict;
+use super::mocks::{MAX_MOCKS_BYTES, MockTable, MocksRejection};
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use compact_str::CompactString;
 use serde_json::{Map, Value, json};
 use spyglass_protocol::envelope::codes;
-use spyglass_protocol::events::{
-    CallSource, Counter, Outcome, SessionClosed, SessionCreated, ToolCalled,
-};
+use spyglass_protocol::events::{Outcome, SessionClosed, SessionCreated, ToolCalled};
 use spyglass_protocol::rest::{
     CallView, Connections, CreateSession, LastRun, ModelScript, RunTotals, ServerInfo,
     SessionCreatedBody, SessionDetail, SessionList, SessionSummary, ToolInfo, ToolResult,
 };
-use spyglass_protocol::{ApiError, Envelope, Event, RawJson, now_rfc3339};
+use spyglass_protocol::{ApiError, Envelope, Event, now_rfc3339};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

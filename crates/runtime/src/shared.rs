@@ -69,9 +69,8 @@ pub async fn open_shared(
         .collect();
     let state = store.open_state().await?;
     let (committed_tx, committed_rx) = mpsc::unbounded_channel();
-    let dyn_store: Arc<dyn Store> = store.clone();
     let path = store.describe();
-    let writer = super::log::StoreWriter::spawn_with(dyn_store, Some(committed_tx))
+    let writer = super::log::StoreWriter::spawn_stamping(Arc::clone(&store), committed_tx)
         .map_err(|source| StoreError::Thread { path, source })?;
     let runtime = Runtime::with_log(config, move |config, budget| {
         super::log::EventLog::new(config.retained_events, config.subscriber_queue, budget)

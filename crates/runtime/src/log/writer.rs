@@ -1,8 +1,15 @@
 //! The store's writer thread: the log's appends, evictions and state writes sent in order,
 //! grouped into commits (through the journal for `SQLite`), and the answers waiting on them.
 
-#![allow(clippy::wildcard_imports)]
-use super::*;
+use super::Logged;
+use crate::store::journal::{Journal, JournaledStore};
+#[cfg(feature = "postgres")]
+use crate::store::postgres::PgStore;
+use crate::store::{StateWrite, Store, StoredEvent};
+use foldhash::{HashMap, HashMapExt as _};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// What the store's writer thread is told.
 pub(super) enum Write {
@@ -60,7 +67,7 @@ pub(super) const MAX_BATCH: usize = 4096;
 pub struct StoreWriter {
     pub(super) tx: std::sync::mpsc::Sender<Write>,
     pub(super) health: Arc<StoreHealth>,
-    /// The store gives events their seqs (`Store::stamps`): the log sends them unstamped.
+    /// The store gives events their seqs (Postgres): the log sends them unstamped.
     pub(super) stamps: bool,
     /// Run by a journaled writer before each commit.
     pub(super) before_commit: BeforeCommit,
@@ -154,27 +161,61 @@ impl StoreHealth {
     }
 }
 
+/// The engine a writer thread commits to, as what it writes with.
+pub(super) enum Engine {
+    /// A store given events the log stamped (`Store::append`).
+    Stamped(Arc<dyn Store>),
+    /// Postgres, which stamps each event in the commit (`PgStore::append_stamping`); what
+    /// each commit stamped goes to the runtime's follower.
+    #[cfg(feature = "postgres")]
+    Stamping(Arc<PgStore>, tokio::sync::mpsc::UnboundedSender<Committed>),
+}
+
+impl Engine {
+    /// Whether the store gives events their seqs: the log then sends them unstamped.
+    fn stamps(&self) -> bool {
+        match self {
+            Engine::Stamped(_) => false,
+            #[cfg(feature = "postgres")]
+            Engine::Stamping(..) => true,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Engine::Stamped(store) => store.describe(),
+            #[cfg(feature = "postgres")]
+            Engine::Stamping(store, _) => store.describe(),
+        }
+    }
+}
+
 impl StoreWriter {
     /// Starts the thread that commits to `store` what the log sends it.
     pub fn spawn(store: Arc<dyn Store>) -> std::io::Result<StoreWriter> {
-        Self::spawn_with(store, None)
+        Self::spawn_engine(Engine::Stamped(store))
     }
 
-    /// `spawn`, for a store that stamps: what each commit stamped goes to `committed`.
-    pub fn spawn_with(
-        store: Arc<dyn Store>,
-        committed: Option<tokio::sync::mpsc::UnboundedSender<Committed>>,
+    /// `spawn`, for Postgres, which stamps: what each commit stamped goes to `committed`.
+    #[cfg(feature = "postgres")]
+    pub fn spawn_stamping(
+        store: Arc<PgStore>,
+        committed: tokio::sync::mpsc::UnboundedSender<Committed>,
     ) -> std::io::Result<StoreWriter> {
+        Self::spawn_engine(Engine::Stamping(store, committed))
+    }
+
+    fn spawn_engine(engine: Engine) -> std::io::Result<StoreWriter> {
         let (tx, rx) = std::sync::mpsc::channel();
         let health = Arc::new(StoreHealth {
-            path: store.describe(),
+            path: engine.describe(),
             ..StoreHealth::default()
         });
-        let stamps = store.stamps();
+        let stamps = engine.stamps();
         let writing = Arc::clone(&health);
         std::thread::Builder::new()
             .name("spyglass-store".into())
-            .spawn(move || write_loop(rx, store, &writing, committed.as_ref()))?;
+            .spawn(move || write_loop(rx, &engine, &writing))?;
         Ok(StoreWriter {
             tx,
             health,
@@ -186,7 +227,7 @@ impl StoreWriter {
     /// Starts the thread that commits to `store` what `journal` has written, every
     /// `COMMIT_EVERY` and at each flush; nothing waits on it but flushes.
     pub fn spawn_journaled(
-        store: Arc<dyn Store>,
+        store: Arc<dyn JournaledStore>,
         journal: Arc<Journal>,
     ) -> std::io::Result<StoreWriter> {
         let (tx, rx) = std::sync::mpsc::channel();
@@ -236,15 +277,14 @@ pub(super) fn keep_for_next(
 
 /// Commits events as they come, grouped: whatever queued while the last transaction ran
 /// goes in the next one, so a burst of calls costs one commit, not one each.
-// Runs on its own thread, which owns both for its whole life.
+// Runs on its own thread, which owns the receiver for its whole life.
 #[expect(clippy::needless_pass_by_value)]
 pub(super) fn write_loop(
     rx: std::sync::mpsc::Receiver<Write>,
-    store: Arc<dyn Store>,
+    engine: &Engine,
     health: &StoreHealth,
-    committed: Option<&tokio::sync::mpsc::UnboundedSender<Committed>>,
 ) {
-    let stamps = store.stamps();
+    let stamps = engine.stamps();
     let mut batch = Vec::new();
     // A stamping store's events, as the log sent them (seq 0).
     let mut unstamped: Vec<Arc<Logged>> = Vec::new();
@@ -303,8 +343,10 @@ pub(super) fn write_loop(
                 Vec::new()
             };
         let writes: Vec<StateWrite> = state.drain().map(|(_, write)| write).collect();
-        let result = if stamps {
-            store
+        let result = match engine {
+            Engine::Stamped(store) => store.append(&batch, &evicted_upto, &writes),
+            #[cfg(feature = "postgres")]
+            Engine::Stamping(store, follower) => store
                 .append_stamping(&unstamped, &evicted_upto, &writes)
                 .map(|seqs| {
                     let events = unstamped
@@ -312,21 +354,14 @@ pub(super) fn write_loop(
                         .zip(seqs)
                         .map(|(logged, seq)| Arc::new(logged.stamped(seq)))
                         .collect();
-                    match committed {
-                        Some(follower) => {
-                            let acks = std::mem::take(&mut acks);
-                            if let Err(lost) = follower.send(Committed { events, acks }) {
-                                // No follower (the runtime is going): nobody reads the log.
-                                for done in lost.0.acks {
-                                    let _ = done.send(());
-                                }
-                            }
+                    let acks = std::mem::take(&mut acks);
+                    if let Err(lost) = follower.send(Committed { events, acks }) {
+                        // No follower (the runtime is going): nobody reads the log.
+                        for done in lost.0.acks {
+                            let _ = done.send(());
                         }
-                        None => drop(events),
                     }
-                })
-        } else {
-            store.append(&batch, &evicted_upto, &writes)
+                }),
         };
         match result {
             Ok(()) => {
@@ -387,7 +422,7 @@ pub(super) fn raise(map: &mut HashMap<String, u64>, tenant: &str, value: u64) {
 /// then.
 pub(super) fn journal_loop(
     rx: &std::sync::mpsc::Receiver<Write>,
-    store: &dyn Store,
+    store: &dyn JournaledStore,
     journal: &Journal,
     health: &StoreHealth,
     before_commit: &BeforeCommit,

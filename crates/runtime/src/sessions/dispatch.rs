@@ -1,8 +1,18 @@
 //! The dispatch path: every tool call of a session (`execute`, and the agent loop's) through
 //! the deny-list, the policy and the mock store, with its `tool.called` event and counters.
 
-#![allow(clippy::wildcard_imports)]
-use super::*;
+use super::{
+    CallStart, Dispatched, ExecuteReply, LIST_TOOLS, Session, closed_error, new_short_id, server_of,
+};
+use crate::mocks::Claim;
+use crate::policy::Verdict;
+use crate::{ApiErrorWithStatus, Runtime, lock};
+use serde_json::json;
+use spyglass_protocol::envelope::codes;
+use spyglass_protocol::events::{CallSource, Outcome, ToolCalled};
+use spyglass_protocol::rest::ToolResult;
+use spyglass_protocol::{ApiError, Envelope, Event, RawJson};
+use std::sync::{Arc, Mutex};
 
 impl Runtime {
     /// `POST /v1/sessions/:id/execute`.

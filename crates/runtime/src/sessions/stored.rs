@@ -1,8 +1,19 @@
 //! A session as a store keeps it: its document and its counters' document, written under
 //! the session's lock, and sessions put back (rolled forward past the checkpoint) at open.
 
-#![allow(clippy::wildcard_imports)]
-use super::*;
+use super::{Entry, SESSION_OVERHEAD, Session};
+#[cfg(feature = "postgres")]
+use crate::log::Logged;
+use crate::log::Retired;
+use crate::mocks::MockTable;
+use crate::{Runtime, lock, persist};
+use serde_json::{Map, Value};
+use spyglass_protocol::Event;
+use spyglass_protocol::events::{Counter, Outcome};
+use spyglass_protocol::rest::{LastRun, ModelScript, RunTotals};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
 
 /// A session as its store keeps it from create on (`persist::SESSION`); what its calls
 /// change is in `CountersDoc`.

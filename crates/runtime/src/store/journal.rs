@@ -121,15 +121,30 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A store behind a journal (`SQLite`'s): what the writer thread commits from the
+/// journal, which keeps the events the rings hold.
+pub trait JournaledStore: Store {
+    /// `Store::append` for a store behind the journal: `events` are only those the journal
+    /// moved here, and `next_seqs` says where each tenant's seqs stand though the rest of
+    /// its events are not here.
+    fn append_journaled(
+        &self,
+        events: &[StoredEvent],
+        next_seqs: &[(String, u64)],
+        evicted: &[(String, u64)],
+        state: &[StateWrite],
+    ) -> Result<(), StoreError>;
+}
+
 /// Segment `number` of the store at `db`.
-fn segment_path(db: &Path, number: u64) -> PathBuf {
+pub(crate) fn segment_path(db: &Path, number: u64) -> PathBuf {
     let mut name = db.as_os_str().to_owned();
     name.push(format!("-redo-{number}"));
     PathBuf::from(name)
 }
 
 /// The segments of the store at `db` on disk, oldest first.
-fn segments(db: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
+pub(crate) fn segments(db: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
     let dir = db
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -334,13 +349,13 @@ fn encode(record: &Record, buf: &mut Vec<u8>) -> bool {
 
 /// What one segment's bytes replay.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Replayed {
-    events: Vec<StoredEvent>,
-    writes: Vec<StateWrite>,
+pub(crate) struct Replayed {
+    pub(crate) events: Vec<StoredEvent>,
+    pub(crate) writes: Vec<StateWrite>,
     /// Bytes past the last record that checked (a torn or damaged tail).
-    dropped: usize,
+    pub(crate) dropped: usize,
     /// Records that checked but did not read (a newer version's), skipped.
-    unreadable: usize,
+    pub(crate) unreadable: usize,
 }
 
 /// A payload that runs short or holds a value no writer writes.
@@ -393,7 +408,7 @@ impl<'a> Fields<'a> {
 }
 
 /// The records of one segment's bytes, up to the first that does not check.
-fn decode(bytes: &[u8]) -> Replayed {
+pub(crate) fn decode(bytes: &[u8]) -> Replayed {
     let mut out = Replayed::default();
     let mut at = 0;
     while at < bytes.len() {
@@ -495,7 +510,7 @@ impl Journal {
     }
 
     /// `recover`, closing segments past `segment_bytes` and keeping `keep_closed`.
-    fn recover_with(
+    pub(crate) fn recover_with(
         db: &Path,
         store: &SqliteStore,
         segment_bytes: u64,
@@ -716,327 +731,7 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::RuntimeConfig;
-    use crate::open::{open_runtime, runtime_with};
-    use crate::store::SqliteStore;
     use serde_json::json;
-    use spyglass_protocol::rest::CreateSession;
-
-    /// A database that takes nothing: every commit fails, so only the journal keeps what
-    /// the answers were told (a runtime killed before its writer committed).
-    struct NeverCommits(SqliteStore);
-
-    impl Store for NeverCommits {
-        fn describe(&self) -> String {
-            self.0.describe()
-        }
-        fn stream(
-            &self,
-            fresh_epoch: &str,
-            retained: usize,
-        ) -> Result<super::super::StoredStream, StoreError> {
-            self.0.stream(fresh_epoch, retained)
-        }
-        fn append(
-            &self,
-            _: &[StoredEvent],
-            _: &[(String, u64)],
-            _: &[StateWrite],
-        ) -> Result<(), StoreError> {
-            Err(StoreError::Journal {
-                path: PathBuf::from("never"),
-                reason: "this test's database takes nothing".into(),
-            })
-        }
-        fn state(&self) -> Result<Vec<StoredRecord>, StoreError> {
-            self.0.state()
-        }
-    }
-
-    /// What the session's next call of `pay/charge` is served.
-    async fn served(rt: &crate::Runtime, id: &str) -> serde_json::Value {
-        match rt
-            .execute("default", id, "pay/charge", json!({}).into())
-            .await
-            .unwrap()
-        {
-            crate::ExecuteReply::Ok(result) => serde_json::to_value(&result.data).unwrap(),
-            crate::ExecuteReply::Envelope(envelope) => panic!("{envelope:?}"),
-        }
-    }
-
-    fn config() -> RuntimeConfig {
-        RuntimeConfig {
-            test_mode: true,
-            ..RuntimeConfig::default()
-        }
-    }
-
-    /// A session with a stateful mock of three entries, two of them consumed by answered
-    /// calls, on a runtime whose database never commits; the runtime is then gone. With
-    /// `documented`, the calls' counters were written after them (as every
-    /// `COMMIT_EVERY`); without, only their events were (as a `kill -9` right after).
-    async fn answered_but_never_committed(db: &Path, documented: bool) -> String {
-        let sqlite = SqliteStore::open(db).unwrap();
-        let journal = Journal::recover(db, &sqlite).unwrap();
-        let rt = runtime_with(config(), Arc::new(NeverCommits(sqlite)), Some(journal)).unwrap();
-        let body: CreateSession = serde_json::from_value(json!({
-            "user_id": "u",
-            "mocks": {"pay/charge": [{"n": 1}, {"n": 2}, {"n": 3}]}
-        }))
-        .unwrap();
-        let id = rt.create_session("default", body).unwrap().id;
-        rt.committed().await.unwrap();
-        for _ in 0..2 {
-            rt.execute("default", &id, "pay/charge", json!({}).into())
-                .await
-                .unwrap();
-        }
-        if documented {
-            rt.write_moved_counters();
-            rt.committed().await.unwrap();
-        }
-        drop(rt);
-        id
-    }
-
-    /// Reopens the store at `db`, waiting while the last runtime's writer lets go of it.
-    fn reopen(db: &Path) -> crate::Runtime {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        loop {
-            match open_runtime(config(), db) {
-                Ok(rt) => return rt,
-                Err(StoreError::Locked { .. }) if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                Err(err) => panic!("{err}"),
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn what_answers_were_told_comes_back_from_the_journal_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runtime.db");
-        let id = answered_but_never_committed(&db, false).await;
-        let before: Vec<u64> = segments(&db).unwrap().iter().map(|(n, _)| *n).collect();
-        assert!(
-            segments(&db)
-                .unwrap()
-                .iter()
-                .any(|(_, p)| std::fs::metadata(p).unwrap().len() > 0),
-            "the journal holds the calls"
-        );
-        let rt = reopen(&db);
-        assert!(rt.session("default", &id).is_ok(), "the session is back");
-        let calls: Vec<_> = rt
-            .events_since(0, usize::MAX)
-            .into_iter()
-            .filter(|f| matches!(f.event, spyglass_protocol::Event::ToolCalled(_)))
-            .map(|f| f.seq)
-            .collect();
-        assert_eq!(calls, vec![2, 3], "both calls, with their seqs");
-        // The third entry is the next served: neither of the first two twice.
-        assert_eq!(served(&rt, &id).await, json!({"n": 3}));
-        // Replayed into the database at open, the segments went.
-        let after: Vec<u64> = segments(&db).unwrap().iter().map(|(n, _)| *n).collect();
-        assert!(
-            after.iter().all(|n| !before.contains(n)),
-            "{before:?} then {after:?}"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_torn_last_record_is_left_out_and_the_rest_replayed() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runtime.db");
-        let id = answered_but_never_committed(&db, true).await;
-        let (_, path) = segments(&db).unwrap().pop().unwrap();
-        let bytes = std::fs::read(&path).unwrap();
-        let whole = decode(&bytes);
-        assert_eq!(whole.dropped, 0);
-        // The last record is the second call's counters document: cut it short, as a
-        // power cut in the middle of its write would.
-        std::fs::write(&path, &bytes[..bytes.len() - 5]).unwrap();
-        let torn = decode(&std::fs::read(&path).unwrap());
-        assert_eq!(torn.writes.len() + 1, whole.writes.len());
-        assert_eq!(torn.events, whole.events);
-        assert!(torn.dropped > 0);
-        let rt = reopen(&db);
-        // The second call's event is whole: the counters roll forward from it.
-        assert_eq!(served(&rt, &id).await, json!({"n": 3}));
-    }
-
-    /// A runtime on a `SQLite` store at `db` whose journal closes segments at 2 KiB and
-    /// keeps `keep_closed` of them, with a session of 200 stateful entries, 150 served.
-    async fn a_hundred_and_fifty_calls(
-        db: &Path,
-        config: RuntimeConfig,
-        keep_closed: usize,
-    ) -> (crate::Runtime, String) {
-        let sqlite = SqliteStore::open(db).unwrap();
-        let journal = Journal::recover_with(db, &sqlite, 2048, keep_closed).unwrap();
-        let rt = runtime_with(config, Arc::new(sqlite), Some(journal)).unwrap();
-        let body: CreateSession = serde_json::from_value(json!({
-            "user_id": "u",
-            "mocks": {"pay/charge": (1..=200).map(|n| json!({"n": n})).collect::<Vec<_>>()}
-        }))
-        .unwrap();
-        let id = rt.create_session("default", body).unwrap().id;
-        for _ in 0..150 {
-            rt.execute("default", &id, "pay/charge", json!({}).into())
-                .await
-                .unwrap();
-        }
-        (rt, id)
-    }
-
-    fn numbers(db: &Path) -> Vec<u64> {
-        segments(db).unwrap().iter().map(|(n, _)| *n).collect()
-    }
-
-    fn calls(rt: &crate::Runtime) -> usize {
-        rt.events_since(0, usize::MAX)
-            .iter()
-            .filter(|f| matches!(f.event, spyglass_protocol::Event::ToolCalled(_)))
-            .count()
-    }
-
-    #[tokio::test]
-    async fn counters_are_written_before_the_log_forgets_a_call_they_do_not_count() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runtime.db");
-        // 64 events: moved counters are due after 8 calls; this session makes one.
-        let small = RuntimeConfig {
-            retained_events: 64,
-            ..config()
-        };
-        let sqlite = SqliteStore::open(&db).unwrap();
-        let journal = Journal::recover(&db, &sqlite).unwrap();
-        let rt = runtime_with(small, Arc::new(sqlite), Some(journal)).unwrap();
-        let session = |mocks: serde_json::Value| {
-            let body: CreateSession =
-                serde_json::from_value(json!({"user_id": "u", "mocks": mocks})).unwrap();
-            rt.create_session("default", body).unwrap().id
-        };
-        let id = session(json!({"pay/charge": [{"n": 1}, {"n": 2}, {"n": 3}]}));
-        let other = session(json!({"pay/charge": {"ok": true}}));
-        assert_eq!(served(&rt, &id).await, json!({"n": 1}));
-        // Other events push the call's event out of the log, then another session calls.
-        for _ in 0..80 {
-            rt.emit(
-                None,
-                spyglass_protocol::Event::SessionClosed(
-                    spyglass_protocol::events::SessionClosed::default(),
-                ),
-            );
-        }
-        assert_eq!(served(&rt, &other).await, json!({"ok": true}));
-        // Gone without a flush: the reopened log holds no event of the first call, so
-        // only its counters document says its entry was served.
-        drop(rt);
-        let rt = reopen(&db);
-        assert!(
-            !rt.events_since(0, usize::MAX).iter().any(|f| {
-                f.session_id.as_deref() == Some(id.as_str())
-                    && matches!(f.event, spyglass_protocol::Event::ToolCalled(_))
-            }),
-            "the call's event left the log"
-        );
-        assert_eq!(served(&rt, &id).await, json!({"n": 2}));
-    }
-
-    #[tokio::test]
-    async fn a_segment_goes_once_the_rings_hold_none_of_its_events() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runtime.db");
-        let small = RuntimeConfig {
-            retained_events: 20,
-            ..config()
-        };
-        let (rt, id) = a_hundred_and_fifty_calls(&db, small, usize::MAX).await;
-        rt.flush_store();
-        let kept = numbers(&db);
-        assert!(
-            *kept.last().unwrap() > 12,
-            "segments of 2 KiB rotate: {kept:?}"
-        );
-        assert!(
-            kept.len() <= 12,
-            "segments of evicted events went, those of the 20 retained stay: {kept:?}"
-        );
-        drop(rt);
-        let rt = reopen(&db);
-        assert_eq!(rt.stats().retained, 20);
-        assert_eq!(served(&rt, &id).await, json!({"n": 151}));
-    }
-
-    #[tokio::test]
-    async fn past_the_bound_the_oldest_segments_events_move_to_the_database() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runtime.db");
-        let (rt, id) = a_hundred_and_fifty_calls(&db, config(), 2).await;
-        rt.flush_store();
-        let kept = numbers(&db);
-        assert!(kept.len() <= 3, "two closed and the one written: {kept:?}");
-        drop(rt);
-        // A clean close moves the rest: the database alone has every event.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        let closed = loop {
-            match SqliteStore::open(&db) {
-                Ok(store) => break store,
-                Err(StoreError::Locked { .. }) if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                Err(err) => panic!("{err}"),
-            }
-        };
-        let stored = closed.stream("unused", usize::MAX).unwrap().events;
-        assert_eq!(
-            stored
-                .iter()
-                .filter(|e| e.text.contains("\"tool.called\""))
-                .count(),
-            150
-        );
-        drop(closed);
-        assert!(
-            segments(&db)
-                .unwrap()
-                .iter()
-                .all(|(_, p)| std::fs::metadata(p).map_or(0, |m| m.len()) == 0),
-            "{:?}",
-            numbers(&db)
-        );
-        let rt = reopen(&db);
-        assert_eq!(calls(&rt), 150);
-        assert_eq!(served(&rt, &id).await, json!({"n": 151}));
-    }
-
-    #[tokio::test]
-    async fn a_segment_that_cannot_be_read_back_stays_for_the_next_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runtime.db");
-        let (rt, id) = a_hundred_and_fifty_calls(&db, config(), usize::MAX).await;
-        rt.flush_store();
-        // The oldest closed segment cannot be read at the close (a directory in its
-        // place): it must not be deleted, nor the segment being written emptied.
-        let oldest = segment_path(&db, numbers(&db)[0]);
-        let aside = dir.path().join("aside");
-        std::fs::rename(&oldest, &aside).unwrap();
-        std::fs::create_dir(&oldest).unwrap();
-        drop(rt);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while let Err(StoreError::Locked { .. }) = SqliteStore::open(&db) {
-            assert!(std::time::Instant::now() < deadline, "never closed");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        std::fs::remove_dir(&oldest).unwrap();
-        std::fs::rename(&aside, &oldest).unwrap();
-        let rt = reopen(&db);
-        assert_eq!(calls(&rt), 150);
-        assert_eq!(served(&rt, &id).await, json!({"n": 151}));
-    }
 
     #[test]
     fn a_damaged_record_ends_what_its_segment_replays() {
@@ -1202,18 +897,5 @@ mod tests {
             })
             .collect();
         assert_eq!(keys, ["a", "b"], "the records around them replay");
-    }
-
-    #[test]
-    fn a_segment_that_cannot_be_read_at_open_is_an_error_naming_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runtime.db");
-        std::fs::create_dir(segment_path(&db, 3)).unwrap();
-        let Err(err) = open_runtime(config(), &db) else {
-            panic!("a journal it cannot read is not a fresh start");
-        };
-        let message = err.to_string();
-        assert!(message.contains("runtime.db-redo-3"), "{message}");
-        assert!(message.contains("--store"), "says what to do: {message}");
     }
 }

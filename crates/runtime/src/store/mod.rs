@@ -14,9 +14,7 @@ pub mod sqlite;
 
 pub use sqlite::SqliteStore;
 
-use crate::log::Logged;
 use std::path::PathBuf;
-use std::sync::Arc;
 use thiserror::Error;
 
 /// Everything that can go wrong opening or writing a store; every message names the file
@@ -115,8 +113,11 @@ pub enum StateWrite {
     Delete(StoredRecord),
 }
 
-/// What a runtime keeps across a restart. Writes come from one writer thread, grouped;
-/// reads happen at open. Another engine implements this and nothing else changes.
+/// What a runtime keeps across a restart, as every engine keeps it. Writes come from one
+/// writer thread, grouped; reads happen at open. Another engine implements this and
+/// nothing else changes. What only one engine does is its own: `SQLite` behind its journal
+/// commits through `journal::JournaledStore`, Postgres stamps seqs itself
+/// (`postgres::PgStore::append_stamping`).
 pub trait Store: Send + Sync + 'static {
     /// Where it lives, for messages.
     fn describe(&self) -> String;
@@ -135,39 +136,6 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<(), StoreError>;
     /// Every state document, read at open.
     fn state(&self) -> Result<Vec<StoredRecord>, StoreError>;
-    /// `append` for a store behind a journal (`journal`), which keeps the events the rings
-    /// hold: `events` are only those it moved here, and `next_seqs` says where each
-    /// tenant's seqs stand though the rest of its events are not here.
-    fn append_journaled(
-        &self,
-        events: &[StoredEvent],
-        next_seqs: &[(String, u64)],
-        evicted: &[(String, u64)],
-        state: &[StateWrite],
-    ) -> Result<(), StoreError> {
-        let _ = next_seqs;
-        self.append(events, evicted, state)
-    }
-    /// Whether the store gives events their seqs itself (a store shared by several
-    /// runtimes): the log then sends its events unstamped to `append_stamping`.
-    fn stamps(&self) -> bool {
-        false
-    }
-    /// `append` for a store that stamps: each event's seq is taken from the store in the
-    /// same transaction (its tenant's next, in the order given) and its text encoded with
-    /// it. Returns the seqs, in the order of `events`.
-    fn append_stamping(
-        &self,
-        events: &[Arc<Logged>],
-        evicted: &[(String, u64)],
-        state: &[StateWrite],
-    ) -> Result<Vec<u64>, StoreError> {
-        let _ = (events, evicted, state);
-        Err(StoreError::Postgres {
-            shown: self.describe(),
-            reason: "this store does not stamp events".to_owned(),
-        })
-    }
 }
 
 /// Where `--store` says the runtime keeps its state.

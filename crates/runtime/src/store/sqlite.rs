@@ -1,6 +1,7 @@
 //! The `SQLite` engine of `Store`: one file in WAL mode, schema versioned by `user_version`
 //! with ordered migrations; a damaged file or a newer schema is an error, never a reset.
 
+use super::journal::JournaledStore;
 use super::{StateWrite, Store, StoreError, StoredEvent, StoredRecord, StoredStream};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -419,7 +420,9 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         self.append_journaled(events, &[], evicted, state)
     }
+}
 
+impl JournaledStore for SqliteStore {
     fn append_journaled(
         &self,
         events: &[StoredEvent],

@@ -603,12 +603,15 @@ impl Store for PgStore {
     fn state(&self) -> Result<Vec<StoredRecord>, StoreError> {
         self.block(self.open_state())
     }
+}
 
-    fn stamps(&self) -> bool {
-        true
-    }
-
-    fn append_stamping(
+impl PgStore {
+    /// `append` with the seqs decided here, as only a store shared by several runtimes
+    /// does: each event's seq is taken in the same transaction (its tenant's next, in the
+    /// order given) and its text encoded with it. Returns the seqs, in the order of
+    /// `events`. The log's writer thread commits on a connection of its own; a caller
+    /// inside a tokio runtime, on a pooled one.
+    pub fn append_stamping(
         &self,
         events: &[Arc<Logged>],
         evicted: &[(String, u64)],
