@@ -64,15 +64,18 @@ impl Place<'_> {
         value: &Value,
         what: &str,
     ) -> Result<T, SuiteError> {
-        T::deserialize(value).map_err(|err| {
-            let message = err.to_string();
+        serde_path_to_error::deserialize(value).map_err(|err| {
+            // The path names the wrong value (`servers[1]`), an unknown key included.
+            let path = err.path().to_string();
+            let field = (path != ".").then_some(path);
+            let message = err.into_inner().to_string();
             match unknown_field(&message) {
                 Some((key, known)) => self.error(
-                    Some(&key),
+                    Some(field.as_deref().unwrap_or(&key)),
                     SuiteErrorKind::Unknown,
                     &format!("unknown {what}; expected one of: {known}"),
                 ),
-                None => self.invalid(None, &message),
+                None => self.invalid(field.as_deref(), &message),
             }
         })
     }
@@ -212,20 +215,6 @@ impl Place<'_> {
             )),
             (None, None) => Ok(None),
         }
-    }
-
-    pub(super) fn servers(&self, value: &Value) -> Result<Vec<String>, SuiteError> {
-        let items = value.as_array().ok_or_else(|| {
-            self.invalid(
-                Some("servers"),
-                &format!("expected a list of strings, found {}", type_name(value)),
-            )
-        })?;
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| self.string(item, &format!("servers[{i}]")))
-            .collect()
     }
 }
 

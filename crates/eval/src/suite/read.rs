@@ -3,8 +3,8 @@
 
 use super::place::{Place, type_name};
 use super::shapes::{
-    RawAssert, RawCase, RawCommand, RawDefaults, RawJsonPath, RawOperation, RawPrompted, RawSchema,
-    RawSequence, RawSuite,
+    Count, Name, RawAssert, RawCase, RawCommand, RawDefaults, RawJsonPath, RawOperation, RawPrompted, RawSchema,
+    RawSequence, RawSuite, Skip, Strings, Table, Text,
 };
 use super::{
     ArgCheck, Assertion, COMMAND_TIMEOUT_MS, Case, CaseRef, CommandSpec, JsonPathCheck,
@@ -28,15 +28,12 @@ pub fn suite_from_value(file: &str, value: &Value) -> Result<Suite, SuiteError> 
         .as_object()
         .ok_or_else(|| at.invalid(None, "a suite file is a table (object) at top level"))?;
     let root: RawSuite = at.strict(value, "key")?;
-    let name = match &root.suite {
-        None => {
-            return Err(at.error(
-                Some("suite"),
-                SuiteErrorKind::Missing,
-                "missing: every file names its suite (`suite = \"name\"`)",
-            ));
-        }
-        Some(value) => at.non_empty_string(value, "suite")?,
+    let Some(Name(name)) = root.suite else {
+        return Err(at.error(
+            Some("suite"),
+            SuiteErrorKind::Missing,
+            "missing: every file names its suite (`suite = \"name\"`)",
+        ));
     };
     let defaults = match &root.defaults {
         None => Defaults::default(),
@@ -107,26 +104,16 @@ fn read_defaults(at: &Place<'_>, value: &Value) -> Result<Defaults, SuiteError> 
     })?;
     let raw: RawDefaults = at.strict(value, "key")?;
     Ok(Defaults {
-        mocks: raw
-            .mocks
-            .as_ref()
-            .map(|v| at.table(v, "mocks").cloned())
-            .transpose()?,
+        mocks: raw.mocks.map(|Table(mocks)| mocks),
         models: at
             .models(raw.model.as_ref(), raw.model_variants.as_ref())?
             .unwrap_or_default(),
-        servers: raw.servers.as_ref().map(|v| at.servers(v)).transpose()?,
+        servers: raw.servers.map(|Strings(servers)| servers),
         metadata: raw
             .metadata
-            .as_ref()
-            .map(|v| at.table(v, "metadata").cloned())
-            .transpose()?
+            .map(|Table(metadata)| metadata)
             .unwrap_or_default(),
-        timeout_ms: raw
-            .timeout_ms
-            .as_ref()
-            .map(|v| at.unsigned(v, "timeout_ms"))
-            .transpose()?,
+        timeout_ms: raw.timeout_ms.map(|Count(ms)| ms),
     })
 }
 
@@ -155,72 +142,49 @@ fn read_case(
         at.case = Some(CaseRef::Id(id.clone()));
     }
     let raw: RawCase = at.strict(value, "key")?;
-    let id = match &raw.id {
-        None => {
-            return Err(at.error(
-                Some("id"),
-                SuiteErrorKind::Missing,
-                "missing: every case has an id",
-            ));
-        }
-        Some(value) => at.non_empty_string(value, "id")?,
+    let Some(Name(id)) = raw.id else {
+        return Err(at.error(
+            Some("id"),
+            SuiteErrorKind::Missing,
+            "missing: every case has an id",
+        ));
     };
     spyglass_protocol::glob::check_id(&id)
         .map_err(|err| at.invalid(Some("id"), &err.to_string()))?;
-    let input = match &raw.input {
-        None => {
-            return Err(at.error(
-                Some("input"),
-                SuiteErrorKind::Missing,
-                "missing: the user message the case sends",
-            ));
-        }
-        Some(value) => at.string(value, "input")?,
+    let Some(Text(input)) = raw.input else {
+        return Err(at.error(
+            Some("input"),
+            SuiteErrorKind::Missing,
+            "missing: the user message the case sends",
+        ));
     };
-    let mocks = match &raw.mocks {
+    let mocks = match raw.mocks {
         None => defaults.mocks.clone().map(Value::Object),
-        Some(value) => {
-            let own = at.table(value, "mocks")?;
+        Some(Table(own)) => {
             let mut merged = defaults.mocks.clone().unwrap_or_default();
-            merged.extend(own.clone());
+            merged.extend(own);
             Some(Value::Object(merged))
         }
     };
     let models = at
         .models(raw.model.as_ref(), raw.model_variants.as_ref())?
         .unwrap_or_else(|| defaults.models.clone());
-    let servers = match &raw.servers {
-        Some(value) => at.servers(value)?,
+    let servers = match raw.servers {
+        Some(Strings(servers)) => servers,
         None => defaults.servers.clone().unwrap_or_default(),
     };
     let mut metadata = defaults.metadata.clone();
-    if let Some(value) = &raw.metadata {
-        metadata.extend(at.table(value, "metadata")?.clone());
+    if let Some(Table(own)) = raw.metadata {
+        metadata.extend(own);
     }
-    let skip = match &raw.skip {
-        None | Some(Value::Bool(false)) => None,
-        Some(Value::Bool(true)) => Some("skipped in the suite file".to_owned()),
-        Some(Value::String(reason)) if !reason.trim().is_empty() => Some(reason.clone()),
-        Some(other) => {
-            return Err(at.invalid(
-                Some("skip"),
-                &format!(
-                    "expected true or a reason (a non-empty string), found {}",
-                    type_name(other)
-                ),
-            ));
-        }
-    };
-    let timeout_ms = match &raw.timeout_ms {
-        Some(value) => Some(at.unsigned(value, "timeout_ms")?),
-        None => defaults.timeout_ms,
-    };
+    let skip = raw.skip.and_then(|Skip(reason)| reason);
+    let timeout_ms = raw.timeout_ms.map(|Count(ms)| ms).or(defaults.timeout_ms);
     if timeout_ms == Some(0) {
         return Err(at.invalid(Some("timeout_ms"), "must be greater than 0"));
     }
     let assertions = match &raw.assert {
         None => Vec::new(),
-        Some(value) => read_assertions(&at.nested("assert"), value, 0)?,
+        Some(value) => read_assertions(&at.nested("assert"), &value, 0)?,
     };
     Ok(Case {
         id,
