@@ -1029,6 +1029,40 @@ equals = "two"
     }
 
     #[test]
+    fn the_defaults_and_case_fields_name_the_wrong_value_and_its_kind() {
+        for (text, shown) in [
+            (
+                "suite = \"s\"\n[defaults]\nservers = [\"a\", 7]\n[[case]]\nid = \"a\"\ninput = \"x\"",
+                "payments.toml: defaults.servers[1]: expected a string, found an integer",
+            ),
+            (
+                "suite = \"s\"\n[defaults]\ntimeout_ms = -5\n[[case]]\nid = \"a\"\ninput = \"x\"",
+                "payments.toml: defaults.timeout_ms: expected a non-negative integer, found a negative integer",
+            ),
+            (
+                "suite = \"s\"\n[defaults]\nmocks = [1]\n[[case]]\nid = \"a\"\ninput = \"x\"",
+                "payments.toml: defaults.mocks: expected a table, found a list",
+            ),
+            (
+                "suite = \"  \"\n[[case]]\nid = \"a\"\ninput = \"x\"",
+                "payments.toml: suite: must not be empty",
+            ),
+            (
+                "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmetadata = 1.5",
+                "payments.toml: case \"a\": metadata: expected a table, found a float",
+            ),
+            (
+                "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nskip = \" \"",
+                "payments.toml: case \"a\": skip: expected true or a reason (a non-empty string), found a string",
+            ),
+        ] {
+            let e = err(text);
+            assert_eq!(e.kind, SuiteErrorKind::Invalid, "{e}");
+            assert_eq!(e.to_string(), shown);
+        }
+    }
+
+    #[test]
     fn unknown_keys_are_errors() {
         let e = err(
             "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\ncontain = \"pay_1\"",

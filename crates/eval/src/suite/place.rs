@@ -80,77 +80,13 @@ impl Place<'_> {
         })
     }
 
-    pub(super) fn non_empty_string(
+    /// Reads the value at `field` as `T`: a wrong kind is named at `field` (or inside it).
+    pub(super) fn read<T: DeserializeOwned>(
         &self,
         value: &Value,
         field: &str,
-    ) -> Result<String, SuiteError> {
-        match value.as_str() {
-            Some(text) if !text.trim().is_empty() => Ok(text.to_owned()),
-            Some(_) => Err(self.invalid(Some(field), "must not be empty")),
-            None => Err(self.invalid(
-                Some(field),
-                &format!("expected a string, found {}", type_name(value)),
-            )),
-        }
-    }
-
-    pub(super) fn string(&self, value: &Value, field: &str) -> Result<String, SuiteError> {
-        value.as_str().map(str::to_owned).ok_or_else(|| {
-            self.invalid(
-                Some(field),
-                &format!("expected a string, found {}", type_name(value)),
-            )
-        })
-    }
-
-    /// A string or a non-empty list of strings.
-    pub(super) fn strings(&self, value: &Value, field: &str) -> Result<Vec<String>, SuiteError> {
-        match value {
-            Value::String(text) => Ok(vec![text.clone()]),
-            Value::Array(items) if !items.is_empty() => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| self.string(item, &format!("{field}[{i}]")))
-                .collect(),
-            Value::Array(_) => Err(self.invalid(Some(field), "the list is empty")),
-            other => Err(self.invalid(
-                Some(field),
-                &format!(
-                    "expected a string or a list of strings, found {}",
-                    type_name(other)
-                ),
-            )),
-        }
-    }
-
-    pub(super) fn unsigned(&self, value: &Value, field: &str) -> Result<u64, SuiteError> {
-        value.as_u64().ok_or_else(|| {
-            self.invalid(
-                Some(field),
-                &format!(
-                    "expected a non-negative integer, found {}",
-                    type_name(value)
-                ),
-            )
-        })
-    }
-
-    /// A finite amount of US dollars, 0 or more. TOML's `nan` and `inf` reach here as
-    /// null (JSON has no such numbers), and are named.
-    pub(super) fn dollars(&self, value: &Value, field: &str) -> Result<f64, SuiteError> {
-        let found = match value {
-            Value::Number(n) => match n.as_f64() {
-                Some(d) if d.is_finite() && d >= 0.0 => return Ok(d),
-                _ => format!("{n}"),
-            },
-            Value::Null => "null (nan and inf are not amounts)".to_owned(),
-            other => type_name(other).to_owned(),
-        };
-        Err(self.invalid(
-            Some(field),
-            &format!("expected US dollars as a number, 0 or more (like 0.01), found {found}"),
-        ))
+    ) -> Result<T, SuiteError> {
+        self.nested(field).strict(value, "key")
     }
 
     pub(super) fn table<'v>(

@@ -3,12 +3,12 @@
 
 use super::place::{Place, type_name};
 use super::shapes::{
-    Count, Name, RawAssert, RawCase, RawCommand, RawDefaults, RawJsonPath, RawOperation, RawPrompted, RawSchema,
-    RawSequence, RawSuite, Skip, Strings, Table, Text,
+    Count, Flag, Given, Name, RawAssert, RawCase, RawCommand, RawDefaults, RawJsonPath,
+    RawOperation, RawPrompted, RawSchema, RawSequence, RawSuite, Skip, Strings, Table, Text, Texts,
 };
 use super::{
     ArgCheck, Assertion, COMMAND_TIMEOUT_MS, Case, CaseRef, CommandSpec, JsonPathCheck,
-    MAX_ARG_BYTES, MAX_ARGS, MAX_COMMAND_TIMEOUT_MS, MAX_NESTING, NoEnvelope, OperationExpectation,
+    MAX_ARG_BYTES, MAX_ARGS, MAX_COMMAND_TIMEOUT_MS, MAX_NESTING, OperationExpectation,
     PromptCheck, PromptTest, SchemaCheck, SequenceExpectation, Suite, SuiteError, SuiteErrorKind,
 };
 use crate::assert::JsonPath;
@@ -212,11 +212,13 @@ fn read_assertions(
     })?;
     let raw: RawAssert = at.strict(value, "assertion kind")?;
     let mut out = Vec::new();
-    for (kind, value) in raw.kinds() {
-        let Some(value) = value else {
-            continue;
-        };
-        out.push(read_assertion(at, kind, &value, depth)?);
+    for (kind, given) in raw.kinds() {
+        out.push(match given {
+            None => continue,
+            Some(Given::Ready(assertion)) => assertion,
+            Some(Given::Patterns(patterns)) => read_regexes(at, kind, &patterns)?,
+            Some(Given::Raw(value)) => read_assertion(at, kind, &value, depth)?,
+        });
     }
     Ok(out)
 }
@@ -237,24 +239,6 @@ fn read_assertion(
         "semantic_match" => Assertion::SemanticMatch(
             crate::judge::read_semantic_match(value).map_err(|e| at.invalid(Some(kind), &e))?,
         ),
-        "contains" => Assertion::Contains(at.strings(value, kind)?),
-        "equals" => Assertion::Equals(at.string(value, kind)?),
-        "regex" => {
-            let patterns = at.strings(value, kind)?;
-            let mut compiled = Vec::with_capacity(patterns.len());
-            for pattern in &patterns {
-                let regex = regex::Regex::new(pattern).map_err(|err| {
-                    // The regex crate's message spans lines with a caret diagram; keep
-                    // it on one line so it reads after the file/case/field prefix.
-                    at.invalid(
-                        Some(kind),
-                        &format!("invalid regex {pattern:?}: {}", regex_detail(&err)),
-                    )
-                })?;
-                compiled.push(regex);
-            }
-            Assertion::Regex(compiled)
-        }
         "operation_called" => {
             let items = one_or_list(at, kind, value)?;
             let mut expectations = Vec::with_capacity(items.len());
@@ -264,25 +248,8 @@ fn read_assertion(
             Assertion::OperationCalled(expectations)
         }
         "sequence" => read_sequence(at, kind, value)?,
-        "not_called" => Assertion::NotCalled(at.strings(value, kind)?),
         "json_schema" => read_schemas(at, kind, value)?,
         "prompted" => read_prompted(at, kind, value)?,
-        "envelope" => Assertion::Envelope(at.strings(value, kind)?),
-        "no_envelope" => match value {
-            Value::Bool(true) => Assertion::NoEnvelope(NoEnvelope::Any),
-            Value::String(_) | Value::Array(_) => {
-                Assertion::NoEnvelope(NoEnvelope::Codes(at.strings(value, kind)?))
-            }
-            other => {
-                return Err(at.invalid(
-                    Some(kind),
-                    &format!(
-                        "expected true, a code or a list of codes, found {}",
-                        type_name(other)
-                    ),
-                ));
-            }
-        },
         "json_path" => {
             let items = one_or_list(at, kind, value)?;
             let mut checks = Vec::with_capacity(items.len());
@@ -290,15 +257,12 @@ fn read_assertion(
                 let inner = at.nested(&field);
                 at.table(item, &field)?;
                 let raw: RawJsonPath = inner.strict(item, "key")?;
-                let path_text = match &raw.path {
-                    Some(path) => inner.string(path, "path")?,
-                    None => {
-                        return Err(inner.error(
-                            Some("path"),
-                            SuiteErrorKind::Missing,
-                            "missing: a path like \"$.id\"",
-                        ));
-                    }
+                let Some(Text(path_text)) = raw.path else {
+                    return Err(inner.error(
+                        Some("path"),
+                        SuiteErrorKind::Missing,
+                        "missing: a path like \"$.id\"",
+                    ));
                 };
                 let path = JsonPath::parse(&path_text)
                     .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
@@ -313,8 +277,14 @@ fn read_assertion(
             }
             Assertion::JsonPath(checks)
         }
-        "max_cost" => Assertion::MaxCost(at.dollars(value, kind)?),
-        _ => Assertion::MaxTokens(at.unsigned(value, kind)?),
+        // The kinds read whole by their shape (`Given::Ready`) never reach here.
+        other => {
+            return Err(at.error(
+                Some(other),
+                SuiteErrorKind::Unknown,
+                "not an assertion kind read from a raw value",
+            ));
+        }
     })
 }
 
@@ -332,28 +302,22 @@ fn read_operation(
         Value::Object(_) => {
             let inner = at.nested(field);
             let raw: RawOperation = inner.strict(value, "key")?;
-            let name = match &raw.name {
-                Some(name) => inner.non_empty_string(name, "name")?,
-                None => {
-                    return Err(inner.error(
-                        Some("name"),
-                        SuiteErrorKind::Missing,
-                        "missing: the operation's name",
-                    ));
-                }
+            let Some(Name(name)) = raw.name else {
+                return Err(inner.error(
+                    Some("name"),
+                    SuiteErrorKind::Missing,
+                    "missing: the operation's name",
+                ));
             };
             let times = raw
                 .times
-                .as_ref()
-                .map(|t| {
-                    inner.unsigned(t, "times").and_then(|t| {
-                        u32::try_from(t).map_err(|_| inner.invalid(Some("times"), "too large"))
-                    })
+                .map(|Count(t)| {
+                    u32::try_from(t).map_err(|_| inner.invalid(Some("times"), "too large"))
                 })
                 .transpose()?;
-            let args = match &raw.args {
+            let args = match raw.args {
                 None => Vec::new(),
-                Some(args) => read_args(&inner, args)?,
+                Some(Table(args)) => read_args(&inner, args)?,
             };
             Ok(OperationExpectation { name, times, args })
         }
@@ -365,6 +329,23 @@ fn read_operation(
             ),
         )),
     }
+}
+
+/// `regex = "a"` or a list of patterns, each compiled so a typo is the suite's error.
+fn read_regexes(at: &Place<'_>, kind: &str, patterns: &[String]) -> Result<Assertion, SuiteError> {
+    let mut compiled = Vec::with_capacity(patterns.len());
+    for pattern in patterns {
+        let regex = regex::Regex::new(pattern).map_err(|err| {
+            // The regex crate's message spans lines with a caret diagram; keep
+            // it on one line so it reads after the file/case/field prefix.
+            at.invalid(
+                Some(kind),
+                &format!("invalid regex {pattern:?}: {}", regex_detail(&err)),
+            )
+        })?;
+        compiled.push(regex);
+    }
+    Ok(Assertion::Regex(compiled))
 }
 
 /// `all = [ { contains = "a" }, { any = [...] } ]`: a non-empty list of tables, each one
@@ -456,10 +437,9 @@ fn read_commands(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
             }
         };
         let argv = read_argv(at, &argv_field, &argv)?;
-        let timeout_ms = match &timeout {
+        let timeout_ms = match timeout {
             None => COMMAND_TIMEOUT_MS,
-            Some(value) => {
-                let ms = inner.unsigned(value, "timeout_ms")?;
+            Some(Count(ms)) => {
                 if ms == 0 || ms > MAX_COMMAND_TIMEOUT_MS {
                     return Err(inner.invalid(
                         Some("timeout_ms"),
@@ -510,7 +490,7 @@ fn read_argv(at: &Place<'_>, field: &str, value: &Value) -> Result<Vec<String>, 
     let mut argv = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let at_item = format!("{field}[{i}]");
-        let arg = whole.string(item, &at_item)?;
+        let Text(arg) = whole.read(item, &at_item)?;
         if i == 0 && arg.trim().is_empty() {
             return Err(whole.invalid(Some(&at_item), "the program name is empty"));
         }
@@ -547,8 +527,7 @@ fn one_or_list<'v>(
 }
 
 /// `args = { value = 5, "$.customer.id" = "cus_1" }`: checks on a call's arguments.
-fn read_args(at: &Place<'_>, value: &Value) -> Result<Vec<ArgCheck>, SuiteError> {
-    let table = at.table(value, "args")?;
+fn read_args(at: &Place<'_>, table: Map<String, Value>) -> Result<Vec<ArgCheck>, SuiteError> {
     if table.is_empty() {
         return Err(at.invalid(
             Some("args"),
@@ -559,16 +538,16 @@ fn read_args(at: &Place<'_>, value: &Value) -> Result<Vec<ArgCheck>, SuiteError>
     for (key, expected) in table {
         let path = if key.starts_with('$') {
             Some(
-                JsonPath::parse(key)
+                JsonPath::parse(&key)
                     .map_err(|err| at.invalid(Some(&format!("args.{key}")), &err.to_string()))?,
             )
         } else {
             None
         };
         checks.push(ArgCheck {
-            key: key.clone(),
+            key,
             path,
-            expected: expected.clone(),
+            expected,
         });
     }
     Ok(checks)
@@ -580,29 +559,16 @@ fn read_sequence(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
         Value::Object(_) => {
             let inner = at.nested(kind);
             let raw: RawSequence = inner.strict(value, "key")?;
-            let tools = match &raw.tools {
-                Some(tools) => inner.strings(tools, "tools")?,
-                None => {
-                    return Err(inner.error(
-                        Some("tools"),
-                        SuiteErrorKind::Missing,
-                        "missing: the operations in the order they must be called",
-                    ));
-                }
+            let Some(Texts(tools)) = raw.tools else {
+                return Err(inner.error(
+                    Some("tools"),
+                    SuiteErrorKind::Missing,
+                    "missing: the operations in the order they must be called",
+                ));
             };
-            let gaps = match &raw.gaps {
-                None => true,
-                Some(Value::Bool(gaps)) => *gaps,
-                Some(other) => {
-                    return Err(inner.invalid(
-                        Some("gaps"),
-                        &format!("expected true or false, found {}", type_name(other)),
-                    ));
-                }
-            };
-            (tools, gaps)
+            (tools, raw.gaps.is_none_or(|Flag(gaps)| gaps))
         }
-        _ => (at.strings(value, kind)?, true),
+        _ => (at.read::<Texts>(value, kind)?.0, true),
     };
     if tools.len() < 2 {
         return Err(at.invalid(
@@ -634,18 +600,14 @@ fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
         at.table(item, &field)?;
         let inner = at.nested(&field);
         let raw: RawPrompted = inner.strict(item, "key")?;
-        let step = match &raw.step {
-            Some(step) => inner.unsigned(step, "step").and_then(|n| {
-                u32::try_from(n).map_err(|_| inner.invalid(Some("step"), "too large"))
-            })?,
-            None => {
-                return Err(inner.error(
-                    Some("step"),
-                    SuiteErrorKind::Missing,
-                    "missing: the model call (zero-based, as fail_on_step counts) whose prompt to check",
-                ));
-            }
+        let Some(Count(step)) = raw.step else {
+            return Err(inner.error(
+                Some("step"),
+                SuiteErrorKind::Missing,
+                "missing: the model call (zero-based, as fail_on_step counts) whose prompt to check",
+            ));
         };
+        let step = u32::try_from(step).map_err(|_| inner.invalid(Some("step"), "too large"))?;
         let given = [
             raw.contains.is_some(),
             raw.matches.is_some(),
@@ -660,10 +622,10 @@ fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
                 "give one of `contains`, `matches` or `path` (with `equals`); a list of items checks more",
             ));
         }
-        let test = if let Some(text) = &raw.contains {
-            PromptTest::Contains(inner.string(text, "contains")?)
-        } else if let Some(pattern) = &raw.matches {
-            let pattern = inner.string(pattern, "matches")?;
+        let has_equals = raw.equals.is_some();
+        let test = if let Some(Text(text)) = raw.contains {
+            PromptTest::Contains(text)
+        } else if let Some(Text(pattern)) = raw.matches {
             let regex = regex::Regex::new(&pattern).map_err(|err| {
                 inner.invalid(
                     Some("matches"),
@@ -672,15 +634,10 @@ fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
             })?;
             PromptTest::Matches(regex)
         } else {
-            let text = raw
-                .path
-                .as_ref()
-                .map(|p| inner.string(p, "path"))
-                .transpose()?
-                .unwrap_or_default();
+            let text = raw.path.map(|Text(path)| path).unwrap_or_default();
             let path = JsonPath::parse(&text)
                 .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
-            let equals = raw.equals.clone().ok_or_else(|| {
+            let equals = raw.equals.ok_or_else(|| {
                 inner.error(
                     Some("equals"),
                     SuiteErrorKind::Missing,
@@ -689,7 +646,7 @@ fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
             })?;
             PromptTest::Path { path, equals }
         };
-        if raw.equals.is_some() && !matches!(test, PromptTest::Path { .. }) {
+        if has_equals && !matches!(test, PromptTest::Path { .. }) {
             return Err(inner.invalid(Some("equals"), "`equals` goes with `path`"));
         }
         checks.push(PromptCheck { step, test });
@@ -716,11 +673,7 @@ fn read_schemas(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, 
         if let Err(err) = jsonschema::validator_for(&schema) {
             return Err(inner.invalid(Some("schema"), &format!("not a valid JSON Schema: {err}")));
         }
-        let tool = raw
-            .tool
-            .as_ref()
-            .map(|t| inner.non_empty_string(t, "tool"))
-            .transpose()?;
+        let tool = raw.tool.map(|Name(tool)| tool);
         checks.push(SchemaCheck { tool, schema });
     }
     Ok(Assertion::JsonSchema(checks))

@@ -1,10 +1,11 @@
 //! The serde shapes of a suite file: each table's keys (unknown keys refused by serde) and
 //! the typed values that name a wrong kind in the suite's words ("expected a string, found …").
 
-use serde::de::value::MapAccessDeserializer;
+use super::{Assertion, NoEnvelope};
 use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 use std::fmt;
 
 /// The shapes of a suite file: serde refuses unknown keys; typed fields name a wrong kind
@@ -69,32 +70,32 @@ pub(super) struct RawCase {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAssert {
-    #[serde(default, deserialize_with = "present")]
-    pub(super) contains: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) equals: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) regex: Option<Value>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) contains: Option<Texts>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) equals: Option<Text>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) regex: Option<Texts>,
     #[serde(default, deserialize_with = "present")]
     pub(super) operation_called: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     pub(super) sequence: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) not_called: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) envelope: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) no_envelope: Option<Value>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) not_called: Option<Texts>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) envelope: Option<Texts>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) no_envelope: Option<Codes>,
     #[serde(default, deserialize_with = "present")]
     pub(super) json_path: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     pub(super) json_schema: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     pub(super) prompted: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) max_tokens: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) max_cost: Option<Value>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) max_tokens: Option<Count>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) max_cost: Option<Dollars>,
     #[serde(default, deserialize_with = "present")]
     pub(super) llm_judge: Option<Value>,
     #[serde(default, deserialize_with = "present")]
@@ -108,26 +109,51 @@ pub(super) struct RawAssert {
 }
 
 impl RawAssert {
-    pub(super) fn kinds(self) -> [(&'static str, Option<Value>); 18] {
+    pub(super) fn kinds(self) -> [(&'static str, Option<Given>); 18] {
+        use Given::{Patterns, Raw, Ready};
         [
-            ("contains", self.contains),
-            ("equals", self.equals),
-            ("regex", self.regex),
-            ("operation_called", self.operation_called),
-            ("sequence", self.sequence),
-            ("not_called", self.not_called),
-            ("envelope", self.envelope),
-            ("no_envelope", self.no_envelope),
-            ("json_path", self.json_path),
-            ("json_schema", self.json_schema),
-            ("prompted", self.prompted),
-            ("max_tokens", self.max_tokens),
-            ("max_cost", self.max_cost),
-            ("llm_judge", self.llm_judge),
-            ("semantic_match", self.semantic_match),
-            ("all", self.all),
-            ("any", self.any),
-            ("command", self.command),
+            (
+                "contains",
+                self.contains.map(|Texts(t)| Ready(Assertion::Contains(t))),
+            ),
+            (
+                "equals",
+                self.equals.map(|Text(t)| Ready(Assertion::Equals(t))),
+            ),
+            ("regex", self.regex.map(|Texts(p)| Patterns(p))),
+            ("operation_called", self.operation_called.map(Raw)),
+            ("sequence", self.sequence.map(Raw)),
+            (
+                "not_called",
+                self.not_called
+                    .map(|Texts(t)| Ready(Assertion::NotCalled(t))),
+            ),
+            (
+                "envelope",
+                self.envelope.map(|Texts(t)| Ready(Assertion::Envelope(t))),
+            ),
+            (
+                "no_envelope",
+                self.no_envelope
+                    .map(|Codes(n)| Ready(Assertion::NoEnvelope(n))),
+            ),
+            ("json_path", self.json_path.map(Raw)),
+            ("json_schema", self.json_schema.map(Raw)),
+            ("prompted", self.prompted.map(Raw)),
+            (
+                "max_tokens",
+                self.max_tokens
+                    .map(|Count(n)| Ready(Assertion::MaxTokens(n))),
+            ),
+            (
+                "max_cost",
+                self.max_cost.map(|Dollars(d)| Ready(Assertion::MaxCost(d))),
+            ),
+            ("llm_judge", self.llm_judge.map(Raw)),
+            ("semantic_match", self.semantic_match.map(Raw)),
+            ("all", self.all.map(Raw)),
+            ("any", self.any.map(Raw)),
+            ("command", self.command.map(Raw)),
         ]
     }
 }
@@ -135,8 +161,8 @@ impl RawAssert {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawJsonPath {
-    #[serde(default, deserialize_with = "present")]
-    pub(super) path: Option<Value>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) path: Option<Text>,
     #[serde(default, deserialize_with = "present")]
     pub(super) equals: Option<Value>,
 }
@@ -144,34 +170,34 @@ pub(super) struct RawJsonPath {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawOperation {
-    #[serde(default, deserialize_with = "present")]
-    pub(super) name: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) times: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) args: Option<Value>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) name: Option<Name>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) times: Option<Count>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) args: Option<Table>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSequence {
-    #[serde(default, deserialize_with = "present")]
-    pub(super) tools: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) gaps: Option<Value>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) tools: Option<Texts>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) gaps: Option<Flag>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPrompted {
-    #[serde(default, deserialize_with = "present")]
-    pub(super) step: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) contains: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) matches: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) path: Option<Value>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) step: Option<Count>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) contains: Option<Text>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) matches: Option<Text>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) path: Option<Text>,
     #[serde(default, deserialize_with = "present")]
     pub(super) equals: Option<Value>,
 }
@@ -181,8 +207,8 @@ pub(super) struct RawPrompted {
 pub(super) struct RawCommand {
     #[serde(default, deserialize_with = "present")]
     pub(super) argv: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) timeout_ms: Option<Value>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) timeout_ms: Option<Count>,
 }
 
 #[derive(Deserialize)]
@@ -190,8 +216,8 @@ pub(super) struct RawCommand {
 pub(super) struct RawSchema {
     #[serde(default, deserialize_with = "present")]
     pub(super) schema: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) tool: Option<Value>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) tool: Option<Name>,
 }
 
 /// A key that is there, `null` too (serde's `Option` would read `null` as absent).
@@ -345,16 +371,33 @@ impl<'de> Deserialize<'de> for Strings {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a list of strings")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Strings, A::Error> {
-                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-                while let Some(Text(text)) = seq.next_element()? {
-                    out.push(text);
-                }
-                Ok(Strings(out))
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Strings, A::Error> {
+                Strings::from_seq(seq)
             }
             refuse!("a list of strings"; bool, int, float, str, unit, map);
         }
         d.deserialize_any(V)
+    }
+}
+
+impl Strings {
+    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(Text(text)) = seq.next_element()? {
+            out.push(text);
+        }
+        Ok(Strings(out))
+    }
+}
+
+impl Texts {
+    /// A non-empty list of strings.
+    fn from_seq<'de, A: SeqAccess<'de>>(seq: A) -> Result<Self, A::Error> {
+        let Strings(items) = Strings::from_seq(seq)?;
+        if items.is_empty() {
+            return Err(de::Error::custom("the list is empty"));
+        }
+        Ok(Texts(items))
     }
 }
 
@@ -391,4 +434,127 @@ pub(super) fn given<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
+}
+
+/// `true` or `false`.
+pub(super) struct Flag(pub(super) bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Flag;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("true or false")
+            }
+            fn visit_bool<E: de::Error>(self, flag: bool) -> Result<Flag, E> {
+                Ok(Flag(flag))
+            }
+            refuse!("true or false"; int, float, str, unit, seq, map);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `"a"` or `["a", "b"]`: a string or a non-empty list of strings.
+pub(super) struct Texts(pub(super) Vec<String>);
+
+impl<'de> Deserialize<'de> for Texts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const WHAT: &str = "a string or a list of strings";
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Texts;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(WHAT)
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Texts, E> {
+                Ok(Texts(vec![text.to_owned()]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Texts, A::Error> {
+                Texts::from_seq(seq)
+            }
+            refuse!(WHAT; bool, int, float, unit, map);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `max_cost = 0.01`: a finite amount of US dollars, 0 or more. TOML's `nan` and `inf`
+/// reach here as null (JSON has no such numbers), and are named.
+pub(super) struct Dollars(pub(super) f64);
+
+impl<'de> Deserialize<'de> for Dollars {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const WHAT: &str = "US dollars as a number, 0 or more (like 0.01)";
+        fn amount<E: de::Error>(n: &Number) -> Result<Dollars, E> {
+            match n.as_f64() {
+                Some(d) if d.is_finite() && d >= 0.0 => Ok(Dollars(d)),
+                _ => Err(wrong(WHAT, &n.to_string())),
+            }
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Dollars;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(WHAT)
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Dollars, E> {
+                amount(&Number::from(n))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Dollars, E> {
+                amount(&Number::from(n))
+            }
+            fn visit_f64<E: de::Error>(self, d: f64) -> Result<Dollars, E> {
+                match Number::from_f64(d) {
+                    Some(n) => amount(&n),
+                    None => self.visit_unit(),
+                }
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Dollars, E> {
+                Err(wrong(WHAT, "null (nan and inf are not amounts)"))
+            }
+            refuse!(WHAT; bool, str, seq, map);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `no_envelope = true` (none at all), or a code or a list of codes that must not appear.
+pub(super) struct Codes(pub(super) NoEnvelope);
+
+impl<'de> Deserialize<'de> for Codes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const WHAT: &str = "true, a code or a list of codes";
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Codes;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(WHAT)
+            }
+            fn visit_bool<E: de::Error>(self, any: bool) -> Result<Codes, E> {
+                if any {
+                    Ok(Codes(NoEnvelope::Any))
+                } else {
+                    Err(wrong(WHAT, "a boolean"))
+                }
+            }
+            fn visit_str<E: de::Error>(self, code: &str) -> Result<Codes, E> {
+                Ok(Codes(NoEnvelope::Codes(vec![code.to_owned()])))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Codes, A::Error> {
+                Texts::from_seq(seq).map(|Texts(codes)| Codes(NoEnvelope::Codes(codes)))
+            }
+            refuse!(WHAT; int, float, unit, map);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One assertion kind as `[case.assert]` gave it: read whole already, a list of patterns
+/// to compile, or a value its own reader in `read.rs` takes apart.
+pub(super) enum Given {
+    Ready(Assertion),
+    Patterns(Vec<String>),
+    Raw(Value),
 }
