@@ -1029,7 +1029,7 @@ equals = "two"
     }
 
     #[test]
-    fn the_defaults_and_case_fields_name_the_wrong_value_and_its_kind() {
+    fn typed_fields_name_the_wrong_value_and_its_kind() {
         for (text, shown) in [
             (
                 "suite = \"s\"\n[defaults]\nservers = [\"a\", 7]\n[[case]]\nid = \"a\"\ninput = \"x\"",
@@ -1054,6 +1054,18 @@ equals = "two"
             (
                 "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nskip = \" \"",
                 "payments.toml: case \"a\": skip: expected true or a reason (a non-empty string), found a string",
+            ),
+            (
+                "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nprompted = [{ step = 0, contains = \"a\" }, 3]",
+                "payments.toml: case \"a\": assert.prompted[1]: expected a table, found an integer",
+            ),
+            (
+                "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\njson_path = []",
+                "payments.toml: case \"a\": assert.json_path: the list is empty",
+            ),
+            (
+                "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nno_envelope = [\"a\", false]",
+                "payments.toml: case \"a\": assert.no_envelope[1]: expected a string, found a boolean",
             ),
         ] {
             let e = err(text);

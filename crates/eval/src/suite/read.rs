@@ -4,7 +4,8 @@
 use super::place::{Place, type_name};
 use super::shapes::{
     Count, Flag, Given, Name, RawAssert, RawCase, RawCommand, RawDefaults, RawJsonPath,
-    RawOperation, RawPrompted, RawSchema, RawSequence, RawSuite, Skip, Strings, Table, Text, Texts,
+    RawOperation, RawPrompted, RawSchema, RawSequence, RawSuite, Skip, Strings, Table, Tables,
+    Text, Texts,
 };
 use super::{
     ArgCheck, Assertion, COMMAND_TIMEOUT_MS, Case, CaseRef, CommandSpec, JsonPathCheck,
@@ -217,6 +218,9 @@ fn read_assertions(
             None => continue,
             Some(Given::Ready(assertion)) => assertion,
             Some(Given::Patterns(patterns)) => read_regexes(at, kind, &patterns)?,
+            Some(Given::JsonPath(items)) => read_json_paths(at, kind, items)?,
+            Some(Given::JsonSchema(items)) => read_schemas(at, kind, items)?,
+            Some(Given::Prompted(items)) => read_prompted(at, kind, items)?,
             Some(Given::Raw(value)) => read_assertion(at, kind, &value, depth)?,
         });
     }
@@ -248,35 +252,6 @@ fn read_assertion(
             Assertion::OperationCalled(expectations)
         }
         "sequence" => read_sequence(at, kind, value)?,
-        "json_schema" => read_schemas(at, kind, value)?,
-        "prompted" => read_prompted(at, kind, value)?,
-        "json_path" => {
-            let items = one_or_list(at, kind, value)?;
-            let mut checks = Vec::with_capacity(items.len());
-            for (field, item) in items {
-                let inner = at.nested(&field);
-                at.table(item, &field)?;
-                let raw: RawJsonPath = inner.strict(item, "key")?;
-                let Some(Text(path_text)) = raw.path else {
-                    return Err(inner.error(
-                        Some("path"),
-                        SuiteErrorKind::Missing,
-                        "missing: a path like \"$.id\"",
-                    ));
-                };
-                let path = JsonPath::parse(&path_text)
-                    .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
-                let equals = raw.equals.ok_or_else(|| {
-                    inner.error(
-                        Some("equals"),
-                        SuiteErrorKind::Missing,
-                        "missing: the value expected at the path",
-                    )
-                })?;
-                checks.push(JsonPathCheck { path, equals });
-            }
-            Assertion::JsonPath(checks)
-        }
         // The kinds read whole by their shape (`Given::Ready`) never reach here.
         other => {
             return Err(at.error(
@@ -346,6 +321,36 @@ fn read_regexes(at: &Place<'_>, kind: &str, patterns: &[String]) -> Result<Asser
         compiled.push(regex);
     }
     Ok(Assertion::Regex(compiled))
+}
+
+/// `json_path = { path = "$.id", equals = "cus_1" }` or a list of them.
+fn read_json_paths(
+    at: &Place<'_>,
+    kind: &str,
+    items: Tables<RawJsonPath>,
+) -> Result<Assertion, SuiteError> {
+    let mut checks = Vec::new();
+    for (field, raw) in items.fields(kind) {
+        let inner = at.nested(&field);
+        let Some(Text(path_text)) = raw.path else {
+            return Err(inner.error(
+                Some("path"),
+                SuiteErrorKind::Missing,
+                "missing: a path like \"$.id\"",
+            ));
+        };
+        let path = JsonPath::parse(&path_text)
+            .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
+        let equals = raw.equals.ok_or_else(|| {
+            inner.error(
+                Some("equals"),
+                SuiteErrorKind::Missing,
+                "missing: the value expected at the path",
+            )
+        })?;
+        checks.push(JsonPathCheck { path, equals });
+    }
+    Ok(Assertion::JsonPath(checks))
 }
 
 /// `all = [ { contains = "a" }, { any = [...] } ]`: a non-empty list of tables, each one
@@ -593,13 +598,14 @@ fn regex_detail(err: &regex::Error) -> String {
 
 /// `prompted = { step = 1, contains = "pay_1" }` (or `matches = "regex"`, or
 /// `path = "$[2].content.id", equals = ...`), or a list of them: one test per item.
-fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
-    let items = one_or_list(at, kind, value)?;
-    let mut checks = Vec::with_capacity(items.len());
-    for (field, item) in items {
-        at.table(item, &field)?;
+fn read_prompted(
+    at: &Place<'_>,
+    kind: &str,
+    items: Tables<RawPrompted>,
+) -> Result<Assertion, SuiteError> {
+    let mut checks = Vec::new();
+    for (field, raw) in items.fields(kind) {
         let inner = at.nested(&field);
-        let raw: RawPrompted = inner.strict(item, "key")?;
         let Some(Count(step)) = raw.step else {
             return Err(inner.error(
                 Some("step"),
@@ -656,13 +662,14 @@ fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
 
 /// `json_schema = { schema = {...}, tool = "server/tool" }` or a list of them; the schema
 /// must compile, so a typo in it is the suite's error, not a failing case.
-fn read_schemas(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
-    let items = one_or_list(at, kind, value)?;
-    let mut checks = Vec::with_capacity(items.len());
-    for (field, item) in items {
-        at.table(item, &field)?;
+fn read_schemas(
+    at: &Place<'_>,
+    kind: &str,
+    items: Tables<RawSchema>,
+) -> Result<Assertion, SuiteError> {
+    let mut checks = Vec::new();
+    for (field, raw) in items.fields(kind) {
         let inner = at.nested(&field);
-        let raw: RawSchema = inner.strict(item, "key")?;
         let Some(schema) = raw.schema else {
             return Err(inner.error(
                 Some("schema"),

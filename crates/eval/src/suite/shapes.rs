@@ -4,9 +4,10 @@
 use super::{Assertion, NoEnvelope};
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::fmt;
+use std::marker::PhantomData;
 
 /// The shapes of a suite file: serde refuses unknown keys; typed fields name a wrong kind
 /// (`null` included) with what was expected, and `serde_path_to_error` gives its place.
@@ -86,12 +87,12 @@ pub(super) struct RawAssert {
     pub(super) envelope: Option<Texts>,
     #[serde(default, deserialize_with = "given")]
     pub(super) no_envelope: Option<Codes>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) json_path: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) json_schema: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) prompted: Option<Value>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) json_path: Option<Tables<RawJsonPath>>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) json_schema: Option<Tables<RawSchema>>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) prompted: Option<Tables<RawPrompted>>,
     #[serde(default, deserialize_with = "given")]
     pub(super) max_tokens: Option<Count>,
     #[serde(default, deserialize_with = "given")]
@@ -137,9 +138,9 @@ impl RawAssert {
                 self.no_envelope
                     .map(|Codes(n)| Ready(Assertion::NoEnvelope(n))),
             ),
-            ("json_path", self.json_path.map(Raw)),
-            ("json_schema", self.json_schema.map(Raw)),
-            ("prompted", self.prompted.map(Raw)),
+            ("json_path", self.json_path.map(Given::JsonPath)),
+            ("json_schema", self.json_schema.map(Given::JsonSchema)),
+            ("prompted", self.prompted.map(Given::Prompted)),
             (
                 "max_tokens",
                 self.max_tokens
@@ -556,5 +557,112 @@ impl<'de> Deserialize<'de> for Codes {
 pub(super) enum Given {
     Ready(Assertion),
     Patterns(Vec<String>),
+    JsonPath(Tables<RawJsonPath>),
+    JsonSchema(Tables<RawSchema>),
+    Prompted(Tables<RawPrompted>),
     Raw(Value),
+}
+
+/// A table read into its shape `T`; anything else is named as not a table.
+pub(super) struct Tbl<T>(pub(super) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Tbl<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Tbl<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Tbl<T>, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(Tbl)
+            }
+            refuse!("a table"; bool, int, float, str, unit, seq);
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// `json_path = { ... }` or `json_path = [ { ... }, { ... } ]`: one table or a non-empty
+/// list of them, each read into `T` (a wrong item is named `kind[i]`).
+pub(super) struct Tables<T> {
+    items: Vec<T>,
+    listed: bool,
+}
+
+impl<T> Tables<T> {
+    /// Each item with the field its errors name: `kind[i]` from a list, else `kind`.
+    pub(super) fn fields(self, kind: &str) -> impl Iterator<Item = (String, T)> {
+        let listed = self.listed;
+        self.items.into_iter().enumerate().map(move |(i, item)| {
+            let field = if listed {
+                format!("{kind}[{i}]")
+            } else {
+                kind.to_owned()
+            };
+            (field, item)
+        })
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Tables<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<T> V<T> {
+            fn one<'de, E: de::Error>(
+                self,
+                d: impl Deserializer<'de, Error = E>,
+            ) -> Result<Tables<T>, E>
+            where
+                T: Deserialize<'de>,
+            {
+                let Tbl(item) = Tbl::deserialize(d)?;
+                Ok(Tables {
+                    items: vec![item],
+                    listed: false,
+                })
+            }
+        }
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Tables<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a table or a list of tables")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tables<T>, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(Tbl(item)) = seq.next_element()? {
+                    items.push(item);
+                }
+                if items.is_empty() {
+                    return Err(de::Error::custom("the list is empty"));
+                }
+                Ok(Tables {
+                    items,
+                    listed: true,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Tables<T>, A::Error> {
+                self.one(MapAccessDeserializer::new(map))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Tables<T>, E> {
+                self.one(v.into_deserializer())
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Tables<T>, E> {
+                self.one(v.into_deserializer())
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Tables<T>, E> {
+                self.one(v.into_deserializer())
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Tables<T>, E> {
+                self.one(v.into_deserializer())
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Tables<T>, E> {
+                self.one(v.into_deserializer())
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Tables<T>, E> {
+                self.one(().into_deserializer())
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
 }
