@@ -1072,6 +1072,15 @@ equals = "two"
             assert_eq!(e.kind, SuiteErrorKind::Invalid, "{e}");
             assert_eq!(e.to_string(), shown);
         }
+        // A key unknown inside one assertion's table is a key, not an assertion kind.
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\noperation_called = [\"a/b\", { nme = \"a/c\" }]",
+        );
+        assert_eq!(e.kind, SuiteErrorKind::Unknown, "{e}");
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case \"a\": assert.operation_called[1].nme: unknown key; expected one of: name, times, args"
+        );
     }
 
     #[test]

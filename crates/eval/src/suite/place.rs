@@ -58,14 +58,17 @@ impl Place<'_> {
         self.error(field, SuiteErrorKind::Invalid, message)
     }
 
-    /// Reads a table into its raw shape; an unknown key is named with the known ones.
+    /// Reads a table into its shape; an unknown key is named with the known ones (`what`
+    /// names the table's own keys: "key", "assertion kind").
     pub(super) fn strict<T: DeserializeOwned>(
         &self,
         value: &Value,
         what: &str,
     ) -> Result<T, SuiteError> {
         serde_path_to_error::deserialize(value).map_err(|err| {
-            // The path names the wrong value (`servers[1]`), an unknown key included.
+            // The path names the wrong value (`servers[1]`), an unknown key included; a
+            // key in a table nested in this one is a plain key, whatever `what` says.
+            let own_key = err.path().iter().count() <= 1;
             let path = err.path().to_string();
             let field = (path != ".").then_some(path);
             let message = err.into_inner().to_string();
@@ -73,7 +76,10 @@ impl Place<'_> {
                 Some((key, known)) => self.error(
                     Some(field.as_deref().unwrap_or(&key)),
                     SuiteErrorKind::Unknown,
-                    &format!("unknown {what}; expected one of: {known}"),
+                    &format!(
+                        "unknown {}; expected one of: {known}",
+                        if own_key { what } else { "key" }
+                    ),
                 ),
                 None => self.invalid(field.as_deref(), &message),
             }

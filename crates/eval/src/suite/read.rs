@@ -3,9 +3,9 @@
 
 use super::place::{Place, type_name};
 use super::shapes::{
-    Count, Flag, Given, Name, RawAssert, RawCase, RawCommand, RawDefaults, RawJsonPath,
-    RawOperation, RawPrompted, RawSchema, RawSequence, RawSuite, Skip, Strings, Table, Tables,
-    Text, Texts,
+    Count, Flag, Given, Items, Name, Operation, RawAssert, RawCase, RawCommand, RawDefaults,
+    RawJsonPath, RawPrompted, RawSchema, RawSequence, RawSuite, Skip, Strings, Table, Tbl, Text,
+    Texts,
 };
 use super::{
     ArgCheck, Assertion, COMMAND_TIMEOUT_MS, Case, CaseRef, CommandSpec, JsonPathCheck,
@@ -218,6 +218,12 @@ fn read_assertions(
             None => continue,
             Some(Given::Ready(assertion)) => assertion,
             Some(Given::Patterns(patterns)) => read_regexes(at, kind, &patterns)?,
+            Some(Given::Operations(items)) => Assertion::OperationCalled(
+                items
+                    .fields(kind)
+                    .map(|(field, op)| read_operation(&at.nested(&field), op))
+                    .collect::<Result<_, _>>()?,
+            ),
             Some(Given::JsonPath(items)) => read_json_paths(at, kind, items)?,
             Some(Given::JsonSchema(items)) => read_schemas(at, kind, items)?,
             Some(Given::Prompted(items)) => read_prompted(at, kind, items)?,
@@ -243,14 +249,6 @@ fn read_assertion(
         "semantic_match" => Assertion::SemanticMatch(
             crate::judge::read_semantic_match(value).map_err(|e| at.invalid(Some(kind), &e))?,
         ),
-        "operation_called" => {
-            let items = one_or_list(at, kind, value)?;
-            let mut expectations = Vec::with_capacity(items.len());
-            for (field, item) in items {
-                expectations.push(read_operation(at, &field, item)?);
-            }
-            Assertion::OperationCalled(expectations)
-        }
         "sequence" => read_sequence(at, kind, value)?,
         // The kinds read whole by their shape (`Given::Ready`) never reach here.
         other => {
@@ -263,47 +261,33 @@ fn read_assertion(
     })
 }
 
-fn read_operation(
-    at: &Place<'_>,
-    field: &str,
-    value: &Value,
-) -> Result<OperationExpectation, SuiteError> {
-    match value {
-        Value::String(name) if !name.trim().is_empty() => Ok(OperationExpectation {
-            name: name.clone(),
-            times: None,
-            args: Vec::new(),
-        }),
-        Value::Object(_) => {
-            let inner = at.nested(field);
-            let raw: RawOperation = inner.strict(value, "key")?;
-            let Some(Name(name)) = raw.name else {
-                return Err(inner.error(
-                    Some("name"),
-                    SuiteErrorKind::Missing,
-                    "missing: the operation's name",
-                ));
-            };
-            let times = raw
-                .times
-                .map(|Count(t)| {
-                    u32::try_from(t).map_err(|_| inner.invalid(Some("times"), "too large"))
-                })
-                .transpose()?;
-            let args = match raw.args {
-                None => Vec::new(),
-                Some(Table(args)) => read_args(&inner, args)?,
-            };
-            Ok(OperationExpectation { name, times, args })
+fn read_operation(at: &Place<'_>, op: Operation) -> Result<OperationExpectation, SuiteError> {
+    let raw = match op {
+        Operation::Name(name) => {
+            return Ok(OperationExpectation {
+                name,
+                times: None,
+                args: Vec::new(),
+            });
         }
-        other => Err(at.invalid(
-            Some(field),
-            &format!(
-                "expected an operation name or {{ name, times, args }}, found {}",
-                type_name(other)
-            ),
-        )),
-    }
+        Operation::Table(raw) => raw,
+    };
+    let Some(Name(name)) = raw.name else {
+        return Err(at.error(
+            Some("name"),
+            SuiteErrorKind::Missing,
+            "missing: the operation's name",
+        ));
+    };
+    let times = raw
+        .times
+        .map(|Count(t)| u32::try_from(t).map_err(|_| at.invalid(Some("times"), "too large")))
+        .transpose()?;
+    let args = match raw.args {
+        None => Vec::new(),
+        Some(Table(args)) => read_args(at, args)?,
+    };
+    Ok(OperationExpectation { name, times, args })
 }
 
 /// `regex = "a"` or a list of patterns, each compiled so a typo is the suite's error.
@@ -327,10 +311,10 @@ fn read_regexes(at: &Place<'_>, kind: &str, patterns: &[String]) -> Result<Asser
 fn read_json_paths(
     at: &Place<'_>,
     kind: &str,
-    items: Tables<RawJsonPath>,
+    items: Items<Tbl<RawJsonPath>>,
 ) -> Result<Assertion, SuiteError> {
     let mut checks = Vec::new();
-    for (field, raw) in items.fields(kind) {
+    for (field, Tbl(raw)) in items.fields(kind) {
         let inner = at.nested(&field);
         let Some(Text(path_text)) = raw.path else {
             return Err(inner.error(
@@ -601,10 +585,10 @@ fn regex_detail(err: &regex::Error) -> String {
 fn read_prompted(
     at: &Place<'_>,
     kind: &str,
-    items: Tables<RawPrompted>,
+    items: Items<Tbl<RawPrompted>>,
 ) -> Result<Assertion, SuiteError> {
     let mut checks = Vec::new();
-    for (field, raw) in items.fields(kind) {
+    for (field, Tbl(raw)) in items.fields(kind) {
         let inner = at.nested(&field);
         let Some(Count(step)) = raw.step else {
             return Err(inner.error(
@@ -665,10 +649,10 @@ fn read_prompted(
 fn read_schemas(
     at: &Place<'_>,
     kind: &str,
-    items: Tables<RawSchema>,
+    items: Items<Tbl<RawSchema>>,
 ) -> Result<Assertion, SuiteError> {
     let mut checks = Vec::new();
-    for (field, raw) in items.fields(kind) {
+    for (field, Tbl(raw)) in items.fields(kind) {
         let inner = at.nested(&field);
         let Some(schema) = raw.schema else {
             return Err(inner.error(

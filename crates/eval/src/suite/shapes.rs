@@ -77,8 +77,8 @@ pub(super) struct RawAssert {
     pub(super) equals: Option<Text>,
     #[serde(default, deserialize_with = "given")]
     pub(super) regex: Option<Texts>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) operation_called: Option<Value>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) operation_called: Option<Items<Operation>>,
     #[serde(default, deserialize_with = "present")]
     pub(super) sequence: Option<Value>,
     #[serde(default, deserialize_with = "given")]
@@ -88,11 +88,11 @@ pub(super) struct RawAssert {
     #[serde(default, deserialize_with = "given")]
     pub(super) no_envelope: Option<Codes>,
     #[serde(default, deserialize_with = "given")]
-    pub(super) json_path: Option<Tables<RawJsonPath>>,
+    pub(super) json_path: Option<Items<Tbl<RawJsonPath>>>,
     #[serde(default, deserialize_with = "given")]
-    pub(super) json_schema: Option<Tables<RawSchema>>,
+    pub(super) json_schema: Option<Items<Tbl<RawSchema>>>,
     #[serde(default, deserialize_with = "given")]
-    pub(super) prompted: Option<Tables<RawPrompted>>,
+    pub(super) prompted: Option<Items<Tbl<RawPrompted>>>,
     #[serde(default, deserialize_with = "given")]
     pub(super) max_tokens: Option<Count>,
     #[serde(default, deserialize_with = "given")]
@@ -122,7 +122,10 @@ impl RawAssert {
                 self.equals.map(|Text(t)| Ready(Assertion::Equals(t))),
             ),
             ("regex", self.regex.map(|Texts(p)| Patterns(p))),
-            ("operation_called", self.operation_called.map(Raw)),
+            (
+                "operation_called",
+                self.operation_called.map(Given::Operations),
+            ),
             ("sequence", self.sequence.map(Raw)),
             (
                 "not_called",
@@ -557,9 +560,10 @@ impl<'de> Deserialize<'de> for Codes {
 pub(super) enum Given {
     Ready(Assertion),
     Patterns(Vec<String>),
-    JsonPath(Tables<RawJsonPath>),
-    JsonSchema(Tables<RawSchema>),
-    Prompted(Tables<RawPrompted>),
+    Operations(Items<Operation>),
+    JsonPath(Items<Tbl<RawJsonPath>>),
+    JsonSchema(Items<Tbl<RawSchema>>),
+    Prompted(Items<Tbl<RawPrompted>>),
     Raw(Value),
 }
 
@@ -583,14 +587,14 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Tbl<T> {
     }
 }
 
-/// `json_path = { ... }` or `json_path = [ { ... }, { ... } ]`: one table or a non-empty
-/// list of them, each read into `T` (a wrong item is named `kind[i]`).
-pub(super) struct Tables<T> {
+/// `json_path = { ... }` or `json_path = [ { ... }, { ... } ]`: one value or a non-empty
+/// list of them, each read as `T` (a wrong item is named `kind[i]`).
+pub(super) struct Items<T> {
     items: Vec<T>,
     listed: bool,
 }
 
-impl<T> Tables<T> {
+impl<T> Items<T> {
     /// Each item with the field its errors name: `kind[i]` from a list, else `kind`.
     pub(super) fn fields(self, kind: &str) -> impl Iterator<Item = (String, T)> {
         let listed = self.listed;
@@ -605,64 +609,93 @@ impl<T> Tables<T> {
     }
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Tables<T> {
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Items<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<T>(PhantomData<T>);
         impl<T> V<T> {
             fn one<'de, E: de::Error>(
                 self,
                 d: impl Deserializer<'de, Error = E>,
-            ) -> Result<Tables<T>, E>
+            ) -> Result<Items<T>, E>
             where
                 T: Deserialize<'de>,
             {
-                let Tbl(item) = Tbl::deserialize(d)?;
-                Ok(Tables {
-                    items: vec![item],
+                Ok(Items {
+                    items: vec![T::deserialize(d)?],
                     listed: false,
                 })
             }
         }
         impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Tables<T>;
+            type Value = Items<T>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a table or a list of tables")
+                f.write_str("a value or a list of values")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tables<T>, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items<T>, A::Error> {
                 let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-                while let Some(Tbl(item)) = seq.next_element()? {
+                while let Some(item) = seq.next_element()? {
                     items.push(item);
                 }
                 if items.is_empty() {
                     return Err(de::Error::custom("the list is empty"));
                 }
-                Ok(Tables {
+                Ok(Items {
                     items,
                     listed: true,
                 })
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Tables<T>, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Items<T>, A::Error> {
                 self.one(MapAccessDeserializer::new(map))
             }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Tables<T>, E> {
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Items<T>, E> {
                 self.one(v.into_deserializer())
             }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Tables<T>, E> {
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Items<T>, E> {
                 self.one(v.into_deserializer())
             }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Tables<T>, E> {
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Items<T>, E> {
                 self.one(v.into_deserializer())
             }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Tables<T>, E> {
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Items<T>, E> {
                 self.one(v.into_deserializer())
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Tables<T>, E> {
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Items<T>, E> {
                 self.one(v.into_deserializer())
             }
-            fn visit_unit<E: de::Error>(self) -> Result<Tables<T>, E> {
+            fn visit_unit<E: de::Error>(self) -> Result<Items<T>, E> {
                 self.one(().into_deserializer())
             }
         }
         d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// `"server/tool"` or `{ name, times, args }`: one expected operation call.
+pub(super) enum Operation {
+    Name(String),
+    Table(RawOperation),
+}
+
+impl<'de> Deserialize<'de> for Operation {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const WHAT: &str = "an operation name or { name, times, args }";
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Operation;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(WHAT)
+            }
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<Operation, E> {
+                if name.trim().is_empty() {
+                    return Err(wrong(WHAT, "a string"));
+                }
+                Ok(Operation::Name(name.to_owned()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Operation, A::Error> {
+                RawOperation::deserialize(MapAccessDeserializer::new(map)).map(Operation::Table)
+            }
+            refuse!(WHAT; bool, int, float, unit, seq);
+        }
+        d.deserialize_any(V)
     }
 }
