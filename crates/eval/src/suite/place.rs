@@ -1,5 +1,5 @@
-//! Where in a suite file a value sits (file, case, dotted field) and the typed reads of one
-//! value there: each wrong kind a `SuiteError` naming its place and what was expected.
+//! Where in a suite file a value sits (file, case, dotted field) and reading a value there
+//! into its shape: each wrong kind or key a `SuiteError` naming its place and what was expected.
 
 use super::shapes::unknown_field;
 use super::{SuiteError, SuiteErrorKind};

@@ -4,7 +4,7 @@
 use super::place::{Place, type_name};
 use super::shapes::{
     Count, Flag, Given, Items, Name, Operation, RawAssert, RawCase, RawCommand, RawDefaults,
-    RawJsonPath, RawPrompted, RawSchema, RawSequence, RawSuite, Skip, Strings, Table, Tbl, Text,
+    RawJsonPath, RawPrompted, RawSchema, RawSuite, Sequence, Skip, Strings, Table, Tbl, Text,
     Texts,
 };
 use super::{
@@ -97,13 +97,7 @@ struct Defaults {
 }
 
 fn read_defaults(at: &Place<'_>, value: &Value) -> Result<Defaults, SuiteError> {
-    value.as_object().ok_or_else(|| {
-        at.invalid(
-            None,
-            &format!("expected a table, found {}", type_name(value)),
-        )
-    })?;
-    let raw: RawDefaults = at.strict(value, "key")?;
+    let Tbl(raw): Tbl<RawDefaults> = at.strict(value, "key")?;
     Ok(Defaults {
         mocks: raw.mocks.map(|Table(mocks)| mocks),
         models: at
@@ -205,13 +199,7 @@ fn read_assertions(
     value: &Value,
     depth: usize,
 ) -> Result<Vec<Assertion>, SuiteError> {
-    value.as_object().ok_or_else(|| {
-        at.invalid(
-            None,
-            &format!("expected a table, found {}", type_name(value)),
-        )
-    })?;
-    let raw: RawAssert = at.strict(value, "assertion kind")?;
+    let Tbl(raw): Tbl<RawAssert> = at.strict(value, "assertion kind")?;
     let mut out = Vec::new();
     for (kind, given) in raw.kinds() {
         out.push(match given {
@@ -224,6 +212,7 @@ fn read_assertions(
                     .map(|(field, op)| read_operation(&at.nested(&field), op))
                     .collect::<Result<_, _>>()?,
             ),
+            Some(Given::Sequence(sequence)) => read_sequence(at, kind, sequence)?,
             Some(Given::JsonPath(items)) => read_json_paths(at, kind, items)?,
             Some(Given::JsonSchema(items)) => read_schemas(at, kind, items)?,
             Some(Given::Prompted(items)) => read_prompted(at, kind, items)?,
@@ -249,7 +238,6 @@ fn read_assertion(
         "semantic_match" => Assertion::SemanticMatch(
             crate::judge::read_semantic_match(value).map_err(|e| at.invalid(Some(kind), &e))?,
         ),
-        "sequence" => read_sequence(at, kind, value)?,
         // The kinds read whole by their shape (`Given::Ready`) never reach here.
         other => {
             return Err(at.error(
@@ -543,13 +531,11 @@ fn read_args(at: &Place<'_>, table: Map<String, Value>) -> Result<Vec<ArgCheck>,
 }
 
 /// `sequence = ["a", "b"]` or `sequence = { tools = [...], gaps = false }`.
-fn read_sequence(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
-    let (tools, gaps) = match value {
-        Value::Object(_) => {
-            let inner = at.nested(kind);
-            let raw: RawSequence = inner.strict(value, "key")?;
+fn read_sequence(at: &Place<'_>, kind: &str, sequence: Sequence) -> Result<Assertion, SuiteError> {
+    let (tools, gaps) = match sequence {
+        Sequence::Table(raw) => {
             let Some(Texts(tools)) = raw.tools else {
-                return Err(inner.error(
+                return Err(at.nested(kind).error(
                     Some("tools"),
                     SuiteErrorKind::Missing,
                     "missing: the operations in the order they must be called",
@@ -557,7 +543,7 @@ fn read_sequence(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
             };
             (tools, raw.gaps.is_none_or(|Flag(gaps)| gaps))
         }
-        _ => (at.read::<Texts>(value, kind)?.0, true),
+        Sequence::Tools(tools) => (tools, true),
     };
     if tools.len() < 2 {
         return Err(at.invalid(

@@ -17,11 +17,11 @@ use std::marker::PhantomData;
 pub(super) struct RawSuite {
     #[serde(default, deserialize_with = "given")]
     pub(super) suite: Option<Name>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) defaults: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) case: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) cases: Option<Value>,
 }
 
@@ -30,9 +30,9 @@ pub(super) struct RawSuite {
 pub(super) struct RawDefaults {
     #[serde(default, deserialize_with = "given")]
     pub(super) mocks: Option<Table>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) model: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) model_variants: Option<Value>,
     #[serde(default, deserialize_with = "given")]
     pub(super) servers: Option<Strings>,
@@ -51,9 +51,9 @@ pub(super) struct RawCase {
     pub(super) input: Option<Text>,
     #[serde(default, deserialize_with = "given")]
     pub(super) mocks: Option<Table>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) model: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) model_variants: Option<Value>,
     #[serde(default, deserialize_with = "given")]
     pub(super) servers: Option<Strings>,
@@ -63,7 +63,7 @@ pub(super) struct RawCase {
     pub(super) skip: Option<Skip>,
     #[serde(default, deserialize_with = "given")]
     pub(super) timeout_ms: Option<Count>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) assert: Option<Value>,
 }
 
@@ -79,8 +79,8 @@ pub(super) struct RawAssert {
     pub(super) regex: Option<Texts>,
     #[serde(default, deserialize_with = "given")]
     pub(super) operation_called: Option<Items<Operation>>,
-    #[serde(default, deserialize_with = "present")]
-    pub(super) sequence: Option<Value>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) sequence: Option<Sequence>,
     #[serde(default, deserialize_with = "given")]
     pub(super) not_called: Option<Texts>,
     #[serde(default, deserialize_with = "given")]
@@ -97,15 +97,15 @@ pub(super) struct RawAssert {
     pub(super) max_tokens: Option<Count>,
     #[serde(default, deserialize_with = "given")]
     pub(super) max_cost: Option<Dollars>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) llm_judge: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) semantic_match: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) all: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) any: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) command: Option<Value>,
 }
 
@@ -126,7 +126,7 @@ impl RawAssert {
                 "operation_called",
                 self.operation_called.map(Given::Operations),
             ),
-            ("sequence", self.sequence.map(Raw)),
+            ("sequence", self.sequence.map(Given::Sequence)),
             (
                 "not_called",
                 self.not_called
@@ -167,7 +167,7 @@ impl RawAssert {
 pub(super) struct RawJsonPath {
     #[serde(default, deserialize_with = "given")]
     pub(super) path: Option<Text>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) equals: Option<Value>,
 }
 
@@ -202,14 +202,14 @@ pub(super) struct RawPrompted {
     pub(super) matches: Option<Text>,
     #[serde(default, deserialize_with = "given")]
     pub(super) path: Option<Text>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) equals: Option<Value>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCommand {
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) argv: Option<Value>,
     #[serde(default, deserialize_with = "given")]
     pub(super) timeout_ms: Option<Count>,
@@ -218,15 +218,10 @@ pub(super) struct RawCommand {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSchema {
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "given")]
     pub(super) schema: Option<Value>,
     #[serde(default, deserialize_with = "given")]
     pub(super) tool: Option<Name>,
-}
-
-/// A key that is there, `null` too (serde's `Option` would read `null` as absent).
-pub(super) fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
 }
 
 /// The key and the expected names of serde's "unknown field `k`, expected one of `a`, `b`".
@@ -561,6 +556,7 @@ pub(super) enum Given {
     Ready(Assertion),
     Patterns(Vec<String>),
     Operations(Items<Operation>),
+    Sequence(Sequence),
     JsonPath(Items<Tbl<RawJsonPath>>),
     JsonSchema(Items<Tbl<RawSchema>>),
     Prompted(Items<Tbl<RawPrompted>>),
@@ -695,6 +691,36 @@ impl<'de> Deserialize<'de> for Operation {
                 RawOperation::deserialize(MapAccessDeserializer::new(map)).map(Operation::Table)
             }
             refuse!(WHAT; bool, int, float, unit, seq);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `sequence = ["a", "b"]` or `sequence = { tools = [...], gaps = false }`.
+pub(super) enum Sequence {
+    Tools(Vec<String>),
+    Table(RawSequence),
+}
+
+impl<'de> Deserialize<'de> for Sequence {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const WHAT: &str = "a string or a list of strings";
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Sequence;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(WHAT)
+            }
+            fn visit_str<E: de::Error>(self, tool: &str) -> Result<Sequence, E> {
+                Ok(Sequence::Tools(vec![tool.to_owned()]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Sequence, A::Error> {
+                Texts::from_seq(seq).map(|Texts(tools)| Sequence::Tools(tools))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Sequence, A::Error> {
+                RawSequence::deserialize(MapAccessDeserializer::new(map)).map(Sequence::Table)
+            }
+            refuse!(WHAT; bool, int, float, unit);
         }
         d.deserialize_any(V)
     }
