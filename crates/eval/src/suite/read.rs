@@ -179,7 +179,7 @@ fn read_case(
     }
     let assertions = match &raw.assert {
         None => Vec::new(),
-        Some(value) => read_assertions(&at.nested("assert"), &value, 0)?,
+        Some(value) => read_assertions(&at.nested("assert"), value, 0)?,
     };
     Ok(Case {
         id,

@@ -609,10 +609,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Items<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<T>(PhantomData<T>);
         impl<T> V<T> {
-            fn one<'de, E: de::Error>(
-                self,
-                d: impl Deserializer<'de, Error = E>,
-            ) -> Result<Items<T>, E>
+            fn one<'de, E: de::Error>(d: impl Deserializer<'de, Error = E>) -> Result<Items<T>, E>
             where
                 T: Deserialize<'de>,
             {
@@ -641,25 +638,25 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Items<T> {
                 })
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Items<T>, A::Error> {
-                self.one(MapAccessDeserializer::new(map))
+                Self::one(MapAccessDeserializer::new(map))
             }
             fn visit_bool<E: de::Error>(self, v: bool) -> Result<Items<T>, E> {
-                self.one(v.into_deserializer())
+                Self::one(v.into_deserializer())
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Items<T>, E> {
-                self.one(v.into_deserializer())
+                Self::one(v.into_deserializer())
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Items<T>, E> {
-                self.one(v.into_deserializer())
+                Self::one(v.into_deserializer())
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Items<T>, E> {
-                self.one(v.into_deserializer())
+                Self::one(v.into_deserializer())
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Items<T>, E> {
-                self.one(v.into_deserializer())
+                Self::one(v.into_deserializer())
             }
             fn visit_unit<E: de::Error>(self) -> Result<Items<T>, E> {
-                self.one(().into_deserializer())
+                Self::one(().into_deserializer())
             }
         }
         d.deserialize_any(V(PhantomData))
