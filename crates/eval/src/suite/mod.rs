@@ -1029,6 +1029,61 @@ equals = "two"
     }
 
     #[test]
+    fn typed_fields_name_the_wrong_value_and_its_kind() {
+        for (text, shown) in [
+            (
+                "suite = \"s\"\n[defaults]\nservers = [\"a\", 7]\n[[case]]\nid = \"a\"\ninput = \"x\"",
+                "payments.toml: defaults.servers[1]: expected a string, found an integer",
+            ),
+            (
+                "suite = \"s\"\n[defaults]\ntimeout_ms = -5\n[[case]]\nid = \"a\"\ninput = \"x\"",
+                "payments.toml: defaults.timeout_ms: expected a non-negative integer, found a negative integer",
+            ),
+            (
+                "suite = \"s\"\n[defaults]\nmocks = [1]\n[[case]]\nid = \"a\"\ninput = \"x\"",
+                "payments.toml: defaults.mocks: expected a table, found a list",
+            ),
+            (
+                "suite = \"  \"\n[[case]]\nid = \"a\"\ninput = \"x\"",
+                "payments.toml: suite: must not be empty",
+            ),
+            (
+                "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nmetadata = 1.5",
+                "payments.toml: case \"a\": metadata: expected a table, found a float",
+            ),
+            (
+                "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\nskip = \" \"",
+                "payments.toml: case \"a\": skip: expected true or a reason (a non-empty string), found a string",
+            ),
+            (
+                "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nprompted = [{ step = 0, contains = \"a\" }, 3]",
+                "payments.toml: case \"a\": assert.prompted[1]: expected a table, found an integer",
+            ),
+            (
+                "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\njson_path = []",
+                "payments.toml: case \"a\": assert.json_path: the list is empty",
+            ),
+            (
+                "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\nno_envelope = [\"a\", false]",
+                "payments.toml: case \"a\": assert.no_envelope[1]: expected a string, found a boolean",
+            ),
+        ] {
+            let e = err(text);
+            assert_eq!(e.kind, SuiteErrorKind::Invalid, "{e}");
+            assert_eq!(e.to_string(), shown);
+        }
+        // A key unknown inside one assertion's table is a key, not an assertion kind.
+        let e = err(
+            "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\noperation_called = [\"a/b\", { nme = \"a/c\" }]",
+        );
+        assert_eq!(e.kind, SuiteErrorKind::Unknown, "{e}");
+        assert_eq!(
+            e.to_string(),
+            "payments.toml: case \"a\": assert.operation_called[1].nme: unknown key; expected one of: name, times, args"
+        );
+    }
+
+    #[test]
     fn unknown_keys_are_errors() {
         let e = err(
             "suite = \"s\"\n[[case]]\nid = \"a\"\ninput = \"x\"\n[case.assert]\ncontain = \"pay_1\"",

@@ -1,5 +1,5 @@
-//! Where in a suite file a value sits (file, case, dotted field) and the typed reads of one
-//! value there: each wrong kind a `SuiteError` naming its place and what was expected.
+//! Where in a suite file a value sits (file, case, dotted field) and reading a value there
+//! into its shape: each wrong kind or key a `SuiteError` naming its place and what was expected.
 
 use super::shapes::unknown_field;
 use super::{SuiteError, SuiteErrorKind};
@@ -58,96 +58,41 @@ impl Place<'_> {
         self.error(field, SuiteErrorKind::Invalid, message)
     }
 
-    /// Reads a table into its raw shape; an unknown key is named with the known ones.
+    /// Reads a table into its shape; an unknown key is named with the known ones (`what`
+    /// names the table's own keys: "key", "assertion kind").
     pub(super) fn strict<T: DeserializeOwned>(
         &self,
         value: &Value,
         what: &str,
     ) -> Result<T, SuiteError> {
-        T::deserialize(value).map_err(|err| {
-            let message = err.to_string();
+        serde_path_to_error::deserialize(value).map_err(|err| {
+            // The path names the wrong value (`servers[1]`), an unknown key included; a
+            // key in a table nested in this one is a plain key, whatever `what` says.
+            let own_key = err.path().iter().count() <= 1;
+            let path = err.path().to_string();
+            let field = (path != ".").then_some(path);
+            let message = err.into_inner().to_string();
             match unknown_field(&message) {
                 Some((key, known)) => self.error(
-                    Some(&key),
+                    Some(field.as_deref().unwrap_or(&key)),
                     SuiteErrorKind::Unknown,
-                    &format!("unknown {what}; expected one of: {known}"),
+                    &format!(
+                        "unknown {}; expected one of: {known}",
+                        if own_key { what } else { "key" }
+                    ),
                 ),
-                None => self.invalid(None, &message),
+                None => self.invalid(field.as_deref(), &message),
             }
         })
     }
 
-    pub(super) fn non_empty_string(
+    /// Reads the value at `field` as `T`: a wrong kind is named at `field` (or inside it).
+    pub(super) fn read<T: DeserializeOwned>(
         &self,
         value: &Value,
         field: &str,
-    ) -> Result<String, SuiteError> {
-        match value.as_str() {
-            Some(text) if !text.trim().is_empty() => Ok(text.to_owned()),
-            Some(_) => Err(self.invalid(Some(field), "must not be empty")),
-            None => Err(self.invalid(
-                Some(field),
-                &format!("expected a string, found {}", type_name(value)),
-            )),
-        }
-    }
-
-    pub(super) fn string(&self, value: &Value, field: &str) -> Result<String, SuiteError> {
-        value.as_str().map(str::to_owned).ok_or_else(|| {
-            self.invalid(
-                Some(field),
-                &format!("expected a string, found {}", type_name(value)),
-            )
-        })
-    }
-
-    /// A string or a non-empty list of strings.
-    pub(super) fn strings(&self, value: &Value, field: &str) -> Result<Vec<String>, SuiteError> {
-        match value {
-            Value::String(text) => Ok(vec![text.clone()]),
-            Value::Array(items) if !items.is_empty() => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| self.string(item, &format!("{field}[{i}]")))
-                .collect(),
-            Value::Array(_) => Err(self.invalid(Some(field), "the list is empty")),
-            other => Err(self.invalid(
-                Some(field),
-                &format!(
-                    "expected a string or a list of strings, found {}",
-                    type_name(other)
-                ),
-            )),
-        }
-    }
-
-    pub(super) fn unsigned(&self, value: &Value, field: &str) -> Result<u64, SuiteError> {
-        value.as_u64().ok_or_else(|| {
-            self.invalid(
-                Some(field),
-                &format!(
-                    "expected a non-negative integer, found {}",
-                    type_name(value)
-                ),
-            )
-        })
-    }
-
-    /// A finite amount of US dollars, 0 or more. TOML's `nan` and `inf` reach here as
-    /// null (JSON has no such numbers), and are named.
-    pub(super) fn dollars(&self, value: &Value, field: &str) -> Result<f64, SuiteError> {
-        let found = match value {
-            Value::Number(n) => match n.as_f64() {
-                Some(d) if d.is_finite() && d >= 0.0 => return Ok(d),
-                _ => format!("{n}"),
-            },
-            Value::Null => "null (nan and inf are not amounts)".to_owned(),
-            other => type_name(other).to_owned(),
-        };
-        Err(self.invalid(
-            Some(field),
-            &format!("expected US dollars as a number, 0 or more (like 0.01), found {found}"),
-        ))
+    ) -> Result<T, SuiteError> {
+        self.nested(field).strict(value, "key")
     }
 
     pub(super) fn table<'v>(
@@ -212,20 +157,6 @@ impl Place<'_> {
             )),
             (None, None) => Ok(None),
         }
-    }
-
-    pub(super) fn servers(&self, value: &Value) -> Result<Vec<String>, SuiteError> {
-        let items = value.as_array().ok_or_else(|| {
-            self.invalid(
-                Some("servers"),
-                &format!("expected a list of strings, found {}", type_name(value)),
-            )
-        })?;
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| self.string(item, &format!("servers[{i}]")))
-            .collect()
     }
 }
 

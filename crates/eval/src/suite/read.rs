@@ -3,12 +3,13 @@
 
 use super::place::{Place, type_name};
 use super::shapes::{
-    RawAssert, RawCase, RawCommand, RawDefaults, RawJsonPath, RawOperation, RawPrompted, RawSchema,
-    RawSequence, RawSuite,
+    Count, Flag, Given, Items, Name, Operation, RawAssert, RawCase, RawCommand, RawDefaults,
+    RawJsonPath, RawPrompted, RawSchema, RawSuite, Sequence, Skip, Strings, Table, Tbl, Text,
+    Texts,
 };
 use super::{
     ArgCheck, Assertion, COMMAND_TIMEOUT_MS, Case, CaseRef, CommandSpec, JsonPathCheck,
-    MAX_ARG_BYTES, MAX_ARGS, MAX_COMMAND_TIMEOUT_MS, MAX_NESTING, NoEnvelope, OperationExpectation,
+    MAX_ARG_BYTES, MAX_ARGS, MAX_COMMAND_TIMEOUT_MS, MAX_NESTING, OperationExpectation,
     PromptCheck, PromptTest, SchemaCheck, SequenceExpectation, Suite, SuiteError, SuiteErrorKind,
 };
 use crate::assert::JsonPath;
@@ -28,15 +29,12 @@ pub fn suite_from_value(file: &str, value: &Value) -> Result<Suite, SuiteError> 
         .as_object()
         .ok_or_else(|| at.invalid(None, "a suite file is a table (object) at top level"))?;
     let root: RawSuite = at.strict(value, "key")?;
-    let name = match &root.suite {
-        None => {
-            return Err(at.error(
-                Some("suite"),
-                SuiteErrorKind::Missing,
-                "missing: every file names its suite (`suite = \"name\"`)",
-            ));
-        }
-        Some(value) => at.non_empty_string(value, "suite")?,
+    let Some(Name(name)) = root.suite else {
+        return Err(at.error(
+            Some("suite"),
+            SuiteErrorKind::Missing,
+            "missing: every file names its suite (`suite = \"name\"`)",
+        ));
     };
     let defaults = match &root.defaults {
         None => Defaults::default(),
@@ -99,34 +97,18 @@ struct Defaults {
 }
 
 fn read_defaults(at: &Place<'_>, value: &Value) -> Result<Defaults, SuiteError> {
-    value.as_object().ok_or_else(|| {
-        at.invalid(
-            None,
-            &format!("expected a table, found {}", type_name(value)),
-        )
-    })?;
-    let raw: RawDefaults = at.strict(value, "key")?;
+    let Tbl(raw): Tbl<RawDefaults> = at.strict(value, "key")?;
     Ok(Defaults {
-        mocks: raw
-            .mocks
-            .as_ref()
-            .map(|v| at.table(v, "mocks").cloned())
-            .transpose()?,
+        mocks: raw.mocks.map(|Table(mocks)| mocks),
         models: at
             .models(raw.model.as_ref(), raw.model_variants.as_ref())?
             .unwrap_or_default(),
-        servers: raw.servers.as_ref().map(|v| at.servers(v)).transpose()?,
+        servers: raw.servers.map(|Strings(servers)| servers),
         metadata: raw
             .metadata
-            .as_ref()
-            .map(|v| at.table(v, "metadata").cloned())
-            .transpose()?
+            .map(|Table(metadata)| metadata)
             .unwrap_or_default(),
-        timeout_ms: raw
-            .timeout_ms
-            .as_ref()
-            .map(|v| at.unsigned(v, "timeout_ms"))
-            .transpose()?,
+        timeout_ms: raw.timeout_ms.map(|Count(ms)| ms),
     })
 }
 
@@ -155,66 +137,43 @@ fn read_case(
         at.case = Some(CaseRef::Id(id.clone()));
     }
     let raw: RawCase = at.strict(value, "key")?;
-    let id = match &raw.id {
-        None => {
-            return Err(at.error(
-                Some("id"),
-                SuiteErrorKind::Missing,
-                "missing: every case has an id",
-            ));
-        }
-        Some(value) => at.non_empty_string(value, "id")?,
+    let Some(Name(id)) = raw.id else {
+        return Err(at.error(
+            Some("id"),
+            SuiteErrorKind::Missing,
+            "missing: every case has an id",
+        ));
     };
     spyglass_protocol::glob::check_id(&id)
         .map_err(|err| at.invalid(Some("id"), &err.to_string()))?;
-    let input = match &raw.input {
-        None => {
-            return Err(at.error(
-                Some("input"),
-                SuiteErrorKind::Missing,
-                "missing: the user message the case sends",
-            ));
-        }
-        Some(value) => at.string(value, "input")?,
+    let Some(Text(input)) = raw.input else {
+        return Err(at.error(
+            Some("input"),
+            SuiteErrorKind::Missing,
+            "missing: the user message the case sends",
+        ));
     };
-    let mocks = match &raw.mocks {
+    let mocks = match raw.mocks {
         None => defaults.mocks.clone().map(Value::Object),
-        Some(value) => {
-            let own = at.table(value, "mocks")?;
+        Some(Table(own)) => {
             let mut merged = defaults.mocks.clone().unwrap_or_default();
-            merged.extend(own.clone());
+            merged.extend(own);
             Some(Value::Object(merged))
         }
     };
     let models = at
         .models(raw.model.as_ref(), raw.model_variants.as_ref())?
         .unwrap_or_else(|| defaults.models.clone());
-    let servers = match &raw.servers {
-        Some(value) => at.servers(value)?,
+    let servers = match raw.servers {
+        Some(Strings(servers)) => servers,
         None => defaults.servers.clone().unwrap_or_default(),
     };
     let mut metadata = defaults.metadata.clone();
-    if let Some(value) = &raw.metadata {
-        metadata.extend(at.table(value, "metadata")?.clone());
+    if let Some(Table(own)) = raw.metadata {
+        metadata.extend(own);
     }
-    let skip = match &raw.skip {
-        None | Some(Value::Bool(false)) => None,
-        Some(Value::Bool(true)) => Some("skipped in the suite file".to_owned()),
-        Some(Value::String(reason)) if !reason.trim().is_empty() => Some(reason.clone()),
-        Some(other) => {
-            return Err(at.invalid(
-                Some("skip"),
-                &format!(
-                    "expected true or a reason (a non-empty string), found {}",
-                    type_name(other)
-                ),
-            ));
-        }
-    };
-    let timeout_ms = match &raw.timeout_ms {
-        Some(value) => Some(at.unsigned(value, "timeout_ms")?),
-        None => defaults.timeout_ms,
-    };
+    let skip = raw.skip.and_then(|Skip(reason)| reason);
+    let timeout_ms = raw.timeout_ms.map(|Count(ms)| ms).or(defaults.timeout_ms);
     if timeout_ms == Some(0) {
         return Err(at.invalid(Some("timeout_ms"), "must be greater than 0"));
     }
@@ -240,19 +199,25 @@ fn read_assertions(
     value: &Value,
     depth: usize,
 ) -> Result<Vec<Assertion>, SuiteError> {
-    value.as_object().ok_or_else(|| {
-        at.invalid(
-            None,
-            &format!("expected a table, found {}", type_name(value)),
-        )
-    })?;
-    let raw: RawAssert = at.strict(value, "assertion kind")?;
+    let Tbl(raw): Tbl<RawAssert> = at.strict(value, "assertion kind")?;
     let mut out = Vec::new();
-    for (kind, value) in raw.kinds() {
-        let Some(value) = value else {
-            continue;
-        };
-        out.push(read_assertion(at, kind, &value, depth)?);
+    for (kind, given) in raw.kinds() {
+        out.push(match given {
+            None => continue,
+            Some(Given::Ready(assertion)) => assertion,
+            Some(Given::Patterns(patterns)) => read_regexes(at, kind, &patterns)?,
+            Some(Given::Operations(items)) => Assertion::OperationCalled(
+                items
+                    .fields(kind)
+                    .map(|(field, op)| read_operation(&at.nested(&field), op))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Some(Given::Sequence(sequence)) => read_sequence(at, kind, sequence)?,
+            Some(Given::JsonPath(items)) => read_json_paths(at, kind, items)?,
+            Some(Given::JsonSchema(items)) => read_schemas(at, kind, items)?,
+            Some(Given::Prompted(items)) => read_prompted(at, kind, items)?,
+            Some(Given::Raw(value)) => read_assertion(at, kind, &value, depth)?,
+        });
     }
     Ok(out)
 }
@@ -273,134 +238,91 @@ fn read_assertion(
         "semantic_match" => Assertion::SemanticMatch(
             crate::judge::read_semantic_match(value).map_err(|e| at.invalid(Some(kind), &e))?,
         ),
-        "contains" => Assertion::Contains(at.strings(value, kind)?),
-        "equals" => Assertion::Equals(at.string(value, kind)?),
-        "regex" => {
-            let patterns = at.strings(value, kind)?;
-            let mut compiled = Vec::with_capacity(patterns.len());
-            for pattern in &patterns {
-                let regex = regex::Regex::new(pattern).map_err(|err| {
-                    // The regex crate's message spans lines with a caret diagram; keep
-                    // it on one line so it reads after the file/case/field prefix.
-                    at.invalid(
-                        Some(kind),
-                        &format!("invalid regex {pattern:?}: {}", regex_detail(&err)),
-                    )
-                })?;
-                compiled.push(regex);
-            }
-            Assertion::Regex(compiled)
+        // The kinds read whole by their shape (`Given::Ready`) never reach here.
+        other => {
+            return Err(at.error(
+                Some(other),
+                SuiteErrorKind::Unknown,
+                "not an assertion kind read from a raw value",
+            ));
         }
-        "operation_called" => {
-            let items = one_or_list(at, kind, value)?;
-            let mut expectations = Vec::with_capacity(items.len());
-            for (field, item) in items {
-                expectations.push(read_operation(at, &field, item)?);
-            }
-            Assertion::OperationCalled(expectations)
-        }
-        "sequence" => read_sequence(at, kind, value)?,
-        "not_called" => Assertion::NotCalled(at.strings(value, kind)?),
-        "json_schema" => read_schemas(at, kind, value)?,
-        "prompted" => read_prompted(at, kind, value)?,
-        "envelope" => Assertion::Envelope(at.strings(value, kind)?),
-        "no_envelope" => match value {
-            Value::Bool(true) => Assertion::NoEnvelope(NoEnvelope::Any),
-            Value::String(_) | Value::Array(_) => {
-                Assertion::NoEnvelope(NoEnvelope::Codes(at.strings(value, kind)?))
-            }
-            other => {
-                return Err(at.invalid(
-                    Some(kind),
-                    &format!(
-                        "expected true, a code or a list of codes, found {}",
-                        type_name(other)
-                    ),
-                ));
-            }
-        },
-        "json_path" => {
-            let items = one_or_list(at, kind, value)?;
-            let mut checks = Vec::with_capacity(items.len());
-            for (field, item) in items {
-                let inner = at.nested(&field);
-                at.table(item, &field)?;
-                let raw: RawJsonPath = inner.strict(item, "key")?;
-                let path_text = match &raw.path {
-                    Some(path) => inner.string(path, "path")?,
-                    None => {
-                        return Err(inner.error(
-                            Some("path"),
-                            SuiteErrorKind::Missing,
-                            "missing: a path like \"$.id\"",
-                        ));
-                    }
-                };
-                let path = JsonPath::parse(&path_text)
-                    .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
-                let equals = raw.equals.ok_or_else(|| {
-                    inner.error(
-                        Some("equals"),
-                        SuiteErrorKind::Missing,
-                        "missing: the value expected at the path",
-                    )
-                })?;
-                checks.push(JsonPathCheck { path, equals });
-            }
-            Assertion::JsonPath(checks)
-        }
-        "max_cost" => Assertion::MaxCost(at.dollars(value, kind)?),
-        _ => Assertion::MaxTokens(at.unsigned(value, kind)?),
     })
 }
 
-fn read_operation(
-    at: &Place<'_>,
-    field: &str,
-    value: &Value,
-) -> Result<OperationExpectation, SuiteError> {
-    match value {
-        Value::String(name) if !name.trim().is_empty() => Ok(OperationExpectation {
-            name: name.clone(),
-            times: None,
-            args: Vec::new(),
-        }),
-        Value::Object(_) => {
-            let inner = at.nested(field);
-            let raw: RawOperation = inner.strict(value, "key")?;
-            let name = match &raw.name {
-                Some(name) => inner.non_empty_string(name, "name")?,
-                None => {
-                    return Err(inner.error(
-                        Some("name"),
-                        SuiteErrorKind::Missing,
-                        "missing: the operation's name",
-                    ));
-                }
-            };
-            let times = raw
-                .times
-                .as_ref()
-                .map(|t| {
-                    inner.unsigned(t, "times").and_then(|t| {
-                        u32::try_from(t).map_err(|_| inner.invalid(Some("times"), "too large"))
-                    })
-                })
-                .transpose()?;
-            let args = match &raw.args {
-                None => Vec::new(),
-                Some(args) => read_args(&inner, args)?,
-            };
-            Ok(OperationExpectation { name, times, args })
+fn read_operation(at: &Place<'_>, op: Operation) -> Result<OperationExpectation, SuiteError> {
+    let raw = match op {
+        Operation::Name(name) => {
+            return Ok(OperationExpectation {
+                name,
+                times: None,
+                args: Vec::new(),
+            });
         }
-        other => Err(at.invalid(
-            Some(field),
-            &format!(
-                "expected an operation name or {{ name, times, args }}, found {}",
-                type_name(other)
-            ),
-        )),
+        Operation::Table(raw) => raw,
+    };
+    let Some(Name(name)) = raw.name else {
+        return Err(at.error(
+            Some("name"),
+            SuiteErrorKind::Missing,
+            "missing: the operation's name",
+        ));
+    };
+    let times = raw
+        .times
+        .map(|Count(t)| u32::try_from(t).map_err(|_| at.invalid(Some("times"), "too large")))
+        .transpose()?;
+    let args = match raw.args {
+        None => Vec::new(),
+        Some(Table(args)) => read_args(at, args)?,
+    };
+    Ok(OperationExpectation { name, times, args })
+}
+
+/// `regex = "a"` or a list of patterns, each compiled so a typo is the suite's error.
+fn read_regexes(at: &Place<'_>, kind: &str, patterns: &[String]) -> Result<Assertion, SuiteError> {
+    let mut compiled = Vec::with_capacity(patterns.len());
+    for pattern in patterns {
+        let regex = regex::Regex::new(pattern).map_err(|err| {
+            // The regex crate's message spans lines with a caret diagram; keep
+            // it on one line so it reads after the file/case/field prefix.
+            at.invalid(
+                Some(kind),
+                &format!("invalid regex {pattern:?}: {}", regex_detail(&err)),
+            )
+        })?;
+        compiled.push(regex);
     }
+    Ok(Assertion::Regex(compiled))
+}
+
+/// `json_path = { path = "$.id", equals = "cus_1" }` or a list of them.
+fn read_json_paths(
+    at: &Place<'_>,
+    kind: &str,
+    items: Items<Tbl<RawJsonPath>>,
+) -> Result<Assertion, SuiteError> {
+    let mut checks = Vec::new();
+    for (field, Tbl(raw)) in items.fields(kind) {
+        let inner = at.nested(&field);
+        let Some(Text(path_text)) = raw.path else {
+            return Err(inner.error(
+                Some("path"),
+                SuiteErrorKind::Missing,
+                "missing: a path like \"$.id\"",
+            ));
+        };
+        let path = JsonPath::parse(&path_text)
+            .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
+        let equals = raw.equals.ok_or_else(|| {
+            inner.error(
+                Some("equals"),
+                SuiteErrorKind::Missing,
+                "missing: the value expected at the path",
+            )
+        })?;
+        checks.push(JsonPathCheck { path, equals });
+    }
+    Ok(Assertion::JsonPath(checks))
 }
 
 /// `all = [ { contains = "a" }, { any = [...] } ]`: a non-empty list of tables, each one
@@ -492,10 +414,9 @@ fn read_commands(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
             }
         };
         let argv = read_argv(at, &argv_field, &argv)?;
-        let timeout_ms = match &timeout {
+        let timeout_ms = match timeout {
             None => COMMAND_TIMEOUT_MS,
-            Some(value) => {
-                let ms = inner.unsigned(value, "timeout_ms")?;
+            Some(Count(ms)) => {
                 if ms == 0 || ms > MAX_COMMAND_TIMEOUT_MS {
                     return Err(inner.invalid(
                         Some("timeout_ms"),
@@ -546,7 +467,7 @@ fn read_argv(at: &Place<'_>, field: &str, value: &Value) -> Result<Vec<String>, 
     let mut argv = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let at_item = format!("{field}[{i}]");
-        let arg = whole.string(item, &at_item)?;
+        let Text(arg) = whole.read(item, &at_item)?;
         if i == 0 && arg.trim().is_empty() {
             return Err(whole.invalid(Some(&at_item), "the program name is empty"));
         }
@@ -583,8 +504,7 @@ fn one_or_list<'v>(
 }
 
 /// `args = { value = 5, "$.customer.id" = "cus_1" }`: checks on a call's arguments.
-fn read_args(at: &Place<'_>, value: &Value) -> Result<Vec<ArgCheck>, SuiteError> {
-    let table = at.table(value, "args")?;
+fn read_args(at: &Place<'_>, table: Map<String, Value>) -> Result<Vec<ArgCheck>, SuiteError> {
     if table.is_empty() {
         return Err(at.invalid(
             Some("args"),
@@ -595,50 +515,35 @@ fn read_args(at: &Place<'_>, value: &Value) -> Result<Vec<ArgCheck>, SuiteError>
     for (key, expected) in table {
         let path = if key.starts_with('$') {
             Some(
-                JsonPath::parse(key)
+                JsonPath::parse(&key)
                     .map_err(|err| at.invalid(Some(&format!("args.{key}")), &err.to_string()))?,
             )
         } else {
             None
         };
         checks.push(ArgCheck {
-            key: key.clone(),
+            key,
             path,
-            expected: expected.clone(),
+            expected,
         });
     }
     Ok(checks)
 }
 
 /// `sequence = ["a", "b"]` or `sequence = { tools = [...], gaps = false }`.
-fn read_sequence(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
-    let (tools, gaps) = match value {
-        Value::Object(_) => {
-            let inner = at.nested(kind);
-            let raw: RawSequence = inner.strict(value, "key")?;
-            let tools = match &raw.tools {
-                Some(tools) => inner.strings(tools, "tools")?,
-                None => {
-                    return Err(inner.error(
-                        Some("tools"),
-                        SuiteErrorKind::Missing,
-                        "missing: the operations in the order they must be called",
-                    ));
-                }
+fn read_sequence(at: &Place<'_>, kind: &str, sequence: Sequence) -> Result<Assertion, SuiteError> {
+    let (tools, gaps) = match sequence {
+        Sequence::Table(raw) => {
+            let Some(Texts(tools)) = raw.tools else {
+                return Err(at.nested(kind).error(
+                    Some("tools"),
+                    SuiteErrorKind::Missing,
+                    "missing: the operations in the order they must be called",
+                ));
             };
-            let gaps = match &raw.gaps {
-                None => true,
-                Some(Value::Bool(gaps)) => *gaps,
-                Some(other) => {
-                    return Err(inner.invalid(
-                        Some("gaps"),
-                        &format!("expected true or false, found {}", type_name(other)),
-                    ));
-                }
-            };
-            (tools, gaps)
+            (tools, raw.gaps.is_none_or(|Flag(gaps)| gaps))
         }
-        _ => (at.strings(value, kind)?, true),
+        Sequence::Tools(tools) => (tools, true),
     };
     if tools.len() < 2 {
         return Err(at.invalid(
@@ -663,25 +568,22 @@ fn regex_detail(err: &regex::Error) -> String {
 
 /// `prompted = { step = 1, contains = "pay_1" }` (or `matches = "regex"`, or
 /// `path = "$[2].content.id", equals = ...`), or a list of them: one test per item.
-fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
-    let items = one_or_list(at, kind, value)?;
-    let mut checks = Vec::with_capacity(items.len());
-    for (field, item) in items {
-        at.table(item, &field)?;
+fn read_prompted(
+    at: &Place<'_>,
+    kind: &str,
+    items: Items<Tbl<RawPrompted>>,
+) -> Result<Assertion, SuiteError> {
+    let mut checks = Vec::new();
+    for (field, Tbl(raw)) in items.fields(kind) {
         let inner = at.nested(&field);
-        let raw: RawPrompted = inner.strict(item, "key")?;
-        let step = match &raw.step {
-            Some(step) => inner.unsigned(step, "step").and_then(|n| {
-                u32::try_from(n).map_err(|_| inner.invalid(Some("step"), "too large"))
-            })?,
-            None => {
-                return Err(inner.error(
-                    Some("step"),
-                    SuiteErrorKind::Missing,
-                    "missing: the model call (zero-based, as fail_on_step counts) whose prompt to check",
-                ));
-            }
+        let Some(Count(step)) = raw.step else {
+            return Err(inner.error(
+                Some("step"),
+                SuiteErrorKind::Missing,
+                "missing: the model call (zero-based, as fail_on_step counts) whose prompt to check",
+            ));
         };
+        let step = u32::try_from(step).map_err(|_| inner.invalid(Some("step"), "too large"))?;
         let given = [
             raw.contains.is_some(),
             raw.matches.is_some(),
@@ -696,10 +598,10 @@ fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
                 "give one of `contains`, `matches` or `path` (with `equals`); a list of items checks more",
             ));
         }
-        let test = if let Some(text) = &raw.contains {
-            PromptTest::Contains(inner.string(text, "contains")?)
-        } else if let Some(pattern) = &raw.matches {
-            let pattern = inner.string(pattern, "matches")?;
+        let has_equals = raw.equals.is_some();
+        let test = if let Some(Text(text)) = raw.contains {
+            PromptTest::Contains(text)
+        } else if let Some(Text(pattern)) = raw.matches {
             let regex = regex::Regex::new(&pattern).map_err(|err| {
                 inner.invalid(
                     Some("matches"),
@@ -708,15 +610,10 @@ fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
             })?;
             PromptTest::Matches(regex)
         } else {
-            let text = raw
-                .path
-                .as_ref()
-                .map(|p| inner.string(p, "path"))
-                .transpose()?
-                .unwrap_or_default();
+            let text = raw.path.map(|Text(path)| path).unwrap_or_default();
             let path = JsonPath::parse(&text)
                 .map_err(|err| inner.invalid(Some("path"), &err.to_string()))?;
-            let equals = raw.equals.clone().ok_or_else(|| {
+            let equals = raw.equals.ok_or_else(|| {
                 inner.error(
                     Some("equals"),
                     SuiteErrorKind::Missing,
@@ -725,7 +622,7 @@ fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
             })?;
             PromptTest::Path { path, equals }
         };
-        if raw.equals.is_some() && !matches!(test, PromptTest::Path { .. }) {
+        if has_equals && !matches!(test, PromptTest::Path { .. }) {
             return Err(inner.invalid(Some("equals"), "`equals` goes with `path`"));
         }
         checks.push(PromptCheck { step, test });
@@ -735,13 +632,14 @@ fn read_prompted(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
 
 /// `json_schema = { schema = {...}, tool = "server/tool" }` or a list of them; the schema
 /// must compile, so a typo in it is the suite's error, not a failing case.
-fn read_schemas(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
-    let items = one_or_list(at, kind, value)?;
-    let mut checks = Vec::with_capacity(items.len());
-    for (field, item) in items {
-        at.table(item, &field)?;
+fn read_schemas(
+    at: &Place<'_>,
+    kind: &str,
+    items: Items<Tbl<RawSchema>>,
+) -> Result<Assertion, SuiteError> {
+    let mut checks = Vec::new();
+    for (field, Tbl(raw)) in items.fields(kind) {
         let inner = at.nested(&field);
-        let raw: RawSchema = inner.strict(item, "key")?;
         let Some(schema) = raw.schema else {
             return Err(inner.error(
                 Some("schema"),
@@ -752,11 +650,7 @@ fn read_schemas(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, 
         if let Err(err) = jsonschema::validator_for(&schema) {
             return Err(inner.invalid(Some("schema"), &format!("not a valid JSON Schema: {err}")));
         }
-        let tool = raw
-            .tool
-            .as_ref()
-            .map(|t| inner.non_empty_string(t, "tool"))
-            .transpose()?;
+        let tool = raw.tool.map(|Name(tool)| tool);
         checks.push(SchemaCheck { tool, schema });
     }
     Ok(Assertion::JsonSchema(checks))
