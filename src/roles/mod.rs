@@ -194,7 +194,7 @@ pub enum RoleError {
     CasesFailed {
         failed: u32,
         errored: u32,
-        attempts: usize,
+        attempts: u64,
     },
     #[error("{regressions} regression(s) against the baseline {baseline}")]
     Regressions {

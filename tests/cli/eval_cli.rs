@@ -551,3 +551,24 @@ fn a_bad_command_in_a_suite_file_stops_eval_naming_file_case_and_field() {
         "{stderr}"
     );
 }
+
+/// `--repeat` up to 2^32 - 1 is counted, not planned: the runtime refuses a billion
+/// attempts by its limit at once, and the command says so with exit 2.
+#[test]
+fn a_billion_repeats_are_refused_by_the_attempt_limit_without_planning_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write(dir.path(), "greetings.toml", PASSING);
+    let out = spyglass(&["eval", "--repeat", "1000000000", suite.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("2000000000 case attempt(s) from 1 suite(s)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "400 invalid_body: the run plans 2000000000 case attempts; the limit is 10000"
+        ),
+        "{stderr}"
+    );
+}

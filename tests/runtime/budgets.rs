@@ -463,3 +463,55 @@ async fn approvals_list_in_pages_and_the_client_follows_the_cursor() {
     assert!(all.next_cursor.is_none());
     handle.shutdown().await;
 }
+
+/// Every count a client sends is checked before anything is sized by it: a billion
+/// attempts, or a billion rows a page, is a 400 at once, not a plan built in memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_billion_of_anything_a_client_counts_is_refused_before_it_is_allocated() {
+    let _one = MEASURED.lock().await;
+    let handle = server(test_config()).await;
+    let api = Api::new(&handle);
+    let suite = json!({"suite": "s", "cases": [
+        {"id": "a", "input": "x", "skip": "counted only"},
+        {"id": "b", "input": "x", "skip": "counted only"}
+    ]});
+    let before = rss_bytes();
+    for repeat in [1_000_000_000_u64, u64::from(u32::MAX)] {
+        let clock = std::time::Instant::now();
+        let (status, error) = api
+            .post(
+                "/v1/evals/runs",
+                json!({"suites": [suite.clone()], "repeat": repeat}),
+            )
+            .await;
+        let took = clock.elapsed();
+        assert_eq!(status, 400, "{error}");
+        assert_eq!(error["field"], "/repeat", "{error}");
+        let attempts = 2 * repeat;
+        assert_eq!(
+            error["message"],
+            format!("the run plans {attempts} case attempts; the limit is 10000")
+        );
+        // Building the plan took minutes and gigabytes; the count takes nothing.
+        assert!(took < std::time::Duration::from_secs(1), "{took:?}");
+    }
+    for path in ["/v1/sessions", "/v1/approvals", "/v1/events"] {
+        for limit in ["1000000000", "0"] {
+            let (status, error) = api.get(&format!("{path}?limit={limit}")).await;
+            assert_eq!(status, 400, "{path}?limit={limit}: {error}");
+            assert_eq!(error["code"], "invalid_query", "{error}");
+            let message = error["message"].as_str().unwrap();
+            assert!(
+                message.starts_with(&format!(
+                    "limit {limit} is out of range: a page holds 1 to "
+                )),
+                "{message}"
+            );
+        }
+    }
+    let (status, page) = api.get("/v1/events?limit=10000").await;
+    assert_eq!(status, 200, "the largest page is still served: {page}");
+    let grown = rss_bytes().saturating_sub(before);
+    assert!(grown < OVERHEAD, "RSS grew {grown} bytes");
+    handle.shutdown().await;
+}

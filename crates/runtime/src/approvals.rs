@@ -386,10 +386,8 @@ impl Runtime {
         filter: StatusFilter,
         page: &Page,
     ) -> Result<ApprovalList, ApiErrorWithStatus> {
-        let limit = page
-            .limit
-            .unwrap_or(DEFAULT_SESSIONS_PAGE)
-            .clamp(1, MAX_SESSIONS_PAGE);
+        let limit =
+            crate::sessions::page_limit(page.limit, DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE)?;
         let start = match page.cursor.as_deref() {
             None | Some("") => 0,
             Some(cursor) => cursor

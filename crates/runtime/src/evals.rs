@@ -9,7 +9,7 @@ use serde_json::Value;
 use spyglass_eval::assert::{CaseRun, evaluate, skipped};
 use spyglass_eval::history::{EvalHistory, HistorySettings};
 use spyglass_eval::report::Counts;
-use spyglass_eval::suite::{PlannedCase, Suite, plan, suite_from_request};
+use spyglass_eval::suite::{PlannedCase, Suite, plan, planned_attempts, suite_from_request};
 use spyglass_protocol::envelope::codes;
 use spyglass_protocol::events::{
     AgentEvalCompleted, EvalRunCompleted, EvalRunStarted, EvalScope, EvalStatus, Event,
@@ -451,6 +451,15 @@ impl Runtime {
         {
             return Err(bad_request("/case", format!("case: {err}")));
         }
+        // Counted before anything is built: `repeat` may be up to 2^32 - 1.
+        let attempts = planned_attempts(&suites, repeat, glob.as_deref());
+        let limit = self.inner.config.max_eval_attempts;
+        if attempts > u64::try_from(limit).unwrap_or(u64::MAX) {
+            return Err(bad_request(
+                "/repeat",
+                format!("the run plans {attempts} case attempts; the limit is {limit}"),
+            ));
+        }
         let planned = plan(&suites, repeat, glob.as_deref());
         if planned.is_empty() {
             return Err(match &glob {
@@ -460,16 +469,6 @@ impl Runtime {
                 ),
                 None => bad_request("/suites", "the suites have no cases"),
             });
-        }
-        let limit = self.inner.config.max_eval_attempts;
-        if planned.len() > limit {
-            return Err(bad_request(
-                "/repeat",
-                format!(
-                    "the run plans {} case attempts; the limit is {limit}",
-                    planned.len()
-                ),
-            ));
         }
         if !self.inner.config.test_mode
             && let Some(p) = planned

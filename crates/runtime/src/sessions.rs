@@ -284,6 +284,24 @@ pub const SCRIPT_TOO_LARGE: &str = "model_script_too_large";
 pub const DEFAULT_SESSIONS_PAGE: usize = 100;
 pub const MAX_SESSIONS_PAGE: usize = 1000;
 
+/// A page size a client asked for, checked before anything is sized by it: `default`
+/// when none is given, 400 `invalid_query` outside 1..=`max`.
+pub fn page_limit(
+    limit: Option<usize>,
+    default: usize,
+    max: usize,
+) -> Result<usize, ApiErrorWithStatus> {
+    match limit {
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(n) => Err(ApiErrorWithStatus::new(
+            400,
+            codes::INVALID_QUERY,
+            format!("limit {n} is out of range: a page holds 1 to {max} rows"),
+        )),
+    }
+}
+
 /// A fixed cost per session beyond its variable fields: ids, stamps, counters, the lock.
 const SESSION_OVERHEAD: usize = 1024;
 
@@ -749,10 +767,7 @@ impl Runtime {
         tenant: &str,
         page: &Page,
     ) -> Result<SessionList, ApiErrorWithStatus> {
-        let limit = page
-            .limit
-            .unwrap_or(DEFAULT_SESSIONS_PAGE)
-            .clamp(1, MAX_SESSIONS_PAGE);
+        let limit = page_limit(page.limit, DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE)?;
         let after = match page.cursor.as_deref() {
             None | Some("") => None,
             Some(cursor) => Some(cursor.parse::<u64>().map_err(|_| {

@@ -442,8 +442,20 @@ pub struct PlannedCase<'a> {
     pub attempt: u32,
 }
 
+/// How many attempts `plan` would make, counted without building them: the check a
+/// client's `repeat` (up to `u32::MAX`) must pass before anything is allocated for it.
+pub fn planned_attempts(suites: &[Suite], repeat: u32, glob: Option<&str>) -> u64 {
+    let cases: u64 = suites
+        .iter()
+        .flat_map(|suite| &suite.cases)
+        .filter(|case| glob.is_none_or(|glob| glob_match(glob, &case.id)))
+        .map(|_| 1)
+        .sum();
+    cases.saturating_mul(u64::from(repeat.max(1)))
+}
+
 /// Every attempt a run makes: suite by suite, case by case (those matching `glob`),
-/// each case's `repeat` attempts together.
+/// each case's `repeat` attempts together. Check `planned_attempts` against a limit first.
 pub fn plan<'a>(suites: &'a [Suite], repeat: u32, glob: Option<&str>) -> Vec<PlannedCase<'a>> {
     let mut out = Vec::new();
     for suite in suites {
@@ -1251,6 +1263,12 @@ equals = "two"
             ]
         );
         assert_eq!(plan(&suites, 0, None).len(), 3, "repeat 0 still runs once");
+        assert_eq!(planned_attempts(&suites, 2, Some("*a*")), 4);
+        assert_eq!(planned_attempts(&suites, 0, None), 3);
+        assert_eq!(
+            planned_attempts(&suites, u32::MAX, None),
+            3 * u64::from(u32::MAX)
+        );
         assert!(plan(&suites, 1, Some("nothing")).is_empty());
     }
 }

@@ -86,8 +86,8 @@ pub(super) async fn list_events(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
     Q(query): Q<EventsQuery>,
-) -> Response {
-    let limit = query.limit.unwrap_or(1000).clamp(1, MAX_EVENTS_PAGE);
+) -> Result<Response, ApiErrorWithStatus> {
+    let limit = crate::sessions::page_limit(query.limit, 1000, MAX_EVENTS_PAGE)?;
     let log = &state.rt.inner.log;
     // Seqs are the tenant's own: "beyond the newest" is judged against its newest.
     let newest = log.next_seq(&tenant).saturating_sub(1);
@@ -126,7 +126,7 @@ pub(super) async fn list_events(
         body.push_str(&format!(",\"reset\":{reset}"));
     }
     body.push('}');
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 fn invalid_event(index: usize, message: &str) -> ApiErrorWithStatus {

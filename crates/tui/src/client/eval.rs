@@ -7,7 +7,7 @@ use serde_json::json;
 use spyglass_eval::compare::{CompareError, Comparison, compare_runs, parse_results, render};
 use spyglass_eval::html::{ReportInput, html_report};
 use spyglass_eval::report::{json_results, junit_xml, render_table};
-use spyglass_eval::suite::{Suite, SuiteError, SuiteErrorKind, parse_suite, plan};
+use spyglass_eval::suite::{Suite, SuiteError, SuiteErrorKind, parse_suite, planned_attempts};
 use spyglass_protocol::events::EvalScope;
 use spyglass_protocol::rest::{EvalRunDetail, EvalRunRequest};
 use std::collections::BTreeMap;
@@ -102,7 +102,7 @@ pub struct Prepared {
     pub request: EvalRunRequest,
     pub suites: usize,
     /// Case attempts the run will make (cases matching `--case`, times `--repeat`).
-    pub attempts: usize,
+    pub attempts: u64,
     /// `--baseline`, read and checked before anything runs: its file name and run.
     pub baseline: Option<(String, EvalRunDetail)>,
 }
@@ -154,7 +154,7 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared, EvalCliError> {
     }
     let read = read_suites(&args.paths)?;
     let suites: Vec<Suite> = read.iter().map(|(suite, _)| suite.clone()).collect();
-    let attempts = plan(&suites, args.repeat, args.case.as_deref()).len();
+    let attempts = planned_attempts(&suites, args.repeat, args.case.as_deref());
     if attempts == 0 {
         let files: Vec<String> = suites.iter().map(|s| s.file.clone()).collect();
         return Err(EvalCliError::Usage(match &args.case {
