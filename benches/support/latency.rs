@@ -1,6 +1,6 @@
 //! `latency`: from `Runtime::emit` to the frame that shows the event drawn, with events
 //! emitted at a sustained rate and the inspector's own pieces in between (observer task,
-//! channel, `App::on_client`, draw capped at 30 frames a second as `ui::run` does). The
+//! channel, `App::on_client`, draw capped by `ui::run::FRAME` as `ui::run` does). The
 //! baseline is the bare transport: the same stream read by a plain WebSocket client.
 
 use super::{Figure, quantile};
@@ -14,6 +14,7 @@ use spyglass::protocol::events::{CallSource, Counter, Outcome, ToolCalled};
 use spyglass::protocol::{Event, RawJson, now_rfc3339};
 use spyglass::runtime::{Runtime, RuntimeConfig, start};
 use spyglass::ui::render::draw;
+use spyglass::ui::run::{BATCH, FRAME};
 use spyglass::ui::{App, SystemClock};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,9 +22,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
-/// `ui::run`'s frame cap and fold batch.
-const FRAME: Duration = Duration::from_millis(33);
-const BATCH: usize = 4096;
 /// Events before this are warm-up and not counted.
 const WARMUP: Duration = Duration::from_millis(500);
 

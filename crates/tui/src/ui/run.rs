@@ -26,9 +26,11 @@ use thiserror::Error;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-const FRAME: Duration = Duration::from_millis(33);
+/// The least time between two draws (about 60 a second): a change waits at most this
+/// long to be drawn, and a flood of changes costs at most this many frames.
+pub const FRAME: Duration = Duration::from_millis(16);
 /// Messages folded per wake before drawing gets a chance, so a flood cannot starve input.
-const BATCH: usize = 4096;
+pub const BATCH: usize = 4096;
 
 #[derive(Debug, Error)]
 pub enum UiError {
