@@ -36,6 +36,21 @@ const SECRET_SUFFIXES: &[&str] = &[
     "credentials",
 ];
 
+/// Words that make a name secret wherever they are in it (`privateKeyPem`,
+/// `password_hash`, `api_key_value`, `secretValue`): a name holding one of these is
+/// masked even when it ends in something else. Over-masking a `password_policy` is the
+/// safe side.
+const SECRET_WORDS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "privatekey",
+    "apikey",
+    "accesskey",
+    "credential",
+];
+
 /// Names too short or too common to match as a suffix (`oauth`, `user_session_count`):
 /// only the whole name counts.
 const SECRET_NAMES: &[&str] = &["session", "auth"];
@@ -44,29 +59,82 @@ const SECRET_NAMES: &[&str] = &["session", "auth"];
 const SCHEMES: &[&str] = &["bearer", "basic", "token", "digest"];
 
 /// Values secret by their shape, wherever they appear: `Bearer …`, `CodeSpar` `csk_…`
-/// keys, OpenAI-style `sk-…`, JWTs, AWS key ids, GitHub and Slack tokens. One regex, so
-/// a line is searched once; the literal prefixes let it skip most text quickly.
+/// keys, OpenAI-style `sk-…`, Stripe `sk_live_…`/`rk_test_…`, Google `AIza…` keys, JWTs,
+/// AWS key ids, GitHub and Slack (`xox…-`, `xapp-`) tokens, the password in a URL's
+/// `user:PASS@`, and the body of a PEM private key. One regex, so a line is searched
+/// once; the literal prefixes let it skip most text quickly.
 static SHAPED: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?-u)",
         r"\b(?P<bearer>(?i:bearer))\s+[A-Za-z0-9._~+/\-]+=*",
         r"|\bcsk_(?P<csk>[A-Za-z0-9_\-]*)(?P<cskmask>\*+)?",
         r"|\b(?P<sk>sk-)[A-Za-z0-9_\-]*[0-9][A-Za-z0-9_\-]*",
+        r"|\b(?P<stripe>[sr]k_(?:live|test)_)[A-Za-z0-9]{8,}",
+        r"|\b(?P<google>AIza)[0-9A-Za-z_\-]{35}",
         r"|\b(?P<jwt>eyJ)[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",
         r"|\b(?P<aws>A[KS]IA)[0-9A-Z]{16}\b",
         r"|\b(?P<gh>gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,}",
-        r"|\b(?P<slack>xox[abposr]-)[A-Za-z0-9\-]{10,}",
+        r"|\b(?P<slack>xox[abposr]-|xapp-)[A-Za-z0-9\-]{10,}",
+        r"|\b(?P<userinfo>[A-Za-z][A-Za-z0-9+.\-]{0,31}://[A-Za-z0-9._~%!$&()+,;=\-]{1,128}:)[A-Za-z0-9._~%!$&()+,;=:\-]{1,256}@",
+        r"|(?P<pem>-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----)",
     ))
     .ok()
 });
 
+/// Where a PEM block's `-----END …-----` line ends: the private key between is masked
+/// whole. Searched from the `BEGIN` line on, and only that far.
+fn pem_end(text: &str, from: usize) -> Option<usize> {
+    let end = from + text.get(from..)?.find("-----END ")?;
+    let close = end + "-----END ".len();
+    Some(close + text.get(close..)?.find("-----")? + "-----".len())
+}
+
 /// Mask every secret in `text`. Borrows when nothing needed masking.
 pub fn mask(text: &str) -> Cow<'_, str> {
-    let out = mask_fields(text);
+    let out = mask_pem(mask_fields(text));
     match SHAPED.as_ref() {
         Some(re) => replace(out, re, mask_shaped),
         None => out,
     }
+}
+
+/// Replaces the body of every PEM private key with the mask, keeping its two lines'
+/// labels; a `BEGIN` with no `END` masks to the end of the text.
+fn mask_pem(text: Cow<'_, str>) -> Cow<'_, str> {
+    const BEGIN: &str = "-----BEGIN ";
+    if !text.contains(BEGIN) {
+        return text;
+    }
+    let Some(re) = SHAPED.as_ref() else {
+        return text;
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for caps in re.captures_iter(&text) {
+        let Some(begin) = caps.name("pem") else {
+            continue;
+        };
+        if begin.start() < copied {
+            continue;
+        }
+        out.push_str(&text[copied..begin.end()]);
+        out.push_str(MASK);
+        match pem_end(&text, begin.end()) {
+            Some(end) => {
+                let label = text[begin.end()..end]
+                    .rfind("-----END ")
+                    .map_or(end, |at| begin.end() + at);
+                out.push_str(&text[label..end]);
+                copied = end;
+            }
+            None => copied = text.len(),
+        }
+    }
+    if copied == 0 {
+        return text;
+    }
+    out.push_str(&text[copied..]);
+    if out == *text { text } else { Cow::Owned(out) }
 }
 
 /// Mask one value known to be secret (an API key setting, a token): keeps a `csk_`
@@ -90,6 +158,13 @@ fn mask_shaped(c: &Captures<'_>) -> String {
     if let Some(scheme) = c.name("bearer") {
         return format!("{} {MASK}", scheme.as_str());
     }
+    if let Some(user) = c.name("userinfo") {
+        return format!("{}{MASK}@", user.as_str());
+    }
+    // Masked by `mask_pem` before: what is left is a `BEGIN` already followed by the mask.
+    if c.name("pem").is_some() {
+        return c[0].to_string();
+    }
     if let Some(rest) = c.name("csk") {
         let rest = rest.as_str();
         // `csk_` alone is prose ("keys start with csk_"), not a key.
@@ -106,7 +181,7 @@ fn mask_shaped(c: &Captures<'_>) -> String {
     if c.name("sk").is_some() && c[0].len() < 23 {
         return c[0].to_string();
     }
-    let prefix = ["sk", "jwt", "aws", "gh", "slack"]
+    let prefix = ["sk", "stripe", "google", "jwt", "aws", "gh", "slack"]
         .into_iter()
         .find_map(|name| c.name(name))
         .map_or("", |m| m.as_str());
@@ -144,6 +219,25 @@ fn is_secret_name(name: &str) -> bool {
     let kept = &tail[tail.len() - len.min(tail.len())..];
     SECRET_SUFFIXES.iter().any(|s| kept.ends_with(s.as_bytes()))
         || (len <= tail.len() && SECRET_NAMES.iter().any(|s| kept == s.as_bytes()))
+        || contains_secret_word(name)
+}
+
+/// Whether the name, lower-cased and without separators, holds one of `SECRET_WORDS`.
+fn contains_secret_word(name: &str) -> bool {
+    let squeezed: Vec<u8> = name
+        .bytes()
+        .filter(|b| !matches!(b, b'-' | b'_' | b'.' | b' '))
+        .map(|b| b.to_ascii_lowercase())
+        .collect();
+    SECRET_WORDS
+        .iter()
+        .any(|w| squeezed.windows(w.len()).any(|win| win == w.as_bytes()))
+}
+
+/// Whether the name is a cookie header's, whose value is every pair to the line's end.
+fn is_cookie_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower == "cookie" || lower == "set-cookie" || lower == "cookies"
 }
 
 /// How a field's name was quoted, which says how its string value is quoted.
@@ -176,9 +270,19 @@ fn mask_fields(text: &str) -> Cow<'_, str> {
         if !is_secret_name(&name) {
             continue;
         }
-        let Some((start, end, kind)) = field_value(bytes, sep + 1, quote) else {
+        let Some((start, mut end, kind)) = field_value(bytes, sep + 1, quote) else {
             continue;
         };
+        if matches!(kind, Value::Bare)
+            && quote == Quote::Bare
+            && bytes[sep] == b':'
+            && is_cookie_name(&name)
+        {
+            // `Cookie: a=1; sid=2`: every pair is the cookie, not only the first.
+            end = (end..bytes.len())
+                .find(|&i| matches!(bytes[i], b'\r' | b'\n' | b'"' | b'\'' | b'\\'))
+                .unwrap_or(bytes.len());
+        }
         let value = &text[start..end];
         let masked = match kind {
             Value::Str | Value::Bare => mask_secret(value),
@@ -435,6 +539,11 @@ mod tests {
             "auth",
             "credential",
             "credentials",
+            "privateKeyPem",
+            "password_hash",
+            "api_key_value",
+            "secretValue",
+            "aws_secret_access_key_id",
         ] {
             let json = format!(r#"{{"{name}":"hunter2","n":1}}"#);
             assert_eq!(
@@ -478,9 +587,15 @@ mod tests {
         let masked = mask(r#"{"pin_token":123456,"secret":true,"token":null}"#);
         assert_eq!(masked, r#"{"pin_token":"****","secret":true,"token":null}"#);
         assert!(serde_json::from_str::<serde_json::Value>(&masked).is_ok());
+        // A cookie header is every pair to the line's end, whichever one is the session.
+        assert_eq!(mask("Cookie: sid=abc123; theme=dark"), "Cookie: ****");
         assert_eq!(
-            mask("Cookie: sid=abc123; theme=dark"),
-            "Cookie: ****; theme=dark"
+            mask("Cookie: theme=dark; sessionid=abc123\r\nHost: x"),
+            "Cookie: ****\r\nHost: x"
+        );
+        assert_eq!(
+            mask("set-cookie: a=1; b=2\ncookie=q&x=1"),
+            "set-cookie: ****\ncookie=****&x=1"
         );
     }
 
@@ -511,6 +626,42 @@ mod tests {
                 "curl -H 'X: Bearer ****'",
             ),
             (r#"["eyJhbGciOi.eyJzdWIi.sig"]"#, r#"["eyJ****"]"#),
+            (
+                "db postgres://app:hunter2@db.internal:5432/x",
+                "db postgres://app:****@db.internal:5432/x",
+            ),
+            (
+                r#"{"url":"redis://default:s3cr%40t@cache:6379"}"#,
+                r#"{"url":"redis://default:****@cache:6379"}"#,
+            ),
+            (
+                "stripe sk_live_51HxYzABCDEF0123456789",
+                "stripe sk_live_****",
+            ),
+            (
+                "restricted rk_test_abcdefgh12345678",
+                "restricted rk_test_****",
+            ),
+            (
+                "maps AIzaSyA1234567890abcdefghijklmnopqrstuv end",
+                "maps AIza**** end",
+            ),
+            (
+                "app xapp-1-A0123456789-0123456789012-abcdef",
+                "app xapp-****",
+            ),
+            (
+                "k -----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabc==\n-----END RSA PRIVATE KEY----- after",
+                "k -----BEGIN RSA PRIVATE KEY-----****-----END RSA PRIVATE KEY----- after",
+            ),
+            (
+                r#"{"pem":"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\n"}"#,
+                r#"{"pem":"-----BEGIN PRIVATE KEY-----****-----END PRIVATE KEY-----\n"}"#,
+            ),
+            (
+                "cut -----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI",
+                "cut -----BEGIN EC PRIVATE KEY-----****",
+            ),
         ];
         for (text, want) in cases {
             assert_eq!(mask(text), want, "{text}");
@@ -528,6 +679,9 @@ mod tests {
             "eyJ alone, AKIA1234 short, ghp_short, xoxb-1",
             "The password policy: see docs. tokens: 12",
             "secret: ",
+            "see https://example.com/a:b@c and http://host:8080/ and mailto:a@b.c",
+            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+            "pk_live_51HxYzABCDEF0123456789 is a publishable key",
         ] {
             assert!(
                 matches!(mask(text), Cow::Borrowed(_)),
