@@ -21,6 +21,7 @@ use super::{
 };
 use crate::model::{Approval, Model};
 use crate::ui::action::{Action, Scope};
+use crate::ui::safe;
 use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
 use crate::ui::views::pane::{PaneKey, PaneLine, TextPane};
@@ -592,7 +593,7 @@ impl ApprovalsState {
             ));
         }
         title.push(Span::styled(format!("· {keys} "), theme.muted()));
-        let title = Line::from(title);
+        let title = safe::line(title);
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border())
@@ -610,7 +611,7 @@ impl ApprovalsState {
                     key_cap(cx.keymap, Action::Back)
                 )
             };
-            let mut text = Paragraph::new(Span::styled(msg, theme.muted()));
+            let mut text = Paragraph::new(safe::span(msg, theme.muted()));
             if !self.filter.is_empty() {
                 text = text.wrap(ratatui::widgets::Wrap { trim: true });
             }
@@ -741,7 +742,7 @@ impl ApprovalsState {
             });
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        frame.render_widget(Paragraph::new(lines), inner);
+        frame.render_widget(Paragraph::new(safe::lines(lines)), inner);
     }
 }
 
