@@ -1,9 +1,10 @@
 //! The Approvals tab: calls held for a human, pending first (oldest first, with the time
 //! left until `expires_at` counting down on the app's clock), then decided ones (newest
 //! first) with their decision and the replay's outcome beside the original call. `a`/`d`
-//! open a confirm prompt naming the tool and the input fields the rule looked at; Enter
-//! opens one approval (its input, rule and the session's recent calls), Esc goes back.
-//! The decision goes out through the app, never into the model.
+//! open a confirm prompt (`prompt.rs`) naming the tool and the input fields the rule
+//! looked at, for the approval on screen only and only while it is pending; Enter opens
+//! one approval (its input, rule and the session's recent calls), Esc goes back. The
+//! decision goes out through the app, never into the model.
 //!
 //! ```text
 //! ┌ Approvals · 1 pending · a approve · d deny · y copy ─────────────────────────────┐
