@@ -1,5 +1,6 @@
 //! The inspector never hands terminal controls from the wire to the screen: bidi
-//! overrides and escape sequences in frames are drawn escaped (`\u{202e}`, `\e`).
+//! overrides and escape sequences in frames are drawn escaped (`\u{202e}`, `\e`), in
+//! every tab and pane, titles, prompts and the status line included.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use spyglass::client::ClientMsg;
@@ -104,4 +105,140 @@ fn every_tab_keeps_controls_off_the_screen() {
         key(&mut app, KeyCode::Esc);
         key(&mut app, KeyCode::Esc);
     }
+}
+
+/// ESC, a CSI and an OSC sequence, a C1 CSI and NEL, an override, an isolate pair and a
+/// right-to-left mark: everything a terminal would act on, in one name.
+const HOSTILE: &str = "\u{1b}[2J\u{9b}1m\u{1b}]0;T\u{7}\u{85}\u{202e}\u{2066}\u{2069}\u{200f}";
+/// `HOSTILE` as the screen must show it.
+const ESCAPED: &str = r"\e[2J\u{9b}1m\e]0;T\x07\u{85}\u{202e}\u{2066}\u{2069}\u{200f}";
+
+/// A session, a held call and its approval, a suite's case with a failed assertion, every
+/// name carrying `HOSTILE`.
+fn hostile_frames() -> Vec<String> {
+    let sid = format!("ses_{HOSTILE}");
+    let tool = format!("pay{HOSTILE}/x");
+    let approval = format!("apr{HOSTILE}");
+    let ts = "2026-11-22T21:43:31.000Z";
+    vec![
+        serde_json::json!({
+            "kind": "session.created", "seq": 1, "ts": ts, "sessionId": sid,
+            "userId": format!("u{HOSTILE}"), "servers": [], "project": "default",
+            "mocks": [{"tool": tool, "mode": "static", "entries": 1}]
+        }),
+        serde_json::json!({
+            "kind": "tool.called", "seq": 2, "ts": ts, "sessionId": sid, "callId": "call_1",
+            "tool": tool, "input": {"value": format!("v{HOSTILE}")},
+            "outcome": {"envelope": {"code": "approval_required", "approval_id": approval,
+                        "expires_at": "2026-11-22T21:49:00.000Z",
+                        "message": format!("held{HOSTILE}")}},
+            "startedAt": ts, "duration": 1.0, "source": "execute"
+        }),
+        serde_json::json!({
+            "kind": "approval.requested", "seq": 3, "ts": ts, "sessionId": sid,
+            "approvalId": approval, "callId": "call_1", "tool": tool,
+            "input": {"value": format!("v{HOSTILE}")}, "ruleId": format!("rule{HOSTILE}"),
+            "expiresAt": "2026-11-22T21:49:00.000Z", "message": format!("held{HOSTILE}")
+        }),
+        serde_json::json!({
+            "kind": "agent.eval.completed", "seq": 4, "ts": ts, "sessionId": sid,
+            "suite": format!("suite{HOSTILE}"), "case": format!("case{HOSTILE}"),
+            "status": "failed", "pass": false,
+            "tokens": {"prompt": 1, "completion": 1, "total": 2}, "cost": 0, "duration": 3.0,
+            "runId": format!("run{HOSTILE}"), "attempt": 1,
+            "reason": format!("reason{HOSTILE}"),
+            "assertions": [{"kind": "contains", "pass": false,
+                            "expected": format!("want{HOSTILE}"),
+                            "actual": format!("got{HOSTILE}"),
+                            "message": format!("assertion{HOSTILE}")}]
+        }),
+    ]
+    .into_iter()
+    .map(|f| f.to_string())
+    .collect()
+}
+
+/// Every screen of one tab: its list, opened, opened twice, and the status line after
+/// each key.
+fn screens_of(app: &mut App, tab: char, size: (u16, u16)) -> Vec<String> {
+    key(app, KeyCode::Char(tab));
+    let mut screens = vec![screen(app, size.0, size.1)];
+    for _ in 0..2 {
+        key(app, KeyCode::Enter);
+        screens.push(screen(app, size.0, size.1));
+    }
+    key(app, KeyCode::Esc);
+    key(app, KeyCode::Esc);
+    screens
+}
+
+#[test]
+fn hostile_names_show_escaped_in_every_tab_pane_title_and_prompt() {
+    let mut app = app();
+    for json in hostile_frames() {
+        feed(&mut app, &json);
+    }
+    let mut all: Vec<(String, String)> = vec![];
+    for size in [(220, 40), (80, 24)] {
+        for tab in ['1', '2', '3', '4'] {
+            for text in screens_of(&mut app, tab, size) {
+                all.push((format!("tab {tab} at {size:?}"), text));
+            }
+        }
+    }
+    // The Evals tab's panes: the suite list, and the case list titled by the suite.
+    key(&mut app, KeyCode::Char('3'));
+    key(&mut app, KeyCode::Char('l'));
+    let cases = screen(&mut app, 220, 40);
+    all.push(("the case list".into(), cases.clone()));
+    key(&mut app, KeyCode::Enter);
+    let case = screen(&mut app, 220, 40);
+    all.push(("the case opened".into(), case.clone()));
+    key(&mut app, KeyCode::Esc);
+    // The approval's prompt, and the filter typed into the title.
+    key(&mut app, KeyCode::Char('2'));
+    key(&mut app, KeyCode::Char('a'));
+    let prompt = screen(&mut app, 220, 40);
+    all.push(("the approve prompt".into(), prompt.clone()));
+    key(&mut app, KeyCode::Esc);
+    for (what, text) in &all {
+        assert_eq!(
+            first_hostile(text),
+            None,
+            "{what}: a control reached the screen:\n{text}"
+        );
+    }
+    let shown = |name: &str| format!("{name}{ESCAPED}");
+    assert!(
+        cases.contains(&format!(" {} ", shown("suite"))),
+        "the cases pane's title:\n{cases}"
+    );
+    for name in ["suite", "case"] {
+        assert!(cases.contains(&shown(name)[..12]), "{name}:\n{cases}");
+    }
+    for name in ["assertion", "got"] {
+        assert!(case.contains(&shown(name)), "{name} in the case:\n{case}");
+    }
+    assert!(prompt.contains(&shown("pay")), "the prompt:\n{prompt}");
+    assert!(prompt.contains(&shown("rule")), "the prompt:\n{prompt}");
+    let approvals = &all
+        .iter()
+        .find(|(what, _)| what.starts_with("tab 2 at (220"))
+        .expect("the approvals tab")
+        .1;
+    assert!(
+        approvals.contains(r"pay\e[2J"),
+        "the approvals list:\n{approvals}"
+    );
+    let events = &all
+        .iter()
+        .filter(|(what, _)| what.starts_with("tab 4 at (220"))
+        .nth(1)
+        .expect("an event opened")
+        .1;
+    // The event's JSON escapes ESC itself; what JSON leaves raw is escaped on screen.
+    assert!(
+        events.contains(r"\u001b[2J\u{9b}1m\u001b]0;T\u0007\u{85}\u{202e}"),
+        "an event:\n{events}"
+    );
 }

@@ -236,7 +236,7 @@ impl Action {
             Action::Deny => ("deny", "deny the selected call", &["d"], &[Approvals]),
             Action::Mark => (
                 "mark",
-                "mark a call; a/d then decide all marked",
+                "mark a call and move to the next; a/d then decide all marked",
                 &["space", "m"],
                 &[Approvals],
             ),

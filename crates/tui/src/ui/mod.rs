@@ -9,6 +9,7 @@ pub mod jump;
 pub mod logfile;
 pub mod render;
 pub mod run;
+pub mod safe;
 pub mod terminal;
 pub mod theme;
 pub mod views;

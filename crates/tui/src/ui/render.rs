@@ -14,6 +14,7 @@
 
 use super::action::{Action, Tab};
 use super::app::{App, Conn, TabHits, Watching};
+use super::safe;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -213,7 +214,7 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         ));
     }
     frame.render_widget(
-        Paragraph::new(Line::from(spans)).style(theme.status_bar()),
+        Paragraph::new(safe::line(spans)).style(theme.status_bar()),
         area,
     );
 }

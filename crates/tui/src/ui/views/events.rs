@@ -21,6 +21,7 @@ use super::{
 use crate::client::tail::what_happened;
 use crate::model::{EventLog, Model};
 use crate::ui::action::Action;
+use crate::ui::safe;
 use crate::ui::views::fitted_table;
 use crate::ui::views::pane::{PaneKey, PaneLine, TextPane};
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
@@ -28,7 +29,7 @@ use crossterm::event::KeyEvent;
 use ratatui::Frame as TermFrame;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::Style;
-use ratatui::text::{Line, Span};
+use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row};
 use spyglass_protocol::Frame;
 use spyglass_protocol::events::{encode, encode_fields};
@@ -382,7 +383,7 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border())
-        .title(Line::from(title));
+        .title(safe::line(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if len == 0 {
@@ -395,7 +396,7 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
         } else {
             "No events yet.".to_owned()
         };
-        frame.render_widget(Paragraph::new(Span::styled(msg, theme.muted())), inner);
+        frame.render_widget(Paragraph::new(safe::span(msg, theme.muted())), inner);
         return drawn;
     }
     let height = inner.height.saturating_sub(1) as usize;

@@ -304,7 +304,7 @@ pub fn focused_block<'a>(title: Line<'a>, focused: bool, theme: &Theme) -> Block
     Block::default()
         .borders(Borders::ALL)
         .border_style(border)
-        .title(title)
+        .title(crate::ui::safe::line(title))
 }
 
 /// The first key bound to `action` as the keymap writes it (`a`, `enter`); `?` when
@@ -439,7 +439,7 @@ pub fn detail_frame(
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.accent())
-        .title(title);
+        .title(crate::ui::safe::line(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     inner

@@ -14,6 +14,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
+use spyglass_protocol::sanitize::sanitize_text;
 
 /// How a line is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +30,8 @@ pub enum Tone {
     Json,
 }
 
-/// One line of a pane; its text is already masked and sanitised by whoever built it.
+/// One line of a pane; its text is masked by whoever built it and made terminal-safe by
+/// [`PaneLine::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaneLine {
     pub tone: Tone,
@@ -37,11 +39,15 @@ pub struct PaneLine {
 }
 
 impl PaneLine {
+    /// A line of `text`: whatever control, escape sequence or bidi control is left in it
+    /// is shown escaped here (text already sanitised is kept as it is).
     pub fn new(tone: Tone, text: impl Into<String>) -> Self {
-        Self {
-            tone,
-            text: text.into(),
-        }
+        let text = text.into();
+        let text = match sanitize_text(&text) {
+            std::borrow::Cow::Borrowed(_) => text,
+            std::borrow::Cow::Owned(clean) => clean,
+        };
+        Self { tone, text }
     }
 
     pub fn heading(text: impl Into<String>) -> Self {

@@ -4,6 +4,7 @@
 use super::lines::{case_ms, gauge, judged, pct, sparkline, status_label, status_style};
 use super::state::{CaseDetail, EvalFocus, EvalsState};
 use crate::ui::action::Action;
+use crate::ui::safe;
 use crate::ui::views::fitted_table;
 use crate::ui::views::{Col, fit, fit_columns_stretching, placed_list, shown_cells};
 use crate::ui::views::{Cx, Drawn, Pane, Placed, focused_block, hints};
@@ -59,7 +60,7 @@ fn render_pinned(frame: &mut Frame, area: Rect, pinned: &str, cx: &Cx) {
         .borders(Borders::ALL)
         .title(Line::from(vec![
             Span::styled(" Pinned ", theme.title()),
-            Span::raw(format!("{} ", sanitize(pinned))),
+            safe::raw(format!("{pinned} ")),
         ]));
     let inner = block.inner(area);
     frame.render_widget(block, area);

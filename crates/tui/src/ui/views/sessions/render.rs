@@ -6,6 +6,7 @@ use super::state::{CallSort, Detail, Focus, SessionsState};
 use crate::model::{Session, SessionStatus};
 use crate::ui::action::Action;
 use crate::ui::app::Watching;
+use crate::ui::safe;
 use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
@@ -69,7 +70,10 @@ pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &
         let block = Block::default()
             .borders(Borders::ALL)
             .title(Span::styled(" Run ", theme.title()));
-        frame.render_widget(Paragraph::new(summary).block(block), summary_area);
+        frame.render_widget(
+            Paragraph::new(safe::lines(summary)).block(block),
+            summary_area,
+        );
     }
     let mocks_focused = state.focus == Focus::Mocks;
     // Focused, the mocks take up to two thirds: their payloads are what is being read.
@@ -523,7 +527,7 @@ fn render_mocks(
     title.extend(hint.map(|h| Span::styled(h, theme.muted())));
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(Line::from(title));
+        .title(safe::line(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if session.mocks.is_empty() {

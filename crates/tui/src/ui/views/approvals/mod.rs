@@ -1,9 +1,10 @@
 //! The Approvals tab: calls held for a human, pending first (oldest first, with the time
 //! left until `expires_at` counting down on the app's clock), then decided ones (newest
 //! first) with their decision and the replay's outcome beside the original call. `a`/`d`
-//! open a confirm prompt naming the tool and the input fields the rule looked at; Enter
-//! opens one approval (its input, rule and the session's recent calls), Esc goes back.
-//! The decision goes out through the app, never into the model.
+//! open a confirm prompt (`prompt.rs`) naming the tool and the input fields the rule
+//! looked at, for the approval on screen only and only while it is pending; Enter opens
+//! one approval (its input, rule and the session's recent calls), Esc goes back. The
+//! decision goes out through the app, never into the model.
 //!
 //! ```text
 //! ┌ Approvals · 1 pending · a approve · d deny · y copy ─────────────────────────────┐
@@ -15,12 +16,15 @@
 //! └──────────────────────────────────────────────────────────────────────────────────┘
 //! ```
 
+mod prompt;
+
 use super::{
-    Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, fit, hints, key_cap, key_label,
-    scroll_hint, wrap_words,
+    Cx, Drawn, Effect, ListCursor, Pane, Placed, TextKey, View, fit, hints, key_cap, scroll_hint,
+    wrap_words,
 };
 use crate::model::{Approval, Model};
 use crate::ui::action::{Action, Scope};
+use crate::ui::safe;
 use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
 use crate::ui::views::pane::{PaneKey, PaneLine, TextPane};
@@ -29,13 +33,15 @@ use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
-use ratatui::style::{Modifier, Style};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row};
 use spyglass_protocol::events::Outcome;
 use spyglass_protocol::mask::mask;
 use spyglass_protocol::rest::{ApprovalStatus, ApprovalView};
 use spyglass_protocol::sanitize::{sanitize, shown, shown_text};
+
+use prompt::prompt_lines;
 
 /// An approve or deny waiting for `y`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,8 +84,10 @@ pub struct ApprovalsState {
 }
 
 /// Whether the filter keeps an approval: `status:`, `session:`, `tool:`, `rule:`, `id:`,
-/// or text in its id, session, tool or rule.
+/// or text in its id, session, tool, rule or its INPUT cell as shown (`6000` finds the
+/// call whose value is 6000).
 fn keeps(query: &Query, a: &Approval) -> bool {
+    let input = input_cell(a);
     query.matches(
         &[
             ("status", status_word(a.status)),
@@ -88,7 +96,7 @@ fn keeps(query: &Query, a: &Approval) -> bool {
             ("rule", &a.rule_id),
             ("id", &a.id),
         ],
-        &[&a.id, &a.session_id, &a.tool, &a.rule_id],
+        &[&a.id, &a.session_id, &a.tool, &a.rule_id, &input],
     )
 }
 
@@ -396,7 +404,13 @@ impl ApprovalsState {
             }
             Action::Approve | Action::Deny => {
                 let approve = action == Action::Approve;
-                let Some(approval) = self.selected(model) else {
+                // The approval on screen: the one open in the pane, else the selected row
+                // (after a decision the list's selection moves on, the pane does not).
+                let shown = match &self.detail {
+                    Some(detail) => model.approvals.get(&detail.approval_id),
+                    None => self.selected(model),
+                };
+                let Some(approval) = shown else {
                     return Some("no approval selected".into());
                 };
                 if approval.status != ApprovalStatus::Pending {
@@ -592,7 +606,7 @@ impl ApprovalsState {
             ));
         }
         title.push(Span::styled(format!("· {keys} "), theme.muted()));
-        let title = Line::from(title);
+        let title = safe::line(title);
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border())
@@ -610,7 +624,7 @@ impl ApprovalsState {
                     key_cap(cx.keymap, Action::Back)
                 )
             };
-            let mut text = Paragraph::new(Span::styled(msg, theme.muted()));
+            let mut text = Paragraph::new(safe::span(msg, theme.muted()));
             if !self.filter.is_empty() {
                 text = text.wrap(ratatui::widgets::Wrap { trim: true });
             }
@@ -741,7 +755,7 @@ impl ApprovalsState {
             });
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        frame.render_widget(Paragraph::new(lines), inner);
+        frame.render_widget(Paragraph::new(safe::lines(lines)), inner);
     }
 }
 
@@ -827,114 +841,6 @@ fn input_cell(a: &Approval) -> String {
         .map(|f| f.trim_start_matches("input.").replacen(" = ", "=", 1))
         .collect();
     format!("{} {json}", fields.join(" "))
-}
-
-/// What the rule looked at, in one sentence: `rule payments: input.value = 5000 (when
-/// input.value > 1000)`, or the rule's message when the frame carried no condition.
-fn rule_sentence(a: &Approval) -> String {
-    let rule = format!("rule {}", a.rule_id);
-    match &a.condition {
-        Some(condition) => {
-            let fields = condition_fields(condition, &a.input).join(", ");
-            format!("{rule}: {fields} (when {condition})")
-        }
-        None if !a.message.is_empty() => format!("{rule}: {}", a.message),
-        None => rule,
-    }
-}
-
-fn prompt_lines(prompt: &Prompt, cx: &Cx, width: usize) -> Vec<Line<'static>> {
-    let theme = cx.theme;
-    let verb = if prompt.approve { "Approve" } else { "Deny" };
-    if !prompt.also.is_empty() {
-        return marked_prompt_lines(prompt, verb, cx, width);
-    }
-    let approval = cx.model.approvals.get(&prompt.approval_id);
-    let what = approval
-        .map(|a| format!("{} for {}", a.tool, a.session_id))
-        .unwrap_or_default();
-    let key = |a: Action| key_label(cx.keymap, a);
-    let mut lines = Vec::new();
-    let mut say = |text: &str, style: Style| {
-        lines.extend(
-            wrap_words(&shown(text), width)
-                .into_iter()
-                .map(|l| Line::from(Span::styled(l, style))),
-        );
-    };
-    say(
-        &format!("{verb} {what} ({})?", prompt.approval_id),
-        theme.warn().add_modifier(Modifier::BOLD),
-    );
-    if let Some(a) = approval {
-        say(&rule_sentence(a), Style::default());
-    }
-    if prompt.editing_note {
-        say(&format!("note: {}▏", prompt.note), theme.accent());
-        say(
-            &format!(
-                "{} keeps the note, {} drops it",
-                key(Action::Open),
-                key(Action::Back)
-            ),
-            theme.muted(),
-        );
-    } else {
-        if !prompt.note.is_empty() {
-            say(&format!("note: {}", prompt.note), theme.accent());
-        }
-        say(
-            &format!(
-                "{} confirm · {} add a note · any other key cancels",
-                key(Action::Confirm),
-                key(Action::Note)
-            ),
-            theme.muted(),
-        );
-    }
-    lines
-}
-
-/// The prompt for several marked calls: how many, and which.
-fn marked_prompt_lines(prompt: &Prompt, verb: &str, cx: &Cx, width: usize) -> Vec<Line<'static>> {
-    let theme = cx.theme;
-    let count = prompt.also.len() + 1;
-    let ids: Vec<&str> = std::iter::once(prompt.approval_id.as_str())
-        .chain(prompt.also.iter().map(String::as_str))
-        .collect();
-    let key = |a: Action| key_label(cx.keymap, a);
-    let mut lines = Vec::new();
-    let mut say = |text: &str, style: Style| {
-        lines.extend(
-            wrap_words(&shown(text), width)
-                .into_iter()
-                .map(|l| Line::from(Span::styled(l, style))),
-        );
-    };
-    say(
-        &format!("{verb} all {count} marked calls?"),
-        theme.warn().add_modifier(Modifier::BOLD),
-    );
-    say(&ids.join(", "), Style::default());
-    if prompt.editing_note {
-        say(
-            &format!("note (for all {count}): {}▏", prompt.note),
-            theme.accent(),
-        );
-    } else {
-        if !prompt.note.is_empty() {
-            say(&format!("note: {}", prompt.note), theme.accent());
-        }
-        say(
-            &format!(
-                "{} confirm all {count} · {} add a note · any other key cancels",
-                key(Action::Confirm),
-                key(Action::Note)
-            ),
-            theme.muted(),
-        );
-    }
-    lines
 }
 
 /// The open approval: what was called with what, why it was held, how it stands, and
