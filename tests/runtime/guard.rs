@@ -487,6 +487,46 @@ async fn the_observer_takes_its_project_from_the_query_too() {
         (400, Some("invalid_query")),
         "{body}"
     );
+    // Named twice, the query cannot say which project: refused, not streamed as the
+    // default project's. Spaces, tabs and over-long names are not project ids.
+    let long = "p".repeat(300);
+    for query in [
+        "?project=prj_a&project=prj_b".to_owned(),
+        "?project=prj_b&project=prj_b".to_owned(),
+        "?project=my%20project".to_owned(),
+        "?project=a%09b".to_owned(),
+        format!("?project={long}"),
+    ] {
+        let (status, body) = get("k_admin", &query, None).await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (400, Some("invalid_query")),
+            "{query}: {body}"
+        );
+    }
+    let (status, body) = get("k_admin", &format!("?project={}", "p".repeat(128)), None).await;
+    assert_eq!(
+        status, 426,
+        "a 128-byte id is an id; only the upgrade is missing: {body}"
+    );
+    for header in ["my project", "a\tb", long.as_str()] {
+        let (status, body) = Api::new(&handle)
+            .with_key("k_admin")
+            .with_tenant(header)
+            .get("/v1/sessions")
+            .await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (400, Some("invalid_header")),
+            "{header:?}: {body}"
+        );
+    }
+    let (status, body) = Api::new(&handle)
+        .with_key("k_admin")
+        .with_tenant(&"p".repeat(128))
+        .get("/v1/sessions")
+        .await;
+    assert_eq!(status, 200, "{body}");
     // Other routes read the header only; their queries refuse a `project` they do not
     // know rather than act on the default project.
     let (status, body) = Api::new(&handle)

@@ -50,21 +50,41 @@ fn named_project(
     let header = headers
         .get("x-codespar-project")
         .map(|value| {
-            value.to_str().map(str::trim).map_err(|_| {
+            let text = value.to_str().map(str::trim).unwrap_or("\u{7f}");
+            check_project(text).map(|()| text).map_err(|why| {
                 ApiErrorWithStatus::new(
                     400,
                     codes::INVALID_HEADER,
-                    "x-codespar-project is not visible ASCII; send the project id as text",
+                    format!("x-codespar-project {why}; send the project id as text"),
                 )
             })
         })
         .transpose()?
         .filter(|v| !v.is_empty());
     let query = if uri.path() == "/v1/observe" && uri.query().is_some() {
-        Query::<ObserveProject>::try_from_uri(uri)
-            .ok()
-            .and_then(|q| q.0.project)
-            .map(|p| p.trim().to_owned())
+        // A query that cannot be read (`?project=a&project=b`) is refused, not read as
+        // naming no project: that would stream the default tenant.
+        let named = Query::<ObserveProject>::try_from_uri(uri).map_err(|err| {
+            ApiErrorWithStatus::new(
+                400,
+                codes::INVALID_QUERY,
+                format!("the query cannot be read: {}", err.body_text()),
+            )
+        })?;
+        named
+            .0
+            .project
+            .map(|p| {
+                let p = p.trim().to_owned();
+                check_project(&p).map(|()| p).map_err(|why| {
+                    ApiErrorWithStatus::new(
+                        400,
+                        codes::INVALID_QUERY,
+                        format!("project {why}; send the project id as text"),
+                    )
+                })
+            })
+            .transpose()?
             .filter(|p| !p.is_empty())
     } else {
         None
@@ -76,15 +96,26 @@ fn named_project(
             "project and x-codespar-project name different projects; send one",
         )),
         (Some(header), _) => Ok(Some(header.to_owned())),
-        (None, Some(query)) if query.chars().any(|c| !c.is_ascii_graphic()) => {
-            Err(ApiErrorWithStatus::new(
-                400,
-                codes::INVALID_QUERY,
-                "project is not visible ASCII; send the project id as text",
-            ))
-        }
         (None, query) => Ok(query),
     }
+}
+
+/// The most bytes a project id holds.
+pub const MAX_PROJECT_BYTES: usize = 128;
+
+/// A project id is 1 to `MAX_PROJECT_BYTES` visible ASCII characters (empty reads as
+/// none); what is wrong with `text` otherwise.
+fn check_project(text: &str) -> Result<(), String> {
+    if text.len() > MAX_PROJECT_BYTES {
+        return Err(format!(
+            "is {} bytes long; a project id has at most {MAX_PROJECT_BYTES}",
+            text.len()
+        ));
+    }
+    if text.chars().any(|c| !c.is_ascii_graphic()) {
+        return Err("is not visible ASCII (no spaces, tabs or controls)".to_owned());
+    }
+    Ok(())
 }
 
 /// The project name that means every project, on `GET /v1/observe` only.
