@@ -5,6 +5,7 @@
 use serde_json::Value;
 use spyglass_protocol::RawJson;
 use spyglass_protocol::glob::{check_pattern, glob_match};
+use spyglass_protocol::sanitize::{sanitize, sanitize_text};
 use std::cell::OnceCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -202,24 +203,27 @@ pub struct PolicyError {
     pub message: String,
 }
 
+/// Every part that came from the file (its name, a rule id, a key, a value quoted in the
+/// message) is escaped for a terminal: a rule id holding a line break or an escape
+/// sequence is shown as `\n` / `\e`, never written raw.
 impl fmt::Display for PolicyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "policy ")?;
         if let Some(file) = &self.file {
-            write!(f, "{}", file.display())?;
+            write!(f, "{}", sanitize(&file.display().to_string()))?;
         } else {
             write!(f, "text")?;
         }
         if let Some(index) = self.rule_index {
             write!(f, ", rule #{}", index + 1)?;
             if let Some(id) = &self.rule_id {
-                write!(f, " (id \"{id}\")")?;
+                write!(f, " (id \"{}\")", sanitize(id))?;
             }
         }
         if let Some(field) = &self.field {
-            write!(f, ", field `{field}`")?;
+            write!(f, ", field `{}`", sanitize(field))?;
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", sanitize_text(&self.message))
     }
 }
 
@@ -441,6 +445,24 @@ mod tests {
         assert!(!glob_match("*/create_payment", "asaas/create_refund"));
         assert!(glob_match("*", ""));
         assert!(!glob_match("a?", "a"));
+    }
+
+    #[test]
+    fn a_rule_id_with_a_line_break_or_an_escape_is_shown_escaped_in_the_error() {
+        let err = Policy::from_toml(
+            "[[rule]]\nid = \"ok\\nFAKE: all clear\\u001b[2J\\u202e\"\ntool = \"*\"\naction = \"explode\"\n",
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(!text.contains('\n'), "a forged second line: {text}");
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"(id "ok\nFAKE: all clear\e[2J\u{202e}")"#),
+            "{text}"
+        );
     }
 
     /// Approval over a threshold, a deny by tool, a deny on a condition, a deny-list.
