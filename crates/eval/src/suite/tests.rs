@@ -244,6 +244,70 @@ fn bad_compositions_name_the_child() {
 }
 
 #[test]
+fn judge_specs_read_strings_and_tables_and_refuse_nonsense() {
+    let judged = |assert: &str| {
+        parse_suite("s.toml", &format!("{HEAD}{assert}")).map(|suite| {
+            suite.cases[0]
+                .assertions
+                .first()
+                .cloned()
+                .expect("one assertion")
+        })
+    };
+    let rubric = |assert: &str| match judged(assert) {
+        Ok(Assertion::LlmJudge(spec)) => spec.rubric,
+        other => panic!("{assert}: {other:?}"),
+    };
+    assert_eq!(rubric("llm_judge = \"polite\""), "polite");
+    assert_eq!(rubric("llm_judge = { rubric = \"r\" }"), "r");
+    let threshold = |assert: &str| match judged(assert) {
+        Ok(Assertion::SemanticMatch(spec)) => spec.threshold,
+        other => panic!("{assert}: {other:?}"),
+    };
+    let spec = threshold("semantic_match = { expected = \"paid\", threshold = 0.9 }");
+    assert!((spec - 0.9).abs() < 1e-9);
+    assert!(
+        (threshold("semantic_match = \"paid\"") - crate::judge::DEFAULT_THRESHOLD).abs() < 1e-9
+    );
+    for (assert, field, says) in [
+        (
+            "llm_judge = { rubrik = \"r\" }",
+            "assert.llm_judge.rubrik",
+            "unknown key; expected one of: rubric",
+        ),
+        (
+            "llm_judge = \" \"",
+            "assert.llm_judge",
+            "the rubric is empty",
+        ),
+        (
+            "llm_judge = 3",
+            "assert.llm_judge",
+            "expected a rubric string or a table with rubric",
+        ),
+        (
+            "semantic_match = { expected = \"x\", threshold = 1.5 }",
+            "assert.semantic_match",
+            "threshold 1.5 is not in (0, 1]",
+        ),
+        (
+            "semantic_match = 3",
+            "assert.semantic_match",
+            "expected a string or a table with expected and threshold",
+        ),
+        (
+            "semantic_match = { expected = \"x\", threshold = \"high\" }",
+            "assert.semantic_match.threshold",
+            "expected a number, found a string",
+        ),
+    ] {
+        let e = err(&format!("{HEAD}{assert}"));
+        assert_eq!(e.field.as_deref(), Some(field), "{assert}: {e}");
+        assert!(e.message.contains(says), "{assert}: {e}");
+    }
+}
+
+#[test]
 fn commands_in_each_form_run_beside_the_suite_file() {
     let suite = parse_suite(
         "evals/checks.toml",
@@ -776,4 +840,67 @@ fn plan_orders_attempts_and_filters_cases() {
     );
     assert_eq!(plan(&suites, 0, None).len(), 3, "repeat 0 still runs once");
     assert!(plan(&suites, 1, Some("nothing")).is_empty());
+}
+
+#[test]
+fn shape_errors_name_the_case_by_its_id_or_its_position() {
+    for (text, shown) in [
+        (
+            "[1]",
+            "s.json: a suite file is a table (object) at top level",
+        ),
+        (
+            r#"{"suite": "s", "case": 5}"#,
+            "s.json: case: expected an array of case tables",
+        ),
+        (
+            r#"{"suite": "s", "case": [{"id": "a", "input": "x"}, 3]}"#,
+            "s.json: case #2: a case is a table, found an integer",
+        ),
+        (
+            r#"{"suite": "s", "cases": [{"id": "a", "input": "x"}, {"id": "b", "input": 3}]}"#,
+            "s.json: case \"b\": input: expected a string, found an integer",
+        ),
+        (
+            r#"{"suite": "s", "case": [{"id": 7, "input": 3}]}"#,
+            "s.json: case #1: id: expected a string, found an integer",
+        ),
+        (
+            r#"{"suite": "s", "case": [{"id": "q", "input": "x", "model": null}]}"#,
+            "s.json: case \"q\": model: expected a table, found null",
+        ),
+        (
+            r#"{"suite": "s", "case": [{"id": "q", "input": "x", "model_variants": [{}, {"strict": 1}]}]}"#,
+            "s.json: case \"q\": model_variants[1].strict: bad model script: invalid type: integer `1`, expected a boolean",
+        ),
+        (
+            r#"{"suite": "s", "case": [{"id": "q", "input": "x", "model": {"retries": 99}}]}"#,
+            "s.json: case \"q\": model.retries: bad model script: retries is 99; the most is 10",
+        ),
+    ] {
+        let e = parse_suite("s.json", text).unwrap_err();
+        assert_eq!(e.to_string(), shown);
+    }
+}
+
+#[test]
+fn a_command_list_of_argv_lists_is_one_command_each() {
+    let suite = parse_suite(
+        "s.toml",
+        &format!("{HEAD}command = [[\"a\", \"b\"], [\"c\"]]"),
+    )
+    .unwrap();
+    let Assertion::Command(specs) = &suite.cases[0].assertions[0] else {
+        panic!("{:?}", suite.cases[0].assertions);
+    };
+    let argvs: Vec<&[String]> = specs.iter().map(|s| s.argv.as_slice()).collect();
+    assert_eq!(
+        argvs,
+        [&["a".to_owned(), "b".to_owned()][..], &["c".to_owned()][..]]
+    );
+    let e = err(&format!("{HEAD}command = [[]]"));
+    assert_eq!(
+        e.to_string(),
+        "payments.toml: case \"a\": assert.command[0]: the list is empty: name the program to run"
+    );
 }
