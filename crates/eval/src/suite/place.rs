@@ -1,11 +1,11 @@
-//! Where in a suite file a value sits (file, case, dotted field) and reading a value there
+//! Where in a suite file a value sits (file, case, dotted field), and reading a document
 //! into its shape: each wrong kind or key a `SuiteError` naming its place and what was expected.
 
-use super::shapes::unknown_field;
-use super::{SuiteError, SuiteErrorKind};
-use crate::suite::CaseRef;
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use super::shapes::{BAD_SCRIPT, CaseIds, Doc, RawSuite, Script, Scripts, unknown_field};
+use super::{ASSERTION_KINDS, CaseRef, SuiteError, SuiteErrorKind};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_path_to_error::Segment;
 use spyglass_protocol::rest::ModelScript;
 
 /// Where in the file a value sits, for error messages.
@@ -58,117 +58,122 @@ impl Place<'_> {
         self.error(field, SuiteErrorKind::Invalid, message)
     }
 
-    /// Reads a table into its shape; an unknown key is named with the known ones (`what`
-    /// names the table's own keys: "key", "assertion kind").
-    pub(super) fn strict<T: DeserializeOwned>(
-        &self,
-        value: &Value,
-        what: &str,
-    ) -> Result<T, SuiteError> {
-        serde_path_to_error::deserialize(value).map_err(|err| {
-            // The path names the wrong value (`servers[1]`), an unknown key included; a
-            // key in a table nested in this one is a plain key, whatever `what` says.
-            let own_key = err.path().iter().count() <= 1;
-            let path = err.path().to_string();
-            let field = (path != ".").then_some(path);
-            let message = err.into_inner().to_string();
-            match unknown_field(&message) {
-                Some((key, known)) => self.error(
-                    Some(field.as_deref().unwrap_or(&key)),
-                    SuiteErrorKind::Unknown,
-                    &format!(
-                        "unknown {}; expected one of: {known}",
-                        if own_key { what } else { "key" }
-                    ),
-                ),
-                None => self.invalid(field.as_deref(), &message),
-            }
-        })
-    }
-
-    /// Reads the value at `field` as `T`: a wrong kind is named at `field` (or inside it).
-    pub(super) fn read<T: DeserializeOwned>(
-        &self,
-        value: &Value,
-        field: &str,
-    ) -> Result<T, SuiteError> {
-        self.nested(field).strict(value, "key")
-    }
-
-    pub(super) fn table<'v>(
-        &self,
-        value: &'v Value,
-        field: &str,
-    ) -> Result<&'v Map<String, Value>, SuiteError> {
-        value.as_object().ok_or_else(|| {
-            self.invalid(
-                Some(field),
-                &format!("expected a table, found {}", type_name(value)),
-            )
-        })
-    }
-
-    pub(super) fn model(&self, value: &Value, field: &str) -> Result<ModelScript, SuiteError> {
-        self.table(value, field)?;
+    fn check_model(&self, script: &ModelScript, field: &str) -> Result<(), SuiteError> {
         // The problem names its place inside the script: `model.sequence[1].when[0].path`.
-        crate::script::parse(value).map_err(|problem| {
+        crate::script::check(script).map_err(|problem| {
             let inner = problem.field_dotted();
             let at = if inner.is_empty() {
                 field.to_owned()
             } else {
                 format!("{field}.{inner}")
             };
-            let kind = if problem.message.starts_with("unknown field") {
-                SuiteErrorKind::Unknown
-            } else {
-                SuiteErrorKind::Invalid
-            };
-            self.error(
-                Some(&at),
-                kind,
-                &format!("bad model script: {}", problem.message),
-            )
+            self.invalid(Some(&at), &format!("{BAD_SCRIPT}{}", problem.message))
         })
     }
 
+    /// The case's scripts: `model` (one) or `model_variants` (one per attempt), each
+    /// checked past its shape (`retries`, branches); `None` when it gives neither.
     pub(super) fn models(
         &self,
-        model: Option<&Value>,
-        variants: Option<&Value>,
+        model: Option<Script>,
+        variants: Option<Scripts>,
     ) -> Result<Option<Vec<ModelScript>>, SuiteError> {
         match (model, variants) {
             (Some(_), Some(_)) => Err(self.invalid(
                 Some("model_variants"),
                 "use `model` or `model_variants`, not both",
             )),
-            (Some(model), None) => Ok(Some(vec![self.model(model, "model")?])),
-            (None, Some(Value::Array(items))) if !items.is_empty() => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| self.model(item, &format!("model_variants[{i}]")))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some),
-            (None, Some(other)) => Err(self.invalid(
-                Some("model_variants"),
-                &format!(
-                    "expected a non-empty list of model scripts, found {}",
-                    type_name(other)
-                ),
-            )),
+            (Some(Script(model)), None) => {
+                self.check_model(&model, "model")?;
+                Ok(Some(vec![model]))
+            }
+            (None, Some(Scripts(scripts))) => {
+                for (i, script) in scripts.iter().enumerate() {
+                    self.check_model(script, &format!("model_variants[{i}]"))?;
+                }
+                Ok(Some(scripts))
+            }
             (None, None) => Ok(None),
         }
     }
 }
 
-pub(super) fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(n) if n.is_f64() => "a float",
-        Value::Number(n) if n.as_i64().is_some_and(|n| n < 0) => "a negative integer",
-        Value::Number(_) => "an integer",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a table",
+/// Reads a suite document into its shape. This is where a serde error becomes a
+/// `SuiteError`: the path names the case (by its id when it gives a usable one, else its
+/// position) and the field; an unknown key is named with the known ones.
+pub(super) fn shape(file: &str, value: &Value) -> Result<RawSuite, SuiteError> {
+    serde_path_to_error::deserialize(value)
+        .map(|Doc(raw)| raw)
+        .map_err(|err| {
+            let segments: Vec<&Segment> = err.path().iter().collect();
+            let (case, rest) = match segments.as_slice() {
+                [Segment::Map { key }, Segment::Seq { index }, rest @ ..]
+                    if key == "case" || key == "cases" =>
+                {
+                    (Some(case_ref(value, key, *index)), rest)
+                }
+                all => (None, all),
+            };
+            let field = dotted(rest);
+            let at = Place {
+                file,
+                case,
+                prefix: String::new(),
+            };
+            let message = err.into_inner().to_string();
+            if let Some((key, known)) = unknown_field(&message) {
+                // `[case.assert]` and the children of `all` / `any` list the kinds.
+                let what = if known == ASSERTION_KINDS.join(", ") {
+                    "assertion kind"
+                } else {
+                    "key"
+                };
+                return at.error(
+                    Some(field.as_deref().unwrap_or(&key)),
+                    SuiteErrorKind::Unknown,
+                    &format!("unknown {what}; expected one of: {known}"),
+                );
+            }
+            let kind = if message
+                .strip_prefix(BAD_SCRIPT)
+                .is_some_and(|inner| inner.starts_with("unknown field"))
+            {
+                SuiteErrorKind::Unknown
+            } else {
+                SuiteErrorKind::Invalid
+            };
+            at.error(field.as_deref(), kind, &message)
+        })
+}
+
+/// The case at `index` of the list under `key`: by its id when it gives a usable one.
+pub(super) fn case_ref(value: &Value, key: &str, index: usize) -> CaseRef {
+    CaseIds::deserialize(value)
+        .ok()
+        .and_then(|ids| ids.get(key, index))
+        .filter(|id| usable_id(id))
+        .map_or(CaseRef::Index(index + 1), CaseRef::Id)
+}
+
+/// An id a case can be named by in messages.
+pub(super) fn usable_id(id: &str) -> bool {
+    !id.trim().is_empty() && spyglass_protocol::glob::check_id(id).is_ok()
+}
+
+/// `assert.all[0].contains`: the path's segments as a field name (none when empty).
+fn dotted(segments: &[&Segment]) -> Option<String> {
+    let mut out = String::new();
+    for segment in segments {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Unknown => {}
+        }
     }
+    (!out.is_empty()).then_some(out)
 }

@@ -1,16 +1,15 @@
 //! Reading a suite document into `Suite`: the defaults, each case merged with them, and
 //! every assertion kind checked (patterns compiled, schemas compiled, limits held).
 
-use super::place::{Place, type_name};
+use super::place::{Place, shape, usable_id};
 use super::shapes::{
-    Count, Flag, Given, Items, Name, Operation, RawAssert, RawCase, RawCommand, RawDefaults,
-    RawJsonPath, RawPrompted, RawSchema, RawSuite, Sequence, Skip, Strings, Table, Tbl, Text,
-    Texts,
+    Command, Commands, Count, Flag, Given, Items, Name, Operation, RawAssert, RawCase, RawDefaults,
+    RawJsonPath, RawPrompted, RawSchema, Sequence, Skip, Strings, Table, Tbl, Text, Texts,
 };
 use super::{
     ArgCheck, Assertion, COMMAND_TIMEOUT_MS, Case, CaseRef, CommandSpec, JsonPathCheck,
-    MAX_ARG_BYTES, MAX_ARGS, MAX_COMMAND_TIMEOUT_MS, MAX_NESTING, OperationExpectation,
-    PromptCheck, PromptTest, SchemaCheck, SequenceExpectation, Suite, SuiteError, SuiteErrorKind,
+    MAX_COMMAND_TIMEOUT_MS, MAX_NESTING, OperationExpectation, PromptCheck, PromptTest,
+    SchemaCheck, SequenceExpectation, Suite, SuiteError, SuiteErrorKind,
 };
 use crate::assert::JsonPath;
 use serde_json::{Map, Value};
@@ -18,17 +17,15 @@ use spyglass_protocol::rest::ModelScript;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Builds a suite from an already-parsed document (a JSON body, say).
+/// Builds a suite from an already-parsed document (a JSON body, say): its shape read by
+/// serde, then what serde cannot say checked here.
 pub fn suite_from_value(file: &str, value: &Value) -> Result<Suite, SuiteError> {
     let at = Place {
         file,
         case: None,
         prefix: String::new(),
     };
-    value
-        .as_object()
-        .ok_or_else(|| at.invalid(None, "a suite file is a table (object) at top level"))?;
-    let root: RawSuite = at.strict(value, "key")?;
+    let root = shape(file, value)?;
     let Some(Name(name)) = root.suite else {
         return Err(at.error(
             Some("suite"),
@@ -36,16 +33,16 @@ pub fn suite_from_value(file: &str, value: &Value) -> Result<Suite, SuiteError> 
             "missing: every file names its suite (`suite = \"name\"`)",
         ));
     };
-    let defaults = match &root.defaults {
+    let defaults = match root.defaults {
         None => Defaults::default(),
-        Some(value) => read_defaults(&at.nested("defaults"), value)?,
+        Some(Tbl(raw)) => read_defaults(&at.nested("defaults"), raw)?,
     };
-    let cases = match (&root.case, &root.cases) {
+    let (list, key) = match (root.case, root.cases) {
         (Some(_), Some(_)) => {
             return Err(at.invalid(Some("cases"), "use `case` or `cases`, not both"));
         }
-        (Some(value), None) => (value, "case"),
-        (None, Some(value)) => (value, "cases"),
+        (Some(list), None) => (list.0, "case"),
+        (None, Some(list)) => (list.0, "cases"),
         (None, None) => {
             return Err(at.error(
                 Some("case"),
@@ -54,21 +51,17 @@ pub fn suite_from_value(file: &str, value: &Value) -> Result<Suite, SuiteError> 
             ));
         }
     };
-    let list = cases
-        .0
-        .as_array()
-        .ok_or_else(|| at.invalid(Some(cases.1), "expected an array of case tables"))?;
     if list.is_empty() {
         return Err(at.error(
-            Some(cases.1),
+            Some(key),
             SuiteErrorKind::Missing,
             "a suite has at least one case",
         ));
     }
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut out = Vec::with_capacity(list.len());
-    for (index, value) in list.iter().enumerate() {
-        let case = read_case(file, index + 1, value, &defaults)?;
+    for (index, raw) in list.into_iter().enumerate() {
+        let case = read_case(file, index + 1, raw, &defaults)?;
         if let Some(first) = seen.insert(case.id.clone(), index + 1) {
             return Err(SuiteError {
                 file: file.to_owned(),
@@ -96,12 +89,11 @@ struct Defaults {
     timeout_ms: Option<u64>,
 }
 
-fn read_defaults(at: &Place<'_>, value: &Value) -> Result<Defaults, SuiteError> {
-    let Tbl(raw): Tbl<RawDefaults> = at.strict(value, "key")?;
+fn read_defaults(at: &Place<'_>, raw: RawDefaults) -> Result<Defaults, SuiteError> {
     Ok(Defaults {
         mocks: raw.mocks.map(|Table(mocks)| mocks),
         models: at
-            .models(raw.model.as_ref(), raw.model_variants.as_ref())?
+            .models(raw.model, raw.model_variants)?
             .unwrap_or_default(),
         servers: raw.servers.map(|Strings(servers)| servers),
         metadata: raw
@@ -115,28 +107,19 @@ fn read_defaults(at: &Place<'_>, value: &Value) -> Result<Defaults, SuiteError> 
 fn read_case(
     file: &str,
     index: usize,
-    value: &Value,
+    raw: RawCase,
     defaults: &Defaults,
 ) -> Result<Case, SuiteError> {
-    let mut at = Place {
+    // Name the case by its id when it has a usable one.
+    let case = match &raw.id {
+        Some(Name(id)) if usable_id(id) => CaseRef::Id(id.clone()),
+        _ => CaseRef::Index(index),
+    };
+    let at = Place {
         file,
-        case: Some(CaseRef::Index(index)),
+        case: Some(case),
         prefix: String::new(),
     };
-    let map = value.as_object().ok_or_else(|| {
-        at.invalid(
-            None,
-            &format!("a case is a table, found {}", type_name(value)),
-        )
-    })?;
-    // Name the case by its id as soon as it has a usable one.
-    if let Some(Value::String(id)) = map.get("id")
-        && !id.trim().is_empty()
-        && spyglass_protocol::glob::check_id(id).is_ok()
-    {
-        at.case = Some(CaseRef::Id(id.clone()));
-    }
-    let raw: RawCase = at.strict(value, "key")?;
     let Some(Name(id)) = raw.id else {
         return Err(at.error(
             Some("id"),
@@ -162,7 +145,7 @@ fn read_case(
         }
     };
     let models = at
-        .models(raw.model.as_ref(), raw.model_variants.as_ref())?
+        .models(raw.model, raw.model_variants)?
         .unwrap_or_else(|| defaults.models.clone());
     let servers = match raw.servers {
         Some(Strings(servers)) => servers,
@@ -177,9 +160,9 @@ fn read_case(
     if timeout_ms == Some(0) {
         return Err(at.invalid(Some("timeout_ms"), "must be greater than 0"));
     }
-    let assertions = match &raw.assert {
+    let assertions = match raw.assert {
         None => Vec::new(),
-        Some(value) => read_assertions(&at.nested("assert"), value, 0)?,
+        Some(Tbl(assert)) => read_assertions(&at.nested("assert"), assert, 0)?,
     };
     Ok(Case {
         id,
@@ -196,10 +179,9 @@ fn read_case(
 
 fn read_assertions(
     at: &Place<'_>,
-    value: &Value,
+    raw: RawAssert,
     depth: usize,
 ) -> Result<Vec<Assertion>, SuiteError> {
-    let Tbl(raw): Tbl<RawAssert> = at.strict(value, "assertion kind")?;
     let mut out = Vec::new();
     for (kind, given) in raw.kinds() {
         out.push(match given {
@@ -216,37 +198,16 @@ fn read_assertions(
             Some(Given::JsonPath(items)) => read_json_paths(at, kind, items)?,
             Some(Given::JsonSchema(items)) => read_schemas(at, kind, items)?,
             Some(Given::Prompted(items)) => read_prompted(at, kind, items)?,
-            Some(Given::Raw(value)) => read_assertion(at, kind, &value, depth)?,
+            Some(Given::All(children)) => {
+                Assertion::All(read_children(at, kind, children, depth + 1)?)
+            }
+            Some(Given::Any(children)) => {
+                Assertion::Any(read_children(at, kind, children, depth + 1)?)
+            }
+            Some(Given::Command(commands)) => read_commands(at, kind, commands)?,
         });
     }
     Ok(out)
-}
-
-fn read_assertion(
-    at: &Place<'_>,
-    kind: &str,
-    value: &Value,
-    depth: usize,
-) -> Result<Assertion, SuiteError> {
-    Ok(match kind {
-        "all" => Assertion::All(read_children(at, kind, value, depth + 1)?),
-        "any" => Assertion::Any(read_children(at, kind, value, depth + 1)?),
-        "command" => read_commands(at, kind, value)?,
-        "llm_judge" => Assertion::LlmJudge(
-            crate::judge::read_llm_judge(value).map_err(|e| at.invalid(Some(kind), &e))?,
-        ),
-        "semantic_match" => Assertion::SemanticMatch(
-            crate::judge::read_semantic_match(value).map_err(|e| at.invalid(Some(kind), &e))?,
-        ),
-        // The kinds read whole by their shape (`Given::Ready`) never reach here.
-        other => {
-            return Err(at.error(
-                Some(other),
-                SuiteErrorKind::Unknown,
-                "not an assertion kind read from a raw value",
-            ));
-        }
-    })
 }
 
 fn read_operation(at: &Place<'_>, op: Operation) -> Result<OperationExpectation, SuiteError> {
@@ -325,12 +286,12 @@ fn read_json_paths(
     Ok(Assertion::JsonPath(checks))
 }
 
-/// `all = [ { contains = "a" }, { any = [...] } ]`: a non-empty list of tables, each one
-/// assertion kind, read like `[case.assert]` (so they nest), at most [`MAX_NESTING`] deep.
+/// `all = [ { contains = "a" }, { any = [...] } ]`: each child one assertion kind, read
+/// like `[case.assert]` (so they nest), at most [`MAX_NESTING`] deep.
 fn read_children(
     at: &Place<'_>,
     kind: &str,
-    value: &Value,
+    children: Vec<RawAssert>,
     depth: usize,
 ) -> Result<Vec<Assertion>, SuiteError> {
     if depth > MAX_NESTING {
@@ -339,25 +300,10 @@ fn read_children(
             &format!("`all` / `any` nest {depth} deep here; the limit is {MAX_NESTING}"),
         ));
     }
-    let items = match value {
-        Value::Array(items) if !items.is_empty() => items,
-        Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
-        other => {
-            return Err(at.invalid(
-                Some(kind),
-                &format!(
-                    "expected a list of assertion tables (`{kind} = [ {{ contains = \"a\" }}, {{ regex = \"b\" }} ]`), found {}",
-                    type_name(other)
-                ),
-            ));
-        }
-    };
-    let mut children = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let field = format!("{kind}[{i}]");
-        at.table(item, &field)?;
-        let inner = at.nested(&field);
-        let mut read = read_assertions(&inner, item, depth)?;
+    let mut out = Vec::with_capacity(children.len());
+    for (i, child) in children.into_iter().enumerate() {
+        let inner = at.nested(&format!("{kind}[{i}]"));
+        let mut read = read_assertions(&inner, child, depth)?;
         if read.len() != 1 {
             return Err(inner.invalid(
                 None,
@@ -367,33 +313,30 @@ fn read_children(
                 ),
             ));
         }
-        children.extend(read.pop());
+        out.extend(read.pop());
     }
-    Ok(children)
+    Ok(out)
 }
 
 /// `command = ["python3", "check.py"]`, `{ argv = [...], timeout_ms = 5000 }`, or a list
-/// of such tables. The program runs in the suite file's directory (when the file name
-/// has one), so a checker beside the suite is named by its own file name.
-fn read_commands(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion, SuiteError> {
+/// of such tables (argv checked by its shape). The program runs in the suite file's
+/// directory (when the file name has one), so a checker beside the suite is named by its
+/// own file name.
+fn read_commands(at: &Place<'_>, kind: &str, commands: Commands) -> Result<Assertion, SuiteError> {
     let dir = Path::new(at.file)
         .parent()
         .filter(|dir| !dir.as_os_str().is_empty())
         .map(Path::to_path_buf);
-    let items: Vec<(String, &Value)> = match value {
-        // A list starting with a string is one argv, a list of tables several commands.
-        Value::Array(items) if items.first().is_some_and(Value::is_string) => {
-            vec![(kind.to_owned(), value)]
-        }
-        _ => one_or_list(at, kind, value)?,
+    let items: Vec<(String, Command)> = match commands {
+        Commands::Argv(argv) => vec![(kind.to_owned(), Command::Argv(argv))],
+        Commands::Each(items) => items.fields(kind).collect(),
     };
     let mut specs = Vec::with_capacity(items.len());
-    for (field, item) in items {
+    for (field, command) in items {
         let inner = at.nested(&field);
-        let (argv, argv_field, timeout) = match item {
-            Value::Array(_) => (item.clone(), at.field(&field), None),
-            Value::Object(_) => {
-                let raw: RawCommand = inner.strict(item, "key")?;
+        let (argv, timeout) = match command {
+            Command::Argv(argv) => (argv, None),
+            Command::Table(raw) => {
                 let Some(argv) = raw.argv else {
                     return Err(inner.error(
                         Some("argv"),
@@ -401,19 +344,9 @@ fn read_commands(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
                         "missing: the program and its arguments (`argv = [\"python3\", \"check.py\"]`)",
                     ));
                 };
-                (argv, inner.field("argv"), raw.timeout_ms)
-            }
-            other => {
-                return Err(at.invalid(
-                    Some(&field),
-                    &format!(
-                        "expected a list of strings (the program and its arguments) or {{ argv, timeout_ms }}, found {}",
-                        type_name(other)
-                    ),
-                ));
+                (argv.0, raw.timeout_ms)
             }
         };
-        let argv = read_argv(at, &argv_field, &argv)?;
         let timeout_ms = match timeout {
             None => COMMAND_TIMEOUT_MS,
             Some(Count(ms)) => {
@@ -433,74 +366,6 @@ fn read_commands(at: &Place<'_>, kind: &str, value: &Value) -> Result<Assertion,
         });
     }
     Ok(Assertion::Command(specs))
-}
-
-/// A command's argv: a non-empty list of non-empty strings, bounded, without NUL bytes
-/// (which no program can receive). `field` is the full field name.
-fn read_argv(at: &Place<'_>, field: &str, value: &Value) -> Result<Vec<String>, SuiteError> {
-    let whole = Place {
-        file: at.file,
-        case: at.case.clone(),
-        prefix: String::new(),
-    };
-    let items = match value {
-        Value::Array(items) if !items.is_empty() => items,
-        Value::Array(_) => {
-            return Err(whole.invalid(Some(field), "the list is empty: name the program to run"));
-        }
-        other => {
-            return Err(whole.invalid(
-                Some(field),
-                &format!(
-                    "expected a list of strings (the program and its arguments), found {}",
-                    type_name(other)
-                ),
-            ));
-        }
-    };
-    if items.len() > MAX_ARGS {
-        return Err(whole.invalid(
-            Some(field),
-            &format!("{} arguments; the limit is {MAX_ARGS}", items.len()),
-        ));
-    }
-    let mut argv = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let at_item = format!("{field}[{i}]");
-        let Text(arg) = whole.read(item, &at_item)?;
-        if i == 0 && arg.trim().is_empty() {
-            return Err(whole.invalid(Some(&at_item), "the program name is empty"));
-        }
-        if arg.contains('\0') {
-            return Err(whole.invalid(Some(&at_item), "holds a NUL byte"));
-        }
-        if arg.len() > MAX_ARG_BYTES {
-            return Err(whole.invalid(
-                Some(&at_item),
-                &format!("{} bytes; the limit is {MAX_ARG_BYTES}", arg.len()),
-            ));
-        }
-        argv.push(arg);
-    }
-    Ok(argv)
-}
-
-/// A kind's value as its items, each with the field errors name (`kind[i]`): a list (not
-/// empty) gives one per element, anything else is the one item.
-fn one_or_list<'v>(
-    at: &Place<'_>,
-    kind: &str,
-    value: &'v Value,
-) -> Result<Vec<(String, &'v Value)>, SuiteError> {
-    Ok(match value {
-        Value::Array(items) if !items.is_empty() => items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| (format!("{kind}[{i}]"), item))
-            .collect(),
-        Value::Array(_) => return Err(at.invalid(Some(kind), "the list is empty")),
-        single => vec![(kind.to_owned(), single)],
-    })
 }
 
 /// `args = { value = 5, "$.customer.id" = "cus_1" }`: checks on a call's arguments.

@@ -1,28 +1,29 @@
 //! The serde shapes of a suite file: each table's keys (unknown keys refused by serde) and
 //! the typed values that name a wrong kind in the suite's words ("expected a string, found …").
 
-use super::{Assertion, NoEnvelope};
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
+use spyglass_protocol::rest::ModelScript;
 use std::fmt;
 use std::marker::PhantomData;
 
 /// The shapes of a suite file: serde refuses unknown keys; typed fields name a wrong kind
 /// (`null` included) with what was expected, and `serde_path_to_error` gives its place.
-/// Fields still raw are read by the validation pass in `read.rs`.
+/// What serde cannot say (a missing key, a pattern that does not compile, a bound) is
+/// checked by the validation pass in `read.rs`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSuite {
     #[serde(default, deserialize_with = "given")]
     pub(super) suite: Option<Name>,
     #[serde(default, deserialize_with = "given")]
-    pub(super) defaults: Option<Value>,
+    pub(super) defaults: Option<Tbl<RawDefaults>>,
     #[serde(default, deserialize_with = "given")]
-    pub(super) case: Option<Value>,
+    pub(super) case: Option<Cases>,
     #[serde(default, deserialize_with = "given")]
-    pub(super) cases: Option<Value>,
+    pub(super) cases: Option<Cases>,
 }
 
 #[derive(Deserialize)]
@@ -31,9 +32,9 @@ pub(super) struct RawDefaults {
     #[serde(default, deserialize_with = "given")]
     pub(super) mocks: Option<Table>,
     #[serde(default, deserialize_with = "given")]
-    pub(super) model: Option<Value>,
+    pub(super) model: Option<Script>,
     #[serde(default, deserialize_with = "given")]
-    pub(super) model_variants: Option<Value>,
+    pub(super) model_variants: Option<Scripts>,
     #[serde(default, deserialize_with = "given")]
     pub(super) servers: Option<Strings>,
     #[serde(default, deserialize_with = "given")]
@@ -52,9 +53,9 @@ pub(super) struct RawCase {
     #[serde(default, deserialize_with = "given")]
     pub(super) mocks: Option<Table>,
     #[serde(default, deserialize_with = "given")]
-    pub(super) model: Option<Value>,
+    pub(super) model: Option<Script>,
     #[serde(default, deserialize_with = "given")]
-    pub(super) model_variants: Option<Value>,
+    pub(super) model_variants: Option<Scripts>,
     #[serde(default, deserialize_with = "given")]
     pub(super) servers: Option<Strings>,
     #[serde(default, deserialize_with = "given")]
@@ -64,164 +65,7 @@ pub(super) struct RawCase {
     #[serde(default, deserialize_with = "given")]
     pub(super) timeout_ms: Option<Count>,
     #[serde(default, deserialize_with = "given")]
-    pub(super) assert: Option<Value>,
-}
-
-/// `[case.assert]`, its fields in the order of [`ASSERTION_KINDS`].
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawAssert {
-    #[serde(default, deserialize_with = "given")]
-    pub(super) contains: Option<Texts>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) equals: Option<Text>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) regex: Option<Texts>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) operation_called: Option<Items<Operation>>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) sequence: Option<Sequence>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) not_called: Option<Texts>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) envelope: Option<Texts>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) no_envelope: Option<Codes>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) json_path: Option<Items<Tbl<RawJsonPath>>>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) json_schema: Option<Items<Tbl<RawSchema>>>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) prompted: Option<Items<Tbl<RawPrompted>>>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) max_tokens: Option<Count>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) max_cost: Option<Dollars>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) llm_judge: Option<Value>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) semantic_match: Option<Value>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) all: Option<Value>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) any: Option<Value>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) command: Option<Value>,
-}
-
-impl RawAssert {
-    pub(super) fn kinds(self) -> [(&'static str, Option<Given>); 18] {
-        use Given::{Patterns, Raw, Ready};
-        [
-            (
-                "contains",
-                self.contains.map(|Texts(t)| Ready(Assertion::Contains(t))),
-            ),
-            (
-                "equals",
-                self.equals.map(|Text(t)| Ready(Assertion::Equals(t))),
-            ),
-            ("regex", self.regex.map(|Texts(p)| Patterns(p))),
-            (
-                "operation_called",
-                self.operation_called.map(Given::Operations),
-            ),
-            ("sequence", self.sequence.map(Given::Sequence)),
-            (
-                "not_called",
-                self.not_called
-                    .map(|Texts(t)| Ready(Assertion::NotCalled(t))),
-            ),
-            (
-                "envelope",
-                self.envelope.map(|Texts(t)| Ready(Assertion::Envelope(t))),
-            ),
-            (
-                "no_envelope",
-                self.no_envelope
-                    .map(|Codes(n)| Ready(Assertion::NoEnvelope(n))),
-            ),
-            ("json_path", self.json_path.map(Given::JsonPath)),
-            ("json_schema", self.json_schema.map(Given::JsonSchema)),
-            ("prompted", self.prompted.map(Given::Prompted)),
-            (
-                "max_tokens",
-                self.max_tokens
-                    .map(|Count(n)| Ready(Assertion::MaxTokens(n))),
-            ),
-            (
-                "max_cost",
-                self.max_cost.map(|Dollars(d)| Ready(Assertion::MaxCost(d))),
-            ),
-            ("llm_judge", self.llm_judge.map(Raw)),
-            ("semantic_match", self.semantic_match.map(Raw)),
-            ("all", self.all.map(Raw)),
-            ("any", self.any.map(Raw)),
-            ("command", self.command.map(Raw)),
-        ]
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawJsonPath {
-    #[serde(default, deserialize_with = "given")]
-    pub(super) path: Option<Text>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) equals: Option<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawOperation {
-    #[serde(default, deserialize_with = "given")]
-    pub(super) name: Option<Name>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) times: Option<Count>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) args: Option<Table>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawSequence {
-    #[serde(default, deserialize_with = "given")]
-    pub(super) tools: Option<Texts>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) gaps: Option<Flag>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawPrompted {
-    #[serde(default, deserialize_with = "given")]
-    pub(super) step: Option<Count>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) contains: Option<Text>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) matches: Option<Text>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) path: Option<Text>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) equals: Option<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawCommand {
-    #[serde(default, deserialize_with = "given")]
-    pub(super) argv: Option<Value>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) timeout_ms: Option<Count>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawSchema {
-    #[serde(default, deserialize_with = "given")]
-    pub(super) schema: Option<Value>,
-    #[serde(default, deserialize_with = "given")]
-    pub(super) tool: Option<Name>,
+    pub(super) assert: Option<Tbl<RawAssert>>,
 }
 
 /// The key and the expected names of serde's "unknown field `k`, expected one of `a`, `b`".
@@ -237,49 +81,63 @@ fn wrong<E: de::Error>(expected: &str, found: &str) -> E {
     E::custom(format_args!("expected {expected}, found {found}"))
 }
 
+/// Refuses a value of the kind `found` with the message `say` gives for it.
+fn refused<E: de::Error>(say: impl FnOnce(&str) -> String, found: &str) -> E {
+    E::custom(say(found))
+}
+
 /// The visit methods of the kinds a visitor does not take, each refusing with [`wrong`]
-/// and the name the messages give that kind.
+/// and the name the messages give that kind (or, `with` a closure, its own message).
 macro_rules! refuse {
-    ($what:expr; $($kind:ident),*) => { $( refuse!(@one $what; $kind); )* };
-    (@one $what:expr; bool) => {
+    (with $say:expr; $($kind:ident),*) => { $( refuse!(@one $say; $kind); )* };
+    ($what:expr; $($kind:ident),*) => {
+        refuse!(with |found: &str| format!("expected {}, found {found}", $what); $($kind),*);
+    };
+    (@one $say:expr; bool) => {
         fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Err(wrong($what, "a boolean"))
+            Err(refused($say, "a boolean"))
         }
     };
-    (@one $what:expr; int) => {
+    (@one $say:expr; int) => {
         fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Err(wrong($what, "an integer"))
+            Err(refused($say, "an integer"))
         }
         fn visit_i64<E: de::Error>(self, n: i64) -> Result<Self::Value, E> {
-            Err(wrong($what, if n < 0 { "a negative integer" } else { "an integer" }))
+            Err(refused($say, if n < 0 { "a negative integer" } else { "an integer" }))
         }
     };
-    (@one $what:expr; float) => {
+    (@one $say:expr; float) => {
         fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Err(wrong($what, "a float"))
+            Err(refused($say, "a float"))
         }
     };
-    (@one $what:expr; str) => {
+    (@one $say:expr; str) => {
         fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-            Err(wrong($what, "a string"))
+            Err(refused($say, "a string"))
         }
     };
-    (@one $what:expr; unit) => {
+    (@one $say:expr; unit) => {
         fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Err(wrong($what, "null"))
+            Err(refused($say, "null"))
         }
     };
-    (@one $what:expr; seq) => {
+    (@one $say:expr; seq) => {
         fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-            Err(wrong($what, "a list"))
+            Err(refused($say, "a list"))
         }
     };
-    (@one $what:expr; map) => {
+    (@one $say:expr; map) => {
         fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-            Err(wrong($what, "a table"))
+            Err(refused($say, "a table"))
         }
     };
 }
+
+mod kinds;
+
+pub(super) use kinds::{
+    Command, Commands, Given, Operation, RawAssert, RawJsonPath, RawPrompted, RawSchema, Sequence,
+};
 
 /// A string.
 pub(super) struct Text(pub(super) String);
@@ -479,90 +337,6 @@ impl<'de> Deserialize<'de> for Texts {
     }
 }
 
-/// `max_cost = 0.01`: a finite amount of US dollars, 0 or more. TOML's `nan` and `inf`
-/// reach here as null (JSON has no such numbers), and are named.
-pub(super) struct Dollars(pub(super) f64);
-
-impl<'de> Deserialize<'de> for Dollars {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        const WHAT: &str = "US dollars as a number, 0 or more (like 0.01)";
-        fn amount<E: de::Error>(n: &Number) -> Result<Dollars, E> {
-            match n.as_f64() {
-                Some(d) if d.is_finite() && d >= 0.0 => Ok(Dollars(d)),
-                _ => Err(wrong(WHAT, &n.to_string())),
-            }
-        }
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Dollars;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(WHAT)
-            }
-            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Dollars, E> {
-                amount(&Number::from(n))
-            }
-            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Dollars, E> {
-                amount(&Number::from(n))
-            }
-            fn visit_f64<E: de::Error>(self, d: f64) -> Result<Dollars, E> {
-                match Number::from_f64(d) {
-                    Some(n) => amount(&n),
-                    None => self.visit_unit(),
-                }
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Dollars, E> {
-                Err(wrong(WHAT, "null (nan and inf are not amounts)"))
-            }
-            refuse!(WHAT; bool, str, seq, map);
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// `no_envelope = true` (none at all), or a code or a list of codes that must not appear.
-pub(super) struct Codes(pub(super) NoEnvelope);
-
-impl<'de> Deserialize<'de> for Codes {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        const WHAT: &str = "true, a code or a list of codes";
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Codes;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(WHAT)
-            }
-            fn visit_bool<E: de::Error>(self, any: bool) -> Result<Codes, E> {
-                if any {
-                    Ok(Codes(NoEnvelope::Any))
-                } else {
-                    Err(wrong(WHAT, "a boolean"))
-                }
-            }
-            fn visit_str<E: de::Error>(self, code: &str) -> Result<Codes, E> {
-                Ok(Codes(NoEnvelope::Codes(vec![code.to_owned()])))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Codes, A::Error> {
-                Texts::from_seq(seq).map(|Texts(codes)| Codes(NoEnvelope::Codes(codes)))
-            }
-            refuse!(WHAT; int, float, unit, map);
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// One assertion kind as `[case.assert]` gave it: read whole already, a list of patterns
-/// to compile, or a value its own reader in `read.rs` takes apart.
-pub(super) enum Given {
-    Ready(Assertion),
-    Patterns(Vec<String>),
-    Operations(Items<Operation>),
-    Sequence(Sequence),
-    JsonPath(Items<Tbl<RawJsonPath>>),
-    JsonSchema(Items<Tbl<RawSchema>>),
-    Prompted(Items<Tbl<RawPrompted>>),
-    Raw(Value),
-}
-
 /// A table read into its shape `T`; anything else is named as not a table.
 pub(super) struct Tbl<T>(pub(super) T);
 
@@ -663,61 +437,167 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Items<T> {
     }
 }
 
-/// `"server/tool"` or `{ name, times, args }`: one expected operation call.
-pub(super) enum Operation {
-    Name(String),
-    Table(RawOperation),
-}
+/// The whole document: a table at top level.
+pub(super) struct Doc(pub(super) RawSuite);
 
-impl<'de> Deserialize<'de> for Operation {
+impl<'de> Deserialize<'de> for Doc {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        const WHAT: &str = "an operation name or { name, times, args }";
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Operation;
+            type Value = Doc;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(WHAT)
+                f.write_str("a suite table")
             }
-            fn visit_str<E: de::Error>(self, name: &str) -> Result<Operation, E> {
-                if name.trim().is_empty() {
-                    return Err(wrong(WHAT, "a string"));
-                }
-                Ok(Operation::Name(name.to_owned()))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Doc, A::Error> {
+                RawSuite::deserialize(MapAccessDeserializer::new(map)).map(Doc)
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Operation, A::Error> {
-                RawOperation::deserialize(MapAccessDeserializer::new(map)).map(Operation::Table)
-            }
-            refuse!(WHAT; bool, int, float, unit, seq);
+            refuse!(with |_: &str| "a suite file is a table (object) at top level".to_owned();
+                bool, int, float, str, unit, seq);
         }
         d.deserialize_any(V)
     }
 }
 
-/// `sequence = ["a", "b"]` or `sequence = { tools = [...], gaps = false }`.
-pub(super) enum Sequence {
-    Tools(Vec<String>),
-    Table(RawSequence),
-}
+/// `[[case]]` (or `cases = [...]`): a list of case tables, each read into [`RawCase`]
+/// (empty is the validation pass's "at least one case").
+pub(super) struct Cases(pub(super) Vec<RawCase>);
 
-impl<'de> Deserialize<'de> for Sequence {
+impl<'de> Deserialize<'de> for Cases {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        const WHAT: &str = "a string or a list of strings";
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Sequence;
+            type Value = Cases;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of case tables")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Cases, A::Error> {
+                let mut cases = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(CaseTable(case)) = seq.next_element()? {
+                    cases.push(case);
+                }
+                Ok(Cases(cases))
+            }
+            refuse!(with |_: &str| "expected an array of case tables".to_owned();
+                bool, int, float, str, unit, map);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One case of the list: a table.
+struct CaseTable(RawCase);
+
+impl<'de> Deserialize<'de> for CaseTable {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CaseTable;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a case table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<CaseTable, A::Error> {
+                RawCase::deserialize(MapAccessDeserializer::new(map)).map(CaseTable)
+            }
+            refuse!(with |found: &str| format!("a case is a table, found {found}");
+                bool, int, float, str, unit, seq);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Only the case ids of a document, whatever else it holds: what names the case a shape
+/// error sits in. Anything not a string where an id would be reads as no id.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct CaseIds {
+    case: Loose<Vec<Loose<CaseId>>>,
+    cases: Loose<Vec<Loose<CaseId>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CaseId {
+    id: Loose<String>,
+}
+
+impl CaseIds {
+    /// The id the case at `index` of the list under `key` gives, if it gives a string.
+    pub(super) fn get(self, key: &str, index: usize) -> Option<String> {
+        let Loose(Some(list)) = (if key == "cases" {
+            self.cases
+        } else {
+            self.case
+        }) else {
+            return None;
+        };
+        list.into_iter().nth(index)?.0?.id.0
+    }
+}
+
+/// A value read as `T` when it is one, else nothing (for naming, never for refusing).
+struct Loose<T>(Option<T>);
+
+impl<T> Default for Loose<T> {
+    fn default() -> Self {
+        Loose(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Loose<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Loose(T::deserialize(d).ok()))
+    }
+}
+
+/// `model = { ... }`: the runtime's scripted model, read by its own serde shape; a problem
+/// inside it is named where it sits (`model.sequence[0].txt`) as a bad model script.
+pub(super) struct Script(pub(super) ModelScript);
+
+impl<'de> Deserialize<'de> for Script {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Script;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a model script table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Script, A::Error> {
+                ModelScript::deserialize(MapAccessDeserializer::new(map))
+                    .map(Script)
+                    .map_err(|err| de::Error::custom(format_args!("{BAD_SCRIPT}{err}")))
+            }
+            refuse!("a table"; bool, int, float, str, unit, seq);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// What a problem inside a model script's shape starts with.
+pub(super) const BAD_SCRIPT: &str = "bad model script: ";
+
+/// `model_variants = [ {...}, {...} ]`: a non-empty list of model scripts.
+pub(super) struct Scripts(pub(super) Vec<ModelScript>);
+
+impl<'de> Deserialize<'de> for Scripts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const WHAT: &str = "a non-empty list of model scripts";
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Scripts;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str(WHAT)
             }
-            fn visit_str<E: de::Error>(self, tool: &str) -> Result<Sequence, E> {
-                Ok(Sequence::Tools(vec![tool.to_owned()]))
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scripts, A::Error> {
+                let mut scripts = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(Script(script)) = seq.next_element()? {
+                    scripts.push(script);
+                }
+                if scripts.is_empty() {
+                    return Err(wrong(WHAT, "a list"));
+                }
+                Ok(Scripts(scripts))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Sequence, A::Error> {
-                Texts::from_seq(seq).map(|Texts(tools)| Sequence::Tools(tools))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Sequence, A::Error> {
-                RawSequence::deserialize(MapAccessDeserializer::new(map)).map(Sequence::Table)
-            }
-            refuse!(WHAT; bool, int, float, unit);
+            refuse!(WHAT; bool, int, float, str, unit, map);
         }
         d.deserialize_any(V)
     }
