@@ -839,6 +839,12 @@ fn plan_orders_attempts_and_filters_cases() {
         ]
     );
     assert_eq!(plan(&suites, 0, None).len(), 3, "repeat 0 still runs once");
+    assert_eq!(planned_attempts(&suites, 2, Some("*a*")), 4);
+    assert_eq!(planned_attempts(&suites, 0, None), 3);
+    assert_eq!(
+        planned_attempts(&suites, u32::MAX, None),
+        3 * u64::from(u32::MAX)
+    );
     assert!(plan(&suites, 1, Some("nothing")).is_empty());
 }
 
