@@ -386,3 +386,29 @@ async fn a_project_header_that_is_not_text_is_refused_not_read_as_default() {
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["code"], "invalid_header", "{body}");
 }
+
+/// HTTP/1.0 lets a client leave Host out; read as "nothing to check" that slipped past
+/// the loopback host check, so every request must name its host.
+#[tokio::test]
+async fn a_request_without_a_host_header_is_refused_even_over_http_1_0() {
+    let handle = server(test_config()).await;
+    for head in [
+        "GET /v1/sessions HTTP/1.0\r\n\r\n",
+        "GET /health HTTP/1.0\r\n\r\n",
+        "GET /v1/sessions HTTP/1.1\r\nconnection: close\r\n\r\n",
+    ] {
+        let answer = raw_exchange(&handle, head, 0).await.unwrap();
+        assert!(answer.starts_with("HTTP/1."), "{head:?}: {answer}");
+        assert!(answer[..12].ends_with("400"), "{head:?}: {answer}");
+        assert!(answer.contains(r#""code":"invalid_header""#), "{answer}");
+        assert!(answer.contains("Host header"), "{answer}");
+    }
+    let answer = raw_exchange(
+        &handle,
+        "GET /health HTTP/1.0\r\nhost: localhost\r\n\r\n",
+        0,
+    )
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.0 200"), "{answer}");
+}

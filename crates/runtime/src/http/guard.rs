@@ -8,6 +8,7 @@
 
 use crate::{ApiErrorWithStatus, RuntimeConfig};
 use axum::http::{HeaderMap, Method, header};
+use spyglass_protocol::envelope::codes;
 use std::net::{IpAddr, SocketAddr};
 
 pub const HOST_NOT_ALLOWED: &str = "host_not_allowed";
@@ -84,6 +85,15 @@ impl Guard {
         let host = headers
             .get(header::HOST)
             .map(|h| h.to_str().map(host_part).unwrap_or_default());
+        // HTTP/1.0 may leave Host out; read as "no name to check" it would pass the
+        // loopback check below, so a request must say which host it is for.
+        if host.is_none_or(str::is_empty) {
+            return Err(ApiErrorWithStatus::new(
+                400,
+                codes::INVALID_HEADER,
+                "a request needs a Host header naming this runtime (e.g. Host: 127.0.0.1)",
+            ));
+        }
         if self.loopback
             && let Some(host) = host
             && !is_loopback_name(host)
@@ -165,8 +175,10 @@ fn check_content_type(
 mod tests {
     use super::*;
 
+    /// `pairs`, with `host: 127.0.0.1` unless they name a host.
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
+        map.insert("host", "127.0.0.1".parse().unwrap());
         for (name, value) in pairs {
             map.insert(*name, value.parse().unwrap());
         }
@@ -183,6 +195,24 @@ mod tests {
             ..RuntimeConfig::default()
         };
         Guard::new(&config, "127.0.0.1:8000".parse().unwrap())
+    }
+
+    #[test]
+    fn a_request_without_a_host_is_refused_whatever_the_binding() {
+        for bound in ["127.0.0.1:8000", "0.0.0.0:8000"] {
+            let g = Guard::new(&RuntimeConfig::default(), bound.parse().unwrap());
+            for host in [None, Some("")] {
+                let mut map = HeaderMap::new();
+                if let Some(host) = host {
+                    map.insert("host", host.parse().unwrap());
+                }
+                let err = g.check(&Method::GET, "/health", &map).unwrap_err();
+                assert_eq!(
+                    (err.status, err.error.code.as_str()),
+                    (400, "invalid_header")
+                );
+            }
+        }
     }
 
     #[test]
