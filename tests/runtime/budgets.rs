@@ -515,3 +515,28 @@ async fn a_billion_of_anything_a_client_counts_is_refused_before_it_is_allocated
     assert!(grown < OVERHEAD, "RSS grew {grown} bytes");
     handle.shutdown().await;
 }
+
+/// The count cap evicts too, and `/health` says so: events gone past `retained_events`
+/// are counted as the byte budget's are.
+#[tokio::test]
+async fn health_counts_events_the_count_cap_evicted() {
+    let handle = server(RuntimeConfig {
+        retained_events: 5,
+        ..test_config()
+    })
+    .await;
+    let api = Api::new(&handle);
+    for _ in 0..12 {
+        create(&api, json!({"servers": [], "user_id": "u"})).await;
+    }
+    let (_, page) = api.get("/v1/events?since=0").await;
+    let kept = page["events"].as_array().unwrap().len();
+    assert_eq!(kept, 5, "{page}");
+    let (_, health) = api.get("/health").await;
+    assert_eq!(health["memory"]["evicted_events"], 12 - 5, "{health}");
+    assert!(
+        health["memory"]["evicted_event_bytes"].as_u64().unwrap() > 0,
+        "{health}"
+    );
+    handle.shutdown().await;
+}

@@ -846,6 +846,12 @@ impl EventLog {
         let (old, kept) = tenant.pop_oldest()?;
         let emptied = tenant.events.is_empty();
         self.send_evicted(&mut tenant.evicted, &old, kept);
+        // Counted with the budget's evictions: `/health` says how many events are gone,
+        // whichever bound (count or bytes) let them go.
+        self.budget.evicted_events.fetch_add(1, Ordering::Relaxed);
+        self.budget
+            .evicted_event_bytes
+            .fetch_add(old.bytes() as u64, Ordering::Relaxed);
         ring.retained -= 1;
         ring.bytes -= kept.bytes;
         if emptied {
