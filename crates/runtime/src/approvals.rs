@@ -201,7 +201,7 @@ impl Runtime {
                 ),
             ));
         }
-        self.persist(persist::APPROVAL, tenant, &view.id, &view);
+        self.inner.log.persist(persist::APPROVAL, tenant, &view.id, &view);
         self.inner.budget.add_approvals(bytes);
         let at = queue.next_at;
         queue.next_at += 1;
@@ -228,7 +228,7 @@ impl Runtime {
             .trim(self.inner.config.max_resolved_approvals, budget.max / 4);
         for (bytes, tenant, id) in dropped {
             budget.remove_approvals(bytes, true);
-            self.unpersist(persist::APPROVAL, &tenant, &id);
+            self.inner.log.unpersist(persist::APPROVAL, &tenant, &id);
         }
     }
 
@@ -242,7 +242,7 @@ impl Runtime {
         drop(queue);
         for (bytes, tenant, id) in &dropped {
             self.inner.budget.remove_approvals(*bytes, true);
-            self.unpersist(persist::APPROVAL, tenant, id);
+            self.inner.log.unpersist(persist::APPROVAL, tenant, id);
         }
         !dropped.is_empty()
     }
@@ -305,7 +305,7 @@ impl Runtime {
                 .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
                 .map(|row| {
                     row.view.status = ApprovalStatus::Expired;
-                    self.persist(persist::APPROVAL, &row.tenant, &row.view.id, &row.view);
+                    self.inner.log.persist(persist::APPROVAL, &row.tenant, &row.view.id, &row.view);
                     (
                         row.tenant.clone(),
                         row.view.session_id.clone(),
@@ -350,7 +350,7 @@ impl Runtime {
                     && row.view.session_id == session_id
                 {
                     row.view.status = ApprovalStatus::Expired;
-                    self.persist(persist::APPROVAL, tenant, id, &row.view);
+                    self.inner.log.persist(persist::APPROVAL, tenant, id, &row.view);
                     expired.push(id.clone());
                 }
             }
@@ -497,7 +497,7 @@ impl Runtime {
             };
             row.view.decided_by.clone_from(&by);
             row.view.note.clone_from(&note);
-            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+            self.inner.log.persist(persist::APPROVAL, tenant, approval_id, &row.view);
             let view = row.view.clone();
             let grown = row_bytes(&row.view, &row.tenant).saturating_sub(row.bytes);
             row.bytes += grown;
@@ -528,7 +528,7 @@ impl Runtime {
         let mut queue = lock(&self.inner.approvals);
         let row = if let Some(row) = queue.rows.get_mut(approval_id) {
             row.view.replay = Some(outcome);
-            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+            self.inner.log.persist(persist::APPROVAL, tenant, approval_id, &row.view);
             // The decision and replay grow the row: the budget counts it again.
             let bytes = row_bytes(&row.view, &row.tenant);
             let grown = bytes.saturating_sub(row.bytes);
@@ -724,7 +724,7 @@ impl Runtime {
                 return;
             }
             row.view.status = ApprovalStatus::Expired;
-            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+            self.inner.log.persist(persist::APPROVAL, tenant, approval_id, &row.view);
             let session_id = row.view.session_id.clone();
             queue.resolve(approval_id);
             session_id

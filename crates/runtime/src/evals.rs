@@ -487,9 +487,9 @@ impl Runtime {
         }
         let scope = check_scope(&planned, &request)?;
         self.inner.evals.keep_documents(tenant, &suites, &request);
-        if self.has_store() {
+        if self.inner.log.has_store() {
             for (suite, document) in suites.iter().zip(&request.suites) {
-                self.persist(persist::SUITE, tenant, &suite.name, document);
+                self.inner.log.persist(persist::SUITE, tenant, &suite.name, document);
             }
         }
         let attempts = u32::try_from(planned.len()).unwrap_or(u32::MAX);
@@ -504,7 +504,7 @@ impl Runtime {
             scope,
             ..EvalRunDetail::default()
         };
-        self.persist(persist::EVAL_RUN, tenant, &run_id, &detail);
+        self.inner.log.persist(persist::EVAL_RUN, tenant, &run_id, &detail);
         self.inner.evals.insert(
             &run_id,
             RunEntry {
@@ -630,12 +630,12 @@ impl Runtime {
         );
         // Stored before it reads as completed, so whoever saw `completed` and then
         // flushed the store (`spyglass eval --store`) finds it there.
-        if self.has_store()
+        if self.inner.log.has_store()
             && let Ok(mut detail) = self.eval_run(&tenant, &run_id)
         {
             COMPLETED.clone_into(&mut detail.status);
             detail.duration_ms = duration;
-            self.persist(persist::EVAL_RUN, &tenant, &run_id, &detail);
+            self.inner.log.persist(persist::EVAL_RUN, &tenant, &run_id, &detail);
         }
         self.inner.evals.finish(&run_id, duration);
     }
@@ -764,7 +764,7 @@ impl Runtime {
     pub(crate) fn unpersist_evals(&self) {
         let removed = std::mem::take(&mut *lock(&self.inner.evals.removed));
         for (kind, tenant, key) in removed {
-            self.unpersist(kind, &tenant, &key);
+            self.inner.log.unpersist(kind, &tenant, &key);
         }
     }
 
@@ -785,7 +785,7 @@ impl Runtime {
             slot
         };
         let key = outcome_key(&event.suite, &event.case, slot);
-        self.persist(persist::OUTCOME, tenant, &key, &RawText(logged.text()));
+        self.inner.log.persist(persist::OUTCOME, tenant, &key, &RawText(logged.text()));
     }
 
     /// Puts stored eval runs, suite documents and history back. A run that was going
@@ -807,7 +807,7 @@ impl Runtime {
         for (tenant, mut detail) in details {
             if detail.status == RUNNING {
                 INTERRUPTED.clone_into(&mut detail.status);
-                self.persist(persist::EVAL_RUN, &tenant, &detail.run_id, &detail);
+                self.inner.log.persist(persist::EVAL_RUN, &tenant, &detail.run_id, &detail);
             }
             let (done, _) = watch::channel(true);
             let run_id = detail.run_id.clone();

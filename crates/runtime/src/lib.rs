@@ -292,16 +292,6 @@ impl Runtime {
         self.emit_for(&tenant, session_id, event).frame.clone()
     }
 
-    /// Whether the tenant's eval history already holds this result (its suite, run id,
-    /// case and attempt): ingest leaves it out.
-    pub(crate) fn eval_result_held(
-        &self,
-        tenant: &str,
-        event: &spyglass_protocol::events::AgentEvalCompleted,
-    ) -> bool {
-        self.inner.evals.holds(tenant, event)
-    }
-
     /// Every event the runtime logs passes here, its own and ingested ones, so the eval
     /// history counts other runners' `agent.eval.completed` like the runner's.
     pub(crate) fn emit_for(
@@ -327,7 +317,7 @@ impl Runtime {
             // What the history dropped to stay in budget leaves the store at once.
             self.unpersist_evals();
         }
-        if self.has_store() {
+        if self.inner.log.has_store() {
             self.persist_outcome(tenant, &logged);
         }
         logged

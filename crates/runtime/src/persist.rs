@@ -4,8 +4,7 @@
 
 use super::sessions::Session;
 use super::{ApiErrorWithStatus, Runtime, lock};
-use crate::store::{StateWrite, StoredRecord};
-use serde::Serialize;
+use crate::store::StoredRecord;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,7 +30,7 @@ pub const STORE_UNAVAILABLE: &str = "store_unavailable";
 /// store with a journal: a call's answer waits for its `tool.called` event, not for its
 /// counters, which a restart rolls forward from the events past the last document's
 /// checkpoint (`Runtime::restore_sessions`). Their documents are written together: every
-/// `COMMIT_EVERY` by the store's thread, at a flush, once `moved_counters_due_after`
+/// `COMMIT_EVERY` by the store's thread, at a flush, once `MovedCounters::due_after`
 /// calls moved them, and as soon as the log evicts an event they do not count yet (by
 /// the next answer's write, or the store's thread woken for it), so a reopened log holds
 /// the events a restart rolls them forward from.
@@ -39,6 +38,15 @@ pub const STORE_UNAVAILABLE: &str = "store_unavailable";
 pub(crate) struct MovedCounters {
     sessions: Mutex<Vec<Arc<Mutex<Session>>>>,
     calls: AtomicUsize,
+}
+
+impl MovedCounters {
+    /// Calls that make the moved counters due: an eighth of the log's capacity
+    /// (`retained_events`), so the events a restart rolls them forward from are still
+    /// held, and at most 1024.
+    fn due_after(retained_events: usize) -> usize {
+        (retained_events / 8).clamp(1, 1024)
+    }
 }
 
 impl Runtime {
@@ -62,13 +70,8 @@ impl Runtime {
         }
         self.inner.log.undocumented_from(ord);
         let calls = moved.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        calls >= self.moved_counters_due_after() || self.inner.log.counters_due()
-    }
-
-    /// Calls that make the moved counters due: an eighth of the log's capacity, so the
-    /// events a restart rolls them forward from are still held, and at most 1024.
-    fn moved_counters_due_after(&self) -> usize {
-        (self.inner.config.retained_events / 8).clamp(1, 1024)
+        calls >= MovedCounters::due_after(self.inner.config.retained_events)
+            || self.inner.log.counters_due()
     }
 
     /// Writes the counters of every session a call moved since the last time, each under
@@ -86,47 +89,6 @@ impl Runtime {
                 self.write_counters(&s);
             }
         }
-    }
-
-    /// Whether this runtime keeps its state in a store.
-    pub(crate) fn has_store(&self) -> bool {
-        self.inner.log.has_store()
-    }
-
-    /// Puts a document (serialized only when there is a store), ordered after every
-    /// event and document sent before it.
-    pub(crate) fn persist<T: Serialize + ?Sized>(
-        &self,
-        kind: &str,
-        tenant: &str,
-        key: &str,
-        value: &T,
-    ) {
-        if !self.has_store() {
-            return;
-        }
-        match serde_json::to_string(value) {
-            Ok(value) => self.inner.log.write_state(StateWrite::Put(StoredRecord {
-                kind: kind.to_owned(),
-                tenant: tenant.to_owned(),
-                key: key.to_owned(),
-                value,
-            })),
-            Err(err) => tracing::error!(%err, kind, key, "state not serializable; not stored"),
-        }
-    }
-
-    /// Deletes a document (an evicted session, run or suite).
-    pub(crate) fn unpersist(&self, kind: &str, tenant: &str, key: &str) {
-        if !self.has_store() {
-            return;
-        }
-        self.inner.log.write_state(StateWrite::Delete(StoredRecord {
-            kind: kind.to_owned(),
-            tenant: tenant.to_owned(),
-            key: key.to_owned(),
-            value: String::new(),
-        }));
     }
 
     /// Waits until everything this runtime has sent to its store so far is committed:

@@ -709,8 +709,8 @@ impl Runtime {
         drop(evicted);
         // Nobody knows the id before this returns, so nothing else can emit for it yet.
         let mut s = lock(&session);
-        if self.has_store() {
-            self.persist(
+        if self.inner.log.has_store() {
+            self.inner.log.persist(
                 persist::SESSION,
                 tenant,
                 &id,

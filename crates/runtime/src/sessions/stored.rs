@@ -130,7 +130,7 @@ impl Runtime {
     }
 
     pub(crate) fn write_counters(&self, s: &Session) {
-        if !self.has_store() {
+        if !self.inner.log.has_store() {
             return;
         }
         let doc = CountersOut {
@@ -151,11 +151,11 @@ impl Runtime {
             last_run: s.last_run.as_ref(),
             runs: &s.runs,
         };
-        self.persist(persist::COUNTERS, &s.tenant, &s.id, &doc);
+        self.inner.log.persist(persist::COUNTERS, &s.tenant, &s.id, &doc);
     }
 
     pub(super) fn unpersist_sessions(&self, evicted: &[Entry]) {
-        if !self.has_store() {
+        if !self.inner.log.has_store() {
             return;
         }
         for entry in evicted {
@@ -165,8 +165,8 @@ impl Runtime {
                 s.counters_due = false;
                 s.id.clone()
             };
-            self.unpersist(persist::SESSION, &entry.tenant, &id);
-            self.unpersist(persist::COUNTERS, &entry.tenant, &id);
+            self.inner.log.unpersist(persist::SESSION, &entry.tenant, &id);
+            self.inner.log.unpersist(persist::COUNTERS, &entry.tenant, &id);
         }
     }
 
