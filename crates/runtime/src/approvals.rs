@@ -3,8 +3,8 @@
 //! already spoke); a replay whose mock or session is gone is `mocks_engine_error`.
 
 use super::mocks::Claim;
-use super::policy::{Literal, Op};
 use super::sessions::{DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE, Page, new_id};
+use super::log::Budget;
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use chrono::{DateTime, Utc};
 use spyglass_protocol::envelope::codes;
@@ -105,6 +105,163 @@ impl ApprovalQueue {
         dropped
     }
 
+    /// Puts stored approvals back in the order they were queued, their bytes counted in
+    /// `budget`. A pending one is approvable until its `expires_at`, and approving it
+    /// replays its recorded call. The caller trims the resolved ones afterwards
+    /// (`Runtime::trim_approvals`): a store written under larger bounds comes back
+    /// within today's.
+    pub(crate) fn restore(&mut self, records: &[crate::store::StoredRecord], budget: &Budget) {
+        let mut rows: Vec<(String, ApprovalView)> = records
+            .iter()
+            .filter_map(|r| persist::decode(r).map(|view| (r.tenant.clone(), view)))
+            .collect();
+        rows.sort_by(|(_, a), (_, b)| (&a.requested_at, &a.id).cmp(&(&b.requested_at, &b.id)));
+        for (tenant, view) in rows {
+            let Ok(expires) = DateTime::parse_from_rfc3339(&view.expires_at) else {
+                tracing::warn!(approval = %view.id, "stored approval has no readable expiry; skipped");
+                continue;
+            };
+            let bytes = row_bytes(&view, &tenant);
+            let pending = view.status == ApprovalStatus::Pending;
+            let id = view.id.clone();
+            budget.add_approvals(bytes);
+            self.push(view, tenant, expires.with_timezone(&Utc), bytes);
+            if !pending {
+                self.resolve(&id);
+            }
+        }
+    }
+
+    /// Adds a row at the next queue position.
+    fn push(&mut self, view: ApprovalView, tenant: String, expires: DateTime<Utc>, bytes: usize) {
+        let at = self.next_at;
+        self.next_at += 1;
+        self.order.insert(at, view.id.clone());
+        self.rows.insert(
+            view.id.clone(),
+            Row {
+                view,
+                tenant,
+                expires,
+                bytes,
+            },
+        );
+    }
+
+    /// The records whose approval this queue does not hold yet.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn unknown(
+        &self,
+        records: &[crate::store::StoredRecord],
+    ) -> Vec<crate::store::StoredRecord> {
+        records
+            .iter()
+            .filter(|r| !self.rows.contains_key(&r.key))
+            .cloned()
+            .collect()
+    }
+
+    /// A pending approval's expiry (Unix ms), its session, tool and input: what deciding
+    /// it in a shared store needs. `None`: no such approval of this tenant here.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn facts(
+        &self,
+        tenant: &str,
+        approval_id: &str,
+    ) -> Option<(i64, String, String, RawJson)> {
+        let row = self.rows.get(approval_id).filter(|r| r.tenant == tenant)?;
+        Some((
+            row.expires.timestamp_millis(),
+            row.view.session_id.clone(),
+            row.view.tool.clone(),
+            row.view.input.clone(),
+        ))
+    }
+
+    /// The pending approvals past their expiry at `now`: what `expire_shared` asks the
+    /// store about.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn overdue(&self, now: DateTime<Utc>) -> Vec<(String, String)> {
+        self.rows
+            .values()
+            .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
+            .map(|row| (row.tenant.clone(), row.view.id.clone()))
+            .collect()
+    }
+
+    /// A session's pending approvals, oldest first.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn pending_of_session(&self, tenant: &str, session_id: &str) -> Vec<String> {
+        self.order
+            .values()
+            .filter(|id| {
+                self.rows.get(*id).is_some_and(|row| {
+                    row.view.status == ApprovalStatus::Pending
+                        && row.tenant == tenant
+                        && row.view.session_id == session_id
+                })
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Applies another runtime's `approval.resolved` or `approval.replayed` to a row
+    /// this queue holds.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn follow(&mut self, event: &Event) {
+        match event {
+            Event::ApprovalResolved(resolved) => {
+                let Some(row) = self.rows.get_mut(&resolved.approval_id) else {
+                    return;
+                };
+                if row.view.status != ApprovalStatus::Pending {
+                    return;
+                }
+                row.view.status = match resolved.decision {
+                    Decision::Approved => ApprovalStatus::Approved,
+                    Decision::Denied => ApprovalStatus::Denied,
+                    Decision::Expired => ApprovalStatus::Expired,
+                };
+                row.view.decided_by.clone_from(&resolved.by);
+                row.view.note.clone_from(&resolved.note);
+                self.resolve(&resolved.approval_id);
+            }
+            Event::ApprovalReplayed(replayed) => {
+                if let Some(row) = self.rows.get_mut(&replayed.approval_id) {
+                    row.view.replay = Some(replayed.outcome.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// One page of this tenant's rows from queue position `start`, at most `limit`, and
+    /// the cursor of the next page while there is one.
+    fn page(&self, tenant: &str, filter: StatusFilter, start: u64, limit: usize) -> ApprovalList {
+        let mut approvals = Vec::new();
+        let mut next_cursor = None;
+        let rows = self
+            .order
+            .range(start..)
+            .filter_map(|(at, id)| self.rows.get(id).map(|row| (*at, row)))
+            .filter(|(_, row)| row.tenant == tenant)
+            .filter(|(_, row)| {
+                filter == StatusFilter::All || row.view.status == ApprovalStatus::Pending
+            });
+        for (at, row) in rows {
+            if approvals.len() == limit {
+                // One more row exists: the page ends at the last one returned.
+                next_cursor = Some(at.saturating_sub(1).to_string());
+                break;
+            }
+            approvals.push(row.view.clone());
+        }
+        ApprovalList {
+            approvals,
+            next_cursor,
+        }
+    }
+
     fn pending_of(&self, tenant: &str) -> usize {
         self.rows
             .values()
@@ -185,7 +342,7 @@ impl Runtime {
             approval_id: view.id.clone(),
             expires_at: view.expires_at.clone(),
             message: message.to_owned(),
-            condition: self.condition_of(rule_id),
+            condition: self.inner.config.policy.condition_of(rule_id),
             view: view.clone(),
         };
         let bytes = row_bytes(&view, tenant);
@@ -203,18 +360,7 @@ impl Runtime {
         }
         self.inner.log.persist(persist::APPROVAL, tenant, &view.id, &view);
         self.inner.budget.add_approvals(bytes);
-        let at = queue.next_at;
-        queue.next_at += 1;
-        queue.order.insert(at, view.id.clone());
-        queue.rows.insert(
-            view.id.clone(),
-            Row {
-                view,
-                tenant: tenant.to_owned(),
-                expires,
-                bytes,
-            },
-        );
+        queue.push(view, tenant.to_owned(), expires, bytes);
         drop(queue);
         self.trim_approvals();
         Ok(queued)
@@ -245,32 +391,6 @@ impl Runtime {
             self.inner.log.unpersist(persist::APPROVAL, tenant, id);
         }
         !dropped.is_empty()
-    }
-
-    /// The `when` of the rule named `rule_id` as written in a policy file.
-    fn condition_of(&self, rule_id: &str) -> Option<String> {
-        let rule = self
-            .inner
-            .config
-            .policy
-            .rules
-            .iter()
-            .find(|r| r.id == rule_id)?;
-        let when = rule.when.as_ref()?;
-        let op = match when.op {
-            Op::Eq => "==",
-            Op::Ne => "!=",
-            Op::Gt => ">",
-            Op::Ge => ">=",
-            Op::Lt => "<",
-            Op::Le => "<=",
-        };
-        let value = match &when.value {
-            Literal::Number(n) => n.to_string(),
-            Literal::Text(t) => serde_json::to_string(t).unwrap_or_else(|_| t.clone()),
-            Literal::Bool(b) => b.to_string(),
-        };
-        Some(format!("input.{} {op} {value}", when.path.join(".")))
     }
 
     pub(crate) fn announce_approval(&self, tenant: &str, session_id: &str, queued: Queued) {
@@ -404,30 +524,8 @@ impl Runtime {
                 .saturating_add(1),
         };
         self.expire_due_approvals();
-        let queue = lock(&self.inner.approvals);
-        let mut approvals = Vec::new();
-        let mut next_cursor = None;
         let start = u64::try_from(start).unwrap_or(u64::MAX);
-        let rows = queue
-            .order
-            .range(start..)
-            .filter_map(|(at, id)| queue.rows.get(id).map(|row| (*at, row)))
-            .filter(|(_, row)| row.tenant == tenant)
-            .filter(|(_, row)| {
-                filter == StatusFilter::All || row.view.status == ApprovalStatus::Pending
-            });
-        for (at, row) in rows {
-            if approvals.len() == limit {
-                // One more row exists: the page ends at the last one returned.
-                next_cursor = Some(at.saturating_sub(1).to_string());
-                break;
-            }
-            approvals.push(row.view.clone());
-        }
-        Ok(ApprovalList {
-            approvals,
-            next_cursor,
-        })
+        Ok(lock(&self.inner.approvals).page(tenant, filter, start, limit))
     }
 
     /// `POST /v1/approvals/:id/approve|deny`. A second decision is 409; a decision after
@@ -606,110 +704,20 @@ impl Runtime {
     }
 }
 
-impl Runtime {
-    /// Puts stored approvals back in the order they were queued. A pending one is
-    /// approvable until its `expires_at`, and approving it replays its recorded call.
-    pub(crate) fn restore_approvals(&self, records: &[crate::store::StoredRecord]) {
-        let mut rows: Vec<(String, ApprovalView)> = records
-            .iter()
-            .filter_map(|r| persist::decode(r).map(|view| (r.tenant.clone(), view)))
-            .collect();
-        rows.sort_by(|(_, a), (_, b)| (&a.requested_at, &a.id).cmp(&(&b.requested_at, &b.id)));
-        let mut queue = lock(&self.inner.approvals);
-        for (tenant, view) in rows {
-            let Ok(expires) = DateTime::parse_from_rfc3339(&view.expires_at) else {
-                tracing::warn!(approval = %view.id, "stored approval has no readable expiry; skipped");
-                continue;
-            };
-            let bytes = row_bytes(&view, &tenant);
-            let pending = view.status == ApprovalStatus::Pending;
-            let id = view.id.clone();
-            self.inner.budget.add_approvals(bytes);
-            let at = queue.next_at;
-            queue.next_at += 1;
-            queue.order.insert(at, id.clone());
-            queue.rows.insert(
-                id.clone(),
-                Row {
-                    view,
-                    tenant,
-                    expires: expires.with_timezone(&Utc),
-                    bytes,
-                },
-            );
-            if !pending {
-                queue.resolve(&id);
-            }
-        }
-        drop(queue);
-        // A store written under larger bounds comes back within today's.
-        self.trim_approvals();
-    }
-}
-
 /// What another runtime on a shared store decided, and what this one asks the store.
 #[cfg(feature = "postgres")]
 impl Runtime {
     /// Puts approvals another runtime queued into this one's queue (their documents);
     /// an id already here is left as it is.
     pub(crate) fn adopt_approvals(&self, records: &[crate::store::StoredRecord]) {
-        let fresh: Vec<crate::store::StoredRecord> = {
-            let queue = lock(&self.inner.approvals);
-            records
-                .iter()
-                .filter(|r| !queue.rows.contains_key(&r.key))
-                .cloned()
-                .collect()
-        };
-        if !fresh.is_empty() {
-            self.restore_approvals(&fresh);
+        let mut queue = lock(&self.inner.approvals);
+        let fresh = queue.unknown(records);
+        if fresh.is_empty() {
+            return;
         }
-    }
-
-    /// A pending approval's expiry (Unix ms), its session and tool: what deciding it in
-    /// a shared store needs. `None`: no such approval of this tenant here.
-    pub(crate) fn approval_facts(
-        &self,
-        tenant: &str,
-        approval_id: &str,
-    ) -> Option<(i64, String, String, RawJson)> {
-        let queue = lock(&self.inner.approvals);
-        let row = queue.rows.get(approval_id).filter(|r| r.tenant == tenant)?;
-        Some((
-            row.expires.timestamp_millis(),
-            row.view.session_id.clone(),
-            row.view.tool.clone(),
-            row.view.input.clone(),
-        ))
-    }
-
-    /// The pending approvals past their expiry: what `expire_shared` asks the store about.
-    pub(crate) fn overdue_approvals(&self) -> Vec<(String, String)> {
-        let now = self.inner.config.clock.now();
-        let queue = lock(&self.inner.approvals);
-        queue
-            .rows
-            .values()
-            .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
-            .map(|row| (row.tenant.clone(), row.view.id.clone()))
-            .collect()
-    }
-
-    /// A session's pending approvals here, oldest first.
-    pub(crate) fn pending_of_session(&self, tenant: &str, session_id: &str) -> Vec<String> {
-        let queue = lock(&self.inner.approvals);
-        queue
-            .order
-            .values()
-            .filter(|id| {
-                queue.rows.get(*id).is_some_and(|row| {
-                    row.view.status == ApprovalStatus::Pending
-                        && row.tenant == tenant
-                        && row.view.session_id == session_id
-                })
-            })
-            .cloned()
-            .collect()
+        queue.restore(&fresh, &self.inner.budget);
+        drop(queue);
+        self.trim_approvals();
     }
 
     /// Expires one approval here and announces it (`note`: why, when not its age): the
@@ -740,35 +748,5 @@ impl Runtime {
                 note: note.map(str::to_owned),
             }),
         );
-    }
-
-    /// What another runtime's `approval.resolved` or `approval.replayed` says of a row
-    /// this one holds.
-    pub(crate) fn follow_approval(&self, event: &Event) {
-        let mut queue = lock(&self.inner.approvals);
-        match event {
-            Event::ApprovalResolved(resolved) => {
-                let Some(row) = queue.rows.get_mut(&resolved.approval_id) else {
-                    return;
-                };
-                if row.view.status != ApprovalStatus::Pending {
-                    return;
-                }
-                row.view.status = match resolved.decision {
-                    Decision::Approved => ApprovalStatus::Approved,
-                    Decision::Denied => ApprovalStatus::Denied,
-                    Decision::Expired => ApprovalStatus::Expired,
-                };
-                row.view.decided_by.clone_from(&resolved.by);
-                row.view.note.clone_from(&resolved.note);
-                queue.resolve(&resolved.approval_id);
-            }
-            Event::ApprovalReplayed(replayed) => {
-                if let Some(row) = queue.rows.get_mut(&replayed.approval_id) {
-                    row.view.replay = Some(replayed.outcome.clone());
-                }
-            }
-            _ => {}
-        }
     }
 }

@@ -158,7 +158,9 @@ impl Runtime {
             }
         }
         self.restore_sessions(&sessions, &mut counters, false);
-        self.restore_approvals(&approvals);
+        lock(&self.inner.approvals).restore(&approvals, &self.inner.budget);
+        // A store written under larger bounds comes back within today's.
+        self.trim_approvals();
         self.restore_evals(&runs, &suites, &outcomes);
         // What aged past its retention while no runtime was running goes now.
         self.evict_aged_sessions();

@@ -217,7 +217,8 @@ impl Runtime {
                 let _applying = self.inner.following.lock().await;
                 self.catch_up(store, tenant).await;
             }
-            for approval in self.pending_of_session(tenant, id) {
+            let pending = lock(&self.inner.approvals).pending_of_session(tenant, id);
+            for approval in pending {
                 let decided = store
                     .decide(tenant, &approval, "expired", i64::MAX)
                     .await
@@ -245,13 +246,16 @@ impl Runtime {
         let Some(store) = self.shared_store() else {
             return self.decide(tenant, approval_id, verdict, by, note);
         };
-        if self.approval_facts(tenant, approval_id).is_none() {
+        let known = lock(&self.inner.approvals)
+            .facts(tenant, approval_id)
+            .is_some();
+        if !known {
             self.adopt_approval(store, tenant, approval_id)
                 .await
                 .map_err(|err| unavailable(&err))?;
         }
-        let Some((expires_ms, session_id, tool, input)) = self.approval_facts(tenant, approval_id)
-        else {
+        let facts = lock(&self.inner.approvals).facts(tenant, approval_id);
+        let Some((expires_ms, session_id, tool, input)) = facts else {
             return Err(ApiErrorWithStatus::not_found(format!(
                 "no approval {approval_id}"
             )));
@@ -367,7 +371,8 @@ async fn expire(rt: Weak<Inner>) {
         let Some(store) = rt.shared_store().cloned() else {
             return;
         };
-        for (tenant, id) in rt.overdue_approvals() {
+        let overdue = lock(&rt.inner.approvals).overdue(rt.inner.config.clock.now());
+        for (tenant, id) in overdue {
             match store.decide(&tenant, &id, "expired", i64::MAX).await {
                 Ok(Decided::Won) => rt.expire_one(&tenant, &id, None),
                 Ok(_) => {}
@@ -477,18 +482,18 @@ impl Runtime {
                 _ => Ok(()),
             },
             Event::ApprovalRequested(requested) => {
-                if self
-                    .approval_facts(tenant, &requested.approval_id)
-                    .is_none()
-                {
+                let known = lock(&self.inner.approvals)
+                    .facts(tenant, &requested.approval_id)
+                    .is_some();
+                if known {
+                    Ok(())
+                } else {
                     self.adopt_approval(store, tenant, &requested.approval_id)
                         .await
-                } else {
-                    Ok(())
                 }
             }
             event @ (Event::ApprovalResolved(_) | Event::ApprovalReplayed(_)) => {
-                self.follow_approval(event);
+                lock(&self.inner.approvals).follow(event);
                 Ok(())
             }
             Event::AgentEvalCompleted(_) => {
