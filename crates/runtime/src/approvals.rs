@@ -2,9 +2,9 @@
 //! decision. Approving replays the recorded call through the mock gate only (the policy
 //! already spoke); a replay whose mock or session is gone is `mocks_engine_error`.
 
+use super::log::Budget;
 use super::mocks::Claim;
 use super::sessions::{DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE, Page, new_id};
-use super::log::Budget;
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use chrono::{DateTime, Utc};
 use spyglass_protocol::envelope::codes;
@@ -358,7 +358,9 @@ impl Runtime {
                 ),
             ));
         }
-        self.inner.log.persist(persist::APPROVAL, tenant, &view.id, &view);
+        self.inner
+            .log
+            .persist(persist::APPROVAL, tenant, &view.id, &view);
         self.inner.budget.add_approvals(bytes);
         queue.push(view, tenant.to_owned(), expires, bytes);
         drop(queue);
@@ -425,7 +427,9 @@ impl Runtime {
                 .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
                 .map(|row| {
                     row.view.status = ApprovalStatus::Expired;
-                    self.inner.log.persist(persist::APPROVAL, &row.tenant, &row.view.id, &row.view);
+                    self.inner
+                        .log
+                        .persist(persist::APPROVAL, &row.tenant, &row.view.id, &row.view);
                     (
                         row.tenant.clone(),
                         row.view.session_id.clone(),
@@ -470,7 +474,9 @@ impl Runtime {
                     && row.view.session_id == session_id
                 {
                     row.view.status = ApprovalStatus::Expired;
-                    self.inner.log.persist(persist::APPROVAL, tenant, id, &row.view);
+                    self.inner
+                        .log
+                        .persist(persist::APPROVAL, tenant, id, &row.view);
                     expired.push(id.clone());
                 }
             }
@@ -595,7 +601,9 @@ impl Runtime {
             };
             row.view.decided_by.clone_from(&by);
             row.view.note.clone_from(&note);
-            self.inner.log.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+            self.inner
+                .log
+                .persist(persist::APPROVAL, tenant, approval_id, &row.view);
             let view = row.view.clone();
             let grown = row_bytes(&row.view, &row.tenant).saturating_sub(row.bytes);
             row.bytes += grown;
@@ -626,7 +634,9 @@ impl Runtime {
         let mut queue = lock(&self.inner.approvals);
         let row = if let Some(row) = queue.rows.get_mut(approval_id) {
             row.view.replay = Some(outcome);
-            self.inner.log.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+            self.inner
+                .log
+                .persist(persist::APPROVAL, tenant, approval_id, &row.view);
             // The decision and replay grow the row: the budget counts it again.
             let bytes = row_bytes(&row.view, &row.tenant);
             let grown = bytes.saturating_sub(row.bytes);
@@ -697,7 +707,7 @@ impl Runtime {
             if self.is_shared() {
                 s.unfollowed += 1;
             }
-            self.persist_counters(s);
+            s.persist_counters(&self.inner.log, self.is_shared());
         }
         drop(guard);
         outcome
@@ -732,7 +742,9 @@ impl Runtime {
                 return;
             }
             row.view.status = ApprovalStatus::Expired;
-            self.inner.log.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+            self.inner
+                .log
+                .persist(persist::APPROVAL, tenant, approval_id, &row.view);
             let session_id = row.view.session_id.clone();
             queue.resolve(approval_id);
             session_id

@@ -2,7 +2,7 @@
 //! in a fresh test-mode session driven through the same model loop as `send`, judged and
 //! emitted as `agent.eval.completed`; plus the per-tenant run table and pass-rate history.
 
-use super::log::Budget;
+use super::log::{Budget, EventLog};
 use super::sessions::new_id;
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use serde_json::Value;
@@ -72,13 +72,183 @@ pub(crate) struct EvalState {
     /// Runs and documents count against the runtime's byte budget.
     budget: Arc<Budget>,
     /// Store documents of runs and suites dropped here, `(kind, tenant, key)`, for the
-    /// runtime to delete from its store (`Runtime::unpersist_evals`).
+    /// runtime to delete from its store (`EvalState::unpersist`).
     removed: Mutex<Vec<(&'static str, String, String)>>,
     /// Per `(tenant, suite, case)` the outcomes stored so far: the next slot of its ring.
     pub(crate) outcome_slots: Mutex<HashMap<(String, String, String), u64>>,
 }
 
 impl EvalState {
+    /// A run of this tenant as it stands: running with the results so far, or completed.
+    /// Another tenant's run is indistinguishable from a missing one.
+    fn run_detail(&self, tenant: &str, run_id: &str) -> Result<EvalRunDetail, ApiErrorWithStatus> {
+        let table = lock(&self.runs);
+        match table.by_id.get(run_id) {
+            Some(run) if run.tenant == tenant => {
+                let mut detail = run.detail.clone();
+                if detail.status == RUNNING {
+                    detail.duration_ms = run.started.elapsed().as_secs_f64() * 1000.0;
+                }
+                Ok(detail)
+            }
+            _ => Err(ApiErrorWithStatus::not_found(format!(
+                "no eval run {run_id}"
+            ))),
+        }
+    }
+
+    /// What turns true once this tenant's run has completed.
+    fn run_done(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<watch::Receiver<bool>, ApiErrorWithStatus> {
+        let table = lock(&self.runs);
+        match table.by_id.get(run_id) {
+            Some(run) if run.tenant == tenant => Ok(run.done.subscribe()),
+            _ => Err(ApiErrorWithStatus::not_found(format!(
+                "no eval run {run_id}"
+            ))),
+        }
+    }
+
+    /// Pass rates of this tenant's suites and cases over the last `window` runs (the
+    /// configured window when `None`).
+    fn summary(&self, tenant: &str, window: Option<usize>) -> EvalSummary {
+        let history = lock(&self.history);
+        let window = window.unwrap_or(self.settings.window);
+        match history.get(tenant) {
+            Some(history) => history.summary_over(window),
+            None => EvalHistory::new(self.settings).summary_over(window),
+        }
+    }
+
+    /// This tenant's eval outcomes per suite and case, oldest first.
+    fn outcomes(&self, tenant: &str) -> Vec<(String, String, Vec<EvalStatus>)> {
+        lock(&self.history)
+            .get(tenant)
+            .map(EvalHistory::outcomes)
+            .unwrap_or_default()
+    }
+
+    /// Deletes from the store the runs and suite documents the eval tables dropped.
+    pub(crate) fn unpersist(&self, log: &EventLog) {
+        let removed = std::mem::take(&mut *lock(&self.removed));
+        for (kind, tenant, key) in removed {
+            log.unpersist(kind, &tenant, &key);
+        }
+    }
+
+    /// Stores one `agent.eval.completed` for the pass-rate history, in its case's ring
+    /// of `max_outcomes_per_case` slots, so the file holds what the history can use.
+    pub(crate) fn persist_outcome(
+        &self,
+        log: &EventLog,
+        tenant: &str,
+        logged: &super::log::Logged,
+    ) {
+        let Event::AgentEvalCompleted(event) = &logged.frame.event else {
+            return;
+        };
+        let cap = self.settings.max_outcomes_per_case.max(1) as u64;
+        let slot = {
+            let mut slots = lock(&self.outcome_slots);
+            let next = slots
+                .entry((tenant.to_owned(), event.suite.clone(), event.case.clone()))
+                .or_default();
+            let slot = *next % cap;
+            *next += 1;
+            slot
+        };
+        let key = outcome_key(&event.suite, &event.case, slot);
+        log.persist(persist::OUTCOME, tenant, &key, &RawText(logged.text()));
+    }
+
+    /// Puts stored eval runs, suite documents and history back. A run that was going
+    /// when the runtime stopped cannot finish: it comes back `interrupted`.
+    pub(crate) fn restore(
+        &self,
+        log: &EventLog,
+        runs: &[crate::store::StoredRecord],
+        suites: &[crate::store::StoredRecord],
+        outcomes: &[crate::store::StoredRecord],
+    ) {
+        let evals = self;
+        let mut details: Vec<(String, EvalRunDetail)> = runs
+            .iter()
+            .filter_map(|r| persist::decode(r).map(|d| (r.tenant.clone(), d)))
+            .collect();
+        // Run ids are random: the store's order is not the start order; the cases'
+        // count is no better. Stable, and the newest kept is what retention needs.
+        details.sort_by(|(_, a), (_, b)| a.run_id.cmp(&b.run_id));
+        for (tenant, mut detail) in details {
+            if detail.status == RUNNING {
+                INTERRUPTED.clone_into(&mut detail.status);
+                log.persist(persist::EVAL_RUN, &tenant, &detail.run_id, &detail);
+            }
+            let (done, _) = watch::channel(true);
+            let run_id = detail.run_id.clone();
+            evals.insert(
+                &run_id,
+                RunEntry {
+                    tenant,
+                    detail,
+                    started: Instant::now(),
+                    done,
+                    stamp: 0,
+                    bytes: 0,
+                },
+            );
+        }
+        {
+            let mut documents = lock(&evals.documents);
+            for record in suites {
+                let Some(value) = persist::decode::<Value>(record) else {
+                    continue;
+                };
+                let kept = Document {
+                    bytes: json_len(&value),
+                    value,
+                    stamp: evals.stamp.fetch_add(1, Ordering::Relaxed),
+                };
+                evals.budget.add_evals(kept.bytes);
+                documents
+                    .entry(record.tenant.clone())
+                    .or_default()
+                    .insert(record.key.clone(), kept);
+            }
+        }
+        let mut frames: Vec<(String, Frame, u64)> = Vec::new();
+        for record in outcomes {
+            let Ok(frame) = spyglass_protocol::decode(&record.value) else {
+                tracing::warn!(key = %record.key, "stored eval outcome unreadable; skipped");
+                continue;
+            };
+            let slot = record
+                .key
+                .rsplit('\u{1f}')
+                .next()
+                .and_then(|slot| slot.parse().ok())
+                .unwrap_or(0);
+            frames.push((record.tenant.clone(), frame, slot));
+        }
+        // Seqs count per tenant and go on across restarts: they order each tenant's.
+        frames.sort_by(|(ta, a, _), (tb, b, _)| (ta, a.seq).cmp(&(tb, b.seq)));
+        let mut slots = lock(&evals.outcome_slots);
+        for (tenant, frame, slot) in &frames {
+            evals.observe(tenant, frame);
+            if let Event::AgentEvalCompleted(event) = &frame.event {
+                // The newest stored outcome's slot is followed by the next one.
+                slots.insert(
+                    (tenant.clone(), event.suite.clone(), event.case.clone()),
+                    slot + 1,
+                );
+            }
+        }
+        drop(slots);
+        self.unpersist(log);
+    }
+
     pub(crate) fn new(
         settings: HistorySettings,
         retained_runs: usize,
@@ -149,7 +319,7 @@ impl EvalState {
     }
 
     /// A case gone from the history: its stored outcome slots go from the store too
-    /// (`unpersist_evals`), so the file keeps what the history keeps.
+    /// (`EvalState::unpersist`), so the file keeps what the history keeps.
     fn forget_outcomes(&self, tenant: &str, suite: &str, case: &str) {
         let slots = lock(&self.outcome_slots).remove(&(
             tenant.to_owned(),
@@ -489,7 +659,9 @@ impl Runtime {
         self.inner.evals.keep_documents(tenant, &suites, &request);
         if self.inner.log.has_store() {
             for (suite, document) in suites.iter().zip(&request.suites) {
-                self.inner.log.persist(persist::SUITE, tenant, &suite.name, document);
+                self.inner
+                    .log
+                    .persist(persist::SUITE, tenant, &suite.name, document);
             }
         }
         let attempts = u32::try_from(planned.len()).unwrap_or(u32::MAX);
@@ -504,7 +676,9 @@ impl Runtime {
             scope,
             ..EvalRunDetail::default()
         };
-        self.inner.log.persist(persist::EVAL_RUN, tenant, &run_id, &detail);
+        self.inner
+            .log
+            .persist(persist::EVAL_RUN, tenant, &run_id, &detail);
         self.inner.evals.insert(
             &run_id,
             RunEntry {
@@ -517,7 +691,7 @@ impl Runtime {
             },
         );
         self.make_room();
-        self.unpersist_evals();
+        self.inner.evals.unpersist(&self.inner.log);
         self.emit_for(
             tenant,
             None,
@@ -545,20 +719,7 @@ impl Runtime {
         tenant: &str,
         run_id: &str,
     ) -> Result<EvalRunDetail, ApiErrorWithStatus> {
-        let table = lock(&self.inner.evals.runs);
-        match table.by_id.get(run_id) {
-            // Another tenant's run is indistinguishable from a missing one.
-            Some(run) if run.tenant == tenant => {
-                let mut detail = run.detail.clone();
-                if detail.status == RUNNING {
-                    detail.duration_ms = run.started.elapsed().as_secs_f64() * 1000.0;
-                }
-                Ok(detail)
-            }
-            _ => Err(ApiErrorWithStatus::not_found(format!(
-                "no eval run {run_id}"
-            ))),
-        }
+        self.inner.evals.run_detail(tenant, run_id)
     }
 
     /// Waits until the run has completed, then answers its detail.
@@ -567,17 +728,7 @@ impl Runtime {
         tenant: &str,
         run_id: &str,
     ) -> Result<EvalRunDetail, ApiErrorWithStatus> {
-        let mut done = {
-            let table = lock(&self.inner.evals.runs);
-            match table.by_id.get(run_id) {
-                Some(run) if run.tenant == tenant => run.done.subscribe(),
-                _ => {
-                    return Err(ApiErrorWithStatus::not_found(format!(
-                        "no eval run {run_id}"
-                    )));
-                }
-            }
-        };
+        let mut done = self.inner.evals.run_done(tenant, run_id)?;
         // An error means the run was dropped from the table; the lookup below says so.
         let _ = done.wait_for(|done| *done).await;
         self.eval_run(tenant, run_id)
@@ -586,13 +737,7 @@ impl Runtime {
     /// Pass rates of this tenant's suites and cases over the last `window` runs (the
     /// configured window when `None`).
     pub fn eval_summary(&self, tenant: &str, window: Option<usize>) -> EvalSummary {
-        let evals = &self.inner.evals;
-        let history = lock(&evals.history);
-        let window = window.unwrap_or(evals.settings.window);
-        match history.get(tenant) {
-            Some(history) => history.summary_over(window),
-            None => EvalHistory::new(evals.settings).summary_over(window),
-        }
+        self.inner.evals.summary(tenant, window)
     }
 
     async fn execute_run(
@@ -635,7 +780,9 @@ impl Runtime {
         {
             COMPLETED.clone_into(&mut detail.status);
             detail.duration_ms = duration;
-            self.inner.log.persist(persist::EVAL_RUN, &tenant, &run_id, &detail);
+            self.inner
+                .log
+                .persist(persist::EVAL_RUN, &tenant, &run_id, &detail);
         }
         self.inner.evals.finish(&run_id, duration);
     }
@@ -754,122 +901,7 @@ impl Runtime {
 impl Runtime {
     /// This tenant's eval outcomes per suite and case, oldest first (`EvalHistory::outcomes`).
     pub fn eval_outcomes(&self, tenant: &str) -> Vec<(String, String, Vec<EvalStatus>)> {
-        lock(&self.inner.evals.history)
-            .get(tenant)
-            .map(EvalHistory::outcomes)
-            .unwrap_or_default()
-    }
-
-    /// Deletes from the store the runs and suite documents the eval tables dropped.
-    pub(crate) fn unpersist_evals(&self) {
-        let removed = std::mem::take(&mut *lock(&self.inner.evals.removed));
-        for (kind, tenant, key) in removed {
-            self.inner.log.unpersist(kind, &tenant, &key);
-        }
-    }
-
-    /// Stores one `agent.eval.completed` for the pass-rate history, in its case's ring
-    /// of `max_outcomes_per_case` slots, so the file holds what the history can use.
-    pub(crate) fn persist_outcome(&self, tenant: &str, logged: &super::log::Logged) {
-        let Event::AgentEvalCompleted(event) = &logged.frame.event else {
-            return;
-        };
-        let cap = self.inner.evals.settings.max_outcomes_per_case.max(1) as u64;
-        let slot = {
-            let mut slots = lock(&self.inner.evals.outcome_slots);
-            let next = slots
-                .entry((tenant.to_owned(), event.suite.clone(), event.case.clone()))
-                .or_default();
-            let slot = *next % cap;
-            *next += 1;
-            slot
-        };
-        let key = outcome_key(&event.suite, &event.case, slot);
-        self.inner.log.persist(persist::OUTCOME, tenant, &key, &RawText(logged.text()));
-    }
-
-    /// Puts stored eval runs, suite documents and history back. A run that was going
-    /// when the runtime stopped cannot finish: it comes back `interrupted`.
-    pub(crate) fn restore_evals(
-        &self,
-        runs: &[crate::store::StoredRecord],
-        suites: &[crate::store::StoredRecord],
-        outcomes: &[crate::store::StoredRecord],
-    ) {
-        let evals = &self.inner.evals;
-        let mut details: Vec<(String, EvalRunDetail)> = runs
-            .iter()
-            .filter_map(|r| persist::decode(r).map(|d| (r.tenant.clone(), d)))
-            .collect();
-        // Run ids are random: the store's order is not the start order; the cases'
-        // count is no better. Stable, and the newest kept is what retention needs.
-        details.sort_by(|(_, a), (_, b)| a.run_id.cmp(&b.run_id));
-        for (tenant, mut detail) in details {
-            if detail.status == RUNNING {
-                INTERRUPTED.clone_into(&mut detail.status);
-                self.inner.log.persist(persist::EVAL_RUN, &tenant, &detail.run_id, &detail);
-            }
-            let (done, _) = watch::channel(true);
-            let run_id = detail.run_id.clone();
-            evals.insert(
-                &run_id,
-                RunEntry {
-                    tenant,
-                    detail,
-                    started: Instant::now(),
-                    done,
-                    stamp: 0,
-                    bytes: 0,
-                },
-            );
-        }
-        {
-            let mut documents = lock(&evals.documents);
-            for record in suites {
-                let Some(value) = persist::decode::<Value>(record) else {
-                    continue;
-                };
-                let kept = Document {
-                    bytes: json_len(&value),
-                    value,
-                    stamp: evals.stamp.fetch_add(1, Ordering::Relaxed),
-                };
-                evals.budget.add_evals(kept.bytes);
-                documents
-                    .entry(record.tenant.clone())
-                    .or_default()
-                    .insert(record.key.clone(), kept);
-            }
-        }
-        let mut frames: Vec<(String, Frame, u64)> = Vec::new();
-        for record in outcomes {
-            let Ok(frame) = spyglass_protocol::decode(&record.value) else {
-                tracing::warn!(key = %record.key, "stored eval outcome unreadable; skipped");
-                continue;
-            };
-            let slot = record
-                .key
-                .rsplit('\u{1f}')
-                .next()
-                .and_then(|slot| slot.parse().ok())
-                .unwrap_or(0);
-            frames.push((record.tenant.clone(), frame, slot));
-        }
-        // Seqs count per tenant and go on across restarts: they order each tenant's.
-        frames.sort_by(|(ta, a, _), (tb, b, _)| (ta, a.seq).cmp(&(tb, b.seq)));
-        let mut slots = lock(&evals.outcome_slots);
-        for (tenant, frame, slot) in &frames {
-            evals.observe(tenant, frame);
-            if let Event::AgentEvalCompleted(event) = &frame.event {
-                // The newest stored outcome's slot is followed by the next one.
-                slots.insert(
-                    (tenant.clone(), event.suite.clone(), event.case.clone()),
-                    slot + 1,
-                );
-            }
-        }
-        drop(slots);
-        self.unpersist_evals();
+        self.inner.evals.outcomes(tenant)
     }
 }
 

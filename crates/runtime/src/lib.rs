@@ -315,10 +315,12 @@ impl Runtime {
         self.inner.evals.observe(tenant, &logged.frame);
         if matches!(logged.frame.event, Event::AgentEvalCompleted(_)) {
             // What the history dropped to stay in budget leaves the store at once.
-            self.unpersist_evals();
+            self.inner.evals.unpersist(&self.inner.log);
         }
         if self.inner.log.has_store() {
-            self.persist_outcome(tenant, &logged);
+            self.inner
+                .evals
+                .persist_outcome(&self.inner.log, tenant, &logged);
         }
         logged
     }

@@ -15,8 +15,8 @@
 //! thread in order (through the journal, for `SQLite`), so the file holds what the rings
 //! hold.
 
-use crate::store::{StateWrite, StoredRecord};
 use crate::store::journal::Journal;
+use crate::store::{StateWrite, StoredRecord};
 use foldhash::HashMap;
 use foldhash::HashMapExt as _;
 use spyglass_protocol::{Event, Frame, decode, encode, now_rfc3339};

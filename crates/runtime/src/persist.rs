@@ -60,7 +60,7 @@ impl Runtime {
         ord: u64,
     ) -> bool {
         if !self.inner.log.journaled() || self.is_shared() {
-            self.persist_counters(s);
+            s.persist_counters(&self.inner.log, self.is_shared());
             return false;
         }
         let moved = &self.inner.moved;
@@ -86,7 +86,7 @@ impl Runtime {
             let mut s = lock(&session);
             if s.counters_due {
                 s.counters_due = false;
-                self.write_counters(&s);
+                s.write_counters(&self.inner.log, self.is_shared());
             }
         }
     }
@@ -161,7 +161,9 @@ impl Runtime {
         lock(&self.inner.approvals).restore(&approvals, &self.inner.budget);
         // A store written under larger bounds comes back within today's.
         self.trim_approvals();
-        self.restore_evals(&runs, &suites, &outcomes);
+        self.inner
+            .evals
+            .restore(&self.inner.log, &runs, &suites, &outcomes);
         // What aged past its retention while no runtime was running goes now.
         self.evict_aged_sessions();
     }

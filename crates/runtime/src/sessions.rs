@@ -705,7 +705,7 @@ impl Runtime {
                 "closed sessions evicted to stay within the per-tenant cap or the byte budget"
             );
         }
-        self.unpersist_sessions(&evicted);
+        stored::unpersist_sessions(&self.inner.log, &evicted);
         drop(evicted);
         // Nobody knows the id before this returns, so nothing else can emit for it yet.
         let mut s = lock(&session);
@@ -726,7 +726,7 @@ impl Runtime {
             );
         }
         s.last_seq = self.emit_for(tenant, Some(id), event).frame.seq;
-        self.persist_counters(&s);
+        s.persist_counters(&self.inner.log, self.is_shared());
         drop(s);
         Ok(body)
     }
@@ -849,7 +849,7 @@ impl Runtime {
             )
             .frame
             .seq;
-        self.persist_counters(&session);
+        session.persist_counters(&self.inner.log, self.is_shared());
         drop(session);
         // Taken after the session lock is released: lookups take the map's lock first.
         self.count_closed(tenant, id);
@@ -935,7 +935,7 @@ impl Runtime {
             sessions = evicted.len(),
             "closed sessions past their retention age dropped"
         );
-        self.unpersist_sessions(&evicted);
+        stored::unpersist_sessions(&self.inner.log, &evicted);
     }
 
     /// Past `room_mark` of the byte budget, closed data gives way, oldest first: closed
@@ -981,11 +981,11 @@ impl Runtime {
                 "closed sessions evicted to stay within the byte budget"
             );
         }
-        self.unpersist_sessions(&evicted);
+        stored::unpersist_sessions(&self.inner.log, &evicted);
         drop(evicted);
         while budget.retained() > mark && self.evict_oldest_approval() {}
         while budget.retained() > mark && self.inner.evals.evict_oldest() {}
-        self.unpersist_evals();
+        self.inner.evals.unpersist(&self.inner.log);
     }
 }
 

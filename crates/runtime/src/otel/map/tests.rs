@@ -14,8 +14,8 @@ fn parsed(s: &str) -> RawJson {
 
 fn random_string(rng: &mut fastrand::Rng) -> String {
     const PIECES: &[&str] = &[
-        "a", "b", "k", "city", "Oslo", " ", "é", "日本", "🦀", "\\n", "\\\"", "\\u001b",
-        "\\u0041", "\u{202e}", "\u{85}", "\t", "\u{7f}", "0", "-", ":", ",", "{", "}",
+        "a", "b", "k", "city", "Oslo", " ", "é", "日本", "🦀", "\\n", "\\\"", "\\u001b", "\\u0041",
+        "\u{202e}", "\u{85}", "\t", "\u{7f}", "0", "-", ":", ",", "{", "}",
     ];
     let mut s = String::from("\"");
     for _ in 0..rng.usize(0..6) {
