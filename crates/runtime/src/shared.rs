@@ -153,38 +153,10 @@ impl Runtime {
         if self.session(tenant, id).is_ok() {
             return Ok(());
         }
-        self.adopt_session(store, tenant, id)
+        Replica { rt: self, store }
+            .adopt_session(tenant, id)
             .await
             .map_err(|err| unavailable(&err))
-    }
-
-    async fn adopt_session(
-        &self,
-        store: &PgStore,
-        tenant: &str,
-        id: &str,
-    ) -> Result<(), StoreError> {
-        let Some(doc) = store.record(persist::SESSION, tenant, id).await? else {
-            return Ok(());
-        };
-        let mut counters = HashMap::new();
-        if let Some(counts) = store.record(persist::COUNTERS, tenant, id).await? {
-            counters.insert((tenant.to_owned(), id.to_owned()), counts);
-        }
-        self.restore_sessions(&[doc], &mut counters, true);
-        Ok(())
-    }
-
-    async fn adopt_approval(
-        &self,
-        store: &PgStore,
-        tenant: &str,
-        id: &str,
-    ) -> Result<(), StoreError> {
-        if let Some(doc) = store.record(persist::APPROVAL, tenant, id).await? {
-            self.adopt_approvals(&[doc]);
-        }
-        Ok(())
     }
 
     /// An eval run another runtime on the shared store started, as its document was last
@@ -215,7 +187,7 @@ impl Runtime {
             // it was queued.
             {
                 let _applying = self.inner.following.lock().await;
-                self.catch_up(store, tenant).await;
+                Replica { rt: self, store }.catch_up(tenant).await;
             }
             let pending = lock(&self.inner.approvals).pending_of_session(tenant, id);
             for approval in pending {
@@ -250,7 +222,8 @@ impl Runtime {
             .facts(tenant, approval_id)
             .is_some();
         if !known {
-            self.adopt_approval(store, tenant, approval_id)
+            Replica { rt: self, store }
+                .adopt_approval(tenant, approval_id)
                 .await
                 .map_err(|err| unavailable(&err))?;
         }
@@ -326,8 +299,9 @@ async fn follow(
                 let Some(commit) = commit else { return };
                 let Some(rt) = upgrade(&rt) else { return };
                 let _applying = rt.inner.following.lock().await;
+                let replica = Replica { rt: &rt, store: &store };
                 for logged in commit.events {
-                    rt.take_in(&store, logged).await;
+                    replica.take_in(logged).await;
                 }
                 for done in commit.acks {
                     let _ = done.send(());
@@ -337,10 +311,11 @@ async fn follow(
                 let Some(rt) = upgrade(&rt) else { return };
                 let _applying = rt.inner.following.lock().await;
                 hot_until = tokio::time::Instant::now() + FOLLOW_HOT;
+                let replica = Replica { rt: &rt, store: &store };
                 match tenant {
-                    Some(Some(tenant)) => rt.catch_up(&store, &tenant).await,
+                    Some(Some(tenant)) => replica.catch_up(&tenant).await,
                     // Reconnected, or the listener is gone: look at every tenant.
-                    Some(None) | None => rt.catch_up_all(&store).await,
+                    Some(None) | None => replica.catch_up_all().await,
                 }
             }
             now = poll.tick() => {
@@ -350,7 +325,7 @@ async fn follow(
                 last_poll = now;
                 let Some(rt) = upgrade(&rt) else { return };
                 let _applying = rt.inner.following.lock().await;
-                rt.catch_up_all(&store).await;
+                Replica { rt: &rt, store: &store }.catch_up_all().await;
             }
         }
     }
@@ -385,20 +360,27 @@ async fn expire(rt: Weak<Inner>) {
     }
 }
 
-impl Runtime {
+/// What a runtime on a shared store takes in from it: its own commits in seq order,
+/// other runtimes' events, and the sessions and approvals their documents hold.
+struct Replica<'a> {
+    rt: &'a Runtime,
+    store: &'a PgStore,
+}
+
+impl Replica<'_> {
     /// One event this runtime committed: into the log when it is next, after what the
     /// store holds before it.
-    async fn take_in(&self, store: &PgStore, logged: Arc<Logged>) {
+    async fn take_in(&self, logged: Arc<Logged>) {
         loop {
-            match self.inner.log.ingest(logged.clone()) {
+            match self.rt.inner.log.ingest(logged.clone()) {
                 Ingest::Appended(logged) => {
-                    self.follow_session_event(&logged, false);
+                    self.rt.follow_session_event(&logged, false);
                     return;
                 }
                 Ingest::Old => return,
                 Ingest::Gap(_) => {
                     let tenant = logged.tenant.clone();
-                    if !self.catch_up_to(store, &tenant, logged.frame.seq - 1).await {
+                    if !self.catch_up_to(&tenant, logged.frame.seq - 1).await {
                         return;
                     }
                 }
@@ -406,12 +388,12 @@ impl Runtime {
         }
     }
 
-    async fn catch_up_all(&self, store: &PgStore) {
-        match store.heads().await {
+    async fn catch_up_all(&self) {
+        match self.store.heads().await {
             Ok(heads) => {
                 for (tenant, newest) in heads {
-                    if self.inner.log.next_seq(&tenant) <= newest {
-                        self.catch_up_to(store, &tenant, newest).await;
+                    if self.rt.inner.log.next_seq(&tenant) <= newest {
+                        self.catch_up_to(&tenant, newest).await;
                     }
                 }
             }
@@ -419,19 +401,19 @@ impl Runtime {
         }
     }
 
-    async fn catch_up(&self, store: &PgStore, tenant: &str) {
-        self.catch_up_to(store, tenant, u64::MAX).await;
+    async fn catch_up(&self, tenant: &str) {
+        self.catch_up_to(tenant, u64::MAX).await;
     }
 
     /// Reads a tenant's events from the store into the log up to `upto` (or its newest);
     /// false when the store could not be read.
-    async fn catch_up_to(&self, store: &PgStore, tenant: &str, upto: u64) -> bool {
+    async fn catch_up_to(&self, tenant: &str, upto: u64) -> bool {
         loop {
-            let after = self.inner.log.next_seq(tenant).saturating_sub(1);
+            let after = self.rt.inner.log.next_seq(tenant).saturating_sub(1);
             if after >= upto {
                 return true;
             }
-            let rows = match store.events_after(tenant, after, CATCH_UP_PAGE).await {
+            let rows = match self.store.events_after(tenant, after, CATCH_UP_PAGE).await {
                 Ok(rows) => rows,
                 Err(err) => {
                     tracing::warn!(%err, tenant, "cannot read the shared stream");
@@ -448,20 +430,20 @@ impl Runtime {
                     to = first - 1,
                     "events gone from the store before this runtime read them"
                 );
-                self.inner.log.skip_to(tenant, first);
+                self.rt.inner.log.skip_to(tenant, first);
             }
             for (stored, origin) in rows {
-                let remote = origin != store.replica();
+                let remote = origin != self.store.replica();
                 let Some(logged) = Logged::restore(&stored.text, stored.tenant) else {
                     tracing::warn!(tenant, seq = stored.seq, "stored event unreadable; skipped");
                     continue;
                 };
-                match self.inner.log.ingest(Arc::new(logged)) {
+                match self.rt.inner.log.ingest(Arc::new(logged)) {
                     Ingest::Appended(logged) => {
                         if remote {
-                            self.follow_remote(store, &logged).await;
+                            self.follow_remote(&logged).await;
                         }
-                        self.follow_session_event(&logged, remote);
+                        self.rt.follow_session_event(&logged, remote);
                     }
                     Ingest::Old => {}
                     Ingest::Gap(_) => return true,
@@ -472,32 +454,31 @@ impl Runtime {
 
     /// What another runtime's event brings that this one does not hold yet: a session
     /// or an approval read from its document, the eval history.
-    async fn follow_remote(&self, store: &PgStore, logged: &Arc<Logged>) {
+    async fn follow_remote(&self, logged: &Arc<Logged>) {
         let tenant = &logged.tenant;
         let result = match &logged.frame.event {
             Event::SessionCreated(_) => match logged.frame.session_id.as_deref() {
-                Some(id) if self.session(tenant, id).is_err() => {
-                    self.adopt_session(store, tenant, id).await
+                Some(id) if self.rt.session(tenant, id).is_err() => {
+                    self.adopt_session(tenant, id).await
                 }
                 _ => Ok(()),
             },
             Event::ApprovalRequested(requested) => {
-                let known = lock(&self.inner.approvals)
+                let known = lock(&self.rt.inner.approvals)
                     .facts(tenant, &requested.approval_id)
                     .is_some();
                 if known {
                     Ok(())
                 } else {
-                    self.adopt_approval(store, tenant, &requested.approval_id)
-                        .await
+                    self.adopt_approval(tenant, &requested.approval_id).await
                 }
             }
             event @ (Event::ApprovalResolved(_) | Event::ApprovalReplayed(_)) => {
-                lock(&self.inner.approvals).follow(event);
+                lock(&self.rt.inner.approvals).follow(event);
                 Ok(())
             }
             Event::AgentEvalCompleted(_) => {
-                self.inner.evals.observe(tenant, &logged.frame);
+                self.rt.inner.evals.observe(tenant, &logged.frame);
                 Ok(())
             }
             _ => Ok(()),
@@ -505,5 +486,24 @@ impl Runtime {
         if let Err(err) = result {
             tracing::warn!(%err, kind = logged.frame.event.kind(), "another runtime's state not read");
         }
+    }
+
+    async fn adopt_session(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+        let Some(doc) = self.store.record(persist::SESSION, tenant, id).await? else {
+            return Ok(());
+        };
+        let mut counters = HashMap::new();
+        if let Some(counts) = self.store.record(persist::COUNTERS, tenant, id).await? {
+            counters.insert((tenant.to_owned(), id.to_owned()), counts);
+        }
+        self.rt.restore_sessions(&[doc], &mut counters, true);
+        Ok(())
+    }
+
+    async fn adopt_approval(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+        if let Some(doc) = self.store.record(persist::APPROVAL, tenant, id).await? {
+            self.rt.adopt_approvals(&[doc]);
+        }
+        Ok(())
     }
 }

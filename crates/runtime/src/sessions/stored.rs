@@ -143,7 +143,11 @@ impl Session {
             last_activity: &self.last_activity,
             // A shared store's checkpoint is what the follower has counted; a local
             // store writes at dispatch, where the event's seq is known.
-            last_seq: if shared { self.counted_to } else { self.last_seq },
+            last_seq: if shared {
+                self.counted_to
+            } else {
+                self.last_seq
+            },
             mocks: MockCounts(&self.mocks),
             rule_hits: RuleHits(&self.mocks),
             last_run: self.last_run.as_ref(),
