@@ -184,7 +184,7 @@ impl Runtime {
         let mut s = lock(session);
         s.runs.add(&last);
         s.last_run = Some(last);
-        s.persist_counters(&self.inner.log, self.is_shared());
+        s.persist_counters(&self.inner.log, self.inner.shared.is_shared());
     }
 
     /// `POST /v1/sessions/:id/send` without streaming.
@@ -280,7 +280,7 @@ impl Runtime {
                         } else {
                             let call = s.model_calls;
                             s.model_calls = s.model_calls.saturating_add(1);
-                            s.persist_counters(&self.inner.log, self.is_shared());
+                            s.persist_counters(&self.inner.log, self.inner.shared.is_shared());
                             Some((call, scripted_answer(&s.model, call, last.as_ref())))
                         }
                     };

@@ -414,7 +414,7 @@ impl Runtime {
 
     /// Marks every pending approval past its `expires_at` as expired, announcing each.
     pub fn expire_due_approvals(&self) {
-        if self.is_shared() {
+        if self.inner.shared.is_shared() {
             // Expiry is decided in the shared store, once (`Runtime::expire_shared`).
             return;
         }
@@ -704,10 +704,10 @@ impl Runtime {
         );
         if let Some(s) = guard.as_mut() {
             s.last_seq = logged.frame.seq;
-            if self.is_shared() {
+            if self.inner.shared.is_shared() {
                 s.unfollowed += 1;
             }
-            s.persist_counters(&self.inner.log, self.is_shared());
+            s.persist_counters(&self.inner.log, self.inner.shared.is_shared());
         }
         drop(guard);
         outcome

@@ -31,7 +31,11 @@ pub use persist::STORE_UNAVAILABLE;
 pub use policy::{Policy, PolicyError};
 pub use sessions::ExecuteReply;
 #[cfg(feature = "postgres")]
+use shared::SharedLink;
+#[cfg(feature = "postgres")]
 pub use shared::open_shared;
+#[cfg(not(feature = "postgres"))]
+use unshared::SharedLink;
 
 use log::EventLog;
 use sessions::SessionMap;
@@ -202,9 +206,9 @@ pub(crate) struct Inner {
     pub(crate) otel: Mutex<crate::otel::Assembler>,
     /// When closed sessions were last looked at for their age (`evict_aged_sessions`).
     pub(crate) aged_sweep: Mutex<Option<std::time::Instant>>,
-    /// The store this runtime shares with others (`shared`), set once at open.
-    #[cfg(feature = "postgres")]
-    pub(crate) shared: std::sync::OnceLock<Arc<crate::store::postgres::PgStore>>,
+    /// The store this runtime shares with others (`shared`), set once at open; never
+    /// set in a build without the `postgres` feature (`unshared`).
+    pub(crate) shared: SharedLink,
     /// Held while events from a shared store are taken in and applied (the follower, or
     /// a request that must have heard everything committed before it), so they are
     /// applied one at a time, in seq order.
@@ -269,8 +273,7 @@ impl Runtime {
                 evals,
                 otel,
                 aged_sweep: Mutex::new(None),
-                #[cfg(feature = "postgres")]
-                shared: std::sync::OnceLock::new(),
+                shared: SharedLink::new(),
                 #[cfg(feature = "postgres")]
                 following: tokio::sync::Mutex::new(()),
                 moved: persist::MovedCounters::default(),

@@ -59,8 +59,8 @@ impl Runtime {
         s: &mut Session,
         ord: u64,
     ) -> bool {
-        if !self.inner.log.journaled() || self.is_shared() {
-            s.persist_counters(&self.inner.log, self.is_shared());
+        if !self.inner.log.journaled() || self.inner.shared.is_shared() {
+            s.persist_counters(&self.inner.log, self.inner.shared.is_shared());
             return false;
         }
         let moved = &self.inner.moved;
@@ -86,7 +86,7 @@ impl Runtime {
             let mut s = lock(&session);
             if s.counters_due {
                 s.counters_due = false;
-                s.write_counters(&self.inner.log, self.is_shared());
+                s.write_counters(&self.inner.log, self.inner.shared.is_shared());
             }
         }
     }

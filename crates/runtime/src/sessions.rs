@@ -726,7 +726,7 @@ impl Runtime {
             );
         }
         s.last_seq = self.emit_for(tenant, Some(id), event).frame.seq;
-        s.persist_counters(&self.inner.log, self.is_shared());
+        s.persist_counters(&self.inner.log, self.inner.shared.is_shared());
         drop(s);
         Ok(body)
     }
@@ -837,7 +837,7 @@ impl Runtime {
         session.last_activity = now_rfc3339();
         // A closed session's calls can never be replayed: its pending approvals end now
         // (on a shared store, decided there first: `Runtime::close_any`).
-        if !self.is_shared() {
+        if !self.inner.shared.is_shared() {
             self.expire_session_approvals(tenant, id);
         }
         // Emitted under the session lock so no call of this session can follow its close.
@@ -849,7 +849,7 @@ impl Runtime {
             )
             .frame
             .seq;
-        session.persist_counters(&self.inner.log, self.is_shared());
+        session.persist_counters(&self.inner.log, self.inner.shared.is_shared());
         drop(session);
         // Taken after the session lock is released: lookups take the map's lock first.
         self.count_closed(tenant, id);

@@ -79,7 +79,7 @@ pub async fn open_shared(
             .with_history(restored)
     });
     runtime.restore_state(state);
-    let _ = runtime.inner.shared.set(store.clone());
+    let _ = runtime.inner.shared.0.set(store.clone());
     let notified = store.listen().await?;
     let weak = Arc::downgrade(&runtime.inner);
     tokio::spawn(follow(weak.clone(), store, committed_rx, notified));
@@ -87,17 +87,26 @@ pub async fn open_shared(
     Ok(runtime)
 }
 
-impl Runtime {
+/// The store this runtime shares with others, set once when it opens on one.
+pub(crate) struct SharedLink(std::sync::OnceLock<Arc<PgStore>>);
+
+impl SharedLink {
+    pub(crate) fn new() -> Self {
+        SharedLink(std::sync::OnceLock::new())
+    }
+
     /// The store shared with other runtimes, if this runtime is on one.
-    pub(crate) fn shared_store(&self) -> Option<&Arc<PgStore>> {
-        self.inner.shared.get()
+    pub(crate) fn store(&self) -> Option<&Arc<PgStore>> {
+        self.0.get()
     }
 
     /// Whether this runtime is on a store shared with other runtimes.
     pub(crate) fn is_shared(&self) -> bool {
-        self.inner.shared.get().is_some()
+        self.0.get().is_some()
     }
+}
 
+impl Runtime {
     /// The entry of a stateful mock a store shared by several runtimes gives this call,
     /// taken before the call is dispatched: `None` without such a store, or when the call
     /// reaches no stateful mock (another tool, a policy that holds or denies it, a closed
@@ -108,7 +117,7 @@ impl Runtime {
         tool: &str,
         input: &RawJson,
     ) -> Result<Claim, ApiErrorWithStatus> {
-        let Some(store) = self.shared_store() else {
+        let Some(store) = self.inner.shared.store() else {
             return Ok(Claim::Local);
         };
         if tool == LIST_TOOLS || !self.inner.config.test_mode {
@@ -147,7 +156,7 @@ impl Runtime {
         tenant: &str,
         id: &str,
     ) -> Result<(), ApiErrorWithStatus> {
-        let Some(store) = self.shared_store() else {
+        let Some(store) = self.inner.shared.store() else {
             return Ok(());
         };
         if self.session(tenant, id).is_ok() {
@@ -166,7 +175,7 @@ impl Runtime {
         tenant: &str,
         run_id: &str,
     ) -> Result<Option<spyglass_protocol::rest::EvalRunDetail>, ApiErrorWithStatus> {
-        let Some(store) = self.shared_store() else {
+        let Some(store) = self.inner.shared.store() else {
             return Ok(None);
         };
         let record = store
@@ -181,7 +190,7 @@ impl Runtime {
     /// (one approved on another runtime at the same moment stays approved: its replay
     /// then finds the session closed).
     pub async fn close_any(&self, tenant: &str, id: &str) -> Result<(), ApiErrorWithStatus> {
-        if let Some(store) = self.shared_store() {
+        if let Some(store) = self.inner.shared.store() {
             self.adopt_if_missing(tenant, id).await?;
             // Every approval committed before this request is known here first, wherever
             // it was queued.
@@ -215,7 +224,7 @@ impl Runtime {
         by: Option<String>,
         note: Option<String>,
     ) -> Result<ApprovalView, ApiErrorWithStatus> {
-        let Some(store) = self.shared_store() else {
+        let Some(store) = self.inner.shared.store() else {
             return self.decide(tenant, approval_id, verdict, by, note);
         };
         let known = lock(&self.inner.approvals)
@@ -343,7 +352,7 @@ async fn expire(rt: Weak<Inner>) {
     loop {
         tick.tick().await;
         let Some(rt) = upgrade(&rt) else { return };
-        let Some(store) = rt.shared_store().cloned() else {
+        let Some(store) = rt.inner.shared.store().cloned() else {
             return;
         };
         let overdue = lock(&rt.inner.approvals).overdue(rt.inner.config.clock.now());

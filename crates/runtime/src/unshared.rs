@@ -9,12 +9,25 @@ use spyglass_protocol::RawJson;
 use spyglass_protocol::rest::ApprovalView;
 use std::sync::{Arc, Mutex};
 
-impl Runtime {
+/// No store is shared in this build: the link is never set.
+pub(crate) struct SharedLink;
+
+impl SharedLink {
+    pub(crate) fn new() -> Self {
+        SharedLink
+    }
+
     /// Never: no store is shared in this build.
+    #[expect(
+        clippy::unused_self,
+        reason = "the shared build's signature, which reads the link"
+    )]
     pub(crate) fn is_shared(&self) -> bool {
         false
     }
+}
 
+impl Runtime {
     /// Every call dispatches its stateful entries here.
     #[expect(
         clippy::unused_async,

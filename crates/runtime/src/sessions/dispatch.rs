@@ -52,7 +52,7 @@ impl Runtime {
         let start = CallStart::now();
         // A shared store's futures are boxed: they are kilobytes, and held inline every
         // execute's future (2.5 KB) was copied about as hyper took it, on every call.
-        let shared = self.is_shared();
+        let shared = self.inner.shared.is_shared();
         if shared {
             Box::pin(self.adopt_if_missing(tenant, session_id)).await?;
         }
@@ -182,7 +182,7 @@ impl Runtime {
             self.inner.config.retained_calls,
             &self.inner.budget,
         );
-        if self.is_shared() {
+        if self.inner.shared.is_shared() {
             s.unfollowed += 1;
         }
         let counters_due = self.counters_moved(session, &mut s, logged.ord);

@@ -2,9 +2,9 @@
 //! the session's lock, and sessions put back (rolled forward past the checkpoint) at open.
 
 use super::{Entry, SESSION_OVERHEAD, Session};
-use crate::log::Retired;
 #[cfg(feature = "postgres")]
-use crate::log::{EventLog, Logged};
+use crate::log::Logged;
+use crate::log::{EventLog, Retired};
 use crate::mocks::MockTable;
 use crate::{Runtime, lock, persist};
 use serde_json::{Map, Value};
@@ -412,7 +412,7 @@ impl Runtime {
             }
             s.counted_to = s.counted_to.max(seq);
             if s.unfollowed == 0 {
-                s.write_counters(&self.inner.log, self.is_shared());
+                s.write_counters(&self.inner.log, self.inner.shared.is_shared());
             }
             return;
         }
