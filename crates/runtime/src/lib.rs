@@ -42,7 +42,7 @@ use sessions::SessionMap;
 use spyglass_eval::HistorySettings;
 use spyglass_protocol::{ApiError, Event, Frame};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 use thiserror::Error;
 use tokio::sync::watch;
@@ -232,6 +232,17 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Read-locks a `RwLock`, treating poison as `lock` does.
+pub(crate) fn read<T>(rw: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    rw.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Write-locks a `RwLock`, treating poison as `lock` does.
+pub(crate) fn write<T>(rw: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    rw.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The default tenant when a request names no `x-codespar-project`.
 pub const DEFAULT_TENANT: &str = "default";
 
@@ -290,7 +301,7 @@ impl Runtime {
     pub fn emit(&self, session_id: Option<String>, event: Event) -> Frame {
         let tenant = session_id
             .as_deref()
-            .and_then(|id| self.session_tenant(id))
+            .and_then(|id| read(&self.inner.sessions).tenant_of(id))
             .unwrap_or_else(|| DEFAULT_TENANT.to_owned());
         self.emit_for(&tenant, session_id, event).frame.clone()
     }

@@ -444,7 +444,7 @@ impl Runtime {
                 s.last_activity.clear();
                 s.last_activity.push_str(&logged.frame.ts);
                 drop(s);
-                self.count_closed(&logged.tenant, id);
+                crate::write(&self.inner.sessions).count_closed(&logged.tenant, id);
             }
             _ => {}
         }
