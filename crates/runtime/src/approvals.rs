@@ -2,7 +2,7 @@
 //! decision. Approving replays the recorded call through the mock gate only (the policy
 //! already spoke); a replay whose mock or session is gone is `mocks_engine_error`.
 
-use super::log::Budget;
+use super::log::{Budget, EventLog};
 use super::mocks::Claim;
 use super::sessions::{DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE, Page, new_id};
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
@@ -14,6 +14,7 @@ use spyglass_protocol::events::{
 use spyglass_protocol::rest::{ApprovalList, ApprovalStatus, ApprovalView};
 use spyglass_protocol::{Envelope, Event, RawJson, now_rfc3339};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Instant;
 
 struct Row {
@@ -27,8 +28,11 @@ struct Row {
 /// The table of approvals, pending and resolved. Resolved rows are bounded by count
 /// (`max_resolved_approvals`) and bytes (a quarter of the budget, and `make_room`),
 /// oldest first; pending rows only by the per-tenant cap at queueing.
-#[derive(Default)]
 pub(crate) struct ApprovalQueue {
+    /// `max_resolved_approvals`.
+    max_resolved: usize,
+    /// The runtime's byte budget, which counts every row.
+    budget: Arc<Budget>,
     rows: HashMap<String, Row>,
     /// Ids by queue position, which only grows: a `GET /v1/approvals` cursor is one, so
     /// rows dropped between pages shift nothing.
@@ -64,6 +68,43 @@ fn row_bytes(view: &ApprovalView, tenant: &str) -> usize {
 }
 
 impl ApprovalQueue {
+    pub(crate) fn new(max_resolved: usize, budget: Arc<Budget>) -> Self {
+        Self {
+            max_resolved,
+            budget,
+            rows: HashMap::new(),
+            order: BTreeMap::new(),
+            next_at: 0,
+            resolved: 0,
+            resolved_bytes: 0,
+        }
+    }
+
+    /// Keeps the resolved rows within `max_resolved_approvals` and a quarter of the byte
+    /// budget, the oldest going first (their documents leave the store through `log`).
+    pub(crate) fn trim_resolved(&mut self, log: &EventLog) {
+        let dropped = self.trim(self.max_resolved, self.budget.max / 4);
+        self.forget(&dropped, log);
+    }
+
+    /// Drops the oldest resolved row, for `make_room`; false when none is left.
+    pub(crate) fn evict_oldest(&mut self, log: &EventLog) -> bool {
+        let Some(max) = self.resolved.checked_sub(1) else {
+            return false;
+        };
+        let dropped = self.trim(max, usize::MAX);
+        self.forget(&dropped, log);
+        !dropped.is_empty()
+    }
+
+    /// Dropped rows leave the budget and the store.
+    fn forget(&self, dropped: &[(usize, String, String)], log: &EventLog) {
+        for (bytes, tenant, id) in dropped {
+            self.budget.remove_approvals(*bytes, true);
+            log.unpersist(persist::APPROVAL, tenant, id);
+        }
+    }
+
     /// A row just left `Pending`: it now counts among the resolved.
     fn resolve(&mut self, id: &str) {
         if let Some(row) = self.rows.get(id) {
@@ -295,6 +336,22 @@ pub enum StatusFilter {
     All,
 }
 
+impl Queued {
+    /// The `approval.requested` that announces this row.
+    pub(crate) fn requested(self) -> Event {
+        Event::ApprovalRequested(ApprovalRequested {
+            approval_id: self.approval_id,
+            call_id: self.view.call_id,
+            tool: self.view.tool,
+            input: self.view.input,
+            rule_id: self.view.rule_id,
+            expires_at: self.expires_at,
+            message: self.message,
+            condition: self.condition,
+        })
+    }
+}
+
 fn rfc3339(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
@@ -364,52 +421,8 @@ impl Runtime {
         self.inner.budget.add_approvals(bytes);
         queue.push(view, tenant.to_owned(), expires, bytes);
         drop(queue);
-        self.trim_approvals();
+        lock(&self.inner.approvals).trim_resolved(&self.inner.log);
         Ok(queued)
-    }
-
-    /// Keeps the resolved approvals within `max_resolved_approvals` and a quarter of the
-    /// byte budget, the oldest going first.
-    pub(crate) fn trim_approvals(&self) {
-        let budget = &self.inner.budget;
-        let dropped = lock(&self.inner.approvals)
-            .trim(self.inner.config.max_resolved_approvals, budget.max / 4);
-        for (bytes, tenant, id) in dropped {
-            budget.remove_approvals(bytes, true);
-            self.inner.log.unpersist(persist::APPROVAL, &tenant, &id);
-        }
-    }
-
-    /// Drops the oldest resolved approval, for `make_room`; false when none is left.
-    pub(crate) fn evict_oldest_approval(&self) -> bool {
-        let mut queue = lock(&self.inner.approvals);
-        let Some(max) = queue.resolved.checked_sub(1) else {
-            return false;
-        };
-        let dropped = queue.trim(max, usize::MAX);
-        drop(queue);
-        for (bytes, tenant, id) in &dropped {
-            self.inner.budget.remove_approvals(*bytes, true);
-            self.inner.log.unpersist(persist::APPROVAL, tenant, id);
-        }
-        !dropped.is_empty()
-    }
-
-    pub(crate) fn announce_approval(&self, tenant: &str, session_id: &str, queued: Queued) {
-        self.emit_for(
-            tenant,
-            Some(session_id.to_owned()),
-            Event::ApprovalRequested(ApprovalRequested {
-                approval_id: queued.approval_id,
-                call_id: queued.view.call_id,
-                tool: queued.view.tool,
-                input: queued.view.input,
-                rule_id: queued.view.rule_id,
-                expires_at: queued.expires_at,
-                message: queued.message,
-                condition: queued.condition,
-            }),
-        );
     }
 
     /// Marks every pending approval past its `expires_at` as expired, announcing each.
@@ -443,7 +456,7 @@ impl Runtime {
             expired
         };
         if !expired.is_empty() {
-            self.trim_approvals();
+            lock(&self.inner.approvals).trim_resolved(&self.inner.log);
         }
         for (tenant, session_id, approval_id) in expired {
             self.emit_for(
@@ -486,7 +499,7 @@ impl Runtime {
             expired
         };
         if !expired.is_empty() {
-            self.trim_approvals();
+            lock(&self.inner.approvals).trim_resolved(&self.inner.log);
         }
         for approval_id in expired {
             self.emit_for(
@@ -627,7 +640,7 @@ impl Runtime {
             }),
         );
         if verdict == Verdict::Deny {
-            self.trim_approvals();
+            lock(&self.inner.approvals).trim_resolved(&self.inner.log);
             return Ok(view);
         }
         let outcome = self.replay(tenant, &view, won.unwrap_or_default());
@@ -652,7 +665,7 @@ impl Runtime {
             }
         };
         drop(queue);
-        self.trim_approvals();
+        lock(&self.inner.approvals).trim_resolved(&self.inner.log);
         Ok(row)
     }
 
@@ -727,7 +740,7 @@ impl Runtime {
         }
         queue.restore(&fresh, &self.inner.budget);
         drop(queue);
-        self.trim_approvals();
+        lock(&self.inner.approvals).trim_resolved(&self.inner.log);
     }
 
     /// Expires one approval here and announces it (`note`: why, when not its age): the
@@ -749,7 +762,7 @@ impl Runtime {
             queue.resolve(approval_id);
             session_id
         };
-        self.trim_approvals();
+        lock(&self.inner.approvals).trim_resolved(&self.inner.log);
         self.emit_for(
             tenant,
             Some(session_id),

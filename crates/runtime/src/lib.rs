@@ -274,20 +274,25 @@ impl Runtime {
         );
         // A sixteenth of the byte budget: pending traces hold ids and parents only.
         let otel = Mutex::new(crate::otel::Assembler::new(config.max_retained_bytes / 16));
+        let approvals = Mutex::new(approvals::ApprovalQueue::new(
+            config.max_resolved_approvals,
+            budget.clone(),
+        ));
+        let moved = persist::MovedCounters::new(config.retained_events);
         Runtime {
             inner: Arc::new(Inner {
                 config,
                 log,
                 budget,
                 sessions: RwLock::new(SessionMap::default()),
-                approvals: Mutex::new(approvals::ApprovalQueue::default()),
+                approvals,
                 evals,
                 otel,
                 aged_sweep: Mutex::new(None),
                 shared: SharedLink::new(),
                 #[cfg(feature = "postgres")]
                 following: tokio::sync::Mutex::new(()),
-                moved: persist::MovedCounters::default(),
+                moved,
             }),
         }
     }

@@ -2,6 +2,7 @@
 //! approvals, eval runs, suite documents, eval outcomes), their writes, the commit an
 //! answer waits for, and putting them back when a runtime opens on a store.
 
+use super::log::EventLog;
 use super::sessions::Session;
 use super::{ApiErrorWithStatus, Runtime, lock};
 use crate::store::StoredRecord;
@@ -30,50 +31,55 @@ pub const STORE_UNAVAILABLE: &str = "store_unavailable";
 /// store with a journal: a call's answer waits for its `tool.called` event, not for its
 /// counters, which a restart rolls forward from the events past the last document's
 /// checkpoint (`Runtime::restore_sessions`). Their documents are written together: every
-/// `COMMIT_EVERY` by the store's thread, at a flush, once `MovedCounters::due_after`
+/// `COMMIT_EVERY` by the store's thread, at a flush, once `due_after`
 /// calls moved them, and as soon as the log evicts an event they do not count yet (by
 /// the next answer's write, or the store's thread woken for it), so a reopened log holds
 /// the events a restart rolls them forward from.
-#[derive(Default)]
 pub(crate) struct MovedCounters {
     sessions: Mutex<Vec<Arc<Mutex<Session>>>>,
     calls: AtomicUsize,
-}
-
-impl MovedCounters {
     /// Calls that make the moved counters due: an eighth of the log's capacity
     /// (`retained_events`), so the events a restart rolls them forward from are still
     /// held, and at most 1024.
-    fn due_after(retained_events: usize) -> usize {
-        (retained_events / 8).clamp(1, 1024)
-    }
+    due_after: usize,
 }
 
-impl Runtime {
+impl MovedCounters {
+    pub(crate) fn new(retained_events: usize) -> Self {
+        Self {
+            sessions: Mutex::new(Vec::new()),
+            calls: AtomicUsize::new(0),
+            due_after: (retained_events / 8).clamp(1, 1024),
+        }
+    }
+
     /// A call moved `s`'s counters (held locked, after its event `ord` was logged):
-    /// written now without a journal, else with the next group of moved counters.
-    /// True when that group is due now (`write_moved_counters`, once the lock is let go).
-    pub(crate) fn counters_moved(
+    /// written now without a journal (or on a `shared` store), else with the next group
+    /// of moved counters. True when that group is due now
+    /// (`Runtime::write_moved_counters`, once the lock is let go).
+    pub(crate) fn note(
         &self,
+        log: &EventLog,
+        shared: bool,
         session: &Arc<Mutex<Session>>,
         s: &mut Session,
         ord: u64,
     ) -> bool {
-        if !self.inner.log.journaled() || self.inner.shared.is_shared() {
-            s.persist_counters(&self.inner.log, self.inner.shared.is_shared());
+        if !log.journaled() || shared {
+            s.persist_counters(log, shared);
             return false;
         }
-        let moved = &self.inner.moved;
         if !s.counters_due {
             s.counters_due = true;
-            lock(&moved.sessions).push(Arc::clone(session));
+            lock(&self.sessions).push(Arc::clone(session));
         }
-        self.inner.log.undocumented_from(ord);
-        let calls = moved.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        calls >= MovedCounters::due_after(self.inner.config.retained_events)
-            || self.inner.log.counters_due()
+        log.undocumented_from(ord);
+        let calls = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        calls >= self.due_after || log.counters_due()
     }
+}
 
+impl Runtime {
     /// Writes the counters of every session a call moved since the last time, each under
     /// its session's lock (so after every event it counts).
     pub(crate) fn write_moved_counters(&self) {
@@ -160,7 +166,7 @@ impl Runtime {
         self.restore_sessions(&sessions, &mut counters, false);
         lock(&self.inner.approvals).restore(&approvals, &self.inner.budget);
         // A store written under larger bounds comes back within today's.
-        self.trim_approvals();
+        lock(&self.inner.approvals).trim_resolved(&self.inner.log);
         self.inner
             .evals
             .restore(&self.inner.log, &runs, &suites, &outcomes);

@@ -250,6 +250,20 @@ impl SessionMap {
         }
     }
 
+    /// The session `id` of `tenant` while it is open; a closed one is refused
+    /// (`closed_error`).
+    pub(crate) fn get_open(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Arc<Mutex<Session>>, ApiErrorWithStatus> {
+        let session = self.get(tenant, id)?;
+        if lock(&session).closed {
+            return Err(closed_error(id));
+        }
+        Ok(session)
+    }
+
     /// The tenant a session belongs to.
     pub(crate) fn tenant_of(&self, id: &str) -> Option<String> {
         self.by_id.get(id).map(|e| e.tenant.clone())
@@ -967,7 +981,9 @@ impl Runtime {
         }
         stored::unpersist_sessions(&self.inner.log, &evicted);
         drop(evicted);
-        while budget.retained() > mark && self.evict_oldest_approval() {}
+        while budget.retained() > mark && lock(&self.inner.approvals).evict_oldest(&self.inner.log)
+        {
+        }
         while budget.retained() > mark && self.inner.evals.evict_oldest() {}
         self.inner.evals.unpersist(&self.inner.log);
     }
