@@ -104,6 +104,23 @@ impl SharedLink {
     pub(crate) fn is_shared(&self) -> bool {
         self.0.get().is_some()
     }
+
+    /// An eval run another runtime on the shared store started, as its document was last
+    /// written (at its start and its end); `None` without a shared store or such a run.
+    pub(crate) async fn eval_run(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<Option<spyglass_protocol::rest::EvalRunDetail>, ApiErrorWithStatus> {
+        let Some(store) = self.store() else {
+            return Ok(None);
+        };
+        let record = store
+            .record(persist::EVAL_RUN, tenant, run_id)
+            .await
+            .map_err(|err| unavailable(&err))?;
+        Ok(record.as_ref().and_then(persist::decode))
+    }
 }
 
 impl Runtime {
@@ -166,23 +183,6 @@ impl Runtime {
             .adopt_session(tenant, id)
             .await
             .map_err(|err| unavailable(&err))
-    }
-
-    /// An eval run another runtime on the shared store started, as its document was last
-    /// written (at its start and its end); `None` without a shared store or such a run.
-    pub(crate) async fn shared_eval_run(
-        &self,
-        tenant: &str,
-        run_id: &str,
-    ) -> Result<Option<spyglass_protocol::rest::EvalRunDetail>, ApiErrorWithStatus> {
-        let Some(store) = self.inner.shared.store() else {
-            return Ok(None);
-        };
-        let record = store
-            .record(persist::EVAL_RUN, tenant, run_id)
-            .await
-            .map_err(|err| unavailable(&err))?;
-        Ok(record.as_ref().and_then(persist::decode))
     }
 
     /// `DELETE /v1/sessions/:id` on any runtime. On a shared store the session's pending

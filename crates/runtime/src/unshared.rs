@@ -25,6 +25,19 @@ impl SharedLink {
     pub(crate) fn is_shared(&self) -> bool {
         false
     }
+
+    /// No other runtime starts eval runs.
+    #[expect(
+        clippy::unused_async,
+        reason = "the shared build's signature, which awaits the store"
+    )]
+    pub(crate) async fn eval_run(
+        &self,
+        _tenant: &str,
+        _run_id: &str,
+    ) -> Result<Option<spyglass_protocol::rest::EvalRunDetail>, ApiErrorWithStatus> {
+        Ok(None)
+    }
 }
 
 impl Runtime {
@@ -53,19 +66,6 @@ impl Runtime {
         _id: &str,
     ) -> Result<(), ApiErrorWithStatus> {
         Ok(())
-    }
-
-    /// No other runtime starts eval runs.
-    #[expect(
-        clippy::unused_async,
-        reason = "the shared build's signature, which awaits the store"
-    )]
-    pub(crate) async fn shared_eval_run(
-        &self,
-        _tenant: &str,
-        _run_id: &str,
-    ) -> Result<Option<spyglass_protocol::rest::EvalRunDetail>, ApiErrorWithStatus> {
-        Ok(None)
     }
 
     /// `DELETE /v1/sessions/:id`: closed here.
