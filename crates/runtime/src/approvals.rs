@@ -303,6 +303,71 @@ impl ApprovalQueue {
         }
     }
 
+    /// Marks every pending row past its expiry at `now` expired (its document rewritten
+    /// through `log`), then trims; answers each one's tenant, session and id.
+    fn expire_due(&mut self, now: DateTime<Utc>, log: &EventLog) -> Vec<(String, String, String)> {
+        let expired = self
+            .rows
+            .values_mut()
+            .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
+            .map(|row| {
+                row.view.status = ApprovalStatus::Expired;
+                log.persist(persist::APPROVAL, &row.tenant, &row.view.id, &row.view);
+                (
+                    row.tenant.clone(),
+                    row.view.session_id.clone(),
+                    row.view.id.clone(),
+                )
+            })
+            .collect::<Vec<_>>();
+        for (_, _, id) in &expired {
+            self.resolve(id);
+        }
+        if !expired.is_empty() {
+            self.trim_resolved(log);
+        }
+        expired
+    }
+
+    /// Marks a session's pending rows expired, in queue order (so the stream announces
+    /// them oldest first), then trims; answers their ids.
+    fn expire_session(&mut self, tenant: &str, session_id: &str, log: &EventLog) -> Vec<String> {
+        let mut expired = Vec::new();
+        for id in self.order.values() {
+            if let Some(row) = self.rows.get_mut(id)
+                && row.view.status == ApprovalStatus::Pending
+                && row.tenant == tenant
+                && row.view.session_id == session_id
+            {
+                row.view.status = ApprovalStatus::Expired;
+                log.persist(persist::APPROVAL, tenant, id, &row.view);
+                expired.push(id.clone());
+            }
+        }
+        for id in &expired {
+            self.resolve(id);
+        }
+        if !expired.is_empty() {
+            self.trim_resolved(log);
+        }
+        expired
+    }
+
+    /// Marks one row expired if it is still pending, then trims; answers its session.
+    #[cfg(feature = "postgres")]
+    fn expire(&mut self, tenant: &str, approval_id: &str, log: &EventLog) -> Option<String> {
+        let row = self.rows.get_mut(approval_id)?;
+        if row.view.status != ApprovalStatus::Pending {
+            return None;
+        }
+        row.view.status = ApprovalStatus::Expired;
+        log.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+        let session_id = row.view.session_id.clone();
+        self.resolve(approval_id);
+        self.trim_resolved(log);
+        Some(session_id)
+    }
+
     fn pending_of(&self, tenant: &str) -> usize {
         self.rows
             .values()
@@ -350,6 +415,16 @@ impl Queued {
             condition: self.condition,
         })
     }
+}
+
+/// The `approval.resolved` that announces an expiry (`note`: why, when not its age).
+fn expired_event(approval_id: String, note: Option<String>) -> Event {
+    Event::ApprovalResolved(ApprovalResolved {
+        approval_id,
+        decision: Decision::Expired,
+        by: None,
+        note,
+    })
 }
 
 fn rfc3339(at: DateTime<Utc>) -> String {
@@ -432,85 +507,22 @@ impl Runtime {
             return;
         }
         let now = self.inner.config.clock.now();
-        let expired: Vec<(String, String, String)> = {
-            let mut queue = lock(&self.inner.approvals);
-            let expired = queue
-                .rows
-                .values_mut()
-                .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
-                .map(|row| {
-                    row.view.status = ApprovalStatus::Expired;
-                    self.inner
-                        .log
-                        .persist(persist::APPROVAL, &row.tenant, &row.view.id, &row.view);
-                    (
-                        row.tenant.clone(),
-                        row.view.session_id.clone(),
-                        row.view.id.clone(),
-                    )
-                })
-                .collect::<Vec<_>>();
-            for (_, _, id) in &expired {
-                queue.resolve(id);
-            }
-            expired
-        };
-        if !expired.is_empty() {
-            lock(&self.inner.approvals).trim_resolved(&self.inner.log);
-        }
+        let expired = lock(&self.inner.approvals).expire_due(now, &self.inner.log);
         for (tenant, session_id, approval_id) in expired {
-            self.emit_for(
-                &tenant,
-                Some(session_id),
-                Event::ApprovalResolved(ApprovalResolved {
-                    approval_id,
-                    decision: Decision::Expired,
-                    by: None,
-                    note: None,
-                }),
-            );
+            self.emit_for(&tenant, Some(session_id), expired_event(approval_id, None));
         }
     }
 
     /// Expires every pending approval of a session being closed, announcing each. The
     /// caller holds the session's lock, so no new approval of it can be queued meanwhile.
     pub(crate) fn expire_session_approvals(&self, tenant: &str, session_id: &str) {
-        let expired: Vec<String> = {
-            let mut guard = lock(&self.inner.approvals);
-            let queue = &mut *guard;
-            // In queue order, so the stream announces them oldest first.
-            let mut expired = Vec::new();
-            for id in queue.order.values() {
-                if let Some(row) = queue.rows.get_mut(id)
-                    && row.view.status == ApprovalStatus::Pending
-                    && row.tenant == tenant
-                    && row.view.session_id == session_id
-                {
-                    row.view.status = ApprovalStatus::Expired;
-                    self.inner
-                        .log
-                        .persist(persist::APPROVAL, tenant, id, &row.view);
-                    expired.push(id.clone());
-                }
-            }
-            for id in &expired {
-                queue.resolve(id);
-            }
-            expired
-        };
-        if !expired.is_empty() {
-            lock(&self.inner.approvals).trim_resolved(&self.inner.log);
-        }
+        let expired =
+            lock(&self.inner.approvals).expire_session(tenant, session_id, &self.inner.log);
         for approval_id in expired {
             self.emit_for(
                 tenant,
                 Some(session_id.to_owned()),
-                Event::ApprovalResolved(ApprovalResolved {
-                    approval_id,
-                    decision: Decision::Expired,
-                    by: None,
-                    note: Some("session closed".to_owned()),
-                }),
+                expired_event(approval_id, Some("session closed".to_owned())),
             );
         }
     }
@@ -746,32 +758,13 @@ impl Runtime {
     /// Expires one approval here and announces it (`note`: why, when not its age): the
     /// shared store said this runtime's expiry came first.
     pub(crate) fn expire_one(&self, tenant: &str, approval_id: &str, note: Option<&str>) {
-        let session_id = {
-            let mut queue = lock(&self.inner.approvals);
-            let Some(row) = queue.rows.get_mut(approval_id) else {
-                return;
-            };
-            if row.view.status != ApprovalStatus::Pending {
-                return;
-            }
-            row.view.status = ApprovalStatus::Expired;
-            self.inner
-                .log
-                .persist(persist::APPROVAL, tenant, approval_id, &row.view);
-            let session_id = row.view.session_id.clone();
-            queue.resolve(approval_id);
-            session_id
-        };
-        lock(&self.inner.approvals).trim_resolved(&self.inner.log);
-        self.emit_for(
-            tenant,
-            Some(session_id),
-            Event::ApprovalResolved(ApprovalResolved {
-                approval_id: approval_id.to_owned(),
-                decision: Decision::Expired,
-                by: None,
-                note: note.map(str::to_owned),
-            }),
-        );
+        let expired = lock(&self.inner.approvals).expire(tenant, approval_id, &self.inner.log);
+        if let Some(session_id) = expired {
+            self.emit_for(
+                tenant,
+                Some(session_id),
+                expired_event(approval_id.to_owned(), note.map(str::to_owned)),
+            );
+        }
     }
 }
