@@ -1,6 +1,8 @@
 //! The approval queue: calls a policy rule held for a human, their expiry, and the
-//! decision. Approving replays the recorded call through the mock gate only (the policy
-//! already spoke); a replay whose mock or session is gone is `mocks_engine_error`.
+//! decision. `ApprovalQueue` owns the rows, their queue order, marking them expired,
+//! trimming the resolved ones, paging and restoring; Runtime queues, decides and announces.
+//! Approving replays the recorded call through the mock gate only (the policy already
+//! spoke); a replay whose mock or session is gone is `mocks_engine_error`.
 
 use super::log::{Budget, EventLog};
 use super::mocks::Claim;
@@ -149,7 +151,7 @@ impl ApprovalQueue {
     /// Puts stored approvals back in the order they were queued, their bytes counted in
     /// `budget`. A pending one is approvable until its `expires_at`, and approving it
     /// replays its recorded call. The caller trims the resolved ones afterwards
-    /// (`Runtime::trim_approvals`): a store written under larger bounds comes back
+    /// (`ApprovalQueue::trim_resolved`): a store written under larger bounds comes back
     /// within today's.
     pub(crate) fn restore(&mut self, records: &[crate::store::StoredRecord], budget: &Budget) {
         let mut rows: Vec<(String, ApprovalView)> = records
@@ -219,8 +221,8 @@ impl ApprovalQueue {
         ))
     }
 
-    /// The pending approvals past their expiry at `now`: what `expire_shared` asks the
-    /// store about.
+    /// The pending approvals past their expiry at `now`: what shared.rs's `expire` task
+    /// asks the store about.
     #[cfg(feature = "postgres")]
     pub(crate) fn overdue(&self, now: DateTime<Utc>) -> Vec<(String, String)> {
         self.rows
@@ -503,7 +505,7 @@ impl Runtime {
     /// Marks every pending approval past its `expires_at` as expired, announcing each.
     pub fn expire_due_approvals(&self) {
         if self.inner.shared.is_shared() {
-            // Expiry is decided in the shared store, once (`Runtime::expire_shared`).
+            // Expiry is decided in the shared store, once (the `expire` task in shared.rs).
             return;
         }
         let now = self.inner.config.clock.now();

@@ -1,6 +1,7 @@
 //! The eval runner as a runtime service: a run request becomes planned case attempts, each
 //! in a fresh test-mode session driven through the same model loop as `send`, judged and
-//! emitted as `agent.eval.completed`; plus the per-tenant run table and pass-rate history.
+//! emitted as `agent.eval.completed`; plus `EvalState`, which owns the per-tenant run table,
+//! the pass-rate history, the suite documents and their store documents.
 
 use super::log::{Budget, EventLog};
 use super::sessions::new_id;

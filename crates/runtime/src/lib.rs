@@ -1,6 +1,7 @@
-//! The test-mode runtime: one `Runtime` value owns every piece of state (sessions, mocks
-//! and counters, approvals, the event log and its broadcast) and can be served over HTTP
-//! any number of times; `ServerHandle::shutdown` stops one server, the state lives on.
+//! The test-mode runtime: one `Runtime` value holds every part of the state (`Inner`: the
+//! event log, the session map, the approval queue, the eval tables, the OTLP assembler),
+//! each a type with its own methods, and coordinates them; it can be served over HTTP any
+//! number of times; `ServerHandle::shutdown` stops one server, the state lives on.
 
 pub mod agent;
 pub mod approvals;
@@ -195,6 +196,32 @@ impl ApiErrorWithStatus {
     }
 }
 
+/// The runtime's parts, each a type with its own methods in its own file: the event log
+/// (`EventLog`, log.rs, which also carries state documents to the store), the session
+/// map (`SessionMap`, sessions.rs, each `Session` behind its own mutex), the approval
+/// queue (`ApprovalQueue`, approvals.rs), the eval tables (`EvalState`, evals.rs), the
+/// OTLP assembler (otel/), the moved counters (`MovedCounters`, persist.rs) and the
+/// shared-store link (`SharedLink`, shared.rs). `Runtime`'s methods coordinate them.
+///
+/// Lock order, outermost first: while holding one of these locks a path takes only
+/// locks listed after it, never one listed before it (the order the code has always had).
+/// 1. `following` (a shared store only, async): held while a batch of committed events
+///    is applied.
+/// 2. `otel`: held while the events of one export request's spans are emitted.
+/// 3. `sessions`, the map (read or write): a session's mutex may be taken under it; the
+///    map is never taken while a session is held (close releases the session first).
+/// 4. One session's mutex: calls, replays, closes and counters run under it, and they
+///    take the approvals, the moved counters and the log below it.
+/// 5. `approvals`: under a session's lock (queueing a held call, expiring a closing
+///    session's) or alone; a replay takes the session only after letting the queue go.
+/// 6. `moved`'s list of sessions: under a session's lock; the group write takes it
+///    alone, then each session in turn.
+/// 7. The eval tables inside `evals` (runs, history, documents, removed, outcome slots):
+///    each taken briefly, after the log has appended, holding no session or queue.
+/// 8. The log's ring and its store writer or journal: innermost, taken under any of the
+///    above (an emit, a document's put) and holding none of them.
+///
+/// `aged_sweep` is taken alone; the byte budget is atomics.
 pub(crate) struct Inner {
     pub(crate) config: RuntimeConfig,
     pub(crate) log: EventLog,

@@ -1,7 +1,8 @@
 //! The event log: stamps every event with its tenant's next `seq` and a `ts`, keeps the
 //! newest `retained_events` across tenants in per-tenant rings, and broadcasts each to live
 //! subscribers. Stamping and broadcasting happen under one lock so the broadcast order is
-//! the seq order.
+//! the seq order. It also carries the runtime's state documents to the store, ordered
+//! with the events (`persist`, `unpersist`).
 //!
 //! Seqs count per tenant, so a tenant's `seq`, `next` and `stream.gap` say nothing of how
 //! much other tenants log. When the log is full the event evicted is the oldest of the
@@ -380,7 +381,7 @@ pub struct EventLog {
     journal: Option<Arc<Journal>>,
     /// The oldest `ord` of a call whose counters wait for their document (`u64::MAX`:
     /// none), and whether an event at or past it was evicted: the runtime's moved
-    /// counters are then written at once (`Runtime::counters_moved`).
+    /// counters are then written at once (`MovedCounters::note`).
     undocumented: AtomicU64,
     counters_due: AtomicBool,
 }

@@ -1,6 +1,7 @@
 //! The runtime's state as a store keeps it: the documents (sessions, their counters,
-//! approvals, eval runs, suite documents, eval outcomes), their writes, the commit an
-//! answer waits for, and putting them back when a runtime opens on a store.
+//! approvals, eval runs, suite documents, eval outcomes), the sessions whose counters
+//! wait to be written (`MovedCounters`), the commit an answer waits for, and putting
+//! them back when a runtime opens on a store.
 
 use super::log::EventLog;
 use super::sessions::Session;

@@ -1,6 +1,8 @@
-//! Sessions and the dispatch path: create (with the mock gates, field and per-tenant
-//! caps), read, list by page, close, and every tool call through deny-list, policy and
-//! mock store with its `tool.called` event. Counters change only under the session lock.
+//! Sessions: `SessionMap` owns the map (by id, creation order, the closed ones, per-tenant
+//! counts: lookup, insert, close, evict, page) and `Session` one session's mocks, calls and
+//! counters. Runtime's create (with the mock gates, field and per-tenant caps), close and
+//! `make_room` coordinate them with the log and the approvals; dispatch.rs is every tool
+//! call. Counters change only under the session lock.
 
 mod dispatch;
 mod stored;

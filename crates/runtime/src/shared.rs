@@ -1,5 +1,6 @@
-//! A runtime on a store shared with other runtimes (Postgres): opening on it, the follower
-//! that takes every runtime's committed events into this one's log, and the decisions asked of the store.
+//! A runtime on a store shared with other runtimes (Postgres): opening on it, the link to
+//! the store (`SharedLink`), the follower (`Replica`) that takes every runtime's committed
+//! events into this one's log, and the decisions asked of the store.
 //!
 //! Every runtime on the database is a replica of the same state. The store assigns seqs
 //! (so there is one stream), and decides what must happen once: which stateful entry a

@@ -1,5 +1,6 @@
-//! A runtime built without the `postgres` feature: no store is ever shared, so each
-//! shared-store path answers as a runtime alone does (`shared` when the feature is on).
+//! A runtime built without the `postgres` feature: no store is ever shared (`SharedLink`
+//! is never set), so each shared-store path answers as a runtime alone does (`shared`
+//! when the feature is on).
 
 use super::approvals::Verdict;
 use super::mocks::Claim;
