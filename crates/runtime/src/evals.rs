@@ -708,8 +708,14 @@ impl Runtime {
         let tenant = tenant.to_owned();
         let id = run_id.clone();
         tokio::spawn(async move {
-            rt.execute_run(tenant, id, suites, repeat, glob, scope)
-                .await;
+            RunJob {
+                rt,
+                tenant,
+                run_id: id,
+                scope,
+            }
+            .run(&suites, repeat, glob.as_deref())
+            .await;
         });
         Ok(run_id)
     }
@@ -740,29 +746,34 @@ impl Runtime {
     pub fn eval_summary(&self, tenant: &str, window: Option<usize>) -> EvalSummary {
         self.inner.evals.summary(tenant, window)
     }
+}
 
-    async fn execute_run(
-        self,
-        tenant: String,
-        run_id: String,
-        suites: Vec<Suite>,
-        repeat: u32,
-        glob: Option<String>,
-        scope: EvalScope,
-    ) {
+/// An eval run going in the background: its runtime, tenant, id and scope, shared by
+/// every case attempt it runs.
+struct RunJob {
+    rt: Runtime,
+    tenant: String,
+    run_id: String,
+    scope: EvalScope,
+}
+
+impl RunJob {
+    /// Runs every planned attempt in turn, then announces and stores the run completed.
+    async fn run(self, suites: &[Suite], repeat: u32, glob: Option<&str>) {
+        let (rt, tenant, run_id, scope) = (&self.rt, &self.tenant, &self.run_id, self.scope);
         let clock = Instant::now();
         let mut counts = Counts::default();
-        for planned in plan(&suites, repeat, glob.as_deref()) {
-            let record = self.run_case(&tenant, &run_id, planned, scope).await;
+        for planned in plan(suites, repeat, glob) {
+            let record = self.run_case(planned).await;
             counts.add(record.result.status);
-            self.inner.evals.push_case(&run_id, record);
-            self.make_room();
+            rt.inner.evals.push_case(run_id, record);
+            rt.make_room();
         }
         let duration = clock.elapsed().as_secs_f64() * 1000.0;
         // On the stream before the run reads as completed, so a poller that saw
         // `completed` finds the event there too.
-        self.emit_for(
-            &tenant,
+        rt.emit_for(
+            tenant,
             None,
             Event::EvalRunCompleted(EvalRunCompleted {
                 run_id: run_id.clone(),
@@ -776,40 +787,36 @@ impl Runtime {
         );
         // Stored before it reads as completed, so whoever saw `completed` and then
         // flushed the store (`spyglass eval --store`) finds it there.
-        if self.inner.log.has_store()
-            && let Ok(mut detail) = self.eval_run(&tenant, &run_id)
+        if rt.inner.log.has_store()
+            && let Ok(mut detail) = rt.eval_run(tenant, run_id)
         {
             COMPLETED.clone_into(&mut detail.status);
             detail.duration_ms = duration;
-            self.inner
+            rt.inner
                 .log
-                .persist(persist::EVAL_RUN, &tenant, &run_id, &detail);
+                .persist(persist::EVAL_RUN, tenant, run_id, &detail);
         }
-        self.inner.evals.finish(&run_id, duration);
+        rt.inner.evals.finish(run_id, duration);
     }
 
     /// One attempt: run (unless skipped), judge, emit `agent.eval.completed`, close the
     /// session.
-    async fn run_case(
-        &self,
-        tenant: &str,
-        run_id: &str,
-        planned: PlannedCase<'_>,
-        scope: EvalScope,
-    ) -> EvalCaseRecord {
+    async fn run_case(&self, planned: PlannedCase<'_>) -> EvalCaseRecord {
+        let (rt, tenant, run_id, scope) =
+            (&self.rt, self.tenant.as_str(), &self.run_id, self.scope);
         let case = planned.case;
         let (session_id, result, output) = if case.skip.is_some() {
             (None, skipped(case), None)
         } else {
-            let (session_id, run) = self.attempt(tenant, planned).await;
+            let (session_id, run) = self.attempt(planned).await;
             let result = evaluate(case, &run);
-            let judge = super::llm::judge::RuntimeJudge::new(&self.inner.config.models);
+            let judge = super::llm::judge::RuntimeJudge::new(&rt.inner.config.models);
             let result = spyglass_eval::judge::apply(case, &run, result, &judge).await;
             let judging = spyglass_eval::compose::Judging {
                 case,
                 run: &run,
                 judge: &judge,
-                allow_commands: self.inner.config.allow_command_assertions,
+                allow_commands: rt.inner.config.allow_command_assertions,
             };
             let result = spyglass_eval::compose::apply(&judging, result).await;
             (session_id, result, run.output)
@@ -817,17 +824,17 @@ impl Runtime {
         // `cost` is the run's, priced by the settings' table as `agent.completed` is (0
         // when unknown: `@gemstack/ai-sdk` makes it a number; `max_cost` errors on it instead).
         let mut event = result.to_event(&planned.suite.name, &case.id);
-        event.run_id = Some(run_id.to_owned());
+        event.run_id = Some(run_id.clone());
         event.attempt = Some(planned.attempt);
         event.scope = scope;
-        self.emit_for(
+        rt.emit_for(
             tenant,
             session_id.clone(),
             Event::AgentEvalCompleted(event.clone()),
         );
         if let Some(id) = &session_id {
             // The session is ours and open; a failure here changes nothing about the result.
-            let _ = self.close_session(tenant, id);
+            let _ = rt.close_session(tenant, id);
         }
         EvalCaseRecord {
             session_id,
@@ -838,7 +845,8 @@ impl Runtime {
 
     /// Runs one attempt in a fresh session through the `send` loop, bounded by the case's
     /// timeout. Anything that keeps the loop from producing a result is the run's error.
-    async fn attempt(&self, tenant: &str, planned: PlannedCase<'_>) -> (Option<String>, CaseRun) {
+    async fn attempt(&self, planned: PlannedCase<'_>) -> (Option<String>, CaseRun) {
+        let (rt, tenant) = (&self.rt, self.tenant.as_str());
         let case = planned.case;
         let request = CreateSession {
             servers: case.servers.clone(),
@@ -847,7 +855,7 @@ impl Runtime {
             mocks: case.mocks.clone(),
             model: case.model_for_attempt(planned.attempt).cloned(),
         };
-        let session = match self.create_session(tenant, request) {
+        let session = match rt.create_session(tenant, request) {
             Ok(session) => session,
             Err(err) => {
                 // The field (`/mocks/asaas~1x/$rules/0/output`) says where in the case.
@@ -866,14 +874,11 @@ impl Runtime {
         };
         let limit = case
             .timeout_ms
-            .map_or(self.inner.config.eval_case_timeout, Duration::from_millis);
+            .map_or(rt.inner.config.eval_case_timeout, Duration::from_millis);
         let clock = Instant::now();
         let elapsed = || clock.elapsed().as_secs_f64() * 1000.0;
-        let outcome = tokio::time::timeout(
-            limit,
-            self.run_agent(tenant, &session.id, &case.input, None),
-        )
-        .await;
+        let outcome =
+            tokio::time::timeout(limit, rt.run_agent(tenant, &session.id, &case.input, None)).await;
         let run = match outcome {
             Err(_) => no_result(
                 format!("timed out after {} ms", limit.as_millis()),
