@@ -91,6 +91,21 @@ pub(crate) struct Session {
 }
 
 impl Session {
+    /// What `GET /v1/sessions/:id` answers: the summary, the calls kept, the last run and
+    /// the run totals.
+    fn detail(&self) -> SessionDetail {
+        SessionDetail {
+            summary: self.summary(),
+            calls: self
+                .calls
+                .iter()
+                .filter_map(|(call, _)| call_view(call))
+                .collect(),
+            last_run: self.last_run.clone(),
+            runs: (self.runs.runs > 0).then(|| self.runs.clone()),
+        }
+    }
+
     fn summary(&self) -> SessionSummary {
         SessionSummary {
             id: self.id.clone(),
@@ -859,17 +874,8 @@ impl Runtime {
         id: &str,
     ) -> Result<SessionDetail, ApiErrorWithStatus> {
         let session = self.session(tenant, id)?;
-        let session = lock(&session);
-        Ok(SessionDetail {
-            summary: session.summary(),
-            calls: session
-                .calls
-                .iter()
-                .filter_map(|(call, _)| call_view(call))
-                .collect(),
-            last_run: session.last_run.clone(),
-            runs: (session.runs.runs > 0).then(|| session.runs.clone()),
-        })
+        let detail = lock(&session).detail();
+        Ok(detail)
     }
 
     pub fn connections(&self, tenant: &str, id: &str) -> Result<Connections, ApiErrorWithStatus> {
