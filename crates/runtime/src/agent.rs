@@ -164,14 +164,10 @@ fn scripted_answer(
     }
 }
 
-impl Runtime {
-    /// Keeps a finished run's model, usage and cost on its session (`GET
-    /// /v1/sessions/:id`), in the store too.
-    fn note_run(
-        &self,
-        session: &std::sync::Arc<std::sync::Mutex<super::sessions::Session>>,
-        run: &AgentRun,
-    ) {
+impl super::sessions::Session {
+    /// Keeps a finished run's model, usage and cost on the session (`GET
+    /// /v1/sessions/:id`), in the store too (`shared`: on a store shared with others).
+    fn note_run(&mut self, run: &AgentRun, log: &super::log::EventLog, shared: bool) {
         let last = LastRun {
             provider: run.provider.clone(),
             model: run.model.clone(),
@@ -181,12 +177,13 @@ impl Runtime {
             finish_reason: run.finish_reason.clone(),
             failed: run.error.is_some(),
         };
-        let mut s = lock(session);
-        s.runs.add(&last);
-        s.last_run = Some(last);
-        self.persist_counters(&s);
+        self.runs.add(&last);
+        self.last_run = Some(last);
+        self.persist_counters(log, shared);
     }
+}
 
+impl Runtime {
     /// `POST /v1/sessions/:id/send` without streaming.
     pub async fn send(
         &self,
@@ -207,7 +204,7 @@ impl Runtime {
         frames: Option<mpsc::Sender<SendFrame>>,
     ) -> Result<AgentRunResult, ApiErrorWithStatus> {
         self.adopt_if_missing(tenant, session_id).await?;
-        let session = self.open_session(tenant, session_id)?;
+        let session = crate::read(&self.inner.sessions).get_open(tenant, session_id)?;
         let mut closing = lock(&session).closing.subscribe();
         let out = |frame: SendFrame| {
             let frames = frames.clone();
@@ -280,7 +277,7 @@ impl Runtime {
                         } else {
                             let call = s.model_calls;
                             s.model_calls = s.model_calls.saturating_add(1);
-                            self.persist_counters(&s);
+                            s.persist_counters(&self.inner.log, self.inner.shared.is_shared());
                             Some((call, scripted_answer(&s.model, call, last.as_ref())))
                         }
                     };
@@ -510,7 +507,7 @@ impl Runtime {
             cost,
             cost_missing: cost_missing.map(String::into_boxed_str),
         };
-        self.note_run(&session, &run);
+        lock(&session).note_run(&run, &self.inner.log, self.inner.shared.is_shared());
         let event = match result.error {
             Some(_) => Event::AgentFailed(run),
             None => Event::AgentCompleted(run),

@@ -1,9 +1,11 @@
 //! The approval queue: calls a policy rule held for a human, their expiry, and the
-//! decision. Approving replays the recorded call through the mock gate only (the policy
-//! already spoke); a replay whose mock or session is gone is `mocks_engine_error`.
+//! decision. `ApprovalQueue` owns the rows, their queue order, marking them expired,
+//! trimming the resolved ones, paging and restoring; Runtime queues, decides and announces.
+//! Approving replays the recorded call through the mock gate only (the policy already
+//! spoke); a replay whose mock or session is gone is `mocks_engine_error`.
 
+use super::log::{Budget, EventLog};
 use super::mocks::Claim;
-use super::policy::{Literal, Op};
 use super::sessions::{DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE, Page, new_id};
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use chrono::{DateTime, Utc};
@@ -14,6 +16,7 @@ use spyglass_protocol::events::{
 use spyglass_protocol::rest::{ApprovalList, ApprovalStatus, ApprovalView};
 use spyglass_protocol::{Envelope, Event, RawJson, now_rfc3339};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Instant;
 
 struct Row {
@@ -27,8 +30,11 @@ struct Row {
 /// The table of approvals, pending and resolved. Resolved rows are bounded by count
 /// (`max_resolved_approvals`) and bytes (a quarter of the budget, and `make_room`),
 /// oldest first; pending rows only by the per-tenant cap at queueing.
-#[derive(Default)]
 pub(crate) struct ApprovalQueue {
+    /// `max_resolved_approvals`.
+    max_resolved: usize,
+    /// The runtime's byte budget, which counts every row.
+    budget: Arc<Budget>,
     rows: HashMap<String, Row>,
     /// Ids by queue position, which only grows: a `GET /v1/approvals` cursor is one, so
     /// rows dropped between pages shift nothing.
@@ -64,6 +70,43 @@ fn row_bytes(view: &ApprovalView, tenant: &str) -> usize {
 }
 
 impl ApprovalQueue {
+    pub(crate) fn new(max_resolved: usize, budget: Arc<Budget>) -> Self {
+        Self {
+            max_resolved,
+            budget,
+            rows: HashMap::new(),
+            order: BTreeMap::new(),
+            next_at: 0,
+            resolved: 0,
+            resolved_bytes: 0,
+        }
+    }
+
+    /// Keeps the resolved rows within `max_resolved_approvals` and a quarter of the byte
+    /// budget, the oldest going first (their documents leave the store through `log`).
+    pub(crate) fn trim_resolved(&mut self, log: &EventLog) {
+        let dropped = self.trim(self.max_resolved, self.budget.max / 4);
+        self.forget(&dropped, log);
+    }
+
+    /// Drops the oldest resolved row, for `make_room`; false when none is left.
+    pub(crate) fn evict_oldest(&mut self, log: &EventLog) -> bool {
+        let Some(max) = self.resolved.checked_sub(1) else {
+            return false;
+        };
+        let dropped = self.trim(max, usize::MAX);
+        self.forget(&dropped, log);
+        !dropped.is_empty()
+    }
+
+    /// Dropped rows leave the budget and the store.
+    fn forget(&self, dropped: &[(usize, String, String)], log: &EventLog) {
+        for (bytes, tenant, id) in dropped {
+            self.budget.remove_approvals(*bytes, true);
+            log.unpersist(persist::APPROVAL, tenant, id);
+        }
+    }
+
     /// A row just left `Pending`: it now counts among the resolved.
     fn resolve(&mut self, id: &str) {
         if let Some(row) = self.rows.get(id) {
@@ -105,6 +148,228 @@ impl ApprovalQueue {
         dropped
     }
 
+    /// Puts stored approvals back in the order they were queued, their bytes counted in
+    /// `budget`. A pending one is approvable until its `expires_at`, and approving it
+    /// replays its recorded call. The caller trims the resolved ones afterwards
+    /// (`ApprovalQueue::trim_resolved`): a store written under larger bounds comes back
+    /// within today's.
+    pub(crate) fn restore(&mut self, records: &[crate::store::StoredRecord], budget: &Budget) {
+        let mut rows: Vec<(String, ApprovalView)> = records
+            .iter()
+            .filter_map(|r| persist::decode(r).map(|view| (r.tenant.clone(), view)))
+            .collect();
+        rows.sort_by(|(_, a), (_, b)| (&a.requested_at, &a.id).cmp(&(&b.requested_at, &b.id)));
+        for (tenant, view) in rows {
+            let Ok(expires) = DateTime::parse_from_rfc3339(&view.expires_at) else {
+                tracing::warn!(approval = %view.id, "stored approval has no readable expiry; skipped");
+                continue;
+            };
+            let bytes = row_bytes(&view, &tenant);
+            let pending = view.status == ApprovalStatus::Pending;
+            let id = view.id.clone();
+            budget.add_approvals(bytes);
+            self.push(view, tenant, expires.with_timezone(&Utc), bytes);
+            if !pending {
+                self.resolve(&id);
+            }
+        }
+    }
+
+    /// Adds a row at the next queue position.
+    fn push(&mut self, view: ApprovalView, tenant: String, expires: DateTime<Utc>, bytes: usize) {
+        let at = self.next_at;
+        self.next_at += 1;
+        self.order.insert(at, view.id.clone());
+        self.rows.insert(
+            view.id.clone(),
+            Row {
+                view,
+                tenant,
+                expires,
+                bytes,
+            },
+        );
+    }
+
+    /// The records whose approval this queue does not hold yet.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn unknown(
+        &self,
+        records: &[crate::store::StoredRecord],
+    ) -> Vec<crate::store::StoredRecord> {
+        records
+            .iter()
+            .filter(|r| !self.rows.contains_key(&r.key))
+            .cloned()
+            .collect()
+    }
+
+    /// A pending approval's expiry (Unix ms), its session, tool and input: what deciding
+    /// it in a shared store needs. `None`: no such approval of this tenant here.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn facts(
+        &self,
+        tenant: &str,
+        approval_id: &str,
+    ) -> Option<(i64, String, String, RawJson)> {
+        let row = self.rows.get(approval_id).filter(|r| r.tenant == tenant)?;
+        Some((
+            row.expires.timestamp_millis(),
+            row.view.session_id.clone(),
+            row.view.tool.clone(),
+            row.view.input.clone(),
+        ))
+    }
+
+    /// The pending approvals past their expiry at `now`: what shared.rs's `expire` task
+    /// asks the store about.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn overdue(&self, now: DateTime<Utc>) -> Vec<(String, String)> {
+        self.rows
+            .values()
+            .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
+            .map(|row| (row.tenant.clone(), row.view.id.clone()))
+            .collect()
+    }
+
+    /// A session's pending approvals, oldest first.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn pending_of_session(&self, tenant: &str, session_id: &str) -> Vec<String> {
+        self.order
+            .values()
+            .filter(|id| {
+                self.rows.get(*id).is_some_and(|row| {
+                    row.view.status == ApprovalStatus::Pending
+                        && row.tenant == tenant
+                        && row.view.session_id == session_id
+                })
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Applies another runtime's `approval.resolved` or `approval.replayed` to a row
+    /// this queue holds.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn follow(&mut self, event: &Event) {
+        match event {
+            Event::ApprovalResolved(resolved) => {
+                let Some(row) = self.rows.get_mut(&resolved.approval_id) else {
+                    return;
+                };
+                if row.view.status != ApprovalStatus::Pending {
+                    return;
+                }
+                row.view.status = match resolved.decision {
+                    Decision::Approved => ApprovalStatus::Approved,
+                    Decision::Denied => ApprovalStatus::Denied,
+                    Decision::Expired => ApprovalStatus::Expired,
+                };
+                row.view.decided_by.clone_from(&resolved.by);
+                row.view.note.clone_from(&resolved.note);
+                self.resolve(&resolved.approval_id);
+            }
+            Event::ApprovalReplayed(replayed) => {
+                if let Some(row) = self.rows.get_mut(&replayed.approval_id) {
+                    row.view.replay = Some(replayed.outcome.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// One page of this tenant's rows from queue position `start`, at most `limit`, and
+    /// the cursor of the next page while there is one.
+    fn page(&self, tenant: &str, filter: StatusFilter, start: u64, limit: usize) -> ApprovalList {
+        let mut approvals = Vec::new();
+        let mut next_cursor = None;
+        let rows = self
+            .order
+            .range(start..)
+            .filter_map(|(at, id)| self.rows.get(id).map(|row| (*at, row)))
+            .filter(|(_, row)| row.tenant == tenant)
+            .filter(|(_, row)| {
+                filter == StatusFilter::All || row.view.status == ApprovalStatus::Pending
+            });
+        for (at, row) in rows {
+            if approvals.len() == limit {
+                // One more row exists: the page ends at the last one returned.
+                next_cursor = Some(at.saturating_sub(1).to_string());
+                break;
+            }
+            approvals.push(row.view.clone());
+        }
+        ApprovalList {
+            approvals,
+            next_cursor,
+        }
+    }
+
+    /// Marks every pending row past its expiry at `now` expired (its document rewritten
+    /// through `log`), then trims; answers each one's tenant, session and id.
+    fn expire_due(&mut self, now: DateTime<Utc>, log: &EventLog) -> Vec<(String, String, String)> {
+        let expired = self
+            .rows
+            .values_mut()
+            .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
+            .map(|row| {
+                row.view.status = ApprovalStatus::Expired;
+                log.persist(persist::APPROVAL, &row.tenant, &row.view.id, &row.view);
+                (
+                    row.tenant.clone(),
+                    row.view.session_id.clone(),
+                    row.view.id.clone(),
+                )
+            })
+            .collect::<Vec<_>>();
+        for (_, _, id) in &expired {
+            self.resolve(id);
+        }
+        if !expired.is_empty() {
+            self.trim_resolved(log);
+        }
+        expired
+    }
+
+    /// Marks a session's pending rows expired, in queue order (so the stream announces
+    /// them oldest first), then trims; answers their ids.
+    fn expire_session(&mut self, tenant: &str, session_id: &str, log: &EventLog) -> Vec<String> {
+        let mut expired = Vec::new();
+        for id in self.order.values() {
+            if let Some(row) = self.rows.get_mut(id)
+                && row.view.status == ApprovalStatus::Pending
+                && row.tenant == tenant
+                && row.view.session_id == session_id
+            {
+                row.view.status = ApprovalStatus::Expired;
+                log.persist(persist::APPROVAL, tenant, id, &row.view);
+                expired.push(id.clone());
+            }
+        }
+        for id in &expired {
+            self.resolve(id);
+        }
+        if !expired.is_empty() {
+            self.trim_resolved(log);
+        }
+        expired
+    }
+
+    /// Marks one row expired if it is still pending, then trims; answers its session.
+    #[cfg(feature = "postgres")]
+    fn expire(&mut self, tenant: &str, approval_id: &str, log: &EventLog) -> Option<String> {
+        let row = self.rows.get_mut(approval_id)?;
+        if row.view.status != ApprovalStatus::Pending {
+            return None;
+        }
+        row.view.status = ApprovalStatus::Expired;
+        log.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+        let session_id = row.view.session_id.clone();
+        self.resolve(approval_id);
+        self.trim_resolved(log);
+        Some(session_id)
+    }
+
     fn pending_of(&self, tenant: &str) -> usize {
         self.rows
             .values()
@@ -136,6 +401,32 @@ pub enum StatusFilter {
     #[default]
     Pending,
     All,
+}
+
+impl Queued {
+    /// The `approval.requested` that announces this row.
+    pub(crate) fn requested(self) -> Event {
+        Event::ApprovalRequested(ApprovalRequested {
+            approval_id: self.approval_id,
+            call_id: self.view.call_id,
+            tool: self.view.tool,
+            input: self.view.input,
+            rule_id: self.view.rule_id,
+            expires_at: self.expires_at,
+            message: self.message,
+            condition: self.condition,
+        })
+    }
+}
+
+/// The `approval.resolved` that announces an expiry (`note`: why, when not its age).
+fn expired_event(approval_id: String, note: Option<String>) -> Event {
+    Event::ApprovalResolved(ApprovalResolved {
+        approval_id,
+        decision: Decision::Expired,
+        by: None,
+        note,
+    })
 }
 
 fn rfc3339(at: DateTime<Utc>) -> String {
@@ -185,7 +476,7 @@ impl Runtime {
             approval_id: view.id.clone(),
             expires_at: view.expires_at.clone(),
             message: message.to_owned(),
-            condition: self.condition_of(rule_id),
+            condition: self.inner.config.policy.condition_of(rule_id),
             view: view.clone(),
         };
         let bytes = row_bytes(&view, tenant);
@@ -201,177 +492,39 @@ impl Runtime {
                 ),
             ));
         }
-        self.persist(persist::APPROVAL, tenant, &view.id, &view);
+        self.inner
+            .log
+            .persist(persist::APPROVAL, tenant, &view.id, &view);
         self.inner.budget.add_approvals(bytes);
-        let at = queue.next_at;
-        queue.next_at += 1;
-        queue.order.insert(at, view.id.clone());
-        queue.rows.insert(
-            view.id.clone(),
-            Row {
-                view,
-                tenant: tenant.to_owned(),
-                expires,
-                bytes,
-            },
-        );
+        queue.push(view, tenant.to_owned(), expires, bytes);
         drop(queue);
-        self.trim_approvals();
+        lock(&self.inner.approvals).trim_resolved(&self.inner.log);
         Ok(queued)
-    }
-
-    /// Keeps the resolved approvals within `max_resolved_approvals` and a quarter of the
-    /// byte budget, the oldest going first.
-    pub(crate) fn trim_approvals(&self) {
-        let budget = &self.inner.budget;
-        let dropped = lock(&self.inner.approvals)
-            .trim(self.inner.config.max_resolved_approvals, budget.max / 4);
-        for (bytes, tenant, id) in dropped {
-            budget.remove_approvals(bytes, true);
-            self.unpersist(persist::APPROVAL, &tenant, &id);
-        }
-    }
-
-    /// Drops the oldest resolved approval, for `make_room`; false when none is left.
-    pub(crate) fn evict_oldest_approval(&self) -> bool {
-        let mut queue = lock(&self.inner.approvals);
-        let Some(max) = queue.resolved.checked_sub(1) else {
-            return false;
-        };
-        let dropped = queue.trim(max, usize::MAX);
-        drop(queue);
-        for (bytes, tenant, id) in &dropped {
-            self.inner.budget.remove_approvals(*bytes, true);
-            self.unpersist(persist::APPROVAL, tenant, id);
-        }
-        !dropped.is_empty()
-    }
-
-    /// The `when` of the rule named `rule_id` as written in a policy file.
-    fn condition_of(&self, rule_id: &str) -> Option<String> {
-        let rule = self
-            .inner
-            .config
-            .policy
-            .rules
-            .iter()
-            .find(|r| r.id == rule_id)?;
-        let when = rule.when.as_ref()?;
-        let op = match when.op {
-            Op::Eq => "==",
-            Op::Ne => "!=",
-            Op::Gt => ">",
-            Op::Ge => ">=",
-            Op::Lt => "<",
-            Op::Le => "<=",
-        };
-        let value = match &when.value {
-            Literal::Number(n) => n.to_string(),
-            Literal::Text(t) => serde_json::to_string(t).unwrap_or_else(|_| t.clone()),
-            Literal::Bool(b) => b.to_string(),
-        };
-        Some(format!("input.{} {op} {value}", when.path.join(".")))
-    }
-
-    pub(crate) fn announce_approval(&self, tenant: &str, session_id: &str, queued: Queued) {
-        self.emit_for(
-            tenant,
-            Some(session_id.to_owned()),
-            Event::ApprovalRequested(ApprovalRequested {
-                approval_id: queued.approval_id,
-                call_id: queued.view.call_id,
-                tool: queued.view.tool,
-                input: queued.view.input,
-                rule_id: queued.view.rule_id,
-                expires_at: queued.expires_at,
-                message: queued.message,
-                condition: queued.condition,
-            }),
-        );
     }
 
     /// Marks every pending approval past its `expires_at` as expired, announcing each.
     pub fn expire_due_approvals(&self) {
-        if self.is_shared() {
-            // Expiry is decided in the shared store, once (`Runtime::expire_shared`).
+        if self.inner.shared.is_shared() {
+            // Expiry is decided in the shared store, once (the `expire` task in shared.rs).
             return;
         }
         let now = self.inner.config.clock.now();
-        let expired: Vec<(String, String, String)> = {
-            let mut queue = lock(&self.inner.approvals);
-            let expired = queue
-                .rows
-                .values_mut()
-                .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
-                .map(|row| {
-                    row.view.status = ApprovalStatus::Expired;
-                    self.persist(persist::APPROVAL, &row.tenant, &row.view.id, &row.view);
-                    (
-                        row.tenant.clone(),
-                        row.view.session_id.clone(),
-                        row.view.id.clone(),
-                    )
-                })
-                .collect::<Vec<_>>();
-            for (_, _, id) in &expired {
-                queue.resolve(id);
-            }
-            expired
-        };
-        if !expired.is_empty() {
-            self.trim_approvals();
-        }
+        let expired = lock(&self.inner.approvals).expire_due(now, &self.inner.log);
         for (tenant, session_id, approval_id) in expired {
-            self.emit_for(
-                &tenant,
-                Some(session_id),
-                Event::ApprovalResolved(ApprovalResolved {
-                    approval_id,
-                    decision: Decision::Expired,
-                    by: None,
-                    note: None,
-                }),
-            );
+            self.emit_for(&tenant, Some(session_id), expired_event(approval_id, None));
         }
     }
 
     /// Expires every pending approval of a session being closed, announcing each. The
     /// caller holds the session's lock, so no new approval of it can be queued meanwhile.
     pub(crate) fn expire_session_approvals(&self, tenant: &str, session_id: &str) {
-        let expired: Vec<String> = {
-            let mut guard = lock(&self.inner.approvals);
-            let queue = &mut *guard;
-            // In queue order, so the stream announces them oldest first.
-            let mut expired = Vec::new();
-            for id in queue.order.values() {
-                if let Some(row) = queue.rows.get_mut(id)
-                    && row.view.status == ApprovalStatus::Pending
-                    && row.tenant == tenant
-                    && row.view.session_id == session_id
-                {
-                    row.view.status = ApprovalStatus::Expired;
-                    self.persist(persist::APPROVAL, tenant, id, &row.view);
-                    expired.push(id.clone());
-                }
-            }
-            for id in &expired {
-                queue.resolve(id);
-            }
-            expired
-        };
-        if !expired.is_empty() {
-            self.trim_approvals();
-        }
+        let expired =
+            lock(&self.inner.approvals).expire_session(tenant, session_id, &self.inner.log);
         for approval_id in expired {
             self.emit_for(
                 tenant,
                 Some(session_id.to_owned()),
-                Event::ApprovalResolved(ApprovalResolved {
-                    approval_id,
-                    decision: Decision::Expired,
-                    by: None,
-                    note: Some("session closed".to_owned()),
-                }),
+                expired_event(approval_id, Some("session closed".to_owned())),
             );
         }
     }
@@ -402,30 +555,8 @@ impl Runtime {
                 .saturating_add(1),
         };
         self.expire_due_approvals();
-        let queue = lock(&self.inner.approvals);
-        let mut approvals = Vec::new();
-        let mut next_cursor = None;
         let start = u64::try_from(start).unwrap_or(u64::MAX);
-        let rows = queue
-            .order
-            .range(start..)
-            .filter_map(|(at, id)| queue.rows.get(id).map(|row| (*at, row)))
-            .filter(|(_, row)| row.tenant == tenant)
-            .filter(|(_, row)| {
-                filter == StatusFilter::All || row.view.status == ApprovalStatus::Pending
-            });
-        for (at, row) in rows {
-            if approvals.len() == limit {
-                // One more row exists: the page ends at the last one returned.
-                next_cursor = Some(at.saturating_sub(1).to_string());
-                break;
-            }
-            approvals.push(row.view.clone());
-        }
-        Ok(ApprovalList {
-            approvals,
-            next_cursor,
-        })
+        Ok(lock(&self.inner.approvals).page(tenant, filter, start, limit))
     }
 
     /// `POST /v1/approvals/:id/approve|deny`. A second decision is 409; a decision after
@@ -495,7 +626,9 @@ impl Runtime {
             };
             row.view.decided_by.clone_from(&by);
             row.view.note.clone_from(&note);
-            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+            self.inner
+                .log
+                .persist(persist::APPROVAL, tenant, approval_id, &row.view);
             let view = row.view.clone();
             let grown = row_bytes(&row.view, &row.tenant).saturating_sub(row.bytes);
             row.bytes += grown;
@@ -519,14 +652,16 @@ impl Runtime {
             }),
         );
         if verdict == Verdict::Deny {
-            self.trim_approvals();
+            lock(&self.inner.approvals).trim_resolved(&self.inner.log);
             return Ok(view);
         }
         let outcome = self.replay(tenant, &view, won.unwrap_or_default());
         let mut queue = lock(&self.inner.approvals);
         let row = if let Some(row) = queue.rows.get_mut(approval_id) {
             row.view.replay = Some(outcome);
-            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
+            self.inner
+                .log
+                .persist(persist::APPROVAL, tenant, approval_id, &row.view);
             // The decision and replay grow the row: the budget counts it again.
             let bytes = row_bytes(&row.view, &row.tenant);
             let grown = bytes.saturating_sub(row.bytes);
@@ -542,7 +677,7 @@ impl Runtime {
             }
         };
         drop(queue);
-        self.trim_approvals();
+        lock(&self.inner.approvals).trim_resolved(&self.inner.log);
         Ok(row)
     }
 
@@ -594,54 +729,13 @@ impl Runtime {
         );
         if let Some(s) = guard.as_mut() {
             s.last_seq = logged.frame.seq;
-            if self.is_shared() {
+            if self.inner.shared.is_shared() {
                 s.unfollowed += 1;
             }
-            self.persist_counters(s);
+            s.persist_counters(&self.inner.log, self.inner.shared.is_shared());
         }
         drop(guard);
         outcome
-    }
-}
-
-impl Runtime {
-    /// Puts stored approvals back in the order they were queued. A pending one is
-    /// approvable until its `expires_at`, and approving it replays its recorded call.
-    pub(crate) fn restore_approvals(&self, records: &[crate::store::StoredRecord]) {
-        let mut rows: Vec<(String, ApprovalView)> = records
-            .iter()
-            .filter_map(|r| persist::decode(r).map(|view| (r.tenant.clone(), view)))
-            .collect();
-        rows.sort_by(|(_, a), (_, b)| (&a.requested_at, &a.id).cmp(&(&b.requested_at, &b.id)));
-        let mut queue = lock(&self.inner.approvals);
-        for (tenant, view) in rows {
-            let Ok(expires) = DateTime::parse_from_rfc3339(&view.expires_at) else {
-                tracing::warn!(approval = %view.id, "stored approval has no readable expiry; skipped");
-                continue;
-            };
-            let bytes = row_bytes(&view, &tenant);
-            let pending = view.status == ApprovalStatus::Pending;
-            let id = view.id.clone();
-            self.inner.budget.add_approvals(bytes);
-            let at = queue.next_at;
-            queue.next_at += 1;
-            queue.order.insert(at, id.clone());
-            queue.rows.insert(
-                id.clone(),
-                Row {
-                    view,
-                    tenant,
-                    expires: expires.with_timezone(&Utc),
-                    bytes,
-                },
-            );
-            if !pending {
-                queue.resolve(&id);
-            }
-        }
-        drop(queue);
-        // A store written under larger bounds comes back within today's.
-        self.trim_approvals();
     }
 }
 
@@ -651,122 +745,26 @@ impl Runtime {
     /// Puts approvals another runtime queued into this one's queue (their documents);
     /// an id already here is left as it is.
     pub(crate) fn adopt_approvals(&self, records: &[crate::store::StoredRecord]) {
-        let fresh: Vec<crate::store::StoredRecord> = {
-            let queue = lock(&self.inner.approvals);
-            records
-                .iter()
-                .filter(|r| !queue.rows.contains_key(&r.key))
-                .cloned()
-                .collect()
-        };
-        if !fresh.is_empty() {
-            self.restore_approvals(&fresh);
+        let mut queue = lock(&self.inner.approvals);
+        let fresh = queue.unknown(records);
+        if fresh.is_empty() {
+            return;
         }
-    }
-
-    /// A pending approval's expiry (Unix ms), its session and tool: what deciding it in
-    /// a shared store needs. `None`: no such approval of this tenant here.
-    pub(crate) fn approval_facts(
-        &self,
-        tenant: &str,
-        approval_id: &str,
-    ) -> Option<(i64, String, String, RawJson)> {
-        let queue = lock(&self.inner.approvals);
-        let row = queue.rows.get(approval_id).filter(|r| r.tenant == tenant)?;
-        Some((
-            row.expires.timestamp_millis(),
-            row.view.session_id.clone(),
-            row.view.tool.clone(),
-            row.view.input.clone(),
-        ))
-    }
-
-    /// The pending approvals past their expiry: what `expire_shared` asks the store about.
-    pub(crate) fn overdue_approvals(&self) -> Vec<(String, String)> {
-        let now = self.inner.config.clock.now();
-        let queue = lock(&self.inner.approvals);
-        queue
-            .rows
-            .values()
-            .filter(|row| row.view.status == ApprovalStatus::Pending && now >= row.expires)
-            .map(|row| (row.tenant.clone(), row.view.id.clone()))
-            .collect()
-    }
-
-    /// A session's pending approvals here, oldest first.
-    pub(crate) fn pending_of_session(&self, tenant: &str, session_id: &str) -> Vec<String> {
-        let queue = lock(&self.inner.approvals);
-        queue
-            .order
-            .values()
-            .filter(|id| {
-                queue.rows.get(*id).is_some_and(|row| {
-                    row.view.status == ApprovalStatus::Pending
-                        && row.tenant == tenant
-                        && row.view.session_id == session_id
-                })
-            })
-            .cloned()
-            .collect()
+        queue.restore(&fresh, &self.inner.budget);
+        drop(queue);
+        lock(&self.inner.approvals).trim_resolved(&self.inner.log);
     }
 
     /// Expires one approval here and announces it (`note`: why, when not its age): the
     /// shared store said this runtime's expiry came first.
     pub(crate) fn expire_one(&self, tenant: &str, approval_id: &str, note: Option<&str>) {
-        let session_id = {
-            let mut queue = lock(&self.inner.approvals);
-            let Some(row) = queue.rows.get_mut(approval_id) else {
-                return;
-            };
-            if row.view.status != ApprovalStatus::Pending {
-                return;
-            }
-            row.view.status = ApprovalStatus::Expired;
-            self.persist(persist::APPROVAL, tenant, approval_id, &row.view);
-            let session_id = row.view.session_id.clone();
-            queue.resolve(approval_id);
-            session_id
-        };
-        self.trim_approvals();
-        self.emit_for(
-            tenant,
-            Some(session_id),
-            Event::ApprovalResolved(ApprovalResolved {
-                approval_id: approval_id.to_owned(),
-                decision: Decision::Expired,
-                by: None,
-                note: note.map(str::to_owned),
-            }),
-        );
-    }
-
-    /// What another runtime's `approval.resolved` or `approval.replayed` says of a row
-    /// this one holds.
-    pub(crate) fn follow_approval(&self, event: &Event) {
-        let mut queue = lock(&self.inner.approvals);
-        match event {
-            Event::ApprovalResolved(resolved) => {
-                let Some(row) = queue.rows.get_mut(&resolved.approval_id) else {
-                    return;
-                };
-                if row.view.status != ApprovalStatus::Pending {
-                    return;
-                }
-                row.view.status = match resolved.decision {
-                    Decision::Approved => ApprovalStatus::Approved,
-                    Decision::Denied => ApprovalStatus::Denied,
-                    Decision::Expired => ApprovalStatus::Expired,
-                };
-                row.view.decided_by.clone_from(&resolved.by);
-                row.view.note.clone_from(&resolved.note);
-                queue.resolve(&resolved.approval_id);
-            }
-            Event::ApprovalReplayed(replayed) => {
-                if let Some(row) = queue.rows.get_mut(&replayed.approval_id) {
-                    row.view.replay = Some(replayed.outcome.clone());
-                }
-            }
-            _ => {}
+        let expired = lock(&self.inner.approvals).expire(tenant, approval_id, &self.inner.log);
+        if let Some(session_id) = expired {
+            self.emit_for(
+                tenant,
+                Some(session_id),
+                expired_event(approval_id.to_owned(), note.map(str::to_owned)),
+            );
         }
     }
 }

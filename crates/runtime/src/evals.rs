@@ -1,8 +1,9 @@
 //! The eval runner as a runtime service: a run request becomes planned case attempts, each
 //! in a fresh test-mode session driven through the same model loop as `send`, judged and
-//! emitted as `agent.eval.completed`; plus the per-tenant run table and pass-rate history.
+//! emitted as `agent.eval.completed`; plus `EvalState`, which owns the per-tenant run table,
+//! the pass-rate history, the suite documents and their store documents.
 
-use super::log::Budget;
+use super::log::{Budget, EventLog};
 use super::sessions::new_id;
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use serde_json::Value;
@@ -72,13 +73,183 @@ pub(crate) struct EvalState {
     /// Runs and documents count against the runtime's byte budget.
     budget: Arc<Budget>,
     /// Store documents of runs and suites dropped here, `(kind, tenant, key)`, for the
-    /// runtime to delete from its store (`Runtime::unpersist_evals`).
+    /// runtime to delete from its store (`EvalState::unpersist`).
     removed: Mutex<Vec<(&'static str, String, String)>>,
     /// Per `(tenant, suite, case)` the outcomes stored so far: the next slot of its ring.
     pub(crate) outcome_slots: Mutex<HashMap<(String, String, String), u64>>,
 }
 
 impl EvalState {
+    /// A run of this tenant as it stands: running with the results so far, or completed.
+    /// Another tenant's run is indistinguishable from a missing one.
+    fn run_detail(&self, tenant: &str, run_id: &str) -> Result<EvalRunDetail, ApiErrorWithStatus> {
+        let table = lock(&self.runs);
+        match table.by_id.get(run_id) {
+            Some(run) if run.tenant == tenant => {
+                let mut detail = run.detail.clone();
+                if detail.status == RUNNING {
+                    detail.duration_ms = run.started.elapsed().as_secs_f64() * 1000.0;
+                }
+                Ok(detail)
+            }
+            _ => Err(ApiErrorWithStatus::not_found(format!(
+                "no eval run {run_id}"
+            ))),
+        }
+    }
+
+    /// What turns true once this tenant's run has completed.
+    fn run_done(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<watch::Receiver<bool>, ApiErrorWithStatus> {
+        let table = lock(&self.runs);
+        match table.by_id.get(run_id) {
+            Some(run) if run.tenant == tenant => Ok(run.done.subscribe()),
+            _ => Err(ApiErrorWithStatus::not_found(format!(
+                "no eval run {run_id}"
+            ))),
+        }
+    }
+
+    /// Pass rates of this tenant's suites and cases over the last `window` runs (the
+    /// configured window when `None`).
+    fn summary(&self, tenant: &str, window: Option<usize>) -> EvalSummary {
+        let history = lock(&self.history);
+        let window = window.unwrap_or(self.settings.window);
+        match history.get(tenant) {
+            Some(history) => history.summary_over(window),
+            None => EvalHistory::new(self.settings).summary_over(window),
+        }
+    }
+
+    /// This tenant's eval outcomes per suite and case, oldest first.
+    fn outcomes(&self, tenant: &str) -> Vec<(String, String, Vec<EvalStatus>)> {
+        lock(&self.history)
+            .get(tenant)
+            .map(EvalHistory::outcomes)
+            .unwrap_or_default()
+    }
+
+    /// Deletes from the store the runs and suite documents the eval tables dropped.
+    pub(crate) fn unpersist(&self, log: &EventLog) {
+        let removed = std::mem::take(&mut *lock(&self.removed));
+        for (kind, tenant, key) in removed {
+            log.unpersist(kind, &tenant, &key);
+        }
+    }
+
+    /// Stores one `agent.eval.completed` for the pass-rate history, in its case's ring
+    /// of `max_outcomes_per_case` slots, so the file holds what the history can use.
+    pub(crate) fn persist_outcome(
+        &self,
+        log: &EventLog,
+        tenant: &str,
+        logged: &super::log::Logged,
+    ) {
+        let Event::AgentEvalCompleted(event) = &logged.frame.event else {
+            return;
+        };
+        let cap = self.settings.max_outcomes_per_case.max(1) as u64;
+        let slot = {
+            let mut slots = lock(&self.outcome_slots);
+            let next = slots
+                .entry((tenant.to_owned(), event.suite.clone(), event.case.clone()))
+                .or_default();
+            let slot = *next % cap;
+            *next += 1;
+            slot
+        };
+        let key = outcome_key(&event.suite, &event.case, slot);
+        log.persist(persist::OUTCOME, tenant, &key, &RawText(logged.text()));
+    }
+
+    /// Puts stored eval runs, suite documents and history back. A run that was going
+    /// when the runtime stopped cannot finish: it comes back `interrupted`.
+    pub(crate) fn restore(
+        &self,
+        log: &EventLog,
+        runs: &[crate::store::StoredRecord],
+        suites: &[crate::store::StoredRecord],
+        outcomes: &[crate::store::StoredRecord],
+    ) {
+        let evals = self;
+        let mut details: Vec<(String, EvalRunDetail)> = runs
+            .iter()
+            .filter_map(|r| persist::decode(r).map(|d| (r.tenant.clone(), d)))
+            .collect();
+        // Run ids are random: the store's order is not the start order; the cases'
+        // count is no better. Stable, and the newest kept is what retention needs.
+        details.sort_by(|(_, a), (_, b)| a.run_id.cmp(&b.run_id));
+        for (tenant, mut detail) in details {
+            if detail.status == RUNNING {
+                INTERRUPTED.clone_into(&mut detail.status);
+                log.persist(persist::EVAL_RUN, &tenant, &detail.run_id, &detail);
+            }
+            let (done, _) = watch::channel(true);
+            let run_id = detail.run_id.clone();
+            evals.insert(
+                &run_id,
+                RunEntry {
+                    tenant,
+                    detail,
+                    started: Instant::now(),
+                    done,
+                    stamp: 0,
+                    bytes: 0,
+                },
+            );
+        }
+        {
+            let mut documents = lock(&evals.documents);
+            for record in suites {
+                let Some(value) = persist::decode::<Value>(record) else {
+                    continue;
+                };
+                let kept = Document {
+                    bytes: json_len(&value),
+                    value,
+                    stamp: evals.stamp.fetch_add(1, Ordering::Relaxed),
+                };
+                evals.budget.add_evals(kept.bytes);
+                documents
+                    .entry(record.tenant.clone())
+                    .or_default()
+                    .insert(record.key.clone(), kept);
+            }
+        }
+        let mut frames: Vec<(String, Frame, u64)> = Vec::new();
+        for record in outcomes {
+            let Ok(frame) = spyglass_protocol::decode(&record.value) else {
+                tracing::warn!(key = %record.key, "stored eval outcome unreadable; skipped");
+                continue;
+            };
+            let slot = record
+                .key
+                .rsplit('\u{1f}')
+                .next()
+                .and_then(|slot| slot.parse().ok())
+                .unwrap_or(0);
+            frames.push((record.tenant.clone(), frame, slot));
+        }
+        // Seqs count per tenant and go on across restarts: they order each tenant's.
+        frames.sort_by(|(ta, a, _), (tb, b, _)| (ta, a.seq).cmp(&(tb, b.seq)));
+        let mut slots = lock(&evals.outcome_slots);
+        for (tenant, frame, slot) in &frames {
+            evals.observe(tenant, frame);
+            if let Event::AgentEvalCompleted(event) = &frame.event {
+                // The newest stored outcome's slot is followed by the next one.
+                slots.insert(
+                    (tenant.clone(), event.suite.clone(), event.case.clone()),
+                    slot + 1,
+                );
+            }
+        }
+        drop(slots);
+        self.unpersist(log);
+    }
+
     pub(crate) fn new(
         settings: HistorySettings,
         retained_runs: usize,
@@ -149,7 +320,7 @@ impl EvalState {
     }
 
     /// A case gone from the history: its stored outcome slots go from the store too
-    /// (`unpersist_evals`), so the file keeps what the history keeps.
+    /// (`EvalState::unpersist`), so the file keeps what the history keeps.
     fn forget_outcomes(&self, tenant: &str, suite: &str, case: &str) {
         let slots = lock(&self.outcome_slots).remove(&(
             tenant.to_owned(),
@@ -486,9 +657,11 @@ impl Runtime {
         }
         let scope = check_scope(&planned, &request)?;
         self.inner.evals.keep_documents(tenant, &suites, &request);
-        if self.has_store() {
+        if self.inner.log.has_store() {
             for (suite, document) in suites.iter().zip(&request.suites) {
-                self.persist(persist::SUITE, tenant, &suite.name, document);
+                self.inner
+                    .log
+                    .persist(persist::SUITE, tenant, &suite.name, document);
             }
         }
         let attempts = u32::try_from(planned.len()).unwrap_or(u32::MAX);
@@ -503,7 +676,9 @@ impl Runtime {
             scope,
             ..EvalRunDetail::default()
         };
-        self.persist(persist::EVAL_RUN, tenant, &run_id, &detail);
+        self.inner
+            .log
+            .persist(persist::EVAL_RUN, tenant, &run_id, &detail);
         self.inner.evals.insert(
             &run_id,
             RunEntry {
@@ -516,7 +691,7 @@ impl Runtime {
             },
         );
         self.make_room();
-        self.unpersist_evals();
+        self.inner.evals.unpersist(&self.inner.log);
         self.emit_for(
             tenant,
             None,
@@ -532,8 +707,14 @@ impl Runtime {
         let tenant = tenant.to_owned();
         let id = run_id.clone();
         tokio::spawn(async move {
-            rt.execute_run(tenant, id, suites, repeat, glob, scope)
-                .await;
+            RunJob {
+                rt,
+                tenant,
+                run_id: id,
+                scope,
+            }
+            .run(&suites, repeat, glob.as_deref())
+            .await;
         });
         Ok(run_id)
     }
@@ -544,20 +725,7 @@ impl Runtime {
         tenant: &str,
         run_id: &str,
     ) -> Result<EvalRunDetail, ApiErrorWithStatus> {
-        let table = lock(&self.inner.evals.runs);
-        match table.by_id.get(run_id) {
-            // Another tenant's run is indistinguishable from a missing one.
-            Some(run) if run.tenant == tenant => {
-                let mut detail = run.detail.clone();
-                if detail.status == RUNNING {
-                    detail.duration_ms = run.started.elapsed().as_secs_f64() * 1000.0;
-                }
-                Ok(detail)
-            }
-            _ => Err(ApiErrorWithStatus::not_found(format!(
-                "no eval run {run_id}"
-            ))),
-        }
+        self.inner.evals.run_detail(tenant, run_id)
     }
 
     /// Waits until the run has completed, then answers its detail.
@@ -566,17 +734,7 @@ impl Runtime {
         tenant: &str,
         run_id: &str,
     ) -> Result<EvalRunDetail, ApiErrorWithStatus> {
-        let mut done = {
-            let table = lock(&self.inner.evals.runs);
-            match table.by_id.get(run_id) {
-                Some(run) if run.tenant == tenant => run.done.subscribe(),
-                _ => {
-                    return Err(ApiErrorWithStatus::not_found(format!(
-                        "no eval run {run_id}"
-                    )));
-                }
-            }
-        };
+        let mut done = self.inner.evals.run_done(tenant, run_id)?;
         // An error means the run was dropped from the table; the lookup below says so.
         let _ = done.wait_for(|done| *done).await;
         self.eval_run(tenant, run_id)
@@ -585,37 +743,36 @@ impl Runtime {
     /// Pass rates of this tenant's suites and cases over the last `window` runs (the
     /// configured window when `None`).
     pub fn eval_summary(&self, tenant: &str, window: Option<usize>) -> EvalSummary {
-        let evals = &self.inner.evals;
-        let history = lock(&evals.history);
-        let window = window.unwrap_or(evals.settings.window);
-        match history.get(tenant) {
-            Some(history) => history.summary_over(window),
-            None => EvalHistory::new(evals.settings).summary_over(window),
-        }
+        self.inner.evals.summary(tenant, window)
     }
+}
 
-    async fn execute_run(
-        self,
-        tenant: String,
-        run_id: String,
-        suites: Vec<Suite>,
-        repeat: u32,
-        glob: Option<String>,
-        scope: EvalScope,
-    ) {
+/// An eval run going in the background: its runtime, tenant, id and scope, shared by
+/// every case attempt it runs.
+struct RunJob {
+    rt: Runtime,
+    tenant: String,
+    run_id: String,
+    scope: EvalScope,
+}
+
+impl RunJob {
+    /// Runs every planned attempt in turn, then announces and stores the run completed.
+    async fn run(self, suites: &[Suite], repeat: u32, glob: Option<&str>) {
+        let (rt, tenant, run_id, scope) = (&self.rt, &self.tenant, &self.run_id, self.scope);
         let clock = Instant::now();
         let mut counts = Counts::default();
-        for planned in plan(&suites, repeat, glob.as_deref()) {
-            let record = self.run_case(&tenant, &run_id, planned, scope).await;
+        for planned in plan(suites, repeat, glob) {
+            let record = self.run_case(planned).await;
             counts.add(record.result.status);
-            self.inner.evals.push_case(&run_id, record);
-            self.make_room();
+            rt.inner.evals.push_case(run_id, record);
+            rt.make_room();
         }
         let duration = clock.elapsed().as_secs_f64() * 1000.0;
         // On the stream before the run reads as completed, so a poller that saw
         // `completed` finds the event there too.
-        self.emit_for(
-            &tenant,
+        rt.emit_for(
+            tenant,
             None,
             Event::EvalRunCompleted(EvalRunCompleted {
                 run_id: run_id.clone(),
@@ -629,38 +786,36 @@ impl Runtime {
         );
         // Stored before it reads as completed, so whoever saw `completed` and then
         // flushed the store (`spyglass eval --store`) finds it there.
-        if self.has_store()
-            && let Ok(mut detail) = self.eval_run(&tenant, &run_id)
+        if rt.inner.log.has_store()
+            && let Ok(mut detail) = rt.eval_run(tenant, run_id)
         {
             COMPLETED.clone_into(&mut detail.status);
             detail.duration_ms = duration;
-            self.persist(persist::EVAL_RUN, &tenant, &run_id, &detail);
+            rt.inner
+                .log
+                .persist(persist::EVAL_RUN, tenant, run_id, &detail);
         }
-        self.inner.evals.finish(&run_id, duration);
+        rt.inner.evals.finish(run_id, duration);
     }
 
     /// One attempt: run (unless skipped), judge, emit `agent.eval.completed`, close the
     /// session.
-    async fn run_case(
-        &self,
-        tenant: &str,
-        run_id: &str,
-        planned: PlannedCase<'_>,
-        scope: EvalScope,
-    ) -> EvalCaseRecord {
+    async fn run_case(&self, planned: PlannedCase<'_>) -> EvalCaseRecord {
+        let (rt, tenant, run_id, scope) =
+            (&self.rt, self.tenant.as_str(), &self.run_id, self.scope);
         let case = planned.case;
         let (session_id, result, output) = if case.skip.is_some() {
             (None, skipped(case), None)
         } else {
-            let (session_id, run) = self.attempt(tenant, planned).await;
+            let (session_id, run) = self.attempt(planned).await;
             let result = evaluate(case, &run);
-            let judge = super::llm::judge::RuntimeJudge::new(&self.inner.config.models);
+            let judge = super::llm::judge::RuntimeJudge::new(&rt.inner.config.models);
             let result = spyglass_eval::judge::apply(case, &run, result, &judge).await;
             let judging = spyglass_eval::compose::Judging {
                 case,
                 run: &run,
                 judge: &judge,
-                allow_commands: self.inner.config.allow_command_assertions,
+                allow_commands: rt.inner.config.allow_command_assertions,
             };
             let result = spyglass_eval::compose::apply(&judging, result).await;
             (session_id, result, run.output)
@@ -668,17 +823,17 @@ impl Runtime {
         // `cost` is the run's, priced by the settings' table as `agent.completed` is (0
         // when unknown: `@gemstack/ai-sdk` makes it a number; `max_cost` errors on it instead).
         let mut event = result.to_event(&planned.suite.name, &case.id);
-        event.run_id = Some(run_id.to_owned());
+        event.run_id = Some(run_id.clone());
         event.attempt = Some(planned.attempt);
         event.scope = scope;
-        self.emit_for(
+        rt.emit_for(
             tenant,
             session_id.clone(),
             Event::AgentEvalCompleted(event.clone()),
         );
         if let Some(id) = &session_id {
             // The session is ours and open; a failure here changes nothing about the result.
-            let _ = self.close_session(tenant, id);
+            let _ = rt.close_session(tenant, id);
         }
         EvalCaseRecord {
             session_id,
@@ -689,7 +844,8 @@ impl Runtime {
 
     /// Runs one attempt in a fresh session through the `send` loop, bounded by the case's
     /// timeout. Anything that keeps the loop from producing a result is the run's error.
-    async fn attempt(&self, tenant: &str, planned: PlannedCase<'_>) -> (Option<String>, CaseRun) {
+    async fn attempt(&self, planned: PlannedCase<'_>) -> (Option<String>, CaseRun) {
+        let (rt, tenant) = (&self.rt, self.tenant.as_str());
         let case = planned.case;
         let request = CreateSession {
             servers: case.servers.clone(),
@@ -698,7 +854,7 @@ impl Runtime {
             mocks: case.mocks.clone(),
             model: case.model_for_attempt(planned.attempt).cloned(),
         };
-        let session = match self.create_session(tenant, request) {
+        let session = match rt.create_session(tenant, request) {
             Ok(session) => session,
             Err(err) => {
                 // The field (`/mocks/asaas~1x/$rules/0/output`) says where in the case.
@@ -717,14 +873,11 @@ impl Runtime {
         };
         let limit = case
             .timeout_ms
-            .map_or(self.inner.config.eval_case_timeout, Duration::from_millis);
+            .map_or(rt.inner.config.eval_case_timeout, Duration::from_millis);
         let clock = Instant::now();
         let elapsed = || clock.elapsed().as_secs_f64() * 1000.0;
-        let outcome = tokio::time::timeout(
-            limit,
-            self.run_agent(tenant, &session.id, &case.input, None),
-        )
-        .await;
+        let outcome =
+            tokio::time::timeout(limit, rt.run_agent(tenant, &session.id, &case.input, None)).await;
         let run = match outcome {
             Err(_) => no_result(
                 format!("timed out after {} ms", limit.as_millis()),
@@ -753,122 +906,7 @@ impl Runtime {
 impl Runtime {
     /// This tenant's eval outcomes per suite and case, oldest first (`EvalHistory::outcomes`).
     pub fn eval_outcomes(&self, tenant: &str) -> Vec<(String, String, Vec<EvalStatus>)> {
-        lock(&self.inner.evals.history)
-            .get(tenant)
-            .map(EvalHistory::outcomes)
-            .unwrap_or_default()
-    }
-
-    /// Deletes from the store the runs and suite documents the eval tables dropped.
-    pub(crate) fn unpersist_evals(&self) {
-        let removed = std::mem::take(&mut *lock(&self.inner.evals.removed));
-        for (kind, tenant, key) in removed {
-            self.unpersist(kind, &tenant, &key);
-        }
-    }
-
-    /// Stores one `agent.eval.completed` for the pass-rate history, in its case's ring
-    /// of `max_outcomes_per_case` slots, so the file holds what the history can use.
-    pub(crate) fn persist_outcome(&self, tenant: &str, logged: &super::log::Logged) {
-        let Event::AgentEvalCompleted(event) = &logged.frame.event else {
-            return;
-        };
-        let cap = self.inner.evals.settings.max_outcomes_per_case.max(1) as u64;
-        let slot = {
-            let mut slots = lock(&self.inner.evals.outcome_slots);
-            let next = slots
-                .entry((tenant.to_owned(), event.suite.clone(), event.case.clone()))
-                .or_default();
-            let slot = *next % cap;
-            *next += 1;
-            slot
-        };
-        let key = outcome_key(&event.suite, &event.case, slot);
-        self.persist(persist::OUTCOME, tenant, &key, &RawText(logged.text()));
-    }
-
-    /// Puts stored eval runs, suite documents and history back. A run that was going
-    /// when the runtime stopped cannot finish: it comes back `interrupted`.
-    pub(crate) fn restore_evals(
-        &self,
-        runs: &[crate::store::StoredRecord],
-        suites: &[crate::store::StoredRecord],
-        outcomes: &[crate::store::StoredRecord],
-    ) {
-        let evals = &self.inner.evals;
-        let mut details: Vec<(String, EvalRunDetail)> = runs
-            .iter()
-            .filter_map(|r| persist::decode(r).map(|d| (r.tenant.clone(), d)))
-            .collect();
-        // Run ids are random: the store's order is not the start order; the cases'
-        // count is no better. Stable, and the newest kept is what retention needs.
-        details.sort_by(|(_, a), (_, b)| a.run_id.cmp(&b.run_id));
-        for (tenant, mut detail) in details {
-            if detail.status == RUNNING {
-                INTERRUPTED.clone_into(&mut detail.status);
-                self.persist(persist::EVAL_RUN, &tenant, &detail.run_id, &detail);
-            }
-            let (done, _) = watch::channel(true);
-            let run_id = detail.run_id.clone();
-            evals.insert(
-                &run_id,
-                RunEntry {
-                    tenant,
-                    detail,
-                    started: Instant::now(),
-                    done,
-                    stamp: 0,
-                    bytes: 0,
-                },
-            );
-        }
-        {
-            let mut documents = lock(&evals.documents);
-            for record in suites {
-                let Some(value) = persist::decode::<Value>(record) else {
-                    continue;
-                };
-                let kept = Document {
-                    bytes: json_len(&value),
-                    value,
-                    stamp: evals.stamp.fetch_add(1, Ordering::Relaxed),
-                };
-                evals.budget.add_evals(kept.bytes);
-                documents
-                    .entry(record.tenant.clone())
-                    .or_default()
-                    .insert(record.key.clone(), kept);
-            }
-        }
-        let mut frames: Vec<(String, Frame, u64)> = Vec::new();
-        for record in outcomes {
-            let Ok(frame) = spyglass_protocol::decode(&record.value) else {
-                tracing::warn!(key = %record.key, "stored eval outcome unreadable; skipped");
-                continue;
-            };
-            let slot = record
-                .key
-                .rsplit('\u{1f}')
-                .next()
-                .and_then(|slot| slot.parse().ok())
-                .unwrap_or(0);
-            frames.push((record.tenant.clone(), frame, slot));
-        }
-        // Seqs count per tenant and go on across restarts: they order each tenant's.
-        frames.sort_by(|(ta, a, _), (tb, b, _)| (ta, a.seq).cmp(&(tb, b.seq)));
-        let mut slots = lock(&evals.outcome_slots);
-        for (tenant, frame, slot) in &frames {
-            evals.observe(tenant, frame);
-            if let Event::AgentEvalCompleted(event) = &frame.event {
-                // The newest stored outcome's slot is followed by the next one.
-                slots.insert(
-                    (tenant.clone(), event.suite.clone(), event.case.clone()),
-                    slot + 1,
-                );
-            }
-        }
-        drop(slots);
-        self.unpersist_evals();
+        self.inner.evals.outcomes(tenant)
     }
 }
 

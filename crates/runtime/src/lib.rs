@@ -1,6 +1,7 @@
-//! The test-mode runtime: one `Runtime` value owns every piece of state (sessions, mocks
-//! and counters, approvals, the event log and its broadcast) and can be served over HTTP
-//! any number of times; `ServerHandle::shutdown` stops one server, the state lives on.
+//! The test-mode runtime: one `Runtime` value holds every part of the state (`Inner`: the
+//! event log, the session map, the approval queue, the eval tables, the OTLP assembler),
+//! each a type with its own methods, and coordinates them; it can be served over HTTP any
+//! number of times; `ServerHandle::shutdown` stops one server, the state lives on.
 
 pub mod agent;
 pub mod approvals;
@@ -31,14 +32,18 @@ pub use persist::STORE_UNAVAILABLE;
 pub use policy::{Policy, PolicyError};
 pub use sessions::ExecuteReply;
 #[cfg(feature = "postgres")]
+use shared::SharedLink;
+#[cfg(feature = "postgres")]
 pub use shared::open_shared;
+#[cfg(not(feature = "postgres"))]
+use unshared::SharedLink;
 
 use log::EventLog;
 use sessions::SessionMap;
 use spyglass_eval::HistorySettings;
 use spyglass_protocol::{ApiError, Event, Frame};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 use thiserror::Error;
 use tokio::sync::watch;
@@ -191,6 +196,32 @@ impl ApiErrorWithStatus {
     }
 }
 
+/// The runtime's parts, each a type with its own methods in its own file: the event log
+/// (`EventLog`, log.rs, which also carries state documents to the store), the session
+/// map (`SessionMap`, sessions.rs, each `Session` behind its own mutex), the approval
+/// queue (`ApprovalQueue`, approvals.rs), the eval tables (`EvalState`, evals.rs), the
+/// OTLP assembler (otel/), the moved counters (`MovedCounters`, persist.rs) and the
+/// shared-store link (`SharedLink`, shared.rs). `Runtime`'s methods coordinate them.
+///
+/// Lock order, outermost first: while holding one of these locks a path takes only
+/// locks listed after it, never one listed before it (the order the code has always had).
+/// 1. `following` (a shared store only, async): held while a batch of committed events
+///    is applied.
+/// 2. `otel`: held while the events of one export request's spans are emitted.
+/// 3. `sessions`, the map (read or write): a session's mutex may be taken under it; the
+///    map is never taken while a session is held (close releases the session first).
+/// 4. One session's mutex: calls, replays, closes and counters run under it, and they
+///    take the approvals, the moved counters and the log below it.
+/// 5. `approvals`: under a session's lock (queueing a held call, expiring a closing
+///    session's) or alone; a replay takes the session only after letting the queue go.
+/// 6. `moved`'s list of sessions: under a session's lock; the group write takes it
+///    alone, then each session in turn.
+/// 7. The eval tables inside `evals` (runs, history, documents, removed, outcome slots):
+///    each taken briefly, after the log has appended, holding no session or queue.
+/// 8. The log's ring and its store writer or journal: innermost, taken under any of the
+///    above (an emit, a document's put) and holding none of them.
+///
+/// `aged_sweep` is taken alone; the byte budget is atomics.
 pub(crate) struct Inner {
     pub(crate) config: RuntimeConfig,
     pub(crate) log: EventLog,
@@ -202,9 +233,9 @@ pub(crate) struct Inner {
     pub(crate) otel: Mutex<crate::otel::Assembler>,
     /// When closed sessions were last looked at for their age (`evict_aged_sessions`).
     pub(crate) aged_sweep: Mutex<Option<std::time::Instant>>,
-    /// The store this runtime shares with others (`shared`), set once at open.
-    #[cfg(feature = "postgres")]
-    pub(crate) shared: std::sync::OnceLock<Arc<crate::store::postgres::PgStore>>,
+    /// The store this runtime shares with others (`shared`), set once at open; never
+    /// set in a build without the `postgres` feature (`unshared`).
+    pub(crate) shared: SharedLink,
     /// Held while events from a shared store are taken in and applied (the follower, or
     /// a request that must have heard everything committed before it), so they are
     /// applied one at a time, in seq order.
@@ -225,6 +256,17 @@ pub struct Runtime {
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Read-locks a `RwLock`, treating poison as `lock` does.
+pub(crate) fn read<T>(rw: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    rw.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Write-locks a `RwLock`, treating poison as `lock` does.
+pub(crate) fn write<T>(rw: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    rw.write()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -259,21 +301,25 @@ impl Runtime {
         );
         // A sixteenth of the byte budget: pending traces hold ids and parents only.
         let otel = Mutex::new(crate::otel::Assembler::new(config.max_retained_bytes / 16));
+        let approvals = Mutex::new(approvals::ApprovalQueue::new(
+            config.max_resolved_approvals,
+            budget.clone(),
+        ));
+        let moved = persist::MovedCounters::new(config.retained_events);
         Runtime {
             inner: Arc::new(Inner {
                 config,
                 log,
                 budget,
                 sessions: RwLock::new(SessionMap::default()),
-                approvals: Mutex::new(approvals::ApprovalQueue::default()),
+                approvals,
                 evals,
                 otel,
                 aged_sweep: Mutex::new(None),
-                #[cfg(feature = "postgres")]
-                shared: std::sync::OnceLock::new(),
+                shared: SharedLink::new(),
                 #[cfg(feature = "postgres")]
                 following: tokio::sync::Mutex::new(()),
-                moved: persist::MovedCounters::default(),
+                moved,
             }),
         }
     }
@@ -287,19 +333,9 @@ impl Runtime {
     pub fn emit(&self, session_id: Option<String>, event: Event) -> Frame {
         let tenant = session_id
             .as_deref()
-            .and_then(|id| self.session_tenant(id))
+            .and_then(|id| read(&self.inner.sessions).tenant_of(id))
             .unwrap_or_else(|| DEFAULT_TENANT.to_owned());
         self.emit_for(&tenant, session_id, event).frame.clone()
-    }
-
-    /// Whether the tenant's eval history already holds this result (its suite, run id,
-    /// case and attempt): ingest leaves it out.
-    pub(crate) fn eval_result_held(
-        &self,
-        tenant: &str,
-        event: &spyglass_protocol::events::AgentEvalCompleted,
-    ) -> bool {
-        self.inner.evals.holds(tenant, event)
     }
 
     /// Every event the runtime logs passes here, its own and ingested ones, so the eval
@@ -325,10 +361,12 @@ impl Runtime {
         self.inner.evals.observe(tenant, &logged.frame);
         if matches!(logged.frame.event, Event::AgentEvalCompleted(_)) {
             // What the history dropped to stay in budget leaves the store at once.
-            self.unpersist_evals();
+            self.inner.evals.unpersist(&self.inner.log);
         }
-        if self.has_store() {
-            self.persist_outcome(tenant, &logged);
+        if self.inner.log.has_store() {
+            self.inner
+                .evals
+                .persist_outcome(&self.inner.log, tenant, &logged);
         }
         logged
     }

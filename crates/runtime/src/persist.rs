@@ -1,11 +1,12 @@
 //! The runtime's state as a store keeps it: the documents (sessions, their counters,
-//! approvals, eval runs, suite documents, eval outcomes), their writes, the commit an
-//! answer waits for, and putting them back when a runtime opens on a store.
+//! approvals, eval runs, suite documents, eval outcomes), the sessions whose counters
+//! wait to be written (`MovedCounters`), the commit an answer waits for, and putting
+//! them back when a runtime opens on a store.
 
+use super::log::EventLog;
 use super::sessions::Session;
 use super::{ApiErrorWithStatus, Runtime, lock};
-use crate::store::{StateWrite, StoredRecord};
-use serde::Serialize;
+use crate::store::StoredRecord;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,46 +32,55 @@ pub const STORE_UNAVAILABLE: &str = "store_unavailable";
 /// store with a journal: a call's answer waits for its `tool.called` event, not for its
 /// counters, which a restart rolls forward from the events past the last document's
 /// checkpoint (`Runtime::restore_sessions`). Their documents are written together: every
-/// `COMMIT_EVERY` by the store's thread, at a flush, once `moved_counters_due_after`
+/// `COMMIT_EVERY` by the store's thread, at a flush, once `due_after`
 /// calls moved them, and as soon as the log evicts an event they do not count yet (by
 /// the next answer's write, or the store's thread woken for it), so a reopened log holds
 /// the events a restart rolls them forward from.
-#[derive(Default)]
 pub(crate) struct MovedCounters {
     sessions: Mutex<Vec<Arc<Mutex<Session>>>>,
     calls: AtomicUsize,
+    /// Calls that make the moved counters due: an eighth of the log's capacity
+    /// (`retained_events`), so the events a restart rolls them forward from are still
+    /// held, and at most 1024.
+    due_after: usize,
 }
 
-impl Runtime {
+impl MovedCounters {
+    pub(crate) fn new(retained_events: usize) -> Self {
+        Self {
+            sessions: Mutex::new(Vec::new()),
+            calls: AtomicUsize::new(0),
+            due_after: (retained_events / 8).clamp(1, 1024),
+        }
+    }
+
     /// A call moved `s`'s counters (held locked, after its event `ord` was logged):
-    /// written now without a journal, else with the next group of moved counters.
-    /// True when that group is due now (`write_moved_counters`, once the lock is let go).
-    pub(crate) fn counters_moved(
+    /// written now without a journal (or on a `shared` store), else with the next group
+    /// of moved counters. True when that group is due now
+    /// (`Runtime::write_moved_counters`, once the lock is let go).
+    pub(crate) fn note(
         &self,
+        log: &EventLog,
+        shared: bool,
         session: &Arc<Mutex<Session>>,
         s: &mut Session,
         ord: u64,
     ) -> bool {
-        if !self.inner.log.journaled() || self.is_shared() {
-            self.persist_counters(s);
+        if !log.journaled() || shared {
+            s.persist_counters(log, shared);
             return false;
         }
-        let moved = &self.inner.moved;
         if !s.counters_due {
             s.counters_due = true;
-            lock(&moved.sessions).push(Arc::clone(session));
+            lock(&self.sessions).push(Arc::clone(session));
         }
-        self.inner.log.undocumented_from(ord);
-        let calls = moved.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        calls >= self.moved_counters_due_after() || self.inner.log.counters_due()
+        log.undocumented_from(ord);
+        let calls = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        calls >= self.due_after || log.counters_due()
     }
+}
 
-    /// Calls that make the moved counters due: an eighth of the log's capacity, so the
-    /// events a restart rolls them forward from are still held, and at most 1024.
-    fn moved_counters_due_after(&self) -> usize {
-        (self.inner.config.retained_events / 8).clamp(1, 1024)
-    }
-
+impl Runtime {
     /// Writes the counters of every session a call moved since the last time, each under
     /// its session's lock (so after every event it counts).
     pub(crate) fn write_moved_counters(&self) {
@@ -83,50 +93,9 @@ impl Runtime {
             let mut s = lock(&session);
             if s.counters_due {
                 s.counters_due = false;
-                self.write_counters(&s);
+                s.write_counters(&self.inner.log, self.inner.shared.is_shared());
             }
         }
-    }
-
-    /// Whether this runtime keeps its state in a store.
-    pub(crate) fn has_store(&self) -> bool {
-        self.inner.log.has_store()
-    }
-
-    /// Puts a document (serialized only when there is a store), ordered after every
-    /// event and document sent before it.
-    pub(crate) fn persist<T: Serialize + ?Sized>(
-        &self,
-        kind: &str,
-        tenant: &str,
-        key: &str,
-        value: &T,
-    ) {
-        if !self.has_store() {
-            return;
-        }
-        match serde_json::to_string(value) {
-            Ok(value) => self.inner.log.write_state(StateWrite::Put(StoredRecord {
-                kind: kind.to_owned(),
-                tenant: tenant.to_owned(),
-                key: key.to_owned(),
-                value,
-            })),
-            Err(err) => tracing::error!(%err, kind, key, "state not serializable; not stored"),
-        }
-    }
-
-    /// Deletes a document (an evicted session, run or suite).
-    pub(crate) fn unpersist(&self, kind: &str, tenant: &str, key: &str) {
-        if !self.has_store() {
-            return;
-        }
-        self.inner.log.write_state(StateWrite::Delete(StoredRecord {
-            kind: kind.to_owned(),
-            tenant: tenant.to_owned(),
-            key: key.to_owned(),
-            value: String::new(),
-        }));
     }
 
     /// Waits until everything this runtime has sent to its store so far is committed:
@@ -196,8 +165,12 @@ impl Runtime {
             }
         }
         self.restore_sessions(&sessions, &mut counters, false);
-        self.restore_approvals(&approvals);
-        self.restore_evals(&runs, &suites, &outcomes);
+        lock(&self.inner.approvals).restore(&approvals, &self.inner.budget);
+        // A store written under larger bounds comes back within today's.
+        lock(&self.inner.approvals).trim_resolved(&self.inner.log);
+        self.inner
+            .evals
+            .restore(&self.inner.log, &runs, &suites, &outcomes);
         // What aged past its retention while no runtime was running goes now.
         self.evict_aged_sessions();
     }

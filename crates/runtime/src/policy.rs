@@ -242,6 +242,26 @@ impl PolicyError {
 const RULE_FIELDS: &[&str] = &["id", "tool", "action", "when", "message"];
 
 impl Policy {
+    /// The `when` of the rule named `rule_id` as written in a policy file.
+    pub(crate) fn condition_of(&self, rule_id: &str) -> Option<String> {
+        let rule = self.rules.iter().find(|r| r.id == rule_id)?;
+        let when = rule.when.as_ref()?;
+        let op = match when.op {
+            Op::Eq => "==",
+            Op::Ne => "!=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+        };
+        let value = match &when.value {
+            Literal::Number(n) => n.to_string(),
+            Literal::Text(t) => serde_json::to_string(t).unwrap_or_else(|_| t.clone()),
+            Literal::Bool(b) => b.to_string(),
+        };
+        Some(format!("input.{} {op} {value}", when.path.join(".")))
+    }
+
     /// Parses policy TOML: optional `deny_list = ["glob", ...]` and `[[rule]]` tables.
     pub fn from_toml(text: &str) -> Result<Policy, PolicyError> {
         let table: toml::Table = text

@@ -1,6 +1,8 @@
-//! Sessions and the dispatch path: create (with the mock gates, field and per-tenant
-//! caps), read, list by page, close, and every tool call through deny-list, policy and
-//! mock store with its `tool.called` event. Counters change only under the session lock.
+//! Sessions: `SessionMap` owns the map (by id, creation order, the closed ones, per-tenant
+//! counts: lookup, insert, close, evict, page) and `Session` one session's mocks, calls and
+//! counters. Runtime's create (with the mock gates, field and per-tenant caps), close and
+//! `make_room` coordinate them with the log and the approvals; dispatch.rs is every tool
+//! call. Counters change only under the session lock.
 
 mod dispatch;
 mod stored;
@@ -10,7 +12,7 @@ use stored::SessionDoc;
 use super::log::Budget;
 use super::log::{Logged, Retired};
 use super::mocks::{MAX_MOCKS_BYTES, MockTable, MocksRejection};
-use super::{ApiErrorWithStatus, Runtime, lock, persist};
+use super::{ApiErrorWithStatus, Runtime, lock, persist, read, write};
 use compact_str::CompactString;
 use serde_json::{Map, Value, json};
 use spyglass_protocol::envelope::codes;
@@ -89,6 +91,21 @@ pub(crate) struct Session {
 }
 
 impl Session {
+    /// What `GET /v1/sessions/:id` answers: the summary, the calls kept, the last run and
+    /// the run totals.
+    fn detail(&self) -> SessionDetail {
+        SessionDetail {
+            summary: self.summary(),
+            calls: self
+                .calls
+                .iter()
+                .filter_map(|(call, _)| call_view(call))
+                .collect(),
+            last_run: self.last_run.clone(),
+            runs: (self.runs.runs > 0).then(|| self.runs.clone()),
+        }
+    }
+
     fn summary(&self) -> SessionSummary {
         SessionSummary {
             id: self.id.clone(),
@@ -241,6 +258,135 @@ pub(crate) struct SessionMap {
 }
 
 impl SessionMap {
+    /// The session `id` of `tenant`. Another tenant's session is indistinguishable from a
+    /// missing one.
+    fn get(&self, tenant: &str, id: &str) -> Result<Arc<Mutex<Session>>, ApiErrorWithStatus> {
+        match self.by_id.get(id) {
+            Some(entry) if entry.tenant == tenant => Ok(entry.session.clone()),
+            _ => Err(ApiErrorWithStatus::not_found(format!("no session {id}"))),
+        }
+    }
+
+    /// The session `id` of `tenant` while it is open; a closed one is refused
+    /// (`closed_error`).
+    pub(crate) fn get_open(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Arc<Mutex<Session>>, ApiErrorWithStatus> {
+        let session = self.get(tenant, id)?;
+        if lock(&session).closed {
+            return Err(closed_error(id));
+        }
+        Ok(session)
+    }
+
+    /// The tenant a session belongs to.
+    pub(crate) fn tenant_of(&self, id: &str) -> Option<String> {
+        self.by_id.get(id).map(|e| e.tenant.clone())
+    }
+
+    /// Adds a session at the next creation position (its key, returned), open, its
+    /// `bytes` not yet counted in the budget.
+    fn insert(
+        &mut self,
+        session: Arc<Mutex<Session>>,
+        id: String,
+        tenant: &str,
+        bytes: usize,
+    ) -> u64 {
+        let key = self.next_key;
+        self.next_key += 1;
+        self.order.insert(key, id.clone());
+        self.by_id.insert(
+            id,
+            Entry {
+                session,
+                tenant: tenant.to_owned(),
+                key,
+                bytes,
+            },
+        );
+        self.tenants.entry(tenant.to_owned()).or_default().open += 1;
+        key
+    }
+
+    /// The map's side of a close: the session joins the closed ones (the first the byte
+    /// budget evicts) and its tenant counts one open fewer.
+    pub(crate) fn count_closed(&mut self, tenant: &str, id: &str) {
+        if let Some(key) = self.by_id.get(id).map(|e| e.key) {
+            self.closed.insert(key, id.to_owned());
+            if let Some(count) = self.tenants.get_mut(tenant) {
+                count.open = count.open.saturating_sub(1);
+                count.closed += 1;
+            }
+        }
+    }
+
+    /// Removes a session, its bytes (and its calls') leaving the budget as evicted.
+    fn evict(&mut self, id: &str, budget: &Budget) -> Option<Entry> {
+        let entry = self.remove(id)?;
+        budget.remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
+        Some(entry)
+    }
+
+    /// Evicts closed sessions, oldest first, while `over` holds and any is left.
+    fn evict_closed_while(&mut self, budget: &Budget, over: impl Fn() -> bool) -> Vec<Entry> {
+        let mut evicted = Vec::new();
+        while over() {
+            let Some(old) = self.oldest_closed(None) else {
+                break;
+            };
+            if let Some(entry) = self.evict(&old, budget) {
+                evicted.push(entry);
+            }
+        }
+        evicted
+    }
+
+    /// The closed sessions whose last activity is before `cutoff`.
+    fn closed_before(&self, cutoff: chrono::DateTime<chrono::Utc>) -> Vec<String> {
+        self.closed
+            .values()
+            .filter(|id| {
+                self.by_id.get(*id).is_some_and(|e| {
+                    chrono::DateTime::parse_from_rfc3339(&lock(&e.session).last_activity)
+                        .is_ok_and(|at| at < cutoff)
+                })
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// One page of this tenant's sessions after creation position `after`, at most
+    /// `limit`, and the cursor of the next page while there is one.
+    fn page(&self, tenant: &str, after: Option<u64>, limit: usize) -> SessionList {
+        let range = match after {
+            Some(key) => self.order.range(key.saturating_add(1)..),
+            None => self.order.range(..),
+        };
+        let mut rows = Vec::new();
+        let mut next_cursor = None;
+        for (key, id) in range {
+            let Some(entry) = self.by_id.get(id) else {
+                continue;
+            };
+            if entry.tenant != tenant {
+                continue;
+            }
+            if rows.len() == limit {
+                // One more row exists: the page ends at the last one returned.
+                next_cursor = Some(key.saturating_sub(1).to_string());
+                break;
+            }
+            rows.push(lock(&entry.session).summary());
+        }
+        SessionList {
+            sessions: rows,
+            next_cursor,
+        }
+    }
+
     fn remove(&mut self, id: &str) -> Option<Entry> {
         let entry = self.by_id.remove(id)?;
         self.order.remove(&entry.key);
@@ -531,25 +677,7 @@ impl Runtime {
         tenant: &str,
         id: &str,
     ) -> Result<Arc<Mutex<Session>>, ApiErrorWithStatus> {
-        let sessions = self
-            .inner
-            .sessions
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match sessions.by_id.get(id) {
-            // Another tenant's session is indistinguishable from a missing one.
-            Some(entry) if entry.tenant == tenant => Ok(entry.session.clone()),
-            _ => Err(ApiErrorWithStatus::not_found(format!("no session {id}"))),
-        }
-    }
-
-    pub(crate) fn session_tenant(&self, id: &str) -> Option<String> {
-        let sessions = self
-            .inner
-            .sessions
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        sessions.by_id.get(id).map(|e| e.tenant.clone())
+        read(&self.inner.sessions).get(tenant, id)
     }
 
     /// `POST /v1/sessions`: the three mock gates in order, then the session and its
@@ -662,11 +790,7 @@ impl Runtime {
         let mut evicted = Vec::new();
         let stored_key;
         {
-            let mut sessions = self
-                .inner
-                .sessions
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut sessions = write(&self.inner.sessions);
             let cap = config.max_sessions_per_tenant.max(1);
             let count = sessions.tenants.get(tenant).copied().unwrap_or_default();
             if count.open >= cap {
@@ -680,40 +804,18 @@ impl Runtime {
                 ));
             }
             // The tenant's closed sessions make room first, then anyone's, oldest first.
+            let budget = &self.inner.budget;
             if count.open + count.closed >= cap
                 && let Some(entry) = sessions
                     .oldest_closed(Some(tenant))
-                    .and_then(|old| sessions.remove(&old))
+                    .and_then(|old| sessions.evict(&old, budget))
             {
-                self.inner
-                    .budget
-                    .remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
                 evicted.push(entry);
             }
-            let budget = &self.inner.budget;
-            while budget.retained() + bytes > budget.max {
-                let Some(old) = sessions.oldest_closed(None) else {
-                    break;
-                };
-                if let Some(entry) = sessions.remove(&old) {
-                    budget.remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
-                    evicted.push(entry);
-                }
-            }
-            let key = sessions.next_key;
-            sessions.next_key += 1;
-            stored_key = key;
-            sessions.order.insert(key, id.clone());
-            sessions.by_id.insert(
-                id.clone(),
-                Entry {
-                    session: session.clone(),
-                    tenant: tenant.to_owned(),
-                    key,
-                    bytes,
-                },
+            evicted.extend(
+                sessions.evict_closed_while(budget, || budget.retained() + bytes > budget.max),
             );
-            sessions.tenants.entry(tenant.to_owned()).or_default().open += 1;
+            stored_key = sessions.insert(session.clone(), id.clone(), tenant, bytes);
             budget.add_session(bytes);
         }
         // Freed outside the map's lock.
@@ -723,12 +825,12 @@ impl Runtime {
                 "closed sessions evicted to stay within the per-tenant cap or the byte budget"
             );
         }
-        self.unpersist_sessions(&evicted);
+        stored::unpersist_sessions(&self.inner.log, &evicted);
         drop(evicted);
         // Nobody knows the id before this returns, so nothing else can emit for it yet.
         let mut s = lock(&session);
-        if self.has_store() {
-            self.persist(
+        if self.inner.log.has_store() {
+            self.inner.log.persist(
                 persist::SESSION,
                 tenant,
                 &id,
@@ -744,7 +846,7 @@ impl Runtime {
             );
         }
         s.last_seq = self.emit_for(tenant, Some(id), event).frame.seq;
-        self.persist_counters(&s);
+        s.persist_counters(&self.inner.log, self.inner.shared.is_shared());
         drop(s);
         Ok(body)
     }
@@ -778,35 +880,7 @@ impl Runtime {
                 )
             })?),
         };
-        let sessions = self
-            .inner
-            .sessions
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let range = match after {
-            Some(key) => sessions.order.range(key.saturating_add(1)..),
-            None => sessions.order.range(..),
-        };
-        let mut rows = Vec::new();
-        let mut next_cursor = None;
-        for (key, id) in range {
-            let Some(entry) = sessions.by_id.get(id) else {
-                continue;
-            };
-            if entry.tenant != tenant {
-                continue;
-            }
-            if rows.len() == limit {
-                // One more row exists: the page ends at the last one returned.
-                next_cursor = Some(key.saturating_sub(1).to_string());
-                break;
-            }
-            rows.push(lock(&entry.session).summary());
-        }
-        Ok(SessionList {
-            sessions: rows,
-            next_cursor,
-        })
+        Ok(read(&self.inner.sessions).page(tenant, after, limit))
     }
 
     pub fn session_detail(
@@ -815,17 +889,8 @@ impl Runtime {
         id: &str,
     ) -> Result<SessionDetail, ApiErrorWithStatus> {
         let session = self.session(tenant, id)?;
-        let session = lock(&session);
-        Ok(SessionDetail {
-            summary: session.summary(),
-            calls: session
-                .calls
-                .iter()
-                .filter_map(|(call, _)| call_view(call))
-                .collect(),
-            last_run: session.last_run.clone(),
-            runs: (session.runs.runs > 0).then(|| session.runs.clone()),
-        })
+        let detail = lock(&session).detail();
+        Ok(detail)
     }
 
     pub fn connections(&self, tenant: &str, id: &str) -> Result<Connections, ApiErrorWithStatus> {
@@ -852,7 +917,7 @@ impl Runtime {
         session.last_activity = now_rfc3339();
         // A closed session's calls can never be replayed: its pending approvals end now
         // (on a shared store, decided there first: `Runtime::close_any`).
-        if !self.is_shared() {
+        if !self.inner.shared.is_shared() {
             self.expire_session_approvals(tenant, id);
         }
         // Emitted under the session lock so no call of this session can follow its close.
@@ -864,29 +929,12 @@ impl Runtime {
             )
             .frame
             .seq;
-        self.persist_counters(&session);
+        session.persist_counters(&self.inner.log, self.inner.shared.is_shared());
         drop(session);
         // Taken after the session lock is released: lookups take the map's lock first.
-        self.count_closed(tenant, id);
+        write(&self.inner.sessions).count_closed(tenant, id);
         self.make_room();
         Ok(())
-    }
-
-    /// The map's side of a close: the session joins the closed ones (the first the byte
-    /// budget evicts) and its tenant counts one open fewer.
-    fn count_closed(&self, tenant: &str, id: &str) {
-        let mut sessions = self
-            .inner
-            .sessions
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(key) = sessions.by_id.get(id).map(|e| e.key) {
-            sessions.closed.insert(key, id.to_owned());
-            if let Some(count) = sessions.tenants.get_mut(tenant) {
-                count.open = count.open.saturating_sub(1);
-                count.closed += 1;
-            }
-        }
     }
 
     /// Drops closed sessions whose last activity is older than `retain_closed_sessions`,
@@ -909,39 +957,15 @@ impl Runtime {
         let Some(cutoff) = self.inner.config.clock.now().checked_sub_signed(age) else {
             return;
         };
-        let aged: Vec<String> = {
-            let sessions = self
-                .inner
-                .sessions
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            sessions
-                .closed
-                .values()
-                .filter(|id| {
-                    sessions.by_id.get(*id).is_some_and(|e| {
-                        chrono::DateTime::parse_from_rfc3339(&lock(&e.session).last_activity)
-                            .is_ok_and(|at| at < cutoff)
-                    })
-                })
-                .cloned()
-                .collect()
-        };
+        let aged = read(&self.inner.sessions).closed_before(cutoff);
         if aged.is_empty() {
             return;
         }
         let mut evicted = Vec::new();
         {
-            let mut sessions = self
-                .inner
-                .sessions
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut sessions = write(&self.inner.sessions);
             for id in &aged {
-                if let Some(entry) = sessions.remove(id) {
-                    self.inner
-                        .budget
-                        .remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
+                if let Some(entry) = sessions.evict(id, &self.inner.budget) {
                     evicted.push(entry);
                 }
             }
@@ -950,7 +974,7 @@ impl Runtime {
             sessions = evicted.len(),
             "closed sessions past their retention age dropped"
         );
-        self.unpersist_sessions(&evicted);
+        stored::unpersist_sessions(&self.inner.log, &evicted);
     }
 
     /// Past `room_mark` of the byte budget, closed data gives way, oldest first: closed
@@ -965,29 +989,11 @@ impl Runtime {
         if budget.retained() <= mark {
             return;
         }
-        let any_closed = !self
-            .inner
-            .sessions
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .closed
-            .is_empty();
+        let any_closed = !read(&self.inner.sessions).closed.is_empty();
         let mut evicted = Vec::new();
         if any_closed {
-            let mut sessions = self
-                .inner
-                .sessions
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            while budget.retained() > mark {
-                let Some(old) = sessions.oldest_closed(None) else {
-                    break;
-                };
-                if let Some(entry) = sessions.remove(&old) {
-                    budget.remove_session(entry.bytes + lock(&entry.session).calls_bytes, true);
-                    evicted.push(entry);
-                }
-            }
+            evicted =
+                write(&self.inner.sessions).evict_closed_while(budget, || budget.retained() > mark);
         }
         // Freed outside the map's lock.
         if !evicted.is_empty() {
@@ -996,11 +1002,13 @@ impl Runtime {
                 "closed sessions evicted to stay within the byte budget"
             );
         }
-        self.unpersist_sessions(&evicted);
+        stored::unpersist_sessions(&self.inner.log, &evicted);
         drop(evicted);
-        while budget.retained() > mark && self.evict_oldest_approval() {}
+        while budget.retained() > mark && lock(&self.inner.approvals).evict_oldest(&self.inner.log)
+        {
+        }
         while budget.retained() > mark && self.inner.evals.evict_oldest() {}
-        self.unpersist_evals();
+        self.inner.evals.unpersist(&self.inner.log);
     }
 }
 

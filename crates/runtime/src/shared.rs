@@ -1,5 +1,6 @@
-//! A runtime on a store shared with other runtimes (Postgres): opening on it, the follower
-//! that takes every runtime's committed events into this one's log, and the decisions asked of the store.
+//! A runtime on a store shared with other runtimes (Postgres): opening on it, the link to
+//! the store (`SharedLink`), the follower (`Replica`) that takes every runtime's committed
+//! events into this one's log, and the decisions asked of the store.
 //!
 //! Every runtime on the database is a replica of the same state. The store assigns seqs
 //! (so there is one stream), and decides what must happen once: which stateful entry a
@@ -79,7 +80,7 @@ pub async fn open_shared(
             .with_history(restored)
     });
     runtime.restore_state(state);
-    let _ = runtime.inner.shared.set(store.clone());
+    let _ = runtime.inner.shared.0.set(store.clone());
     let notified = store.listen().await?;
     let weak = Arc::downgrade(&runtime.inner);
     tokio::spawn(follow(weak.clone(), store, committed_rx, notified));
@@ -87,17 +88,43 @@ pub async fn open_shared(
     Ok(runtime)
 }
 
-impl Runtime {
+/// The store this runtime shares with others, set once when it opens on one.
+pub(crate) struct SharedLink(std::sync::OnceLock<Arc<PgStore>>);
+
+impl SharedLink {
+    pub(crate) fn new() -> Self {
+        SharedLink(std::sync::OnceLock::new())
+    }
+
     /// The store shared with other runtimes, if this runtime is on one.
-    pub(crate) fn shared_store(&self) -> Option<&Arc<PgStore>> {
-        self.inner.shared.get()
+    pub(crate) fn store(&self) -> Option<&Arc<PgStore>> {
+        self.0.get()
     }
 
     /// Whether this runtime is on a store shared with other runtimes.
     pub(crate) fn is_shared(&self) -> bool {
-        self.inner.shared.get().is_some()
+        self.0.get().is_some()
     }
 
+    /// An eval run another runtime on the shared store started, as its document was last
+    /// written (at its start and its end); `None` without a shared store or such a run.
+    pub(crate) async fn eval_run(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<Option<spyglass_protocol::rest::EvalRunDetail>, ApiErrorWithStatus> {
+        let Some(store) = self.store() else {
+            return Ok(None);
+        };
+        let record = store
+            .record(persist::EVAL_RUN, tenant, run_id)
+            .await
+            .map_err(|err| unavailable(&err))?;
+        Ok(record.as_ref().and_then(persist::decode))
+    }
+}
+
+impl Runtime {
     /// The entry of a stateful mock a store shared by several runtimes gives this call,
     /// taken before the call is dispatched: `None` without such a store, or when the call
     /// reaches no stateful mock (another tool, a policy that holds or denies it, a closed
@@ -108,7 +135,7 @@ impl Runtime {
         tool: &str,
         input: &RawJson,
     ) -> Result<Claim, ApiErrorWithStatus> {
-        let Some(store) = self.shared_store() else {
+        let Some(store) = self.inner.shared.store() else {
             return Ok(Claim::Local);
         };
         if tool == LIST_TOOLS || !self.inner.config.test_mode {
@@ -147,61 +174,16 @@ impl Runtime {
         tenant: &str,
         id: &str,
     ) -> Result<(), ApiErrorWithStatus> {
-        let Some(store) = self.shared_store() else {
+        let Some(store) = self.inner.shared.store() else {
             return Ok(());
         };
         if self.session(tenant, id).is_ok() {
             return Ok(());
         }
-        self.adopt_session(store, tenant, id)
+        Replica { rt: self, store }
+            .adopt_session(tenant, id)
             .await
             .map_err(|err| unavailable(&err))
-    }
-
-    async fn adopt_session(
-        &self,
-        store: &PgStore,
-        tenant: &str,
-        id: &str,
-    ) -> Result<(), StoreError> {
-        let Some(doc) = store.record(persist::SESSION, tenant, id).await? else {
-            return Ok(());
-        };
-        let mut counters = HashMap::new();
-        if let Some(counts) = store.record(persist::COUNTERS, tenant, id).await? {
-            counters.insert((tenant.to_owned(), id.to_owned()), counts);
-        }
-        self.restore_sessions(&[doc], &mut counters, true);
-        Ok(())
-    }
-
-    async fn adopt_approval(
-        &self,
-        store: &PgStore,
-        tenant: &str,
-        id: &str,
-    ) -> Result<(), StoreError> {
-        if let Some(doc) = store.record(persist::APPROVAL, tenant, id).await? {
-            self.adopt_approvals(&[doc]);
-        }
-        Ok(())
-    }
-
-    /// An eval run another runtime on the shared store started, as its document was last
-    /// written (at its start and its end); `None` without a shared store or such a run.
-    pub(crate) async fn shared_eval_run(
-        &self,
-        tenant: &str,
-        run_id: &str,
-    ) -> Result<Option<spyglass_protocol::rest::EvalRunDetail>, ApiErrorWithStatus> {
-        let Some(store) = self.shared_store() else {
-            return Ok(None);
-        };
-        let record = store
-            .record(persist::EVAL_RUN, tenant, run_id)
-            .await
-            .map_err(|err| unavailable(&err))?;
-        Ok(record.as_ref().and_then(persist::decode))
     }
 
     /// `DELETE /v1/sessions/:id` on any runtime. On a shared store the session's pending
@@ -209,15 +191,16 @@ impl Runtime {
     /// (one approved on another runtime at the same moment stays approved: its replay
     /// then finds the session closed).
     pub async fn close_any(&self, tenant: &str, id: &str) -> Result<(), ApiErrorWithStatus> {
-        if let Some(store) = self.shared_store() {
+        if let Some(store) = self.inner.shared.store() {
             self.adopt_if_missing(tenant, id).await?;
             // Every approval committed before this request is known here first, wherever
             // it was queued.
             {
                 let _applying = self.inner.following.lock().await;
-                self.catch_up(store, tenant).await;
+                Replica { rt: self, store }.catch_up(tenant).await;
             }
-            for approval in self.pending_of_session(tenant, id) {
+            let pending = lock(&self.inner.approvals).pending_of_session(tenant, id);
+            for approval in pending {
                 let decided = store
                     .decide(tenant, &approval, "expired", i64::MAX)
                     .await
@@ -242,16 +225,20 @@ impl Runtime {
         by: Option<String>,
         note: Option<String>,
     ) -> Result<ApprovalView, ApiErrorWithStatus> {
-        let Some(store) = self.shared_store() else {
+        let Some(store) = self.inner.shared.store() else {
             return self.decide(tenant, approval_id, verdict, by, note);
         };
-        if self.approval_facts(tenant, approval_id).is_none() {
-            self.adopt_approval(store, tenant, approval_id)
+        let known = lock(&self.inner.approvals)
+            .facts(tenant, approval_id)
+            .is_some();
+        if !known {
+            Replica { rt: self, store }
+                .adopt_approval(tenant, approval_id)
                 .await
                 .map_err(|err| unavailable(&err))?;
         }
-        let Some((expires_ms, session_id, tool, input)) = self.approval_facts(tenant, approval_id)
-        else {
+        let facts = lock(&self.inner.approvals).facts(tenant, approval_id);
+        let Some((expires_ms, session_id, tool, input)) = facts else {
             return Err(ApiErrorWithStatus::not_found(format!(
                 "no approval {approval_id}"
             )));
@@ -322,8 +309,9 @@ async fn follow(
                 let Some(commit) = commit else { return };
                 let Some(rt) = upgrade(&rt) else { return };
                 let _applying = rt.inner.following.lock().await;
+                let replica = Replica { rt: &rt, store: &store };
                 for logged in commit.events {
-                    rt.take_in(&store, logged).await;
+                    replica.take_in(logged).await;
                 }
                 for done in commit.acks {
                     let _ = done.send(());
@@ -333,10 +321,11 @@ async fn follow(
                 let Some(rt) = upgrade(&rt) else { return };
                 let _applying = rt.inner.following.lock().await;
                 hot_until = tokio::time::Instant::now() + FOLLOW_HOT;
+                let replica = Replica { rt: &rt, store: &store };
                 match tenant {
-                    Some(Some(tenant)) => rt.catch_up(&store, &tenant).await,
+                    Some(Some(tenant)) => replica.catch_up(&tenant).await,
                     // Reconnected, or the listener is gone: look at every tenant.
-                    Some(None) | None => rt.catch_up_all(&store).await,
+                    Some(None) | None => replica.catch_up_all().await,
                 }
             }
             now = poll.tick() => {
@@ -346,7 +335,7 @@ async fn follow(
                 last_poll = now;
                 let Some(rt) = upgrade(&rt) else { return };
                 let _applying = rt.inner.following.lock().await;
-                rt.catch_up_all(&store).await;
+                Replica { rt: &rt, store: &store }.catch_up_all().await;
             }
         }
     }
@@ -364,10 +353,11 @@ async fn expire(rt: Weak<Inner>) {
     loop {
         tick.tick().await;
         let Some(rt) = upgrade(&rt) else { return };
-        let Some(store) = rt.shared_store().cloned() else {
+        let Some(store) = rt.inner.shared.store().cloned() else {
             return;
         };
-        for (tenant, id) in rt.overdue_approvals() {
+        let overdue = lock(&rt.inner.approvals).overdue(rt.inner.config.clock.now());
+        for (tenant, id) in overdue {
             match store.decide(&tenant, &id, "expired", i64::MAX).await {
                 Ok(Decided::Won) => rt.expire_one(&tenant, &id, None),
                 Ok(_) => {}
@@ -380,20 +370,27 @@ async fn expire(rt: Weak<Inner>) {
     }
 }
 
-impl Runtime {
+/// What a runtime on a shared store takes in from it: its own commits in seq order,
+/// other runtimes' events, and the sessions and approvals their documents hold.
+struct Replica<'a> {
+    rt: &'a Runtime,
+    store: &'a PgStore,
+}
+
+impl Replica<'_> {
     /// One event this runtime committed: into the log when it is next, after what the
     /// store holds before it.
-    async fn take_in(&self, store: &PgStore, logged: Arc<Logged>) {
+    async fn take_in(&self, logged: Arc<Logged>) {
         loop {
-            match self.inner.log.ingest(logged.clone()) {
+            match self.rt.inner.log.ingest(logged.clone()) {
                 Ingest::Appended(logged) => {
-                    self.follow_session_event(&logged, false);
+                    self.rt.follow_session_event(&logged, false);
                     return;
                 }
                 Ingest::Old => return,
                 Ingest::Gap(_) => {
                     let tenant = logged.tenant.clone();
-                    if !self.catch_up_to(store, &tenant, logged.frame.seq - 1).await {
+                    if !self.catch_up_to(&tenant, logged.frame.seq - 1).await {
                         return;
                     }
                 }
@@ -401,12 +398,12 @@ impl Runtime {
         }
     }
 
-    async fn catch_up_all(&self, store: &PgStore) {
-        match store.heads().await {
+    async fn catch_up_all(&self) {
+        match self.store.heads().await {
             Ok(heads) => {
                 for (tenant, newest) in heads {
-                    if self.inner.log.next_seq(&tenant) <= newest {
-                        self.catch_up_to(store, &tenant, newest).await;
+                    if self.rt.inner.log.next_seq(&tenant) <= newest {
+                        self.catch_up_to(&tenant, newest).await;
                     }
                 }
             }
@@ -414,19 +411,19 @@ impl Runtime {
         }
     }
 
-    async fn catch_up(&self, store: &PgStore, tenant: &str) {
-        self.catch_up_to(store, tenant, u64::MAX).await;
+    async fn catch_up(&self, tenant: &str) {
+        self.catch_up_to(tenant, u64::MAX).await;
     }
 
     /// Reads a tenant's events from the store into the log up to `upto` (or its newest);
     /// false when the store could not be read.
-    async fn catch_up_to(&self, store: &PgStore, tenant: &str, upto: u64) -> bool {
+    async fn catch_up_to(&self, tenant: &str, upto: u64) -> bool {
         loop {
-            let after = self.inner.log.next_seq(tenant).saturating_sub(1);
+            let after = self.rt.inner.log.next_seq(tenant).saturating_sub(1);
             if after >= upto {
                 return true;
             }
-            let rows = match store.events_after(tenant, after, CATCH_UP_PAGE).await {
+            let rows = match self.store.events_after(tenant, after, CATCH_UP_PAGE).await {
                 Ok(rows) => rows,
                 Err(err) => {
                     tracing::warn!(%err, tenant, "cannot read the shared stream");
@@ -443,20 +440,20 @@ impl Runtime {
                     to = first - 1,
                     "events gone from the store before this runtime read them"
                 );
-                self.inner.log.skip_to(tenant, first);
+                self.rt.inner.log.skip_to(tenant, first);
             }
             for (stored, origin) in rows {
-                let remote = origin != store.replica();
+                let remote = origin != self.store.replica();
                 let Some(logged) = Logged::restore(&stored.text, stored.tenant) else {
                     tracing::warn!(tenant, seq = stored.seq, "stored event unreadable; skipped");
                     continue;
                 };
-                match self.inner.log.ingest(Arc::new(logged)) {
+                match self.rt.inner.log.ingest(Arc::new(logged)) {
                     Ingest::Appended(logged) => {
                         if remote {
-                            self.follow_remote(store, &logged).await;
+                            self.follow_remote(&logged).await;
                         }
-                        self.follow_session_event(&logged, remote);
+                        self.rt.follow_session_event(&logged, remote);
                     }
                     Ingest::Old => {}
                     Ingest::Gap(_) => return true,
@@ -467,32 +464,31 @@ impl Runtime {
 
     /// What another runtime's event brings that this one does not hold yet: a session
     /// or an approval read from its document, the eval history.
-    async fn follow_remote(&self, store: &PgStore, logged: &Arc<Logged>) {
+    async fn follow_remote(&self, logged: &Arc<Logged>) {
         let tenant = &logged.tenant;
         let result = match &logged.frame.event {
             Event::SessionCreated(_) => match logged.frame.session_id.as_deref() {
-                Some(id) if self.session(tenant, id).is_err() => {
-                    self.adopt_session(store, tenant, id).await
+                Some(id) if self.rt.session(tenant, id).is_err() => {
+                    self.adopt_session(tenant, id).await
                 }
                 _ => Ok(()),
             },
             Event::ApprovalRequested(requested) => {
-                if self
-                    .approval_facts(tenant, &requested.approval_id)
-                    .is_none()
-                {
-                    self.adopt_approval(store, tenant, &requested.approval_id)
-                        .await
-                } else {
+                let known = lock(&self.rt.inner.approvals)
+                    .facts(tenant, &requested.approval_id)
+                    .is_some();
+                if known {
                     Ok(())
+                } else {
+                    self.adopt_approval(tenant, &requested.approval_id).await
                 }
             }
             event @ (Event::ApprovalResolved(_) | Event::ApprovalReplayed(_)) => {
-                self.follow_approval(event);
+                lock(&self.rt.inner.approvals).follow(event);
                 Ok(())
             }
             Event::AgentEvalCompleted(_) => {
-                self.inner.evals.observe(tenant, &logged.frame);
+                self.rt.inner.evals.observe(tenant, &logged.frame);
                 Ok(())
             }
             _ => Ok(()),
@@ -500,5 +496,24 @@ impl Runtime {
         if let Err(err) = result {
             tracing::warn!(%err, kind = logged.frame.event.kind(), "another runtime's state not read");
         }
+    }
+
+    async fn adopt_session(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+        let Some(doc) = self.store.record(persist::SESSION, tenant, id).await? else {
+            return Ok(());
+        };
+        let mut counters = HashMap::new();
+        if let Some(counts) = self.store.record(persist::COUNTERS, tenant, id).await? {
+            counters.insert((tenant.to_owned(), id.to_owned()), counts);
+        }
+        self.rt.restore_sessions(&[doc], &mut counters, true);
+        Ok(())
+    }
+
+    async fn adopt_approval(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+        if let Some(doc) = self.store.record(persist::APPROVAL, tenant, id).await? {
+            self.rt.adopt_approvals(&[doc]);
+        }
+        Ok(())
     }
 }

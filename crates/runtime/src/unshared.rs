@@ -1,5 +1,6 @@
-//! A runtime built without the `postgres` feature: no store is ever shared, so each
-//! shared-store path answers as a runtime alone does (`shared` when the feature is on).
+//! A runtime built without the `postgres` feature: no store is ever shared (`SharedLink`
+//! is never set), so each shared-store path answers as a runtime alone does (`shared`
+//! when the feature is on).
 
 use super::approvals::Verdict;
 use super::mocks::Claim;
@@ -9,12 +10,38 @@ use spyglass_protocol::RawJson;
 use spyglass_protocol::rest::ApprovalView;
 use std::sync::{Arc, Mutex};
 
-impl Runtime {
+/// No store is shared in this build: the link is never set.
+pub(crate) struct SharedLink;
+
+impl SharedLink {
+    pub(crate) fn new() -> Self {
+        SharedLink
+    }
+
     /// Never: no store is shared in this build.
+    #[expect(
+        clippy::unused_self,
+        reason = "the shared build's signature, which reads the link"
+    )]
     pub(crate) fn is_shared(&self) -> bool {
         false
     }
 
+    /// No other runtime starts eval runs.
+    #[expect(
+        clippy::unused_async,
+        reason = "the shared build's signature, which awaits the store"
+    )]
+    pub(crate) async fn eval_run(
+        &self,
+        _tenant: &str,
+        _run_id: &str,
+    ) -> Result<Option<spyglass_protocol::rest::EvalRunDetail>, ApiErrorWithStatus> {
+        Ok(None)
+    }
+}
+
+impl Runtime {
     /// Every call dispatches its stateful entries here.
     #[expect(
         clippy::unused_async,
@@ -40,19 +67,6 @@ impl Runtime {
         _id: &str,
     ) -> Result<(), ApiErrorWithStatus> {
         Ok(())
-    }
-
-    /// No other runtime starts eval runs.
-    #[expect(
-        clippy::unused_async,
-        reason = "the shared build's signature, which awaits the store"
-    )]
-    pub(crate) async fn shared_eval_run(
-        &self,
-        _tenant: &str,
-        _run_id: &str,
-    ) -> Result<Option<spyglass_protocol::rest::EvalRunDetail>, ApiErrorWithStatus> {
-        Ok(None)
     }
 
     /// `DELETE /v1/sessions/:id`: closed here.

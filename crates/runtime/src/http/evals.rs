@@ -31,9 +31,13 @@ pub(super) async fn run_detail(
     let detail = match state.rt.eval_run(&tenant, &id) {
         Ok(detail) => detail,
         // Another replica's run, as its document was last written (start and end).
-        Err(err) if err.status == 404 => {
-            state.rt.shared_eval_run(&tenant, &id).await?.ok_or(err)?
-        }
+        Err(err) if err.status == 404 => state
+            .rt
+            .inner
+            .shared
+            .eval_run(&tenant, &id)
+            .await?
+            .ok_or(err)?,
         Err(err) => return Err(err),
     };
     Ok(Json(detail).into_response())

@@ -198,7 +198,7 @@ pub(super) async fn ingest_events(
     let mut duplicates = 0usize;
     for event in events {
         if let Event::AgentEvalCompleted(result) = &event.event
-            && state.rt.eval_result_held(&tenant, result)
+            && state.rt.inner.evals.holds(&tenant, result)
         {
             // The same file imported again, or a batch retried after a lost answer.
             duplicates += 1;

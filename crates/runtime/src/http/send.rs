@@ -45,7 +45,7 @@ pub(super) async fn send(
     }
     // Refuse a missing session before the stream starts, as a plain JSON error.
     state.rt.adopt_if_missing(&tenant, &id).await?;
-    state.rt.open_session(&tenant, &id)?;
+    crate::read(&state.rt.inner.sessions).get_open(&tenant, &id)?;
     let (tx, rx) = mpsc::channel::<SendFrame>(64);
     let rt = state.rt.clone();
     tokio::spawn(async move {

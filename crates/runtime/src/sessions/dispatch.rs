@@ -52,11 +52,11 @@ impl Runtime {
         let start = CallStart::now();
         // A shared store's futures are boxed: they are kilobytes, and held inline every
         // execute's future (2.5 KB) was copied about as hyper took it, on every call.
-        let shared = self.is_shared();
+        let shared = self.inner.shared.is_shared();
         if shared {
             Box::pin(self.adopt_if_missing(tenant, session_id)).await?;
         }
-        let session = self.open_session(tenant, session_id)?;
+        let session = crate::read(&self.inner.sessions).get_open(tenant, session_id)?;
         let claimed = if shared {
             Box::pin(self.claim_for(&session, tool, &input)).await?
         } else {
@@ -74,18 +74,6 @@ impl Runtime {
         // The answer leaves only once its counter and its event are in the store.
         self.committed().await?;
         Ok(call)
-    }
-
-    pub(crate) fn open_session(
-        &self,
-        tenant: &str,
-        id: &str,
-    ) -> Result<Arc<Mutex<Session>>, ApiErrorWithStatus> {
-        let session = self.session(tenant, id)?;
-        if lock(&session).closed {
-            return Err(closed_error(id));
-        }
-        Ok(session)
     }
 
     /// One call through deny-list, policy and mock store, recorded and emitted as
@@ -182,10 +170,16 @@ impl Runtime {
             self.inner.config.retained_calls,
             &self.inner.budget,
         );
-        if self.is_shared() {
+        if self.inner.shared.is_shared() {
             s.unfollowed += 1;
         }
-        let counters_due = self.counters_moved(session, &mut s, logged.ord);
+        let counters_due = self.inner.moved.note(
+            &self.inner.log,
+            self.inner.shared.is_shared(),
+            session,
+            &mut s,
+            logged.ord,
+        );
         let announce = approval.map(|row| (s.tenant.clone(), s.id.clone(), row));
         drop(s);
         if counters_due {
@@ -194,7 +188,7 @@ impl Runtime {
         // The record grew the session's bytes: closed data makes room before the log must.
         self.make_room();
         if let Some((tenant, session_id, row)) = announce {
-            self.announce_approval(&tenant, &session_id, row);
+            self.emit_for(&tenant, Some(session_id), row.requested());
         }
         Ok(Dispatched { logged })
     }

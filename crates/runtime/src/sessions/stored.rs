@@ -4,7 +4,7 @@
 use super::{Entry, SESSION_OVERHEAD, Session};
 #[cfg(feature = "postgres")]
 use crate::log::Logged;
-use crate::log::Retired;
+use crate::log::{EventLog, Retired};
 use crate::mocks::MockTable;
 use crate::{Runtime, lock, persist};
 use serde_json::{Map, Value};
@@ -114,62 +114,67 @@ impl serde::Serialize for RuleHits<'_> {
     }
 }
 
-impl Runtime {
+impl Session {
     /// Writes a session's counters to the store (nothing without one). Called under the
     /// session's lock, after the event that moved them, so the store never holds a
     /// counter ahead of or behind its events.
-    pub(crate) fn persist_counters(&self, s: &Session) {
+    pub(crate) fn persist_counters(&self, log: &EventLog, shared: bool) {
         // On a shared store the seq of what just happened is not known yet: the follower
         // writes the counters when the event comes back stamped (`follow_session_event`),
         // so their `last_seq` checkpoint is exact and a restart rolls forward only what
         // they do not count.
-        if self.is_shared() {
+        if shared {
             return;
         }
-        self.write_counters(s);
+        self.write_counters(log, shared);
     }
 
-    pub(crate) fn write_counters(&self, s: &Session) {
-        if !self.has_store() {
+    /// Writes the counters document now (nothing without a store); `shared`: on a store
+    /// shared with other runtimes.
+    pub(crate) fn write_counters(&self, log: &EventLog, shared: bool) {
+        if !log.has_store() {
             return;
         }
         let doc = CountersOut {
-            closed: s.closed,
-            calls: s.call_count,
-            envelopes: s.envelope_count,
-            model_calls: s.model_calls,
-            last_activity: &s.last_activity,
+            closed: self.closed,
+            calls: self.call_count,
+            envelopes: self.envelope_count,
+            model_calls: self.model_calls,
+            last_activity: &self.last_activity,
             // A shared store's checkpoint is what the follower has counted; a local
             // store writes at dispatch, where the event's seq is known.
-            last_seq: if self.is_shared() {
-                s.counted_to
+            last_seq: if shared {
+                self.counted_to
             } else {
-                s.last_seq
+                self.last_seq
             },
-            mocks: MockCounts(&s.mocks),
-            rule_hits: RuleHits(&s.mocks),
-            last_run: s.last_run.as_ref(),
-            runs: &s.runs,
+            mocks: MockCounts(&self.mocks),
+            rule_hits: RuleHits(&self.mocks),
+            last_run: self.last_run.as_ref(),
+            runs: &self.runs,
         };
-        self.persist(persist::COUNTERS, &s.tenant, &s.id, &doc);
+        log.persist(persist::COUNTERS, &self.tenant, &self.id, &doc);
     }
+}
 
-    pub(super) fn unpersist_sessions(&self, evicted: &[Entry]) {
-        if !self.has_store() {
-            return;
-        }
-        for entry in evicted {
-            let id = {
-                let mut s = lock(&entry.session);
-                // Gone from the store: not written again with the moved counters.
-                s.counters_due = false;
-                s.id.clone()
-            };
-            self.unpersist(persist::SESSION, &entry.tenant, &id);
-            self.unpersist(persist::COUNTERS, &entry.tenant, &id);
-        }
+/// Deletes evicted sessions' documents and counters from the store (nothing without one).
+pub(super) fn unpersist_sessions(log: &EventLog, evicted: &[Entry]) {
+    if !log.has_store() {
+        return;
     }
+    for entry in evicted {
+        let id = {
+            let mut s = lock(&entry.session);
+            // Gone from the store: not written again with the moved counters.
+            s.counters_due = false;
+            s.id.clone()
+        };
+        log.unpersist(persist::SESSION, &entry.tenant, &id);
+        log.unpersist(persist::COUNTERS, &entry.tenant, &id);
+    }
+}
 
+impl Runtime {
     /// Puts stored sessions back in creation order, their counters applied to their
     /// mock tables (the next stateful entry served is the next one) and their calls
     /// taken from the restored `tool.called` events. Their bytes count in the budget.
@@ -407,7 +412,7 @@ impl Runtime {
             }
             s.counted_to = s.counted_to.max(seq);
             if s.unfollowed == 0 {
-                self.write_counters(&s);
+                s.write_counters(&self.inner.log, self.inner.shared.is_shared());
             }
             return;
         }
@@ -439,7 +444,7 @@ impl Runtime {
                 s.last_activity.clear();
                 s.last_activity.push_str(&logged.frame.ts);
                 drop(s);
-                self.count_closed(&logged.tenant, id);
+                crate::write(&self.inner.sessions).count_closed(&logged.tenant, id);
             }
             _ => {}
         }
