@@ -20,6 +20,7 @@ use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// What a view reads besides its own state: the model and how things are shown.
 pub struct Cx<'a> {
@@ -467,14 +468,100 @@ fn row_at(rows: Rect, at: Position, offset: usize) -> Option<usize> {
 /// are shown escaped.
 pub fn fit(text: &str, width: usize) -> String {
     let text = &*spyglass_protocol::sanitize::sanitize(text);
-    if text.chars().count() <= width {
+    if text.width() <= width {
         return text.to_owned();
     }
     if width == 0 {
         return String::new();
     }
-    let mut out: String = text.chars().take(width - 1).collect();
+    let mut out = head(text, width - 1);
     out.push('…');
+    out
+}
+
+/// A name (a tool, an id, a case) fitted to `width` display columns keeping what tells two
+/// names apart: its end. `server/tool` loses the server's end first (`nuvem…/create_nfe`),
+/// then the middle of the tool (`…/creat…paymet`), below 10 columns all but the tool's end
+/// (`…_paymet`); any other name loses its middle. Wide
+/// (CJK) characters count two columns; the answer is never wider than `width`.
+pub fn fit_name(text: &str, width: usize) -> String {
+    let text = &*spyglass_protocol::sanitize::sanitize(text);
+    if text.width() <= width {
+        return text.to_owned();
+    }
+    if let Some((server, tool)) = text.split_once('/') {
+        let tool_w = tool.width();
+        // At least one character of the server, its ellipsis and the slash.
+        if server.width() > 0 && tool_w + 3 <= width {
+            let mut out = head(server, width - tool_w - 2);
+            out.push_str("…/");
+            out.push_str(tool);
+            return out;
+        }
+        if width >= 10 {
+            let mut out = "…/".to_owned();
+            out.push_str(&middle(tool, width - 2));
+            return out;
+        }
+        // Too narrow for both ends of the tool: its end.
+        if width > 1 {
+            let mut out = "…".to_owned();
+            out.push_str(&tail(tool, width - 1));
+            return out;
+        }
+    }
+    middle(text, width)
+}
+
+/// `text` with its middle replaced by `…` to fit `width` columns; the end keeps the larger
+/// half (what differs between similar names is more often at the end).
+fn middle(text: &str, width: usize) -> String {
+    if text.width() <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let room = width - 1;
+    let front = room / 2;
+    let mut out = head(text, front);
+    let used = out.width();
+    out.push('…');
+    out.push_str(&tail(text, room - used));
+    out
+}
+
+/// The longest start of `text` at most `width` columns wide.
+fn head(text: &str, width: usize) -> String {
+    let mut used = 0;
+    text.chars()
+        .take_while(|c| {
+            used += c.width().unwrap_or(0);
+            used <= width
+        })
+        .collect()
+}
+
+/// The longest end of `text` at most `width` columns wide.
+fn tail(text: &str, width: usize) -> String {
+    let mut used = 0;
+    let mut end: Vec<char> = text
+        .chars()
+        .rev()
+        .take_while(|c| {
+            used += c.width().unwrap_or(0);
+            used <= width
+        })
+        .collect();
+    end.reverse();
+    end.into_iter().collect()
+}
+
+/// `text` (already fitted) padded with spaces to `width` display columns: `format!`'s
+/// padding counts characters, so a wide character would push what follows off the row.
+pub fn pad(text: &str, width: usize) -> String {
+    let mut out = text.to_owned();
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(text.width())));
     out
 }
 
@@ -650,6 +737,31 @@ pub fn fmt_age(now_ms: f64, then_ms: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_name_keeps_what_tells_it_from_its_neighbours() {
+        // The demo's misspelling and the real tool stay apart at every width.
+        for width in 6..20 {
+            let a = fit_name("asaas/create_paymet", width);
+            let b = fit_name("asaas/create_payment", width);
+            assert_ne!(a, b, "at {width}");
+            assert!(a.width() <= width && b.width() <= width, "{a} {b} at {width}");
+        }
+        assert_eq!(fit_name("nuvem-fiscal/create_nfe", 20), "nuvem-fi…/create_nfe");
+        assert_eq!(fit_name("asaas/create_payment", 14), "…/creat…ayment");
+        assert_eq!(fit_name("ses_0123456789", 9), "ses_…6789");
+        assert_eq!(fit_name("short", 9), "short");
+    }
+
+    #[test]
+    fn wide_characters_count_two_columns() {
+        let name = "店铺/创建订单";
+        for width in 0..16 {
+            assert!(fit_name(name, width).width() <= width, "at {width}");
+            assert!(fit(name, width).width() <= width, "at {width}");
+        }
+        assert_eq!(pad(&fit("创建订单", 5), 6), "创建… ");
+    }
 
     #[test]
     fn short_forms() {

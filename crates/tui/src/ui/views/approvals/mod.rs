@@ -29,7 +29,7 @@ use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
 use crate::ui::views::pane::{PaneKey, PaneLine, TextPane};
 use crate::ui::views::query::Query;
-use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
+use crate::ui::views::{Col, fit_columns_stretching, fit_name, placed_list, shown_cells};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
@@ -703,7 +703,7 @@ impl ApprovalsState {
         let rows = visible.into_iter().map(|c| {
             let r = Row::new(keep(vec![
                 Cell::from(fit(&c.session, session_w)),
-                Cell::from(fit(&c.tool, tool_w)),
+                Cell::from(fit_name(&c.tool, tool_w)),
                 Cell::from(fit(&c.input, input_w)),
                 Cell::from(fit(&c.rule, rule_w)),
                 Cell::from(c.state),
