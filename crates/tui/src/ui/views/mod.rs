@@ -33,6 +33,9 @@ pub struct Cx<'a> {
     pub watching: &'a Watching,
     /// The stream is every project's: rows say whose they are.
     pub all_projects: bool,
+    /// Why nothing arrives (the runtime cannot be reached, or refused the key), for an
+    /// empty list to say instead of "waiting".
+    pub trouble: Option<String>,
 }
 
 /// What a view asks of the app after a key or a click; the app alone sends, copies,
@@ -954,6 +957,7 @@ pub(crate) mod testing {
                 url: URL,
                 watching: &Watching::Runtime,
                 all_projects: self.all_projects,
+                trouble: None,
             }
         }
 

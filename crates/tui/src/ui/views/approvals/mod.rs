@@ -1026,6 +1026,7 @@ mod view_tests {
             url: "",
             watching: &crate::ui::app::Watching::Runtime,
             all_projects: false,
+            trouble: None,
         };
         let y = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE);
         assert_eq!(

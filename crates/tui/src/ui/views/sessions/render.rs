@@ -340,7 +340,10 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
                     url = cx.url
                 ),
                 Watching::Replay { file } => format!("No sessions in {file} yet."),
-                _ => format!("No sessions yet. Waiting for {}", cx.url),
+                _ => match &cx.trouble {
+                    Some(trouble) => format!("No sessions. {trouble}"),
+                    None => format!("No sessions yet. Waiting for {}", cx.url),
+                },
             }
         };
         frame.render_widget(
