@@ -16,3 +16,4 @@ mod scrolling;
 mod sessions_view;
 mod small_terminals;
 mod timeline_order;
+mod units_and_words;

@@ -689,34 +689,7 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// The widest [`fmt_ms`] ever answers (characters): the DUR columns are sized by it.
-pub const FMT_MS_MAX: usize = 7;
-
-/// A duration in milliseconds, short: `850µs`, `3.5ms`, `120ms`, `2.3s`, `17m`, `5h`.
-/// Total: a recording may claim any number, so a negative or non-finite one shows as
-/// `—` and a huge one saturates at `>999h`; never wider than [`FMT_MS_MAX`].
-pub fn fmt_ms(ms: f64) -> String {
-    if !ms.is_finite() || ms < 0.0 {
-        "—".into()
-    } else if ms == 0.0 {
-        // Not `{:.0}` of -0.0, which prints `-0`.
-        "0µs".into()
-    } else if ms < 1.0 {
-        format!("{:.0}µs", ms * 1000.0)
-    } else if ms < 10.0 {
-        format!("{ms:.1}ms")
-    } else if ms < 1000.0 {
-        format!("{ms:.0}ms")
-    } else if ms < 999_950.0 {
-        format!("{:.1}s", ms / 1000.0)
-    } else if ms < 999.5 * 60_000.0 {
-        format!("{:.0}m", ms / 60_000.0)
-    } else if ms < 999.5 * 3_600_000.0 {
-        format!("{:.0}h", ms / 3_600_000.0)
-    } else {
-        ">999h".into()
-    }
-}
+pub use crate::units::{FMT_MS_MAX, fmt_ms, plural};
 
 /// How long ago, short: `now`, `12s`, `3m`, `2h`, `4d`.
 pub fn fmt_age(now_ms: f64, then_ms: Option<f64>) -> String {
@@ -770,54 +743,10 @@ mod tests {
     fn short_forms() {
         assert_eq!(fit("abcdef", 4), "abc…");
         assert_eq!(fit("abc", 4), "abc");
-        assert_eq!(fmt_ms(0.25), "250µs");
-        assert_eq!(fmt_ms(3.5), "3.5ms");
-        assert_eq!(fmt_ms(2300.0), "2.3s");
-        assert_eq!(fmt_ms(0.0), "0µs");
-        assert_eq!(fmt_ms(-0.0), "0µs");
-        assert_eq!(fmt_ms(999_000.0), "999.0s");
-        assert_eq!(fmt_ms(1_500_000.0), "25m");
-        assert_eq!(fmt_ms(7_200_000.0), "120m");
-        assert_eq!(fmt_ms(72_000_000.0), "20h");
-        assert_eq!(fmt_ms(3_600_000.0 * 999.0), "999h");
     }
 
     #[test]
-    fn a_duration_no_recording_can_widen_past_its_column() {
-        for ms in [
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::NAN,
-            -1.0,
-            -1e-300,
-            -1e308,
-        ] {
-            assert_eq!(fmt_ms(ms), "—", "{ms}");
-        }
-        for ms in [1e308, f64::MAX, 3_600_000.0 * 999.5, 1e12] {
-            assert_eq!(fmt_ms(ms), ">999h", "{ms}");
-        }
-        // Every boundary, and either side of where rounding carries into a wider form.
-        let mut ms = 1e-6;
-        while ms < 1e15 {
-            for probe in [ms, ms * 0.9995, ms * 1.0005] {
-                let shown = fmt_ms(probe);
-                assert!(shown.chars().count() <= FMT_MS_MAX, "{probe} -> {shown}");
-            }
-            ms *= 1.07;
-        }
-        for edge in [
-            0.9995,
-            9.95,
-            999.5,
-            999_949.0,
-            999_950.0,
-            59_970_000.0,
-            3_598_200_000.0,
-        ] {
-            let shown = fmt_ms(edge);
-            assert!(shown.chars().count() <= FMT_MS_MAX, "{edge} -> {shown}");
-        }
+    fn ages_are_short() {
         assert_eq!(fmt_age(10_000.0, Some(9_500.0)), "now");
         assert_eq!(fmt_age(200_000.0, Some(10_000.0)), "3m");
         assert_eq!(fmt_age(0.0, None), "-");

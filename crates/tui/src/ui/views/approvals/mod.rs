@@ -29,7 +29,7 @@ use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
 use crate::ui::views::pane::{PaneKey, PaneLine, TextPane};
 use crate::ui::views::query::Query;
-use crate::ui::views::{Col, fit_columns_stretching, fit_name, placed_list, shown_cells};
+use crate::ui::views::{Col, fit_columns_stretching, fit_name, placed_list, plural, shown_cells};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
@@ -304,7 +304,11 @@ impl ApprovalsState {
             note: String::new(),
             editing_note: false,
         });
-        (skipped > 0).then(|| format!("{skipped} marked call(s) already decided are left out"))
+        (skipped > 0).then(|| {
+            let calls = plural(skipped, "marked call");
+            let verb = if skipped == 1 { "was" } else { "were" };
+            format!("{calls} {verb} already decided: left out")
+        })
     }
 
     /// The filter changed: the rows are matched again.
@@ -371,7 +375,7 @@ impl ApprovalsState {
             Action::Back if !self.marked.is_empty() => {
                 let n = self.marked.len();
                 self.marked.clear();
-                return Some(format!("{n} mark(s) cleared"));
+                return Some(format!("{} cleared", plural(n, "mark")));
             }
             Action::Open => {
                 let a = self.selected(model)?;

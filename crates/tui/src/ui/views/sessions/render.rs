@@ -3,7 +3,7 @@
 
 use super::lines::{TimelineCache, TimelineRow, build_timeline};
 use super::state::{CallSort, Detail, Focus, SessionsState};
-use crate::model::{Session, SessionStatus};
+use crate::model::{RunOutcome, Session, SessionStatus};
 use crate::ui::action::Action;
 use crate::ui::app::Watching;
 use crate::ui::safe;
@@ -11,7 +11,7 @@ use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crate::ui::views::{
-    Cx, Drawn, Pane, Placed, fit, fit_name, fmt_age, fmt_ms, focused_block, key_cap, pad,
+    Cx, Drawn, Pane, Placed, fit, fit_name, fmt_age, fmt_ms, focused_block, key_cap, pad, plural,
     scroll_hint,
 };
 use unicode_width::UnicodeWidthStr;
@@ -181,7 +181,7 @@ fn summary_lines(
         } else {
             session.timeline.steps.len()
         };
-        numbers.push(format!("{steps} steps"));
+        numbers.push(plural(steps, "step"));
         numbers.push(if run.tokens.total == 0 {
             "0 tokens".to_owned()
         } else {
@@ -202,10 +202,8 @@ fn summary_lines(
         if !run.finish_reason.is_empty() && !run.failed {
             numbers.push(format!("finish {}", run.finish_reason));
         }
-        match run.failover_attempts {
-            0 => {}
-            1 => numbers.push("1 failover".to_owned()),
-            n => numbers.push(format!("{n} failovers")),
+        if run.failover_attempts > 0 {
+            numbers.push(plural(run.failover_attempts, "failover"));
         }
         let numbers: Vec<String> = numbers.iter().map(|n| shown(n).into_owned()).collect();
         lines.extend(styled(pack(&numbers, width), 4, width, theme.muted()));
@@ -712,6 +710,10 @@ fn render_timeline(
             TimelineRow::Call(i) => calls
                 .get(i)
                 .map_or_else(|| Span::raw(""), |c| call_outcome(c, cx.model, theme)),
+            TimelineRow::Failure => Span::styled(
+                shown(&failed_run(session).map_or("", |run| run.output.as_str())).into_owned(),
+                theme.error(),
+            ),
         })
         .collect();
     let (left, right) = if state.absolute_times {
@@ -730,7 +732,7 @@ fn render_timeline(
     let dur_w = rows
         .iter()
         .flatten()
-        .map(|r| fmt_ms(r.dur).chars().count())
+        .map(|r| fmt_ms(r.shown_dur).chars().count())
         .max()
         .unwrap_or(0)
         .max("DUR".len());
@@ -773,6 +775,7 @@ fn render_timeline(
             call,
             start,
             dur,
+            shown_dur,
             bar_char,
             bar_style,
         }) = entry
@@ -806,7 +809,7 @@ fn render_timeline(
         };
         let mut spans = vec![Span::raw(format!("{} ", pad(&format!("{indent}{label}"), label_w)))];
         spans.extend(bar);
-        spans.push(Span::raw(format!(" {:>dur_w$} ", fmt_ms(dur))));
+        spans.push(Span::raw(format!(" {:>dur_w$} ", fmt_ms(shown_dur))));
         spans.push(outcome);
         let selected = row == sel && state.focus == Focus::Timeline;
         if selected {
@@ -838,7 +841,11 @@ struct TimelineEntry {
     label: String,
     call: bool,
     start: Option<f64>,
+    /// How long the bar is.
     dur: f64,
+    /// What DUR says (the bar's length, but a failed run's row has a mark for a bar and
+    /// the run's duration here).
+    shown_dur: f64,
     bar_char: &'static str,
     bar_style: Style,
 }
@@ -880,6 +887,7 @@ fn timeline_rows(
                     ),
                     start: Some(s.start_ms),
                     dur: s.duration_ms,
+                    shown_dur: s.duration_ms,
                     bar_char: "─",
                     bar_style: theme.muted(),
                 }
@@ -900,6 +908,7 @@ fn timeline_rows(
                     call: true,
                     start: c.start_ms,
                     dur: c.duration_ms,
+                    shown_dur: c.duration_ms,
                     bar_char: "█",
                     bar_style: match c.envelope_code() {
                         Some(code) => theme.outcome(Some(code)),
@@ -907,10 +916,35 @@ fn timeline_rows(
                     },
                 }
             }
+            TimelineRow::Failure => {
+                let Some(run) = failed_run(session) else {
+                    rows.push(None);
+                    continue;
+                };
+                TimelineEntry {
+                    indent: "",
+                    label: "✕ failed".to_owned(),
+                    call: false,
+                    start: Some(cache.t1),
+                    dur: 0.0,
+                    shown_dur: run.duration_ms,
+                    bar_char: "✕",
+                    bar_style: theme.error(),
+                }
+            }
         };
         rows.push(Some(row));
     }
     rows
+}
+
+/// The session's run, when it failed.
+fn failed_run(session: &Session) -> Option<&RunOutcome> {
+    session
+        .summary
+        .as_ref()
+        .and_then(|s| s.run.as_ref())
+        .filter(|run| run.failed)
 }
 
 /// The timeline's (label, bar, outcome) widths in a pane `width` wide whose labels want
