@@ -248,7 +248,10 @@ async fn steps_fold_and_unfold_one_at_a_time_or_all_together() {
         !text.contains("/create_payment"),
         "step 0's calls are folded: {text}"
     );
-    in_order(&text, &["▸ step 0", "▾ step 1", "│   nu*/create_nfe", "▾ step 2"]);
+    in_order(
+        &text,
+        &["▸ step 0", "▾ step 1", "│   nu*/create_nfe", "▾ step 2"],
+    );
     insta::assert_snapshot!("step_0_folded", text);
     // Enter again unfolds it; nothing was opened.
     press(&mut app, KeyCode::Enter);

@@ -24,11 +24,17 @@ fn failed_after_a_quick_call(app: &mut App) {
     );
     feed(
         app,
-        &tool_called(2, "2026-11-22T21:43:31.000Z", "ses_01", "call_01", "asaas/ping")
-            .input(json!({}))
-            .outcome(json!({"result": {"ok": true}}))
-            .duration(0.013)
-            .build(),
+        &tool_called(
+            2,
+            "2026-11-22T21:43:31.000Z",
+            "ses_01",
+            "call_01",
+            "asaas/ping",
+        )
+        .input(json!({}))
+        .outcome(json!({"result": {"ok": true}}))
+        .duration(0.013)
+        .build(),
     );
     feed(
         app,
@@ -70,16 +76,28 @@ fn counted_nouns_and_a_failed_run_ends_its_timeline_with_the_failure() {
     failed_after_a_quick_call(&mut app);
     for (w, h) in SIZES {
         let text = screen(&mut app, w, h);
-        assert!(text.contains("1 step ") || text.contains("1 step│"), "{w}x{h}:\n{text}");
+        assert!(
+            text.contains("1 step ") || text.contains("1 step│"),
+            "{w}x{h}:\n{text}"
+        );
         assert!(!text.contains("1 steps"), "{w}x{h}:\n{text}");
         // The timeline ends with the failure, with the run's duration and its error.
         let lines: Vec<&str> = text.lines().collect();
         let at = |needle: &str| lines.iter().rposition(|l| l.contains(needle));
         let failure = at("✕ failed").unwrap_or_else(|| panic!("{w}x{h}:\n{text}"));
-        assert!(at("/ping").is_some_and(|call| call < failure), "{w}x{h}:\n{text}");
-        assert!(at("▾ step 0").is_some_and(|s| s < failure), "{w}x{h}:\n{text}");
+        assert!(
+            at("/ping").is_some_and(|call| call < failure),
+            "{w}x{h}:\n{text}"
+        );
+        assert!(
+            at("▾ step 0").is_some_and(|s| s < failure),
+            "{w}x{h}:\n{text}"
+        );
         let row = lines[failure];
-        assert!(row.contains("1.2s") && row.contains("Rate limited"), "{w}x{h}: {row}");
+        assert!(
+            row.contains("1.2s") && row.contains("Rate limited"),
+            "{w}x{h}: {row}"
+        );
     }
 }
 

@@ -206,12 +206,25 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
     // The way to help stays on screen at any width: it is drawn at the right, and what
     // does not fit before it is cut with `…`. `q quit` goes when a notice needs the room.
     let keys = if app.notice.is_none() {
-        format!("{}  {}", hint(Action::Help, "help"), hint(Action::Quit, "quit"))
+        format!(
+            "{}  {}",
+            hint(Action::Help, "help"),
+            hint(Action::Quit, "quit")
+        )
     } else {
         hint(Action::Help, "help")
     };
-    let keys = [Span::styled(" │ ", theme.muted()), Span::styled(keys, theme.muted())];
-    let whole = safe::line(spans.iter().cloned().chain(keys.clone()).collect::<Vec<_>>());
+    let keys = [
+        Span::styled(" │ ", theme.muted()),
+        Span::styled(keys, theme.muted()),
+    ];
+    let whole = safe::line(
+        spans
+            .iter()
+            .cloned()
+            .chain(keys.clone())
+            .collect::<Vec<_>>(),
+    );
     if whole.width() <= usize::from(area.width) {
         frame.render_widget(Paragraph::new(whole).style(theme.status_bar()), area);
         return;

@@ -438,9 +438,7 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
     // tells sessions apart) and the kind are cut with an ellipsis; SEQ and TIME are shown
     // whole or, TIME first, not at all.
     let width = inner.width as usize;
-    let session_want = col("SESSION", 28, &|f| {
-        session_of(f).chars().count()
-    });
+    let session_want = col("SESSION", 28, &|f| session_of(f).chars().count());
     let kind_want = col("KIND", 24, &|f| f.event.kind().chars().count());
     let cols = [
         Col::whole(col(" SEQ", 12, &|f| f.seq.to_string().len() + 1), 0),
@@ -479,10 +477,7 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
             Cell::from(format!("{mark}{}", f.seq)),
             Cell::from(clock_part(&f.ts).to_owned()),
             Cell::from(Span::styled(fit(f.event.kind(), kind_w), kind_style)),
-            Cell::from(fit(
-                &shown(&session_of(f)),
-                session_w,
-            )),
+            Cell::from(fit(&shown(&session_of(f)), session_w)),
             Cell::from(fit(&mask(&what), what_w)),
         ]));
         if row == sel && !state.follow {

@@ -721,9 +721,15 @@ mod tests {
             let a = fit_name("asaas/create_paymet", width);
             let b = fit_name("asaas/create_payment", width);
             assert_ne!(a, b, "at {width}");
-            assert!(a.width() <= width && b.width() <= width, "{a} {b} at {width}");
+            assert!(
+                a.width() <= width && b.width() <= width,
+                "{a} {b} at {width}"
+            );
         }
-        assert_eq!(fit_name("nuvem-fiscal/create_nfe", 20), "nuvem-fi…/create_nfe");
+        assert_eq!(
+            fit_name("nuvem-fiscal/create_nfe", 20),
+            "nuvem-fi…/create_nfe"
+        );
         assert_eq!(fit_name("asaas/create_payment", 14), "…/creat…ayment");
         assert_eq!(fit_name("ses_0123456789", 9), "ses_…6789");
         assert_eq!(fit_name("short", 9), "short");

@@ -6,7 +6,7 @@ use super::state::{CaseDetail, EvalFocus, EvalsState};
 use crate::ui::action::Action;
 use crate::ui::safe;
 use crate::ui::views::fitted_table;
-use crate::ui::views::{Col, fit, fit_columns_stretching, plural, placed_list, shown_cells};
+use crate::ui::views::{Col, fit, fit_columns_stretching, placed_list, plural, shown_cells};
 use crate::ui::views::{Cx, Drawn, Pane, Placed, focused_block, hints};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};

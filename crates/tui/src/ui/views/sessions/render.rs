@@ -14,7 +14,6 @@ use crate::ui::views::{
     Cx, Drawn, Pane, Placed, fit, fit_name, fmt_age, fmt_ms, focused_block, key_cap, pad, plural,
     scroll_hint,
 };
-use unicode_width::UnicodeWidthStr;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -22,6 +21,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row};
 use spyglass_protocol::events::MockMode;
 use spyglass_protocol::sanitize::{sanitize, shown};
+use unicode_width::UnicodeWidthStr;
 
 pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &Cx) -> Drawn {
     let [left, right] =
@@ -711,7 +711,7 @@ fn render_timeline(
                 .get(i)
                 .map_or_else(|| Span::raw(""), |c| call_outcome(c, cx.model, theme)),
             TimelineRow::Failure => Span::styled(
-                shown(&failed_run(session).map_or("", |run| run.output.as_str())).into_owned(),
+                shown(failed_run(session).map_or("", |run| run.output.as_str())).into_owned(),
                 theme.error(),
             ),
         })
@@ -807,7 +807,10 @@ fn render_timeline(
                 theme.muted(),
             )],
         };
-        let mut spans = vec![Span::raw(format!("{} ", pad(&format!("{indent}{label}"), label_w)))];
+        let mut spans = vec![Span::raw(format!(
+            "{} ",
+            pad(&format!("{indent}{label}"), label_w)
+        ))];
         spans.extend(bar);
         spans.push(Span::raw(format!(" {:>dur_w$} ", fmt_ms(shown_dur))));
         spans.push(outcome);
