@@ -1,6 +1,6 @@
 //! The inspector at 80×24, 100×30 and 200×50: names that differ at their end stay apart,
-//! wide (CJK) names leave DUR and OUTCOME on their row, `? help` stays on the status bar
-//! and the help overlay never cuts a description.
+//! wide (CJK) names leave DUR and OUTCOME on their row, a cut column's header says so,
+//! `? help` stays on the status bar and the help overlay never cuts a description.
 
 use crate::support::frames::{session_created, tool_called};
 use crate::support::ui::{app, feed, key, screen};
@@ -78,6 +78,15 @@ fn names_that_differ_at_their_end_stay_apart_at_every_size() {
             labels[0].ends_with("payment") && labels[1].ends_with("paymet"),
             "{w}x{h}: {labels:?}\n{text}"
         );
+        // A column narrower than its names says so in its header.
+        if w == 80 {
+            assert!(
+                text.contains("USER…") && text.contains("shoppi…"),
+                "{w}x{h}:\n{text}"
+            );
+        } else if w == 200 {
+            assert!(!text.contains('…'), "{w}x{h}: nothing is cut\n{text}");
+        }
         // The status bar keeps the way to help, whatever else it has to cut.
         let status = text.lines().last().unwrap_or_default();
         assert!(status.contains("? help"), "{w}x{h}: {status}");

@@ -623,6 +623,15 @@ pub fn fit_columns(cols: &[Col], width: usize) -> Vec<Option<usize>> {
     widths
 }
 
+/// A column's header, marked `NAME…` when the column is narrower than its widest value
+/// (so the user knows its values are cut); as given when whole or hidden.
+pub fn header(name: &str, col: &Col, width: Option<usize>) -> String {
+    match width {
+        Some(w) if w < col.want => fit(&format!("{}…", name.trim_end_matches(['▲', '▼'])), w),
+        _ => name.to_owned(),
+    }
+}
+
 /// `fit_columns`, then the room left goes to column `stretch` (when shown), so the other
 /// columns stay together on the right.
 pub fn fit_columns_stretching(cols: &[Col], width: usize, stretch: usize) -> Vec<Option<usize>> {

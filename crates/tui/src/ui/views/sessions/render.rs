@@ -11,8 +11,8 @@ use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crate::ui::views::{
-    Cx, Drawn, Pane, Placed, fit, fit_name, fmt_age, fmt_ms, focused_block, key_cap, pad, plural,
-    scroll_hint,
+    Cx, Drawn, Pane, Placed, fit, fit_name, fmt_age, fmt_ms, focused_block, header, key_cap, pad,
+    plural, scroll_hint,
 };
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -384,7 +384,9 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
     let id_want = widest(&names[0], &|s| {
         1 + usize::from(s.external) + shown(&s.id).chars().count()
     });
-    let user_want = widest(&names[1], &|s| shown(&s.user).chars().count()).min(16);
+    // Up to 32: a user name is what a person reads a row by (`shopping-assistant-2`).
+    let user_full = widest(&names[1], &|s| shown(&s.user).chars().count());
+    let user_want = user_full.min(32);
     let cols = [
         Col {
             want: id_want,
@@ -451,6 +453,13 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             r
         })
     });
+    // A cut id or user says so in its header.
+    names[0] = header(&names[0], &cols[0], widths[0]);
+    let user_col = Col {
+        want: user_full,
+        ..cols[1]
+    };
+    names[1] = header(&names[1], &user_col, widths[1]);
     let header = Row::new(keep(names.map(Cell::from).to_vec())).style(theme.muted());
     let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, inner);
@@ -604,11 +613,12 @@ fn render_mocks(
         ]))
         .style(style)
     });
-    let header = Row::new(keep(
-        ["TOOL", "MODE", "CONSUMED", "CALLS"]
-            .map(Cell::from)
-            .to_vec(),
-    ))
+    let header = Row::new(keep(vec![
+        Cell::from(header("TOOL", &cols[0], widths[0])),
+        Cell::from("MODE"),
+        Cell::from("CONSUMED"),
+        Cell::from("CALLS"),
+    ]))
     .style(theme.muted());
     let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, inner);
@@ -736,17 +746,24 @@ fn render_timeline(
         .max()
         .unwrap_or(0)
         .max("DUR".len());
+    let label_want = rows
+        .iter()
+        .flatten()
+        .map(|r| r.indent.len() + r.label.width())
+        .max()
+        .unwrap_or(0);
     let (label_w, bar_w, out_w) = timeline_widths(
         width,
-        rows.iter()
-            .flatten()
-            .map(|r| r.indent.len() + r.label.width())
-            .max()
-            .unwrap_or(0),
+        label_want,
         outcomes.iter().map(Span::width).max().unwrap_or(0),
         dur_w,
         right.chars().count(),
     );
+    let cut_label_header = if label_w < label_want {
+        fit("STEP / CALL…", label_w)
+    } else {
+        fit("STEP / CALL", label_w)
+    };
     let mut lines = Vec::with_capacity(height + 1);
 
     let axis_w = left.len() + right.chars().count() + 2;
@@ -758,7 +775,7 @@ fn render_timeline(
     };
     lines.push(Line::from(vec![
         Span::styled(
-            format!(" {} ", pad(&fit("STEP / CALL", label_w), label_w)),
+            format!(" {} ", pad(&cut_label_header, label_w)),
             theme.muted(),
         ),
         Span::styled(axis, theme.muted()),
