@@ -3,7 +3,8 @@
 //! and what to do, over the real observer WebSocket client.
 
 use crate::support::runtime::{rebindable_addr, test_config};
-use crate::support::ui::{Live, NOW, until};
+use crate::support::ui::{Live, NOW, screen, until};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use spyglass::runtime::{RuntimeConfig, start};
 use spyglass::ui::{FakeClock, InspectorConfig, Source, Wired, wire};
 use std::sync::Arc;
@@ -38,6 +39,16 @@ async fn nothing_listening_is_said_in_the_pane_with_what_to_do() {
         })
         .await;
         assert!(!text.contains("Waiting for"), "{text}");
+    }
+    // Approvals and Events say it too, not that they wait.
+    for (tab, empty) in [
+        ('2', "No approvals. Cannot reach"),
+        ('4', "No events. Cannot reach"),
+    ] {
+        app.on_key(KeyEvent::new(KeyCode::Char(tab), KeyModifiers::NONE));
+        let text = screen(&mut app, 100, 30);
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains(empty), "{text}");
     }
     observer.abort();
 }

@@ -407,10 +407,16 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
                 state.filter,
                 key_cap(cx.keymap, Action::Back)
             )
+        } else if let Some(trouble) = &cx.trouble {
+            format!("No events. {trouble}")
         } else {
             "No events yet.".to_owned()
         };
-        frame.render_widget(Paragraph::new(safe::span(msg, theme.muted())), inner);
+        frame.render_widget(
+            Paragraph::new(safe::span(msg, theme.muted()))
+                .wrap(ratatui::widgets::Wrap { trim: true }),
+            inner,
+        );
         return drawn;
     }
     let height = inner.height.saturating_sub(1) as usize;

@@ -618,7 +618,9 @@ impl ApprovalsState {
         let inner = block.inner(area);
         frame.render_widget(block, area);
         if self.rows.is_empty() {
-            let msg = if self.filter.is_empty() {
+            let msg = if let (true, Some(trouble)) = (self.filter.is_empty(), &cx.trouble) {
+                format!("No approvals. {trouble}")
+            } else if self.filter.is_empty() {
                 "No approvals yet. Calls a policy holds for a human appear here.".to_owned()
             } else {
                 format!(
@@ -629,7 +631,7 @@ impl ApprovalsState {
                 )
             };
             let mut text = Paragraph::new(safe::span(msg, theme.muted()));
-            if !self.filter.is_empty() {
+            if !self.filter.is_empty() || cx.trouble.is_some() {
                 text = text.wrap(ratatui::widgets::Wrap { trim: true });
             }
             frame.render_widget(text, inner);
