@@ -144,7 +144,7 @@ async fn rerun_one_case_then_the_suite_from_the_evals_tab() {
         row(s, "charge").contains("100% 2/2") && row(s, "confirm").contains("0% 0/2")
     })
     .await;
-    assert!(text.contains(" 2 run(s)"), "{text}");
+    assert!(text.contains(" 2 runs"), "{text}");
 
     // The failing case's detail: the equals assertion as a line diff.
     press(&mut app, KeyCode::Enter);

@@ -6,6 +6,7 @@ mod support;
 
 mod approvals_e2e;
 mod demo_headless;
+mod empty_states;
 mod evals_view_e2e;
 mod examples;
 mod find_e2e;

@@ -412,7 +412,7 @@ fn marked_approvals_are_decided_together_after_one_confirmation_naming_the_count
     assert!(text.contains("apr_01, apr_02"), "{text}");
     assert!(text.contains("y confirm all 2"), "{text}");
     assert!(
-        text.contains("1 marked call(s) already decided are left out"),
+        text.contains("1 marked call was already decided: left out"),
         "{text}"
     );
     insta::assert_snapshot!("deny_marked", text);

@@ -14,4 +14,6 @@ mod find;
 mod panes;
 mod scrolling;
 mod sessions_view;
+mod small_terminals;
 mod timeline_order;
+mod units_and_words;

@@ -21,17 +21,22 @@ pub enum CopyOutcome {
 }
 
 impl CopyOutcome {
-    /// One line for the status bar.
+    /// A few words for the status bar (`copied`, `copied (OSC 52)`): it is read in passing,
+    /// and a narrow terminal cuts what is long.
     pub fn status(&self) -> String {
         match self {
-            CopyOutcome::Clipboard => "copied to the clipboard".to_string(),
-            CopyOutcome::Osc52 { why } => {
-                format!("copied via the terminal (OSC 52; {why})")
-            }
+            CopyOutcome::Clipboard => "copied".to_string(),
+            // No display is the common case over SSH: nothing to explain. A system
+            // clipboard that failed is worth a word.
+            CopyOutcome::Osc52 { why } if why == NO_DISPLAY => "copied (OSC 52)".to_string(),
+            CopyOutcome::Osc52 { why } => format!("copied (OSC 52; {why})"),
             CopyOutcome::Failed(why) => format!("copy failed: {why}"),
         }
     }
 }
+
+/// Why OSC 52 was used when there is no display to hold a system clipboard.
+const NO_DISPLAY: &str = "no display";
 
 /// The system clipboard, kept for the life of the program: on X11 the copied text is
 /// served by its owner, so dropping the handle right after copying could lose it.
@@ -76,7 +81,7 @@ pub fn copy_with(
             Err(e) => format!("system clipboard failed: {e}"),
         }
     } else {
-        "no display".to_string()
+        NO_DISPLAY.to_string()
     };
     match terminal
         .write_all(osc52(&text).as_bytes())
@@ -124,7 +129,7 @@ mod tests {
             }
         );
         assert_eq!(term, osc52("ses_1").into_bytes());
-        assert_eq!(out.status(), "copied via the terminal (OSC 52; no display)");
+        assert_eq!(out.status(), "copied (OSC 52)");
     }
 
     #[test]
@@ -143,7 +148,7 @@ mod tests {
         assert_eq!(out, CopyOutcome::Clipboard);
         assert_eq!(got, "ses_1");
         assert!(term.is_empty(), "nothing written to the terminal");
-        assert_eq!(out.status(), "copied to the clipboard");
+        assert_eq!(out.status(), "copied");
 
         let out = copy_with(
             "ses_1",

@@ -6,3 +6,4 @@ pub mod clipboard;
 pub mod config;
 pub mod model;
 pub mod ui;
+pub mod units;

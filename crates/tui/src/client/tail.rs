@@ -100,10 +100,10 @@ pub fn what_happened(event: &Event) -> String {
         }
         Event::SessionClosed(_) => "closed".to_owned(),
         Event::ToolCalled(e) => format!(
-            "{} -> {} ({:.1} ms){}",
+            "{} -> {} ({}){}",
             e.tool,
             outcome_text(&e.outcome),
-            e.duration,
+            crate::units::fmt_ms(e.duration),
             counter_text(e.counter.as_ref())
         ),
         Event::ApprovalRequested(e) => format!(
@@ -412,7 +412,7 @@ mod tests {
         );
         assert!(line.contains("ses_1"));
         assert!(
-            line.ends_with(r#"asaas/create_payment -> ok {"id":"nfe_1"} (1.2 ms) [1/2]"#),
+            line.ends_with(r#"asaas/create_payment -> ok {"id":"nfe_1"} (1.2ms) [1/2]"#),
             "{line}"
         );
 
@@ -423,7 +423,7 @@ mod tests {
             })),
             None,
         );
-        assert!(readable(&denied).ends_with("asaas/create_payment -> tool_not_mocked (1.2 ms)"));
+        assert!(readable(&denied).ends_with("asaas/create_payment -> tool_not_mocked (1.2ms)"));
     }
 
     #[test]

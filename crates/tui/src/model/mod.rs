@@ -10,7 +10,9 @@ pub mod session;
 pub use approvals::{Approval, Approvals};
 pub use evals::{EvalRun, Evals};
 pub use events::EventLog;
-pub use session::{Call, MockRow, Replay, Session, SessionStatus, StepRow, Timeline, TimelineRow};
+pub use session::{
+    Call, MockRow, Replay, RunOutcome, Session, SessionStatus, StepRow, Timeline, TimelineRow,
+};
 
 use foldhash::HashMap;
 use spyglass_protocol::events::{AgentRun, Event, MockMode, Outcome, ToolCalled};
@@ -530,8 +532,8 @@ impl Model {
     }
 
     /// The session an agent event belongs to: its `sessionId`, else an external session
-    /// keyed by conversation, else by agent name.
-    fn agent_session(frame: &Frame) -> Option<(&str, bool)> {
+    /// keyed by conversation, else by agent name (true: external, a forwarded run).
+    pub fn agent_session(frame: &Frame) -> Option<(&str, bool)> {
         if let Some(id) = &frame.session_id {
             return Some((id, false));
         }

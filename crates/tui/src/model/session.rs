@@ -164,6 +164,8 @@ pub struct StepRow {
 pub enum TimelineRow {
     Step(usize),
     Call(usize),
+    /// The run failed: its last row, saying why (the timeline, not only the Run pane).
+    Failure,
 }
 
 /// Calls by id: each entry is a call's absolute position, hashed by the call's id and

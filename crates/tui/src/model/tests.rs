@@ -547,6 +547,7 @@ fn labels(m: &Model) -> Vec<String> {
                     None => c.id.to_string(),
                 }
             }
+            TimelineRow::Failure => "failure".to_owned(),
         })
         .collect()
 }

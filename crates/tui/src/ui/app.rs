@@ -305,11 +305,37 @@ impl App {
             url: &self.url,
             watching: &self.watching,
             all_projects: self.all_projects(),
+            trouble: self.trouble(),
+        }
+    }
+
+    /// Why no event arrives, in a sentence that says what to do: the runtime cannot be
+    /// reached, or it refused the key. `None` while connected (or connecting).
+    pub fn trouble(&self) -> Option<String> {
+        let url = &self.url;
+        match &self.conn {
+            Conn::Reconnecting { cause, .. } => {
+                // "connection refused by HOST": the URL already names the host.
+                let cause = if cause.starts_with("connection refused") {
+                    "connection refused"
+                } else {
+                    cause.as_str()
+                };
+                Some(format!(
+                    "Cannot reach {url}: {cause} — is `spyglass serve` running? Retrying."
+                ))
+            }
+            Conn::Rejected { status } => Some(format!(
+                "{status}: {url} refused the API key — pass --api-key KEY or set \
+                 CODESPAR_API_KEY"
+            )),
+            Conn::Connecting { .. } | Conn::Connected | Conn::Offline => None,
         }
     }
 
     /// The view in view, mutable, beside what it reads.
     fn view_mut(&mut self) -> (&mut dyn View, Cx<'_>) {
+        let trouble = self.trouble();
         let cx = Cx {
             model: &self.model,
             theme: &self.theme,
@@ -318,6 +344,7 @@ impl App {
             url: &self.url,
             watching: &self.watching,
             all_projects: self.project.as_deref() == Some(crate::client::ALL_PROJECTS),
+            trouble,
         };
         let view: &mut dyn View = match self.tab {
             Tab::Sessions => &mut self.sessions,

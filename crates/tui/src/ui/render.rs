@@ -21,6 +21,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use spyglass_protocol::sanitize::{sanitize, shown};
+use unicode_width::UnicodeWidthChar;
 
 pub fn draw(frame: &mut Frame, app: &mut App) {
     let [tabs, body, status] = Layout::vertical([
@@ -196,27 +197,121 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         sep(),
         Span::styled(format!("dropped {}", c.dropped.total()), dropped),
     ]);
-    if app.notice.is_none() {
-        let hint = |a: Action, word: &str| {
-            app.keymap
-                .hint(a)
-                .map(|k| format!("{k} {word}"))
-                .unwrap_or_default()
-        };
-        spans.push(sep());
-        spans.push(Span::styled(
-            format!(
-                "{}  {}",
-                hint(Action::Help, "help"),
-                hint(Action::Quit, "quit")
-            ),
-            theme.muted(),
-        ));
-    }
-    frame.render_widget(
-        Paragraph::new(safe::line(spans)).style(theme.status_bar()),
-        area,
+    let hint = |a: Action, word: &str| {
+        app.keymap
+            .hint(a)
+            .map(|k| format!("{k} {word}"))
+            .unwrap_or_default()
+    };
+    // The way to help stays on screen at any width: it is drawn at the right, and what
+    // does not fit before it is cut with `…`. `q quit` goes when a notice needs the room.
+    let keys = if app.notice.is_none() {
+        format!(
+            "{}  {}",
+            hint(Action::Help, "help"),
+            hint(Action::Quit, "quit")
+        )
+    } else {
+        hint(Action::Help, "help")
+    };
+    let keys = [
+        Span::styled(" │ ", theme.muted()),
+        Span::styled(keys, theme.muted()),
+    ];
+    let whole = safe::line(
+        spans
+            .iter()
+            .cloned()
+            .chain(keys.clone())
+            .collect::<Vec<_>>(),
     );
+    if whole.width() <= usize::from(area.width) {
+        frame.render_widget(Paragraph::new(whole).style(theme.status_bar()), area);
+        return;
+    }
+    let keys = Line::from(keys.to_vec());
+    let keys_w = u16::try_from(keys.width())
+        .unwrap_or(u16::MAX)
+        .min(area.width);
+    let [left, right] =
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(keys_w)]).areas(area);
+    let line = cut_line(safe::line(spans), usize::from(left.width));
+    frame.render_widget(Paragraph::new(line).style(theme.status_bar()), left);
+    frame.render_widget(Paragraph::new(keys).style(theme.status_bar()), right);
+}
+
+/// Help lines fitted to `width`: a `key  description` line too wide has its description
+/// wrapped onto lines of its own under where it started.
+fn wrap_help(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::with_capacity(lines.len());
+    for line in lines {
+        let [key, what] = line.spans.as_slice() else {
+            out.push(line);
+            continue;
+        };
+        if line.width() <= width {
+            out.push(line);
+            continue;
+        }
+        let indent = key.width();
+        let room = width.saturating_sub(indent).max(12);
+        for (i, part) in crate::ui::views::wrap_words(&what.content, room)
+            .into_iter()
+            .enumerate()
+        {
+            let key = if i == 0 {
+                key.clone()
+            } else {
+                Span::raw(" ".repeat(indent))
+            };
+            out.push(Line::from(vec![key, Span::styled(part, what.style)]));
+        }
+    }
+    out
+}
+
+/// A help line carrying on the description of the line above.
+fn is_continued(line: &Line<'_>) -> bool {
+    line.spans.len() == 2 && line.spans[0].content.trim().is_empty()
+}
+
+/// `line` cut to `width` columns, its last column a `…` when anything was cut.
+fn cut_line(line: Line<'static>, width: usize) -> Line<'static> {
+    if line.width() <= width {
+        return line;
+    }
+    let mut left = width.saturating_sub(1);
+    let mut spans = vec![];
+    for span in line.spans {
+        if left == 0 {
+            break;
+        }
+        let w = span.width();
+        if w <= left {
+            left -= w;
+            spans.push(span);
+        } else {
+            let mut used = 0;
+            let text: String = span
+                .content
+                .chars()
+                .take_while(|c| {
+                    used += c.width().unwrap_or(0);
+                    used <= left
+                })
+                .collect();
+            spans.push(Span::styled(text, span.style));
+            break;
+        }
+    }
+    if width > 0 {
+        spans.push(Span::raw("…"));
+    }
+    Line {
+        spans,
+        style: line.style,
+        alignment: line.alignment,
+    }
 }
 
 /// What is being watched: the URL, or a banner naming the demo, the embedded runtime
@@ -324,11 +419,24 @@ fn render_help(frame: &mut Frame, area: Rect, app: &App) -> (usize, usize) {
             Span::raw("type (backspace deletes)"),
         ]));
     }
+    // Two columns when tall and the screen is wide; else one column as wide as the screen
+    // allows. A description too long for its column wraps under itself: never cut.
+    let widest = lines.iter().map(Line::width).max().unwrap_or(0);
+    let widest = u16::try_from(widest).unwrap_or(u16::MAX);
     let two = lines.len() as u16 + 2 > area.height && area.width >= 100;
     let (width, rows) = if two {
-        (area.width.min(110), lines.len().div_ceil(2))
+        let width = area.width.min(widest * 2 + 4);
+        lines = wrap_help(lines, usize::from(width.saturating_sub(2) / 2));
+        // The right column starts at a line of its own, not a wrapped description's rest.
+        let mut rows = lines.len().div_ceil(2);
+        while lines.get(rows).is_some_and(is_continued) {
+            rows += 1;
+        }
+        (width, rows)
     } else {
-        (area.width.min(72), lines.len())
+        let width = area.width.min(widest.max(70) + 2);
+        lines = wrap_help(lines, usize::from(width.saturating_sub(2)));
+        (width, lines.len())
     };
     let height = (rows as u16 + 2).min(area.height);
     let popup = Rect {

@@ -8,7 +8,7 @@
 //! ```text
 //! ┌ Events 1,204 · following (f) · /tool ──────────────────────────────────────┐
 //! │ SEQ  TIME         KIND               SESSION WHAT                          │
-//! │ 1203 21:43:31.000 tool.called        ses_01  asaas/x -> ok {"id":1} (0.4 ms)│
+//! │ 1203 21:43:31.000 tool.called        ses_01  asaas/x -> ok {"id":1} (400µs) │
 //! │›1204 21:43:31.020 approval.requested ses_01  apr_1 asaas/x waits for approval│
 //! └────────────────────────────────────────────────────────────────────────────┘
 //! ```
@@ -73,10 +73,24 @@ impl Default for EventsState {
     }
 }
 
+/// The session an event is filed under, as the Sessions list names it: its `sessionId`;
+/// for a forwarded run (an external agent's, no `sessionId`) `↗` and the conversation
+/// or agent it is kept by; `-` for an event of no session.
+fn session_of(frame: &Frame) -> std::borrow::Cow<'_, str> {
+    match frame.session_id.as_deref() {
+        Some(id) => id.into(),
+        None => match crate::model::Model::agent_session(frame) {
+            Some((key, true)) => format!("↗{key}").into(),
+            Some((key, false)) => key.into(),
+            None => "-".into(),
+        },
+    }
+}
+
 /// A filter: `kind:X`, `session:X`, or text matched against kind, session and fields.
 fn matches_filter(frame: &Frame, needle: &str) -> bool {
     let kind = frame.event.kind().to_lowercase();
-    let session = frame.session_id.as_deref().unwrap_or("").to_lowercase();
+    let session = session_of(frame).to_lowercase();
     if let Some(k) = needle.strip_prefix("kind:") {
         return kind.contains(k.trim());
     }
@@ -393,10 +407,16 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
                 state.filter,
                 key_cap(cx.keymap, Action::Back)
             )
+        } else if let Some(trouble) = &cx.trouble {
+            format!("No events. {trouble}")
         } else {
             "No events yet.".to_owned()
         };
-        frame.render_widget(Paragraph::new(safe::span(msg, theme.muted())), inner);
+        frame.render_widget(
+            Paragraph::new(safe::span(msg, theme.muted()))
+                .wrap(ratatui::widgets::Wrap { trim: true }),
+            inner,
+        );
         return drawn;
     }
     let height = inner.height.saturating_sub(1) as usize;
@@ -424,9 +444,7 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
     // tells sessions apart) and the kind are cut with an ellipsis; SEQ and TIME are shown
     // whole or, TIME first, not at all.
     let width = inner.width as usize;
-    let session_want = col("SESSION", 28, &|f| {
-        f.session_id.as_deref().map_or(1, |s| s.chars().count())
-    });
+    let session_want = col("SESSION", 28, &|f| session_of(f).chars().count());
     let kind_want = col("KIND", 24, &|f| f.event.kind().chars().count());
     let cols = [
         Col::whole(col(" SEQ", 12, &|f| f.seq.to_string().len() + 1), 0),
@@ -465,10 +483,7 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
             Cell::from(format!("{mark}{}", f.seq)),
             Cell::from(clock_part(&f.ts).to_owned()),
             Cell::from(Span::styled(fit(f.event.kind(), kind_w), kind_style)),
-            Cell::from(fit(
-                &shown(f.session_id.as_deref().unwrap_or("-")),
-                session_w,
-            )),
+            Cell::from(fit(&shown(&session_of(f)), session_w)),
             Cell::from(fit(&mask(&what), what_w)),
         ]));
         if row == sel && !state.follow {

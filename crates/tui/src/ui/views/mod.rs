@@ -20,6 +20,7 @@ use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// What a view reads besides its own state: the model and how things are shown.
 pub struct Cx<'a> {
@@ -32,6 +33,9 @@ pub struct Cx<'a> {
     pub watching: &'a Watching,
     /// The stream is every project's: rows say whose they are.
     pub all_projects: bool,
+    /// Why nothing arrives (the runtime cannot be reached, or refused the key), for an
+    /// empty list to say instead of "waiting".
+    pub trouble: Option<String>,
 }
 
 /// What a view asks of the app after a key or a click; the app alone sends, copies,
@@ -467,14 +471,100 @@ fn row_at(rows: Rect, at: Position, offset: usize) -> Option<usize> {
 /// are shown escaped.
 pub fn fit(text: &str, width: usize) -> String {
     let text = &*spyglass_protocol::sanitize::sanitize(text);
-    if text.chars().count() <= width {
+    if text.width() <= width {
         return text.to_owned();
     }
     if width == 0 {
         return String::new();
     }
-    let mut out: String = text.chars().take(width - 1).collect();
+    let mut out = head(text, width - 1);
     out.push('…');
+    out
+}
+
+/// A name (a tool, an id, a case) fitted to `width` display columns keeping what tells two
+/// names apart: its end. `server/tool` loses the server's end first (`nuvem…/create_nfe`),
+/// then the middle of the tool (`…/creat…paymet`), below 10 columns all but the tool's end
+/// (`…_paymet`); any other name loses its middle. Wide
+/// (CJK) characters count two columns; the answer is never wider than `width`.
+pub fn fit_name(text: &str, width: usize) -> String {
+    let text = &*spyglass_protocol::sanitize::sanitize(text);
+    if text.width() <= width {
+        return text.to_owned();
+    }
+    if let Some((server, tool)) = text.split_once('/') {
+        let tool_w = tool.width();
+        // At least one character of the server, its ellipsis and the slash.
+        if server.width() > 0 && tool_w + 3 <= width {
+            let mut out = head(server, width - tool_w - 2);
+            out.push_str("…/");
+            out.push_str(tool);
+            return out;
+        }
+        if width >= 10 {
+            let mut out = "…/".to_owned();
+            out.push_str(&middle(tool, width - 2));
+            return out;
+        }
+        // Too narrow for both ends of the tool: its end.
+        if width > 1 {
+            let mut out = "…".to_owned();
+            out.push_str(&tail(tool, width - 1));
+            return out;
+        }
+    }
+    middle(text, width)
+}
+
+/// `text` with its middle replaced by `…` to fit `width` columns; the end keeps the larger
+/// half (what differs between similar names is more often at the end).
+fn middle(text: &str, width: usize) -> String {
+    if text.width() <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let room = width - 1;
+    let front = room / 2;
+    let mut out = head(text, front);
+    let used = out.width();
+    out.push('…');
+    out.push_str(&tail(text, room - used));
+    out
+}
+
+/// The longest start of `text` at most `width` columns wide.
+fn head(text: &str, width: usize) -> String {
+    let mut used = 0;
+    text.chars()
+        .take_while(|c| {
+            used += c.width().unwrap_or(0);
+            used <= width
+        })
+        .collect()
+}
+
+/// The longest end of `text` at most `width` columns wide.
+fn tail(text: &str, width: usize) -> String {
+    let mut used = 0;
+    let mut end: Vec<char> = text
+        .chars()
+        .rev()
+        .take_while(|c| {
+            used += c.width().unwrap_or(0);
+            used <= width
+        })
+        .collect();
+    end.reverse();
+    end.into_iter().collect()
+}
+
+/// `text` (already fitted) padded with spaces to `width` display columns: `format!`'s
+/// padding counts characters, so a wide character would push what follows off the row.
+pub fn pad(text: &str, width: usize) -> String {
+    let mut out = text.to_owned();
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(text.width())));
     out
 }
 
@@ -531,6 +621,15 @@ pub fn fit_columns(cols: &[Col], width: usize) -> Vec<Option<usize>> {
         }
     }
     widths
+}
+
+/// A column's header, marked `NAME…` when the column is narrower than its widest value
+/// (so the user knows its values are cut); as given when whole or hidden.
+pub fn header(name: &str, col: &Col, width: Option<usize>) -> String {
+    match width {
+        Some(w) if w < col.want => fit(&format!("{}…", name.trim_end_matches(['▲', '▼'])), w),
+        _ => name.to_owned(),
+    }
 }
 
 /// `fit_columns`, then the room left goes to column `stretch` (when shown), so the other
@@ -599,34 +698,7 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// The widest [`fmt_ms`] ever answers (characters): the DUR columns are sized by it.
-pub const FMT_MS_MAX: usize = 7;
-
-/// A duration in milliseconds, short: `850µs`, `3.5ms`, `120ms`, `2.3s`, `17m`, `5h`.
-/// Total: a recording may claim any number, so a negative or non-finite one shows as
-/// `—` and a huge one saturates at `>999h`; never wider than [`FMT_MS_MAX`].
-pub fn fmt_ms(ms: f64) -> String {
-    if !ms.is_finite() || ms < 0.0 {
-        "—".into()
-    } else if ms == 0.0 {
-        // Not `{:.0}` of -0.0, which prints `-0`.
-        "0µs".into()
-    } else if ms < 1.0 {
-        format!("{:.0}µs", ms * 1000.0)
-    } else if ms < 10.0 {
-        format!("{ms:.1}ms")
-    } else if ms < 1000.0 {
-        format!("{ms:.0}ms")
-    } else if ms < 999_950.0 {
-        format!("{:.1}s", ms / 1000.0)
-    } else if ms < 999.5 * 60_000.0 {
-        format!("{:.0}m", ms / 60_000.0)
-    } else if ms < 999.5 * 3_600_000.0 {
-        format!("{:.0}h", ms / 3_600_000.0)
-    } else {
-        ">999h".into()
-    }
-}
+pub use crate::units::{FMT_MS_MAX, fmt_ms, plural};
 
 /// How long ago, short: `now`, `12s`, `3m`, `2h`, `4d`.
 pub fn fmt_age(now_ms: f64, then_ms: Option<f64>) -> String {
@@ -652,57 +724,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn short_forms() {
-        assert_eq!(fit("abcdef", 4), "abc…");
-        assert_eq!(fit("abc", 4), "abc");
-        assert_eq!(fmt_ms(0.25), "250µs");
-        assert_eq!(fmt_ms(3.5), "3.5ms");
-        assert_eq!(fmt_ms(2300.0), "2.3s");
-        assert_eq!(fmt_ms(0.0), "0µs");
-        assert_eq!(fmt_ms(-0.0), "0µs");
-        assert_eq!(fmt_ms(999_000.0), "999.0s");
-        assert_eq!(fmt_ms(1_500_000.0), "25m");
-        assert_eq!(fmt_ms(7_200_000.0), "120m");
-        assert_eq!(fmt_ms(72_000_000.0), "20h");
-        assert_eq!(fmt_ms(3_600_000.0 * 999.0), "999h");
+    fn a_cut_name_keeps_what_tells_it_from_its_neighbours() {
+        // The demo's misspelling and the real tool stay apart at every width.
+        for width in 6..20 {
+            let a = fit_name("asaas/create_paymet", width);
+            let b = fit_name("asaas/create_payment", width);
+            assert_ne!(a, b, "at {width}");
+            assert!(
+                a.width() <= width && b.width() <= width,
+                "{a} {b} at {width}"
+            );
+        }
+        assert_eq!(
+            fit_name("nuvem-fiscal/create_nfe", 20),
+            "nuvem-fi…/create_nfe"
+        );
+        assert_eq!(fit_name("asaas/create_payment", 14), "…/creat…ayment");
+        assert_eq!(fit_name("ses_0123456789", 9), "ses_…6789");
+        assert_eq!(fit_name("short", 9), "short");
     }
 
     #[test]
-    fn a_duration_no_recording_can_widen_past_its_column() {
-        for ms in [
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::NAN,
-            -1.0,
-            -1e-300,
-            -1e308,
-        ] {
-            assert_eq!(fmt_ms(ms), "—", "{ms}");
+    fn wide_characters_count_two_columns() {
+        let name = "店铺/创建订单";
+        for width in 0..16 {
+            assert!(fit_name(name, width).width() <= width, "at {width}");
+            assert!(fit(name, width).width() <= width, "at {width}");
         }
-        for ms in [1e308, f64::MAX, 3_600_000.0 * 999.5, 1e12] {
-            assert_eq!(fmt_ms(ms), ">999h", "{ms}");
-        }
-        // Every boundary, and either side of where rounding carries into a wider form.
-        let mut ms = 1e-6;
-        while ms < 1e15 {
-            for probe in [ms, ms * 0.9995, ms * 1.0005] {
-                let shown = fmt_ms(probe);
-                assert!(shown.chars().count() <= FMT_MS_MAX, "{probe} -> {shown}");
-            }
-            ms *= 1.07;
-        }
-        for edge in [
-            0.9995,
-            9.95,
-            999.5,
-            999_949.0,
-            999_950.0,
-            59_970_000.0,
-            3_598_200_000.0,
-        ] {
-            let shown = fmt_ms(edge);
-            assert!(shown.chars().count() <= FMT_MS_MAX, "{edge} -> {shown}");
-        }
+        assert_eq!(pad(&fit("创建订单", 5), 6), "创建… ");
+    }
+
+    #[test]
+    fn short_forms() {
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("abc", 4), "abc");
+    }
+
+    #[test]
+    fn ages_are_short() {
         assert_eq!(fmt_age(10_000.0, Some(9_500.0)), "now");
         assert_eq!(fmt_age(200_000.0, Some(10_000.0)), "3m");
         assert_eq!(fmt_age(0.0, None), "-");
@@ -842,6 +901,7 @@ pub(crate) mod testing {
                 url: URL,
                 watching: &Watching::Runtime,
                 all_projects: self.all_projects,
+                trouble: None,
             }
         }
 

@@ -29,7 +29,7 @@ use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
 use crate::ui::views::pane::{PaneKey, PaneLine, TextPane};
 use crate::ui::views::query::Query;
-use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
+use crate::ui::views::{Col, fit_columns_stretching, fit_name, placed_list, plural, shown_cells};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
@@ -304,7 +304,11 @@ impl ApprovalsState {
             note: String::new(),
             editing_note: false,
         });
-        (skipped > 0).then(|| format!("{skipped} marked call(s) already decided are left out"))
+        (skipped > 0).then(|| {
+            let calls = plural(skipped, "marked call");
+            let verb = if skipped == 1 { "was" } else { "were" };
+            format!("{calls} {verb} already decided: left out")
+        })
     }
 
     /// The filter changed: the rows are matched again.
@@ -371,7 +375,7 @@ impl ApprovalsState {
             Action::Back if !self.marked.is_empty() => {
                 let n = self.marked.len();
                 self.marked.clear();
-                return Some(format!("{n} mark(s) cleared"));
+                return Some(format!("{} cleared", plural(n, "mark")));
             }
             Action::Open => {
                 let a = self.selected(model)?;
@@ -614,7 +618,9 @@ impl ApprovalsState {
         let inner = block.inner(area);
         frame.render_widget(block, area);
         if self.rows.is_empty() {
-            let msg = if self.filter.is_empty() {
+            let msg = if let (true, Some(trouble)) = (self.filter.is_empty(), &cx.trouble) {
+                format!("No approvals. {trouble}")
+            } else if self.filter.is_empty() {
                 "No approvals yet. Calls a policy holds for a human appear here.".to_owned()
             } else {
                 format!(
@@ -625,7 +631,7 @@ impl ApprovalsState {
                 )
             };
             let mut text = Paragraph::new(safe::span(msg, theme.muted()));
-            if !self.filter.is_empty() {
+            if !self.filter.is_empty() || cx.trouble.is_some() {
                 text = text.wrap(ratatui::widgets::Wrap { trim: true });
             }
             frame.render_widget(text, inner);
@@ -703,7 +709,7 @@ impl ApprovalsState {
         let rows = visible.into_iter().map(|c| {
             let r = Row::new(keep(vec![
                 Cell::from(fit(&c.session, session_w)),
-                Cell::from(fit(&c.tool, tool_w)),
+                Cell::from(fit_name(&c.tool, tool_w)),
                 Cell::from(fit(&c.input, input_w)),
                 Cell::from(fit(&c.rule, rule_w)),
                 Cell::from(c.state),
@@ -1026,6 +1032,7 @@ mod view_tests {
             url: "",
             watching: &crate::ui::app::Watching::Runtime,
             all_projects: false,
+            trouble: None,
         };
         let y = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE);
         assert_eq!(

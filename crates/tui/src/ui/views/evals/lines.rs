@@ -3,7 +3,7 @@
 
 use crate::ui::theme::Theme;
 use crate::ui::views::diff::{LineDiff, PathDiff, json_diff, line_diff};
-use crate::ui::views::{fit, fmt_ms};
+use crate::ui::views::{fit, fmt_ms, plural};
 use ratatui::style::Style;
 use serde_json::Value;
 use spyglass_protocol::events::{AssertionResult, AssertionStatus, EvalStatus};
@@ -121,13 +121,13 @@ pub(super) fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)>
     lines.push((
         status_tone,
         format!(
-            "{}{rerun} · {} · pass {} {}/{} over {} run(s){flaky}",
+            "{}{rerun} · {} · pass {} {}/{} over {}{flaky}",
             status_label(case.last_status),
             case_ms(case.last_duration),
             pct(case.pass_rate).trim_start(),
             case.passed,
             judged(case),
-            case.runs,
+            plural(case.runs, "run"),
         ),
     ));
     lines.push((
@@ -325,7 +325,7 @@ mod tests {
         assert_eq!(case_ms(0.0), "<1ms");
         assert_eq!(case_ms(0.042), "42µs");
         assert_eq!(case_ms(1.3), "1.3ms");
-        assert_eq!(case_ms(12.0), "12ms");
+        assert_eq!(case_ms(12.0), "12.0ms");
         assert_eq!(case_ms(1500.0), "1.5s");
     }
 
@@ -427,7 +427,7 @@ mod tests {
         let rerun_lines = case_lines("s", &rerun);
         assert_eq!(
             rerun_lines[1].1,
-            "✗ failed (rerun of this case) · <1ms · pass 0% 0/1 over 1 run(s)"
+            "✗ failed (rerun of this case) · <1ms · pass 0% 0/1 over 1 run"
         );
         assert!(texts.contains(&"✗ equals"));
         assert!(texts.contains(&"  - a") && texts.contains(&"  + b"));

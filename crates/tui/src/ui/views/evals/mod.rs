@@ -8,7 +8,7 @@
 //! │›payments   ██████░░░  67%  ▅█        2││ trend ▅█  (oldest → newest, window 20)          │
 //! │ support    █████████ 100%  ██        2││  STATUS    CASE                PASS       DUR   │
 //! │                                       ││›✗ failed   confirm payment      50% 1/2 flaky … │
-//! └ ⟳ a run is going: 1 case(s) ─────────┘└───────────────────────────────────────────────┘
+//! └ ⟳ a run is going: 1 case ────────────┘└───────────────────────────────────────────────┘
 //! ```
 //!
 //! `r` reruns the selected case and `R` its suite (a REST task; results come back on the
@@ -264,12 +264,12 @@ mod tests {
         view.after_model_change(&screen.model);
         let text = screen.text(&mut view, 140, 18);
         assert!(
-            text.contains("run_2: 1 regression(s), 1 fixed, 1 new, 1 removed"),
+            text.contains("run_2: 1 regression, 1 fixed, 1 new, 1 removed"),
             "{text}"
         );
         assert!(text.contains("  newly failing payments / charge"), "{text}");
         assert!(
-            text.contains("run_3: 0 regression(s), 1 fixed, 0 new, 0 removed"),
+            text.contains("run_3: 0 regressions, 1 fixed, 0 new, 0 removed"),
             "{text}"
         );
         insta::assert_snapshot!(text);

@@ -6,7 +6,7 @@ use super::state::{CaseDetail, EvalFocus, EvalsState};
 use crate::ui::action::Action;
 use crate::ui::safe;
 use crate::ui::views::fitted_table;
-use crate::ui::views::{Col, fit, fit_columns_stretching, placed_list, shown_cells};
+use crate::ui::views::{Col, fit, fit_columns_stretching, placed_list, plural, shown_cells};
 use crate::ui::views::{Cx, Drawn, Pane, Placed, focused_block, hints};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -79,8 +79,9 @@ fn render_pinned(frame: &mut Frame, area: Rect, pinned: &str, cx: &Cx) {
         let regressions = cmp.regressions();
         lines.push(Line::from(Span::styled(
             format!(
-                "{}: {regressions} regression(s), {} fixed, {} new, {} removed",
+                "{}: {}, {} fixed, {} new, {} removed",
                 sanitize(&run.run_id),
+                plural(regressions, "regression"),
                 cmp.count(Change::Fixed),
                 cmp.count(Change::New),
                 cmp.count(Change::Removed)
@@ -129,7 +130,7 @@ fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> 
     let mut block = focused_block(title, state.focus == EvalFocus::Suites, theme);
     if let Some(run) = evals.running() {
         block = block.title_bottom(Line::from(Span::styled(
-            format!(" ⟳ a run is going: {} case(s) ", run.cases),
+            format!(" ⟳ a run is going: {} ", plural(run.cases, "case")),
             theme.warn(),
         )));
     } else if let Some(done) = evals.runs.back().and_then(|r| r.completed.as_ref()) {
@@ -253,7 +254,10 @@ fn render_cases(
     let cases = state.shown_cases(suite);
     let mut title = vec![
         Span::styled(format!(" {} ", suite.suite), theme.title()),
-        Span::styled(format!("· {} cases ", suite.cases.len()), theme.muted()),
+        Span::styled(
+            format!("· {} ", plural(suite.cases.len(), "case")),
+            theme.muted(),
+        ),
     ];
     if !state.filter.is_empty() || state.editing_filter {
         let cursor = if state.editing_filter { "▏" } else { "" };
@@ -279,10 +283,10 @@ fn render_cases(
             Span::styled("pass  ", theme.muted()),
             Span::styled(gauge(suite.pass_rate, gauge_w), theme.bar()),
             Span::raw(format!(
-                " {} {}/{judged_all} · {} run(s)",
+                " {} {}/{judged_all} · {}",
                 pct(suite.pass_rate),
                 suite.passed,
-                suite.runs
+                plural(suite.runs, "run")
             )),
         ]),
         Line::from(vec![

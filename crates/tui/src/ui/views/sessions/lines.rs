@@ -39,6 +39,7 @@ fn unfolded_rows(session: &Session, collapsed: &[usize]) -> Vec<TimelineRow> {
                 let made_by_step = calls.get(i).is_some_and(|c| c.iteration.is_some());
                 !(made_by_step && under.is_some_and(|s| collapsed.contains(&s)))
             }
+            TimelineRow::Failure => true,
         })
         .collect()
 }
@@ -73,6 +74,15 @@ pub(super) fn build_timeline(
             idx.into_iter().map(TimelineRow::Call).collect()
         }
     };
+    let mut rows = rows;
+    if session
+        .summary
+        .as_ref()
+        .and_then(|s| s.run.as_ref())
+        .is_some_and(|run| run.failed)
+    {
+        rows.push(TimelineRow::Failure);
+    }
     if !t0.is_finite() {
         (t0, t1) = (0.0, 0.0);
     }

@@ -4,6 +4,7 @@
 
 use crate::model::{Call, MockRow, Session};
 use crate::ui::views::pane::{PaneLine, TextPane, Tone};
+use crate::ui::views::plural;
 use serde_json::Value;
 use spyglass_protocol::events::{Counter, MockMode};
 use spyglass_protocol::sanitize::{shown, shown_text};
@@ -221,8 +222,8 @@ pub fn mock_lines(session: &Session, open: &[usize]) -> (Vec<PaneLine>, Vec<usiz
                     lines.push(PaneLine::new(
                         Tone::Error,
                         format!(
-                            "  exhausted: every entry served; further calls answer mocks_exhausted ({} calls in all)",
-                            m.calls
+                            "  exhausted: every entry served; further calls answer mocks_exhausted ({} in all)",
+                            plural(m.calls, "call")
                         ),
                     ));
                 }

@@ -243,9 +243,10 @@ mod tests {
     fn a_click_on_the_mocks_table_focuses_it() {
         let (screen, mut view) = mocked(false);
         let text = screen.text(&mut view, 80, 24);
+        // The mocks table is above the timeline: the first row naming the tool is its.
         let y = text
             .lines()
-            .position(|l| l.contains("nuvem-fiscal/"))
+            .position(|l| l.contains("/create_nfe"))
             .unwrap_or_else(|| panic!("a mock row:\n{text}"));
         view.on_click(Position::new(60, u16::try_from(y).unwrap()), &screen.model);
         assert_eq!(view.focus, Focus::Mocks);

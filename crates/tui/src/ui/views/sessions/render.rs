@@ -3,7 +3,7 @@
 
 use super::lines::{TimelineCache, TimelineRow, build_timeline};
 use super::state::{CallSort, Detail, Focus, SessionsState};
-use crate::model::{Session, SessionStatus};
+use crate::model::{RunOutcome, Session, SessionStatus};
 use crate::ui::action::Action;
 use crate::ui::app::Watching;
 use crate::ui::safe;
@@ -11,7 +11,8 @@ use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
 use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
 use crate::ui::views::{
-    Cx, Drawn, Pane, Placed, fit, fmt_age, fmt_ms, focused_block, key_cap, scroll_hint,
+    Cx, Drawn, Pane, Placed, fit, fit_name, fmt_age, fmt_ms, focused_block, header, key_cap, pad,
+    plural, scroll_hint,
 };
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -20,6 +21,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row};
 use spyglass_protocol::events::MockMode;
 use spyglass_protocol::sanitize::{sanitize, shown};
+use unicode_width::UnicodeWidthStr;
 
 pub(super) fn render(state: &SessionsState, frame: &mut Frame, area: Rect, cx: &Cx) -> Drawn {
     let [left, right] =
@@ -179,7 +181,7 @@ fn summary_lines(
         } else {
             session.timeline.steps.len()
         };
-        numbers.push(format!("{steps} steps"));
+        numbers.push(plural(steps, "step"));
         numbers.push(if run.tokens.total == 0 {
             "0 tokens".to_owned()
         } else {
@@ -200,10 +202,8 @@ fn summary_lines(
         if !run.finish_reason.is_empty() && !run.failed {
             numbers.push(format!("finish {}", run.finish_reason));
         }
-        match run.failover_attempts {
-            0 => {}
-            1 => numbers.push("1 failover".to_owned()),
-            n => numbers.push(format!("{n} failovers")),
+        if run.failover_attempts > 0 {
+            numbers.push(plural(run.failover_attempts, "failover"));
         }
         let numbers: Vec<String> = numbers.iter().map(|n| shown(n).into_owned()).collect();
         lines.extend(styled(pack(&numbers, width), 4, width, theme.muted()));
@@ -338,7 +338,10 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
                     url = cx.url
                 ),
                 Watching::Replay { file } => format!("No sessions in {file} yet."),
-                _ => format!("No sessions yet. Waiting for {}", cx.url),
+                _ => match &cx.trouble {
+                    Some(trouble) => format!("No sessions. {trouble}"),
+                    None => format!("No sessions yet. Waiting for {}", cx.url),
+                },
             }
         };
         frame.render_widget(
@@ -381,7 +384,9 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
     let id_want = widest(&names[0], &|s| {
         1 + usize::from(s.external) + shown(&s.id).chars().count()
     });
-    let user_want = widest(&names[1], &|s| shown(&s.user).chars().count()).min(16);
+    // Up to 32: a user name is what a person reads a row by (`shopping-assistant-2`).
+    let user_full = widest(&names[1], &|s| shown(&s.user).chars().count());
+    let user_want = user_full.min(32);
     let cols = [
         Col {
             want: id_want,
@@ -448,6 +453,13 @@ fn render_list(frame: &mut Frame, area: Rect, state: &SessionsState, cx: &Cx) ->
             r
         })
     });
+    // A cut id or user says so in its header.
+    names[0] = header(&names[0], &cols[0], widths[0]);
+    let user_col = Col {
+        want: user_full,
+        ..cols[1]
+    };
+    names[1] = header(&names[1], &user_col, widths[1]);
     let header = Row::new(keep(names.map(Cell::from).to_vec())).style(theme.muted());
     let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, inner);
@@ -591,7 +603,7 @@ fn render_mocks(
             theme.bar()
         };
         Row::new(keep(vec![
-            Cell::from(fit(&sanitize(&m.tool), widths[0].unwrap_or(0))),
+            Cell::from(fit_name(&sanitize(&m.tool), widths[0].unwrap_or(0))),
             Cell::from(mode),
             Cell::from(Line::from(vec![
                 Span::styled(consumed, gauge_style),
@@ -601,17 +613,16 @@ fn render_mocks(
         ]))
         .style(style)
     });
-    let header = Row::new(keep(
-        ["TOOL", "MODE", "CONSUMED", "CALLS"]
-            .map(Cell::from)
-            .to_vec(),
-    ))
+    let header = Row::new(keep(vec![
+        Cell::from(header("TOOL", &cols[0], widths[0])),
+        Cell::from("MODE"),
+        Cell::from("CONSUMED"),
+        Cell::from("CALLS"),
+    ]))
     .style(theme.muted());
     let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, inner);
 }
-
-const DUR_W: usize = 7;
 
 /// A call's OUTCOME cell: `ok` or the envelope's code; a call held for approval says how
 /// the hold stands (`pending`, `approved → ok`, `denied`, `expired`), so a denied call does
@@ -709,22 +720,12 @@ fn render_timeline(
             TimelineRow::Call(i) => calls
                 .get(i)
                 .map_or_else(|| Span::raw(""), |c| call_outcome(c, cx.model, theme)),
+            TimelineRow::Failure => Span::styled(
+                shown(failed_run(session).map_or("", |run| run.output.as_str())).into_owned(),
+                theme.error(),
+            ),
         })
         .collect();
-    let out_w = outcomes
-        .iter()
-        .map(Span::width)
-        .max()
-        .unwrap_or(0)
-        .max("OUTCOME".len())
-        .min(width / 2);
-    // Then the label (it gives way first: the bars are the point of a waterfall), then
-    // the bars take the rest.
-    let rest = width.saturating_sub(out_w + DUR_W + 4);
-    let label_w = (width / 3).clamp(10, 28).min(rest.saturating_sub(4)).max(6);
-    let bar_w = rest.saturating_sub(label_w).max(4);
-
-    let mut lines = Vec::with_capacity(height + 1);
     let (left, right) = if state.absolute_times {
         (
             clock_at(Some(cache.t0), true, cx.watching),
@@ -736,76 +737,75 @@ fn render_timeline(
             format!("+{}", fmt_ms(cache.t1 - cache.t0)),
         )
     };
-    let axis_fill = bar_w.saturating_sub(left.len() + right.chars().count() + 2);
+    let rows = timeline_rows(session, cache, state, (offset, height), theme);
+    // DUR as wide as its widest visible value: columns of blanks go before names do.
+    let dur_w = rows
+        .iter()
+        .flatten()
+        .map(|r| fmt_ms(r.shown_dur).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("DUR".len());
+    let label_want = rows
+        .iter()
+        .flatten()
+        .map(|r| r.indent.len() + r.label.width())
+        .max()
+        .unwrap_or(0);
+    let (label_w, bar_w, out_w) = timeline_widths(
+        width,
+        label_want,
+        outcomes.iter().map(Span::width).max().unwrap_or(0),
+        dur_w,
+        right.chars().count(),
+    );
+    let cut_label_header = if label_w < label_want {
+        fit("STEP / CALL…", label_w)
+    } else {
+        fit("STEP / CALL", label_w)
+    };
+    let mut lines = Vec::with_capacity(height + 1);
+
+    let axis_w = left.len() + right.chars().count() + 2;
+    // Too narrow for both ends of the axis: its end (the span) alone.
+    let axis = if axis_w <= bar_w {
+        format!("{left} {} {right}", "─".repeat(bar_w - axis_w))
+    } else {
+        pad(&fit(&right, bar_w), bar_w)
+    };
     lines.push(Line::from(vec![
-        Span::styled(format!(" {:<label_w$} ", "STEP / CALL"), theme.muted()),
         Span::styled(
-            format!("{left} {} {right}", "─".repeat(axis_fill)),
+            format!(" {} ", pad(&cut_label_header, label_w)),
             theme.muted(),
         ),
+        Span::styled(axis, theme.muted()),
         Span::styled(
-            format!(" {:>DUR_W$} {:<out_w$}", "DUR", "OUTCOME"),
+            format!(" {:>dur_w$} {}", "DUR", fit("OUTCOME", out_w)),
             theme.muted(),
         ),
     ]));
-    let mut outcomes = outcomes.into_iter();
-    for (row, entry) in cache.rows.iter().enumerate().skip(offset).take(height) {
-        let outcome = outcomes.next().unwrap_or_default();
+    for ((row, entry), outcome) in (offset..).zip(rows).zip(outcomes) {
         let outcome = Span::styled(fit(&outcome.content, out_w), outcome.style);
-        let (label, start, dur, outcome, bar_char, bar_style) = match *entry {
-            TimelineRow::Step(i) => {
-                let Some(s) = session.timeline.steps.get(i) else {
-                    continue;
-                };
-                let glyph = if state.collapsed.contains(&i) {
-                    "▸"
-                } else {
-                    "▾"
-                };
-                // Before the finish reason: a narrow column cuts the label's end.
-                let replayed = if s.cassette { "cassette · " } else { "" };
-                // ↻N: the step's model call was retried N times (its error is the outcome).
-                let retried = match s.failed_attempts {
-                    0 => String::new(),
-                    n => format!(" ↻{n}"),
-                };
-                let label = format!(
-                    "{glyph} step {}{retried} · {replayed}{}",
-                    s.iteration, s.finish_reason
-                );
-                (
-                    label,
-                    Some(s.start_ms),
-                    s.duration_ms,
-                    outcome,
-                    "─",
-                    theme.muted(),
-                )
-            }
-            TimelineRow::Call(i) => {
-                let Some(c) = calls.get(i) else {
-                    continue;
-                };
-                let indent = if c.iteration.is_some() && state.sort == CallSort::Start {
-                    "  "
-                } else {
-                    ""
-                };
-                let code = c.envelope_code();
-                let bar_style = if code.is_some() {
-                    theme.outcome(code)
-                } else {
-                    theme.bar()
-                };
-                (
-                    format!("{indent}{}", c.tool),
-                    c.start_ms,
-                    c.duration_ms,
-                    outcome,
-                    "█",
-                    bar_style,
-                )
-            }
+        let Some(TimelineEntry {
+            indent,
+            label,
+            call,
+            start,
+            dur,
+            shown_dur,
+            bar_char,
+            bar_style,
+        }) = entry
+        else {
+            continue;
+        };
+        // A call's tool keeps its end (`…/create_paymet` is not `…/create_payment`); a
+        // step's label keeps its start.
+        let room = label_w.saturating_sub(indent.len());
+        let label = if call {
+            fit_name(&label, room)
+        } else {
+            fit(&label, room)
         };
         let bar = match start {
             Some(start) => {
@@ -824,9 +824,12 @@ fn render_timeline(
                 theme.muted(),
             )],
         };
-        let mut spans = vec![Span::raw(format!("{:<label_w$} ", fit(&label, label_w)))];
+        let mut spans = vec![Span::raw(format!(
+            "{} ",
+            pad(&format!("{indent}{label}"), label_w)
+        ))];
         spans.extend(bar);
-        spans.push(Span::raw(format!(" {:>DUR_W$} ", fmt_ms(dur))));
+        spans.push(Span::raw(format!(" {:>dur_w$} ", fmt_ms(shown_dur))));
         spans.push(outcome);
         let selected = row == sel && state.focus == Focus::Timeline;
         if selected {
@@ -849,6 +852,145 @@ fn render_timeline(
         len,
         theme,
     ))
+}
+
+/// One visible timeline row before it is laid out: its label (a step, or a call's tool),
+/// where its bar starts and how long it is.
+struct TimelineEntry {
+    indent: &'static str,
+    label: String,
+    call: bool,
+    start: Option<f64>,
+    /// How long the bar is.
+    dur: f64,
+    /// What DUR says (the bar's length, but a failed run's row has a mark for a bar and
+    /// the run's duration here).
+    shown_dur: f64,
+    bar_char: &'static str,
+    bar_style: Style,
+}
+
+fn timeline_rows(
+    session: &Session,
+    cache: &TimelineCache,
+    state: &SessionsState,
+    (offset, height): (usize, usize),
+    theme: &Theme,
+) -> Vec<Option<TimelineEntry>> {
+    let calls = session.timeline.calls();
+    let mut rows = Vec::with_capacity(height);
+    for entry in cache.rows.iter().skip(offset).take(height) {
+        let row = match *entry {
+            TimelineRow::Step(i) => {
+                let Some(s) = session.timeline.steps.get(i) else {
+                    rows.push(None);
+                    continue;
+                };
+                let glyph = if state.collapsed.contains(&i) {
+                    "▸"
+                } else {
+                    "▾"
+                };
+                // Before the finish reason: a narrow column cuts the label's end.
+                let replayed = if s.cassette { "cassette · " } else { "" };
+                // ↻N: the step's model call was retried N times (its error is the outcome).
+                let retried = match s.failed_attempts {
+                    0 => String::new(),
+                    n => format!(" ↻{n}"),
+                };
+                TimelineEntry {
+                    indent: "",
+                    call: false,
+                    label: format!(
+                        "{glyph} step {}{retried} · {replayed}{}",
+                        s.iteration, s.finish_reason
+                    ),
+                    start: Some(s.start_ms),
+                    dur: s.duration_ms,
+                    shown_dur: s.duration_ms,
+                    bar_char: "─",
+                    bar_style: theme.muted(),
+                }
+            }
+            TimelineRow::Call(i) => {
+                let Some(c) = calls.get(i) else {
+                    rows.push(None);
+                    continue;
+                };
+                let indent = if c.iteration.is_some() && state.sort == CallSort::Start {
+                    "  "
+                } else {
+                    ""
+                };
+                TimelineEntry {
+                    indent,
+                    label: c.tool.to_string(),
+                    call: true,
+                    start: c.start_ms,
+                    dur: c.duration_ms,
+                    shown_dur: c.duration_ms,
+                    bar_char: "█",
+                    bar_style: match c.envelope_code() {
+                        Some(code) => theme.outcome(Some(code)),
+                        None => theme.bar(),
+                    },
+                }
+            }
+            TimelineRow::Failure => {
+                let Some(run) = failed_run(session) else {
+                    rows.push(None);
+                    continue;
+                };
+                TimelineEntry {
+                    indent: "",
+                    label: "✕ failed".to_owned(),
+                    call: false,
+                    start: Some(cache.t1),
+                    dur: 0.0,
+                    shown_dur: run.duration_ms,
+                    bar_char: "✕",
+                    bar_style: theme.error(),
+                }
+            }
+        };
+        rows.push(Some(row));
+    }
+    rows
+}
+
+/// The session's run, when it failed.
+fn failed_run(session: &Session) -> Option<&RunOutcome> {
+    session
+        .summary
+        .as_ref()
+        .and_then(|s| s.run.as_ref())
+        .filter(|run| run.failed)
+}
+
+/// The timeline's (label, bar, outcome) widths in a pane `width` wide whose labels want
+/// `label_want` columns, outcomes `out_want` and durations `dur_w`. OUTCOME is as wide as
+/// its widest visible value, up to half the pane; the label takes what it wants of the
+/// rest (the name tells calls apart; when there is room it gets a third of the pane, up
+/// to 28); the bars keep room for the axis's end (`axis_end` columns, `+3.4ms`) and take
+/// what is left.
+fn timeline_widths(
+    width: usize,
+    label_want: usize,
+    out_want: usize,
+    dur_w: usize,
+    axis_end: usize,
+) -> (usize, usize, usize) {
+    const LABEL_MAX: usize = 40;
+    let bar_min = axis_end.max(4);
+    let avail = width.saturating_sub(dur_w + 4);
+    let out_w = out_want.max("OUTCOME".len()).min(width / 2);
+    let label_w = label_want
+        .max((width / 3).clamp(10, 28))
+        .min(LABEL_MAX)
+        .min(avail.saturating_sub(out_w + bar_min))
+        .max(6);
+    let bar_w = avail.saturating_sub(label_w + out_w).max(4);
+    (label_w, bar_w, out_w)
 }
 
 fn render_detail(frame: &mut Frame, area: Rect, detail: &Detail, cx: &Cx) -> Placed {

@@ -654,7 +654,7 @@ impl SessionsState {
         let cache = self.cache.as_ref().filter(|c| c.session_id == session.id)?;
         match cache.rows.get(self.timeline_sel())? {
             TimelineRow::Call(i) => session.timeline.calls().get(*i),
-            TimelineRow::Step(_) => None,
+            TimelineRow::Step(_) | TimelineRow::Failure => None,
         }
     }
 
