@@ -392,6 +392,41 @@ fn failure_of(records: &[&AgentEvalCompleted]) -> Option<String> {
         })
 }
 
+/// The comparison as the `comparison` section of the JSON results: the baseline, the
+/// significance, the regressions counted and per case in either run its change, the
+/// counts, the p-value of a drop and the rule that decided it.
+pub fn comparison_json(
+    comparison: &Comparison,
+    against: &str,
+    alpha: f64,
+    regressions: usize,
+) -> serde_json::Value {
+    let cases: Vec<serde_json::Value> = comparison
+        .cases
+        .iter()
+        .map(|c| {
+            let counts =
+                |passed: u32, judged: u32| serde_json::json!({"passed": passed, "judged": judged});
+            serde_json::json!({
+                "suite": c.suite,
+                "case": c.case,
+                "change": c.change.label(),
+                "regression": c.change.is_regression(),
+                "before": c.counts.map(|[a, n, _, _]| counts(a, n)),
+                "after": c.counts.map(|[_, _, b, m]| counts(b, m)),
+                "p_value": c.p_value,
+                "rule": c.rule,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "baseline": against,
+        "significance": alpha,
+        "regressions": regressions,
+        "cases": cases,
+    })
+}
+
 /// The printout: one line per changed case, then the counts. `against` names the
 /// baseline (its file).
 pub fn render(comparison: &Comparison, against: &str) -> String {
@@ -560,7 +595,12 @@ mod tests {
         let strict = compare_records_at(&baseline, &current, 0.0001);
         assert_eq!(strict.regressions(), 1);
         assert_eq!(
-            strict.cases.iter().find(|c| c.case == "wobbles").unwrap().change,
+            strict
+                .cases
+                .iter()
+                .find(|c| c.case == "wobbles")
+                .unwrap()
+                .change,
             Change::Inconclusive
         );
         assert_eq!(cmp.regressions_where(|c| c.case != "breaks"), 1);
@@ -568,10 +608,19 @@ mod tests {
 
     #[test]
     fn two_of_two_to_zero_of_two_is_a_flip_and_a_significant_flip_says_so() {
-        let (base, now) = ([rec("a", Passed), rec("a", Passed)], [rec("a", Failed), rec("a", Failed)]);
+        let (base, now) = (
+            [rec("a", Passed), rec("a", Passed)],
+            [rec("a", Failed), rec("a", Failed)],
+        );
         let cmp = compare_records(&base, &now);
         assert_eq!(cmp.cases[0].change, Change::NewlyFailing);
-        assert!(cmp.cases[0].rule.as_deref().unwrap().contains("every attempt flipped"));
+        assert!(
+            cmp.cases[0]
+                .rule
+                .as_deref()
+                .unwrap()
+                .contains("every attempt flipped")
+        );
         let base: Vec<_> = (0..3).map(|_| rec("a", Passed)).collect();
         let now: Vec<_> = (0..3).map(|_| rec("a", Failed)).collect();
         let cmp = compare_records(&base, &now);
@@ -624,9 +673,14 @@ mod tests {
             duration_ms: 0.0,
             cases: Vec::new(),
         };
-        let err =
-            compare_runs("a.json", &detail("payments"), "b.json", &detail("refunds"), 0.05)
-                .unwrap_err();
+        let err = compare_runs(
+            "a.json",
+            &detail("payments"),
+            "b.json",
+            &detail("refunds"),
+            0.05,
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "a.json and b.json share no suite (a.json has payments; b.json has refunds)"

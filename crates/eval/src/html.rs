@@ -6,13 +6,13 @@
 //! out. Every string from a run (agent output, tool names, messages) is escaped, so a
 //! hostile answer reads as text and never becomes markup.
 
+use crate::stats::{RunStats, percent, rate_with_interval};
 use similar::{Algorithm, DiffOp};
 use spyglass_protocol::RawJson;
 use spyglass_protocol::events::{
     AgentEvalCompleted, AssertionResult, AssertionStatus, EvalStatus, Outcome,
 };
 use spyglass_protocol::rest::{CallView, EvalRunDetail};
-use crate::stats::{RunStats, percent, rate_with_interval};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -719,7 +719,11 @@ mod tests {
         let mut report = input();
         let first = report.detail.cases[0].clone();
         let mut records = Vec::new();
-        for (attempt, status) in [(1, EvalStatus::Passed), (2, EvalStatus::Failed), (3, EvalStatus::Passed)] {
+        for (attempt, status) in [
+            (1, EvalStatus::Passed),
+            (2, EvalStatus::Failed),
+            (3, EvalStatus::Passed),
+        ] {
             let mut r = first.clone();
             r.result.case = "wobbles".into();
             r.result.status = status;

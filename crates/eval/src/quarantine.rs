@@ -3,7 +3,10 @@
 //!
 //! Pure: the file's text comes in with its name (named in every error) and today's date.
 
+use crate::stats::RunStats;
 use chrono::NaiveDate;
+use serde::Serialize;
+use std::fmt::Write as _;
 use thiserror::Error;
 
 /// Why a quarantine file was refused: the file, the entry and the field.
@@ -52,6 +55,110 @@ impl Quarantine {
     /// The entries that ran out before `today`.
     pub fn expired(&self, today: NaiveDate) -> impl Iterator<Item = &Entry> {
         self.entries.iter().filter(move |e| e.expired(today))
+    }
+}
+
+/// Today's date where the CLI runs: an entry expires after its day there.
+pub fn today() -> NaiveDate {
+    chrono::Local::now().date_naive()
+}
+
+/// What became of one entry in a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Standing {
+    pub id: String,
+    pub reason: String,
+    /// `2026-12-31`.
+    pub expires: Option<String>,
+    /// Past its date: the case counts again.
+    pub expired: bool,
+    /// Whether the run had the case at all.
+    pub matched: bool,
+    pub passed: u32,
+    pub judged: u32,
+    /// Shielded, judged, and every attempt passed: the entry can go.
+    pub can_leave: bool,
+}
+
+impl Quarantine {
+    /// Every entry against the run's statistics.
+    pub fn standings(&self, stats: &RunStats, today: NaiveDate) -> Vec<Standing> {
+        self.entries
+            .iter()
+            .map(|entry| {
+                let case = stats.cases.iter().find(|c| c.id == entry.id);
+                let (passed, judged) = case.map_or((0, 0), |c| (c.passed, c.judged));
+                let expired = entry.expired(today);
+                Standing {
+                    id: entry.id.clone(),
+                    reason: entry.reason.clone(),
+                    expires: entry.expires.map(|d| d.format("%Y-%m-%d").to_string()),
+                    expired,
+                    matched: case.is_some(),
+                    passed,
+                    judged,
+                    can_leave: !expired && judged > 0 && passed == judged,
+                }
+            })
+            .collect()
+    }
+
+    /// The printout: per entry in force what its case did, and whether it can leave.
+    pub fn render(&self, stats: &RunStats, today: NaiveDate) -> String {
+        let clean = |text: &str| spyglass_protocol::sanitize::sanitize(text).into_owned();
+        let mut out = format!("Quarantine ({}):\n", clean(&self.file));
+        let standings = self.standings(stats, today);
+        let width = standings
+            .iter()
+            .map(|s| s.id.chars().count())
+            .max()
+            .unwrap_or(0);
+        for s in standings.iter().filter(|s| !s.expired && s.matched) {
+            let said = if s.can_leave {
+                format!(
+                    "passed every attempt ({}/{}): can leave quarantine",
+                    s.passed, s.judged
+                )
+            } else if s.judged == 0 {
+                "skipped: nothing judged".to_owned()
+            } else {
+                format!(
+                    "{}/{} passed, not counted ({})",
+                    s.passed,
+                    s.judged,
+                    clean(&s.reason)
+                )
+            };
+            let _ = writeln!(out, "  {:<width$}  {said}", clean(&s.id));
+        }
+        out
+    }
+
+    /// Warnings for the log: expired entries (naming them) and entries matching no case.
+    pub fn warnings(&self, stats: &RunStats, today: NaiveDate) -> Vec<String> {
+        let clean = |text: &str| spyglass_protocol::sanitize::sanitize(text).into_owned();
+        self.standings(stats, today)
+            .iter()
+            .filter_map(|s| {
+                if s.expired {
+                    Some(format!(
+                        "warning: {}: the quarantine of {} expired on {} ({}); its failures count again",
+                        clean(&self.file),
+                        clean(&s.id),
+                        s.expires.as_deref().unwrap_or_default(),
+                        clean(&s.reason)
+                    ))
+                } else if s.matched {
+                    None
+                } else {
+                    Some(format!(
+                        "warning: {}: {} matches no case of this run",
+                        clean(&self.file),
+                        clean(&s.id)
+                    ))
+                }
+            })
+            .collect()
     }
 }
 
@@ -213,6 +320,40 @@ mod tests {
         assert!(q.shields("payments", "other", day("2026-01-01")).is_none());
         assert_eq!(q.expired(day("2027-01-01")).count(), 1);
         assert!(parse_quarantine("e.toml", "").unwrap().entries.is_empty());
+        // Against a run: refund passed every attempt; charge failed one; it is 2027.
+        let records: Vec<spyglass_protocol::events::AgentEvalCompleted> = [
+            ("refund", true),
+            ("refund", true),
+            ("charge", true),
+            ("charge", false),
+        ]
+        .into_iter()
+        .map(
+            |(case, pass)| spyglass_protocol::events::AgentEvalCompleted {
+                suite: "payments".into(),
+                case: case.into(),
+                pass,
+                status: if pass {
+                    spyglass_protocol::events::EvalStatus::Passed
+                } else {
+                    spyglass_protocol::events::EvalStatus::Failed
+                },
+                ..Default::default()
+            },
+        )
+        .collect();
+        let stats = RunStats::of(&records);
+        assert_eq!(
+            q.render(&stats, day("2026-06-01")),
+            "Quarantine (q.toml):\n  payments/charge  1/2 passed, not counted (model flakes on amounts)\n  payments/refund  passed every attempt (2/2): can leave quarantine\n"
+        );
+        assert!(q.warnings(&stats, day("2026-06-01")).is_empty());
+        assert_eq!(
+            q.warnings(&stats, day("2027-01-01")),
+            [
+                "warning: q.toml: the quarantine of payments/charge expired on 2026-12-31 (model flakes on amounts); its failures count again"
+            ]
+        );
     }
 
     #[test]
@@ -248,7 +389,11 @@ mod tests {
         );
         assert!(err("[[case]\n").starts_with("q.toml: "));
         // A string date is read too.
-        let q = parse_quarantine("q.toml", "[[case]]\nid = \"p/c\"\nreason = \"x\"\nexpires = \"2026-01-02\"\n").unwrap();
+        let q = parse_quarantine(
+            "q.toml",
+            "[[case]]\nid = \"p/c\"\nreason = \"x\"\nexpires = \"2026-01-02\"\n",
+        )
+        .unwrap();
         assert_eq!(q.entries[0].expires, Some(day("2026-01-02")));
     }
 }

@@ -1,13 +1,13 @@
 //! What `spyglass eval` prints and writes: a table of cases per suite with one summary
 //! line, the exit rule, `JUnit` XML (failures and errors apart) and the JSON results.
 
+use crate::stats::RunStats;
 use quick_xml::Writer;
 use quick_xml::events::{BytesDecl, BytesText, Event};
 use quick_xml::writer::ElementWriter;
 use spyglass_protocol::events::{AssertionResult, AssertionStatus, EvalStatus};
 use spyglass_protocol::rest::{EvalCaseRecord, EvalRunDetail};
 use spyglass_protocol::sanitize::sanitize;
-use crate::stats::RunStats;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -374,7 +374,11 @@ fn case_rows(out: &mut String, cases: &[(&str, Vec<&EvalCaseRecord>)], stats: &R
                 let attempt = record.result.attempt.unwrap_or(1);
                 format!("#{attempt}: {}", detail(record))
             }
-            None => attempts.iter().map(|r| detail(r)).find(|d| !d.is_empty()).unwrap_or_default(),
+            None => attempts
+                .iter()
+                .map(|r| detail(r))
+                .find(|d| !d.is_empty())
+                .unwrap_or_default(),
         };
         let line = format!(
             "  {status:<7}  {duration:>7}  {:<width$}  {strip:<strip_width$}  {:>5}  {}",

@@ -155,8 +155,8 @@ impl CaseStats {
             .collect();
         let judged = u32::try_from(judged_marks.len()).unwrap_or(u32::MAX);
         let passed = u32::try_from(judged_marks.iter().filter(|p| **p).count()).unwrap_or(0);
-        let flips = u32::try_from(judged_marks.windows(2).filter(|w| w[0] != w[1]).count())
-            .unwrap_or(0);
+        let flips =
+            u32::try_from(judged_marks.windows(2).filter(|w| w[0] != w[1]).count()).unwrap_or(0);
         Some(Self {
             suite: first.suite.clone(),
             case: first.case.clone(),
@@ -234,10 +234,7 @@ impl SuiteStats {
 
     /// `pass rate 60 % [23–88 %], pass@k 100 %, pass^k 0 %, flip rate 50 %, 1 flaky`.
     pub fn line(&self) -> String {
-        let mut out = format!(
-            "pass rate {}",
-            rate_with_interval(self.passed, self.judged)
-        );
+        let mut out = format!("pass rate {}", rate_with_interval(self.passed, self.judged));
         if let (Some(any), Some(all)) = (self.pass_at_k, self.pass_all_k) {
             let _ = write!(out, ", pass@k {}, pass^k {}", percent(any), percent(all));
         }
@@ -370,7 +367,10 @@ mod tests {
                         #[expect(clippy::cast_precision_loss)]
                         let exact = hits as f64 / all as f64;
                         let got = fisher_drop(a, n, b, m);
-                        assert!((got - exact).abs() < 1e-9, "{a}/{n} → {b}/{m}: {got} vs {exact}");
+                        assert!(
+                            (got - exact).abs() < 1e-9,
+                            "{a}/{n} → {b}/{m}: {got} vs {exact}"
+                        );
                     }
                 }
             }
@@ -421,7 +421,10 @@ mod tests {
         assert_eq!((stats.passed, stats.judged, stats.flips), (0, 2, 0));
         assert!(!stats.flaky && !stats.pass_at_k);
         let run = RunStats::of(&records);
-        assert_eq!(run.suites[0].line(), "pass rate 0 % [0–66 %], pass@k 0 %, pass^k 0 %, flip rate 0 %, 0 flaky");
+        assert_eq!(
+            run.suites[0].line(),
+            "pass rate 0 % [0–66 %], pass@k 0 %, pass^k 0 %, flip rate 0 %, 0 flaky"
+        );
         assert_eq!(run.flaky_line(), "0 flaky");
     }
 }
