@@ -408,7 +408,10 @@ fn the_example_payments_suite_gives_the_counts_its_header_promises() {
         .find(|l| l.contains("flaky confirmation"))
         .unwrap_or_default();
     assert!(row.starts_with("  flaky "), "{stdout}");
-    assert!(row.contains("flaky confirmation  PFPF    2/4  #2: "), "{stdout}");
+    assert!(
+        row.contains("flaky confirmation  PFPF    2/4  #2: "),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("\n1 flaky: payments/flaky confirmation (2/4, 50 % [15–85 %])\n"),
         "{stdout}"

@@ -229,10 +229,10 @@ fn judge_drop(a: u32, n: u32, b: u32, m: u32, alpha: f64) -> Option<(Change, f64
     if n == 0 || m == 0 || u64::from(b) * u64::from(n) >= u64::from(a) * u64::from(m) {
         return None;
     }
-    let p = fisher_drop(a, n, b, m);
+    let p_value = fisher_drop(a, n, b, m);
     let counts = format!("{a}/{n} → {b}/{m}");
     // A hair of tolerance: 1/20 summed in floating point must still meet 0.05.
-    if p <= alpha + 1e-12 {
+    if p_value <= alpha + 1e-12 {
         let change = if b == 0 {
             Change::NewlyFailing
         } else if a == n {
@@ -242,8 +242,11 @@ fn judge_drop(a: u32, n: u32, b: u32, m: u32, alpha: f64) -> Option<(Change, f64
         };
         return Some((
             change,
-            p,
-            format!("{counts}: {} ≤ {alpha}, a significant drop", p_text(p)),
+            p_value,
+            format!(
+                "{counts}: {} ≤ {alpha}, a significant drop",
+                p_text(p_value)
+            ),
         ));
     }
     let floor = smallest_p(n, m);
@@ -255,19 +258,19 @@ fn judge_drop(a: u32, n: u32, b: u32, m: u32, alpha: f64) -> Option<(Change, f64
         )
     });
     if a == n && b == 0 {
-        let why = too_few.unwrap_or_else(|| format!("{} > {alpha}", p_text(p)));
+        let why = too_few.unwrap_or_else(|| format!("{} > {alpha}", p_text(p_value)));
         return Some((
             Change::NewlyFailing,
-            p,
+            p_value,
             format!("{counts}: {why}; counted as a regression because every attempt flipped"),
         ));
     }
-    let mut rule = format!("{counts}: {} > {alpha}, within noise", p_text(p));
+    let mut rule = format!("{counts}: {} > {alpha}, within noise", p_text(p_value));
     if let Some(few) = too_few {
         rule.push_str("; ");
         rule.push_str(&few);
     }
-    Some((Change::Inconclusive, p, rule))
+    Some((Change::Inconclusive, p_value, rule))
 }
 
 /// Compares the case records of two runs (a run's `cases`, or any records of results) at

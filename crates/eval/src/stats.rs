@@ -65,10 +65,10 @@ pub fn fisher_drop(
     // The current run's passes range over max(0, m - fails)..=min(m, passes).
     let fails = total - passes;
     let low = m.saturating_sub(fails);
-    let p: f64 = (low..=b.min(passes))
+    let tail: f64 = (low..=b.min(passes))
         .map(|x| (ln_choose(passes, x) + ln_choose(fails, m - x) - ln_all).exp())
         .sum();
-    p.min(1.0)
+    tail.min(1.0)
 }
 
 /// The smallest p-value [`fisher_drop`] can give at these attempt counts: every baseline
