@@ -77,9 +77,12 @@ pub fn smallest_p(baseline_judged: u32, current_judged: u32) -> f64 {
     fisher_drop(baseline_judged, baseline_judged, 0, current_judged)
 }
 
-/// The fewest attempts per run (the same in both) at which a drop could reach `alpha`.
+/// The fewest attempts per run (the same in both) at which a drop could reach `alpha`
+/// (1,024 at most: `1 / C(2048, 1024)` is far below any level a CI uses).
 pub fn attempts_needed(alpha: f64) -> u32 {
-    (1..=64).find(|&k| smallest_p(k, k) <= alpha).unwrap_or(64)
+    (1..=1024)
+        .find(|&k| smallest_p(k, k) <= alpha)
+        .unwrap_or(1024)
 }
 
 /// The mark of one attempt in a strip: `P` passed, `F` failed, `E` errored, `S` skipped.
@@ -384,6 +387,8 @@ mod tests {
         assert!(close(smallest_p(3, 3), 1.0 / 20.0));
         assert_eq!(attempts_needed(0.05), 3);
         assert_eq!(attempts_needed(0.01), 5);
+        // 1/C(2k, k) first drops below 1e-40 at k = 69 (exact integers).
+        assert_eq!(attempts_needed(1e-40), 69);
     }
 
     fn rec(attempt: u32, status: EvalStatus) -> AgentEvalCompleted {
