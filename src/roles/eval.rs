@@ -1,12 +1,14 @@
 //! `spyglass eval`: check the suite files, then run them on the `--url` runtime, else on an
 //! embedded one (test mode on, in memory or on `--store`) through the same REST calls;
-//! print the history with `--history`; exit 1 when a case failed.
+//! print the history with `--history`; exit 1 when a case failed (a quarantined one never
+//! counts; with `--fail-on regression`, only a significant drop against `--baseline`).
 
 use super::serve::ServeError;
 use super::{API_KEY_VAR, LogTo, PROJECT_VAR, RoleError, start_logging};
 use crate::client::eval::{EvalArgs, against_baseline, compare_files, prepare, run as run_suites};
 use crate::eval::compare::Standing;
 use crate::eval::report::Counts;
+use crate::eval::stats::rate_with_interval;
 use crate::protocol::events::EvalStatus;
 use crate::runtime::{DEFAULT_TENANT, Runtime, RuntimeConfig};
 use crate::store::StoreChoice;
@@ -45,13 +47,22 @@ pub struct EvalCli {
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "10")]
     pub history: Option<usize>,
     /// Compare with an earlier run's --json file: print per case what changed (newly
-    /// failing, fixed, newly flaky, new, removed).
+    /// failing, newly flaky, worse, inconclusive, fixed, new, removed), with the
+    /// one-sided Fisher exact p-value of each drop in its pass count.
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
     /// What exits 1: any failed or errored case, or only a regression against
-    /// --baseline (a case that passed there fails or is flaky now).
+    /// --baseline (a drop significant at --significance, or every attempt flipped from
+    /// pass to fail).
     #[arg(long, value_enum, default_value_t = FailOn::Any)]
     pub fail_on: FailOn,
+    /// The level a drop against --baseline must reach to be a regression.
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.05, value_parser = significance)]
+    pub significance: f64,
+    /// A TOML file of [[case]] tables (id = "suite/case", reason, optional expires):
+    /// those cases run and report but never fail the build.
+    #[arg(long, value_name = "FILE")]
+    pub quarantine: Option<PathBuf>,
     /// Write a self-contained HTML report here (suite table, assertions with expected
     /// against actual, failing cases' timelines, pass-rate trend; no network).
     #[arg(long, value_name = "FILE")]
@@ -84,7 +95,20 @@ pub enum EvalCommand {
         /// What exits 1: any failing or flaky case of CURRENT, or only a regression.
         #[arg(long, value_enum, default_value_t = FailOn::Any)]
         fail_on: FailOn,
+        /// The level a drop must reach to be a regression.
+        #[arg(long, value_name = "ALPHA", default_value_t = 0.05, value_parser = significance)]
+        significance: f64,
     },
+}
+
+/// `--significance`: a level strictly between 0 and 1.
+fn significance(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(alpha) if alpha > 0.0 && alpha < 1.0 => Ok(alpha),
+        _ => Err(format!(
+            "{text:?} is not a level between 0 and 1, like 0.05"
+        )),
+    }
 }
 
 /// `spyglass eval`: the suites' run, or `eval compare`.
@@ -94,9 +118,10 @@ pub async fn main(cli: EvalCli) -> Result<(), RoleError> {
         baseline,
         current,
         fail_on,
+        significance,
     }) = &cli.command
     {
-        return compare(baseline, current, *fail_on);
+        return compare(baseline, current, *fail_on, *significance);
     }
     let args = EvalArgs {
         api_key: cli.api_key.last().cloned(),
@@ -108,6 +133,8 @@ pub async fn main(cli: EvalCli) -> Result<(), RoleError> {
         json: cli.json,
         baseline: cli.baseline,
         html: cli.html,
+        quarantine: cli.quarantine,
+        significance: Some(cli.significance),
     };
     run(args, cli.url, cli.store, cli.history, cli.fail_on).await
 }
@@ -118,7 +145,8 @@ pub enum FailOn {
     /// Any case failed or errored.
     #[default]
     Any,
-    /// A case passing in the baseline fails or is flaky now (needs `--baseline`).
+    /// A case's pass count dropped significantly against the baseline, or every attempt
+    /// flipped from pass to fail (needs `--baseline`).
     Regression,
 }
 
@@ -128,8 +156,9 @@ pub fn compare(
     baseline: &std::path::Path,
     current: &std::path::Path,
     fail_on: FailOn,
+    significance: f64,
 ) -> Result<(), RoleError> {
-    let (comparison, text) = compare_files(baseline, current)?;
+    let (comparison, text) = compare_files(baseline, current, significance)?;
     let _ = std::io::stdout().write_all(text.as_bytes());
     let regressions = comparison.regressions();
     let failing = comparison
@@ -214,8 +243,10 @@ pub async fn run(
     }
     let detail = result?;
     if fail_on == FailOn::Regression {
-        let regressions =
-            against_baseline(&prepared, &detail)?.map_or(0, |comparison| comparison.regressions());
+        // A quarantined case's regression is reported, never counted.
+        let regressions = against_baseline(&prepared, &detail)?.map_or(0, |comparison| {
+            comparison.regressions_where(|c| prepared.counts(&c.suite, &c.case))
+        });
         return if regressions == 0 {
             Ok(())
         } else {
@@ -229,7 +260,13 @@ pub async fn run(
             })
         };
     }
-    let counts = Counts::of(&detail.cases);
+    // A quarantined case's failures are reported, never counted.
+    let counts = Counts::of(
+        detail
+            .cases
+            .iter()
+            .filter(|r| prepared.counts(&r.result.suite, &r.result.case)),
+    );
     if counts.success() {
         Ok(())
     } else {
@@ -242,7 +279,7 @@ pub async fn run(
 }
 
 /// Per case its last `last` outcomes, oldest first (`P` passed, `F` failed, `E` errored,
-/// `S` skipped), and how many of them passed.
+/// `S` skipped), how many of them passed, and that pass rate with its 95 % Wilson interval.
 fn history_table(runtime: &Runtime, last: usize) -> String {
     let rows = runtime.eval_outcomes(DEFAULT_TENANT);
     let mut text = format!("\nHistory (last {last} outcomes per case, oldest first):\n");
@@ -263,9 +300,14 @@ fn history_table(runtime: &Runtime, last: usize) -> String {
             })
             .collect();
         let passed = shown.iter().filter(|s| **s == EvalStatus::Passed).count();
+        let judged = shown.iter().filter(|s| **s != EvalStatus::Skipped).count();
+        let rate = rate_with_interval(
+            u32::try_from(passed).unwrap_or(u32::MAX),
+            u32::try_from(judged).unwrap_or(u32::MAX),
+        );
         let name = crate::sanitize::sanitize(&format!("{suite} / {case}")).into_owned();
         text.push_str(&format!(
-            "  {name:<width$}  {marks:<last$}  {passed}/{} passed\n",
+            "  {name:<width$}  {marks:<last$}  {rate:<16}  {passed}/{} passed\n",
             shown.len()
         ));
     }

@@ -820,3 +820,46 @@ async fn the_in_process_api_starts_a_run_and_awaits_it() {
     }
     handle.shutdown().await;
 }
+
+/// The 95 % Wilson score interval, from its formula (z = 1.959964).
+fn wilson_bounds(passed: f64, n: f64) -> (f64, f64) {
+    let z: f64 = 1.959_964;
+    let p = passed / n;
+    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / (1.0 + z * z / n);
+    (centre - half, centre + half)
+}
+
+#[tokio::test]
+async fn a_seeded_flaky_run_has_the_statistics_its_attempts_give() {
+    use spyglass::eval::stats::RunStats;
+    let handle = server(test_config()).await;
+    let api = Api::new(&handle);
+    let detail = run(&api, json!({"suites": [flaky_suite()], "repeat": 6})).await;
+    let detail: spyglass::protocol::rest::EvalRunDetail = serde_json::from_value(detail).unwrap();
+    let stats = RunStats::of(detail.cases.iter().map(|c| &c.result));
+    let flaky = stats.case("confirm", "flaky").unwrap();
+    // The two variants alternate: pass, fail, pass, fail, ...
+    assert_eq!(flaky.strip, "PFPFPF");
+    assert_eq!((flaky.passed, flaky.judged, flaky.flips), (3, 6, 5));
+    assert_eq!(flaky.flip_rate, Some(1.0));
+    assert!(flaky.flaky && flaky.pass_at_k && !flaky.pass_all_k);
+    let [lo, hi] = flaky.wilson_95.unwrap();
+    let (want_lo, want_hi) = wilson_bounds(3.0, 6.0);
+    assert!(
+        (lo - want_lo).abs() < 1e-5 && (hi - want_hi).abs() < 1e-5,
+        "{lo} {hi}"
+    );
+    let steady = stats.case("confirm", "steady").unwrap();
+    assert_eq!(steady.strip, "PPPPPP");
+    assert!(!steady.flaky && steady.pass_all_k);
+    let suite = &stats.suites[0];
+    assert_eq!((suite.passed, suite.judged, suite.flaky), (9, 12, 1));
+    assert_eq!(suite.pass_all_k, Some(0.5));
+    assert_eq!(suite.flip_rate, Some(0.5));
+    assert_eq!(
+        stats.flaky_line(),
+        "1 flaky: confirm/flaky (3/6, 50 % [19–81 %])"
+    );
+    handle.shutdown().await;
+}

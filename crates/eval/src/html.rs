@@ -6,6 +6,7 @@
 //! out. Every string from a run (agent output, tool names, messages) is escaped, so a
 //! hostile answer reads as text and never becomes markup.
 
+use crate::stats::{RunStats, percent, rate_with_interval};
 use similar::{Algorithm, DiffOp};
 use spyglass_protocol::RawJson;
 use spyglass_protocol::events::{
@@ -96,6 +97,7 @@ pub fn html_report(input: &ReportInput) -> String {
         escape(&input.generated_at)
     );
     suite_table(&mut out, detail);
+    stats_table(&mut out, detail);
     trends(&mut out, &input.trends);
     out.push_str("<h2>Cases</h2>");
     for record in &detail.cases {
@@ -158,6 +160,50 @@ fn suite_table(out: &mut String, detail: &EvalRunDetail) {
             row.errored,
             row.skipped,
             duration(row.duration)
+        );
+    }
+    out.push_str("</tbody></table>");
+}
+
+/// Per case over its attempts: the strip, the pass rate with its 95 % Wilson interval,
+/// `pass@k`, `pass^k` and the flip rate; flaky cases marked. Per suite the same, summed.
+fn stats_table(out: &mut String, detail: &EvalRunDetail) {
+    let stats = RunStats::of(detail.cases.iter().map(|r| &r.result));
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let flip = |f: Option<f64>| f.map_or_else(|| "—".to_owned(), percent);
+    out.push_str("<h2>Flakiness</h2><table id=\"stats\"><thead><tr><th>Case</th><th>Attempts</th><th>Passed</th><th>Pass rate [95 % Wilson]</th><th>pass@k</th><th>pass^k</th><th>Flip rate</th><th></th></tr></thead><tbody>");
+    for case in &stats.cases {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td><code>{}</code></td><td class=\"n\">{}/{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            escape(&case.id),
+            escape(&case.strip),
+            case.passed,
+            case.judged,
+            rate_with_interval(case.passed, case.judged),
+            yes_no(case.pass_at_k),
+            yes_no(case.pass_all_k),
+            flip(case.flip_rate),
+            if case.flaky {
+                "<span class=\"badge error\">flaky</span>"
+            } else {
+                ""
+            }
+        );
+    }
+    for suite in &stats.suites {
+        let share = |f: Option<f64>| f.map_or_else(|| "—".to_owned(), percent);
+        let _ = write!(
+            out,
+            "<tr class=\"suite\"><th>{} (suite)</th><td>{} flaky</td><td class=\"n\">{}/{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td></td></tr>",
+            escape(&suite.suite),
+            suite.flaky,
+            suite.passed,
+            suite.judged,
+            rate_with_interval(suite.passed, suite.judged),
+            share(suite.pass_at_k),
+            share(suite.pass_all_k),
+            flip(suite.flip_rate),
         );
     }
     out.push_str("</tbody></table>");
@@ -664,6 +710,33 @@ mod tests {
         assert_eq!(page.matches("<circle").count(), 2);
         assert!(page.contains("100% → — → 50%"));
         assert!(page.contains("<polyline"));
+        // Per case and per suite statistics.
+        assert!(page.contains("<table id=\"stats\">"));
+    }
+
+    #[test]
+    fn a_flaky_case_shows_its_strip_and_interval() {
+        let mut report = input();
+        let first = report.detail.cases[0].clone();
+        let mut records = Vec::new();
+        for (attempt, status) in [
+            (1, EvalStatus::Passed),
+            (2, EvalStatus::Failed),
+            (3, EvalStatus::Passed),
+        ] {
+            let mut r = first.clone();
+            r.result.case = "wobbles".into();
+            r.result.status = status;
+            r.result.attempt = Some(attempt);
+            records.push(r);
+        }
+        report.detail.cases = records;
+        let page = html_report(&report);
+        let id = escape(&format!("{}/wobbles", first.result.suite));
+        assert!(
+            page.contains(&format!("<tr><td>{id}</td><td><code>PFP</code></td><td class=\"n\">2/3</td><td class=\"n\">67 % [21–94 %]</td><td class=\"n\">yes</td><td class=\"n\">no</td><td class=\"n\">100 %</td><td><span class=\"badge error\">flaky</span></td></tr>")),
+            "{page}"
+        );
     }
 
     #[test]

@@ -12,8 +12,10 @@ pub mod fixtures;
 pub mod history;
 pub mod html;
 pub mod judge;
+pub mod quarantine;
 pub mod report;
 pub mod script;
+pub mod stats;
 pub mod suite;
 
 pub use assert::{CaseResult, CaseRun, evaluate};

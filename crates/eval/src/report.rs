@@ -1,6 +1,7 @@
 //! What `spyglass eval` prints and writes: a table of cases per suite with one summary
 //! line, the exit rule, `JUnit` XML (failures and errors apart) and the JSON results.
 
+use crate::stats::RunStats;
 use quick_xml::Writer;
 use quick_xml::events::{BytesDecl, BytesText, Event};
 use quick_xml::writer::ElementWriter;
@@ -222,67 +223,174 @@ fn detail(record: &EvalCaseRecord) -> String {
 }
 
 /// Per suite a table of cases (status, duration, case, first failure), then exactly one
-/// summary line for the whole run.
+/// summary line for the whole run. A repeated run (`--repeat K`, `model_variants`) has one
+/// row per case with its attempts as a strip (`PPFPP`) and pass count, its suites' header
+/// lines carry the statistics, and a line before the summary names the flaky cases.
 pub fn render_table(records: &[EvalCaseRecord]) -> String {
+    let stats = RunStats::of(records.iter().map(|r| &r.result));
     let mut out = String::new();
     for suite in group(records) {
         let counts = Counts::of(suite.cases.iter().copied());
+        let by_case = cases_of(&suite.cases);
+        let repeated = by_case.iter().any(|(_, attempts)| attempts.len() > 1);
+        let statistics = stats
+            .suites
+            .iter()
+            .find(|s| s.suite == suite.suite)
+            .filter(|_| repeated)
+            .map(|s| format!("; {}", s.line()))
+            .unwrap_or_default();
         // Names, reasons and values come from suite files and agents: escaped for the
         // terminal here, where the table is printed.
         let _ = writeln!(
             out,
-            "{}  ({})",
+            "{}  ({}{statistics})",
             sanitize(suite.suite),
             counts.summary_line()
         );
-        let repeated = suite
-            .cases
-            .iter()
-            .any(|r| r.result.attempt.is_some_and(|a| a > 1));
-        let label = |record: &EvalCaseRecord| match (repeated, record.result.attempt) {
-            (true, Some(attempt)) => format!("{} #{attempt}", sanitize(&record.result.case)),
-            _ => sanitize(&record.result.case).into_owned(),
-        };
-        let width = suite
-            .cases
-            .iter()
-            .map(|r| label(r).chars().count())
-            .max()
-            .unwrap_or(0)
-            .min(40);
-        for record in &suite.cases {
-            let duration = if record.result.status == EvalStatus::Skipped {
-                "-".to_owned()
-            } else {
-                human_duration(record.result.duration)
-            };
-            let line = format!(
-                "  {:<7}  {:>7}  {:<width$}  {}",
-                record.result.status.as_str(),
-                duration,
-                clip(&label(record), 40),
-                sanitize(&detail(record)),
-            );
-            let _ = writeln!(out, "{}", line.trim_end());
-            // A composition that did not hold is shown whole, one child a line.
-            if matches!(record.result.status, EvalStatus::Failed | EvalStatus::Error) {
-                for top in record
-                    .result
-                    .assertions
-                    .iter()
-                    .filter(|a| !a.pass && !a.children.is_empty())
-                {
-                    for tree_line in tree_text(top, 11, 60) {
-                        let _ = writeln!(out, "{tree_line}");
-                    }
-                }
-            }
+        if repeated {
+            case_rows(&mut out, &by_case, &stats);
+        } else {
+            attempt_rows(&mut out, &suite.cases);
         }
         out.push('\n');
+    }
+    if stats.repeated() {
+        let _ = writeln!(out, "{}", sanitize(&stats.flaky_line()));
     }
     out.push_str(&Counts::of(records).summary_line());
     out.push('\n');
     out
+}
+
+/// A suite's records by case, cases in order of first appearance.
+fn cases_of<'a>(records: &[&'a EvalCaseRecord]) -> Vec<(&'a str, Vec<&'a EvalCaseRecord>)> {
+    let mut cases: Vec<(&str, Vec<&EvalCaseRecord>)> = Vec::new();
+    for record in records {
+        let name = record.result.case.as_str();
+        match cases.iter_mut().find(|(case, _)| *case == name) {
+            Some((_, attempts)) => attempts.push(record),
+            None => cases.push((name, vec![record])),
+        }
+    }
+    for (_, attempts) in &mut cases {
+        attempts.sort_by_key(|r| r.result.attempt.unwrap_or(0));
+    }
+    cases
+}
+
+/// A failed or errored attempt's compositions, whole, one child a line.
+fn trees_under(out: &mut String, record: &EvalCaseRecord) {
+    if matches!(record.result.status, EvalStatus::Failed | EvalStatus::Error) {
+        for top in record
+            .result
+            .assertions
+            .iter()
+            .filter(|a| !a.pass && !a.children.is_empty())
+        {
+            for tree_line in tree_text(top, 11, 60) {
+                let _ = writeln!(out, "{tree_line}");
+            }
+        }
+    }
+}
+
+/// One row per attempt: a run that judged each case once.
+fn attempt_rows(out: &mut String, records: &[&EvalCaseRecord]) {
+    let label = |record: &EvalCaseRecord| sanitize(&record.result.case).into_owned();
+    let width = records
+        .iter()
+        .map(|r| label(r).chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(40);
+    for record in records {
+        let duration = if record.result.status == EvalStatus::Skipped {
+            "-".to_owned()
+        } else {
+            human_duration(record.result.duration)
+        };
+        let line = format!(
+            "  {:<7}  {:>7}  {:<width$}  {}",
+            record.result.status.as_str(),
+            duration,
+            clip(&label(record), 40),
+            sanitize(&detail(record)),
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+        // A composition that did not hold is shown whole, one child a line.
+        trees_under(out, record);
+    }
+}
+
+/// One row per case over its attempts: `flaky  12ms  charge  PPFPP  4/5  detail`, the
+/// status `flaky` when some attempts passed and some did not, the duration a mean.
+fn case_rows(out: &mut String, cases: &[(&str, Vec<&EvalCaseRecord>)], stats: &RunStats) {
+    let width = cases
+        .iter()
+        .map(|(case, _)| sanitize(case).chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(40);
+    let strip_width = cases.iter().map(|(_, a)| a.len()).max().unwrap_or(0);
+    for (case, attempts) in cases {
+        let Some(first) = attempts.first() else {
+            continue;
+        };
+        let found = stats.case(&first.result.suite, case);
+        let (passed, judged) = found.map_or((0, 0), |c| (c.passed, c.judged));
+        let strip = found.map(|c| c.strip.clone()).unwrap_or_default();
+        let failing = attempts
+            .iter()
+            .find(|r| matches!(r.result.status, EvalStatus::Failed | EvalStatus::Error));
+        let status = if judged == 0 {
+            "skipped"
+        } else if passed == judged {
+            "passed"
+        } else if passed > 0 {
+            "flaky"
+        } else if attempts
+            .iter()
+            .any(|r| r.result.status == EvalStatus::Failed)
+        {
+            "failed"
+        } else {
+            "error"
+        };
+        let durations: Vec<f64> = attempts
+            .iter()
+            .filter(|r| r.result.status != EvalStatus::Skipped)
+            .map(|r| r.result.duration)
+            .collect();
+        let duration = if durations.is_empty() {
+            "-".to_owned()
+        } else {
+            #[expect(clippy::cast_precision_loss, reason = "a count of attempts")]
+            let mean = durations.iter().sum::<f64>() / durations.len() as f64;
+            human_duration(mean)
+        };
+        let said = match failing {
+            Some(record) => {
+                let attempt = record.result.attempt.unwrap_or(1);
+                format!("#{attempt}: {}", detail(record))
+            }
+            None => attempts
+                .iter()
+                .map(|r| detail(r))
+                .find(|d| !d.is_empty())
+                .unwrap_or_default(),
+        };
+        let line = format!(
+            "  {status:<7}  {duration:>7}  {:<width$}  {strip:<strip_width$}  {:>5}  {}",
+            clip(&sanitize(case), 40),
+            format!("{passed}/{judged}"),
+            sanitize(&said),
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+        if let Some(record) = failing {
+            trees_under(out, record);
+        }
+    }
 }
 
 /// Text XML 1.0 can carry: the characters it has no place for at all (control characters
@@ -441,9 +549,28 @@ fn write_case(
     Ok(())
 }
 
-/// The JSON results file: the run detail, pretty-printed.
+/// The JSON results file: the run detail with its `stats` (per case and per suite),
+/// pretty-printed.
 pub fn json_results(detail: &EvalRunDetail) -> String {
-    serde_json::to_string_pretty(detail).unwrap_or_else(|_| "{}".to_owned())
+    json_document(detail, serde_json::Map::new())
+}
+
+/// The JSON results file with further top-level sections (`comparison`, `quarantine`)
+/// beside the run detail and its `stats`. A reader of the run detail ignores them.
+pub fn json_document(
+    detail: &EvalRunDetail,
+    extra: serde_json::Map<String, serde_json::Value>,
+) -> String {
+    let mut value = serde_json::to_value(detail).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        let stats = RunStats::of(detail.cases.iter().map(|r| &r.result));
+        map.insert(
+            "stats".into(),
+            serde_json::to_value(&stats).unwrap_or_default(),
+        );
+        map.extend(extra);
+    }
+    serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{}".to_owned())
 }
 
 #[cfg(test)]
@@ -633,8 +760,68 @@ mod tests {
         again.result.attempt = Some(2);
         records.push(again);
         let table = render_table(&records);
-        assert!(table.contains("charge small amount #2"), "{table}");
+        // The table has one row per case with its attempts as a strip; JUnit one per
+        // attempt.
+        assert!(
+            table.contains("  passed      12ms  charge small amount  PP    2/2\n"),
+            "{table}"
+        );
+        assert!(!table.contains("#2"), "{table}");
         assert!(junit_xml(&records).contains("name=\"charge small amount #2\""));
+    }
+
+    #[test]
+    fn a_flaky_case_is_one_row_with_its_strip_and_named_under_the_table() {
+        let mut records = Vec::new();
+        for (attempt, status) in [
+            EvalStatus::Passed,
+            EvalStatus::Passed,
+            EvalStatus::Failed,
+            EvalStatus::Passed,
+            EvalStatus::Failed,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut r = record("payments", "charge", status, None);
+            r.result.attempt = Some(u32::try_from(attempt).unwrap() + 1);
+            records.push(r);
+        }
+        for attempt in 1..=5 {
+            let mut r = record("payments", "refund", EvalStatus::Passed, None);
+            r.result.attempt = Some(attempt);
+            records.push(r);
+        }
+        let table = render_table(&records);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[0],
+            "payments  (8 passed, 2 failed, 0 errored, 0 skipped; pass rate 80 % [49–94 %], pass@k 100 %, pass^k 50 %, flip rate 38 %, 1 flaky)",
+            "{table}"
+        );
+        assert_eq!(
+            lines[1],
+            "  flaky       12ms  charge  PPFPF    3/5  #3: contains: expected \"pay_1\", actual \"Charged pay_2\""
+        );
+        assert_eq!(lines[2], "  passed      12ms  refund  PPPPP    5/5");
+        assert_eq!(lines[4], "1 flaky: payments/charge (3/5, 60 % [23–88 %])");
+        assert_eq!(lines[5], "8 passed, 2 failed, 0 errored, 0 skipped");
+        let detail = EvalRunDetail {
+            run_id: "ev_1".into(),
+            status: "completed".into(),
+            cases: records,
+            ..EvalRunDetail::default()
+        };
+        let json: serde_json::Value = serde_json::from_str(&json_results(&detail)).unwrap();
+        let charge = &json["stats"]["cases"][0];
+        assert_eq!(charge["id"], "payments/charge");
+        assert_eq!(charge["strip"], "PPFPF");
+        assert_eq!(charge["flips"], 3);
+        assert_eq!(charge["flip_rate"], 0.75);
+        assert_eq!(charge["flaky"], true);
+        assert_eq!(json["stats"]["suites"][0]["flaky"], 1);
+        // The file still reads as a run.
+        assert!(crate::compare::parse_results("r.json", &json.to_string()).is_ok());
     }
 
     /// Attribute `name` of the first tag in `tag_text`.

@@ -4,9 +4,13 @@
 
 use super::{ClientError, RestClient};
 use serde_json::json;
-use spyglass_eval::compare::{CompareError, Comparison, compare_runs, parse_results, render};
+use spyglass_eval::compare::{
+    CompareError, Comparison, compare_runs, comparison_json, parse_results, render,
+};
 use spyglass_eval::html::{ReportInput, html_report};
-use spyglass_eval::report::{json_results, junit_xml, render_table};
+use spyglass_eval::quarantine::{Quarantine, parse_quarantine, today};
+use spyglass_eval::report::{json_document, junit_xml, render_table};
+use spyglass_eval::stats::{DEFAULT_SIGNIFICANCE, RunStats};
 use spyglass_eval::suite::{Suite, SuiteError, SuiteErrorKind, parse_suite, planned_attempts};
 use spyglass_protocol::events::EvalScope;
 use spyglass_protocol::rest::{EvalRunDetail, EvalRunRequest};
@@ -35,6 +39,18 @@ pub struct EvalArgs {
     pub baseline: Option<PathBuf>,
     /// Write the self-contained HTML report here.
     pub html: Option<PathBuf>,
+    /// A quarantine file: cases that run and report but never fail the build.
+    pub quarantine: Option<PathBuf>,
+    /// The level a drop against `--baseline` must reach to be a regression (0.05 when
+    /// absent).
+    pub significance: Option<f64>,
+}
+
+impl EvalArgs {
+    /// `--significance`, else the default 0.05.
+    pub fn alpha(&self) -> f64 {
+        self.significance.unwrap_or(DEFAULT_SIGNIFICANCE)
+    }
 }
 
 /// Failing cases whose session calls the HTML report reads (one request each).
@@ -105,6 +121,28 @@ pub struct Prepared {
     pub attempts: u64,
     /// `--baseline`, read and checked before anything runs: its file name and run.
     pub baseline: Option<(String, EvalRunDetail)>,
+    /// `--quarantine`, read and checked before anything runs.
+    pub quarantine: Option<Quarantine>,
+    /// `--significance` (or its default).
+    pub alpha: f64,
+}
+
+impl Prepared {
+    /// Whether a case's failures count: not while a quarantine entry in force names it.
+    pub fn counts(&self, suite: &str, case: &str) -> bool {
+        let today = today();
+        self.quarantine
+            .as_ref()
+            .is_none_or(|q| q.shields(suite, case, today).is_none())
+    }
+}
+
+/// Reads a `--quarantine` file; every error names the file, the entry and the field.
+pub fn read_quarantine(path: &Path) -> Result<Quarantine, EvalCliError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| EvalCliError::Usage(format!("{file}: cannot read the file: {err}")))?;
+    parse_quarantine(&file, &text).map_err(|err| EvalCliError::Usage(err.to_string()))
 }
 
 /// Reads a `--json` results file; every error names it.
@@ -117,17 +155,19 @@ pub fn read_results(path: &Path) -> Result<EvalRunDetail, CompareError> {
     parse_results(&file, &text)
 }
 
-/// `spyglass eval compare A B`: the comparison of two results files, nothing run.
+/// `spyglass eval compare A B`: the comparison of two results files at significance
+/// `alpha`, nothing run.
 pub fn compare_files(
     baseline: &Path,
     current: &Path,
+    alpha: f64,
 ) -> Result<(Comparison, String), EvalCliError> {
     let (before, after) = (read_results(baseline)?, read_results(current)?);
     let (a, b) = (
         baseline.display().to_string(),
         current.display().to_string(),
     );
-    let comparison = compare_runs(&a, &before, &b, &after)?;
+    let comparison = compare_runs(&a, &before, &b, &after, alpha)?;
     let text = render(&comparison, &a);
     Ok((comparison, text))
 }
@@ -140,7 +180,13 @@ pub fn against_baseline(
     let Some((file, baseline)) = &prepared.baseline else {
         return Ok(None);
     };
-    Ok(Some(compare_runs(file, baseline, "this run", detail)?))
+    Ok(Some(compare_runs(
+        file,
+        baseline,
+        "this run",
+        detail,
+        prepared.alpha,
+    )?))
 }
 
 /// Reads and checks every file and the case filter; nothing is sent yet.
@@ -162,12 +208,24 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared, EvalCliError> {
             None => "the suites have no cases".to_owned(),
         }));
     }
+    let alpha = args.alpha();
+    if !(alpha > 0.0 && alpha < 1.0) {
+        return Err(EvalCliError::Usage(format!(
+            "--significance {alpha}: expected a level between 0 and 1, like 0.05"
+        )));
+    }
     let baseline = match &args.baseline {
         Some(path) => Some((path.display().to_string(), read_results(path)?)),
         None => None,
     };
+    let quarantine = match &args.quarantine {
+        Some(path) => Some(read_quarantine(path)?),
+        None => None,
+    };
     Ok(Prepared {
         baseline,
+        quarantine,
+        alpha,
         request: EvalRunRequest {
             suites: read
                 .iter()
@@ -234,16 +292,34 @@ pub async fn run(
         tokio::time::sleep(POLL_EVERY).await;
     };
     let _ = write!(out, "{}", render_table(&detail.cases));
+    let mut sections = serde_json::Map::new();
     if let (Some(comparison), Some((file, _))) =
         (against_baseline(prepared, &detail)?, &prepared.baseline)
     {
         let _ = write!(out, "\n{}", render(&comparison, file));
+        let counted = comparison.regressions_where(|c| prepared.counts(&c.suite, &c.case));
+        sections.insert(
+            "comparison".into(),
+            comparison_json(&comparison, file, prepared.alpha, counted),
+        );
+    }
+    if let Some(quarantine) = &prepared.quarantine {
+        let stats = RunStats::of(detail.cases.iter().map(|r| &r.result));
+        let today = today();
+        let _ = write!(out, "\n{}", quarantine.render(&stats, today));
+        for warning in quarantine.warnings(&stats, today) {
+            let _ = writeln!(log, "{warning}");
+        }
+        sections.insert(
+            "quarantine".into(),
+            json!({"file": quarantine.file, "entries": quarantine.standings(&stats, today)}),
+        );
     }
     if let Some(path) = &args.junit {
         write_file(path, &junit_xml(&detail.cases))?;
     }
     if let Some(path) = &args.json {
-        write_file(path, &json_results(&detail))?;
+        write_file(path, &json_document(&detail, sections))?;
     }
     if let Some(path) = &args.html {
         let report = html_input(&client, &detail).await;
