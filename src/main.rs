@@ -146,12 +146,16 @@ fn main() -> ExitCode {
     result.map_or_else(|err| fail(&prefix, &err), |()| ExitCode::SUCCESS)
 }
 
-/// Every role's name, and `store`'s operations, for naming a usage error's role.
+/// Every role's name, and `store`'s operations (its errors name the operation, as
+/// `main` prefixes them), for naming a usage error's role.
 fn role_names(command: &clap::Command) -> Vec<(String, Vec<String>)> {
     command
         .get_subcommands()
         .map(|sub| {
-            let ops = sub.get_subcommands().map(|op| op.get_name().to_owned());
+            let ops = sub
+                .get_subcommands()
+                .filter(|_| sub.get_name() == "store")
+                .map(|op| op.get_name().to_owned());
             (sub.get_name().to_owned(), ops.collect())
         })
         .collect()

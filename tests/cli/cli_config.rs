@@ -444,6 +444,11 @@ fn usage_errors_name_the_role_like_every_other_error() {
             "Usage: spyglass replay",
         ),
         (
+            vec!["eval", "compare", "--bogus"],
+            "spyglass eval: unexpected argument '--bogus'",
+            "Usage: spyglass eval compare",
+        ),
+        (
             vec!["--bogus"],
             "spyglass: unexpected argument '--bogus'",
             "Usage: spyglass",
