@@ -1,17 +1,23 @@
 """Drive `spyglass serve` with the real CodeSpar Python SDK, unchanged.
 
-    spyglass serve --test-mode --policy examples/demo-policy.toml &
+    spyglass serve --test-mode --policy examples/demo-policy.toml   # terminal 1
+    spyglass --url http://127.0.0.1:8000                            # terminal 2
     pip install codespar==0.14.0
     CODESPAR_BASE_URL=http://127.0.0.1:8000 CODESPAR_API_KEY=csk_test_local \
         python examples/python/quickstart.py
 
-Open `spyglass` (it reads CODESPAR_BASE_URL too) in another terminal to watch the
-session, its mock counters, the held payment and the agent run appear live.
+The inspector shows the session, its mock counters, the held payment and the agent run
+live. Run from a terminal, the script waits for the held payment's decision: approve it
+in the inspector's Approvals tab (`a`; `d` denies) or with the curl line it prints.
+Without a terminal (CI) it says where to approve and goes on; QUICKSTART_WAIT=1 makes
+it wait there too.
 """
 
 import asyncio
 import json
 import os
+import sys
+import urllib.request
 
 from codespar import AsyncCodeSpar, is_approval_required, is_tool_not_mocked
 
@@ -23,6 +29,36 @@ MODEL = {
         {"text": "Issued the NF-e for pay_test_42."},
     ]
 }
+
+
+def approval_status(base, key, approval_id):
+    """The approval's status as `GET /v1/approvals?status=all` lists it."""
+    request = urllib.request.Request(
+        f"{base}/v1/approvals?status=all&limit=1000",
+        headers={"authorization": f"Bearer {key}"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        listed = json.load(answer)["approvals"]
+    return next((a for a in listed if a["id"] == approval_id), {}).get("status", "unknown")
+
+
+async def wait_for_decision(approval_id):
+    """Tells where to decide the held call and, from a terminal, waits for the decision."""
+    base = os.environ.get("CODESPAR_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+    key = os.environ.get("CODESPAR_API_KEY", "csk_test_local")
+    print("  approve it in the inspector's Approvals tab (select it, press a), or:")
+    print(
+        f"  curl {base}/v1/approvals/{approval_id}/approve"
+        " -H 'content-type: application/json' -d '{}'"
+    )
+    if not (sys.stdin.isatty() or os.environ.get("QUICKSTART_WAIT") == "1"):
+        return
+    print("  waiting for the decision (Ctrl-C stops)...", flush=True)
+    status = "pending"
+    while status == "pending":
+        await asyncio.sleep(1)
+        status = await asyncio.to_thread(approval_status, base, key, approval_id)
+    print("large payment:", status)
 
 
 async def main():
@@ -52,6 +88,7 @@ async def main():
     held = await session.execute("asaas/create_payment", {"value": 5000})
     if is_approval_required(held.data):
         print("large payment: held for approval", held.data["approval_id"])
+        await wait_for_decision(held.data["approval_id"])
     else:
         print("large payment:", held)
 

@@ -1,5 +1,6 @@
-//! Results files of other eval tools (`JUnit` XML, promptfoo results JSON, Inspect AI logs)
-//! read into `agent.eval.completed` events: format detection, size bounds and sanitising.
+//! Results files of eval tools (`JUnit` XML, promptfoo results JSON, Inspect AI logs, and
+//! `spyglass eval --json`'s own) read into `agent.eval.completed` events: format detection,
+//! size bounds and sanitising.
 //!
 //! Every file is one run: its events share one run id that carries the file's own time,
 //! and every string taken from it is made terminal-safe here, before anything shows it.
@@ -9,6 +10,7 @@
 pub mod inspect;
 pub mod junit;
 pub mod promptfoo;
+pub mod spyglass;
 
 use crate::protocol::events::{AgentEvalCompleted, EvalStatus, Event, Frame};
 use crate::protocol::json::RawJson;
@@ -35,6 +37,8 @@ pub enum Format {
     Promptfoo,
     InspectJson,
     InspectEval,
+    /// `spyglass eval --json FILE`.
+    Spyglass,
 }
 
 impl Format {
@@ -44,6 +48,7 @@ impl Format {
             Self::Promptfoo => "promptfoo results JSON",
             Self::InspectJson => "Inspect AI log (.json)",
             Self::InspectEval => "Inspect AI log (.eval)",
+            Self::Spyglass => "spyglass eval results JSON",
         }
     }
 
@@ -53,6 +58,7 @@ impl Format {
             Self::Junit => "junit",
             Self::Promptfoo => "promptfoo",
             Self::InspectJson | Self::InspectEval => "inspect",
+            Self::Spyglass => "spyglass",
         }
     }
 }
@@ -65,7 +71,8 @@ impl fmt::Display for Format {
 
 /// What the formats are, for an error that says what was expected.
 const EXPECTED: &str = "expected JUnit XML (<testsuites> or <testsuite>), promptfoo results JSON \
-                        (`promptfoo eval -o results.json`), or an Inspect AI log (.json or .eval)";
+                        (`promptfoo eval -o results.json`), an Inspect AI log (.json or .eval), \
+                        or spyglass's own (`spyglass eval --json FILE`)";
 
 /// Why a file could not be imported. Every message names the file (sanitised).
 #[derive(Debug, Error)]
@@ -144,6 +151,8 @@ pub struct Parsed {
     pub started: Option<String>,
     /// The tool's own per-status summary, when the file carries one.
     pub summary: Option<StatusCounts>,
+    /// The run's own id, when the file names it (spyglass's); else one is made up.
+    pub run_id: Option<String>,
 }
 
 impl Parsed {
@@ -253,6 +262,7 @@ pub fn import_file(path: &Path, suite: Option<&str>) -> Result<Imported, ImportE
             let file = std::fs::File::open(path).map_err(read_err)?;
             inspect::read_eval(file).map_err(damaged)?
         }
+        Format::Spyglass => spyglass::read(open()?).map_err(damaged)?,
     };
     if parsed.results.is_empty() {
         let why = if parsed.skipped > 0 {
@@ -277,7 +287,10 @@ pub fn import_file(path: &Path, suite: Option<&str>) -> Result<Imported, ImportE
         .and_then(normalise_time)
         .or_else(|| meta.modified().ok().map(system_time))
         .unwrap_or_else(|| system_time(std::time::SystemTime::now()));
-    let run_id = run_id(format, &ts, path, &parsed);
+    let run_id = match &parsed.run_id {
+        Some(id) => sanitize(id).into_owned(),
+        None => run_id(format, &ts, path, &parsed),
+    };
     for result in &mut parsed.results {
         if let Some(suite) = suite {
             suite.clone_into(&mut result.suite);
@@ -337,8 +350,8 @@ pub fn detect(head: &[u8]) -> Result<Format, String> {
     }
 }
 
-/// promptfoo writes `evalId` first, Inspect AI `version`, `status`, then `eval`: whichever
-/// top-of-file key comes first decides.
+/// promptfoo writes `evalId` first, Inspect AI `version`, `status`, then `eval`, spyglass
+/// `run_id`, `status`, `suites`: whichever top-of-file key comes first decides.
 fn sniff_json(text: &str) -> Result<Format, String> {
     let key = |name: &str| {
         let quoted = format!("\"{name}\"");
@@ -352,12 +365,20 @@ fn sniff_json(text: &str) -> Result<Format, String> {
         .filter_map(|k| key(k))
         .min();
     let inspect = key("eval").filter(|_| key("status").is_some() || key("samples").is_some());
+    // spyglass's starts with its `run_id` (Inspect AI's is inside its `eval`, later).
+    let spyglass = key("run_id").filter(|_| key("suites").is_some() && key("cases").is_some());
+    if let Some(at) = spyglass
+        && promptfoo.into_iter().chain(inspect).all(|other| at < other)
+    {
+        return Ok(Format::Spyglass);
+    }
     match (promptfoo, inspect) {
         (Some(p), Some(i)) if i < p => Ok(Format::InspectJson),
         (Some(_), _) => Ok(Format::Promptfoo),
         (None, Some(_)) => Ok(Format::InspectJson),
         (None, None) => Err(
-            "a JSON object with neither promptfoo's `evalId` nor Inspect AI's `eval` and `status`"
+            "a JSON object with neither promptfoo's `evalId`, Inspect AI's `eval` and `status`, \
+             nor spyglass's `run_id`, `suites` and `cases`"
                 .into(),
         ),
     }

@@ -9,7 +9,7 @@ use super::{Client, LogTo, RoleError, start_logging};
 use crate::client::Endpoint;
 use crate::import::{Imported, import_file, shown_path};
 use crate::protocol::events::{Frame, encode};
-use crate::ui::{InspectorConfig, Source, Watching, inspector_config, run_source};
+use crate::ui::{InspectorConfig, Source, Tab, Watching, inspector_config, run_source};
 use clap::ArgMatches;
 use std::io::Write;
 use std::path::PathBuf;
@@ -203,7 +203,7 @@ pub fn replay_text(imported: &[Imported]) -> String {
 }
 
 /// Reads the files, says on stderr what they held, and opens the inspector on their
-/// events as `replay` does, with nothing to send to.
+/// events as `replay` does, with nothing to send to, on the Evals tab.
 pub async fn view(view: ViewArgs, matches: &ArgMatches) -> Result<(), RoleError> {
     let config = view.client.resolve(Some(&view.display), matches)?;
     start_logging(LogTo::File, true)?;
@@ -218,8 +218,10 @@ pub async fn view(view: ViewArgs, matches: &ArgMatches) -> Result<(), RoleError>
         .map(|file| shown_path(&file.path))
         .collect::<Vec<_>>()
         .join(", ");
+    // Results are what there is to see: open where they show.
     let inspector = InspectorConfig {
         watching: Watching::Replay { file: name.clone() },
+        tab: Tab::Evals,
         ..inspector_config(name, &config)
     };
     let text = replay_text(&imported);

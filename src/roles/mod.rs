@@ -219,6 +219,9 @@ pub enum RoleError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// `replay` of a file none of whose lines is an observer frame.
+    #[error("nothing to replay in {path}: {reason}")]
+    NoFrames { path: PathBuf, reason: String },
     #[error("cannot create {path}: {source}")]
     Output {
         path: PathBuf,
@@ -233,6 +236,7 @@ impl RoleError {
             Self::Config(_)
             | Self::Usage(_)
             | Self::Recording { .. }
+            | Self::NoFrames { .. }
             | Self::Output { .. }
             | Self::Import(_) => EXIT_USAGE,
             Self::Client(err) | Self::Ui(UiError::Client(err)) => client_code(err),

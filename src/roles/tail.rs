@@ -1,12 +1,16 @@
 //! `spyglass tail` and `spyglass record`: the observer stream of the runtime the config
-//! names, as lines on stdout or JSON lines in a file, until Ctrl-C or a closed pipe.
+//! names, as lines on stdout (the last 20 events, `-n N`, `--since SEQ` or `--all`, then
+//! live) or JSON lines in a file (everything), until Ctrl-C or a closed pipe.
 
 use super::{Client, LogTo, RoleError, start_logging};
 use crate::client::Endpoint;
-use crate::client::tail::{Format, TailError, stdout_hangup, tail};
+use crate::client::tail::{Format, Lines, TailError, follow, stdout_hangup};
 use crate::config::Resolved;
 use clap::ArgMatches;
 use std::path::PathBuf;
+
+/// Events `tail` prints before following, unless told otherwise.
+pub const DEFAULT_LINES: u64 = 20;
 
 /// The flags of `spyglass tail`.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -14,6 +18,15 @@ pub struct TailArgs {
     /// Raw JSON lines instead of readable lines.
     #[arg(long)]
     pub json: bool,
+    /// Print the last N events, then follow (default 20; 0: only new ones).
+    #[arg(short = 'n', long = "lines", value_name = "N", conflicts_with_all = ["since", "all"])]
+    pub lines: Option<u64>,
+    /// Print the events after seq SEQ, then follow.
+    #[arg(long, value_name = "SEQ", conflicts_with = "all")]
+    pub since: Option<u64>,
+    /// Print the whole retained history from its first event, then follow.
+    #[arg(long)]
+    pub all: bool,
     #[command(flatten)]
     pub client: Client,
 }
@@ -40,7 +53,12 @@ pub async fn run_tail(args: TailArgs, matches: &ArgMatches) -> Result<(), RoleEr
     } else {
         Format::Readable
     };
-    run(config, format, Sink::Stdout).await
+    let start = match (args.all, args.since, args.lines) {
+        (true, _, _) => Start::All,
+        (false, Some(seq), _) => Start::Since(seq),
+        (false, None, lines) => Start::Last(lines.unwrap_or(DEFAULT_LINES)),
+    };
+    run(config, format, start, Sink::Stdout).await
 }
 
 /// `spyglass record -o FILE`: JSON lines in a file.
@@ -51,7 +69,38 @@ pub async fn run_record(args: RecordArgs, matches: &ArgMatches) -> Result<(), Ro
         path: args.output,
         force: args.force,
     };
-    run(config, Format::JsonLines, sink).await
+    run(config, Format::JsonLines, Start::All, sink).await
+}
+
+/// Where the lines start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// The first retained event (`tail --all`, `record`).
+    All,
+    /// The events after this seq (`tail --since SEQ`).
+    Since(u64),
+    /// The last N events (`tail -n N`, and `tail` with 20).
+    Last(u64),
+}
+
+impl Start {
+    /// The seq the stream resumes after. The last N are counted back from the newest seq
+    /// the runtime holds (a project's seqs have no holes); when that cannot be asked
+    /// (the runtime not up yet, `--project '*'` whose seqs are each project's own) the
+    /// stream starts at the first event, and the observer says why it cannot connect.
+    async fn since(self, endpoint: &Endpoint) -> u64 {
+        match self {
+            Self::All => 0,
+            Self::Since(seq) => seq,
+            Self::Last(n) => match endpoint.rest() {
+                Ok(rest) if !rest.all_projects() => rest
+                    .newest_seq()
+                    .await
+                    .map_or(0, |newest| newest.saturating_sub(n)),
+                _ => 0,
+            },
+        }
+    }
 }
 
 /// Where the lines go.
@@ -66,7 +115,12 @@ pub enum Sink {
     },
 }
 
-pub async fn run(config: Resolved, format: Format, sink: Sink) -> Result<(), RoleError> {
+pub async fn run(
+    config: Resolved,
+    format: Format,
+    start: Start,
+    sink: Sink,
+) -> Result<(), RoleError> {
     let Some(url) = config.url.value else {
         return Err(RoleError::Usage(
             "no runtime to follow: pass --url URL or set SPYGLASS_URL".to_owned(),
@@ -84,10 +138,15 @@ pub async fn run(config: Resolved, format: Format, sink: Sink) -> Result<(), Rol
         }
     };
     let stderr = std::io::stderr();
+    let lines = Lines {
+        format,
+        count: None,
+        since: start.since(&endpoint).await,
+    };
     let ended = match sink {
         Sink::Stdout => {
             let open = || Ok(std::io::BufWriter::new(std::io::stdout().lock()));
-            tail(&endpoint, format, None, open, stderr, stop, stdout_hangup())
+            follow(&endpoint, lines, open, stderr, stop, stdout_hangup())
                 .await
                 .map_err(|err| (err, PathBuf::from("stdout")))
         }
@@ -125,17 +184,9 @@ pub async fn run(config: Resolved, format: Format, sink: Sink) -> Result<(), Rol
                 }
                 options.open(&path).map(std::io::BufWriter::new)
             };
-            tail(
-                &endpoint,
-                format,
-                None,
-                open,
-                stderr,
-                stop,
-                std::future::pending(),
-            )
-            .await
-            .map_err(|err| (err, path.clone()))
+            follow(&endpoint, lines, open, stderr, stop, std::future::pending())
+                .await
+                .map_err(|err| (err, path.clone()))
         }
     };
     match ended {

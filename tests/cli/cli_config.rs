@@ -421,3 +421,54 @@ fn url_and_key_come_from_flag_then_each_variable_in_turn() {
     let text = print(&[], &[("SPYGLASS_URL", "")]);
     assert!(line(&text, "url ").contains("(config file)"), "{text}");
 }
+
+/// clap's refusals read like every other error, `spyglass <role>: <message>` on the first
+/// line, and keep clap's tip and usage line; exit 2.
+#[test]
+fn usage_errors_name_the_role_like_every_other_error() {
+    let home = tempfile::tempdir().unwrap();
+    for (args, first, usage) in [
+        (
+            vec!["tail", "--bogus"],
+            "spyglass tail: unexpected argument '--bogus'",
+            "Usage: spyglass tail",
+        ),
+        (
+            vec!["store", "migrate", "--nope"],
+            "spyglass store migrate: unexpected argument '--nope'",
+            "Usage: spyglass store migrate",
+        ),
+        (
+            vec!["replay"],
+            "spyglass replay: the following required arguments were not provided",
+            "Usage: spyglass replay",
+        ),
+        (
+            vec!["eval", "compare", "--bogus"],
+            "spyglass eval: unexpected argument '--bogus'",
+            "Usage: spyglass eval compare",
+        ),
+        (
+            vec!["--bogus"],
+            "spyglass: unexpected argument '--bogus'",
+            "Usage: spyglass",
+        ),
+        (
+            vec!["tial"],
+            "spyglass: unrecognized subcommand 'tial'",
+            "Usage: spyglass",
+        ),
+    ] {
+        let out = spyglass(home.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let line = stderr.lines().next().unwrap_or_default();
+        assert!(line.starts_with(first), "{args:?}: {stderr}");
+        assert!(!stderr.contains("error:"), "{args:?}: {stderr}");
+        assert!(stderr.contains(usage), "{args:?}: {stderr}");
+        assert!(stderr.contains("--help"), "{args:?}: {stderr}");
+    }
+    // Help is still help: stdout, exit 0.
+    let help = spyglass(home.path(), &["tail", "--help"]);
+    assert!(help.status.success(), "{help:?}");
+}

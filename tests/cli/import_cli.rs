@@ -601,3 +601,140 @@ fn import_into_a_store_is_in_the_history_the_store_reopens_with() {
         text(&both.stderr)
     );
 }
+
+/// Plays the terminal for `spyglass ARGS…` (answering its cursor queries), sends `q` once
+/// the first whole frame is drawn (the end of its synchronized update), and returns all
+/// it wrote.
+fn first_screen(home: &Path, args: &[&str]) -> String {
+    const DRIVER: &str = r#"
+import os, pty, select, struct, sys, termios, fcntl, time
+pid, fd = pty.fork()
+if pid == 0:
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
+    os.execvp(sys.argv[1], sys.argv[1:])
+out, answered, quit_sent = bytearray(), 0, False
+deadline = time.time() + 60
+while time.time() < deadline:
+    ready, _, _ = select.select([fd], [], [], 0.1)
+    if not ready:
+        continue
+    try:
+        chunk = os.read(fd, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+    while out.count(b"\x1b[6n") > answered:
+        os.write(fd, b"\x1b[1;1R")
+        answered += 1
+    if not quit_sent and b"\x1b[?2026l" in out:
+        os.write(fd, b"q")
+        quit_sent = True
+sys.stdout.buffer.write(bytes(out))
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let out = Command::new(crate::support::cli::python3())
+        .args(["-c", DRIVER, env!("CARGO_BIN_EXE_spyglass")])
+        .args(args)
+        .env("XDG_STATE_HOME", home)
+        .env("XDG_CONFIG_HOME", home)
+        .env("TERM", "xterm-256color")
+        .output()
+        .unwrap();
+    let screen = text(&out.stdout);
+    assert!(out.status.success(), "{out:?}\n{screen}");
+    screen
+}
+
+/// `spyglass eval --json` writes a results file that `view` opens (on the Evals tab, where
+/// results show) and `import` takes, with the run's own id and counts.
+#[test]
+fn spyglass_eval_json_is_a_results_file_view_opens_on_the_evals_tab() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("checkout.toml");
+    std::fs::write(
+        &suite,
+        "suite = \"checkout\"\n\
+         [[case]]\nid = \"pays\"\ninput = \"go\"\nmodel = { default_text = \"ok\" }\n\
+         [case.assert]\ncontains = \"ok\"\n\
+         [[case]]\nid = \"refunds\"\ninput = \"go\"\nmodel = { default_text = \"no\" }\n\
+         [case.assert]\ncontains = \"ok\"\n",
+    )
+    .unwrap();
+    let results = dir.path().join("results.json");
+    let (suite, results) = (suite.to_str().unwrap(), results.to_str().unwrap());
+    let ran = spyglass(&["eval", suite, "--json", results]);
+    assert_eq!(ran.status.code(), Some(1), "{}", text(&ran.stderr));
+    let run_id = serde_json::from_str::<Value>(&std::fs::read_to_string(results).unwrap()).unwrap()
+        ["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let screen = first_screen(dir.path(), &["view", results]);
+    assert!(
+        screen.contains(&format!("spyglass eval results JSON, run {run_id}, ")),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("1 passed, 1 failed, 0 errored, 0 skipped"),
+        "{screen}"
+    );
+    // The Evals tab's panes, not the Sessions tab's.
+    assert!(screen.contains("Suites"), "{screen}");
+    assert!(screen.contains("Cases"), "{screen}");
+
+    let store = dir.path().join("history.db");
+    let out = spyglass(&["import", "--store", store.to_str().unwrap(), results]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("posted 2 event(s)"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// A file with not one observer frame is refused before the terminal is taken: how many
+/// lines it has and why the first was refused, exit 2.
+#[test]
+fn replay_of_a_file_without_one_frame_says_why_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("notes.jsonl");
+    std::fs::write(&junk, "hello\n{\"seq\": \"one\"}\n\nnot json either\n").unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "\n").unwrap();
+    for (file, why) in [
+        (&junk, "none of its 3 line(s) is an observer frame"),
+        (&empty, "the file has no lines"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_spyglass"))
+            .args(["replay", file.to_str().unwrap()])
+            .env("XDG_STATE_HOME", dir.path())
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.starts_with("spyglass replay: nothing to replay in "),
+            "{stderr}"
+        );
+        assert!(stderr.contains(why), "{stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "nothing drawn: {:?}",
+            text(&out.stdout)
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_spyglass"))
+        .args(["replay", junk.to_str().unwrap()])
+        .env("XDG_STATE_HOME", dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stderr).contains("line 1 was refused: "),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -215,3 +215,98 @@ async fn serve_runs_command_assertions_only_when_allowed_by_flag_or_env() {
     let (_env, url) = serve(&[], &[("SPYGLASS_ALLOW_COMMAND_ASSERTIONS", "1")]).await;
     assert_eq!(post(url).await.unwrap().status().as_u16(), 202);
 }
+
+/// The README's SDK path: the quickstart holds a payment, prints where to approve it (the
+/// Approvals tab, or a curl line) and waits; running the printed curl line approves it and
+/// the quickstart goes on to the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quickstart_waits_for_the_held_payment_and_its_curl_line_approves_it() {
+    let python = tokio::task::spawn_blocking(crate::support::venv::sdk_python)
+        .await
+        .unwrap();
+    let handle = crate::support::runtime::policy_server(spyglass::demo::POLICY).await;
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/python/quickstart.py");
+    let mut child = Command::new(python)
+        .arg(script)
+        .env("CODESPAR_BASE_URL", handle.url())
+        .env("CODESPAR_API_KEY", "csk_test_local")
+        .env("QUICKSTART_WAIT", "1")
+        .env_remove("CODESPAR_PROJECT_ID")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (curl, lines) = tokio::task::spawn_blocking(move || {
+        let mut seen = Vec::new();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            seen.push(line.clone());
+            if line.trim_start().starts_with("curl ") {
+                return (line, lines);
+            }
+        }
+        panic!("no curl line in {seen:?}");
+    })
+    .await
+    .unwrap();
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    let approved = Command::new("sh").args(["-c", &curl]).output().unwrap();
+    assert!(approved.status.success(), "{curl}: {approved:?}");
+    assert!(
+        text(&approved.stdout).contains("\"approved\""),
+        "{curl}: {approved:?}"
+    );
+    let rest: Vec<String> =
+        tokio::task::spawn_blocking(move || lines.map(Result::unwrap).collect())
+            .await
+            .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (status, stderr) = (out.status, text(&out.stderr));
+    assert!(status.success(), "{rest:?}\n{stderr}");
+    assert!(
+        rest.iter().any(|l| l == "large payment: approved"),
+        "{rest:?}"
+    );
+    assert!(rest.iter().any(|l| l == "closed"), "{rest:?}");
+    handle.shutdown().await;
+}
+
+/// The README's SDK block restarts terminal 1's runtime with the policy: a second `serve`
+/// in the background would fail on the same port and leave the quickstart without it.
+#[test]
+fn the_readme_sdk_block_runs_one_runtime_with_the_policy() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let block = readme
+        .split_once("With the real SDKs instead")
+        .and_then(|(_, rest)| rest.split_once("```sh"))
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(block, _)| block)
+        .unwrap();
+    let serves: Vec<&str> = block
+        .lines()
+        .filter(|l| l.contains("spyglass serve"))
+        .collect();
+    assert_eq!(serves.len(), 1, "{block}");
+    assert!(
+        serves[0].contains("--policy examples/demo-policy.toml"),
+        "{block}"
+    );
+    assert!(
+        !serves[0]
+            .split('#')
+            .next()
+            .unwrap_or_default()
+            .trim_end()
+            .ends_with('&'),
+        "{block}"
+    );
+    assert!(serves[0].contains("terminal 1"), "{block}");
+    assert!(
+        readme.split_whitespace().count() < 1500,
+        "the README stays short"
+    );
+}

@@ -342,3 +342,89 @@ async fn tail_exits_promptly_when_the_reader_leaves_with_no_event_coming() {
         rt.shutdown().await;
     }
 }
+
+/// The newest seq the runtime's default project holds.
+async fn newest_seq(url: &str) -> u64 {
+    let page: serde_json::Value = reqwest::get(format!("{url}/v1/events?limit=10000"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["seq"].as_u64())
+        .max()
+        .unwrap_or(0)
+}
+
+/// `tail` prints the recent history, not all of it, then follows: the last 20 events by
+/// default, the last N with `-n N`, those after a seq with `--since`, all with `--all`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_prints_the_last_events_then_follows() {
+    let rt = test_server().await;
+    let url = rt.url();
+    session_with_calls(&url, 29).await;
+    for (extra, back) in [
+        (vec![], Some(20)),
+        (vec!["-n", "3"], Some(3)),
+        (vec!["-n", "0"], Some(0)),
+        (vec!["--since", "25"], None),
+        (vec!["--all"], None),
+    ] {
+        let newest = newest_seq(&url).await;
+        assert!(newest >= 30, "{newest}");
+        let first = match (back, extra.first().copied()) {
+            (Some(back), _) => newest - back + 1,
+            (None, Some("--since")) => 26,
+            (None, _) => 1,
+        };
+        let mut args = vec!["tail", "--json", "--url", &url];
+        args.extend(&extra);
+        let mut child = spyglass(&args).stdout(Stdio::piped()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        // Once it is connected, one new event: it must follow on after the history.
+        let _stderr = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            while !line.contains("connected to") {
+                line.clear();
+                assert!(stderr.read_line(&mut line).unwrap() > 0, "no connection");
+            }
+            stderr
+        })
+        .await
+        .unwrap();
+        session_with_calls(&url, 0).await;
+        let seqs: Vec<u64> = tokio::task::spawn_blocking(move || {
+            let mut seqs = Vec::new();
+            for line in BufReader::new(stdout).lines() {
+                let seq = spyglass::protocol::decode(&line.unwrap()).unwrap().seq;
+                seqs.push(seq);
+                if seq > newest {
+                    break;
+                }
+            }
+            seqs
+        })
+        .await
+        .unwrap();
+        let expected: Vec<u64> = (first..=newest + 1).collect();
+        assert_eq!(seqs, expected, "{extra:?}");
+        interrupt(&child);
+        assert!(wait_exit(&mut child, Duration::from_secs(10)).success());
+    }
+    // One starting point at a time.
+    let out = spyglass(&["tail", "-n", "3", "--all", "--url", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("spyglass tail: the argument"),
+        "{stderr}"
+    );
+    rt.shutdown().await;
+}

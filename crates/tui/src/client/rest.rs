@@ -224,6 +224,47 @@ impl RestClient {
         Self::read::<Posted>(response).await
     }
 
+    /// The newest seq of the project's stream (0 when it is empty), found by asking
+    /// `GET /v1/events?since=S&limit=1` whether S is past it (the page then carries
+    /// `reset`): doubling S, then halving the interval, so a long history costs about
+    /// 2·log2(newest) one-event pages and is never read whole.
+    pub async fn newest_seq(&self) -> Result<u64, ClientError> {
+        // Invariant: `low` is at most the newest seq, `high` (once found) beyond it.
+        let mut low = 0u64;
+        let mut high = None::<u64>;
+        let mut probe = 1024u64;
+        loop {
+            if high.is_some_and(|high| high - low <= 1) {
+                return Ok(low);
+            }
+            if self.beyond_newest(probe).await? {
+                high = Some(probe);
+            } else {
+                low = probe;
+            }
+            probe = match high {
+                Some(high) => low + (high - low) / 2,
+                None if low >= u64::MAX / 2 => return Ok(low),
+                None => low.saturating_mul(2),
+            };
+        }
+    }
+
+    /// Whether `since` is past the newest seq: the events page answers with `reset`.
+    async fn beyond_newest(&self, since: u64) -> Result<bool, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct Page {
+            #[serde(default)]
+            reset: Option<serde::de::IgnoredAny>,
+        }
+        let request = self
+            .http
+            .get(format!("{}/v1/events", self.base))
+            .query(&[("since", since), ("limit", 1)]);
+        let page: Page = Self::read(request.send().await?).await?;
+        Ok(page.reset.is_some())
+    }
+
     /// `GET /v1/evals/summary[?window=N]`.
     pub async fn eval_summary(&self, window: Option<u32>) -> Result<EvalSummary, ClientError> {
         let query = window.map(|n| format!("?window={n}")).unwrap_or_default();

@@ -207,13 +207,49 @@ pub async fn tail<W: Write, S: Write>(
     format: Format,
     count: Option<u64>,
     open: impl FnOnce() -> std::io::Result<W>,
+    status: S,
+    stop: impl std::future::Future<Output = ()>,
+    hangup: impl std::future::Future<Output = ()>,
+) -> Result<TailEnd, TailError> {
+    let lines = Lines {
+        format,
+        count,
+        since: 0,
+    };
+    follow(endpoint, lines, open, status, stop, hangup).await
+}
+
+/// What `follow` writes: the line format, how many frames at most, and from where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lines {
+    pub format: Format,
+    /// Stop after this many frames; None: until stopped.
+    pub count: Option<u64>,
+    /// Only frames after this seq (0: the whole retained history).
+    pub since: u64,
+}
+
+/// `tail` from `lines.since`: the stream resumes after that seq, as a reconnect would.
+pub async fn follow<W: Write, S: Write>(
+    endpoint: &Endpoint,
+    lines: Lines,
+    open: impl FnOnce() -> std::io::Result<W>,
     mut status: S,
     stop: impl std::future::Future<Output = ()>,
     hangup: impl std::future::Future<Output = ()>,
 ) -> Result<TailEnd, TailError> {
+    let Lines {
+        format,
+        count,
+        since,
+    } = lines;
     let rest = endpoint.rest()?;
     let (tx, mut rx) = mpsc::channel(1024);
-    let observer = spawn_observer(endpoint.observer(), rest, tx);
+    let config = super::ObserverConfig {
+        since,
+        ..endpoint.observer()
+    };
+    let observer = spawn_observer(config, rest, tx);
     tokio::pin!(stop);
     tokio::pin!(hangup);
     let mut open = Some(open);

@@ -3,7 +3,7 @@
 //! when something changed, at most 30 times a second, each frame in a synchronized update;
 //! with nothing happening it sleeps.
 
-use super::action::KeyMap;
+use super::action::{KeyMap, Tab};
 use super::app::{App, Watching};
 use super::clock::{Clock, SystemClock};
 use super::render::draw;
@@ -56,6 +56,8 @@ pub struct InspectorConfig {
     pub user: String,
     /// What the status bar says is being watched.
     pub watching: Watching,
+    /// The tab it opens on (`view` opens on Evals).
+    pub tab: Tab,
 }
 
 impl InspectorConfig {
@@ -72,6 +74,7 @@ impl InspectorConfig {
             mouse: true,
             user: "spyglass".to_owned(),
             watching: Watching::Runtime,
+            tab: Tab::Sessions,
         }
     }
 }
@@ -88,6 +91,7 @@ pub fn inspector_config(url: String, config: &Resolved) -> InspectorConfig {
         mouse: config.mouse.value,
         user: user(),
         watching: Watching::Runtime,
+        tab: Tab::Sessions,
     }
 }
 
@@ -160,6 +164,7 @@ pub fn wire(
         Source::Replay { text, speed } => spawn_replay(text, speed, tx),
     };
     app.watching = config.watching;
+    app.tab = config.tab;
     app.project = config.project;
     app.theme = config.theme;
     app.keymap = config.keys;
