@@ -104,6 +104,11 @@ pub struct ServeArgs {
     /// suite is refused 403 command_assertions_disabled.
     #[arg(long, env = "SPYGLASS_ALLOW_COMMAND_ASSERTIONS", hide_env = true, value_parser = switch)]
     pub allow_command_assertions: bool,
+    /// Open a SQLite store that holds less than it last recorded holding (its -wal file
+    /// lost or damaged, an older copy put back) and go on from what it holds. Without
+    /// it such a store is refused, naming the file.
+    #[arg(long)]
+    pub accept_store_loss: bool,
 }
 
 /// A switch's variable: `true` or `1`, in any case, turns it on; anything else leaves it
@@ -259,6 +264,7 @@ pub fn store_pool(size: Option<usize>, store: &StoreChoice) -> Result<usize, Ser
 
 /// Serves until Ctrl-C.
 pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
+    let stop = Stop::install().map_err(ServeError::Signal)?;
     start_logging(LogTo::Stderr, true)?;
     let addr: SocketAddr = args
         .addr
@@ -321,6 +327,7 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         models: ProviderSettings::resolve(&models, |name| std::env::var(name).ok())
             .map_err(ServeError::from)?,
         allow_command_assertions: args.allow_command_assertions,
+        accept_store_loss: args.accept_store_loss,
         ..RuntimeConfig::default()
     };
     let test_mode = config.test_mode;
@@ -367,14 +374,40 @@ pub async fn run(args: ServeArgs) -> Result<(), RoleError> {
         }
         None => None,
     };
-    let signal = tokio::signal::ctrl_c().await.map_err(ServeError::Signal);
+    let signal = stop.wait().await.map_err(ServeError::Signal);
     eprintln!("spyglass runtime: shutting down");
     if let Some(grpc) = grpc {
         grpc.shutdown().await;
     }
     handle.shutdown().await;
-    runtime.flush_store();
+    runtime.close_store();
     Ok(signal?)
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM (what `kill`, systemd and container runtimes send): either
+/// is a clean stop, the store closed before the process ends. Installed before the
+/// runtime announces itself, so a signal sent once it is up is never the default one.
+struct Stop {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Stop {
+    fn install() -> std::io::Result<Stop> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Stop {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    async fn wait(mut self) -> std::io::Result<()> {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

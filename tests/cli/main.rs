@@ -20,5 +20,6 @@ mod runtime_serve;
 mod store_cli;
 mod store_disk;
 mod store_kill;
+mod store_stop;
 mod tail_cli;
 mod terminal_pty;

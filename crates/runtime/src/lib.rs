@@ -124,6 +124,10 @@ pub struct RuntimeConfig {
     /// (`serve --allow-command-assertions`); off, such a suite is refused 403
     /// `command_assertions_disabled`. `spyglass eval` turns it on for its own runtime.
     pub allow_command_assertions: bool,
+    /// Open a `SQLite` store that holds less than it last recorded holding (its `-wal`
+    /// lost, an older copy put back) and go on from what it holds
+    /// (`serve --accept-store-loss`); off, such a store is refused naming the file.
+    pub accept_store_loss: bool,
     /// Where approval expiry and the age of closed sessions read the time: the system's,
     /// or a manual clock a test advances (`Clock::manual`).
     pub clock: Clock,
@@ -162,6 +166,7 @@ impl Default for RuntimeConfig {
             allowed_hosts: Vec::new(),
             models: crate::llm::settings::ProviderSettings::default(),
             allow_command_assertions: false,
+            accept_store_loss: false,
             clock: Clock::real(),
         }
     }

@@ -635,6 +635,16 @@ impl EventLog {
         }
     }
 
+    /// A clean stop: waits until every event appended so far is committed and the store
+    /// is closed (`Store::close`); the writer then ends, so nothing may be appended after.
+    pub fn close_store(&self) {
+        let Some(writer) = &self.writer else { return };
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        if writer.tx.send(Write::Close(done)).is_ok() {
+            let _ = wait.recv();
+        }
+    }
+
     /// Waits until every event appended so far is committed to the store (none: at once).
     pub fn flush(&self) {
         let Some(writer) = &self.writer else { return };

@@ -62,7 +62,7 @@ impl StoreChoice {
 /// What the journal holds past the database is replayed into it first (`journal`), and
 /// the runtime's answers then wait for the journal, not for `SQLite`.
 pub fn open_runtime(config: RuntimeConfig, path: &Path) -> Result<Runtime, StoreError> {
-    let sqlite = SqliteStore::open(path)?;
+    let sqlite = SqliteStore::open_checked(path, config.accept_store_loss)?;
     let journal = Journal::recover(path, &sqlite)?;
     runtime_journaled(config, Arc::new(sqlite), journal)
 }
@@ -137,6 +137,14 @@ impl Runtime {
     pub fn flush_store(&self) {
         self.write_moved_counters();
         self.inner.log.flush();
+    }
+
+    /// A clean stop (`serve` on Ctrl-C or SIGTERM): everything committed, then the store
+    /// closed, so a `SQLite` file holds it all without its write-ahead log or journal.
+    /// Nothing may be written after it.
+    pub fn close_store(&self) {
+        self.write_moved_counters();
+        self.inner.log.close_store();
     }
 }
 

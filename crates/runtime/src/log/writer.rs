@@ -27,6 +27,10 @@ pub(super) enum Write {
     /// An event whose call's counters wait for their document was evicted: a journaled
     /// writer writes the moved counters now rather than at its next commit.
     CountersDue,
+    /// A clean stop: everything sent before it is committed (a journal's segments moved
+    /// into the database), the store closed (`Store::close`), then this is answered and
+    /// the writer ends. The last thing a runtime asks of its store.
+    Close(std::sync::mpsc::SyncSender<()>),
 }
 
 /// What a journaled writer runs before each commit: the runtime writing its moved
@@ -172,6 +176,18 @@ pub(super) enum Engine {
 }
 
 impl Engine {
+    /// `Store::close` of the engine's store, its failure logged: a clean stop goes on.
+    fn close(&self) {
+        let closed = match self {
+            Engine::Stamped(store) => store.close(),
+            #[cfg(feature = "postgres")]
+            Engine::Stamping(store, _) => store.close(),
+        };
+        if let Err(err) = closed {
+            tracing::error!(%err, "store close failed");
+        }
+    }
+
     /// Whether the store gives events their seqs: the log then sends them unstamped.
     fn stamps(&self) -> bool {
         match self {
@@ -310,6 +326,7 @@ pub(super) fn write_loop(
             .map(|msg| msg.unwrap_or(Write::Tick))
         };
         let Ok(first) = first else { break };
+        let mut closing = false;
         let mut next = Some(first);
         while let Some(msg) = next.take() {
             match msg {
@@ -324,6 +341,10 @@ pub(super) fn write_loop(
                     *upto = (*upto).max(seq);
                 }
                 Write::Flush(done) => flushes.push(done),
+                Write::Close(done) => {
+                    flushes.push(done);
+                    closing = true;
+                }
                 Write::Tick | Write::CountersDue => {}
                 Write::Ack(done) => acks.push(done),
                 Write::State(write) => {
@@ -331,7 +352,7 @@ pub(super) fn write_loop(
                     state.insert((r.kind.clone(), r.tenant.clone(), r.key.clone()), write);
                 }
             }
-            if batch.len().max(unstamped.len()) < MAX_BATCH {
+            if !closing && batch.len().max(unstamped.len()) < MAX_BATCH {
                 next = rx.try_recv().ok();
             }
         }
@@ -396,8 +417,14 @@ pub(super) fn write_loop(
                 }
             }
         }
+        if closing {
+            engine.close();
+        }
         for done in flushes.drain(..) {
             let _ = done.send(());
+        }
+        if closing {
+            break;
         }
     }
 }
@@ -454,6 +481,10 @@ pub(super) fn journal_loop(
                 Ok(Write::Ack(done)) => {
                     let _ = done.send(());
                     continue;
+                }
+                Ok(Write::Close(done)) => {
+                    flushes.push(done);
+                    true
                 }
                 Ok(Write::CountersDue) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
                 Ok(_) => continue,
@@ -557,6 +588,9 @@ pub(super) fn journal_loop(
                 health.failed(err.to_string());
                 keep_for_next(&mut state, &mut evicted, writes, evicted_upto);
             }
+        }
+        if closing && let Err(err) = store.close() {
+            tracing::error!(%err, "store close failed");
         }
         for done in flushes.drain(..) {
             let _ = done.send(());

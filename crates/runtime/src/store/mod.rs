@@ -37,6 +37,16 @@ pub enum StoreError {
         supported: i64,
     },
     #[error(
+        "store {path} holds less than it last held ({holds}; {held} recorded in {record} at {at}): its write-ahead log ({path}-wal) was lost or damaged, or an older copy was put back. Restore the file with its -wal from where it was, or start with --accept-store-loss to go on from what it holds"
+    )]
+    Shrunk {
+        path: PathBuf,
+        record: PathBuf,
+        held: String,
+        holds: String,
+        at: String,
+    },
+    #[error(
         "store {path} is in use by another spyglass runtime; stop that one, point this one at it with --url, or pass another --store (or --store memory)"
     )]
     Locked { path: PathBuf },
@@ -136,6 +146,11 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<(), StoreError>;
     /// Every state document, read at open.
     fn state(&self) -> Result<Vec<StoredRecord>, StoreError>;
+    /// A clean stop, after the last append: what the engine keeps beside its main file is
+    /// folded into it, so the file alone holds everything. Nothing to do by default.
+    fn close(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// Where `--store` says the runtime keeps its state.

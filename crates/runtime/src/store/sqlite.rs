@@ -5,7 +5,7 @@ use super::journal::JournaledStore;
 use super::{StateWrite, Store, StoreError, StoredEvent, StoredRecord, StoredStream};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Migration `i` takes a store from schema version `i` to `i + 1`; a shipped one is never
 /// edited, stores of every earlier version open through the rest. Seqs count per tenant,
@@ -54,6 +54,44 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 pub struct SqliteStore {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// When `held` was last recorded (at most once a second after commits).
+    held_at: Mutex<Option<std::time::Instant>>,
+}
+
+/// How often, at most, a commit records what the file holds (`SqliteStore::record_held`).
+const RECORD_HELD_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What the file held at its last commit, recorded beside it (`F.held`), outside its
+/// write-ahead log: a reopen finding less (the `-wal` lost or damaged, an older copy put
+/// back) is refused rather than silently starting from less. `seqs` is the sum of every
+/// tenant's next seq, which never goes down.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Held {
+    epoch: String,
+    seqs: u64,
+    at: String,
+}
+
+/// Where the record of what `path` held lives.
+pub fn held_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".held");
+    PathBuf::from(name)
+}
+
+/// The epoch and the sum of next seqs the connection's file holds.
+fn holds(conn: &Connection) -> rusqlite::Result<(Option<String>, u64)> {
+    let epoch: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'epoch'", [], |row| {
+            row.get(0)
+        })
+        .optional()?;
+    let seqs: i64 = conn.query_row(
+        "SELECT coalesce(sum(next_seq), 0) FROM tenants",
+        [],
+        |row| row.get(0),
+    )?;
+    Ok((epoch, u64::try_from(seqs).unwrap_or(0)))
 }
 
 // The connection has nothing a reader of the Debug output needs.
@@ -70,7 +108,89 @@ impl SqliteStore {
     /// Opens the store at `path`, creating it (and its directory) if missing, and brings
     /// its schema up to `SCHEMA_VERSION`. A read-only or full disk is named as such.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
-        Self::open_file(path).map_err(|err| disk_problem(path, err))
+        Self::open_checked(path, false)
+    }
+
+    /// `open`, refusing a file that holds less than it last recorded holding
+    /// (`StoreError::Shrunk`) unless `accept_loss` (`--accept-store-loss`), which goes on
+    /// from what it holds and records that.
+    pub fn open_checked(path: &Path, accept_loss: bool) -> Result<SqliteStore, StoreError> {
+        let store = Self::open_file(path).map_err(|err| disk_problem(path, err))?;
+        store.check_held(accept_loss)?;
+        Ok(store)
+    }
+
+    /// Compares what the file holds with what it last recorded holding.
+    fn check_held(&self, accept_loss: bool) -> Result<(), StoreError> {
+        let record = held_path(&self.path);
+        let Ok(text) = std::fs::read_to_string(&record) else {
+            return Ok(());
+        };
+        let conn = self.conn();
+        let (epoch, seqs) = holds(&conn).map_err(|source| StoreError::Corrupt {
+            path: self.path.clone(),
+            source,
+        })?;
+        let shrunk = match serde_json::from_str::<Held>(&text) {
+            Ok(held) if epoch.as_deref() == Some(held.epoch.as_str()) && seqs >= held.seqs => None,
+            Ok(held) => Some(StoreError::Shrunk {
+                path: self.path.clone(),
+                record: record.clone(),
+                held: format!("{} events of stream {}", held.seqs, held.epoch),
+                holds: match &epoch {
+                    Some(epoch) => format!("it holds {seqs} events of stream {epoch}"),
+                    None => "it holds no stream".to_owned(),
+                },
+                at: held.at,
+            }),
+            Err(err) => Some(StoreError::Shrunk {
+                path: self.path.clone(),
+                record: record.clone(),
+                held: format!("an unreadable record ({err})"),
+                holds: format!("it holds {seqs} events"),
+                at: "an unknown time".to_owned(),
+            }),
+        };
+        match shrunk {
+            Some(err) if !accept_loss => Err(err),
+            Some(err) => {
+                tracing::warn!(%err, "store loss accepted (--accept-store-loss)");
+                let _ = std::fs::remove_file(&record);
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Records what the file holds now beside it (`held_path`): written whole to a
+    /// temporary file and renamed over the record, so a record is never half written.
+    /// `force` records even within `RECORD_HELD_EVERY` of the last.
+    fn record_held(&self, conn: &Connection, force: bool) {
+        {
+            let mut at = self.held_at.lock().unwrap_or_else(PoisonError::into_inner);
+            if !force && at.is_some_and(|t| t.elapsed() < RECORD_HELD_EVERY) {
+                return;
+            }
+            *at = Some(std::time::Instant::now());
+        }
+        let Ok((Some(epoch), seqs)) = holds(conn) else {
+            return;
+        };
+        let held = Held {
+            epoch,
+            seqs,
+            at: spyglass_protocol::now_rfc3339(),
+        };
+        let record = held_path(&self.path);
+        let mut tmp = record.clone().into_os_string();
+        tmp.push(".tmp");
+        let written = serde_json::to_vec(&held)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| std::fs::write(&tmp, bytes))
+            .and_then(|()| std::fs::rename(&tmp, &record));
+        if let Err(err) = written {
+            tracing::warn!(%err, record = %record.display(), "could not record what the store holds");
+        }
     }
 
     fn open_file(path: &Path) -> Result<SqliteStore, StoreError> {
@@ -150,6 +270,7 @@ impl SqliteStore {
         let store = SqliteStore {
             path,
             conn: Mutex::new(conn),
+            held_at: Mutex::new(None),
         };
         store.migrate(version)?;
         Ok(store)
@@ -420,6 +541,16 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         self.append_journaled(events, &[], evicted, state)
     }
+
+    /// The write-ahead log checkpointed into the database and truncated, then what the
+    /// file holds recorded: after a clean stop the file alone holds everything.
+    fn close(&self) -> Result<(), StoreError> {
+        let conn = self.conn();
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(|e| self.write_error(e))?;
+        self.record_held(&conn, true);
+        Ok(())
+    }
 }
 
 impl JournaledStore for SqliteStore {
@@ -495,7 +626,9 @@ impl JournaledStore for SqliteStore {
                 .map_err(|e| self.write_error(e))?;
             }
         }
-        tx.commit().map_err(|e| self.write_error(e))
+        tx.commit().map_err(|e| self.write_error(e))?;
+        self.record_held(&conn, false);
+        Ok(())
     }
 }
 
@@ -543,6 +676,41 @@ mod tests {
             kept(&again),
             [("default", 3), ("default", 4), ("default", 5)]
         );
+    }
+
+    #[test]
+    fn what_the_file_held_is_recorded_and_a_damaged_record_refuses_until_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime.db");
+        let store = SqliteStore::open(&path).unwrap();
+        store.stream("ep_1", 10).unwrap();
+        let events: Vec<_> = (1..=5).map(|seq| event("default", seq)).collect();
+        store.append(&events, &[], &[]).unwrap();
+        store.close().unwrap();
+        drop(store);
+        let record = held_path(&path);
+        let held: Held = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+        assert_eq!((held.epoch.as_str(), held.seqs), ("ep_1", 6));
+        // The same file opens; a record saying more than it holds, or one that cannot
+        // be read, does not.
+        drop(SqliteStore::open(&path).unwrap());
+        for text in [
+            r#"{"epoch":"ep_1","seqs":7,"at":"2026-11-28T00:00:00Z"}"#,
+            r#"{"epoch":"ep_0","seqs":1,"at":"2026-11-28T00:00:00Z"}"#,
+            "{\"epoch\":",
+            "",
+        ] {
+            std::fs::write(&record, text).unwrap();
+            let err = SqliteStore::open(&path).unwrap_err();
+            assert!(matches!(err, StoreError::Shrunk { .. }), "{text}: {err}");
+            assert!(err.to_string().contains("--accept-store-loss"), "{err}");
+        }
+        // Accepted, the store opens and forgets the record; it is written anew.
+        let store = SqliteStore::open_checked(&path, true).unwrap();
+        assert!(!record.exists());
+        store.close().unwrap();
+        drop(store);
+        drop(SqliteStore::open(&path).unwrap());
     }
 
     #[test]
