@@ -104,6 +104,7 @@ mod grpc {
     use std::pin::Pin;
     use std::sync::Arc;
     use std::task::{Context, Poll};
+use std::time::Duration;
     use tokio::net::TcpListener;
     use tokio::sync::oneshot;
     use tokio::task::JoinHandle;
@@ -126,7 +127,8 @@ mod grpc {
                 inner: service,
             };
             let (stop, stopped) = oneshot::channel::<()>();
-            let incoming = admitted(listener, limits);
+            let admission = Admission::new(limits);
+            let incoming = admitted(listener, admission.clone(), limits.header_timeout);
             let task = tokio::spawn(async move {
                 let served = tonic::transport::Server::builder()
                     .http2_max_header_list_size(u32::try_from(MAX_HEAD_BYTES).unwrap_or(u32::MAX))
@@ -138,18 +140,23 @@ mod grpc {
                     tracing::error!(%err, "otlp grpc server stopped");
                 }
             });
-            Ok(GrpcHandle { addr, stop, task })
+            Ok(GrpcHandle {
+                addr,
+                admission,
+                stop,
+                task,
+            })
         }
     }
 
-    /// The sockets `listener` accepts that the caps admit (a newcomer closing the idlest
-    /// when one is reached), each closed once idle for the header timeout; one with every
-    /// slot busy is closed at once.
+    /// The sockets `listener` accepts that `admission`'s caps admit (a newcomer closing the
+    /// idlest when one is reached), each closed once idle for `header_timeout`; one with
+    /// every slot busy is closed at once.
     fn admitted(
         listener: TcpListener,
-        limits: ConnLimits,
+        admission: Arc<Admission>,
+        header_timeout: Duration,
     ) -> impl futures_util::Stream<Item = Result<Socket, Infallible>> {
-        let admission = Admission::new(limits);
         futures_util::stream::unfold(
             (listener, admission),
             move |(listener, admission)| async move {
@@ -160,7 +167,7 @@ mod grpc {
                         continue;
                     };
                     let socket =
-                        Socket::new(stream, admitted, limits.header_timeout).closing_when_idle();
+                        Socket::new(stream, admitted, header_timeout).closing_when_idle();
                     return Some((Ok(socket), (listener, admission)));
                 }
             },
@@ -265,6 +272,7 @@ mod grpc {
     /// A running OTLP/gRPC server.
     pub struct GrpcHandle {
         addr: SocketAddr,
+        admission: Arc<Admission>,
         stop: oneshot::Sender<()>,
         task: JoinHandle<()>,
     }
@@ -279,8 +287,11 @@ mod grpc {
             format!("http://{}", self.addr)
         }
 
+        /// Stops accepting, closes the connections with no export in flight and waits for
+        /// the others to finish theirs.
         pub async fn shutdown(self) {
             let _ = self.stop.send(());
+            self.admission.close_idle();
             let _ = self.task.await;
         }
     }

@@ -161,6 +161,16 @@ impl Admission {
         })
     }
 
+    /// Tells every connection with no request in flight (nor upgraded) to close: a server
+    /// stopping does not wait on sockets that may never send a request.
+    pub(crate) fn close_idle(&self) {
+        for conn in lock(&self.table).conns.values() {
+            if conn.evictable() {
+                conn.close.notify_one();
+            }
+        }
+    }
+
     /// A slot for a connection from `ip`, closing the idlest connection when a cap is
     /// reached; None when every connection under the cap is busy.
     pub(crate) fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<(Slot, Arc<Conn>)> {
