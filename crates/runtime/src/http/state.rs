@@ -351,6 +351,10 @@ fn unauthorized() -> ApiErrorWithStatus {
 /// Who a request for one project acts for, by the rules of the HTTP routes (`auth`'s key
 /// check, then a bound key's `bound_tenant`, then the `Tenant` extractor's project rules,
 /// `*` refused): the tenancy of listeners that are not the axum router (OTLP/gRPC).
+#[cfg_attr(
+    not(feature = "otlp-grpc"),
+    expect(dead_code, reason = "used by the OTLP/gRPC server only")
+)]
 pub(crate) fn acting_tenant(
     config: &crate::RuntimeConfig,
     headers: &axum::http::HeaderMap,

@@ -34,6 +34,10 @@ pub(crate) struct ConnLimits {
 impl ConnLimits {
     /// The limits `config` sets (`--max-connections`, `--max-connections-per-ip`, the
     /// header timeout, `--max-body-bytes`), as every listener applies them.
+    #[cfg_attr(
+        not(feature = "otlp-grpc"),
+        expect(dead_code, reason = "used by the OTLP/gRPC server only")
+    )]
     pub(crate) fn of(config: &crate::RuntimeConfig) -> ConnLimits {
         ConnLimits {
             total: effective_total(config.max_connections),
@@ -163,6 +167,10 @@ impl Admission {
 
     /// Tells every connection with no request in flight (nor upgraded) to close: a server
     /// stopping does not wait on sockets that may never send a request.
+    #[cfg_attr(
+        not(feature = "otlp-grpc"),
+        expect(dead_code, reason = "used by the OTLP/gRPC server only")
+    )]
     pub(crate) fn close_idle(&self) {
         for conn in lock(&self.table).conns.values() {
             if conn.evictable() {
@@ -286,6 +294,10 @@ impl Socket {
     /// Reads fail once nothing has been read for the stall limit while the connection has
     /// no request in flight (a peer that never sends its preface, or stopped using the
     /// connection), or once a newcomer took its slot.
+    #[cfg_attr(
+        not(feature = "otlp-grpc"),
+        expect(dead_code, reason = "used by the OTLP/gRPC server only")
+    )]
     pub(crate) fn closing_when_idle(mut self) -> Socket {
         let limit = self.stall_limit;
         let watched = self.conn.clone();
@@ -298,6 +310,10 @@ impl Socket {
     }
 
     /// The connection this socket is, as the table sees it.
+    #[cfg_attr(
+        not(feature = "otlp-grpc"),
+        expect(dead_code, reason = "used by the OTLP/gRPC server only")
+    )]
     pub(crate) fn conn(&self) -> &Arc<Conn> {
         &self.conn
     }
