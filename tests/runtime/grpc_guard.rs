@@ -80,9 +80,7 @@ async fn send(
     let mut client = TraceServiceClient::connect(grpc.url()).await.unwrap();
     let mut request = tonic::Request::new(request);
     for (name, value) in headers {
-        request
-            .metadata_mut()
-            .insert(*name, value.parse().unwrap());
+        request.metadata_mut().insert(*name, value.parse().unwrap());
     }
     client.export(request).await.map(|_| ())
 }
@@ -191,14 +189,20 @@ async fn a_key_bound_to_one_project_exports_into_it_without_naming_it() {
     send(
         &grpc,
         export(5),
-        &[("authorization", "Bearer k_a"), ("x-codespar-project", "prj_a")],
+        &[
+            ("authorization", "Bearer k_a"),
+            ("x-codespar-project", "prj_a"),
+        ],
     )
     .await
     .unwrap();
     let refused = send(
         &grpc,
         export(6),
-        &[("authorization", "Bearer k_a"), ("x-codespar-project", "prj_b")],
+        &[
+            ("authorization", "Bearer k_a"),
+            ("x-codespar-project", "prj_b"),
+        ],
     )
     .await
     .unwrap_err();
@@ -230,7 +234,10 @@ async fn every_project_and_overlong_project_ids_are_refused_as_invalid() {
     let refused = send(
         &keyed_grpc,
         export(9),
-        &[("authorization", "Bearer k_admin"), ("x-codespar-project", "*")],
+        &[
+            ("authorization", "Bearer k_admin"),
+            ("x-codespar-project", "*"),
+        ],
     )
     .await
     .unwrap_err();
@@ -306,7 +313,9 @@ async fn malformed_and_oversized_exports_are_invalid_argument_which_exporters_do
         .unwrap_err();
     assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
     assert!(
-        refused.message().contains("not an OTLP ExportTraceServiceRequest"),
+        refused
+            .message()
+            .contains("not an OTLP ExportTraceServiceRequest"),
         "{refused:?}"
     );
 

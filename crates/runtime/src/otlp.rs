@@ -88,10 +88,10 @@ mod grpc {
     use super::super::Runtime;
     use crate::ApiErrorWithStatus;
     use crate::http::guard::acting_tenant;
-    use crate::server::listen::{self, Admission, Busy, Conn, ConnLimits, Socket};
-    use crate::server::MAX_HEAD_BYTES;
-    use axum::http;
     use crate::otel::decode;
+    use crate::server::MAX_HEAD_BYTES;
+    use crate::server::listen::{self, Admission, Busy, Conn, ConnLimits, Socket};
+    use axum::http;
     use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
         TraceService, TraceServiceServer,
     };
@@ -104,7 +104,7 @@ mod grpc {
     use std::pin::Pin;
     use std::sync::Arc;
     use std::task::{Context, Poll};
-use std::time::Duration;
+    use std::time::Duration;
     use tokio::net::TcpListener;
     use tokio::sync::oneshot;
     use tokio::task::JoinHandle;
@@ -166,8 +166,7 @@ use std::time::Duration;
                         tracing::debug!(%remote, "otlp grpc connection refused: every slot busy");
                         continue;
                     };
-                    let socket =
-                        Socket::new(stream, admitted, header_timeout).closing_when_idle();
+                    let socket = Socket::new(stream, admitted, header_timeout).closing_when_idle();
                     return Some((Ok(socket), (listener, admission)));
                 }
             },
@@ -215,7 +214,10 @@ use std::time::Duration;
         }
 
         fn call(&mut self, mut req: http::Request<tonic::body::Body>) -> Self::Future {
-            let busy = req.extensions().get::<Peer>().map(|p| Busy::new(p.0.clone()));
+            let busy = req
+                .extensions()
+                .get::<Peer>()
+                .map(|p| Busy::new(p.0.clone()));
             let acting = acting_tenant(&self.rt.inner.config, req.headers());
             let limit = self.rt.inner.config.max_body_bytes;
             // The service made ready is the one called; a clone waits for the next.

@@ -15,8 +15,6 @@ pub(crate) mod listen;
 
 use super::ApiErrorWithStatus;
 use super::http::guard::Guard;
-pub(crate) use listen::{ConnLimits, effective_total};
-use listen::{Admission, Busy, Conn, Socket};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderValue, header};
@@ -24,6 +22,8 @@ use axum::response::IntoResponse;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use listen::{Admission, Busy, Conn, Socket};
+pub(crate) use listen::{ConnLimits, effective_total};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;

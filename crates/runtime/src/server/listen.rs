@@ -430,7 +430,9 @@ impl Busy {
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0.idle_since.store(self.0.clock.now(), Ordering::Relaxed);
+        self.0
+            .idle_since
+            .store(self.0.clock.now(), Ordering::Relaxed);
         self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
