@@ -16,6 +16,8 @@ mod execute_paths;
 mod fake_model;
 mod fuzz_regressions;
 mod glob_limits;
+#[cfg(feature = "otlp-grpc")]
+mod grpc_guard;
 mod guard;
 mod hardening;
 mod limits;

@@ -82,38 +82,57 @@ impl Runtime {
 
 #[cfg(feature = "otlp-grpc")]
 mod grpc {
-    //! The OTLP/gRPC `TraceService` server on its own port (tonic), auth and tenancy as
-    //! the HTTP routes.
+    //! The OTLP/gRPC `TraceService` server on its own port (tonic): the HTTP server's
+    //! connection caps and header timeout, and its auth and tenancy rules.
 
-    use super::super::{DEFAULT_TENANT, Runtime};
+    use super::super::Runtime;
+    use crate::ApiErrorWithStatus;
+    use crate::http::guard::acting_tenant;
     use crate::otel::decode;
+    use crate::server::MAX_HEAD_BYTES;
+    use crate::server::listen::{self, Admission, Busy, Conn, ConnLimits, Socket};
+    use axum::http;
     use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
         TraceService, TraceServiceServer,
     };
     use opentelemetry_proto::tonic::collector::trace::v1::{
         ExportTraceServiceRequest, ExportTraceServiceResponse,
     };
+    use std::convert::Infallible;
+    use std::future::Future;
     use std::net::SocketAddr;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll};
+    use std::time::Duration;
+    use tokio::net::TcpListener;
     use tokio::sync::oneshot;
     use tokio::task::JoinHandle;
     use tonic::codec::CompressionEncoding;
-    use tonic::metadata::MetadataMap;
-    use tonic::{Request, Response, Status};
+    use tonic::transport::server::Connected;
+    use tonic::{Code, Request, Response, Status};
 
     impl Runtime {
-        /// Serves OTLP/gRPC `TraceService/Export` on `addr` until the handle is shut down.
+        /// Serves OTLP/gRPC `TraceService/Export` on `addr` until the handle is shut down,
+        /// its connections capped and timed out as the HTTP server's are.
         pub async fn serve_otlp_grpc(&self, addr: SocketAddr) -> std::io::Result<GrpcHandle> {
-            let listener = tokio::net::TcpListener::bind(addr).await?;
+            let listener = TcpListener::bind(addr).await?;
             let addr = listener.local_addr()?;
-            let limit = self.inner.config.max_body_bytes;
+            let limits = ConnLimits::of(&self.inner.config);
             let service = TraceServiceServer::new(Traces { rt: self.clone() })
                 .accept_compressed(CompressionEncoding::Gzip)
-                .max_decoding_message_size(limit);
+                .max_decoding_message_size(limits.max_body_bytes);
+            let gate = Gate {
+                rt: self.clone(),
+                inner: service,
+            };
             let (stop, stopped) = oneshot::channel::<()>();
-            let incoming = tonic::transport::server::TcpIncoming::from(listener);
+            let admission = Admission::new(limits);
+            let incoming = admitted(listener, admission.clone(), limits.header_timeout);
             let task = tokio::spawn(async move {
                 let served = tonic::transport::Server::builder()
-                    .serve_with_incoming_shutdown(service, incoming, async {
+                    .http2_max_header_list_size(u32::try_from(MAX_HEAD_BYTES).unwrap_or(u32::MAX))
+                    .serve_with_incoming_shutdown(gate, incoming, async {
                         let _ = stopped.await;
                     })
                     .await;
@@ -121,13 +140,141 @@ mod grpc {
                     tracing::error!(%err, "otlp grpc server stopped");
                 }
             });
-            Ok(GrpcHandle { addr, stop, task })
+            Ok(GrpcHandle {
+                addr,
+                admission,
+                stop,
+                task,
+            })
         }
+    }
+
+    /// The sockets `listener` accepts that `admission`'s caps admit (a newcomer closing the
+    /// idlest when one is reached), each closed once idle for `header_timeout`; one with
+    /// every slot busy is closed at once.
+    fn admitted(
+        listener: TcpListener,
+        admission: Arc<Admission>,
+        header_timeout: Duration,
+    ) -> impl futures_util::Stream<Item = Result<Socket, Infallible>> {
+        futures_util::stream::unfold(
+            (listener, admission),
+            move |(listener, admission)| async move {
+                loop {
+                    let (stream, remote) = listen::accept(&listener).await;
+                    let Some(admitted) = admission.admit(remote.ip()) else {
+                        tracing::debug!(%remote, "otlp grpc connection refused: every slot busy");
+                        continue;
+                    };
+                    let socket = Socket::new(stream, admitted, header_timeout).closing_when_idle();
+                    return Some((Ok(socket), (listener, admission)));
+                }
+            },
+        )
+    }
+
+    /// The connection a request came on, as the caps' table sees it.
+    #[derive(Clone)]
+    pub(crate) struct Peer(Arc<Conn>);
+
+    impl Connected for Socket {
+        type ConnectInfo = Peer;
+
+        fn connect_info(&self) -> Peer {
+            Peer(self.conn().clone())
+        }
+    }
+
+    /// The tenant a request was let in for.
+    #[derive(Clone)]
+    struct Acting(String);
+
+    /// In front of the generated server: every request busies its connection, passes the
+    /// HTTP routes' auth and tenancy before its message is read, and has tonic's answers to
+    /// an unreadable or oversized message made `INVALID_ARGUMENT`, which exporters do not
+    /// retry (tonic answers `INTERNAL` and `OUT_OF_RANGE`, which they do).
+    #[derive(Clone)]
+    struct Gate {
+        rt: Runtime,
+        inner: TraceServiceServer<Traces>,
+    }
+
+    type Answer = http::Response<tonic::body::Body>;
+
+    impl tower_service::Service<http::Request<tonic::body::Body>> for Gate {
+        type Response = Answer;
+        type Error = Infallible;
+        type Future = Pin<Box<dyn Future<Output = Result<Answer, Infallible>> + Send>>;
+
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            tower_service::Service::<http::Request<tonic::body::Body>>::poll_ready(
+                &mut self.inner,
+                cx,
+            )
+        }
+
+        fn call(&mut self, mut req: http::Request<tonic::body::Body>) -> Self::Future {
+            let busy = req
+                .extensions()
+                .get::<Peer>()
+                .map(|p| Busy::new(p.0.clone()));
+            let acting = acting_tenant(&self.rt.inner.config, req.headers());
+            let limit = self.rt.inner.config.max_body_bytes;
+            // The service made ready is the one called; a clone waits for the next.
+            let ready = self.inner.clone();
+            let mut inner = std::mem::replace(&mut self.inner, ready);
+            Box::pin(async move {
+                let _busy = busy;
+                match acting {
+                    Ok(tenant) => {
+                        req.extensions_mut().insert(Acting(tenant));
+                    }
+                    Err(refusal) => return Ok(refused(refusal).into_http()),
+                }
+                let answer = tower_service::Service::call(&mut inner, req).await?;
+                Ok(unreadable_is_invalid(answer, limit))
+            })
+        }
+    }
+
+    /// An HTTP route's refusal in gRPC's codes: 400 `INVALID_ARGUMENT`, 401
+    /// `UNAUTHENTICATED`, 403 and 404 (a bound key naming another project)
+    /// `PERMISSION_DENIED`.
+    fn refused(refusal: ApiErrorWithStatus) -> Status {
+        let message = refusal.error.message;
+        match refusal.status {
+            401 => Status::unauthenticated(message),
+            403 | 404 => Status::permission_denied(message),
+            _ => Status::invalid_argument(message),
+        }
+    }
+
+    /// `answer`, or `INVALID_ARGUMENT` saying what was wrong when tonic refused the message
+    /// before the handler saw it: `INTERNAL` (not protobuf, not an export request, bad
+    /// framing or gzip), `OUT_OF_RANGE` or `RESOURCE_EXHAUSTED` (over `limit` bytes, as sent
+    /// or unzipped). The handler itself answers none of these codes.
+    fn unreadable_is_invalid(answer: Answer, limit: usize) -> Answer {
+        let Some(status) = Status::from_header_map(answer.headers()) else {
+            return answer;
+        };
+        let message = match status.code() {
+            Code::Internal => format!(
+                "the request is not an OTLP ExportTraceServiceRequest: {}",
+                status.message()
+            ),
+            Code::OutOfRange | Code::ResourceExhausted => format!(
+                "the export request is over the runtime's {limit}-byte limit (--max-body-bytes): {}",
+                status.message()
+            ),
+            _ => return answer,
+        };
+        Status::invalid_argument(message).into_http()
     }
 
     /// A running OTLP/gRPC server.
     pub struct GrpcHandle {
         addr: SocketAddr,
+        admission: Arc<Admission>,
         stop: oneshot::Sender<()>,
         task: JoinHandle<()>,
     }
@@ -142,8 +289,11 @@ mod grpc {
             format!("http://{}", self.addr)
         }
 
+        /// Stops accepting, closes the connections with no export in flight and waits for
+        /// the others to finish theirs.
         pub async fn shutdown(self) {
             let _ = self.stop.send(());
+            self.admission.close_idle();
             let _ = self.task.await;
         }
     }
@@ -152,58 +302,18 @@ mod grpc {
         rt: Runtime,
     }
 
-    /// Auth and tenancy as the HTTP routes: `authorization: Bearer KEY` when the runtime has
-    /// keys, a key bound to projects acting only for them; `x-codespar-project` the tenant.
-    fn tenant_of(rt: &Runtime, metadata: &MetadataMap) -> Result<String, Status> {
-        let tenant = match metadata.get("x-codespar-project") {
-            None => DEFAULT_TENANT.to_owned(),
-            Some(value) => {
-                let text = value.to_str().map_err(|_| {
-                    Status::invalid_argument("x-codespar-project is not visible ASCII")
-                })?;
-                let text = text.trim();
-                if text.is_empty() {
-                    DEFAULT_TENANT.to_owned()
-                } else {
-                    text.to_owned()
-                }
-            }
-        };
-        let config = &rt.inner.config;
-        if config.api_keys.is_empty() {
-            return Ok(tenant);
-        }
-        let key = metadata
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                let (scheme, token) = v.trim().split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-            })
-            .ok_or_else(|| Status::unauthenticated("send authorization: Bearer <key>"))?;
-        if !config.api_keys.iter().any(|k| k == key) {
-            return Err(Status::unauthenticated(
-                "the key is not one this runtime accepts",
-            ));
-        }
-        if let Some((_, projects)) = config.key_projects.iter().find(|(k, _)| k == key)
-            && !projects.contains(&tenant)
-        {
-            return Err(Status::permission_denied(format!(
-                "this key acts for {} only",
-                projects.join(", ")
-            )));
-        }
-        Ok(tenant)
-    }
-
     #[tonic::async_trait]
     impl TraceService for Traces {
         async fn export(
             &self,
             request: Request<ExportTraceServiceRequest>,
         ) -> Result<Response<ExportTraceServiceResponse>, Status> {
-            let tenant = tenant_of(&self.rt, request.metadata())?;
+            // `Gate` let the request in for its tenant; without it, the same rules here.
+            let tenant = match request.extensions().get::<Acting>() {
+                Some(Acting(tenant)) => tenant.clone(),
+                None => acting_tenant(&self.rt.inner.config, request.metadata().as_ref())
+                    .map_err(refused)?,
+            };
             let (spans, rejected) = decode::flatten(request.into_inner());
             self.rt.ingest_spans(&tenant, spans);
             self.rt

@@ -11,6 +11,11 @@ use axum::http::{HeaderMap, Method, header};
 use spyglass_protocol::envelope::codes;
 use std::net::{IpAddr, SocketAddr};
 
+/// Who a request acts for (key, bound projects, project id), for listeners that are not
+/// the axum router: OTLP/gRPC holds its requests to the HTTP routes' rules through this.
+#[cfg(feature = "otlp-grpc")]
+pub(crate) use super::state::acting_tenant;
+
 pub const HOST_NOT_ALLOWED: &str = "host_not_allowed";
 pub const ORIGIN_NOT_ALLOWED: &str = "origin_not_allowed";
 pub const UNSUPPORTED_MEDIA_TYPE: &str = "unsupported_media_type";

@@ -47,20 +47,7 @@ fn named_project(
     uri: &axum::http::Uri,
     headers: &axum::http::HeaderMap,
 ) -> Result<Option<String>, ApiErrorWithStatus> {
-    let header = headers
-        .get("x-codespar-project")
-        .map(|value| {
-            let text = value.to_str().map_or("\u{7f}", str::trim);
-            check_project(text).map(|()| text).map_err(|why| {
-                ApiErrorWithStatus::new(
-                    400,
-                    codes::INVALID_HEADER,
-                    format!("x-codespar-project {why}; send the project id as text"),
-                )
-            })
-        })
-        .transpose()?
-        .filter(|v| !v.is_empty());
+    let header = header_project(headers)?;
     let query = if uri.path() == "/v1/observe" && uri.query().is_some() {
         // A query that cannot be read (`?project=a&project=b`) is refused, not read as
         // naming no project: that would stream the default tenant.
@@ -100,6 +87,25 @@ fn named_project(
     }
 }
 
+/// The project `x-codespar-project` names: None when absent or blank; 400
+/// `invalid_header` when it is not a project id (`check_project`).
+fn header_project(headers: &axum::http::HeaderMap) -> Result<Option<&str>, ApiErrorWithStatus> {
+    Ok(headers
+        .get("x-codespar-project")
+        .map(|value| {
+            let text = value.to_str().map_or("\u{7f}", str::trim);
+            check_project(text).map(|()| text).map_err(|why| {
+                ApiErrorWithStatus::new(
+                    400,
+                    codes::INVALID_HEADER,
+                    format!("x-codespar-project {why}; send the project id as text"),
+                )
+            })
+        })
+        .transpose()?
+        .filter(|v| !v.is_empty()))
+}
+
 /// The most bytes a project id holds.
 pub const MAX_PROJECT_BYTES: usize = 128;
 
@@ -129,14 +135,19 @@ impl<S: Send + Sync> FromRequestParts<S> for Tenant {
             return Ok(Tenant(DEFAULT_TENANT.to_owned()));
         };
         if text == ALL_PROJECTS && parts.uri.path() != "/v1/observe" {
-            return Err(ApiErrorWithStatus::new(
-                400,
-                codes::INVALID_HEADER,
-                "x-codespar-project: * (every project) is taken only by GET /v1/observe; name one project here",
-            ));
+            return Err(all_projects_refused());
         }
         Ok(Tenant(text))
     }
+}
+
+/// The 400 of `x-codespar-project: *` anywhere but `GET /v1/observe`.
+fn all_projects_refused() -> ApiErrorWithStatus {
+    ApiErrorWithStatus::new(
+        400,
+        codes::INVALID_HEADER,
+        "x-codespar-project: * (every project) is taken only by GET /v1/observe; name one project here",
+    )
 }
 
 /// The raw body, with an oversize body answered 413 `payload_too_large`.
@@ -262,22 +273,17 @@ fn bearer_token(value: &str) -> Option<&str> {
 }
 
 /// The projects a request's key may act for: None when the key is not bound.
-fn key_projects<'a>(state: &'a AppState, key: &str) -> Option<&'a [String]> {
-    state
-        .rt
-        .inner
-        .config
+fn key_projects<'a>(config: &'a crate::RuntimeConfig, key: &str) -> Option<&'a [String]> {
+    config
         .key_projects
         .iter()
         .find(|(bound, _)| bound == key)
         .map(|(_, projects)| projects.as_slice())
 }
 
-/// Holds a bound key to its projects: a request naming no project acts for the key's only
-/// project; one naming another project gets 404, as if nothing of it existed.
-fn scope(req: &mut Request, projects: &[String]) -> Result<(), ApiErrorWithStatus> {
-    let named = named_project(req.uri(), req.headers())?;
-    let named = named.as_deref();
+/// The tenant a bound key acts for when a request names `named`: with no project named,
+/// the key's only project; `*` is 403, another project 404, as if nothing of it existed.
+fn bound_tenant(named: Option<&str>, projects: &[String]) -> Result<String, ApiErrorWithStatus> {
     if named == Some(ALL_PROJECTS) {
         return Err(ApiErrorWithStatus::new(
             403,
@@ -290,20 +296,82 @@ fn scope(req: &mut Request, projects: &[String]) -> Result<(), ApiErrorWithStatu
     }
     let tenant = match (named, projects) {
         (Some(named), _) => named.to_owned(),
-        (None, [only]) => {
-            if let Ok(value) = header::HeaderValue::from_str(only) {
-                req.headers_mut().insert("x-codespar-project", value);
-            }
-            only.clone()
-        }
+        (None, [only]) => only.clone(),
         (None, _) => DEFAULT_TENANT.to_owned(),
     };
     if projects.contains(&tenant) {
-        Ok(())
+        Ok(tenant)
     } else {
         Err(ApiErrorWithStatus::not_found(format!(
             "no project {tenant} for this key"
         )))
+    }
+}
+
+/// Holds a bound key to its projects (`bound_tenant`); a request naming no project is
+/// made to name the key's only one.
+fn scope(req: &mut Request, projects: &[String]) -> Result<(), ApiErrorWithStatus> {
+    let named = named_project(req.uri(), req.headers())?;
+    let tenant = bound_tenant(named.as_deref(), projects)?;
+    if named.is_none()
+        && projects.len() == 1
+        && let Ok(value) = header::HeaderValue::from_str(&tenant)
+    {
+        req.headers_mut().insert("x-codespar-project", value);
+    }
+    Ok(())
+}
+
+/// Whether `presented` is one of `keys`, compared against every key so the time taken does
+/// not say which one was close.
+fn key_accepted(keys: &[String], presented: &str) -> bool {
+    keys.iter().fold(false, |ok, key| {
+        constant_time_eq(presented.as_bytes(), key.as_bytes()) | ok
+    })
+}
+
+/// The key `Authorization: Bearer` presents; empty when none.
+fn presented_key(headers: &axum::http::HeaderMap) -> &str {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer_token)
+        .unwrap_or_default()
+}
+
+/// The 401 of a request without one of the runtime's keys.
+fn unauthorized() -> ApiErrorWithStatus {
+    ApiErrorWithStatus::new(
+        401,
+        codes::UNAUTHORIZED,
+        "missing or unknown API key; send Authorization: Bearer <key>",
+    )
+}
+
+/// Who a request for one project acts for, by the rules of the HTTP routes (`auth`'s key
+/// check, then a bound key's `bound_tenant`, then the `Tenant` extractor's project rules,
+/// `*` refused): the tenancy of listeners that are not the axum router (OTLP/gRPC).
+#[cfg_attr(
+    not(feature = "otlp-grpc"),
+    expect(dead_code, reason = "used by the OTLP/gRPC server only")
+)]
+pub(crate) fn acting_tenant(
+    config: &crate::RuntimeConfig,
+    headers: &axum::http::HeaderMap,
+) -> Result<String, ApiErrorWithStatus> {
+    let mut bound = None;
+    if !config.api_keys.is_empty() {
+        let presented = presented_key(headers);
+        if !key_accepted(&config.api_keys, presented) {
+            return Err(unauthorized());
+        }
+        bound = key_projects(config, presented);
+    }
+    let named = header_project(headers)?;
+    match (bound, named) {
+        (Some(projects), named) => bound_tenant(named, projects),
+        (None, Some(ALL_PROJECTS)) => Err(all_projects_refused()),
+        (None, named) => Ok(named.unwrap_or(DEFAULT_TENANT).to_owned()),
     }
 }
 
@@ -312,20 +380,11 @@ pub(crate) async fn auth(State(state): State<AppState>, mut req: Request, next: 
     if keys.is_empty() {
         return next.run(req).await;
     }
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer_token)
-        .unwrap_or_default();
-    // Compare against every key so the time taken does not say which one was close.
-    let ok = keys.iter().fold(false, |ok, key| {
-        constant_time_eq(presented.as_bytes(), key.as_bytes()) | ok
-    });
-    if ok {
+    let presented = presented_key(req.headers());
+    if key_accepted(keys, presented) {
         // An unreadable header falls through to the `Tenant` extractor's 400.
         let presented = presented.to_owned();
-        if let Some(projects) = key_projects(&state, &presented)
+        if let Some(projects) = key_projects(&state.rt.inner.config, &presented)
             && req
                 .headers()
                 .get("x-codespar-project")
@@ -338,12 +397,7 @@ pub(crate) async fn auth(State(state): State<AppState>, mut req: Request, next: 
         next.run(req).await
     } else {
         discard_body(req, &state).await;
-        ApiErrorWithStatus::new(
-            401,
-            codes::UNAUTHORIZED,
-            "missing or unknown API key; send Authorization: Bearer <key>",
-        )
-        .into_response()
+        unauthorized().into_response()
     }
 }
 
