@@ -121,6 +121,27 @@ impl Session {
         }
     }
 
+    /// Takes back a call `record` counted, its activity and seq back to `before`.
+    fn unrecord(
+        &mut self,
+        call: &Arc<Logged>,
+        envelope: bool,
+        before: (String, u64),
+        budget: &Budget,
+    ) {
+        self.call_count = self.call_count.saturating_sub(1);
+        if envelope {
+            self.envelope_count = self.envelope_count.saturating_sub(1);
+        }
+        (self.last_activity, self.last_seq) = before;
+        if let Some(at) = self.calls.iter().rposition(|(c, _)| Arc::ptr_eq(c, call))
+            && let Some((_, bytes)) = self.calls.remove(at)
+        {
+            self.calls_bytes -= bytes;
+            budget.remove_session(bytes, false);
+        }
+    }
+
     fn record(&mut self, call: &Arc<Logged>, envelope: bool, retained: usize, budget: &Budget) {
         self.call_count = self.call_count.saturating_add(1);
         if envelope {
@@ -482,6 +503,9 @@ impl ExecuteReply {
 #[derive(Debug, Clone)]
 pub struct Dispatched {
     logged: Arc<Logged>,
+    /// With a journal: the session's last activity and last seq before the call, put
+    /// back when its store refuses it (`Runtime::take_back_call`).
+    before: Option<Box<(String, u64)>>,
 }
 
 /// What `Dispatched::call` gives for an event that is not a call; never reached, as
