@@ -50,7 +50,7 @@ fn named_project(
     let header = headers
         .get("x-codespar-project")
         .map(|value| {
-            let text = value.to_str().map(str::trim).unwrap_or("\u{7f}");
+            let text = value.to_str().map_or("\u{7f}", str::trim);
             check_project(text).map(|()| text).map_err(|why| {
                 ApiErrorWithStatus::new(
                     400,
