@@ -203,9 +203,16 @@ impl Runtime {
         lock(&self.inner.approvals).restore(&approvals, &self.inner.budget);
         // A store written under larger bounds comes back within today's.
         lock(&self.inner.approvals).trim_resolved(&self.inner.log);
-        self.inner
+        let interrupted = self
+            .inner
             .evals
             .restore(&self.inner.log, &runs, &suites, &outcomes);
+        // The sessions those runs' cases were going in will never finish: closed.
+        let orphaned = crate::read(&self.inner.sessions)
+            .open_of_user(&interrupted, crate::evals::EVAL_USER_ID);
+        for (tenant, id) in orphaned {
+            let _ = self.close_session(&tenant, &id);
+        }
         // What aged past its retention while no runtime was running goes now.
         self.evict_aged_sessions();
     }

@@ -288,6 +288,22 @@ impl SessionMap {
         }
     }
 
+    /// The open sessions of `user` in `tenants`, as (tenant, id).
+    pub(crate) fn open_of_user(&self, tenants: &[String], user: &str) -> Vec<(String, String)> {
+        if tenants.is_empty() {
+            return Vec::new();
+        }
+        self.by_id
+            .iter()
+            .filter(|(_, entry)| tenants.contains(&entry.tenant))
+            .filter(|(_, entry)| {
+                let s = lock(&entry.session);
+                !s.closed && s.user_id == user
+            })
+            .map(|(id, entry)| (entry.tenant.clone(), id.clone()))
+            .collect()
+    }
+
     /// The session `id` of `tenant` while it is open; a closed one is refused
     /// (`closed_error`).
     pub(crate) fn get_open(
