@@ -296,7 +296,7 @@ async fn a_call_refused_on_a_full_disk_changes_nothing_and_its_retry_gets_its_en
         .unwrap();
     let session = created["id"]
         .as_str()
-        .expect(&created.to_string())
+        .unwrap_or_else(|| panic!("{created}"))
         .to_owned();
     // An observer from the start, collecting every frame it is sent.
     let observe = format!("{}/v1/observe?since=0", url.replacen("http", "ws", 1));

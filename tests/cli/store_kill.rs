@@ -187,7 +187,7 @@ async fn kill_9_mid_eval_run_keeps_its_finished_cases_and_closes_the_case_in_fli
         .unwrap();
     let run = created["run_id"]
         .as_str()
-        .expect(&created.to_string())
+        .unwrap_or_else(|| panic!("{created}"))
         .to_owned();
     // Two cases finished, the third's session open and waiting on its model.
     poll_until(&url, &format!("/v1/evals/runs/{run}"), |d| {
