@@ -148,3 +148,69 @@ async fn a_refused_call_is_served_again_and_shown_nowhere() {
     assert_eq!(served_events(&rt), events);
     assert_eq!(execute(&rt, &id).await, Ok(json!({"n": 3})));
 }
+
+#[tokio::test]
+async fn a_refused_held_call_leaves_no_approval_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runtime.db");
+    let sqlite = SqliteStore::open(&db).unwrap();
+    let journal = Journal::recover(&db, &sqlite).unwrap();
+    let config = RuntimeConfig {
+        policy: crate::policy::Policy::from_toml(
+            r#"
+            [[rule]]
+            id = "held"
+            tool = "pay/*"
+            action = "approval"
+            "#,
+        )
+        .unwrap(),
+        ..config()
+    };
+    let rt = runtime_journaled(config, Arc::new(sqlite), Arc::clone(&journal)).unwrap();
+    let body: CreateSession = serde_json::from_value(json!({
+        "user_id": "u",
+        "mocks": {"pay/charge": [{"n": 1}]}
+    }))
+    .unwrap();
+    let id = rt.create_session("default", body).unwrap().id;
+    rt.committed().await.unwrap();
+    let all = |rt: &Runtime| {
+        rt.list_approvals(
+            "default",
+            crate::approvals::StatusFilter::All,
+            &crate::sessions::Page::default(),
+        )
+        .unwrap()
+        .approvals
+        .len()
+    };
+
+    journal.fail_writes(true);
+    assert_eq!(
+        execute_held(&rt, &id).await,
+        Err((503, crate::STORE_UNAVAILABLE.to_owned()))
+    );
+    assert_eq!(all(&rt), 0, "no approval waits for the refused call");
+    journal.fail_writes(false);
+    assert_eq!(execute_held(&rt, &id).await, Ok(202));
+    assert_eq!(all(&rt), 1);
+    let requested = rt
+        .events_since(0, usize::MAX)
+        .into_iter()
+        .filter(|f| matches!(f.event, Event::ApprovalRequested(_)))
+        .count();
+    assert_eq!(requested, 1, "one approval.requested: the retry's");
+}
+
+/// A call a policy rule holds: 202 when held, else the refusal's status and code.
+async fn execute_held(rt: &Runtime, id: &str) -> Result<u16, (u16, String)> {
+    match rt
+        .execute("default", id, "pay/charge", json!({}).into())
+        .await
+    {
+        Ok(ExecuteReply::Envelope(envelope)) => Ok(envelope.http_status()),
+        Ok(ExecuteReply::Ok(result)) => panic!("not held: {result:?}"),
+        Err(err) => Err((err.status, err.error.code)),
+    }
+}

@@ -114,6 +114,14 @@ impl Runtime {
             &self.inner.budget,
         );
         self.inner.moved.again(session, &mut s);
+        let tenant = s.tenant.clone();
+        drop(s);
+        // A held call's approval goes with it (its `approval.requested` went with its event).
+        if let Outcome::Envelope(envelope) = &event.outcome
+            && let Envelope::ApprovalRequired { approval_id, .. } = &**envelope
+        {
+            lock(&self.inner.approvals).take_back(&tenant, approval_id, &self.inner.log);
+        }
     }
 
     /// One call through deny-list, policy and mock store, recorded and emitted as
