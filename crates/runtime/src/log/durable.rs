@@ -8,11 +8,14 @@
 //! the broadcast happens as a group is written, in file order, and a failed write takes
 //! the group's events and every newer one out of the rings, each tenant's next seq back
 //! to its first one taken: seqs stay contiguous, and the next event takes the seq the
-//! refused one had. The calls those events belong to learn it from `EventLog::kept`.
+//! refused one had. The calls those events belong to learn it from `EventLog::kept`;
+//! the other events taken are stamped again at once, for the next write.
 
 use super::{EventLog, Logged, Ordering};
 use crate::store::journal::{Journal, Record};
 use foldhash::{HashMap, HashMapExt as _};
+use spyglass_protocol::Event;
+use spyglass_protocol::events::CallSource;
 use std::sync::Arc;
 
 impl EventLog {
@@ -123,10 +126,39 @@ impl EventLog {
         ring.emitted = ring.emitted.min(durable);
         self.budget.log.store(ring.bytes, Ordering::Relaxed);
         drop(guard);
+        // An `execute`'s call (and the approval it asked for) goes with its answer, a 503
+        // (`Runtime::take_back_call`); the rest was done whatever its answer said (a
+        // session created or closed, an approval decided, an agent's step) and is
+        // stamped again, next, for the next write.
+        let executes: Vec<&str> = refused
+            .iter()
+            .filter_map(|logged| match &logged.frame.event {
+                Event::ToolCalled(call) if call.source == CallSource::Execute => {
+                    Some(call.call_id.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        let again: Vec<&Arc<Logged>> = refused
+            .iter()
+            .filter(|logged| match &logged.frame.event {
+                Event::ToolCalled(call) => call.source != CallSource::Execute,
+                Event::ApprovalRequested(held) => !executes.contains(&held.call_id.as_str()),
+                _ => true,
+            })
+            .collect();
         tracing::warn!(
             events = refused.len(),
-            "store write failed: the events it held were taken back and their calls refused"
+            calls = executes.len(),
+            "store write failed: the calls it held were refused and taken back"
         );
+        for logged in again {
+            self.append(
+                Arc::clone(&logged.tenant),
+                logged.frame.session_id.as_ref().map(ToString::to_string),
+                logged.frame.event.clone(),
+            );
+        }
         drop(dropped);
     }
 }
