@@ -154,11 +154,10 @@ async fn wait_for(dir: &Path, name: &str) {
     }
 }
 
-#[tokio::test]
-async fn a_disk_that_fills_under_a_running_runtime_is_a_503_naming_it_and_recovers() {
-    let dir = tempfile::tempdir().unwrap();
-    // The runtime runs inside the namespace; the test drives it over loopback and tells
-    // the namespace when to fill and free the disk through files in `$T`.
+/// `serve` on a 1 MiB tmpfs of its own, inside the namespace: the test drives it over
+/// loopback and tells the namespace when to fill and free the disk through files in `$T`
+/// (`fill`, then `filled` back; `free`, then `freed`; `stop`).
+async fn serve_on_a_small_disk(shared: &Path) -> (std::process::Child, String) {
     let script = format!(
         r#"{MOUNT}"$B" serve --test-mode --addr 127.0.0.1:0 --store "$T/m/runtime.db" > "$T/serve.out" 2> "$T/serve.err" &
 pid=$!
@@ -173,12 +172,11 @@ wait_file stop || true
 kill $pid; wait $pid || true
 "#
     );
-    let mut child = in_namespace(&script, dir.path())
+    let child = in_namespace(&script, shared)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let shared = dir.path();
     let deadline = Instant::now() + Duration::from_secs(10);
     let url = loop {
         // serve announces itself on stderr (stdout is kept for what a script reads).
@@ -192,6 +190,14 @@ kill $pid; wait $pid || true
         assert!(Instant::now() < deadline, "serve never started: {out}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
+    (child, url)
+}
+
+#[tokio::test]
+async fn a_disk_that_fills_under_a_running_runtime_is_a_503_naming_it_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path();
+    let (mut child, url) = serve_on_a_small_disk(shared).await;
     let http = reqwest::Client::new();
     let create = || async {
         let response = http
@@ -245,6 +251,176 @@ kill $pid; wait $pid || true
     let (status, body) = create().await;
     assert_eq!(status, 201, "space back, writes back: {body}");
     assert_eq!(health().await["store"]["state"], "ok");
+
+    std::fs::write(shared.join("stop"), "").unwrap();
+    let status = crate::support::cli::wait_exit(&mut child, Duration::from_secs(10));
+    assert!(status.success());
+}
+
+/// The `tool.called` events of `session` in `frames`: each call's entry `n` and its seq.
+fn calls_in(frames: &[Value], session: &str) -> Vec<(u64, u64)> {
+    frames
+        .iter()
+        .filter(|e| e["kind"] == "tool.called" && e["sessionId"] == session)
+        .map(|e| {
+            (
+                e["outcome"]["result"]["n"].as_u64().unwrap_or(0),
+                e["seq"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_refused_on_a_full_disk_changes_nothing_and_its_retry_gets_its_entry() {
+    use futures_util::StreamExt as _;
+    use std::sync::{Arc, Mutex};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path();
+    let (mut child, url) = serve_on_a_small_disk(shared).await;
+    let http = reqwest::Client::new();
+    // Entries of half a KiB (within the mocks' 64 KiB), so the disk's slack goes in a
+    // few calls.
+    let pad = "x".repeat(512);
+    let entries: Vec<Value> = (1..=100).map(|n| json!({"n": n, "pad": pad})).collect();
+    let created: Value = http
+        .post(format!("{url}/v1/sessions"))
+        .json(&json!({"servers": [], "mocks": {"pay/charge": entries}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let session = created["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    // An observer from the start, collecting every frame it is sent.
+    let observe = format!("{}/v1/observe?since=0", url.replacen("http", "ws", 1));
+    let (mut ws, _) = tokio_tungstenite::connect_async(observe).await.unwrap();
+    let seen = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let reader = {
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(message)) = ws.next().await {
+                if let Message::Text(text) = message {
+                    seen.lock()
+                        .unwrap()
+                        .push(serde_json::from_str(&text).unwrap());
+                }
+            }
+        })
+    };
+    let execute = || async {
+        let response = http
+            .post(format!("{url}/v1/sessions/{session}/execute"))
+            .json(&json!({"tool": "pay/charge", "input": {}}))
+            .send()
+            .await
+            .unwrap();
+        (
+            response.status().as_u16(),
+            response.json::<Value>().await.unwrap(),
+        )
+    };
+    let detail = || async {
+        http.get(format!("{url}/v1/sessions/{session}"))
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    };
+    let events = || async {
+        let page: Value = http
+            .get(format!("{url}/v1/events?since=0&limit=5000"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        calls_in(page["events"].as_array().unwrap(), &session)
+    };
+    assert_eq!(execute().await.0, 200);
+
+    std::fs::write(shared.join("fill"), "").unwrap();
+    wait_for(shared, "filled").await;
+    let mut answered = 1;
+    let refused = loop {
+        let (status, body) = execute().await;
+        if status != 200 {
+            break (status, body);
+        }
+        answered += 1;
+        assert!(answered < 90, "the full disk never refused a call");
+    };
+    assert_eq!(refused.0, 503, "{}", refused.1);
+    assert_eq!(refused.1["code"], "store_unavailable");
+    // While the disk stays full, calls are refused and change nothing either.
+    assert_eq!(execute().await.0, 503);
+    let refused_detail = detail().await;
+    assert_eq!(
+        refused_detail["calls_total"],
+        json!(answered),
+        "{refused_detail}"
+    );
+    assert_eq!(
+        refused_detail["mocks"][0]["counter"]["consumed"],
+        json!(answered)
+    );
+    assert_eq!(refused_detail["mocks"][0]["calls"], json!(answered));
+    assert_eq!(
+        refused_detail["calls"].as_array().unwrap().len(),
+        answered as usize
+    );
+
+    std::fs::write(shared.join("free"), "").unwrap();
+    wait_for(shared, "freed").await;
+    let (status, body) = execute().await;
+    assert_eq!(status, 200, "space back, calls back: {body}");
+    assert_eq!(
+        body["data"]["n"],
+        json!(answered + 1),
+        "the retry is served the entry the refused call would have been"
+    );
+    let healed = detail().await;
+    assert_eq!(healed["calls_total"], json!(answered + 1), "{healed}");
+    assert_eq!(
+        healed["mocks"][0]["counter"]["consumed"],
+        json!(answered + 1)
+    );
+
+    // GET /v1/events and the live observer show the answered calls, each entry once,
+    // seqs contiguous: nothing of the refused attempts.
+    let listed = events().await;
+    let ns: Vec<u64> = listed.iter().map(|(n, _)| *n).collect();
+    assert_eq!(ns, (1..=answered + 1).collect::<Vec<_>>());
+    assert!(
+        listed.windows(2).all(|w| w[1].1 == w[0].1 + 1),
+        "{listed:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let observed = calls_in(&seen.lock().unwrap(), &session);
+        if observed.len() >= listed.len() {
+            assert_eq!(
+                observed, listed,
+                "the observer saw what GET /v1/events lists"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "observer saw {observed:?}, listed {listed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    reader.abort();
 
     std::fs::write(shared.join("stop"), "").unwrap();
     let status = crate::support::cli::wait_exit(&mut child, Duration::from_secs(10));

@@ -138,3 +138,117 @@ async fn kill_9_mid_consumption_loses_no_answered_call_and_serves_no_entry_twice
     );
     assert_eq!(consumed(&url, &session).await, ENTRIES as u64);
 }
+
+/// Polls `GET path` until `done` holds for its body (10 s at most).
+async fn poll_until(url: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let body: Value = reqwest::get(format!("{url}{path}"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if done(&body) {
+            return body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path} never got there: {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn kill_9_mid_eval_run_keeps_its_finished_cases_and_closes_the_case_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runtime.db");
+    let (mut server, url) = serve(&store, dir.path()).await;
+    let quick = |id: &str| {
+        json!({"id": id, "input": "x", "model": {"sequence": [{"text": "done"}]},
+               "assert": {"contains": "done"}})
+    };
+    let suite = json!({
+        "suite": "killed",
+        "cases": [quick("first"), quick("second"),
+                  {"id": "waits", "input": "x",
+                   "model": {"sequence": [{"text": "late", "delay_ms": 60_000}]},
+                   "assert": {"contains": "late"}}]
+    });
+    let created: Value = reqwest::Client::new()
+        .post(format!("{url}/v1/evals/runs"))
+        .json(&json!({"suites": [suite]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = created["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    // Two cases finished, the third's session open and waiting on its model.
+    poll_until(&url, &format!("/v1/evals/runs/{run}"), |d| {
+        d["cases"].as_array().is_some_and(|c| c.len() == 2)
+    })
+    .await;
+    let open = |sessions: &Value| {
+        sessions["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["user_id"] == "spyglass-eval" && s["status"] == "active")
+            .count()
+    };
+    poll_until(&url, "/v1/sessions", |s| open(s) == 1).await;
+    // And stored: the stream shows only what the store's journal has written.
+    poll_until(&url, "/v1/events?since=0", |page| {
+        page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "session.created")
+            .count()
+            == 3
+    })
+    .await;
+    server.0.kill().unwrap();
+    server.0.wait().unwrap();
+
+    let (_server, url) = serve(&store, dir.path()).await;
+    let detail: Value = reqwest::get(format!("{url}/v1/evals/runs/{run}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(detail["status"], "interrupted", "{detail}");
+    let cases: Vec<&str> = detail["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["case"].as_str().unwrap())
+        .collect();
+    assert_eq!(cases, ["first", "second"], "{detail}");
+    assert_eq!(detail["passed"], 2, "{detail}");
+    let sessions: Value = reqwest::get(format!("{url}/v1/sessions"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let eval_sessions: Vec<&Value> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["user_id"] == "spyglass-eval")
+        .collect();
+    assert_eq!(eval_sessions.len(), 3, "{sessions}");
+    assert_eq!(
+        open(&sessions),
+        0,
+        "the case in flight is closed: {sessions}"
+    );
+}

@@ -176,6 +176,23 @@ impl ApprovalQueue {
     }
 
     /// Adds a row at the next queue position.
+    /// Drops the pending row `id` of a call its store refused, from the budget and the
+    /// store too: as if it had never been queued.
+    pub(crate) fn take_back(&mut self, tenant: &str, id: &str, log: &EventLog) {
+        let pending = self
+            .rows
+            .get(id)
+            .is_some_and(|row| row.tenant == tenant && row.view.status == ApprovalStatus::Pending);
+        if !pending {
+            return;
+        }
+        if let Some(row) = self.rows.remove(id) {
+            self.order.retain(|_, held| held != id);
+            self.budget.remove_approvals(row.bytes, false);
+            log.unpersist(persist::APPROVAL, tenant, id);
+        }
+    }
+
     fn push(&mut self, view: ApprovalView, tenant: String, expires: DateTime<Utc>, bytes: usize) {
         let at = self.next_at;
         self.next_at += 1;

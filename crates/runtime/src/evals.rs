@@ -166,14 +166,17 @@ impl EvalState {
     }
 
     /// Puts stored eval runs, suite documents and history back. A run that was going
-    /// when the runtime stopped cannot finish: it comes back `interrupted`.
+    /// when the runtime stopped cannot finish: it comes back `interrupted`, with the cases
+    /// it finished. Returns the tenants of those runs (whose case sessions left open go:
+    /// `Runtime::restore_state`).
     pub(crate) fn restore(
         &self,
         log: &EventLog,
         runs: &[crate::store::StoredRecord],
         suites: &[crate::store::StoredRecord],
         outcomes: &[crate::store::StoredRecord],
-    ) {
+    ) -> Vec<String> {
+        let mut interrupted = Vec::new();
         let evals = self;
         let mut details: Vec<(String, EvalRunDetail)> = runs
             .iter()
@@ -186,6 +189,7 @@ impl EvalState {
             if detail.status == RUNNING {
                 INTERRUPTED.clone_into(&mut detail.status);
                 log.persist(persist::EVAL_RUN, &tenant, &detail.run_id, &detail);
+                interrupted.push(tenant.clone());
             }
             let (done, _) = watch::channel(true);
             let run_id = detail.run_id.clone();
@@ -248,6 +252,7 @@ impl EvalState {
         }
         drop(slots);
         self.unpersist(log);
+        interrupted
     }
 
     pub(crate) fn new(
@@ -767,6 +772,17 @@ impl RunJob {
             counts.add(record.result.status);
             rt.inner.evals.push_case(run_id, record);
             rt.make_room();
+            // Stored with each case it finishes, so a runtime killed mid-run comes back
+            // with them (the run `interrupted`); a store that refuses it changes nothing
+            // of the run, which goes on.
+            if rt.inner.log.has_store()
+                && let Ok(detail) = rt.eval_run(tenant, run_id)
+            {
+                rt.inner
+                    .log
+                    .persist(persist::EVAL_RUN, tenant, run_id, &detail);
+                let _ = rt.committed().await;
+            }
         }
         let duration = clock.elapsed().as_secs_f64() * 1000.0;
         // On the stream before the run reads as completed, so a poller that saw

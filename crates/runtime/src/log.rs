@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use tokio::sync::broadcast;
 
+mod durable;
 mod writer;
 
 use writer::Write;
@@ -301,6 +302,18 @@ impl TenantRing {
         self.bytes += bytes;
     }
 
+    /// The seq after the newest event readable (stamped at or before `readable`).
+    fn next_readable(&self, readable: u64) -> u64 {
+        let mut next = self.next_seq;
+        for kept in self.sizes.iter().rev() {
+            if kept.ord <= readable {
+                break;
+            }
+            next = kept.seq;
+        }
+        next
+    }
+
     /// The oldest event and what was kept beside it, no longer retained; the event
     /// itself is not read.
     fn pop_oldest(&mut self) -> Option<(Arc<Logged>, Kept)> {
@@ -384,6 +397,11 @@ pub struct EventLog {
     /// counters are then written at once (`MovedCounters::note`).
     undocumented: AtomicU64,
     counters_due: AtomicBool,
+    /// With a journal: the newest `ord` written to it. Only events up to it are
+    /// broadcast or read (`durable.rs`): a write that fails takes back the rest.
+    durable: AtomicU64,
+    /// How many times a failed journal write took events back (`EventLog::kept`).
+    rollbacks: AtomicU64,
 }
 
 impl EventLog {
@@ -408,6 +426,8 @@ impl EventLog {
             journal: None,
             undocumented: AtomicU64::new(u64::MAX),
             counters_due: AtomicBool::new(false),
+            durable: AtomicU64::new(0),
+            rollbacks: AtomicU64::new(0),
         }
     }
 
@@ -505,20 +525,6 @@ impl EventLog {
         self
     }
 
-    /// Writes what the journal holds (`Journal::write_out`), which an answer waits for,
-    /// telling the store's health how it went; `None` without a journal.
-    pub(crate) fn write_journal(&self) -> Option<Result<(), String>> {
-        let journal = self.journal.as_ref()?;
-        let result = journal.write_out();
-        if let Some(writer) = &self.writer {
-            match &result {
-                Ok(()) => writer.health.recovered(),
-                Err(reason) => writer.health.failed(reason.clone()),
-            }
-        }
-        Some(result)
-    }
-
     /// A call's counters wait for their document since the event at `ord`.
     pub(crate) fn undocumented_from(&self, ord: u64) {
         self.undocumented.fetch_min(ord, Ordering::Relaxed);
@@ -600,6 +606,8 @@ impl EventLog {
                 over_budget.extend(self.within_budget(ring, &logged));
             }
             self.budget.log.store(ring.bytes, Ordering::Relaxed);
+            // What a store gave back is written.
+            self.durable.store(ring.emitted, Ordering::Relaxed);
         }
         drop(evicted);
         if !over_budget.is_empty() {
@@ -665,13 +673,15 @@ impl EventLog {
         &self.all_epoch
     }
 
-    /// The newest stamping order given (every tenant's events counted).
+    /// The newest stamping order given (every tenant's events counted); with a journal,
+    /// the newest written.
     pub fn newest_ord(&self) -> u64 {
-        self.ring().emitted
+        self.ring().emitted.min(self.readable())
     }
 
     /// Up to `limit` retained events of every tenant stamped after `ord`, in stamping order.
     pub fn all_after(&self, ord: u64, limit: usize) -> Vec<Arc<Logged>> {
+        let readable = self.readable();
         let ring = self.ring();
         let mut all: Vec<Arc<Logged>> = ring
             .tenants
@@ -679,7 +689,10 @@ impl EventLog {
             .flat_map(|t| {
                 // Each tenant's ring is in stamping order: skip what is not after `ord`.
                 let from = t.events.partition_point(|e| e.ord <= ord);
-                t.events.range(from..).cloned()
+                t.events
+                    .range(from..)
+                    .take_while(|e| e.ord <= readable)
+                    .cloned()
             })
             .collect();
         drop(ring);
@@ -760,12 +773,16 @@ impl EventLog {
         ring.bytes += bytes;
         let over_budget = self.within_budget(ring, &logged);
         if let Some(journal) = &self.journal {
+            // Broadcast once written (`EventLog::write_journal`): a write that fails
+            // takes it back, and nobody must have seen it.
             journal.push(crate::store::journal::Record::Event(logged.clone()));
-        } else if let Some(writer) = &self.writer {
-            writer.send(Write::Event(logged.clone()));
+        } else {
+            if let Some(writer) = &self.writer {
+                writer.send(Write::Event(logged.clone()));
+            }
+            // No receivers is not an error for the log: nobody is watching yet.
+            let _ = self.live.send(logged.clone());
         }
-        // No receivers is not an error for the log: nobody is watching yet.
-        let _ = self.live.send(logged.clone());
         drop(guard);
         if let Some(batch) = evicted {
             spyglass_protocol::retire::release(batch);
@@ -949,19 +966,30 @@ impl EventLog {
         }
     }
 
-    /// The seq `tenant`'s next event will get.
+    /// The seq `tenant`'s next event will get; with a journal, the seq after its newest
+    /// written.
     pub fn next_seq(&self, tenant: &str) -> u64 {
-        self.ring().tenants.get(tenant).map_or(1, |t| t.next_seq)
+        let readable = self.readable();
+        self.ring()
+            .tenants
+            .get(tenant)
+            .map_or(1, |t| t.next_readable(readable))
     }
 
     /// Up to `limit` retained events of every tenant, oldest first, whose seq (in their
     /// tenant) is over `since`.
     pub fn all_since(&self, since: u64, limit: usize) -> Vec<Arc<Logged>> {
+        let readable = self.readable();
         let ring = self.ring();
         let mut all: Vec<Arc<Logged>> = ring
             .tenants
             .values()
-            .flat_map(|t| t.events.iter().filter(|e| e.frame.seq > since).cloned())
+            .flat_map(|t| {
+                t.events
+                    .iter()
+                    .filter(|e| e.frame.seq > since && e.ord <= readable)
+                    .cloned()
+            })
             .collect();
         drop(ring);
         all.sort_by_key(|e| e.ord);
@@ -972,12 +1000,13 @@ impl EventLog {
     /// Up to `limit` of `tenant`'s retained events with seq > `since`, and the gap when
     /// the log no longer holds its `since + 1`.
     pub fn since(&self, tenant: &str, since: u64, limit: usize) -> Slice {
+        let readable = self.readable();
         let ring = self.ring();
         let mut slice = Slice::default();
         let Some(ring) = ring.tenants.get(tenant) else {
             return slice;
         };
-        let newest = ring.next_seq.saturating_sub(1);
+        let newest = ring.next_readable(readable).saturating_sub(1);
         if since >= newest {
             return slice;
         }
@@ -988,7 +1017,14 @@ impl EventLog {
         // Seqs in the ring are contiguous, so the start index is arithmetic.
         let skip =
             usize::try_from(since.saturating_add(1).saturating_sub(oldest)).unwrap_or(usize::MAX);
-        slice.events = ring.events.iter().skip(skip).take(limit).cloned().collect();
+        slice.events = ring
+            .events
+            .iter()
+            .skip(skip)
+            .take(limit)
+            .take_while(|e| e.ord <= readable)
+            .cloned()
+            .collect();
         slice
     }
 }

@@ -355,6 +355,28 @@ impl MockTable {
         Some(counter)
     }
 
+    /// Takes back a call `note_call` counted (its `counter`), and the entry it was
+    /// `served`: a call its store refused, so the next call is served what it was.
+    pub fn unnote_call(&mut self, tool: &str, counter: &Counter, served: bool) {
+        let Some(slot) = self.slots.get_mut(tool) else {
+            return;
+        };
+        slot.calls = slot.calls.saturating_sub(1);
+        if !served {
+            return;
+        }
+        slot.consumed = slot.consumed.saturating_sub(1);
+        if let Some(hits) = counter
+            .rule
+            .and_then(|i| slot.rule_hits.get_mut(i as usize))
+        {
+            *hits = hits.saturating_sub(1);
+        }
+        if counter.fallback {
+            slot.fallback_hits = slot.fallback_hits.saturating_sub(1);
+        }
+    }
+
     pub fn counter(&self, tool: &str) -> Option<Counter> {
         self.slots.get(tool).map(MockSlot::counter)
     }

@@ -123,9 +123,15 @@ fn runtime_with(
         // Held weakly: the writer thread must not keep the runtime alive.
         let weak = Arc::downgrade(&runtime.inner);
         let _ = before_commit.set(Box::new(move || {
-            if let Some(inner) = weak.upgrade() {
-                Runtime { inner }.write_moved_counters();
+            let Some(inner) = weak.upgrade() else {
+                return false;
+            };
+            let runtime = Runtime { inner };
+            runtime.write_moved_counters();
+            if let Some(Err(err)) = runtime.inner.log.write_journal() {
+                tracing::error!(%err, "store journal write failed; retried with the next");
             }
+            true
         }));
     }
     Ok(runtime)
@@ -150,5 +156,7 @@ impl Runtime {
 
 #[cfg(test)]
 mod journal_tests;
+#[cfg(test)]
+mod refused_tests;
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,7 @@
 //! wait to be written (`MovedCounters`), the commit an answer waits for, and putting
 //! them back when a runtime opens on a store.
 
-use super::log::EventLog;
+use super::log::{EventLog, Logged};
 use super::sessions::Session;
 use super::{ApiErrorWithStatus, Runtime, lock};
 use crate::store::StoredRecord;
@@ -80,7 +80,52 @@ impl MovedCounters {
     }
 }
 
+impl MovedCounters {
+    /// `s`'s counters changed without a call (one taken back): written with the next
+    /// group of moved counters, as they then stand.
+    pub(crate) fn again(&self, session: &Arc<Mutex<Session>>, s: &mut Session) {
+        if !s.counters_due {
+            s.counters_due = true;
+            lock(&self.sessions).push(Arc::clone(session));
+        }
+    }
+}
+
+/// The 503 an answer gets when the write it waits for failed, with why.
+pub(crate) fn unavailable(reason: &str) -> ApiErrorWithStatus {
+    ApiErrorWithStatus::new(
+        503,
+        STORE_UNAVAILABLE,
+        format!("the runtime could not commit this to its store: {reason}"),
+    )
+}
+
 impl Runtime {
+    /// `committed`, for a call whose event is `logged` (stamped after the log's
+    /// `rollbacks` read `rollbacks`): `Ok` exactly when that event was written, though
+    /// the write this answer made failed (an earlier one took it) or went through (a
+    /// failed one took the event back before).
+    pub(crate) async fn committed_call(
+        &self,
+        logged: &Arc<Logged>,
+        rollbacks: u64,
+    ) -> Result<(), ApiErrorWithStatus> {
+        let result = self.committed().await;
+        let log = &self.inner.log;
+        if !log.journaled() || (result.is_ok() && log.rollbacks() == rollbacks) {
+            return result;
+        }
+        if log.kept(logged) {
+            return Ok(());
+        }
+        result?;
+        let reason = log
+            .store_health()
+            .and_then(crate::log::StoreHealth::last_error)
+            .unwrap_or_else(|| "an earlier write failed".to_owned());
+        Err(unavailable(&reason))
+    }
+
     /// Writes the counters of every session a call moved since the last time, each under
     /// its session's lock (so after every event it counts).
     pub(crate) fn write_moved_counters(&self) {
@@ -115,13 +160,7 @@ impl Runtime {
                 self.write_moved_counters();
             }
             let written = self.inner.log.write_journal().unwrap_or(Ok(()));
-            return written.map_err(|reason| {
-                ApiErrorWithStatus::new(
-                    503,
-                    STORE_UNAVAILABLE,
-                    format!("the runtime could not commit this to its store: {reason}"),
-                )
-            });
+            return written.map_err(|reason| unavailable(&reason));
         }
         let Some(ack) = self.inner.log.commit_ack() else {
             return Ok(());
@@ -133,11 +172,7 @@ impl Runtime {
                 .store_health()
                 .and_then(crate::log::StoreHealth::last_error)
                 .unwrap_or_else(|| "see its log".to_owned());
-            ApiErrorWithStatus::new(
-                503,
-                STORE_UNAVAILABLE,
-                format!("the runtime could not commit this to its store: {reason}"),
-            )
+            unavailable(&reason)
         })
     }
 
@@ -168,9 +203,16 @@ impl Runtime {
         lock(&self.inner.approvals).restore(&approvals, &self.inner.budget);
         // A store written under larger bounds comes back within today's.
         lock(&self.inner.approvals).trim_resolved(&self.inner.log);
-        self.inner
+        let interrupted = self
+            .inner
             .evals
             .restore(&self.inner.log, &runs, &suites, &outcomes);
+        // The sessions those runs' cases were going in will never finish: closed.
+        let orphaned = crate::read(&self.inner.sessions)
+            .open_of_user(&interrupted, crate::evals::EVAL_USER_ID);
+        for (tenant, id) in orphaned {
+            let _ = self.close_session(&tenant, &id);
+        }
         // What aged past its retention while no runtime was running goes now.
         self.evict_aged_sessions();
     }

@@ -121,6 +121,27 @@ impl Session {
         }
     }
 
+    /// Takes back a call `record` counted, its activity and seq back to `before`.
+    fn unrecord(
+        &mut self,
+        call: &Arc<Logged>,
+        envelope: bool,
+        before: (String, u64),
+        budget: &Budget,
+    ) {
+        self.call_count = self.call_count.saturating_sub(1);
+        if envelope {
+            self.envelope_count = self.envelope_count.saturating_sub(1);
+        }
+        (self.last_activity, self.last_seq) = before;
+        if let Some(at) = self.calls.iter().rposition(|(c, _)| Arc::ptr_eq(c, call))
+            && let Some((_, bytes)) = self.calls.remove(at)
+        {
+            self.calls_bytes -= bytes;
+            budget.remove_session(bytes, false);
+        }
+    }
+
     fn record(&mut self, call: &Arc<Logged>, envelope: bool, retained: usize, budget: &Budget) {
         self.call_count = self.call_count.saturating_add(1);
         if envelope {
@@ -265,6 +286,22 @@ impl SessionMap {
             Some(entry) if entry.tenant == tenant => Ok(entry.session.clone()),
             _ => Err(ApiErrorWithStatus::not_found(format!("no session {id}"))),
         }
+    }
+
+    /// The open sessions of `user` in `tenants`, as (tenant, id).
+    pub(crate) fn open_of_user(&self, tenants: &[String], user: &str) -> Vec<(String, String)> {
+        if tenants.is_empty() {
+            return Vec::new();
+        }
+        self.by_id
+            .iter()
+            .filter(|(_, entry)| tenants.contains(&entry.tenant))
+            .filter(|(_, entry)| {
+                let s = lock(&entry.session);
+                !s.closed && s.user_id == user
+            })
+            .map(|(id, entry)| (entry.tenant.clone(), id.clone()))
+            .collect()
     }
 
     /// The session `id` of `tenant` while it is open; a closed one is refused
@@ -482,6 +519,9 @@ impl ExecuteReply {
 #[derive(Debug, Clone)]
 pub struct Dispatched {
     logged: Arc<Logged>,
+    /// With a journal: the session's last activity and last seq before the call, put
+    /// back when its store refuses it (`Runtime::take_back_call`).
+    before: Option<Box<(String, u64)>>,
 }
 
 /// What `Dispatched::call` gives for an event that is not a call; never reached, as

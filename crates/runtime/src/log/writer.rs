@@ -34,8 +34,11 @@ pub(super) enum Write {
 }
 
 /// What a journaled writer runs before each commit: the runtime writing its moved
-/// counters (`Runtime::write_moved_counters`), set once the runtime exists.
-pub type BeforeCommit = Arc<OnceLock<Box<dyn Fn() + Send + Sync>>>;
+/// counters (`Runtime::write_moved_counters`) and its log the journal
+/// (`EventLog::write_journal`), set once the runtime exists.
+/// It says whether it wrote the journal (false once the runtime is gone: the writer
+/// then writes it itself).
+pub type BeforeCommit = Arc<OnceLock<Box<dyn Fn() -> bool + Send + Sync>>>;
 
 /// How often a journaled store's writer commits what the journal wrote: answers wait for
 /// the journal, so this sets only how much a reopen replays.
@@ -139,6 +142,11 @@ impl StoreHealth {
             .last_error
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(reason);
+    }
+
+    /// Whether the newest write failed.
+    pub fn failing(&self) -> bool {
+        self.failing.load(Ordering::Relaxed)
     }
 
     /// The newest commit's failure, while it is the newest commit.
@@ -491,12 +499,12 @@ pub(super) fn journal_loop(
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => true,
             };
         deadline = std::time::Instant::now() + COMMIT_EVERY;
-        // The counters calls moved, after the events they count: written with them.
-        if let Some(write_moved) = before_commit.get() {
-            write_moved();
-        }
-        // What no answer waited for (a sweep's evictions, an expiry) is written now.
-        if let Err(err) = journal.write_out() {
+        // The counters calls moved, after the events they count: written with them, and
+        // what no answer waited for (a sweep's evictions, an expiry) is written now, by
+        // the runtime's log (which broadcasts what was written and takes back what was
+        // not); a journal without one writes it itself.
+        let written = before_commit.get().is_some_and(|write| write());
+        if !written && let Err(err) = journal.write_out() {
             tracing::error!(%err, "store journal write failed; retried with the next");
             health.failed(err);
         }

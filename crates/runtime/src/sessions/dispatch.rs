@@ -57,6 +57,18 @@ impl Runtime {
             Box::pin(self.adopt_if_missing(tenant, session_id)).await?;
         }
         let session = crate::read(&self.inner.sessions).get_open(tenant, session_id)?;
+        let log = &self.inner.log;
+        // A store known to be failing refuses the call before anything of it is applied,
+        // unless what waits for it can be written now.
+        if log.journaled()
+            && log
+                .store_health()
+                .is_some_and(crate::log::StoreHealth::failing)
+            && let Some(Err(reason)) = log.write_journal()
+        {
+            return Err(crate::persist::unavailable(&reason));
+        }
+        let rollbacks = log.rollbacks();
         let claimed = if shared {
             Box::pin(self.claim_for(&session, tool, &input)).await?
         } else {
@@ -71,9 +83,45 @@ impl Runtime {
             start,
             claimed,
         )?;
-        // The answer leaves only once its counter and its event are in the store.
-        self.committed().await?;
+        // The answer leaves only once its counter and its event are in the store; a call
+        // the store refused leaves nothing behind.
+        if let Err(err) = self.committed_call(&call.logged, rollbacks).await {
+            self.take_back_call(&session, &call);
+            return Err(err);
+        }
         Ok(call)
+    }
+
+    /// Takes back a call whose store refused it (its event already taken out of the log,
+    /// `EventLog::write_journal`): the entry it was served goes back to the mock, its
+    /// counters and the session's record drop it, and its counters document is written
+    /// again as they now stand.
+    pub(crate) fn take_back_call(&self, session: &Arc<Mutex<Session>>, call: &Dispatched) {
+        let Some(before) = &call.before else {
+            return;
+        };
+        let event = call.call();
+        let served = matches!(event.outcome, Outcome::Result(_)) && event.tool != LIST_TOOLS;
+        let mut s = lock(session);
+        if let Some(counter) = &event.counter {
+            s.mocks.unnote_call(&event.tool, counter, served);
+        }
+        let envelope = !matches!(event.outcome, Outcome::Result(_));
+        s.unrecord(
+            &call.logged,
+            envelope,
+            (**before).clone(),
+            &self.inner.budget,
+        );
+        self.inner.moved.again(session, &mut s);
+        let tenant = s.tenant.clone();
+        drop(s);
+        // A held call's approval goes with it (its `approval.requested` went with its event).
+        if let Outcome::Envelope(envelope) = &event.outcome
+            && let Envelope::ApprovalRequired { approval_id, .. } = &**envelope
+        {
+            lock(&self.inner.approvals).take_back(&tenant, approval_id, &self.inner.log);
+        }
     }
 
     /// One call through deny-list, policy and mock store, recorded and emitted as
@@ -115,6 +163,12 @@ impl Runtime {
         if s.closed {
             return Err(closed_error(&s.id));
         }
+        // Only a journal takes a call back; the runtime in memory copies nothing.
+        let before = self
+            .inner
+            .log
+            .journaled()
+            .then(|| Box::new((s.last_activity.clone(), s.last_seq)));
         let call_id = new_short_id("call_");
         let mut approval = None;
         let gated: Option<Envelope> = match verdict {
@@ -190,6 +244,6 @@ impl Runtime {
         if let Some((tenant, session_id, row)) = announce {
             self.emit_for(&tenant, Some(session_id), row.requested());
         }
-        Ok(Dispatched { logged })
+        Ok(Dispatched { logged, before })
     }
 }

@@ -115,6 +115,9 @@ pub struct Journal {
     /// `SEGMENT_BYTES` and `KEEP_CLOSED`, smaller in tests.
     segment_bytes: u64,
     keep_closed: usize,
+    /// `fail_writes`.
+    #[cfg(test)]
+    failing: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -575,6 +578,8 @@ impl Journal {
             evictions: Evictions::default(),
             segment_bytes,
             keep_closed,
+            #[cfg(test)]
+            failing: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -632,8 +637,51 @@ impl Journal {
 
     /// Writes everything pushed so far, in one `write`, and hands it to the store's
     /// writer: once this returns `Ok` it survives the process being killed. Whoever
-    /// comes while a write is under way waits for it, then writes what came since.
+    /// comes while a write is under way waits for it, then writes what came since. A
+    /// failed write keeps the whole group for the next one.
     pub fn write_out(&self) -> Result<(), String> {
+        self.write_group(None)
+    }
+
+    /// `write_out` for a log that takes back what was not written: `written` sees each
+    /// group written, in file order; a failed write keeps only the group's documents for
+    /// the next one and hands its events to `refused`, which takes back every event not
+    /// written (`take_pending_events`). Both run while no other write can start, so what
+    /// they see is in file order and nothing newer is written under them.
+    pub fn write_out_with(
+        &self,
+        written: &dyn Fn(&[Record]),
+        refused: &dyn Fn(Vec<Arc<Logged>>),
+    ) -> Result<(), String> {
+        self.write_group(Some((written, refused)))
+    }
+
+    /// The events pushed and not yet written, out of the queue (its documents stay):
+    /// a log taking back what a failed write refused takes these with it.
+    pub fn take_pending_events(&self) -> Vec<Arc<Logged>> {
+        let mut pending = lock(&self.pending);
+        let mut events = Vec::new();
+        pending.retain(|record| match record {
+            Record::Event(logged) => {
+                events.push(Arc::clone(logged));
+                false
+            }
+            _ => true,
+        });
+        events
+    }
+
+    /// A test's full disk: while set, every write fails as a full disk's does.
+    #[cfg(test)]
+    pub(crate) fn fail_writes(&self, failing: bool) {
+        self.failing.store(failing, Ordering::Relaxed);
+    }
+
+    #[expect(clippy::type_complexity)]
+    fn write_group(
+        &self,
+        hooks: Option<(&dyn Fn(&[Record]), &dyn Fn(Vec<Arc<Logged>>))>,
+    ) -> Result<(), String> {
         let mut segment = lock(&self.segment);
         // The queue takes the last group's room, so neither grows anew at every group.
         let mut pushed = std::mem::take(&mut segment.spare);
@@ -654,6 +702,13 @@ impl Journal {
             encode(record, &mut buf);
         }
         let size = buf.len() as u64;
+        #[cfg(test)]
+        let result = if self.failing.load(Ordering::Relaxed) {
+            Err(std::io::Error::from(std::io::ErrorKind::StorageFull))
+        } else {
+            segment.file.write_all_at(&buf, segment.len)
+        };
+        #[cfg(not(test))]
         let result = segment.file.write_all_at(&buf, segment.len);
         // The buffer keeps its room for the next group, up to a segment's size.
         if size <= self.segment_bytes {
@@ -662,6 +717,9 @@ impl Journal {
         match result {
             Ok(()) => {
                 segment.len += size;
+                if let Some((written, _)) = hooks {
+                    written(&group);
+                }
                 let mut written = lock(&self.written);
                 written.append(&mut group);
                 if group.capacity() <= SPARE_RECORDS {
@@ -686,7 +744,19 @@ impl Journal {
                 Ok(())
             }
             Err(err) => {
-                // Written again, whole, at the same place by the next write.
+                // Written again at the same place by the next write: the whole group, or
+                // only its documents when the log takes its events back.
+                if let Some((_, refused)) = hooks {
+                    let mut events = Vec::new();
+                    group.retain(|record| match record {
+                        Record::Event(logged) => {
+                            events.push(Arc::clone(logged));
+                            false
+                        }
+                        _ => true,
+                    });
+                    refused(events);
+                }
                 let over = excess(&group);
                 if over > 0 {
                     tracing::warn!(
