@@ -2,7 +2,7 @@
 //! the role's error once with its exit code (`roles::RoleError`). Nothing else lives here.
 
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
-use spyglass::roles::{self, Client, RoleError, inspect::Display};
+use spyglass::roles::{self, Client, RoleError, inspect::Display, usage};
 use spyglass::sanitize::sanitize_text;
 use spyglass::ui::logfile;
 use std::process::ExitCode;
@@ -108,24 +108,16 @@ fn main() -> ExitCode {
         logfile::log_file().display()
     );
     let command = roles::unset_empty_vars(Cli::command().after_help(help));
-    let names = role_names(&command);
+    let names = usage::role_names(&command);
     let matches = match command.try_get_matches() {
         Ok(matches) => matches,
-        Err(err) => return usage_error(&err, &names),
+        Err(err) => return usage::refuse(&err, &names),
     };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
-        Err(err) => return usage_error(&err, &names),
+        Err(err) => return usage::refuse(&err, &names),
     };
-    // How errors name the role: `spyglass <role>: <message>`.
-    let (prefix, role) = match matches.subcommand() {
-        None => ("spyglass".to_owned(), &matches),
-        Some(("store", sub)) => {
-            let op = sub.subcommand_name().unwrap_or_default();
-            (format!("spyglass store {op}"), sub)
-        }
-        Some((name, sub)) => (format!("spyglass {name}"), sub),
-    };
+    let (prefix, role) = usage::role_of(&matches);
     if let Some((client, display)) = cli.settings().filter(|(c, _)| c.print_config) {
         let printed = client
             .resolve(display, role)
@@ -144,54 +136,6 @@ fn main() -> ExitCode {
     // A tail's observer may be mid-dial, a demo's workload mid-request: do not wait.
     tokio.shutdown_background();
     result.map_or_else(|err| fail(&prefix, &err), |()| ExitCode::SUCCESS)
-}
-
-/// Every role's name, and `store`'s operations (its errors name the operation, as
-/// `main` prefixes them), for naming a usage error's role.
-fn role_names(command: &clap::Command) -> Vec<(String, Vec<String>)> {
-    command
-        .get_subcommands()
-        .map(|sub| {
-            let ops = sub
-                .get_subcommands()
-                .filter(|_| sub.get_name() == "store")
-                .map(|op| op.get_name().to_owned());
-            (sub.get_name().to_owned(), ops.collect())
-        })
-        .collect()
-}
-
-/// The role a command line names, as its errors are prefixed: `spyglass tail`, `spyglass
-/// store migrate`, or `spyglass` when the first word is no role (a flag's value, a typo).
-fn role_prefix(args: &[String], names: &[(String, Vec<String>)]) -> String {
-    let mut words = args.iter().skip(1).filter(|a| !a.starts_with('-'));
-    let Some((role, ops)) = words
-        .next()
-        .and_then(|first| names.iter().find(|(name, _)| name == first))
-    else {
-        return "spyglass".to_owned();
-    };
-    match words.next().filter(|op| ops.contains(op)) {
-        Some(op) => format!("spyglass {role} {op}"),
-        None => format!("spyglass {role}"),
-    }
-}
-
-/// clap's refusal in the CLI's one error form: its first line reads `spyglass <role>:
-/// <message>`, then clap's tip and usage line as clap wrote them; exit 2. `--help` and
-/// `--version` print as clap prints them.
-fn usage_error(err: &clap::Error, names: &[(String, Vec<String>)]) -> ExitCode {
-    if !err.use_stderr() {
-        err.exit();
-    }
-    let args: Vec<String> = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let prefix = role_prefix(&args, names);
-    let text = err.render().to_string();
-    let message = text.strip_prefix("error: ").unwrap_or(&text);
-    eprint!("{prefix}: {}", sanitize_text(message));
-    ExitCode::from(roles::EXIT_USAGE)
 }
 
 /// Errors are printed here and only here.

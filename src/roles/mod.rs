@@ -17,6 +17,7 @@ pub mod replay;
 pub mod serve;
 pub mod store;
 pub mod tail;
+pub mod usage;
 
 use crate::client::ClientError;
 use crate::client::eval::EvalCliError;
