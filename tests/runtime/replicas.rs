@@ -475,6 +475,57 @@ async fn a_call_whose_commit_fails_is_taken_back_and_its_retry_gets_the_same_ent
         ],
         "{page}"
     );
+    // What the database holds agrees: a runtime started on it now counts four calls and
+    // two entries taken, and serves the third next.
+    let b = replica(&url, "b", test_config()).await;
+    let api_b = Api::new(&b);
+    let detail = eventually(&api_b, &detail_path, |d| d["calls_total"] == 4).await;
+    assert_eq!(consumed(&detail, "asaas/create_payment"), Some(2), "{detail}");
+    let (status, body) = api_b
+        .execute(&sid, "asaas/create_payment", json!({}))
+        .await;
+    assert_eq!((status, &body["data"]["n"]), (200, &json!(2)), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_held_call_whose_commit_fails_leaves_no_approval_behind() {
+    let url = fresh_database("held_taken_back");
+    let a = replica(&url, "a", approval_policy()).await;
+    let api = Api::new(&a);
+    let sid = api
+        .session(json!({"asaas/create_payment": [{"id": "pay_1"}, {"id": "pay_2"}]}))
+        .await;
+    let pending = "/v1/approvals?status=pending";
+    exec(&url, REFUSE_EVENTS).await;
+    let (status, body) = api
+        .execute(&sid, "asaas/create_payment", json!({"value": 10}))
+        .await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["code"], "store_unavailable", "{body}");
+    let (_, approvals) = api.get(pending).await;
+    assert_eq!(approvals["approvals"], json!([]), "{approvals}");
+    let (_, detail) = api.get(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(detail["calls_total"], 0, "{detail}");
+
+    exec(&url, ACCEPT_EVENTS).await;
+    let (status, held) = api
+        .execute(&sid, "asaas/create_payment", json!({"value": 10}))
+        .await;
+    assert_eq!(status, 202, "{held}");
+    let id = held["approval_id"].as_str().unwrap();
+    let (_, approvals) = api.get(pending).await;
+    assert_eq!(approvals["approvals"].as_array().map(Vec::len), Some(1), "{approvals}");
+    let (status, body) = api
+        .post(&format!("/v1/approvals/{id}/approve"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["replay"]["result"]["id"], "pay_1", "{body}");
+    let page = eventually(&api, "/v1/events?since=0", |page| {
+        !of_kind(page, "approval.replayed").is_empty()
+    })
+    .await;
+    assert_eq!(of_kind(&page, "tool.called").len(), 1, "{page}");
+    assert_eq!(of_kind(&page, "approval.requested").len(), 1, "{page}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
