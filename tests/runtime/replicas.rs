@@ -365,7 +365,11 @@ async fn a_replica_whose_database_goes_away_answers_503_and_recovers_when_it_ret
         .iter()
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["session.created", "tool.called", "tool.called"], "{page}");
+    assert_eq!(
+        kinds,
+        ["session.created", "tool.called", "tool.called"],
+        "{page}"
+    );
     let seqs: Vec<u64> = page["events"]
         .as_array()
         .unwrap()
@@ -419,9 +423,7 @@ async fn a_call_whose_commit_fails_is_taken_back_and_its_retry_gets_the_same_ent
             "asaas/get_balance": {"ok": true},
         }))
         .await;
-    let (status, body) = api
-        .execute(&sid, "asaas/create_payment", json!({}))
-        .await;
+    let (status, body) = api.execute(&sid, "asaas/create_payment", json!({})).await;
     assert_eq!((status, &body["data"]["n"]), (200, &json!(0)), "{body}");
     let (status, body) = api.execute(&sid, "asaas/get_balance", json!({})).await;
     assert_eq!(status, 200, "{body}");
@@ -446,16 +448,18 @@ async fn a_call_whose_commit_fails_is_taken_back_and_its_retry_gets_the_same_ent
     assert_eq!(page["events"], page_before["events"], "{page}");
 
     exec(&url, ACCEPT_EVENTS).await;
-    let (status, body) = api
-        .execute(&sid, "asaas/create_payment", json!({}))
-        .await;
+    let (status, body) = api.execute(&sid, "asaas/create_payment", json!({})).await;
     assert_eq!((status, &body["data"]["n"]), (200, &json!(1)), "{body}");
     let (status, body) = api.execute(&sid, "asaas/get_balance", json!({})).await;
     assert_eq!(status, 200, "{body}");
     let (_, health) = api.get("/health").await;
     assert_eq!(health["store"]["state"], "ok", "{health}");
     let (_, detail) = api.get(&detail_path).await;
-    assert_eq!(consumed(&detail, "asaas/create_payment"), Some(2), "{detail}");
+    assert_eq!(
+        consumed(&detail, "asaas/create_payment"),
+        Some(2),
+        "{detail}"
+    );
     assert_eq!(detail["calls_total"], 4, "{detail}");
     let (_, page) = api.get("/v1/events?since=0").await;
     let seqs: Vec<u64> = page["events"]
@@ -480,10 +484,12 @@ async fn a_call_whose_commit_fails_is_taken_back_and_its_retry_gets_the_same_ent
     let b = replica(&url, "b", test_config()).await;
     let api_b = Api::new(&b);
     let detail = eventually(&api_b, &detail_path, |d| d["calls_total"] == 4).await;
-    assert_eq!(consumed(&detail, "asaas/create_payment"), Some(2), "{detail}");
-    let (status, body) = api_b
-        .execute(&sid, "asaas/create_payment", json!({}))
-        .await;
+    assert_eq!(
+        consumed(&detail, "asaas/create_payment"),
+        Some(2),
+        "{detail}"
+    );
+    let (status, body) = api_b.execute(&sid, "asaas/create_payment", json!({})).await;
     assert_eq!((status, &body["data"]["n"]), (200, &json!(2)), "{body}");
 }
 
@@ -514,7 +520,11 @@ async fn a_held_call_whose_commit_fails_leaves_no_approval_behind() {
     assert_eq!(status, 202, "{held}");
     let id = held["approval_id"].as_str().unwrap();
     let (_, approvals) = api.get(pending).await;
-    assert_eq!(approvals["approvals"].as_array().map(Vec::len), Some(1), "{approvals}");
+    assert_eq!(
+        approvals["approvals"].as_array().map(Vec::len),
+        Some(1),
+        "{approvals}"
+    );
     let (status, body) = api
         .post(&format!("/v1/approvals/{id}/approve"), json!({}))
         .await;

@@ -104,7 +104,9 @@ impl Runtime {
     /// `committed`, for a call whose event is `logged` (stamped after the log's
     /// `rollbacks` read `rollbacks`): `Ok` exactly when that event was written, though
     /// the write this answer made failed (an earlier one took it) or went through (a
-    /// failed one took the event back before).
+    /// failed one took the event back before). On a store that stamps, likewise by that
+    /// event's commit (`EventLog::commit_ack`); a failed commit that refused it says so
+    /// in `EventLog::refused`.
     pub(crate) async fn committed_call(
         &self,
         logged: &Arc<Logged>,

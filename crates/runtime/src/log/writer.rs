@@ -100,7 +100,10 @@ impl Refused {
     /// Whether a failed commit refused `logged`.
     pub(super) fn holds(&self, logged: &Arc<Logged>) -> bool {
         let calls = self.calls();
-        !calls.is_empty() && calls.iter().any(|held| held.as_ptr() == Arc::as_ptr(logged))
+        !calls.is_empty()
+            && calls
+                .iter()
+                .any(|held| held.as_ptr() == Arc::as_ptr(logged))
     }
 
     /// Whether `logged` is the `approval.requested` of a call a failed commit refused
