@@ -356,8 +356,8 @@ async fn a_replica_whose_database_goes_away_answers_503_and_recovers_when_it_ret
     }
     let (_, health) = api.get("/health").await;
     assert_eq!(health["store"]["state"], "ok", "{health}");
-    // Every call made is in the one stream, in order: the one answered 503 while the
-    // database was away was kept for the next commit, not lost.
+    // The stream holds the calls answered 200 alone, in order and gapless: each one
+    // answered 503 while the database was away was taken back, not kept for later.
     let (_, page) = api.get("/v1/events?since=0").await;
     let kinds: Vec<&str> = page["events"]
         .as_array()
@@ -365,16 +365,177 @@ async fn a_replica_whose_database_goes_away_answers_503_and_recovers_when_it_ret
         .iter()
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds.len(), 1 + calls, "{page}");
-    assert_eq!(kinds[0], "session.created");
-    assert!(kinds[1..].iter().all(|k| *k == "tool.called"), "{page}");
+    assert_eq!(
+        kinds,
+        ["session.created", "tool.called", "tool.called"],
+        "{page}"
+    );
     let seqs: Vec<u64> = page["events"]
         .as_array()
         .unwrap()
         .iter()
         .map(|e| e["seq"].as_u64().unwrap())
         .collect();
-    assert_eq!(seqs, (1..=1 + calls as u64).collect::<Vec<_>>());
+    assert_eq!(seqs, [1, 2, 3]);
+    let (_, detail) = api.get(&format!("/v1/sessions/{sid}")).await;
+    assert!(calls > 2, "{calls} calls");
+    assert_eq!(detail["calls_total"], 2, "{detail}");
+}
+
+/// A SQL statement on its own connection, as an operator would.
+async fn exec(url: &str, sql: &str) {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(conn);
+    client.batch_execute(sql).await.unwrap();
+    drop(client);
+    let _ = driver.await;
+}
+
+/// Every insert into the events table fails while this trigger is there: a commit with
+/// an event in it fails, the rest of the database (the claims) answers.
+const REFUSE_EVENTS: &str = "
+    CREATE FUNCTION refuse_events() RETURNS trigger LANGUAGE plpgsql
+        AS $$ BEGIN RAISE EXCEPTION 'events refused for the test'; END $$;
+    CREATE TRIGGER refuse_events BEFORE INSERT ON spyglass_events
+        FOR EACH ROW EXECUTE FUNCTION refuse_events();";
+const ACCEPT_EVENTS: &str = "
+    DROP TRIGGER refuse_events ON spyglass_events; DROP FUNCTION refuse_events();";
+
+/// The outcome of each `tool.called` in a `GET /v1/events` page.
+fn served(page: &Value) -> Vec<Value> {
+    of_kind(page, "tool.called")
+        .iter()
+        .map(|e| e["outcome"].clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_call_whose_commit_fails_is_taken_back_and_its_retry_gets_the_same_entry() {
+    let url = fresh_database("taken_back");
+    let a = replica(&url, "a", test_config()).await;
+    let api = Api::new(&a);
+    let entries: Vec<Value> = (0..3).map(|n| json!({"n": n})).collect();
+    let sid = api
+        .session(json!({
+            "asaas/create_payment": entries,
+            "asaas/get_balance": {"ok": true},
+        }))
+        .await;
+    let (status, body) = api.execute(&sid, "asaas/create_payment", json!({})).await;
+    assert_eq!((status, &body["data"]["n"]), (200, &json!(0)), "{body}");
+    let (status, body) = api.execute(&sid, "asaas/get_balance", json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let detail_path = format!("/v1/sessions/{sid}");
+    let (_, before) = api.get(&detail_path).await;
+    let (_, page_before) = api.get("/v1/events?since=0").await;
+    assert_eq!(served(&page_before).len(), 2, "{page_before}");
+
+    exec(&url, REFUSE_EVENTS).await;
+    for tool in ["asaas/create_payment", "asaas/get_balance"] {
+        let (status, body) = api.execute(&sid, tool, json!({})).await;
+        assert_eq!(status, 503, "{tool}: {body}");
+        assert_eq!(body["code"], "store_unavailable", "{body}");
+    }
+    let (_, health) = api.get("/health").await;
+    assert_eq!(health["store"]["state"], "failing", "{health}");
+    // Nothing of either call is left: not its entry, its counters, its record in the
+    // session nor an event.
+    let (_, after) = api.get(&detail_path).await;
+    assert_eq!(after, before, "the session as before the refused calls");
+    let (_, page) = api.get("/v1/events?since=0").await;
+    assert_eq!(page["events"], page_before["events"], "{page}");
+
+    exec(&url, ACCEPT_EVENTS).await;
+    let (status, body) = api.execute(&sid, "asaas/create_payment", json!({})).await;
+    assert_eq!((status, &body["data"]["n"]), (200, &json!(1)), "{body}");
+    let (status, body) = api.execute(&sid, "asaas/get_balance", json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, health) = api.get("/health").await;
+    assert_eq!(health["store"]["state"], "ok", "{health}");
+    let (_, detail) = api.get(&detail_path).await;
+    assert_eq!(
+        consumed(&detail, "asaas/create_payment"),
+        Some(2),
+        "{detail}"
+    );
+    assert_eq!(detail["calls_total"], 4, "{detail}");
+    let (_, page) = api.get("/v1/events?since=0").await;
+    let seqs: Vec<u64> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5], "{page}");
+    assert_eq!(
+        served(&page),
+        [
+            json!({"result": {"n": 0}}),
+            json!({"result": {"ok": true}}),
+            json!({"result": {"n": 1}}),
+            json!({"result": {"ok": true}}),
+        ],
+        "{page}"
+    );
+    // What the database holds agrees: a runtime started on it now counts four calls and
+    // two entries taken, and serves the third next.
+    let b = replica(&url, "b", test_config()).await;
+    let api_b = Api::new(&b);
+    let detail = eventually(&api_b, &detail_path, |d| d["calls_total"] == 4).await;
+    assert_eq!(
+        consumed(&detail, "asaas/create_payment"),
+        Some(2),
+        "{detail}"
+    );
+    let (status, body) = api_b.execute(&sid, "asaas/create_payment", json!({})).await;
+    assert_eq!((status, &body["data"]["n"]), (200, &json!(2)), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_held_call_whose_commit_fails_leaves_no_approval_behind() {
+    let url = fresh_database("held_taken_back");
+    let a = replica(&url, "a", approval_policy()).await;
+    let api = Api::new(&a);
+    let sid = api
+        .session(json!({"asaas/create_payment": [{"id": "pay_1"}, {"id": "pay_2"}]}))
+        .await;
+    let pending = "/v1/approvals?status=pending";
+    exec(&url, REFUSE_EVENTS).await;
+    let (status, body) = api
+        .execute(&sid, "asaas/create_payment", json!({"value": 10}))
+        .await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["code"], "store_unavailable", "{body}");
+    let (_, approvals) = api.get(pending).await;
+    assert_eq!(approvals["approvals"], json!([]), "{approvals}");
+    let (_, detail) = api.get(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(detail["calls_total"], 0, "{detail}");
+
+    exec(&url, ACCEPT_EVENTS).await;
+    let (status, held) = api
+        .execute(&sid, "asaas/create_payment", json!({"value": 10}))
+        .await;
+    assert_eq!(status, 202, "{held}");
+    let id = held["approval_id"].as_str().unwrap();
+    let (_, approvals) = api.get(pending).await;
+    assert_eq!(
+        approvals["approvals"].as_array().map(Vec::len),
+        Some(1),
+        "{approvals}"
+    );
+    let (status, body) = api
+        .post(&format!("/v1/approvals/{id}/approve"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["replay"]["result"]["id"], "pay_1", "{body}");
+    let page = eventually(&api, "/v1/events?since=0", |page| {
+        !of_kind(page, "approval.replayed").is_empty()
+    })
+    .await;
+    assert_eq!(of_kind(&page, "tool.called").len(), 1, "{page}");
+    assert_eq!(of_kind(&page, "approval.requested").len(), 1, "{page}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -502,12 +502,32 @@ impl EventLog {
     }
 
     /// A receiver answered once everything sent to the store so far is committed (an
-    /// error when that commit failed); `None` without a store.
-    pub(crate) fn commit_ack(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+    /// error when that commit failed); `None` without a store. `call`: the event of the
+    /// `execute` this answers, which on a store that stamps decides it alone: answered
+    /// once that event is committed, an error once a failed commit refused it
+    /// (`EventLog::refused`).
+    pub(crate) fn commit_ack(
+        &self,
+        call: Option<&Arc<Logged>>,
+    ) -> Option<tokio::sync::oneshot::Receiver<()>> {
         let writer = self.writer.as_ref()?;
         let (tx, rx) = tokio::sync::oneshot::channel();
-        writer.send(Write::Ack(tx));
+        writer.send(Write::Ack(tx, call.filter(|_| writer.stamps).cloned()));
         Some(rx)
+    }
+
+    /// Whether a failed commit of a store that stamps refused this `execute`'s event: it
+    /// never reaches the store or the stream, and its call is taken back.
+    pub(crate) fn refused(&self, call: &Arc<Logged>) -> bool {
+        self.writer
+            .as_ref()
+            .is_some_and(|writer| writer.stamps && writer.refused.holds(call))
+    }
+
+    /// Whether a call the store refused is taken back (`Runtime::take_back_call`): with a
+    /// journal, or on a store that stamps.
+    pub(crate) fn takes_back(&self) -> bool {
+        self.journal.is_some() || self.writer.as_ref().is_some_and(|writer| writer.stamps)
     }
 
     /// Sends every event appended (and evicted) from now on to the store's writer.

@@ -104,15 +104,21 @@ impl Runtime {
     /// `committed`, for a call whose event is `logged` (stamped after the log's
     /// `rollbacks` read `rollbacks`): `Ok` exactly when that event was written, though
     /// the write this answer made failed (an earlier one took it) or went through (a
-    /// failed one took the event back before).
+    /// failed one took the event back before). On a store that stamps, likewise by that
+    /// event's commit (`EventLog::commit_ack`); a failed commit that refused it says so
+    /// in `EventLog::refused`.
     pub(crate) async fn committed_call(
         &self,
         logged: &Arc<Logged>,
         rollbacks: u64,
     ) -> Result<(), ApiErrorWithStatus> {
-        let result = self.committed().await;
         let log = &self.inner.log;
-        if !log.journaled() || (result.is_ok() && log.rollbacks() == rollbacks) {
+        if !log.journaled() {
+            // On a store that stamps, the answer waits for its own event's commit.
+            return self.committed_for(Some(logged)).await;
+        }
+        let result = self.committed().await;
+        if result.is_ok() && log.rollbacks() == rollbacks {
             return result;
         }
         if log.kept(logged) {
@@ -150,6 +156,12 @@ impl Runtime {
     /// transaction. Without a store it returns at once. A failed write is 503
     /// `store_unavailable`.
     pub async fn committed(&self) -> Result<(), ApiErrorWithStatus> {
+        self.committed_for(None).await
+    }
+
+    /// `committed`; `call`: the event of the `execute` this answers, on a store that
+    /// stamps answered by that event's commit (`EventLog::commit_ack`).
+    async fn committed_for(&self, call: Option<&Arc<Logged>>) -> Result<(), ApiErrorWithStatus> {
         if self.inner.log.journaled() {
             // The answers ready on this worker run first and queue their writes too, so
             // one `write` covers them all.
@@ -162,7 +174,7 @@ impl Runtime {
             let written = self.inner.log.write_journal().unwrap_or(Ok(()));
             return written.map_err(|reason| unavailable(&reason));
         }
-        let Some(ack) = self.inner.log.commit_ack() else {
+        let Some(ack) = self.inner.log.commit_ack(call) else {
             return Ok(());
         };
         ack.await.map_err(|_| {

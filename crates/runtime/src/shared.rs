@@ -88,12 +88,54 @@ pub async fn open_shared(
     Ok(runtime)
 }
 
-/// The store this runtime shares with others, set once when it opens on one.
-pub(crate) struct SharedLink(std::sync::OnceLock<Arc<PgStore>>);
+/// The store this runtime shares with others, set once when it opens on one, and the
+/// stateful entries it claimed there for calls the store then refused (`give_back`).
+pub(crate) struct SharedLink(std::sync::OnceLock<Arc<PgStore>>, Mutex<GivenBack>);
+
+/// Entries claimed for calls taken back, by tenant, session and tool, lowest first.
+type GivenBack = HashMap<(String, String, String), Vec<u32>>;
 
 impl SharedLink {
     pub(crate) fn new() -> Self {
-        SharedLink(std::sync::OnceLock::new())
+        SharedLink(std::sync::OnceLock::new(), Mutex::new(HashMap::new()))
+    }
+
+    /// A call served stateful `entry` of `tool`, claimed in the store, was taken back: the
+    /// store still counts the entry taken (a commit that failed cannot be trusted to give
+    /// it back), so it waits here for this session's next call of the tool on this
+    /// runtime (`take_given_back`), which is served it as the refused call was.
+    pub(crate) fn give_back(&self, session: &Arc<Mutex<Session>>, tool: &str, entry: u32) {
+        let key = {
+            let s = lock(session);
+            (s.tenant.to_string(), s.id.clone(), tool.to_owned())
+        };
+        let mut given = lock(&self.1);
+        let entries = given.entry(key).or_default();
+        let at = entries.partition_point(|held| *held < entry);
+        entries.insert(at, entry);
+    }
+
+    /// The lowest entry given back for this session's `tool`, now this call's.
+    fn take_given_back(&self, tenant: &str, session: &str, tool: &str) -> Option<u32> {
+        let mut given = lock(&self.1);
+        if given.is_empty() {
+            return None;
+        }
+        let key = (tenant.to_owned(), session.to_owned(), tool.to_owned());
+        let entries = given.get_mut(&key)?;
+        let entry = (!entries.is_empty()).then(|| entries.remove(0));
+        if entries.is_empty() {
+            given.remove(&key);
+        }
+        entry
+    }
+
+    /// A closed session's entries given back go with it.
+    pub(crate) fn forget_given_back(&self, tenant: &str, session: &str) {
+        let mut given = lock(&self.1);
+        if !given.is_empty() {
+            given.retain(|(t, s, _), _| t != tenant || s != session);
+        }
     }
 
     /// The store shared with other runtimes, if this runtime is on one.
@@ -159,6 +201,9 @@ impl Runtime {
                 _ => return Ok(Claim::Local),
             }
         };
+        if let Some(entry) = self.inner.shared.take_given_back(&tenant, &id, tool) {
+            return Ok(Claim::Entry(entry));
+        }
         let total = u32::try_from(total).unwrap_or(u32::MAX);
         store
             .claim(&tenant, &id, tool, total)
@@ -209,6 +254,7 @@ impl Runtime {
                     self.expire_one(tenant, &approval, Some("session closed"));
                 }
             }
+            self.inner.shared.forget_given_back(tenant, id);
         }
         self.close_session(tenant, id)
     }

@@ -27,6 +27,13 @@ impl SharedLink {
         false
     }
 
+    /// Never called: no entry is claimed in this build.
+    #[expect(
+        clippy::unused_self,
+        reason = "the shared build's signature, which keeps the entry"
+    )]
+    pub(crate) fn give_back(&self, _session: &Arc<Mutex<Session>>, _tool: &str, _entry: u32) {}
+
     /// No other runtime starts eval runs.
     #[expect(
         clippy::unused_async,

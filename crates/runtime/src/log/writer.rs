@@ -9,7 +9,7 @@ use crate::store::{StateWrite, Store, StoredEvent};
 use foldhash::{HashMap, HashMapExt as _};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 /// What the store's writer thread is told.
 pub(super) enum Write {
@@ -20,8 +20,10 @@ pub(super) enum Write {
     Flush(std::sync::mpsc::SyncSender<()>),
     /// A state document put or deleted, ordered with the events around it.
     State(StateWrite),
-    /// `Flush` for a task: what an answer waits on before it is sent.
-    Ack(tokio::sync::oneshot::Sender<()>),
+    /// `Flush` for a task: what an answer waits on before it is sent. With the event of
+    /// the `execute` it answers, on a store that stamps: refused (its sender dropped)
+    /// exactly when a failed commit refused that event (`Refused`).
+    Ack(tokio::sync::oneshot::Sender<()>, Option<Arc<Logged>>),
     /// Nothing came for `EVICT_EVERY`: the writer's own wake-up to drop evictions.
     Tick,
     /// An event whose call's counters wait for their document was evicted: a journaled
@@ -78,6 +80,80 @@ pub struct StoreWriter {
     pub(super) stamps: bool,
     /// Run by a journaled writer before each commit.
     pub(super) before_commit: BeforeCommit,
+    /// The `execute` calls a stamping store's failed commits refused.
+    pub(super) refused: Arc<Refused>,
+}
+
+/// The `execute` calls (their `tool.called` events) a failed commit of a store that
+/// stamps refused: never committed, never on the stream, their answers 503, and each
+/// taken back by its answer (`Runtime::take_back_call`). Only the answer's task still
+/// holds such an event, so each is held weakly: one whose answer is gone goes with the
+/// next refusal.
+#[derive(Debug, Default)]
+pub(super) struct Refused(Mutex<Vec<Weak<Logged>>>);
+
+impl Refused {
+    fn calls(&self) -> std::sync::MutexGuard<'_, Vec<Weak<Logged>>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a failed commit refused `logged`.
+    pub(super) fn holds(&self, logged: &Arc<Logged>) -> bool {
+        let calls = self.calls();
+        !calls.is_empty()
+            && calls
+                .iter()
+                .any(|held| held.as_ptr() == Arc::as_ptr(logged))
+    }
+
+    /// Whether `logged` is the `approval.requested` of a call a failed commit refused
+    /// (stamped after it, so possibly in the next commit): it goes with its call.
+    fn holds_approval_of(&self, logged: &Logged) -> bool {
+        let spyglass_protocol::Event::ApprovalRequested(held) = &logged.frame.event else {
+            return false;
+        };
+        self.calls().iter().filter_map(Weak::upgrade).any(|call| {
+            matches!(&call.frame.event, spyglass_protocol::Event::ToolCalled(c) if c.call_id == held.call_id)
+        })
+    }
+
+    /// A failed commit's `execute` calls, and the approvals they asked for, leave
+    /// `unstamped` and are refused; the rest stays for the next commit.
+    fn refuse(&self, unstamped: &mut Vec<Arc<Logged>>) {
+        use spyglass_protocol::Event;
+        use spyglass_protocol::events::CallSource;
+        let executes: Vec<String> = unstamped
+            .iter()
+            .filter_map(|logged| match &logged.frame.event {
+                Event::ToolCalled(call) if call.source == CallSource::Execute => {
+                    Some(call.call_id.to_string())
+                }
+                _ => None,
+            })
+            .collect();
+        if executes.is_empty() {
+            return;
+        }
+        let refused = |logged: &Arc<Logged>| match &logged.frame.event {
+            Event::ToolCalled(call) => call.source == CallSource::Execute,
+            Event::ApprovalRequested(held) => executes.iter().any(|id| *id == *held.call_id),
+            _ => false,
+        };
+        let (gone, kept): (Vec<_>, Vec<_>) = unstamped.drain(..).partition(refused);
+        *unstamped = kept;
+        let mut calls = self.calls();
+        calls.retain(|held| held.strong_count() > 0);
+        calls.extend(
+            gone.iter()
+                .filter(|logged| matches!(logged.frame.event, Event::ToolCalled(_)))
+                .map(Arc::downgrade),
+        );
+        drop(calls);
+        tracing::warn!(
+            calls = gone.len(),
+            "store write failed: the calls it held were refused and taken back"
+        );
+    }
 }
 
 /// What a store that stamps committed: the events with their seqs, for the runtime's
@@ -237,14 +313,17 @@ impl StoreWriter {
         });
         let stamps = engine.stamps();
         let writing = Arc::clone(&health);
+        let refused = Arc::new(Refused::default());
+        let refusing = Arc::clone(&refused);
         std::thread::Builder::new()
             .name("spyglass-store".into())
-            .spawn(move || write_loop(rx, &engine, &writing))?;
+            .spawn(move || write_loop(rx, &engine, &writing, &refusing))?;
         Ok(StoreWriter {
             tx,
             health,
             stamps,
             before_commit: BeforeCommit::default(),
+            refused,
         })
     }
 
@@ -270,6 +349,7 @@ impl StoreWriter {
             health,
             stamps: false,
             before_commit,
+            refused: Arc::default(),
         })
     }
 
@@ -307,6 +387,7 @@ pub(super) fn write_loop(
     rx: std::sync::mpsc::Receiver<Write>,
     engine: &Engine,
     health: &StoreHealth,
+    refused: &Refused,
 ) {
     let stamps = engine.stamps();
     let mut batch = Vec::new();
@@ -338,6 +419,8 @@ pub(super) fn write_loop(
         let mut next = Some(first);
         while let Some(msg) = next.take() {
             match msg {
+                // An approval its refused call asked for goes with it.
+                Write::Event(logged) if stamps && refused.holds_approval_of(&logged) => {}
                 Write::Event(logged) if stamps => unstamped.push(logged),
                 Write::Event(logged) => batch.push(StoredEvent {
                     tenant: logged.tenant.to_string(),
@@ -354,7 +437,9 @@ pub(super) fn write_loop(
                     closing = true;
                 }
                 Write::Tick | Write::CountersDue => {}
-                Write::Ack(done) => acks.push(done),
+                // The answer of a call an earlier commit refused is refused too.
+                Write::Ack(done, Some(call)) if stamps && refused.holds(&call) => drop(done),
+                Write::Ack(done, call) => acks.push((done, call)),
                 Write::State(write) => {
                     let (StateWrite::Put(r) | StateWrite::Delete(r)) = &write;
                     state.insert((r.kind.clone(), r.tenant.clone(), r.key.clone()), write);
@@ -383,7 +468,7 @@ pub(super) fn write_loop(
                         .zip(seqs)
                         .map(|(logged, seq)| Arc::new(logged.stamped(seq)))
                         .collect();
-                    let acks = std::mem::take(&mut acks);
+                    let acks = acks.drain(..).map(|(done, _)| done).collect();
                     if let Err(lost) = follower.send(Committed { events, acks }) {
                         // No follower (the runtime is going): nobody reads the log.
                         for done in lost.0.acks {
@@ -395,7 +480,7 @@ pub(super) fn write_loop(
         match result {
             Ok(()) => {
                 health.committed();
-                for done in acks.drain(..) {
+                for (done, _) in acks.drain(..) {
                     let _ = done.send(());
                 }
                 batch.clear();
@@ -409,6 +494,12 @@ pub(super) fn write_loop(
             Err(err) => {
                 tracing::error!(%err, events = batch.len() + unstamped.len(), "store write failed; retried with the next commit");
                 health.failed(err.to_string());
+                // On a store that stamps, an `execute` is refused whole: its event is not
+                // kept for the next commit, and its answer takes it back. The rest stays.
+                if stamps {
+                    refused.refuse(&mut unstamped);
+                    settle_acks(engine, &mut acks, refused);
+                }
                 acks.clear();
                 keep_for_next(&mut state, &mut evicted, writes, evicted_upto);
                 // Bounded while the store stays away, by count and by bytes (a client
@@ -435,6 +526,33 @@ pub(super) fn write_loop(
             break;
         }
     }
+}
+
+/// A failed commit's answers on a store that stamps: the one of a call an earlier commit
+/// took is let go once the follower has that commit in the log (a client reads its own
+/// writes); the rest are refused, by the caller.
+fn settle_acks(
+    engine: &Engine,
+    acks: &mut Vec<(tokio::sync::oneshot::Sender<()>, Option<Arc<Logged>>)>,
+    refused: &Refused,
+) {
+    #[cfg(feature = "postgres")]
+    if let Engine::Stamping(_, follower) = engine {
+        let (taken, _): (Vec<_>, Vec<_>) = acks
+            .drain(..)
+            .partition(|(_, call)| call.as_ref().is_some_and(|call| !refused.holds(call)));
+        let acks = taken.into_iter().map(|(done, _)| done).collect();
+        if let Err(lost) = follower.send(Committed {
+            events: Vec::new(),
+            acks,
+        }) {
+            for done in lost.0.acks {
+                let _ = done.send(());
+            }
+        }
+    }
+    #[cfg(not(feature = "postgres"))]
+    let _ = (engine, acks, refused);
 }
 
 /// Raises `tenant`'s value in `map` to at least `value`; its name is copied only on its
@@ -486,7 +604,7 @@ pub(super) fn journal_loop(
                     flushes.push(done);
                     false
                 }
-                Ok(Write::Ack(done)) => {
+                Ok(Write::Ack(done, _)) => {
                     let _ = done.send(());
                     continue;
                 }

@@ -86,16 +86,27 @@ impl Runtime {
         // The answer leaves only once its counter and its event are in the store; a call
         // the store refused leaves nothing behind.
         if let Err(err) = self.committed_call(&call.logged, rollbacks).await {
-            self.take_back_call(&session, &call);
+            // On a store that stamps, an answer refused for another reason (the writer
+            // gone) leaves its call as it is.
+            if log.journaled() || log.refused(&call.logged) {
+                self.take_back_call(&session, &call);
+                // The entry a shared store gave it waits here for this session's next
+                // call of the tool.
+                if let Claim::Entry(entry) = claimed
+                    && matches!(call.call().outcome, Outcome::Result(_))
+                {
+                    self.inner.shared.give_back(&session, tool, entry);
+                }
+            }
             return Err(err);
         }
         Ok(call)
     }
 
     /// Takes back a call whose store refused it (its event already taken out of the log,
-    /// `EventLog::write_journal`): the entry it was served goes back to the mock, its
-    /// counters and the session's record drop it, and its counters document is written
-    /// again as they now stand.
+    /// `EventLog::write_journal`, or never committed, on a store that stamps): the entry
+    /// it was served goes back to the mock, its counters and the session's record drop
+    /// it, and its counters document is written again as they now stand.
     pub(crate) fn take_back_call(&self, session: &Arc<Mutex<Session>>, call: &Dispatched) {
         let Some(before) = &call.before else {
             return;
@@ -113,7 +124,16 @@ impl Runtime {
             (**before).clone(),
             &self.inner.budget,
         );
-        self.inner.moved.again(session, &mut s);
+        if self.inner.shared.is_shared() {
+            // Its event never comes back stamped: the follower would write the counters
+            // once none of this session's calls is on its way back (`follow_session_event`).
+            s.unfollowed = s.unfollowed.saturating_sub(1);
+            if s.unfollowed == 0 {
+                s.write_counters(&self.inner.log, true);
+            }
+        } else {
+            self.inner.moved.again(session, &mut s);
+        }
         let tenant = s.tenant.clone();
         drop(s);
         // A held call's approval goes with it (its `approval.requested` went with its event).
@@ -163,11 +183,12 @@ impl Runtime {
         if s.closed {
             return Err(closed_error(&s.id));
         }
-        // Only a journal takes a call back; the runtime in memory copies nothing.
+        // Only a journal or a store that stamps takes a call back; the runtime in memory
+        // copies nothing.
         let before = self
             .inner
             .log
-            .journaled()
+            .takes_back()
             .then(|| Box::new((s.last_activity.clone(), s.last_seq)));
         let call_id = new_short_id("call_");
         let mut approval = None;
