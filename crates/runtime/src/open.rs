@@ -29,6 +29,8 @@ impl StoreChoice {
     /// `runtime`, and for a Postgres store a replica on it (`runtime::open_shared`) with a
     /// pool of `pool` connections, waiting while the database is unreachable (`on_wait`
     /// told why at each retry).
+    // Without Postgres nothing here waits, but callers await it the same in every build.
+    #[cfg_attr(not(feature = "postgres"), expect(clippy::unused_async))]
     pub async fn open(
         &self,
         config: RuntimeConfig,
