@@ -23,7 +23,8 @@ use std::path::PathBuf;
 pub struct EvalCli {
     #[command(subcommand)]
     pub command: Option<EvalCommand>,
-    /// Suite files (TOML or JSON).
+    /// Suite files (TOML or JSON), or directories: every *.toml under one, sorted by
+    /// path. Other files named outright (a checker script) are skipped with a note.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Run every case K times.

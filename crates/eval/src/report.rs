@@ -641,15 +641,17 @@ mod tests {
         }] {
             let lines: Vec<&str> = table.lines().collect();
             let row = lines.iter().position(|l| l.contains(name)).expect(&table);
-            assert!(lines[row].contains("contains: expected \"pay_1\""), "{table}");
+            assert!(
+                lines[row].contains("contains: expected \"pay_1\""),
+                "{table}"
+            );
             assert!(
                 !lines[row].contains(said.trim_end()),
                 "the row keeps its width: {table}"
             );
             assert!(
-                lines[row + 1].ends_with(&format!(
-                    "contains: expected \"pay_1\", actual \"{said}\""
-                )),
+                lines[row + 1]
+                    .ends_with(&format!("contains: expected \"pay_1\", actual \"{said}\"")),
                 "the whole detail under the row: {table}"
             );
         }
