@@ -7,7 +7,7 @@ use quick_xml::events::{BytesDecl, BytesText, Event};
 use quick_xml::writer::ElementWriter;
 use spyglass_protocol::events::{AssertionResult, AssertionStatus, EvalStatus};
 use spyglass_protocol::rest::{EvalCaseRecord, EvalRunDetail};
-use spyglass_protocol::sanitize::sanitize;
+use spyglass_protocol::sanitize::{sanitize, sanitize_text};
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -219,6 +219,14 @@ fn detail(record: &EvalCaseRecord, max_value: usize) -> String {
                 .message
                 .clone()
                 .unwrap_or_else(|| describe_assertion(first, max_value)),
+            // Another runner's failure (a JUnit `<failure>` text) compares no values.
+            Some(first) if compares_nothing(first) => {
+                format!(
+                    "{}: {}",
+                    first.kind,
+                    first.message.as_deref().unwrap_or_default()
+                )
+            }
             Some(first) => describe_assertion(first, max_value),
             None => result.reason.clone().unwrap_or_default(),
         },
@@ -284,12 +292,29 @@ fn cases_of<'a>(records: &[&'a EvalCaseRecord]) -> Vec<(&'a str, Vec<&'a EvalCas
     cases
 }
 
-/// When the row's detail cut an assertion's values, the whole detail on its own line
-/// under the row: the table never cuts what a case said.
+/// What a row's detail column shows: the detail's first line.
+fn first_line(detail: &str) -> &str {
+    detail.lines().next().unwrap_or_default()
+}
+
+/// When the row's detail column cut the detail (an assertion's values shortened, or a
+/// text of several lines), the whole detail under the row, its line breaks kept: the
+/// table never cuts what a case said.
 fn whole_detail_under(out: &mut String, shown: &str, whole: &str) {
-    if shown != whole {
-        let _ = writeln!(out, "           {}", sanitize(whole));
+    if first_line(shown) != whole {
+        for line in sanitize_text(whole).lines() {
+            let _ = writeln!(out, "{}", format!("           {line}").trim_end());
+        }
     }
+}
+
+/// Whether an assertion holds a message and no values: another runner's verdict (a
+/// `JUnit` `<failure>` text), shown as its message rather than `null` against `null`.
+pub fn compares_nothing(assertion: &AssertionResult) -> bool {
+    assertion.message.is_some()
+        && assertion.children.is_empty()
+        && assertion.expected.get() == "null"
+        && assertion.actual.get() == "null"
 }
 
 /// A failed or errored attempt's compositions, whole, one child a line.
@@ -330,7 +355,7 @@ fn attempt_rows(out: &mut String, records: &[&EvalCaseRecord]) {
             record.result.status.as_str(),
             duration,
             label(record),
-            sanitize(&shown),
+            sanitize(first_line(&shown)),
         );
         let _ = writeln!(out, "{}", line.trim_end());
         whole_detail_under(out, &shown, &detail(record, usize::MAX));
@@ -401,7 +426,7 @@ fn case_rows(out: &mut String, cases: &[(&str, Vec<&EvalCaseRecord>)], stats: &R
             "  {status:<7}  {duration:>7}  {:<width$}  {strip:<strip_width$}  {:>5}  {}",
             sanitize(case),
             format!("{passed}/{judged}"),
-            sanitize(&shown),
+            sanitize(first_line(&shown)),
         );
         let _ = writeln!(out, "{}", line.trim_end());
         whole_detail_under(out, &shown, &said(usize::MAX));
@@ -655,6 +680,37 @@ mod tests {
                 "the whole detail under the row: {table}"
             );
         }
+    }
+
+    #[test]
+    fn another_runners_failure_text_is_its_detail_not_null_values() {
+        let text =
+            "Error: expect(received).toBe(expected)\n\nExpected: \"paid\"\nReceived: \"pending\"";
+        let mut failed = record("checkout", "charges", EvalStatus::Failed, None);
+        failed.result.assertions = vec![AssertionResult {
+            kind: "failure".into(),
+            pass: false,
+            message: Some(text.into()),
+            ..AssertionResult::default()
+        }];
+        let table = render_table(&[failed]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[1],
+            "  failed      12ms  charges  failure: Error: expect(received).toBe(expected)",
+            "{table}"
+        );
+        assert_eq!(
+            lines[2..6],
+            [
+                "           failure: Error: expect(received).toBe(expected)",
+                "",
+                "           Expected: \"paid\"",
+                "           Received: \"pending\"",
+            ],
+            "{table}"
+        );
+        assert!(!table.contains("null"), "{table}");
     }
 
     #[test]
