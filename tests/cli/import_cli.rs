@@ -879,3 +879,63 @@ fn jest_junit_files_regenerated_with_the_real_tool_import_alike() {
         assert_eq!((fresh.ts, fresh.summary), (kept.ts, kept.summary), "{name}");
     }
 }
+
+/// pytest (the venv of the test above) run twice on one test, passing and then failing:
+/// imported newest first, the reports still enter the store oldest first, so the suite's
+/// trend reads pass → fail and its case's latest outcome is the failure.
+#[test]
+fn pytest_reports_imported_newest_first_keep_their_own_order() {
+    let python = crate::support::venv::tool_python("import-venv", "pytest==9.2.0", "pytest");
+    let dir = tempfile::tempdir().unwrap();
+    let report = |name: &str, fails: bool| {
+        let path = dir.path().join(name);
+        let mut command = Command::new(&python);
+        command
+            .current_dir(fixture("src"))
+            .args([
+                "-m",
+                "pytest",
+                "test_confirm.py",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+            ])
+            .arg(format!("--junitxml={}", path.display()))
+            .env_remove("CONFIRM_FAILS");
+        if fails {
+            command.env("CONFIRM_FAILS", "1");
+        }
+        let out = command.output().unwrap();
+        let expected = if fails { "1 failed" } else { "1 passed" };
+        assert!(
+            text(&out.stdout).contains(expected),
+            "{}",
+            text(&out.stdout)
+        );
+        path.display().to_string()
+    };
+    let old = report("old-pass.xml", false);
+    // pytest stamps its report to the microsecond; the second run starts later.
+    let new = report("new-fail.xml", true);
+    let store = dir.path().join("history.db");
+    let store_arg = store.display().to_string();
+    let out = spyglass(&["import", "--store", &store_arg, &new, &old]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let runtime =
+        spyglass::store::open_runtime(spyglass::runtime::RuntimeConfig::default(), &store).unwrap();
+    let summary = runtime.eval_summary("default", None);
+    let suite = summary
+        .suites
+        .iter()
+        .find(|s| s.suite == "pytest")
+        .unwrap_or_else(|| panic!("no pytest suite in {summary:?}"));
+    assert_eq!(suite.trend, [Some(1.0), Some(0.0)], "pass → fail");
+    assert_eq!(
+        suite.cases[0].last_status,
+        spyglass::protocol::events::EvalStatus::Failed
+    );
+    assert_eq!(
+        suite.cases[0].last_reason.as_deref(),
+        Some("AssertionError: the payment was not confirmed")
+    );
+}
