@@ -50,6 +50,13 @@ struct Case {
     reason: Option<String>,
 }
 
+/// A `<testsuite>` being read: its name and how often each case name came up in it, so a
+/// name given twice is two cases (`name`, `name #2`), as the runner ran them.
+struct Suite {
+    name: String,
+    seen: std::collections::HashMap<String, u32>,
+}
+
 struct Outcome {
     kind: String,
     message: String,
@@ -87,7 +94,7 @@ pub fn read(input: impl BufRead) -> Result<Parsed, String> {
     let mut summary = StatusCounts::default();
     let mut suites_seen = 0usize;
     let mut stack: Vec<String> = Vec::new();
-    let mut suite_names: Vec<String> = Vec::new();
+    let mut suite_names: Vec<Suite> = Vec::new();
     let mut case: Option<Case> = None;
     let mut buf = Vec::new();
     loop {
@@ -164,7 +171,7 @@ fn open(
     name: &str,
     e: &BytesStart<'_>,
     case: &mut Option<Case>,
-    suite_names: &mut Vec<String>,
+    suite_names: &mut Vec<Suite>,
     parsed: &mut Parsed,
     summary: &mut StatusCounts,
     suites_seen: &mut usize,
@@ -172,7 +179,10 @@ fn open(
     match name {
         "testsuite" => {
             *suites_seen += 1;
-            suite_names.push(attr(e, "name").unwrap_or_else(|| "junit".into()));
+            suite_names.push(Suite {
+                name: attr(e, "name").unwrap_or_else(|| "junit".into()),
+                seen: std::collections::HashMap::new(),
+            });
             if parsed.started.is_none() {
                 parsed.started = attr(e, "timestamp").and_then(|t| normalise_time(&t));
             }
@@ -244,7 +254,7 @@ fn append(case: &mut Option<Case>, text: &str) {
     }
 }
 
-fn close(name: &str, case: &mut Option<Case>, suite_names: &mut Vec<String>, parsed: &mut Parsed) {
+fn close(name: &str, case: &mut Option<Case>, suite_names: &mut Vec<Suite>, parsed: &mut Parsed) {
     match name {
         "testsuite" => {
             suite_names.pop();
@@ -259,6 +269,13 @@ fn close(name: &str, case: &mut Option<Case>, suite_names: &mut Vec<String>, par
                 } else {
                     outcome.text.trim()
                 };
+                // jest-junit writes no `message`: the text's first line is the reason.
+                if case.reason.is_none() {
+                    case.reason = text
+                        .lines()
+                        .find(|l| !l.trim().is_empty())
+                        .map(|l| bounded(l.trim()));
+                }
                 case.assertions.push(AssertionResult {
                     kind: outcome.kind,
                     pass: false,
@@ -273,15 +290,22 @@ fn close(name: &str, case: &mut Option<Case>, suite_names: &mut Vec<String>, par
                 parsed.skip("a <testcase> without a name");
                 return;
             };
-            let case_name = if case.classname.is_empty() {
+            let mut case_name = if case.classname.is_empty() {
                 name
             } else {
                 format!("{}::{name}", case.classname)
             };
-            let suite = suite_names
-                .last()
-                .cloned()
-                .unwrap_or_else(|| "junit".into());
+            let suite = match suite_names.last_mut() {
+                Some(suite) => {
+                    let times = suite.seen.entry(case_name.clone()).or_insert(0);
+                    *times += 1;
+                    if *times > 1 {
+                        case_name = format!("{case_name} #{times}");
+                    }
+                    suite.name.clone()
+                }
+                None => "junit".into(),
+            };
             parsed.push(AgentEvalCompleted {
                 suite,
                 case: case_name,
@@ -346,6 +370,49 @@ mod tests {
             .find(|r| r.status == EvalStatus::Skipped)
             .expect("skip");
         assert_eq!(skipped.reason.as_deref(), Some("needs a live gateway"));
+    }
+
+    #[test]
+    fn jest_junit_repeated_titles_and_failure_text_read_as_jest_meant() {
+        let parsed =
+            parse(include_str!("../../tests/fixtures/imports/jest/jest.xml")).expect("parses");
+        let names: Vec<(&str, EvalStatus)> = parsed
+            .results
+            .iter()
+            .map(|r| (r.case.as_str(), r.status))
+            .collect();
+        let case = "checkout charges the card::checkout charges the card";
+        assert_eq!(
+            names,
+            [
+                (case, EvalStatus::Passed),
+                (&*format!("{case} #2"), EvalStatus::Failed),
+                (
+                    "checkout refunds later::checkout refunds later",
+                    EvalStatus::Skipped
+                ),
+            ]
+        );
+        assert_eq!(Some(StatusCounts::of(&parsed.results)), parsed.summary);
+        let failed = &parsed.results[1];
+        // No `message` attribute: the text's first line is the reason, the whole text
+        // (line breaks kept) the assertion's message.
+        assert_eq!(
+            failed.reason.as_deref(),
+            Some("Error: expect(received).toBe(expected) // Object.is equality")
+        );
+        let message = failed.assertions[0].message.as_deref().unwrap_or_default();
+        assert!(
+            message.starts_with(
+                "Error: expect(received).toBe(expected) // Object.is equality\n\nExpected: \"paid\"\nReceived: \"pending\"\n    at "
+            ),
+            "{message}"
+        );
+        assert_eq!(parsed.results[2].reason, None);
+        assert_eq!(
+            parsed.started.as_deref(),
+            Some("2026-11-22T10:00:00.000000Z")
+        );
     }
 
     #[test]

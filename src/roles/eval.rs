@@ -23,7 +23,8 @@ use std::path::PathBuf;
 pub struct EvalCli {
     #[command(subcommand)]
     pub command: Option<EvalCommand>,
-    /// Suite files (TOML or JSON).
+    /// Suite files (TOML or JSON), or directories: every *.toml under one, sorted by
+    /// path. Other files named outright (a checker script) are skipped with a note.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Run every case K times.
@@ -279,7 +280,8 @@ pub async fn run(
 }
 
 /// Per case its last `last` outcomes, oldest first (`P` passed, `F` failed, `E` errored,
-/// `S` skipped), how many of them passed, and that pass rate with its 95 % Wilson interval.
+/// `S` skipped), how many of the judged ones passed (`—` when every one was skipped), and
+/// that pass rate with its 95 % Wilson interval.
 fn history_table(runtime: &Runtime, last: usize) -> String {
     let rows = runtime.eval_outcomes(DEFAULT_TENANT);
     let mut text = format!("\nHistory (last {last} outcomes per case, oldest first):\n");
@@ -306,9 +308,14 @@ fn history_table(runtime: &Runtime, last: usize) -> String {
             u32::try_from(judged).unwrap_or(u32::MAX),
         );
         let name = crate::sanitize::sanitize(&format!("{suite} / {case}")).into_owned();
+        // A skip judges nothing: a case only ever skipped has no count to give.
+        let count = if judged == 0 {
+            "—".to_owned()
+        } else {
+            format!("{passed}/{judged} passed")
+        };
         text.push_str(&format!(
-            "  {name:<width$}  {marks:<last$}  {rate:<16}  {passed}/{} passed\n",
-            shown.len()
+            "  {name:<width$}  {marks:<last$}  {rate:<16}  {count}\n"
         ));
     }
     text

@@ -113,7 +113,10 @@ pub async fn run(cli: ImportCli, matches: &ArgMatches) -> Result<(), RoleError> 
     let config = cli.client.resolve(None, matches)?;
     start_logging(LogTo::File, false)?;
     let (args, store) = (cli.source, cli.store);
-    let imported = read_all(&args)?;
+    let mut imported = read_all(&args)?;
+    // History is in the order results arrive: each file's go in at the time the file
+    // records (RFC 3339 UTC, so text order is time order), not in command-line order.
+    imported.sort_by(|a, b| a.ts.cmp(&b.ts));
     let Some(path) = store else {
         let Some(url) = config.url.value else {
             return Err(RoleError::Usage(
@@ -127,14 +130,15 @@ pub async fn run(cli: ImportCli, matches: &ArgMatches) -> Result<(), RoleError> 
             api_key: config.api_key.value.as_ref().map(|k| k.expose().to_owned()),
             project: config.project.value.clone(),
         };
-        return post_all(&imported, &endpoint).await;
+        let to = endpoint.url.clone();
+        return post_all(&imported, &endpoint, &to).await;
     };
     if matches!(config.url.source, crate::config::Source::Flag(_)) {
         return Err(RoleError::Usage(
             "--store imports into an embedded runtime on that file; --url names another runtime: pass one of them".to_owned(),
         ));
     }
-    let runtime = crate::store::StoreChoice::File(path)
+    let runtime = crate::store::StoreChoice::File(path.clone())
         .runtime(crate::runtime::RuntimeConfig::default())
         .map_err(super::serve::ServeError::from)?;
     let handle = runtime
@@ -145,17 +149,18 @@ pub async fn run(cli: ImportCli, matches: &ArgMatches) -> Result<(), RoleError> 
         project: config.project.value.clone(),
         ..Endpoint::new(&handle.url())
     };
-    let result = post_all(&imported, &endpoint).await;
+    // The embedded runtime's URL is gone with it: the store is where the results are.
+    let result = post_all(&imported, &endpoint, &shown_path(&path)).await;
     let runtime = handle.runtime();
     handle.shutdown().await;
     runtime.flush_store();
     result
 }
 
-/// Posts every file's events to the runtime at `url`, a line per file on stdout.
-async fn post_all(imported: &[Imported], endpoint: &Endpoint) -> Result<(), RoleError> {
+/// Posts every file's events to the runtime at `endpoint`, a line per file on stdout
+/// saying they went `to` (its URL, or the store an embedded one keeps them in).
+async fn post_all(imported: &[Imported], endpoint: &Endpoint, to: &str) -> Result<(), RoleError> {
     let rest = endpoint.rest()?;
-    let url = &endpoint.url;
     let mut out = std::io::stdout().lock();
     for file in imported {
         let mut sent = 0;
@@ -182,7 +187,7 @@ async fn post_all(imported: &[Imported], endpoint: &Endpoint) -> Result<(), Role
             held += posted.duplicates;
         }
         let _ = describe(file, &mut out);
-        let _ = writeln!(out, "  posted {sent} event(s) to {url}");
+        let _ = writeln!(out, "  posted {sent} event(s) to {to}");
         if held > 0 {
             let _ = writeln!(
                 out,

@@ -289,6 +289,82 @@ fn an_unreachable_runtime_exits_three_naming_the_url() {
         stderr.contains(&format!("cannot reach the runtime at {url}")),
         "{stderr}"
     );
+    // In the words `tail` uses: the cause, then what to check.
+    assert!(
+        stderr.contains(&format!(
+            "connection refused by 127.0.0.1; is `spyglass serve` running at {url}?"
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_directory_runs_every_toml_suite_under_it_in_path_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite =
+        |name: &str| PASSING.replace("suite = \"greetings\"", &format!("suite = \"{name}\""));
+    write(dir.path(), "b.toml", &suite("bravo"));
+    write(dir.path(), "a.toml", &suite("alpha"));
+    std::fs::create_dir(dir.path().join("more")).unwrap();
+    write(&dir.path().join("more"), "c.toml", &suite("charlie"));
+    // Neither is a suite: a checker script and an earlier run's results.
+    write(dir.path(), "check.py", "print('ok')\n");
+    write(dir.path(), "results.json", "{}");
+    let out = spyglass(&["eval", dir.path().to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let headers: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("  (2 passed"))
+        .map(|l| l.split_whitespace().next().unwrap_or_default())
+        .collect();
+    assert_eq!(headers, ["alpha", "bravo", "charlie"], "{stdout}");
+    assert_eq!(
+        last_line(&stdout),
+        "6 passed, 0 failed, 0 errored, 0 skipped"
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    let out = spyglass(&["eval", empty.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no *.toml suite file under this directory"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_shell_glob_over_the_examples_skips_the_checker_script_with_a_note() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/evals");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&examples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    let script = examples.join("check_payment.py");
+    assert!(
+        paths.contains(&script),
+        "the examples keep a checker script"
+    );
+    let mut args = vec!["eval"];
+    args.extend(paths.iter().map(|p| p.to_str().unwrap()));
+    let out = spyglass(&args);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "spyglass eval: skipping {}: not a suite file (.toml or .json)",
+            script.display()
+        )),
+        "{stderr}"
+    );
+    // The payments example fails a case and errors another on purpose: exit 1, not 2.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.lines().any(|l| l.starts_with("payments  (")),
+        "{stdout}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -315,6 +391,11 @@ async fn with_url_the_run_happens_on_that_runtime_and_lands_in_its_history() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         text(&refused.stderr).contains("401 unauthorized"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(
+        text(&refused.stderr).contains("pass --api-key KEY or set CODESPAR_API_KEY"),
         "{}",
         text(&refused.stderr)
     );

@@ -738,3 +738,204 @@ fn replay_of_a_file_without_one_frame_says_why_and_exits_2() {
         text(&out.stderr)
     );
 }
+
+/// jest-junit's files (tests/fixtures/imports/jest) into a store: each file's results go
+/// in at the time it records whatever the command-line order, the output names the store
+/// (not the embedded runtime's passing URL), and a case only ever skipped reads `—` in
+/// `eval --history`, while a title given twice is two cases.
+#[test]
+fn jest_files_enter_a_store_in_their_own_time_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("history.db");
+    let store_arg = store.display().to_string();
+    let (new, old) = (
+        fixture("jest/new-fail.xml").display().to_string(),
+        fixture("jest/old-pass.xml").display().to_string(),
+    );
+    let out = spyglass(&["import", "--store", &store_arg, &new, &old]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        stdout
+            .matches(&format!("  posted 1 event(s) to {store_arg}\n"))
+            .count(),
+        2,
+        "{stdout}"
+    );
+    assert!(!stdout.contains("http://"), "{stdout}");
+    let (at_old, at_new) = (stdout.find(&old).unwrap(), stdout.find(&new).unwrap());
+    assert!(at_old < at_new, "the older file first: {stdout}");
+    let runtime =
+        spyglass::store::open_runtime(spyglass::runtime::RuntimeConfig::default(), &store).unwrap();
+    let summary = runtime.eval_summary("default", None);
+    let suite = summary
+        .suites
+        .iter()
+        .find(|s| s.suite == "checkout")
+        .unwrap_or_else(|| panic!("no checkout suite in {summary:?}"));
+    assert_eq!(suite.trend, [Some(1.0), Some(0.0)], "pass → fail");
+    let case = &suite.cases[0];
+    assert_eq!(
+        case.last_status,
+        spyglass::protocol::events::EvalStatus::Failed
+    );
+    assert_eq!(
+        case.last_reason.as_deref(),
+        Some("Error: expect(received).toBe(expected) // Object.is equality")
+    );
+    drop(runtime);
+
+    let jest = fixture("jest/jest.xml").display().to_string();
+    let out = spyglass(&["import", "--store", &store_arg, &jest]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("posted 3 event(s)"),
+        "a title given twice is two results: {}",
+        text(&out.stdout)
+    );
+    let suite_file = dir.path().join("tiny.toml");
+    std::fs::write(
+        &suite_file,
+        "suite = \"tiny\"\n[[case]]\nid = \"hi\"\ninput = \"Hi\"\nmodel = { default_text = \"Hello\" }\n[case.assert]\ncontains = \"Hello\"\n",
+    )
+    .unwrap();
+    let out = spyglass(&[
+        "eval",
+        suite_file.to_str().unwrap(),
+        "--store",
+        &store_arg,
+        "--history",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let row = |case: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(&format!("checkout / {case}  ")))
+            .unwrap_or_else(|| panic!("no row for {case}: {stdout}"))
+            .to_owned()
+    };
+    let skipped = row("checkout refunds later::checkout refunds later");
+    assert!(skipped.trim_end().ends_with("  —"), "{stdout}");
+    assert!(!skipped.contains("passed"), "{stdout}");
+    let twice = "checkout charges the card::checkout charges the card";
+    assert!(row(twice).trim_end().ends_with("1/1 passed"), "{stdout}");
+    assert!(
+        row(&format!("{twice} #2"))
+            .trim_end()
+            .ends_with("0/1 passed"),
+        "{stdout}"
+    );
+}
+
+/// jest-junit from npm into target/import-jest (installed on first use), the fixture's
+/// script run now: the files it writes import like the committed ones (a title given twice
+/// as two cases, the failure text's first line as the reason).
+#[test]
+fn jest_junit_files_regenerated_with_the_real_tool_import_alike() {
+    let prefix = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/import-jest");
+    let installed = prefix.join("node_modules/jest-junit/package.json");
+    let ready = std::fs::read_to_string(&installed).is_ok_and(|p| p.contains("\"16.0.0\""));
+    if !ready {
+        std::fs::create_dir_all(&prefix).unwrap();
+        let out = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .arg("jest-junit@16.0.0")
+            .output()
+            .unwrap_or_else(|err| {
+                panic!("npm: cannot run ({err}); install Node.js 20+ with npm (apt-get install nodejs npm)")
+            });
+        assert!(
+            out.status.success(),
+            "npm install jest-junit: {}",
+            text(&out.stderr)
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new("node")
+        .arg(fixture("src/jest_junit.js"))
+        .arg(dir.path())
+        .env("NODE_PATH", prefix.join("node_modules"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for name in ["jest.xml", "old-pass.xml", "new-fail.xml"] {
+        let [fresh, kept] = [dir.path().join(name), fixture("jest").join(name)].map(|file| {
+            read_all(&ImportArgs {
+                files: vec![file],
+                suite: None,
+            })
+            .unwrap()
+            .remove(0)
+        });
+        let shown = |i: &spyglass::import::Imported| {
+            i.results
+                .iter()
+                .map(|r| (r.case.clone(), r.status, r.reason.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(shown(&fresh), shown(&kept), "{name}");
+        assert_eq!((fresh.ts, fresh.summary), (kept.ts, kept.summary), "{name}");
+    }
+}
+
+/// pytest (the venv of the test above) run twice on one test, passing and then failing:
+/// imported newest first, the reports still enter the store oldest first, so the suite's
+/// trend reads pass → fail and its case's latest outcome is the failure.
+#[test]
+fn pytest_reports_imported_newest_first_keep_their_own_order() {
+    let python = crate::support::venv::tool_python("import-venv", "pytest==9.2.0", "pytest");
+    let dir = tempfile::tempdir().unwrap();
+    let report = |name: &str, fails: bool| {
+        let path = dir.path().join(name);
+        let mut command = Command::new(&python);
+        command
+            .current_dir(fixture("src"))
+            .args([
+                "-m",
+                "pytest",
+                "test_confirm.py",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+            ])
+            .arg(format!("--junitxml={}", path.display()))
+            .env_remove("CONFIRM_FAILS");
+        if fails {
+            command.env("CONFIRM_FAILS", "1");
+        }
+        let out = command.output().unwrap();
+        let expected = if fails { "1 failed" } else { "1 passed" };
+        assert!(
+            text(&out.stdout).contains(expected),
+            "{}",
+            text(&out.stdout)
+        );
+        path.display().to_string()
+    };
+    let old = report("old-pass.xml", false);
+    // pytest stamps its report to the microsecond; the second run starts later.
+    let new = report("new-fail.xml", true);
+    let store = dir.path().join("history.db");
+    let store_arg = store.display().to_string();
+    let out = spyglass(&["import", "--store", &store_arg, &new, &old]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let runtime =
+        spyglass::store::open_runtime(spyglass::runtime::RuntimeConfig::default(), &store).unwrap();
+    let summary = runtime.eval_summary("default", None);
+    let suite = summary
+        .suites
+        .iter()
+        .find(|s| s.suite == "pytest")
+        .unwrap_or_else(|| panic!("no pytest suite in {summary:?}"));
+    assert_eq!(suite.trend, [Some(1.0), Some(0.0)], "pass → fail");
+    assert_eq!(
+        suite.cases[0].last_status,
+        spyglass::protocol::events::EvalStatus::Failed
+    );
+    assert_eq!(
+        suite.cases[0].last_reason.as_deref(),
+        Some("AssertionError: the payment was not confirmed")
+    );
+}

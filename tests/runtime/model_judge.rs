@@ -122,7 +122,7 @@ async fn a_failing_verdict_fails_the_case_and_a_judge_outage_errors_it() {
     assert_eq!(assertions[2]["pass"], false);
     assert_eq!(
         assertions[2]["message"],
-        "semantic_match: similarity 0.000 is under 0.8"
+        "semantic_match: similarity 0.000 is under 0.85"
     );
     let record = run(&api, body).await;
     assert_eq!(record["status"], "error", "{record:#}");

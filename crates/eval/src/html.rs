@@ -359,7 +359,9 @@ fn assertion_row(out: &mut String, a: &AssertionResult, depth: usize) {
     if status == AssertionStatus::Skipped {
         out.push_str(" <span class=\"skipped\">skipped</span>");
     }
-    if let Some(message) = &a.message {
+    // Another runner's verdict has only its text: shown whole in the value cell below.
+    let verdict_only = super::report::compares_nothing(a);
+    if let Some(message) = a.message.as_ref().filter(|_| !verdict_only) {
         let _ = write!(out, "<div class=\"{class}\">{}</div>", escape(message));
     }
     out.push_str("</td><td>");
@@ -381,6 +383,11 @@ fn assertion_row(out: &mut String, a: &AssertionResult, depth: usize) {
                 escape(&expected),
                 escape(&actual)
             );
+        }
+        // Another runner's verdict (a JUnit failure's text): line breaks kept.
+        _ if verdict_only => {
+            let message = a.message.as_deref().unwrap_or_default();
+            let _ = write!(out, "<pre>{}</pre>", escape(&cut(message)));
         }
         AssertionStatus::Failed | AssertionStatus::Errored => diff(out, &expected, &actual),
     }
@@ -604,6 +611,26 @@ mod tests {
             )]),
             generated_at: "2026-11-23T00:00:00Z".into(),
         }
+    }
+
+    #[test]
+    fn another_runners_failure_text_is_shown_whole_not_as_null_values() {
+        let mut out = String::new();
+        assertion_row(
+            &mut out,
+            &AssertionResult {
+                kind: "failure".into(),
+                pass: false,
+                message: Some("Error: expected paid\n    at checkout.test.js:12".into()),
+                ..AssertionResult::default()
+            },
+            0,
+        );
+        assert!(
+            out.contains("<pre>Error: expected paid\n    at checkout.test.js:12</pre>"),
+            "{out}"
+        );
+        assert!(!out.contains("null"), "{out}");
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub struct JudgeSpec {
     pub rubric: String,
 }
 
-/// `semantic_match = { expected = "...", threshold = 0.8 }` (threshold in (0, 1]).
+/// `semantic_match = { expected = "...", threshold = 0.85 }` (in (0, 1]; 0.85 when left out).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SemanticSpec {
     pub expected: String,
@@ -23,7 +23,7 @@ pub struct SemanticSpec {
 }
 
 /// The similarity `semantic_match` asks for when the file names none.
-pub const DEFAULT_THRESHOLD: f64 = 0.8;
+pub const DEFAULT_THRESHOLD: f64 = 0.85;
 
 /// A suite name and a case id.
 pub type Place = (String, String);

@@ -7,7 +7,7 @@ use quick_xml::events::{BytesDecl, BytesText, Event};
 use quick_xml::writer::ElementWriter;
 use spyglass_protocol::events::{AssertionResult, AssertionStatus, EvalStatus};
 use spyglass_protocol::rest::{EvalCaseRecord, EvalRunDetail};
-use spyglass_protocol::sanitize::sanitize;
+use spyglass_protocol::sanitize::{sanitize, sanitize_text};
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -203,8 +203,13 @@ pub fn tree_text(top: &AssertionResult, indent: usize, max_value: usize) -> Vec<
         .collect()
 }
 
-/// The detail column: first failing assertion, error reason or skip reason.
-fn detail(record: &EvalCaseRecord) -> String {
+/// How much of an assertion's expected and actual values the detail column shows; a row
+/// whose values were cut has its whole detail on the line under it.
+const DETAIL_VALUE_CHARS: usize = 60;
+
+/// The detail column: first failing assertion (its values cut to `max_value` characters),
+/// error reason or skip reason.
+fn detail(record: &EvalCaseRecord, max_value: usize) -> String {
     let result = &record.result;
     match result.status {
         EvalStatus::Passed => String::new(),
@@ -213,8 +218,16 @@ fn detail(record: &EvalCaseRecord) -> String {
             Some(first) if !first.children.is_empty() => first
                 .message
                 .clone()
-                .unwrap_or_else(|| describe_assertion(first, 60)),
-            Some(first) => describe_assertion(first, 60),
+                .unwrap_or_else(|| describe_assertion(first, max_value)),
+            // Another runner's failure (a JUnit `<failure>` text) compares no values.
+            Some(first) if compares_nothing(first) => {
+                format!(
+                    "{}: {}",
+                    first.kind,
+                    first.message.as_deref().unwrap_or_default()
+                )
+            }
+            Some(first) => describe_assertion(first, max_value),
             None => result.reason.clone().unwrap_or_default(),
         },
         EvalStatus::Error => format!("error: {}", result.reason.as_deref().unwrap_or("no result")),
@@ -279,6 +292,31 @@ fn cases_of<'a>(records: &[&'a EvalCaseRecord]) -> Vec<(&'a str, Vec<&'a EvalCas
     cases
 }
 
+/// What a row's detail column shows: the detail's first line.
+fn first_line(detail: &str) -> &str {
+    detail.lines().next().unwrap_or_default()
+}
+
+/// When the row's detail column cut the detail (an assertion's values shortened, or a
+/// text of several lines), the whole detail under the row, its line breaks kept: the
+/// table never cuts what a case said.
+fn whole_detail_under(out: &mut String, shown: &str, whole: &str) {
+    if first_line(shown) != whole {
+        for line in sanitize_text(whole).lines() {
+            let _ = writeln!(out, "{}", format!("           {line}").trim_end());
+        }
+    }
+}
+
+/// Whether an assertion holds a message and no values: another runner's verdict (a
+/// `JUnit` `<failure>` text), shown as its message rather than `null` against `null`.
+pub fn compares_nothing(assertion: &AssertionResult) -> bool {
+    assertion.message.is_some()
+        && assertion.children.is_empty()
+        && assertion.expected.get() == "null"
+        && assertion.actual.get() == "null"
+}
+
 /// A failed or errored attempt's compositions, whole, one child a line.
 fn trees_under(out: &mut String, record: &EvalCaseRecord) {
     if matches!(record.result.status, EvalStatus::Failed | EvalStatus::Error) {
@@ -310,14 +348,17 @@ fn attempt_rows(out: &mut String, records: &[&EvalCaseRecord]) {
         } else {
             human_duration(record.result.duration)
         };
+        let shown = detail(record, DETAIL_VALUE_CHARS);
+        // A name longer than the column is printed whole: the row runs past the others.
         let line = format!(
             "  {:<7}  {:>7}  {:<width$}  {}",
             record.result.status.as_str(),
             duration,
-            clip(&label(record), 40),
-            sanitize(&detail(record)),
+            label(record),
+            sanitize(first_line(&shown)),
         );
         let _ = writeln!(out, "{}", line.trim_end());
+        whole_detail_under(out, &shown, &detail(record, usize::MAX));
         // A composition that did not hold is shown whole, one child a line.
         trees_under(out, record);
     }
@@ -369,24 +410,26 @@ fn case_rows(out: &mut String, cases: &[(&str, Vec<&EvalCaseRecord>)], stats: &R
             let mean = durations.iter().sum::<f64>() / durations.len() as f64;
             human_duration(mean)
         };
-        let said = match failing {
+        let said = |max_value: usize| match failing {
             Some(record) => {
                 let attempt = record.result.attempt.unwrap_or(1);
-                format!("#{attempt}: {}", detail(record))
+                format!("#{attempt}: {}", detail(record, max_value))
             }
             None => attempts
                 .iter()
-                .map(|r| detail(r))
+                .map(|r| detail(r, max_value))
                 .find(|d| !d.is_empty())
                 .unwrap_or_default(),
         };
+        let shown = said(DETAIL_VALUE_CHARS);
         let line = format!(
             "  {status:<7}  {duration:>7}  {:<width$}  {strip:<strip_width$}  {:>5}  {}",
-            clip(&sanitize(case), 40),
+            sanitize(case),
             format!("{passed}/{judged}"),
-            sanitize(&said),
+            sanitize(first_line(&shown)),
         );
         let _ = writeln!(out, "{}", line.trim_end());
+        whole_detail_under(out, &shown, &said(usize::MAX));
         if let Some(record) = failing {
             trees_under(out, record);
         }
@@ -606,6 +649,68 @@ mod tests {
             "{table}"
         );
         assert!(!table.contains('\u{1b}'));
+    }
+
+    #[test]
+    fn long_case_names_and_cut_values_are_printed_whole() {
+        let name = "refunds a payment the customer disputed after the billing cycle closed";
+        let said = format!("Charged pay_2 {}", "and then some more words ".repeat(6));
+        let mut failed = record("s", name, EvalStatus::Failed, None);
+        failed.result.assertions[1].actual = RawJson::from(json!(said));
+        let short = record("s", "ok", EvalStatus::Skipped, Some("not mocked yet"));
+        for table in [render_table(&[failed.clone(), short]), {
+            let mut again = failed.clone();
+            again.result.attempt = Some(2);
+            failed.result.attempt = Some(1);
+            render_table(&[failed.clone(), again])
+        }] {
+            let lines: Vec<&str> = table.lines().collect();
+            let row = lines.iter().position(|l| l.contains(name)).expect(&table);
+            assert!(
+                lines[row].contains("contains: expected \"pay_1\""),
+                "{table}"
+            );
+            assert!(
+                !lines[row].contains(said.trim_end()),
+                "the row keeps its width: {table}"
+            );
+            assert!(
+                lines[row + 1]
+                    .ends_with(&format!("contains: expected \"pay_1\", actual \"{said}\"")),
+                "the whole detail under the row: {table}"
+            );
+        }
+    }
+
+    #[test]
+    fn another_runners_failure_text_is_its_detail_not_null_values() {
+        let text =
+            "Error: expect(received).toBe(expected)\n\nExpected: \"paid\"\nReceived: \"pending\"";
+        let mut failed = record("checkout", "charges", EvalStatus::Failed, None);
+        failed.result.assertions = vec![AssertionResult {
+            kind: "failure".into(),
+            pass: false,
+            message: Some(text.into()),
+            ..AssertionResult::default()
+        }];
+        let table = render_table(&[failed]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[1],
+            "  failed      12ms  charges  failure: Error: expect(received).toBe(expected)",
+            "{table}"
+        );
+        assert_eq!(
+            lines[2..6],
+            [
+                "           failure: Error: expect(received).toBe(expected)",
+                "",
+                "           Expected: \"paid\"",
+                "           Received: \"pending\"",
+            ],
+            "{table}"
+        );
+        assert!(!table.contains("null"), "{table}");
     }
 
     #[test]

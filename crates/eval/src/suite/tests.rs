@@ -266,9 +266,9 @@ fn judge_specs_read_strings_and_tables_and_refuse_nonsense() {
     };
     let spec = threshold("semantic_match = { expected = \"paid\", threshold = 0.9 }");
     assert!((spec - 0.9).abs() < 1e-9);
-    assert!(
-        (threshold("semantic_match = \"paid\"") - crate::judge::DEFAULT_THRESHOLD).abs() < 1e-9
-    );
+    // The spec's default: a file naming no threshold asks for a similarity of 0.85.
+    assert!((threshold("semantic_match = \"paid\"") - 0.85).abs() < 1e-9);
+    assert!((threshold("semantic_match = { expected = \"paid\" }") - 0.85).abs() < 1e-9);
     for (assert, field, says) in [
         (
             "llm_judge = { rubrik = \"r\" }",

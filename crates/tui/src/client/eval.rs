@@ -65,7 +65,7 @@ pub enum EvalCliError {
     Usage(String),
     #[error("cannot reach the runtime at {url}: {reason}")]
     Unreachable { url: String, reason: String },
-    #[error("the runtime at {url} answered {status} {code}: {message}")]
+    #[error("the runtime at {url} answered {status} {code}: {message}{}", key_hint(*status))]
     Refused {
         url: String,
         status: u16,
@@ -79,6 +79,85 @@ pub enum EvalCliError {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+/// What to do about a runtime refusing the key (the words `tail` uses), else nothing.
+fn key_hint(status: u16) -> &'static str {
+    match status {
+        401 => "; pass --api-key KEY or set CODESPAR_API_KEY",
+        403 => "; pass another with --api-key KEY or set CODESPAR_API_KEY",
+        _ => "",
+    }
+}
+
+/// Extensions a suite file has.
+const SUITE_EXTENSIONS: [&str; 2] = ["toml", "json"];
+
+/// The suite files `paths` name, and notes for stderr. A directory stands for every
+/// `*.toml` file under it, sorted by path; a file named outright that is neither `.toml`
+/// nor `.json` (a checker script a shell glob caught) is left out with a note.
+pub fn suite_files(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<String>), EvalCliError> {
+    let (mut files, mut notes, mut errors) = (Vec::new(), Vec::new(), Vec::new());
+    for path in paths {
+        if path.is_dir() {
+            let mut found = Vec::new();
+            match tomls_under(path, &mut found) {
+                Ok(()) if found.is_empty() => {
+                    return Err(EvalCliError::Usage(format!(
+                        "{}: no *.toml suite file under this directory",
+                        path.display()
+                    )));
+                }
+                Ok(()) => {
+                    found.sort();
+                    files.extend(found);
+                }
+                Err(err) => errors.push(SuiteError {
+                    file: path.display().to_string(),
+                    case: None,
+                    field: None,
+                    kind: SuiteErrorKind::Io,
+                    message: format!("cannot read the directory: {err}"),
+                }),
+            }
+        } else if path.is_file()
+            && !path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| SUITE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+        {
+            notes.push(format!(
+                "spyglass eval: skipping {}: not a suite file (.toml or .json)",
+                path.display()
+            ));
+        } else {
+            files.push(path.clone());
+        }
+    }
+    if !errors.is_empty() {
+        return Err(EvalCliError::Suites(errors));
+    }
+    if files.is_empty() {
+        return Err(EvalCliError::Usage(
+            "no suite file (.toml or .json) among the paths given".to_owned(),
+        ));
+    }
+    Ok((files, notes))
+}
+
+/// Every `*.toml` file under `dir`, subdirectories included (symbolic links to
+/// directories are not followed).
+fn tomls_under(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            tomls_under(&path, found)?;
+        } else if path.extension().is_some_and(|e| e == "toml") {
+            found.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// Reads and checks every file (all problems reported, not just the first) and gives the
@@ -125,6 +204,8 @@ pub struct Prepared {
     pub quarantine: Option<Quarantine>,
     /// `--significance` (or its default).
     pub alpha: f64,
+    /// Paths left out (not suite files), one line each for stderr.
+    pub notes: Vec<String>,
 }
 
 impl Prepared {
@@ -198,7 +279,8 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared, EvalCliError> {
     {
         return Err(EvalCliError::Usage(format!("--case: {err}")));
     }
-    let read = read_suites(&args.paths)?;
+    let (files, notes) = suite_files(&args.paths)?;
+    let read = read_suites(&files)?;
     let suites: Vec<Suite> = read.iter().map(|(suite, _)| suite.clone()).collect();
     let attempts = planned_attempts(&suites, args.repeat, args.case.as_deref());
     if attempts == 0 {
@@ -223,6 +305,7 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared, EvalCliError> {
         None => None,
     };
     Ok(Prepared {
+        notes,
         baseline,
         quarantine,
         alpha,
@@ -249,6 +332,9 @@ pub async fn run(
     out: &mut dyn Write,
     log: &mut dyn Write,
 ) -> Result<EvalRunDetail, EvalCliError> {
+    for note in &prepared.notes {
+        let _ = writeln!(log, "{note}");
+    }
     let url = checked_url(url)?;
     let client = RestClient::scoped(&url, args.api_key.as_deref(), args.project.as_deref())
         .map_err(|err| match err {
@@ -272,8 +358,8 @@ pub async fn run(
             message,
         },
         ClientError::Http(err) => EvalCliError::Unreachable {
+            reason: describe(&err, &url),
             url: url.clone(),
-            reason: describe(&err),
         },
         other => EvalCliError::Unreachable {
             url: url.clone(),
@@ -383,8 +469,20 @@ fn write_file(path: &Path, text: &str) -> Result<(), EvalCliError> {
     })
 }
 
-/// reqwest's top-level message ("error sending request") hides the cause; show the chain.
-fn describe(err: &reqwest::Error) -> String {
+/// reqwest's top-level message ("error sending request") hides the cause: a refused
+/// connection in `tail`'s words, asking whether the runtime runs at `url`; else the chain.
+fn describe(err: &reqwest::Error, url: &str) -> String {
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        if cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            let host = err.url().and_then(|u| u.host_str()).unwrap_or("the host");
+            return format!("connection refused by {host}; is `spyglass serve` running at {url}?");
+        }
+        source = cause.source();
+    }
     let mut out = err.to_string();
     let mut source = std::error::Error::source(err);
     while let Some(cause) = source {

@@ -362,7 +362,7 @@ impl<'de> Deserialize<'de> for Judged {
     }
 }
 
-/// `semantic_match = "text"` or `{ expected = "...", threshold = 0.8 }` (in (0, 1]).
+/// `semantic_match = "text"` or `{ expected = "...", threshold = 0.85 }` (in (0, 1]; default 0.85).
 pub(in crate::suite) struct Semantic(pub(in crate::suite) SemanticSpec);
 
 #[derive(Deserialize)]
