@@ -389,6 +389,7 @@ impl Model {
                                 m.entries
                             },
                             consumed: 0,
+                            counted: false,
                             calls: 0,
                             saw_exhausted: false,
                             rule_hits: if m.mode == MockMode::Rules {
@@ -485,6 +486,7 @@ impl Model {
                         mock.calls += 1;
                         if let Some(counter) = rep.counter {
                             mock.consumed = counter.consumed;
+                            mock.counted = true;
                             mock.note_answer(&counter);
                         }
                         mock.saw_exhausted |= exhausted;
@@ -649,6 +651,7 @@ impl Model {
             mock.calls += 1;
             if let Some(counter) = called.counter {
                 mock.consumed = counter.consumed;
+                mock.counted = true;
                 if let Some(total) = counter.total {
                     mock.entries = total;
                 }
@@ -736,6 +739,7 @@ impl Model {
                         mode: m.declared.mode,
                         entries,
                         consumed: m.counter.consumed,
+                        counted: true,
                         calls: m.calls,
                         saw_exhausted: false,
                         rule_hits,

@@ -49,8 +49,10 @@ pub struct MockRow {
     pub mode: MockMode,
     /// Entries of a stateful mock (1 for a static one).
     pub entries: u32,
-    /// Successful returns so far.
+    /// Successful returns so far (a static mock's answers served).
     pub consumed: u32,
+    /// A call's counter (or a REST read) told `consumed`: without one it is unknown.
+    pub counted: bool,
     /// Every call that reached this mock, including envelopes.
     pub calls: u32,
     /// A call came back `mocks_exhausted`, even if the counter says otherwise.

@@ -211,6 +211,52 @@ mod tests {
         insta::assert_snapshot!("rules_mock_call", text);
     }
 
+    /// A static mock never runs out, so CONSUMED says how many answers it served (its
+    /// counter); one the stream never counted, or never called, still reads `—`.
+    #[test]
+    fn a_static_mock_says_how_many_answers_it_served() {
+        let call = |seq: u64, counter: &str| {
+            format!(
+                r#"{{"kind":"tool.called","seq":{seq},"ts":"2026-11-22T21:43:3{seq}.000Z","sessionId":"ses_s","callId":"call_{seq}","tool":"asaas/get_balance","input":{{}},"outcome":{{"result":{{"balance":{seq}}}}},"startedAt":"2026-11-22T21:43:3{seq}.000Z","duration":2.0{counter},"source":"execute"}}"#
+            )
+        };
+        let created = r#"{"kind":"session.created","seq":1,"ts":"2026-11-22T21:43:30.000Z","sessionId":"ses_s","userId":"ana","servers":["asaas"],"project":"default","mocks":[{"tool":"asaas/get_balance","mode":"static","entries":1},{"tool":"asaas/get_payment","mode":"static","entries":1}]}"#.to_owned();
+        let screen = Screen::new(model(&[
+            created.clone(),
+            call(2, r#","counter":{"consumed":1}"#),
+            call(3, r#","counter":{"consumed":2}"#),
+            call(4, r#","counter":{"consumed":3}"#),
+        ]));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        let text = screen.text(&mut view, 100, 14);
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.contains(name))
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(
+            row("asaas/get_balance").contains("static 3 served"),
+            "{text}"
+        );
+        assert!(
+            row("asaas/get_payment").contains("— ○ never called"),
+            "{text}"
+        );
+        // Calls the stream told without a counter: how many were served is unknown.
+        let screen = Screen::new(model(&[created, call(2, ""), call(3, "")]));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        let text = screen.text(&mut view, 100, 14);
+        let row = text
+            .lines()
+            .find(|l| l.contains("asaas/get_balance"))
+            .unwrap_or_default();
+        assert!(row.contains("static —"), "{text}");
+        assert!(!text.contains("served"), "{text}");
+    }
+
     /// A session declaring a static, a stateful (one of two entries served) and a rules
     /// mock (rule #1 answered once), each with its payload on the stream.
     fn mocked(exhaust: bool) -> (Screen, SessionsState) {

@@ -553,6 +553,10 @@ fn render_mocks(
     let cells = |m: &crate::model::MockRow| {
         let (mode, consumed) = match m.mode {
             MockMode::Stateful => ("stateful", gauge(m.consumed, m.entries, 6)),
+            // A static mock never runs out: what it served, when a counter told it.
+            MockMode::Static if m.counted && !m.never_called() => {
+                ("static", format!("{} served", m.consumed))
+            }
             MockMode::Static => ("static", "—".to_owned()),
             MockMode::Rules => ("rules", rule_hits(m)),
         };
@@ -1011,6 +1015,7 @@ mod tests {
             mode: MockMode::Rules,
             entries: u32::try_from(hits.len()).unwrap(),
             consumed: hits.iter().sum(),
+            counted: true,
             calls: 0,
             saw_exhausted: false,
             rule_hits: hits,
