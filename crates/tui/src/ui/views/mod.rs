@@ -643,6 +643,37 @@ pub fn fit_columns_stretching(cols: &[Col], width: usize, stretch: usize) -> Vec
     widths
 }
 
+/// `fit_columns_stretching`, and when a column with something to show had to be dropped,
+/// the widths for two columns less plus a last one of width 1, for the `…` that
+/// [`marked_header`] puts at the header's end to say a column is not shown.
+pub fn fit_columns_marked(cols: &[Col], width: usize, stretch: usize) -> Vec<Option<usize>> {
+    let widths = fit_columns_stretching(cols, width, stretch);
+    let dropped = cols
+        .iter()
+        .zip(&widths)
+        .any(|(col, w)| col.want > 0 && w.is_none());
+    if !dropped || width < 3 {
+        return widths;
+    }
+    let mut widths = fit_columns_stretching(cols, width - 2, stretch);
+    widths.push(Some(1));
+    widths
+}
+
+/// The header cells of the shown columns, then `…` when [`fit_columns_marked`] dropped
+/// a column.
+pub fn marked_header<'a>(
+    cells: Vec<ratatui::widgets::Cell<'a>>,
+    widths: &[Option<usize>],
+) -> Vec<ratatui::widgets::Cell<'a>> {
+    let marked = widths.len() > cells.len();
+    let mut shown = shown_cells(cells, widths);
+    if marked {
+        shown.push(ratatui::widgets::Cell::from("…"));
+    }
+    shown
+}
+
 /// A table of the columns `fit_columns` shows, at the widths it gave them.
 pub fn fitted_table<'a>(
     rows: impl IntoIterator<Item = ratatui::widgets::Row<'a>>,
