@@ -520,6 +520,9 @@ impl Model {
                     session
                         .timeline
                         .push_step(&step.step, end, started, step.duration, &limits);
+                session
+                    .timeline
+                    .note_cumulative_tokens(step.iteration, &step.tokens);
                 if !counted {
                     session.calls += added;
                 }

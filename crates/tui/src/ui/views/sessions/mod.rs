@@ -472,6 +472,68 @@ mod tests {
         insta::assert_snapshot!("run_summary_200", wide);
     }
 
+    /// A run forwarded by an external sender (`POST /v1/events`, no session id): two steps
+    /// whose counts leave `total` out (the second has none of its own, only the run so
+    /// far) and a run event without a total. The steps read 20 and 27 tokens and the run
+    /// 47, their sum; a second run of the same agent in the session is said, not summed.
+    #[test]
+    fn an_external_runs_step_tokens_add_up_to_its_total() {
+        let step = |seq: u64, iteration: u32, own: &str, so_far: &str| {
+            format!(
+                r#"{{"kind":"agent.step.completed","seq":{seq},"ts":"2026-11-22T21:43:3{seq}.000Z","agentName":"billing-bot","model":"gpt-4o-mini","provider":"openai","iteration":{iteration},"step":{{"iteration":{iteration},"model":"gpt-4o-mini","tokens":{own},"finishReason":"stop","toolCalls":[]}},"tokens":{so_far},"duration":{seq}000.0,"streaming":false}}"#
+            )
+        };
+        let done = |seq: u64| {
+            format!(
+                r#"{{"kind":"agent.completed","seq":{seq},"ts":"2026-11-22T21:43:3{seq}.000Z","agentName":"billing-bot","model":"gpt-4o-mini","provider":"openai","input":"Charge R$5","output":"Charged","steps":[],"tokens":{{"prompt":36,"completion":11}},"duration":2000.0,"finishReason":"stop","streaming":false}}"#
+            )
+        };
+        let mut frames = vec![
+            step(
+                1,
+                0,
+                r#"{"prompt":12,"completion":8}"#,
+                r#"{"prompt":12,"completion":8}"#,
+            ),
+            step(2, 1, "{}", r#"{"prompt":36,"completion":11}"#),
+            done(3),
+        ];
+        let screen = Screen::new(model(&frames));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        let text = screen.text(&mut view, 200, 30);
+        let row = |needle: &str| {
+            text.lines()
+                .find(|l| l.contains(needle))
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(text.contains("47 tokens (36 in, 11 out)"), "{text}");
+        assert!(row("step 0").contains("20 tokens"), "{text}");
+        assert!(row("step 1").contains("27 tokens"), "{text}");
+        assert!(
+            !text.contains("steps sum") && !text.contains("runs"),
+            "{text}"
+        );
+
+        frames.extend([
+            step(
+                4,
+                0,
+                r#"{"prompt":12,"completion":8}"#,
+                r#"{"prompt":12,"completion":8}"#,
+            ),
+            step(5, 1, "{}", r#"{"prompt":36,"completion":11}"#),
+            done(6),
+        ]);
+        let screen = Screen::new(model(&frames));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        let text = screen.text(&mut view, 200, 30);
+        assert!(text.contains("47 tokens (36 in, 11 out)"), "{text}");
+        assert!(text.contains("steps: 94 tokens over 2 runs"), "{text}");
+    }
+
     /// A scripted run whose first model call threw (`fail_on_step` 0) and was retried:
     /// step 0 carries the failed attempt, which the timeline shows on the step's row.
     fn retried_run() -> (Screen, SessionsState) {

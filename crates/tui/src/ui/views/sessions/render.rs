@@ -190,6 +190,9 @@ fn summary_lines(
                 run.tokens.total, run.tokens.prompt, run.tokens.completion
             )
         });
+        if let Some(note) = steps_tokens_note(session, run) {
+            numbers.push(note);
+        }
         match (run.cost, &run.cost_missing) {
             // The scripted model (provider `fake`) is free by definition: `$0` tells nothing.
             (Some(cost), _) if cost == 0.0 && run.provider == "fake" => {}
@@ -219,6 +222,33 @@ fn summary_lines(
         lines.extend(para("metadata: ", &pairs.join(" · "), theme.muted(), 2));
     }
     lines
+}
+
+/// Why the timeline's steps do not add up to the run's tokens, when they do not: steps
+/// that fell out of the ring, steps of earlier runs in the same session (an external
+/// sender's runs keyed by agent), or a sender whose counts disagree.
+fn steps_tokens_note(session: &Session, run: &RunOutcome) -> Option<String> {
+    let steps = &session.timeline.steps;
+    let sum: u64 = steps.iter().map(|s| s.tokens_total).sum();
+    if steps.is_empty() || sum == run.tokens.total {
+        return None;
+    }
+    // A step numbered no higher than the one before starts another run.
+    let runs = 1 + steps
+        .iter()
+        .zip(steps.iter().skip(1))
+        .filter(|(before, after)| after.iteration <= before.iteration)
+        .count();
+    Some(if session.timeline.dropped_steps > 0 {
+        format!(
+            "steps held: {sum} tokens ({} older steps dropped)",
+            session.timeline.dropped_steps
+        )
+    } else if runs > 1 {
+        format!("steps: {sum} tokens over {runs} runs")
+    } else {
+        format!("its steps sum to {sum} tokens")
+    })
 }
 
 /// At most `max` of `wrapped`, the last ending `…` when some were cut, in `style`.
