@@ -164,7 +164,7 @@ fn the_help_overlay_never_cuts_a_description() {
 
 /// A table too narrow for all its columns says so: a cut column's header reads `NAME…`
 /// and a dropped column leaves `…` at the header's end (Events and Approvals here; the
-/// Evals tab's at 80 columns is in evals_view); a mark that would cost a column is left out.
+/// Evals tab's at 80 columns is in `evals_view`); a mark that would cost a column is left out.
 #[test]
 fn a_cut_or_dropped_column_is_marked_in_the_header() {
     let (mut app, _) = app();

@@ -8,7 +8,7 @@ pub mod events;
 pub mod session;
 
 pub use approvals::{Approval, Approvals};
-pub use evals::{EvalRun, Evals};
+pub use evals::{EvalRun, Evals, LatestRun};
 pub use events::EventLog;
 pub use session::{
     Call, MockRow, Replay, RunOutcome, Session, SessionStatus, StepRow, Timeline, TimelineRow,

@@ -302,7 +302,7 @@ fn render_cases(
         let mut text = sanitize(&format!("run {}: {rate}", run.run_id)).into_owned();
         // Narrow, the rate and its interval stay whole and the run's id gives way.
         if text.chars().count() > room {
-            text = rate.to_owned();
+            rate.clone_into(&mut text);
         }
         for part in parts {
             if text.chars().count() + 2 + part.chars().count() > room {
@@ -367,7 +367,7 @@ fn render_cases(
             .map(attempts_text)
             .unwrap_or_default()
     };
-    let attempts_want = if latest.is_some_and(|run| run.repeated()) {
+    let attempts_want = if latest.is_some_and(crate::model::LatestRun::repeated) {
         widest("ATTEMPTS", &|c| attempts(c).chars().count())
     } else {
         0
