@@ -546,3 +546,97 @@ fn slash_searches_an_open_case_and_n_steps_through_the_matches() {
     key(&mut app, KeyCode::Esc);
     assert!(app.evals.detail.is_none());
 }
+
+/// A suite run of `payments` repeating each case five times: `charge` passes its 1st, 2nd
+/// and 4th attempts, `refund` every one (or, `refund_fails`, none).
+fn repeated_run(app: &mut App, seq: u64, run: &str, charge: &str, refund_fails: bool) {
+    feed(
+        app,
+        &format!(
+            r#"{{"kind":"eval.run.started","seq":{seq},"ts":"2026-11-22T21:43:00.000Z","runId":"{run}","suites":["payments"],"cases":10,"repeat":5}}"#
+        ),
+    );
+    let refund = if refund_fails { "FFFFF" } else { "PPPPP" };
+    let mut at = seq;
+    for (case, strip) in [("charge", charge), ("refund", refund)] {
+        for (i, mark) in strip.chars().enumerate() {
+            at += 1;
+            let status = if mark == 'P' { "passed" } else { "failed" };
+            let frame = eval(at, "ses_r", "payments", case, status, run, 5.0, CONTAINS_OK)
+                .replace(r#""attempt":1"#, &format!(r#""attempt":{}"#, i + 1));
+            feed(app, &frame);
+        }
+    }
+    feed(
+        app,
+        &format!(
+            r#"{{"kind":"eval.run.completed","seq":{},"ts":"2026-11-22T21:44:00.000Z","runId":"{run}","passed":8,"failed":2}}"#,
+            at + 1
+        ),
+    );
+}
+
+/// A run that repeated its cases: each case row shows its attempts (`PPFPF 3/5`), the
+/// suite header the run's pass rate with its 95 % interval, pass@k, pass^k and flip rate,
+/// and the case detail the case's own, at 80×24 and at 200×50.
+#[test]
+fn a_repeated_run_shows_attempt_strips_and_statistics() {
+    for (width, height) in [(80, 24), (200, 50)] {
+        let mut app = app();
+        repeated_run(&mut app, 1, "run_1", "PPFPF", false);
+        key(&mut app, KeyCode::Enter);
+        let text = screen(&mut app, width, height);
+        assert!(row(&text, " charge").contains("PPFPF 3/5"), "{text}");
+        assert!(row(&text, " refund").contains("PPPPP 5/5"), "{text}");
+        assert!(text.contains("pass rate 80 % [49–94 %]"), "{text}");
+        if width == 200 {
+            assert!(
+                text.contains(
+                    "run run_1: pass rate 80 % [49–94 %], pass@k 100 %, pass^k 50 %, flip rate 38 %, 1 flaky"
+                ),
+                "{text}"
+            );
+        }
+        insta::assert_snapshot!(format!("repeated_run_cases_{width}x{height}"), text);
+        key(&mut app, KeyCode::Enter);
+        let text = screen(&mut app, width, height);
+        assert!(text.contains("attempts PPFPF 3/5 in run run_1"), "{text}");
+        assert!(
+            text.contains("pass rate 60 % [23–88 %] (95 % interval)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("pass@5 yes · pass^5 no · flip rate 75 %"),
+            "{text}"
+        );
+        insta::assert_snapshot!(format!("repeated_run_case_{width}x{height}"), text);
+    }
+}
+
+/// Pinned against a repeated run, a later run's drops say their p-value and the rule that
+/// decided them: 3/5 → 2/5 is within noise (inconclusive), 5/5 → 0/5 a significant drop.
+#[test]
+fn a_pinned_comparison_says_each_drops_p_value_and_rule() {
+    let mut app = app();
+    repeated_run(&mut app, 1, "run_1", "PPFPF", false);
+    key(&mut app, KeyCode::Char('p'));
+    repeated_run(&mut app, 20, "run_2", "PFPFF", true);
+    let text = screen(&mut app, 200, 50);
+    let pinned = text
+        .lines()
+        .map(|l| l.split('│').nth(1).unwrap_or_default().trim_end())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        pinned
+            .contains("inconclusive  payments / charge — 3/5 → 2/5: p = 0.5 > 0.05, within noise"),
+        "{text}"
+    );
+    assert!(
+        pinned.contains(
+            "newly failing payments / refund — 5/5 → 0/5: p = 0.004 ≤ 0.05, a significant drop"
+        ),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}

@@ -2,7 +2,7 @@
 //! wide (CJK) names leave DUR and OUTCOME on their row, a cut column's header says so,
 //! `? help` stays on the status bar and the help overlay never cuts a description.
 
-use crate::support::frames::{session_created, tool_called};
+use crate::support::frames::{frame, session_created, tool_called};
 use crate::support::ui::{app, feed, key, screen};
 use serde_json::{Value, json};
 use spyglass::ui::App;
@@ -160,4 +160,67 @@ fn the_help_overlay_never_cuts_a_description() {
             assert!(whole, "{w}x{h}: {text}\n{seen}");
         }
     }
+}
+
+/// A table too narrow for all its columns says so: a cut column's header reads `NAME…`
+/// and a dropped column leaves `…` at the header's end (Events and Approvals here; the
+/// Evals tab's at 80 columns is in `evals_view`); a mark that would cost a column is left out.
+#[test]
+fn a_cut_or_dropped_column_is_marked_in_the_header() {
+    let (mut app, _) = app();
+    demo_like(&mut app);
+    let expires = "2026-11-22T21:48:30.000Z";
+    let envelope = json!({"code": "approval_required", "approval_id": "apr_01",
+                          "expires_at": expires, "message": "held"});
+    feed(
+        &mut app,
+        &tool_called(
+            4,
+            "2026-11-22T21:43:32.000Z",
+            "ses_01",
+            "call_03",
+            "asaas/create_payment",
+        )
+        .input(json!({"value": 5}))
+        .outcome(json!({"envelope": envelope}))
+        .build(),
+    );
+    let requested = json!({"approvalId": "apr_01", "callId": "call_03",
+                           "tool": "asaas/create_payment", "input": {"value": 5},
+                           "ruleId": "payments-over-limit-need-a-human", "expiresAt": expires,
+                           "message": "held"});
+    feed(
+        &mut app,
+        &frame(
+            "approval.requested",
+            5,
+            "2026-11-22T21:43:32.000Z",
+            "ses_01",
+            requested,
+        ),
+    );
+
+    key(&mut app, '4');
+    let header = |text: &str| text.lines().nth(2).unwrap_or_default().to_owned();
+    // 44 columns: KIND cut, SESSION dropped.
+    let text = screen(&mut app, 44, 12);
+    let head = header(&text);
+    assert!(head.contains("KIND…"), "{text}");
+    assert!(!head.contains("SESSION") && head.ends_with("…│"), "{text}");
+    // 60 columns: every column whole, no mark.
+    let text = screen(&mut app, 60, 12);
+    let head = header(&text);
+    assert!(head.contains("KIND ") && head.contains("SESSION"), "{text}");
+    assert!(!head.contains('…'), "{text}");
+    // 36 columns: TIME gives way, but two columns for the mark would cost SESSION too.
+    let text = screen(&mut app, 36, 12);
+    assert!(header(&text).contains("SESSION"), "{text}");
+
+    key(&mut app, '2');
+    let text = screen(&mut app, 80, 12);
+    let head = header(&text);
+    assert!(head.contains("RULE…"), "the long rule id is cut: {text}");
+    let text = screen(&mut app, 50, 12);
+    let head = header(&text);
+    assert!(head.ends_with("…│") && !head.contains("RULE"), "{text}");
 }

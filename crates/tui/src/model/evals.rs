@@ -1,8 +1,10 @@
 //! Eval results as the inspector holds them: a thin wrapper over `eval::EvalHistory` (pass
 //! rates, flakiness, trends, each case's latest assertions and session) with a per-suite
-//! summary cached for drawing, plus the recent runs the stream announced.
+//! summary cached for drawing, the recent runs the stream announced, and each suite's
+//! newest run as attempts with the eval crate's statistics of them (`stats::…`).
 
 use spyglass_eval::history::{EvalHistory, HistorySettings};
+use spyglass_eval::stats::{CaseStats, SuiteStats};
 use spyglass_protocol::Frame;
 use spyglass_protocol::events::{
     AgentEvalCompleted, EvalRunCompleted, EvalRunStarted, EvalScope, Event,
@@ -22,12 +24,57 @@ pub struct EvalRun {
     pub results: Vec<AgentEvalCompleted>,
 }
 
+/// One suite's newest suite run: each case's attempts in it (without assertions) and
+/// the eval crate's statistics of them, refreshed for the case a result touched.
+#[derive(Debug, Clone)]
+pub struct LatestRun {
+    pub run_id: String,
+    attempts: BTreeMap<String, Vec<AgentEvalCompleted>>,
+    /// Per case: its attempt strip, pass rate with interval, pass@k, pass^k, flip rate.
+    pub cases: BTreeMap<String, CaseStats>,
+    /// The suite over this run's cases.
+    pub suite: SuiteStats,
+}
+
+impl LatestRun {
+    fn new(run_id: &str, suite: &str) -> Self {
+        Self {
+            run_id: run_id.to_owned(),
+            attempts: BTreeMap::new(),
+            cases: BTreeMap::new(),
+            suite: SuiteStats::of(suite, &[]),
+        }
+    }
+
+    fn add(&mut self, result: &AgentEvalCompleted) {
+        let attempts = self.attempts.entry(result.case.clone()).or_default();
+        attempts.push(AgentEvalCompleted {
+            assertions: Vec::new(),
+            reason: None,
+            ..result.clone()
+        });
+        let records: Vec<&AgentEvalCompleted> = attempts.iter().collect();
+        if let Some(stats) = CaseStats::of(&records) {
+            self.cases.insert(result.case.clone(), stats);
+        }
+        let cases: Vec<&CaseStats> = self.cases.values().collect();
+        self.suite = SuiteStats::of(&result.suite, &cases);
+    }
+
+    /// Whether some case ran more than once in this run (`--repeat`).
+    pub fn repeated(&self) -> bool {
+        self.cases.values().any(|c| c.strip.chars().count() > 1)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Evals {
     history: EvalHistory,
     /// One summary per suite, by name; refreshed only for the suite an event touched, so
     /// folding costs one suite's cases and drawing costs nothing extra.
     summaries: BTreeMap<String, SuiteSummary>,
+    /// Per suite, its newest suite run's attempts and their statistics.
+    latest: BTreeMap<String, LatestRun>,
     /// Oldest first, bounded by `Limits::eval_runs`.
     pub runs: VecDeque<EvalRun>,
     /// Bumped whenever anything here changes; views rebuild prepared text on a change.
@@ -49,6 +96,7 @@ impl Evals {
                 ..HistorySettings::default()
             }),
             summaries: BTreeMap::new(),
+            latest: BTreeMap::new(),
             runs: VecDeque::new(),
             rev: 0,
         }
@@ -84,6 +132,11 @@ impl Evals {
         self.suite(suite)?.cases.iter().find(|c| c.case == case)
     }
 
+    /// The suite's newest suite run, as attempts and their statistics.
+    pub fn latest(&self, suite: &str) -> Option<&LatestRun> {
+        self.latest.get(suite)
+    }
+
     /// The newest run that has not reported completion.
     pub fn running(&self) -> Option<&EvalRun> {
         self.runs.iter().rev().find(|r| r.completed.is_none())
@@ -101,6 +154,18 @@ impl Evals {
         }
         if let Some(summary) = self.history.suite(&result.suite) {
             self.summaries.insert(result.suite.clone(), summary);
+        }
+        if result.scope == EvalScope::Suite
+            && let Some(id) = &result.run_id
+        {
+            let latest = self
+                .latest
+                .entry(result.suite.clone())
+                .or_insert_with(|| LatestRun::new(id, &result.suite));
+            if &latest.run_id != id {
+                *latest = LatestRun::new(id, &result.suite);
+            }
+            latest.add(result);
         }
         if result.scope == EvalScope::Suite
             && let Some(id) = &result.run_id

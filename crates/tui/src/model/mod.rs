@@ -8,7 +8,7 @@ pub mod events;
 pub mod session;
 
 pub use approvals::{Approval, Approvals};
-pub use evals::{EvalRun, Evals};
+pub use evals::{EvalRun, Evals, LatestRun};
 pub use events::EventLog;
 pub use session::{
     Call, MockRow, Replay, RunOutcome, Session, SessionStatus, StepRow, Timeline, TimelineRow,
@@ -389,6 +389,7 @@ impl Model {
                                 m.entries
                             },
                             consumed: 0,
+                            counted: false,
                             calls: 0,
                             saw_exhausted: false,
                             rule_hits: if m.mode == MockMode::Rules {
@@ -485,6 +486,7 @@ impl Model {
                         mock.calls += 1;
                         if let Some(counter) = rep.counter {
                             mock.consumed = counter.consumed;
+                            mock.counted = true;
                             mock.note_answer(&counter);
                         }
                         mock.saw_exhausted |= exhausted;
@@ -518,6 +520,9 @@ impl Model {
                     session
                         .timeline
                         .push_step(&step.step, end, started, step.duration, &limits);
+                session
+                    .timeline
+                    .note_cumulative_tokens(step.iteration, &step.tokens);
                 if !counted {
                     session.calls += added;
                 }
@@ -649,6 +654,7 @@ impl Model {
             mock.calls += 1;
             if let Some(counter) = called.counter {
                 mock.consumed = counter.consumed;
+                mock.counted = true;
                 if let Some(total) = counter.total {
                     mock.entries = total;
                 }
@@ -736,6 +742,7 @@ impl Model {
                         mode: m.declared.mode,
                         entries,
                         consumed: m.counter.consumed,
+                        counted: true,
                         calls: m.calls,
                         saw_exhausted: false,
                         rule_hits,

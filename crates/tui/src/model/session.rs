@@ -49,8 +49,10 @@ pub struct MockRow {
     pub mode: MockMode,
     /// Entries of a stateful mock (1 for a static one).
     pub entries: u32,
-    /// Successful returns so far.
+    /// Successful returns so far (a static mock's answers served).
     pub consumed: u32,
+    /// A call's counter (or a REST read) told `consumed`: without one it is unknown.
+    pub counted: bool,
     /// Every call that reached this mock, including envelopes.
     pub calls: u32,
     /// A call came back `mocks_exhausted`, even if the counter says otherwise.
@@ -202,9 +204,40 @@ pub struct Timeline {
     base: u64,
     /// Cumulative agent duration at the end of the last step (seed-001 `duration`).
     last_cumulative_ms: f64,
+    /// The run's tokens so far at the last step (a step event's own `tokens`).
+    last_cumulative_tokens: u64,
+    /// Steps that fell out of the ring.
+    pub dropped_steps: u64,
+}
+
+/// A count's total: `total`, or prompt + completion when the sender left the total out.
+pub fn tokens_total(tokens: &Tokens) -> u64 {
+    if tokens.total > 0 {
+        tokens.total
+    } else {
+        tokens.prompt.saturating_add(tokens.completion)
+    }
 }
 
 impl Timeline {
+    /// Notes a step event's run-so-far tokens: a step its sender sent without tokens of
+    /// its own gets the difference from the step before (a first step, or a count that
+    /// went down, starts a run).
+    pub(crate) fn note_cumulative_tokens(&mut self, iteration: u32, cumulative: &Tokens) {
+        let total = tokens_total(cumulative);
+        let before = if iteration > 0 && total >= self.last_cumulative_tokens {
+            self.last_cumulative_tokens
+        } else {
+            0
+        };
+        self.last_cumulative_tokens = total;
+        if let Some(step) = self.steps.back_mut()
+            && step.tokens_total == 0
+        {
+            step.tokens_total = total - before;
+        }
+    }
+
     pub fn calls(&self) -> &VecDeque<Call> {
         &self.calls
     }
@@ -364,7 +397,7 @@ impl Timeline {
             iteration: step.iteration,
             model: step.model.clone(),
             finish_reason: step.finish_reason.clone(),
-            tokens_total: step.tokens.total,
+            tokens_total: tokens_total(&step.tokens),
             start_ms,
             duration_ms,
             call_ids,
@@ -378,6 +411,7 @@ impl Timeline {
             self.steps.pop_front();
             dropped_steps += 1;
         }
+        self.dropped_steps += dropped_steps;
         (added, dropped_calls, dropped_steps)
     }
 }
@@ -446,7 +480,10 @@ impl RunSummary {
             output: bounded(&output),
             failed,
             steps: u32::try_from(run.steps.len()).unwrap_or(u32::MAX),
-            tokens: run.tokens,
+            tokens: Tokens {
+                total: tokens_total(&run.tokens),
+                ..run.tokens
+            },
             duration_ms: run.duration,
             finish_reason: bounded(&run.finish_reason),
             failover_attempts: run.failover_attempts,

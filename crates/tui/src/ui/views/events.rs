@@ -24,7 +24,7 @@ use crate::ui::action::Action;
 use crate::ui::safe;
 use crate::ui::views::fitted_table;
 use crate::ui::views::pane::{PaneKey, PaneLine, TextPane};
-use crate::ui::views::{Col, fit_columns_stretching, placed_list, shown_cells};
+use crate::ui::views::{Col, fit_columns_marked, header, marked_header, placed_list, shown_cells};
 use crossterm::event::KeyEvent;
 use ratatui::Frame as TermFrame;
 use ratatui::layout::{Position, Rect};
@@ -466,7 +466,31 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
         },
     ];
     // Room to spare goes to the what column.
-    let widths = fit_columns_stretching(&cols, width, 4);
+    let widths = fit_columns_marked(&cols, width, 4);
+    // A cut kind or session says so in its header (`KIND…`), against the values' own width.
+    let kind_full = col("KIND", usize::MAX, &|f| f.event.kind().chars().count());
+    let session_full = col("SESSION", usize::MAX, &|f| session_of(f).chars().count());
+    let names = [
+        " SEQ".to_owned(),
+        "TIME".to_owned(),
+        header(
+            "KIND",
+            &Col {
+                want: kind_full,
+                ..cols[2]
+            },
+            widths[2],
+        ),
+        header(
+            "SESSION",
+            &Col {
+                want: session_full,
+                ..cols[3]
+            },
+            widths[3],
+        ),
+        "WHAT".to_owned(),
+    ];
     let keep = |cells: Vec<Cell<'static>>| shown_cells(cells, &widths);
     let w = |i: usize| widths[i].unwrap_or(0);
     let (kind_w, session_w, what_w) = (w(2), w(3), w(4));
@@ -492,10 +516,9 @@ fn render(state: &EventsState, frame: &mut TermFrame, area: Rect, cx: &Cx) -> Dr
             r.style(Style::default())
         }
     });
-    let header = Row::new(keep(
-        [" SEQ", "TIME", "KIND", "SESSION", "WHAT"]
-            .map(Cell::from)
-            .to_vec(),
+    let header = Row::new(marked_header(
+        names.into_iter().map(Cell::from).collect(),
+        &widths,
     ))
     .style(theme.muted());
     let table = fitted_table(rows, header, &widths);

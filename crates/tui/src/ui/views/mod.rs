@@ -643,6 +643,42 @@ pub fn fit_columns_stretching(cols: &[Col], width: usize, stretch: usize) -> Vec
     widths
 }
 
+/// `fit_columns_stretching`, and when a column with something to show had to be dropped,
+/// the widths for two columns less plus a last one of width 1, for the `…` that
+/// [`marked_header`] puts at the header's end to say a column is not shown. The mark
+/// never costs a column: when those two would drop one more, there is none.
+pub fn fit_columns_marked(cols: &[Col], width: usize, stretch: usize) -> Vec<Option<usize>> {
+    let widths = fit_columns_stretching(cols, width, stretch);
+    let dropped = cols
+        .iter()
+        .zip(&widths)
+        .any(|(col, w)| col.want > 0 && w.is_none());
+    if !dropped || width < 3 {
+        return widths;
+    }
+    let shown = |widths: &[Option<usize>]| widths.iter().map(Option::is_some).collect::<Vec<_>>();
+    let mut narrower = fit_columns_stretching(cols, width - 2, stretch);
+    if shown(&narrower) != shown(&widths) {
+        return widths;
+    }
+    narrower.push(Some(1));
+    narrower
+}
+
+/// The header cells of the shown columns, then `…` when [`fit_columns_marked`] dropped
+/// a column.
+pub fn marked_header<'a>(
+    cells: Vec<ratatui::widgets::Cell<'a>>,
+    widths: &[Option<usize>],
+) -> Vec<ratatui::widgets::Cell<'a>> {
+    let marked = widths.len() > cells.len();
+    let mut shown = shown_cells(cells, widths);
+    if marked {
+        shown.push(ratatui::widgets::Cell::from("…"));
+    }
+    shown
+}
+
 /// A table of the columns `fit_columns` shows, at the widths it gave them.
 pub fn fitted_table<'a>(
     rows: impl IntoIterator<Item = ratatui::widgets::Row<'a>>,
@@ -794,6 +830,31 @@ mod tests {
         // The status no longer fits whole: it goes rather than show `clos`.
         assert_eq!(fit_columns(&cols, 20), [Some(16), None, None, Some(3)]);
         assert_eq!(fit_columns(&cols, 0), [None, None, None, None]);
+    }
+
+    #[test]
+    fn a_dropped_column_is_marked_when_the_mark_costs_no_other_column() {
+        let cols = [
+            Col::whole(10, 0),
+            Col {
+                want: 20,
+                min: 8,
+                priority: 1,
+            },
+            Col::whole(6, 2),
+        ];
+        // Everything fits: no mark.
+        assert_eq!(
+            fit_columns_marked(&cols, 40, 1),
+            [Some(10), Some(22), Some(6)]
+        );
+        // The last column gives way; the stretched one yields two for ` …`.
+        assert_eq!(
+            fit_columns_marked(&cols, 24, 1),
+            [Some(10), Some(11), None, Some(1)]
+        );
+        // Two columns less would drop the stretched one too: no mark then.
+        assert_eq!(fit_columns_marked(&cols, 19, 1), [Some(10), Some(8), None]);
     }
 
     #[test]

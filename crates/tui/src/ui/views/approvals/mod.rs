@@ -29,7 +29,9 @@ use crate::ui::theme::Theme;
 use crate::ui::views::fitted_table;
 use crate::ui::views::pane::{PaneKey, PaneLine, TextPane};
 use crate::ui::views::query::Query;
-use crate::ui::views::{Col, fit_columns_stretching, fit_name, placed_list, plural, shown_cells};
+use crate::ui::views::{
+    Col, fit_columns_marked, fit_name, header, marked_header, placed_list, plural, shown_cells,
+};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
@@ -702,7 +704,28 @@ impl ApprovalsState {
             ),
         ];
         // Room to spare goes to the input column.
-        let widths = fit_columns_stretching(&cols, width, 2);
+        let widths = fit_columns_marked(&cols, width, 2);
+        // A column narrower than its widest value says so in its header (`TOOL…`); the
+        // widths above are capped, so the mark compares with the values themselves.
+        let names: Vec<String> = [
+            (
+                " SESSION",
+                0,
+                col(" SESSION", usize::MAX, &|c| count(&c.session)),
+            ),
+            ("TOOL", 1, col("TOOL", usize::MAX, &|c| count(&c.tool))),
+            ("INPUT", 2, 0),
+            ("RULE", 3, col("RULE", usize::MAX, &|c| count(&c.rule))),
+            ("STATE", 4, 0),
+            (
+                "REPLAY",
+                5,
+                col("REPLAY", usize::MAX, &|c| count(&c.replay.0)),
+            ),
+        ]
+        .iter()
+        .map(|&(name, i, want)| header(name, &Col { want, ..cols[i] }, widths[i]))
+        .collect();
         let keep = |cells: Vec<Cell<'static>>| shown_cells(cells, &widths);
         let w = |i: usize| widths[i].unwrap_or(0);
         let (session_w, tool_w, input_w, rule_w, replay_w) = (w(0), w(1), w(2), w(3), w(5));
@@ -722,10 +745,9 @@ impl ApprovalsState {
                 r
             }
         });
-        let header = Row::new(keep(
-            [" SESSION", "TOOL", "INPUT", "RULE", "STATE", "REPLAY"]
-                .map(Cell::from)
-                .to_vec(),
+        let header = Row::new(marked_header(
+            names.into_iter().map(Cell::from).collect(),
+            &widths,
         ))
         .style(theme.muted());
         let table = fitted_table(rows, header, &widths);

@@ -1,11 +1,12 @@
-//! Text the Evals tab builds from the model: pass rates, gauges and sparklines, and one
-//! case's latest result with expected vs actual as a line or path diff.
+//! Text the Evals tab builds from the model: pass rates, gauges and sparklines, attempt
+//! strips, and one case's latest result with its statistics and expected vs actual diffs.
 
 use crate::ui::theme::Theme;
 use crate::ui::views::diff::{LineDiff, PathDiff, json_diff, line_diff};
 use crate::ui::views::{fit, fmt_ms, plural};
 use ratatui::style::Style;
 use serde_json::Value;
+use spyglass_eval::stats::{CaseStats, percent, rate_with_interval};
 use spyglass_protocol::events::{AssertionResult, AssertionStatus, EvalStatus};
 use spyglass_protocol::rest::CaseSummary;
 use spyglass_protocol::sanitize::sanitize;
@@ -79,6 +80,50 @@ pub(super) fn status_style(status: EvalStatus, theme: &Theme) -> Style {
     }
 }
 
+/// Most attempts a case row's strip shows; more show as `…` then the newest ones.
+const STRIP_MAX: usize = 10;
+
+/// A case row's attempts in its suite's newest run: `PPFPF 3/5`, `…PFPPPFPPPP 16/20`.
+pub(super) fn attempts_text(stats: &CaseStats) -> String {
+    let marks = stats.strip.chars().count();
+    let strip: String = if marks > STRIP_MAX {
+        let newest: String = stats.strip.chars().skip(marks - STRIP_MAX).collect();
+        format!("…{newest}")
+    } else {
+        stats.strip.clone()
+    };
+    format!("{strip} {}/{}", stats.passed, stats.judged)
+}
+
+/// A case's statistics over its attempts in run `run`: the strip, the pass rate with its
+/// 95 % Wilson interval, pass@k, pass^k and the flip rate, as the eval crate has them.
+pub(super) fn stats_lines(run: &str, stats: &CaseStats) -> Vec<(Tone, String)> {
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    let flip = stats.flip_rate.map_or_else(|| "—".to_owned(), percent);
+    vec![
+        (
+            Tone::Plain,
+            sanitize(&format!("attempts {} in run {run}", attempts_text(stats))).into_owned(),
+        ),
+        (
+            Tone::Plain,
+            format!(
+                "pass rate {} (95 % interval)",
+                rate_with_interval(stats.passed, stats.judged)
+            ),
+        ),
+        (
+            Tone::Muted,
+            format!(
+                "pass@{k} {} · pass^{k} {} · flip rate {flip}",
+                yes(stats.pass_at_k),
+                yes(stats.pass_all_k),
+                k = stats.k
+            ),
+        ),
+    ]
+}
+
 pub(super) fn judged(c: &CaseSummary) -> u32 {
     c.passed + c.failed + c.errored
 }
@@ -100,8 +145,13 @@ fn value_lines(value: &Value) -> Vec<String> {
     }
 }
 
-/// A case's latest result, prepared for the detail pane.
-pub(super) fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)> {
+/// A case's latest result, prepared for the detail pane, with its statistics in its
+/// suite's newest run (`run`) when it has one.
+pub(super) fn case_lines(
+    suite: &str,
+    case: &CaseSummary,
+    run: Option<(&str, &CaseStats)>,
+) -> Vec<(Tone, String)> {
     let status_tone = match case.last_status {
         EvalStatus::Passed => Tone::Pass,
         EvalStatus::Failed | EvalStatus::Error => Tone::Fail,
@@ -138,6 +188,9 @@ pub(super) fn case_lines(suite: &str, case: &CaseSummary) -> Vec<(Tone, String)>
             case.last_run_id.as_deref().unwrap_or("-"),
         ),
     ));
+    if let Some((run, stats)) = run {
+        lines.extend(stats_lines(run, stats));
+    }
     if let Some(reason) = &case.last_reason {
         lines.push((Tone::Fail, format!("reason: {}", sanitize(reason))));
     }
@@ -416,7 +469,7 @@ mod tests {
             }],
             ..CaseSummary::default()
         };
-        let lines = case_lines("s", &case);
+        let lines = case_lines("s", &case, None);
         let texts = texts(&lines);
         assert_eq!(texts[2], "session - · run -");
         let rerun = CaseSummary {
@@ -424,7 +477,7 @@ mod tests {
             last_run_id: Some("run_2".into()),
             ..case.clone()
         };
-        let rerun_lines = case_lines("s", &rerun);
+        let rerun_lines = case_lines("s", &rerun, None);
         assert_eq!(
             rerun_lines[1].1,
             "✗ failed (rerun of this case) · <1ms · pass 0% 0/1 over 1 run"
@@ -444,7 +497,7 @@ mod tests {
             last_assertions: vec![spyglass_eval::fixtures::composite()],
             ..CaseSummary::default()
         };
-        let lines = case_lines("s", &case);
+        let lines = case_lines("s", &case, None);
         let tree: Vec<(Tone, &str)> = lines
             .iter()
             .skip_while(|(_, text)| !text.starts_with("! all"))

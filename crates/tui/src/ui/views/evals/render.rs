@@ -1,12 +1,16 @@
 //! Drawing the Evals tab from its state: suites, the selected suite's cases, or one case's
 //! result. Nothing here changes state; what was laid out is returned.
 
-use super::lines::{case_ms, gauge, judged, pct, sparkline, status_label, status_style};
+use super::lines::{
+    attempts_text, case_ms, gauge, judged, pct, sparkline, status_label, status_style,
+};
 use super::state::{CaseDetail, EvalFocus, EvalsState};
 use crate::ui::action::Action;
 use crate::ui::safe;
 use crate::ui::views::fitted_table;
-use crate::ui::views::{Col, fit, fit_columns_stretching, placed_list, plural, shown_cells};
+use crate::ui::views::{
+    Col, fit, fit_columns_marked, header, marked_header, placed_list, plural, shown_cells,
+};
 use crate::ui::views::{Cx, Drawn, Pane, Placed, focused_block, hints};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -98,9 +102,16 @@ fn render_pinned(frame: &mut Frame, area: Rect, pinned: &str, cx: &Cx) {
             } else {
                 theme.muted()
             };
+            // A drop says its p-value and the rule that decided it (significant, within
+            // noise, or every attempt flipped), as `spyglass eval compare` does.
+            let rule = c
+                .rule
+                .as_deref()
+                .map(|rule| format!(" — {rule}"))
+                .unwrap_or_default();
             lines.push(Line::from(Span::styled(
                 format!(
-                    "  {:<13} {}",
+                    "  {:<13} {}{rule}",
                     c.change.label(),
                     sanitize(&format!("{} / {}", c.suite, c.case))
                 ),
@@ -185,7 +196,7 @@ fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> 
         Col::whole(4, 2),
     ];
     // Room to spare goes to the name column.
-    let widths = fit_columns_stretching(&cols, inner.width as usize, 0);
+    let widths = fit_columns_marked(&cols, inner.width as usize, 0);
     let keep = |cells: Vec<Cell<'static>>| shown_cells(cells, &widths);
     let rows = evals
         .suites()
@@ -222,13 +233,18 @@ fn render_suites(frame: &mut Frame, area: Rect, state: &EvalsState, cx: &Cx) -> 
         });
     // The gauge's header says PASS; without the gauge the percentage's does.
     let pass_over_gauge = widths[1].is_some();
-    let header = Row::new(keep(vec![
-        Cell::from(" SUITE"),
-        Cell::from("PASS"),
-        Cell::from(if pass_over_gauge { "" } else { "PASS" }),
-        Cell::from("TREND"),
-        Cell::from(Line::from("RUNS").right_aligned()),
-    ]))
+    // A cut suite name says so in its header; a dropped column with `…` at its end.
+    let suite_header = header(" SUITE", &cols[0], widths[0]);
+    let header = Row::new(marked_header(
+        vec![
+            Cell::from(suite_header),
+            Cell::from("PASS"),
+            Cell::from(if pass_over_gauge { "" } else { "PASS" }),
+            Cell::from("TREND"),
+            Cell::from(Line::from("RUNS").right_aligned()),
+        ],
+        &widths,
+    ))
     .style(theme.muted());
     let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, inner);
@@ -275,7 +291,31 @@ fn render_cases(
     let block = focused_block(title, state.focus == EvalFocus::Cases, theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let [head, body] = Layout::vertical([Constraint::Length(2), Constraint::Min(1)]).areas(inner);
+    let latest = cx.model.evals.latest(&suite.suite);
+    // The suite's newest run in the eval crate's words (`pass rate 60 % [23–88 %], …`):
+    // as many of its parts as one line holds, the pass rate with its interval first.
+    let run_line = latest.map(|run| {
+        let room = inner.width as usize;
+        let stats = run.suite.line();
+        let mut parts = stats.split(", ");
+        let rate = parts.next().unwrap_or_default();
+        let mut text = sanitize(&format!("run {}: {rate}", run.run_id)).into_owned();
+        // Narrow, the rate and its interval stay whole and the run's id gives way.
+        if text.chars().count() > room {
+            rate.clone_into(&mut text);
+        }
+        for part in parts {
+            if text.chars().count() + 2 + part.chars().count() > room {
+                break;
+            }
+            text.push_str(", ");
+            text.push_str(part);
+        }
+        fit(&text, room)
+    });
+    let head_h = 2 + u16::from(run_line.is_some());
+    let [head, body] =
+        Layout::vertical([Constraint::Length(head_h), Constraint::Min(1)]).areas(inner);
     let judged_all = suite.passed + suite.failed + suite.errored;
     let gauge_w = (head.width as usize).saturating_sub(40).clamp(8, 30);
     let head_lines = vec![
@@ -295,6 +335,10 @@ fn render_cases(
             Span::styled(format!("  oldest → newest, window {window}"), theme.muted()),
         ]),
     ];
+    let head_lines: Vec<Line> = head_lines
+        .into_iter()
+        .chain(run_line.map(Line::from))
+        .collect();
     frame.render_widget(Paragraph::new(head_lines), head);
 
     let len = cases.len();
@@ -314,6 +358,20 @@ fn render_cases(
         format!("{} {}/{}", pct(c.pass_rate), c.passed, judged(c))
     };
     let case_want = widest("CASE", &|c| sanitize(&c.case).chars().count());
+    // A run that repeated its cases shows each case's attempts in it (`PPFPF 3/5`); with
+    // one attempt each, the strip would only repeat STATUS.
+    let attempts = |c: &spyglass_protocol::rest::CaseSummary| {
+        latest
+            .filter(|run| run.repeated())
+            .and_then(|run| run.cases.get(&c.case))
+            .map(attempts_text)
+            .unwrap_or_default()
+    };
+    let attempts_want = if latest.is_some_and(crate::model::LatestRun::repeated) {
+        widest("ATTEMPTS", &|c| attempts(c).chars().count())
+    } else {
+        0
+    };
     // STATUS, CASE (cut with an ellipsis down to 8), PASS and DUR are shown whole or
     // not at all, so `<1ms` never reads `1ms` nor `100%` `100`; the flaky badge and then
     // the duration give way first.
@@ -330,14 +388,15 @@ fn render_cases(
             priority: 1,
         },
         Col::whole(widest("PASS", &|c| pass_text(c).chars().count()), 2),
-        Col::whole(if shown_cases().any(|c| c.flaky) { 5 } else { 0 }, 4),
+        Col::whole(attempts_want, 3),
+        Col::whole(if shown_cases().any(|c| c.flaky) { 5 } else { 0 }, 5),
         Col::whole(
             widest("DUR", &|c| case_ms(c.last_duration).chars().count()),
-            3,
+            4,
         ),
     ];
     // Room to spare goes to the case column.
-    let widths = fit_columns_stretching(&cols, body.width as usize, 1);
+    let widths = fit_columns_marked(&cols, body.width as usize, 1);
     let keep = |cells: Vec<Cell<'static>>| shown_cells(cells, &widths);
     let rows = cases
         .iter()
@@ -362,6 +421,7 @@ fn render_cases(
                 ])),
                 Cell::from(fit(&sanitize(&c.case), widths[1].unwrap_or(0))),
                 Cell::from(pass_text(c)),
+                Cell::from(attempts(c)),
                 Cell::from(flaky),
                 Cell::from(Line::from(case_ms(c.last_duration)).right_aligned()),
             ]));
@@ -371,13 +431,17 @@ fn render_cases(
                 r
             }
         });
-    let header = Row::new(keep(vec![
-        Cell::from(" STATUS"),
-        Cell::from("CASE"),
-        Cell::from("PASS"),
-        Cell::from(""),
-        Cell::from(Line::from("DUR").right_aligned()),
-    ]))
+    let header = Row::new(marked_header(
+        vec![
+            Cell::from(" STATUS"),
+            Cell::from(header("CASE", &cols[1], widths[1])),
+            Cell::from("PASS"),
+            Cell::from("ATTEMPTS"),
+            Cell::from(""),
+            Cell::from(Line::from("DUR").right_aligned()),
+        ],
+        &widths,
+    ))
     .style(theme.muted());
     let table = fitted_table(rows, header, &widths);
     frame.render_widget(table, body);

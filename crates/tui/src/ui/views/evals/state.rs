@@ -29,6 +29,18 @@ fn pane_lines(lines: Vec<(Tone, String)>) -> Vec<PaneLine> {
         .collect()
 }
 
+/// A case's statistics in its suite's newest run, with that run's id, when the run
+/// repeated it (with one attempt the status line already says all of it).
+fn run_stats<'m>(
+    model: &'m Model,
+    suite: &str,
+    case: &str,
+) -> Option<(&'m str, &'m spyglass_eval::stats::CaseStats)> {
+    let latest = model.evals.latest(suite)?;
+    let stats = latest.cases.get(case)?;
+    (stats.strip.chars().count() > 1).then_some((latest.run_id.as_str(), stats))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EvalFocus {
     #[default]
@@ -145,9 +157,11 @@ impl EvalsState {
             && detail.rev != model.evals.rev
             && let Some(case) = model.evals.case(&detail.suite, &detail.case)
         {
-            detail
-                .pane
-                .set_lines(pane_lines(case_lines(&detail.suite, case)));
+            detail.pane.set_lines(pane_lines(case_lines(
+                &detail.suite,
+                case,
+                run_stats(model, &detail.suite, &detail.case),
+            )));
             detail.rev = model.evals.rev;
         }
     }
@@ -295,7 +309,11 @@ impl EvalsState {
                 suite: suite.to_owned(),
                 case: case.to_owned(),
                 rev: model.evals.rev,
-                pane: TextPane::new(pane_lines(case_lines(suite, summary))),
+                pane: TextPane::new(pane_lines(case_lines(
+                    suite,
+                    summary,
+                    run_stats(model, suite, case),
+                ))),
             });
         }
     }

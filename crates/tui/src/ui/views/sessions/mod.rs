@@ -211,6 +211,52 @@ mod tests {
         insta::assert_snapshot!("rules_mock_call", text);
     }
 
+    /// A static mock never runs out, so CONSUMED says how many answers it served (its
+    /// counter); one the stream never counted, or never called, still reads `—`.
+    #[test]
+    fn a_static_mock_says_how_many_answers_it_served() {
+        let call = |seq: u64, counter: &str| {
+            format!(
+                r#"{{"kind":"tool.called","seq":{seq},"ts":"2026-11-22T21:43:3{seq}.000Z","sessionId":"ses_s","callId":"call_{seq}","tool":"asaas/get_balance","input":{{}},"outcome":{{"result":{{"balance":{seq}}}}},"startedAt":"2026-11-22T21:43:3{seq}.000Z","duration":2.0{counter},"source":"execute"}}"#
+            )
+        };
+        let created = r#"{"kind":"session.created","seq":1,"ts":"2026-11-22T21:43:30.000Z","sessionId":"ses_s","userId":"ana","servers":["asaas"],"project":"default","mocks":[{"tool":"asaas/get_balance","mode":"static","entries":1},{"tool":"asaas/get_payment","mode":"static","entries":1}]}"#.to_owned();
+        let screen = Screen::new(model(&[
+            created.clone(),
+            call(2, r#","counter":{"consumed":1}"#),
+            call(3, r#","counter":{"consumed":2}"#),
+            call(4, r#","counter":{"consumed":3}"#),
+        ]));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        let text = screen.text(&mut view, 100, 14);
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.contains(name))
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(
+            row("asaas/get_balance").contains("static 3 served"),
+            "{text}"
+        );
+        assert!(
+            row("asaas/get_payment").contains("— ○ never called"),
+            "{text}"
+        );
+        // Calls the stream told without a counter: how many were served is unknown.
+        let screen = Screen::new(model(&[created, call(2, ""), call(3, "")]));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        let text = screen.text(&mut view, 100, 14);
+        let row = text
+            .lines()
+            .find(|l| l.contains("asaas/get_balance"))
+            .unwrap_or_default();
+        assert!(row.contains("static —"), "{text}");
+        assert!(!text.contains("served"), "{text}");
+    }
+
     /// A session declaring a static, a stateful (one of two entries served) and a rules
     /// mock (rule #1 answered once), each with its payload on the stream.
     fn mocked(exhaust: bool) -> (Screen, SessionsState) {
@@ -424,6 +470,68 @@ mod tests {
         assert!(wide.contains("branch=main"), "{wide}");
         assert!(wide.contains("908 tokens"), "{wide}");
         insta::assert_snapshot!("run_summary_200", wide);
+    }
+
+    /// A run forwarded by an external sender (`POST /v1/events`, no session id): two steps
+    /// whose counts leave `total` out (the second has none of its own, only the run so
+    /// far) and a run event without a total. The steps read 20 and 27 tokens and the run
+    /// 47, their sum; a second run of the same agent in the session is said, not summed.
+    #[test]
+    fn an_external_runs_step_tokens_add_up_to_its_total() {
+        let step = |seq: u64, iteration: u32, own: &str, so_far: &str| {
+            format!(
+                r#"{{"kind":"agent.step.completed","seq":{seq},"ts":"2026-11-22T21:43:3{seq}.000Z","agentName":"billing-bot","model":"gpt-4o-mini","provider":"openai","iteration":{iteration},"step":{{"iteration":{iteration},"model":"gpt-4o-mini","tokens":{own},"finishReason":"stop","toolCalls":[]}},"tokens":{so_far},"duration":{seq}000.0,"streaming":false}}"#
+            )
+        };
+        let done = |seq: u64| {
+            format!(
+                r#"{{"kind":"agent.completed","seq":{seq},"ts":"2026-11-22T21:43:3{seq}.000Z","agentName":"billing-bot","model":"gpt-4o-mini","provider":"openai","input":"Charge R$5","output":"Charged","steps":[],"tokens":{{"prompt":36,"completion":11}},"duration":2000.0,"finishReason":"stop","streaming":false}}"#
+            )
+        };
+        let mut frames = vec![
+            step(
+                1,
+                0,
+                r#"{"prompt":12,"completion":8}"#,
+                r#"{"prompt":12,"completion":8}"#,
+            ),
+            step(2, 1, "{}", r#"{"prompt":36,"completion":11}"#),
+            done(3),
+        ];
+        let screen = Screen::new(model(&frames));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        let text = screen.text(&mut view, 200, 30);
+        let row = |needle: &str| {
+            text.lines()
+                .find(|l| l.contains(needle))
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(text.contains("47 tokens (36 in, 11 out)"), "{text}");
+        assert!(row("step 0").contains("20 tokens"), "{text}");
+        assert!(row("step 1").contains("27 tokens"), "{text}");
+        assert!(
+            !text.contains("steps sum") && !text.contains("runs"),
+            "{text}"
+        );
+
+        frames.extend([
+            step(
+                4,
+                0,
+                r#"{"prompt":12,"completion":8}"#,
+                r#"{"prompt":12,"completion":8}"#,
+            ),
+            step(5, 1, "{}", r#"{"prompt":36,"completion":11}"#),
+            done(6),
+        ]);
+        let screen = Screen::new(model(&frames));
+        let mut view = SessionsState::default();
+        view.after_model_change(&screen.model);
+        let text = screen.text(&mut view, 200, 30);
+        assert!(text.contains("47 tokens (36 in, 11 out)"), "{text}");
+        assert!(text.contains("steps: 94 tokens over 2 runs"), "{text}");
     }
 
     /// A scripted run whose first model call threw (`fail_on_step` 0) and was retried:

@@ -190,6 +190,9 @@ fn summary_lines(
                 run.tokens.total, run.tokens.prompt, run.tokens.completion
             )
         });
+        if let Some(note) = steps_tokens_note(session, run) {
+            numbers.push(note);
+        }
         match (run.cost, &run.cost_missing) {
             // The scripted model (provider `fake`) is free by definition: `$0` tells nothing.
             (Some(cost), _) if cost == 0.0 && run.provider == "fake" => {}
@@ -219,6 +222,33 @@ fn summary_lines(
         lines.extend(para("metadata: ", &pairs.join(" · "), theme.muted(), 2));
     }
     lines
+}
+
+/// Why the timeline's steps do not add up to the run's tokens, when they do not: steps
+/// that fell out of the ring, steps of earlier runs in the same session (an external
+/// sender's runs keyed by agent), or a sender whose counts disagree.
+fn steps_tokens_note(session: &Session, run: &RunOutcome) -> Option<String> {
+    let steps = &session.timeline.steps;
+    let sum: u64 = steps.iter().map(|s| s.tokens_total).sum();
+    if steps.is_empty() || sum == run.tokens.total {
+        return None;
+    }
+    // A step numbered no higher than the one before starts another run.
+    let runs = 1 + steps
+        .iter()
+        .zip(steps.iter().skip(1))
+        .filter(|(before, after)| after.iteration <= before.iteration)
+        .count();
+    Some(if session.timeline.dropped_steps > 0 {
+        format!(
+            "steps held: {sum} tokens ({} older steps dropped)",
+            session.timeline.dropped_steps
+        )
+    } else if runs > 1 {
+        format!("steps: {sum} tokens over {runs} runs")
+    } else {
+        format!("its steps sum to {sum} tokens")
+    })
 }
 
 /// At most `max` of `wrapped`, the last ending `…` when some were cut, in `style`.
@@ -553,6 +583,10 @@ fn render_mocks(
     let cells = |m: &crate::model::MockRow| {
         let (mode, consumed) = match m.mode {
             MockMode::Stateful => ("stateful", gauge(m.consumed, m.entries, 6)),
+            // A static mock never runs out: what it served, when a counter told it.
+            MockMode::Static if m.counted && !m.never_called() => {
+                ("static", format!("{} served", m.consumed))
+            }
             MockMode::Static => ("static", "—".to_owned()),
             MockMode::Rules => ("rules", rule_hits(m)),
         };
@@ -1011,6 +1045,7 @@ mod tests {
             mode: MockMode::Rules,
             entries: u32::try_from(hits.len()).unwrap(),
             consumed: hits.iter().sum(),
+            counted: true,
             calls: 0,
             saw_exhausted: false,
             rule_hits: hits,
