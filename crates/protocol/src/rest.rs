@@ -245,6 +245,10 @@ pub struct MockState {
     pub declared: DeclaredMock,
     pub counter: Counter,
     pub calls: u32,
+    /// Answers the mock served (a static mock's object, a stateful mock's entries, a rules
+    /// mock's rules and fallback), replays included; a miss or a held call serves none.
+    #[serde(default)]
+    pub served: u32,
     /// A rules mock: calls each rule answered, by index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rule_hits: Vec<u32>,
@@ -423,6 +427,8 @@ pub enum ApprovalStatus {
     Approved,
     Denied,
     Expired,
+    /// Its session closed while the call waited: nobody can decide it any more.
+    Cancelled,
 }
 
 impl From<Decision> for ApprovalStatus {
@@ -431,6 +437,7 @@ impl From<Decision> for ApprovalStatus {
             Decision::Approved => Self::Approved,
             Decision::Denied => Self::Denied,
             Decision::Expired => Self::Expired,
+            Decision::Cancelled => Self::Cancelled,
         }
     }
 }
