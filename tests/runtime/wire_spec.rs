@@ -42,6 +42,16 @@ async fn a_mock_store_engine_error_is_422_not_a_retryable_503() {
         .execute(&sid, "asaas/get_payment", json!({"id": 1}))
         .await;
     assert_eq!((status, &body["data"]), (200, &json!({"id": "pay_1"})));
+    // The session's detail shows the failed calls' input as it was sent.
+    let detail = api
+        .client
+        .get(format!("{}/v1/sessions/{sid}", api.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(detail.status(), 200);
+    let text = detail.text().await.unwrap();
+    assert_eq!(text.matches(r#""input":{"id":1e400}"#).count(), 2, "{text}");
 }
 
 #[tokio::test]
