@@ -378,14 +378,29 @@ impl ApprovalQueue {
         expired
     }
 
-    /// Marks one row expired if it is still pending, then trims; answers its session.
+    /// Marks one row expired (`cancel`: cancelled, its session closed) if it is still
+    /// pending, then trims; answers its session.
     #[cfg(feature = "postgres")]
-    fn expire(&mut self, tenant: &str, approval_id: &str, log: &EventLog) -> Option<String> {
+    fn expire(
+        &mut self,
+        tenant: &str,
+        approval_id: &str,
+        cancel: bool,
+        log: &EventLog,
+    ) -> Option<String> {
         let row = self.rows.get_mut(approval_id)?;
         if row.view.status != ApprovalStatus::Pending {
             return None;
         }
-        row.view.status = ApprovalStatus::Expired;
+        if cancel {
+            row.view.status = ApprovalStatus::Cancelled;
+            row.view.note = Some(SESSION_CLOSED.to_owned());
+            let grown = row_bytes(&row.view, &row.tenant).saturating_sub(row.bytes);
+            row.bytes += grown;
+            self.budget.add_approvals(grown);
+        } else {
+            row.view.status = ApprovalStatus::Expired;
+        }
         log.persist(persist::APPROVAL, tenant, approval_id, &row.view);
         let session_id = row.view.session_id.clone();
         self.resolve(approval_id);
@@ -799,15 +814,19 @@ impl Runtime {
     }
 
     /// Expires one approval here and announces it (`note`: why, when not its age): the
-    /// shared store said this runtime's expiry came first.
+    /// shared store said this runtime's expiry came first. With the note `session closed`
+    /// its session closed under it: it is cancelled, as on a runtime of its own.
     pub(crate) fn expire_one(&self, tenant: &str, approval_id: &str, note: Option<&str>) {
-        let expired = lock(&self.inner.approvals).expire(tenant, approval_id, &self.inner.log);
-        if let Some(session_id) = expired {
-            self.emit_for(
-                tenant,
-                Some(session_id),
-                expired_event(approval_id.to_owned(), note.map(str::to_owned)),
-            );
+        let cancel = note == Some(SESSION_CLOSED);
+        let ended =
+            lock(&self.inner.approvals).expire(tenant, approval_id, cancel, &self.inner.log);
+        if let Some(session_id) = ended {
+            let event = if cancel {
+                cancelled_event(approval_id.to_owned())
+            } else {
+                expired_event(approval_id.to_owned(), note.map(str::to_owned))
+            };
+            self.emit_for(tenant, Some(session_id), event);
         }
     }
 }
