@@ -177,7 +177,7 @@ pub async fn drive(base_url: &str, api_key: Option<String>, pace: Pace) -> Resul
 async fn checkout(http: &Http, round: u32, pause: Duration) -> Result<(), DemoError> {
     let session = http
         .create(CreateSession {
-            servers: vec!["asaas".into(), "nuvem-fiscal".into()],
+            servers: vec!["asaas".into(), "nuvem-fiscal".into(), "z-api".into()],
             user_id: format!("shopper_{round:03}"),
             mocks: Some(json!({
                 "asaas/create_payment": {"id": format!("pay_{round}"), "status": "PENDING"},

@@ -50,7 +50,7 @@ async fn secret_call(url: &str) {
     let http = reqwest::Client::new();
     let created: serde_json::Value = http
         .post(format!("{url}/v1/sessions"))
-        .json(&json!({"servers": ["asaas"], "user_id": "u",
+        .json(&json!({"servers": ["vault"], "user_id": "u",
                       "mocks": {"vault/login": [{"ok": true}]}}))
         .send()
         .await

@@ -12,7 +12,7 @@ async fn session_with_calls(url: &str, calls: usize) -> String {
     let http = reqwest::Client::new();
     let created: serde_json::Value = http
         .post(format!("{url}/v1/sessions"))
-        .json(&json!({"servers": ["asaas"], "user_id": "tail_user",
+        .json(&json!({"servers": ["nuvem-fiscal"], "user_id": "tail_user",
                       "mocks": {"nuvem-fiscal/create_nfe": [{"id": "nfe_1"}, {"id": "nfe_2"}]}}))
         .send()
         .await

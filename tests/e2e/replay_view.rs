@@ -29,7 +29,7 @@ async fn recording() -> String {
     let (_, created) = post(
         &http,
         format!("{url}/v1/sessions"),
-        json!({"servers": ["asaas"], "user_id": "rec_user",
+        json!({"servers": ["asaas", "nuvem-fiscal"], "user_id": "rec_user",
                "mocks": {"asaas/create_payment": {"id": "pay_1"},
                          "nuvem-fiscal/create_nfe": [{"id": "nfe_1"}]}}),
     )

@@ -258,12 +258,12 @@ async fn a_call_held_for_approval_is_no_pass_and_leaves_no_live_approval() {
         (&json!(1), &json!(1))
     );
 
-    // The case's session is closed, so its approval expired with it: approving it now
-    // says so instead of replaying into a session that is gone.
+    // The case's session is closed, so its approval was cancelled with it: approving it
+    // now says so instead of replaying into a session that is gone.
     let (_, approvals) = api.get("/v1/approvals?status=all").await;
     let rows = approvals["approvals"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{approvals:#}");
-    assert_eq!(rows[0]["status"], "expired", "{approvals:#}");
+    assert_eq!(rows[0]["status"], "cancelled", "{approvals:#}");
     let id = rows[0]["id"].as_str().unwrap();
     let (status, body) = api
         .post(&format!("/v1/approvals/{id}/approve"), json!({}))

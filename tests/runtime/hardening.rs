@@ -308,7 +308,7 @@ async fn closing_a_session_cancels_its_run() {
 }
 
 #[tokio::test]
-async fn closing_a_session_expires_its_pending_approvals() {
+async fn closing_a_session_cancels_its_pending_approvals() {
     let handle = server(policy_config()).await;
     let api = Api::new(&handle);
     let sid = api
@@ -334,7 +334,8 @@ async fn closing_a_session_expires_its_pending_approvals() {
         "{kinds:?}"
     );
     let (_, list) = api.get("/v1/approvals?status=all").await;
-    assert_eq!(list["approvals"][0]["status"], "expired");
+    assert_eq!(list["approvals"][0]["status"], "cancelled");
+    assert_eq!(list["approvals"][0]["note"], "session closed");
     let (_, sessions) = api.get("/v1/sessions").await;
     let mock = &sessions["sessions"][0]["mocks"][0];
     assert_eq!(

@@ -42,3 +42,4 @@ mod runtime_sessions;
 mod runtime_stream;
 mod security;
 mod store_state;
+mod wire_spec;

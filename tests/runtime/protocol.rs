@@ -493,7 +493,7 @@ fn envelopes_carry_exactly_their_sibling_fields() {
             },
             "mocks_engine_error",
             vec!["code", "message"],
-            503,
+            422,
         ),
     ];
     for (envelope, code, fields, status) in cases {

@@ -146,7 +146,7 @@ async fn approve_and_deny_race_has_one_winner() {
 }
 
 /// A replay racing the session's DELETE, 50 rounds: the approval either replayed before
-/// the close (an entry served, counter +1) or never reached the mock (expired by the close,
+/// the close (an entry served, counter +1) or never reached the mock (cancelled by the close,
 /// 410, or decided just before it, `mocks_engine_error`), with nothing announced after
 /// `session.closed`. Never a panic, never a 5xx, never a counter out of step.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -208,7 +208,7 @@ async fn replay_racing_close_is_defined() {
             );
             replayed += 1;
         } else {
-            // The close came first (the approval expired with it, 410) or between the
+            // The close came first (the approval was cancelled with it, 410) or between the
             // decision and its replay (an engine error): nothing reached the mock.
             match status {
                 410 => assert_eq!(view["code"], "approval_expired", "round {round}"),

@@ -607,8 +607,10 @@ async fn closing_a_session_on_one_replica_ends_its_approvals_for_every_replica()
     .await;
     let resolved = of_kind(&page, "approval.resolved");
     assert_eq!(resolved.len(), 1, "{page}");
-    assert_eq!(resolved[0]["decision"], "expired");
+    assert_eq!(resolved[0]["decision"], "cancelled");
     assert_eq!(resolved[0]["note"], "session closed");
+    let (_, all) = api_a.get("/v1/approvals?status=all").await;
+    assert_eq!(all["approvals"][0]["status"], "cancelled", "{all}");
     // And the session is closed on both.
     for api in [&api_a, &api_b] {
         eventually(api, &format!("/v1/sessions/{sid}"), |d| {

@@ -290,11 +290,11 @@ async def error_codes(cs):
 async def tenancy():
     a = AsyncCodeSpar(api_key=KEY, project_id="prj_AAAAAAAAAAAAAAAA")
     b = AsyncCodeSpar(api_key=KEY, project_id="prj_BBBBBBBBBBBBBBBB")
-    session = await a.create("user_test", servers=["asaas"], mocks=MOCKS)
+    session = await a.create("user_test", servers=["asaas", "nuvem-fiscal"], mocks=MOCKS)
     r = await session.execute("asaas/create_payment", {"value": 1})
     check(r.success, "tenant A executes", r)
     # Project B addresses the same session id: not found.
-    foreign = await b.create("user_test", servers=["asaas"], mocks=MOCKS)
+    foreign = await b.create("user_test", servers=["asaas", "nuvem-fiscal"], mocks=MOCKS)
     foreign.info.id = session.id
     r = await foreign.execute("asaas/create_payment", {"value": 1})
     check(r.success is False and r.error.startswith("404:"), "tenant isolation", r.error)

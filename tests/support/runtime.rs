@@ -149,12 +149,21 @@ impl Api {
         Self::finish(self.request(reqwest::Method::POST, path).body(body)).await
     }
 
-    /// Creates a session and returns its id, asserting 201.
+    /// Creates a session listing `asaas` and every server its mocks name, and returns
+    /// its id, asserting 201.
     pub async fn session(&self, mocks: Value) -> String {
+        let mut servers = vec!["asaas".to_owned()];
+        for tool in mocks.as_object().into_iter().flat_map(|m| m.keys()) {
+            if let Some((server, _)) = tool.split_once('/')
+                && !servers.iter().any(|s| s == server)
+            {
+                servers.push(server.to_owned());
+            }
+        }
         let (status, body) = self
             .post(
                 "/v1/sessions",
-                json!({"servers": ["asaas"], "user_id": "user_test", "mocks": mocks}),
+                json!({"servers": servers, "user_id": "user_test", "mocks": mocks}),
             )
             .await;
         assert_eq!(status, 201, "{body}");

@@ -61,8 +61,11 @@ impl Envelope {
         match self {
             Self::PolicyDenied { .. } => 403,
             Self::ApprovalRequired { .. } => 202,
-            Self::ToolNotMocked { .. } | Self::MocksExhausted { .. } => 422,
-            Self::MocksEngineError { .. } => 503,
+            // The mock-store envelopes: the session's mocks answer the same way again, so
+            // none is a transient failure worth retrying (`CodeSpar` test mode: 422).
+            Self::ToolNotMocked { .. }
+            | Self::MocksExhausted { .. }
+            | Self::MocksEngineError { .. } => 422,
             Self::Other { .. } => 500,
         }
     }

@@ -20,11 +20,16 @@ pub struct Frame {
 }
 
 /// Token usage, as `@gemstack/ai-sdk`'s SDK reports it (cumulative on step and run events).
+/// Read also as the SDK's `usage` object (`promptTokens`, `completionTokens`,
+/// `totalTokens`), which agents forward to `POST /v1/events` as they have it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Tokens {
+    #[serde(alias = "promptTokens")]
     pub prompt: u64,
+    #[serde(alias = "completionTokens")]
     pub completion: u64,
+    #[serde(alias = "totalTokens")]
     pub total: u64,
 }
 
@@ -36,6 +41,8 @@ pub struct Tokens {
 pub struct StepToolCall {
     pub id: CompactString,
     pub name: CompactString,
+    /// Read also as `arguments` (the SDK's tool-call field), written as `args`.
+    #[serde(alias = "arguments")]
     pub args: RawJson,
     pub result: RawJson,
     pub duration: f64,
@@ -48,6 +55,8 @@ pub struct StepToolCall {
 pub struct Step {
     pub iteration: u32,
     pub model: CompactString,
+    /// Read also as `usage`, written as `tokens`.
+    #[serde(alias = "usage")]
     pub tokens: Tokens,
     pub finish_reason: CompactString,
     pub tool_calls: Vec<StepToolCall>,
@@ -79,6 +88,7 @@ pub struct AgentStepCompleted {
     pub provider: CompactString,
     pub iteration: u32,
     pub step: Step,
+    #[serde(alias = "usage")]
     pub tokens: Tokens,
     /// Cumulative milliseconds since the run began (as `@gemstack/ai-sdk` has it), fractional.
     pub duration: f64,
@@ -97,9 +107,12 @@ pub struct AgentRun {
     pub agent_name: String,
     pub model: String,
     pub provider: String,
+    /// Read also as `prompt` (what the agent was prompted with), written as `input`.
+    #[serde(alias = "prompt")]
     pub input: RawJson,
     pub output: RawJson,
     pub steps: Box<[Step]>,
+    #[serde(alias = "usage")]
     pub tokens: Tokens,
     pub duration: f64,
     pub finish_reason: String,
@@ -495,6 +508,8 @@ pub enum Decision {
     Approved,
     Denied,
     Expired,
+    /// The call's session closed while it waited (`note`: `session closed`).
+    Cancelled,
 }
 
 /// `approval.resolved`.

@@ -245,6 +245,10 @@ pub struct MockState {
     pub declared: DeclaredMock,
     pub counter: Counter,
     pub calls: u32,
+    /// Answers the mock served (a static mock's object, a stateful mock's entries, a rules
+    /// mock's rules and fallback), replays included; a miss or a held call serves none.
+    #[serde(default)]
+    pub served: u32,
     /// A rules mock: calls each rule answered, by index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rule_hits: Vec<u32>,
@@ -350,34 +354,44 @@ pub struct SessionDetail {
     pub runs: Option<RunTotals>,
 }
 
+/// One value of a session detail's object: the summary's own, or a part kept as it is so
+/// each call's input is written as it arrived (a tree would refuse `1e400`).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum DetailField<'a> {
+    Value(Value),
+    Calls(&'a [CallView]),
+    LastRun(&'a LastRun),
+    Runs(&'a RunTotals),
+}
+
 impl Serialize for SessionDetail {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::Error;
-        let Value::Object(mut map) =
-            serde_json::to_value(&self.summary).map_err(S::Error::custom)?
+        let Value::Object(map) = serde_json::to_value(&self.summary).map_err(S::Error::custom)?
         else {
             return Err(S::Error::custom("a session summary is an object"));
         };
-        if let Some(count) = map.remove("calls") {
-            map.insert("calls_total".to_owned(), count);
-        }
-        map.insert(
-            "calls".to_owned(),
-            serde_json::to_value(&self.calls).map_err(S::Error::custom)?,
-        );
+        // Keys in order, as a JSON object of the summary and the parts would have them.
+        let mut fields: std::collections::BTreeMap<String, DetailField<'_>> = map
+            .into_iter()
+            .map(|(key, value)| {
+                let key = if key == "calls" {
+                    "calls_total".to_owned()
+                } else {
+                    key
+                };
+                (key, DetailField::Value(value))
+            })
+            .collect();
+        fields.insert("calls".to_owned(), DetailField::Calls(&self.calls));
         if let Some(run) = &self.last_run {
-            map.insert(
-                "last_run".to_owned(),
-                serde_json::to_value(run).map_err(S::Error::custom)?,
-            );
+            fields.insert("last_run".to_owned(), DetailField::LastRun(run));
         }
         if let Some(runs) = &self.runs {
-            map.insert(
-                "runs".to_owned(),
-                serde_json::to_value(runs).map_err(S::Error::custom)?,
-            );
+            fields.insert("runs".to_owned(), DetailField::Runs(runs));
         }
-        map.serialize(serializer)
+        fields.serialize(serializer)
     }
 }
 
@@ -423,6 +437,8 @@ pub enum ApprovalStatus {
     Approved,
     Denied,
     Expired,
+    /// Its session closed while the call waited: nobody can decide it any more.
+    Cancelled,
 }
 
 impl From<Decision> for ApprovalStatus {
@@ -431,6 +447,7 @@ impl From<Decision> for ApprovalStatus {
             Decision::Approved => Self::Approved,
             Decision::Denied => Self::Denied,
             Decision::Expired => Self::Expired,
+            Decision::Cancelled => Self::Cancelled,
         }
     }
 }

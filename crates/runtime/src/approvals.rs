@@ -1,5 +1,6 @@
 //! The approval queue: calls a policy rule held for a human, their expiry, and the
-//! decision. `ApprovalQueue` owns the rows, their queue order, marking them expired,
+//! decision. `ApprovalQueue` owns the rows, their queue order, marking them expired (or
+//! cancelled, when their session closes),
 //! trimming the resolved ones, paging and restoring; Runtime queues, decides and announces.
 //! Approving replays the recorded call through the mock gate only (the policy already
 //! spoke); a replay whose mock or session is gone is `mocks_engine_error`.
@@ -281,6 +282,7 @@ impl ApprovalQueue {
                     Decision::Approved => ApprovalStatus::Approved,
                     Decision::Denied => ApprovalStatus::Denied,
                     Decision::Expired => ApprovalStatus::Expired,
+                    Decision::Cancelled => ApprovalStatus::Cancelled,
                 };
                 row.view.decided_by.clone_from(&resolved.by);
                 row.view.note.clone_from(&resolved.note);
@@ -348,9 +350,9 @@ impl ApprovalQueue {
         expired
     }
 
-    /// Marks a session's pending rows expired, in queue order (so the stream announces
-    /// them oldest first), then trims; answers their ids.
-    fn expire_session(&mut self, tenant: &str, session_id: &str, log: &EventLog) -> Vec<String> {
+    /// Marks a session's pending rows cancelled (the session closed under them), in queue
+    /// order (so the stream announces them oldest first), then trims; answers their ids.
+    fn cancel_session(&mut self, tenant: &str, session_id: &str, log: &EventLog) -> Vec<String> {
         let mut expired = Vec::new();
         for id in self.order.values() {
             if let Some(row) = self.rows.get_mut(id)
@@ -358,7 +360,11 @@ impl ApprovalQueue {
                 && row.tenant == tenant
                 && row.view.session_id == session_id
             {
-                row.view.status = ApprovalStatus::Expired;
+                row.view.status = ApprovalStatus::Cancelled;
+                row.view.note = Some(SESSION_CLOSED.to_owned());
+                let grown = row_bytes(&row.view, &row.tenant).saturating_sub(row.bytes);
+                row.bytes += grown;
+                self.budget.add_approvals(grown);
                 log.persist(persist::APPROVAL, tenant, id, &row.view);
                 expired.push(id.clone());
             }
@@ -372,14 +378,29 @@ impl ApprovalQueue {
         expired
     }
 
-    /// Marks one row expired if it is still pending, then trims; answers its session.
+    /// Marks one row expired (`cancel`: cancelled, its session closed) if it is still
+    /// pending, then trims; answers its session.
     #[cfg(feature = "postgres")]
-    fn expire(&mut self, tenant: &str, approval_id: &str, log: &EventLog) -> Option<String> {
+    fn expire(
+        &mut self,
+        tenant: &str,
+        approval_id: &str,
+        cancel: bool,
+        log: &EventLog,
+    ) -> Option<String> {
         let row = self.rows.get_mut(approval_id)?;
         if row.view.status != ApprovalStatus::Pending {
             return None;
         }
-        row.view.status = ApprovalStatus::Expired;
+        if cancel {
+            row.view.status = ApprovalStatus::Cancelled;
+            row.view.note = Some(SESSION_CLOSED.to_owned());
+            let grown = row_bytes(&row.view, &row.tenant).saturating_sub(row.bytes);
+            row.bytes += grown;
+            self.budget.add_approvals(grown);
+        } else {
+            row.view.status = ApprovalStatus::Expired;
+        }
         log.persist(persist::APPROVAL, tenant, approval_id, &row.view);
         let session_id = row.view.session_id.clone();
         self.resolve(approval_id);
@@ -434,6 +455,19 @@ impl Queued {
             condition: self.condition,
         })
     }
+}
+
+/// Why a held call was cancelled: its session closed while it waited.
+const SESSION_CLOSED: &str = "session closed";
+
+/// The `approval.resolved` that announces a cancellation: the session closed under it.
+fn cancelled_event(approval_id: String) -> Event {
+    Event::ApprovalResolved(ApprovalResolved {
+        approval_id,
+        decision: Decision::Cancelled,
+        by: None,
+        note: Some(SESSION_CLOSED.to_owned()),
+    })
 }
 
 /// The `approval.resolved` that announces an expiry (`note`: why, when not its age).
@@ -532,16 +566,16 @@ impl Runtime {
         }
     }
 
-    /// Expires every pending approval of a session being closed, announcing each. The
+    /// Cancels every pending approval of a session being closed, announcing each. The
     /// caller holds the session's lock, so no new approval of it can be queued meanwhile.
     pub(crate) fn expire_session_approvals(&self, tenant: &str, session_id: &str) {
-        let expired =
-            lock(&self.inner.approvals).expire_session(tenant, session_id, &self.inner.log);
-        for approval_id in expired {
+        let cancelled =
+            lock(&self.inner.approvals).cancel_session(tenant, session_id, &self.inner.log);
+        for approval_id in cancelled {
             self.emit_for(
                 tenant,
                 Some(session_id.to_owned()),
-                expired_event(approval_id, Some("session closed".to_owned())),
+                cancelled_event(approval_id),
             );
         }
     }
@@ -621,6 +655,13 @@ impl Runtime {
                         410,
                         codes::EXPIRED,
                         format!("approval {approval_id} expired at {}", row.view.expires_at),
+                    ));
+                }
+                ApprovalStatus::Cancelled => {
+                    return Err(ApiErrorWithStatus::new(
+                        410,
+                        codes::EXPIRED,
+                        format!("approval {approval_id} was cancelled: its session closed"),
                     ));
                 }
                 decided => {
@@ -773,15 +814,19 @@ impl Runtime {
     }
 
     /// Expires one approval here and announces it (`note`: why, when not its age): the
-    /// shared store said this runtime's expiry came first.
+    /// shared store said this runtime's expiry came first. With the note `session closed`
+    /// its session closed under it: it is cancelled, as on a runtime of its own.
     pub(crate) fn expire_one(&self, tenant: &str, approval_id: &str, note: Option<&str>) {
-        let expired = lock(&self.inner.approvals).expire(tenant, approval_id, &self.inner.log);
-        if let Some(session_id) = expired {
-            self.emit_for(
-                tenant,
-                Some(session_id),
-                expired_event(approval_id.to_owned(), note.map(str::to_owned)),
-            );
+        let cancel = note == Some(SESSION_CLOSED);
+        let ended =
+            lock(&self.inner.approvals).expire(tenant, approval_id, cancel, &self.inner.log);
+        if let Some(session_id) = ended {
+            let event = if cancel {
+                cancelled_event(approval_id.to_owned())
+            } else {
+                expired_event(approval_id.to_owned(), note.map(str::to_owned))
+            };
+            self.emit_for(tenant, Some(session_id), event);
         }
     }
 }

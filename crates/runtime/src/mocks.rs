@@ -281,6 +281,14 @@ impl MockTable {
                             format!("entry {i} of `{tool}` must be an object"),
                         ));
                     }
+                    if entries.is_empty() {
+                        return Err(invalid(
+                            field,
+                            format!(
+                                "`{tool}` is an empty array: a stateful mock needs at least one entry to serve"
+                            ),
+                        ));
+                    }
                     Fixture::Stateful(entries.iter().map(RawJson::from_value).collect())
                 }
                 other => {
@@ -296,6 +304,38 @@ impl MockTable {
             table.slots.insert(tool.clone(), MockSlot::new(fixture));
         }
         Ok(table)
+    }
+
+    /// The server gate, after the shape: a session that lists its `servers` mocks tools of
+    /// those servers only (a built-in belongs to every session). An empty list names no
+    /// server, and then the mocks name the session's servers (`connections`).
+    pub fn check_servers(&self, servers: &[String]) -> Result<(), MocksRejection> {
+        if servers.is_empty() {
+            return Ok(());
+        }
+        let unlisted = self.slots.keys().find(|tool| {
+            !is_builtin(tool)
+                && tool
+                    .split_once('/')
+                    .is_none_or(|(server, _)| !servers.iter().any(|s| s == server))
+        });
+        let Some(tool) = unlisted else {
+            return Ok(());
+        };
+        let server = tool
+            .split_once('/')
+            .map_or(tool.as_str(), |(server, _)| server);
+        let listed = servers
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Err(MocksRejection::Invalid {
+            field: format!("/mocks/{}", pointer_token(tool)),
+            message: format!(
+                "`{tool}` mocks a tool of server `{server}`, which this session does not list in servers ({listed}); add `{server}` to servers or drop the mock"
+            ),
+        })
     }
 
     pub fn declared(&self) -> Vec<DeclaredMock> {
@@ -334,6 +374,7 @@ impl MockTable {
                 declared: slot.declared(tool),
                 counter: slot.counter(),
                 calls: slot.calls,
+                served: slot.consumed,
                 rule_hits: slot.rule_hits.clone(),
                 fallback_hits: slot.fallback_hits,
             })
@@ -688,6 +729,11 @@ mod tests {
             panic!("expected invalid");
         };
         assert_eq!(field, "/mocks/a~1b");
+        let MocksRejection::Invalid { field, message } = rejection(&json!({"a/b": []})) else {
+            panic!("expected invalid");
+        };
+        assert_eq!(field, "/mocks/a~1b");
+        assert!(message.contains("empty array"), "{message}");
     }
 
     #[test]
@@ -714,10 +760,13 @@ mod tests {
 
     #[test]
     fn stateful_counter_advances_only_on_return() {
-        let mut table = MockTable::from_payload(
-            &json!({"a/b": [{"n": 1}, {"n": 2}], "a/s": {"k": 0}, "a/e": []}),
-        )
-        .unwrap();
+        let mut table =
+            MockTable::from_payload(&json!({"a/b": [{"n": 1}, {"n": 2}], "a/s": {"k": 0}}))
+                .unwrap();
+        // Refused at create, an empty array can still come back from an older store.
+        table
+            .slots
+            .insert("a/e".into(), MockSlot::new(Fixture::Stateful(Vec::new())));
         assert_eq!(
             table
                 .consume("a/b", &RawJson::null(), false, Claim::Local)

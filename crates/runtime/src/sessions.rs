@@ -739,17 +739,19 @@ impl Runtime {
                     "mocks need test mode; start the runtime with --test-mode or CODESPAR_TEST_MODE_ENABLED=true",
                 ));
             }
-            Some(value) => MockTable::from_payload(value).map_err(|rejection| match rejection {
-                MocksRejection::TooLarge { bytes } => ApiErrorWithStatus::new(
-                    413,
-                    codes::MOCKS_PAYLOAD_TOO_LARGE,
-                    format!("serialized mocks are {bytes} bytes; the cap is {MAX_MOCKS_BYTES}"),
-                ),
-                MocksRejection::Invalid { field, message } => ApiErrorWithStatus {
-                    status: 400,
-                    error: ApiError::new(codes::MOCKS_INVALID, message).with_field(field),
-                },
-            })?,
+            Some(value) => MockTable::from_payload(value)
+                .and_then(|table| table.check_servers(&req.servers).map(|()| table))
+                .map_err(|rejection| match rejection {
+                    MocksRejection::TooLarge { bytes } => ApiErrorWithStatus::new(
+                        413,
+                        codes::MOCKS_PAYLOAD_TOO_LARGE,
+                        format!("serialized mocks are {bytes} bytes; the cap is {MAX_MOCKS_BYTES}"),
+                    ),
+                    MocksRejection::Invalid { field, message } => ApiErrorWithStatus {
+                        status: 400,
+                        error: ApiError::new(codes::MOCKS_INVALID, message).with_field(field),
+                    },
+                })?,
         };
         let config = &self.inner.config;
         check_strings(&req, config.max_string_bytes)?;

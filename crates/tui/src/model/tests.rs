@@ -364,6 +364,7 @@ fn hydrate_takes_the_runtimes_counters_and_keeps_timelines() {
                 ..Default::default()
             },
             calls: 2,
+            served: 2,
             rule_hits: Vec::new(),
             fallback_hits: 0,
         }],

@@ -559,6 +559,7 @@ fn status_word(status: ApprovalStatus) -> &'static str {
         ApprovalStatus::Approved => "approved",
         ApprovalStatus::Denied => "denied",
         ApprovalStatus::Expired => "expired",
+        ApprovalStatus::Cancelled => "cancelled",
     }
 }
 
@@ -825,6 +826,11 @@ fn cells(a: &Approval, now: f64, theme: &Theme) -> (Span<'static>, (String, Styl
         ),
         ApprovalStatus::Expired => (
             Span::styled("expired", theme.muted()),
+            ("—".to_owned(), theme.muted()),
+            theme.muted(),
+        ),
+        ApprovalStatus::Cancelled => (
+            Span::styled("cancelled", theme.muted()),
             ("—".to_owned(), theme.muted()),
             theme.muted(),
         ),

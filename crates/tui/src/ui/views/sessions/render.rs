@@ -692,6 +692,7 @@ fn call_outcome(
         (Some(ApprovalStatus::Approved), None) => Span::styled("approved → …", theme.ok()),
         (Some(ApprovalStatus::Denied), None) => Span::styled("denied", theme.error()),
         (Some(ApprovalStatus::Expired), None) => Span::styled("expired", theme.muted()),
+        (Some(ApprovalStatus::Cancelled), None) => Span::styled("cancelled", theme.muted()),
         (Some(ApprovalStatus::Pending), None) => Span::styled("pending", theme.warn()),
         // The approval fell out of the model's bound: only the hold is known.
         (None, None) => Span::styled("held", theme.warn()),
