@@ -438,8 +438,13 @@ async fn a_call_whose_commit_fails_is_taken_back_and_its_retry_gets_the_same_ent
         assert_eq!(status, 503, "{tool}: {body}");
         assert_eq!(body["code"], "store_unavailable", "{body}");
     }
+    // Both commits failed and `/health` counts them; its `state` may already read `ok`
+    // again, since the take-back's counters document (no event) commits past the trigger.
     let (_, health) = api.get("/health").await;
-    assert_eq!(health["store"]["state"], "failing", "{health}");
+    assert!(
+        health["store"]["failed_commits"].as_u64().unwrap() >= 2,
+        "{health}"
+    );
     // Nothing of either call is left: not its entry, its counters, its record in the
     // session nor an event.
     let (_, after) = api.get(&detail_path).await;
