@@ -33,6 +33,7 @@ fn record(suite: &str, case: &str, status: EvalStatus, reason: Option<&str>) -> 
             assertions,
             ..AgentEvalCompleted::default()
         },
+        ..EvalCaseRecord::default()
     }
 }
 

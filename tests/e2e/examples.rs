@@ -121,11 +121,12 @@ async fn the_javascript_forwarder_posts_seed_events_to_the_runtime() {
     handle.shutdown().await;
 }
 
-/// The README's curl walkthrough, run as written (bash, curl, python3) against a runtime:
-/// the newcomer's first minutes must work, and its comments must say what happens.
+/// The README's curl walkthrough, run as written (bash, curl, jq) against a runtime: the
+/// newcomer's first minutes must work, its comments must say what happens, and each answer
+/// reads as one line a person follows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readmes_curl_walkthrough_runs_as_written() {
-    for tool in ["bash", "curl", "python3"] {
+    for tool in ["bash", "curl", "jq"] {
         assert!(
             Command::new(tool).arg("--version").output().is_ok(),
             "the README walkthrough test runs {tool}: install it (apt-get install {tool})"
@@ -162,16 +163,33 @@ async fn the_readmes_curl_walkthrough_runs_as_written() {
         output.status.success(),
         "walkthrough failed:\n{stdout}\n{stderr}"
     );
-    // What the comments promise, in order: two payments, then exhausted, then not mocked.
-    let at = |needle: &str| {
-        stdout
-            .find(needle)
-            .unwrap_or_else(|| panic!("no {needle} in:\n{stdout}"))
-    };
-    assert!(at("pay_1") < at("pay_2"));
-    assert!(at("pay_2") < at("mocks_exhausted"));
-    assert!(at("mocks_exhausted") < at("tool_not_mocked"));
     let sessions = handle.runtime().events_since(0, 100);
+    let session_id = sessions
+        .first()
+        .and_then(|f| f.session_id.clone())
+        .unwrap_or_default();
+    assert!(session_id.starts_with("ses_"), "{session_id:?}");
+    // What the comments promise, one line per answer: two payments, then exhausted, then
+    // not mocked, then the session closed with its four calls.
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "one line per answer:\n{stdout}");
+    assert_eq!(
+        lines[0], r#"asaas/create_payment: {"id":"pay_1"}"#,
+        "{stdout}"
+    );
+    assert_eq!(
+        lines[1], r#"asaas/create_payment: {"id":"pay_2"}"#,
+        "{stdout}"
+    );
+    assert!(lines[2].starts_with("mocks_exhausted: "), "{stdout}");
+    assert!(lines[2].contains("asaas/create_payment"), "{stdout}");
+    assert!(lines[3].starts_with("tool_not_mocked: "), "{stdout}");
+    assert!(lines[3].contains("asaas/refund_payment"), "{stdout}");
+    assert_eq!(
+        lines[4],
+        format!("{session_id} closed after 4 calls"),
+        "{stdout}"
+    );
     let kinds: Vec<&str> = sessions.iter().map(|f| f.event.kind()).collect();
     assert_eq!(kinds.first(), Some(&"session.created"), "{kinds:?}");
     assert_eq!(kinds.last(), Some(&"session.closed"), "{kinds:?}");

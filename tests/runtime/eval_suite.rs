@@ -104,6 +104,7 @@ fn run_suite(suite: &spyglass::eval::Suite, repeat: u32) -> Vec<EvalCaseRecord> 
                 output: None,
                 session_id: Some(format!("ses_{}", records.len())),
                 result: event,
+                ..EvalCaseRecord::default()
             });
         }
     }

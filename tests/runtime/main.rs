@@ -7,6 +7,7 @@ mod support;
 mod approval_condition;
 mod bounded_tables;
 mod budgets;
+mod eval_calls;
 mod eval_compose;
 mod eval_fake;
 mod eval_runner;

@@ -582,11 +582,13 @@ mod tests {
                         session_id: Some("ses_1".into()),
                         result: failed,
                         output: Some(HOSTILE.into()),
+                        ..EvalCaseRecord::default()
                     },
                     EvalCaseRecord {
                         session_id: Some("ses_2".into()),
                         result: passed,
                         output: Some("done".into()),
+                        ..EvalCaseRecord::default()
                     },
                 ],
             },

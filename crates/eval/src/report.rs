@@ -764,6 +764,7 @@ mod tests {
                 assertions,
                 ..AgentEvalCompleted::default()
             },
+            ..EvalCaseRecord::default()
         }
     }
 

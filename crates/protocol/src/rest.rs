@@ -573,8 +573,8 @@ impl SendFrame {
 }
 
 /// One judged attempt of an eval case: the `agent.eval.completed` body plus the session
-/// it ran in (`sessionId` beside the event's fields). Items of `GET /v1/evals/runs/:id`
-/// and of `spyglass eval --json`.
+/// it ran in (`sessionId` beside the event's fields), the agent's final text and the calls
+/// the case made. Items of `GET /v1/evals/runs/:id` and of `spyglass eval --json`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EvalCaseRecord {
     pub session_id: Option<String>,
@@ -582,46 +582,103 @@ pub struct EvalCaseRecord {
     /// The agent's final text (`output` beside the event's fields); absent when the run
     /// produced none (an error, a skip).
     pub output: Option<String>,
+    /// The calls the case's session made, in call order (`calls` beside the event's
+    /// fields, the `CodeSpar` spec's `operation_calls`): at most the calls a session
+    /// retains; empty for a skipped case or one whose session was never made.
+    pub calls: Vec<EvalCall>,
+    /// Calls the session made before the ones it retained (`callsOmitted`, absent when 0).
+    pub calls_omitted: u64,
+}
+
+/// One call an eval case made: the tool, its arguments as they arrived, what it answered
+/// (the result, or the envelope with its code) and how long it took in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvalCall {
+    pub tool: String,
+    pub arguments: RawJson,
+    pub outcome: Outcome,
+    pub duration_ms: f64,
+}
+
+/// One value of a case record's object: the event's own, or the calls, kept as they are
+/// so each call's arguments are written as they arrived (a tree would refuse `1e400`).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum RecordField<'a> {
+    Value(Value),
+    Calls(&'a [EvalCall]),
 }
 
 // By hand rather than `#[serde(flatten)]`: flatten buffers the fields, and the buffered
 // form cannot rebuild the `RawJson` values inside the assertions.
 impl Serialize for EvalCaseRecord {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut value = serde_json::to_value(&self.result).map_err(serde::ser::Error::custom)?;
-        if let Some(map) = value.as_object_mut() {
-            if let Some(id) = &self.session_id {
-                map.insert("sessionId".into(), Value::String(id.clone()));
-            }
-            if let Some(output) = &self.output {
-                map.insert("output".into(), Value::String(output.clone()));
-            }
+        use serde::ser::Error;
+        let Value::Object(map) = serde_json::to_value(&self.result).map_err(S::Error::custom)?
+        else {
+            return Err(S::Error::custom("an eval result is an object"));
+        };
+        // Keys in order, as one JSON object of the event and the rest would have them.
+        let mut fields: std::collections::BTreeMap<String, RecordField<'_>> = map
+            .into_iter()
+            .map(|(key, value)| (key, RecordField::Value(value)))
+            .collect();
+        if let Some(id) = &self.session_id {
+            fields.insert("sessionId".into(), RecordField::Value(id.clone().into()));
         }
-        value.serialize(serializer)
+        if let Some(output) = &self.output {
+            fields.insert("output".into(), RecordField::Value(output.clone().into()));
+        }
+        fields.insert("calls".into(), RecordField::Calls(&self.calls));
+        if self.calls_omitted > 0 {
+            fields.insert(
+                "callsOmitted".into(),
+                RecordField::Value(self.calls_omitted.into()),
+            );
+        }
+        fields.serialize(serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for EvalCaseRecord {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
         let mut value = Value::deserialize(deserializer)?;
-        let session_id = match value
-            .as_object_mut()
-            .and_then(|map| map.remove("sessionId"))
-        {
-            None | Some(Value::Null) => None,
+        let mut take = |key: &str| {
+            value
+                .as_object_mut()
+                .and_then(|map| map.remove(key))
+                .filter(|v| !v.is_null())
+        };
+        let session_id = match take("sessionId") {
+            None => None,
             Some(Value::String(id)) => Some(id),
-            Some(_) => return Err(serde::de::Error::custom("`sessionId` must be a string")),
+            Some(_) => return Err(D::Error::custom("`sessionId` must be a string")),
         };
-        let output = match value.as_object_mut().and_then(|map| map.remove("output")) {
-            None | Some(Value::Null) => None,
+        let output = match take("output") {
+            None => None,
             Some(Value::String(text)) => Some(text),
-            Some(_) => return Err(serde::de::Error::custom("`output` must be a string")),
+            Some(_) => return Err(D::Error::custom("`output` must be a string")),
         };
-        let result = serde_json::from_value(value).map_err(serde::de::Error::custom)?;
+        // Absent in records written before calls were listed.
+        let calls = match take("calls") {
+            None => Vec::new(),
+            Some(calls) => serde_json::from_value(calls)
+                .map_err(|err| D::Error::custom(format!("`calls`: {err}")))?,
+        };
+        let calls_omitted = match take("callsOmitted") {
+            None => 0,
+            Some(n) => n
+                .as_u64()
+                .ok_or_else(|| D::Error::custom("`callsOmitted` must be a non-negative integer"))?,
+        };
+        let result = serde_json::from_value(value).map_err(D::Error::custom)?;
         Ok(Self {
             session_id,
             result,
             output,
+            calls,
+            calls_omitted,
         })
     }
 }

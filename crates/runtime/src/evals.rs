@@ -16,7 +16,7 @@ use spyglass_protocol::events::{
     AgentEvalCompleted, EvalRunCompleted, EvalRunStarted, EvalScope, EvalStatus, Event,
 };
 use spyglass_protocol::rest::{
-    CreateSession, EvalCaseRecord, EvalRunDetail, EvalRunRequest, EvalSummary,
+    CreateSession, EvalCall, EvalCaseRecord, EvalRunDetail, EvalRunRequest, EvalSummary,
 };
 use spyglass_protocol::{ApiError, Frame};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -847,6 +847,10 @@ impl RunJob {
             session_id.clone(),
             Event::AgentEvalCompleted(event.clone()),
         );
+        let (calls, calls_omitted) = session_id
+            .as_deref()
+            .map(|id| case_calls(rt, tenant, id))
+            .unwrap_or_default();
         if let Some(id) = &session_id {
             // The session is ours and open; a failure here changes nothing about the result.
             let _ = rt.close_session(tenant, id);
@@ -855,6 +859,8 @@ impl RunJob {
             session_id,
             result: event,
             output,
+            calls,
+            calls_omitted,
         }
     }
 
@@ -924,6 +930,26 @@ impl Runtime {
     pub fn eval_outcomes(&self, tenant: &str) -> Vec<(String, String, Vec<EvalStatus>)> {
         self.inner.evals.outcomes(tenant)
     }
+}
+
+/// The calls a case's session made, in order, as the session retains them, and how many
+/// older ones it no longer holds.
+fn case_calls(rt: &Runtime, tenant: &str, session_id: &str) -> (Vec<EvalCall>, u64) {
+    let Ok(detail) = rt.session_detail(tenant, session_id) else {
+        return (Vec::new(), 0);
+    };
+    let omitted = u64::from(detail.summary.calls).saturating_sub(detail.calls.len() as u64);
+    let calls = detail
+        .calls
+        .into_iter()
+        .map(|call| EvalCall {
+            tool: call.tool,
+            arguments: call.input,
+            outcome: call.outcome,
+            duration_ms: call.duration,
+        })
+        .collect();
+    (calls, omitted)
 }
 
 /// `suite`, `case` and the slot, joined by a unit separator no name holds in practice.
