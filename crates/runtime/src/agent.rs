@@ -4,14 +4,16 @@
 //! past the end the default text (or, `strict`, a failed run). Tool calls go through the
 //! same dispatch as `execute`; what the fake received at each call is recorded.
 
-use super::sessions::{CallStart, Dispatched, server_of};
+use super::approvals::Verdict as ApprovalVerdict;
+use super::policy::Verdict;
+use super::sessions::{CallStart, Dispatched, Session, server_of};
 use super::{ApiErrorWithStatus, Runtime, lock};
 use spyglass_eval::script::{Conversation, LastOutcome, Picked, PromptRecord, pick};
 use spyglass_protocol::events::{
     AgentRun, AgentStepCompleted, CallSource, FailedAttempt, Outcome, Step, StepToolCall, Tokens,
 };
 use spyglass_protocol::rest::{LastRun, ScriptStep, SendFrame, SendResult, ToolCallRecord};
-use spyglass_protocol::{Event, RawJson, now_rfc3339};
+use spyglass_protocol::{Envelope, Event, RawJson, now_rfc3339};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 
@@ -111,6 +113,23 @@ fn record(dispatched: &Dispatched) -> ToolCallRecord {
     }
 }
 
+/// Puts a decided call's outcome in its record: the replayed result (or envelope) of an
+/// approved call, the denial envelope of a denied one.
+fn answer(rec: &mut ToolCallRecord, outcome: Outcome) {
+    match outcome {
+        Outcome::Result(raw) => {
+            "success".clone_into(&mut rec.status);
+            rec.output = raw.to_value();
+            rec.error_code = None;
+        }
+        Outcome::Envelope(envelope) => {
+            "error".clone_into(&mut rec.status);
+            rec.output = serde_json::to_value(&envelope).unwrap_or(serde_json::Value::Null);
+            rec.error_code = Some(envelope.code().to_owned());
+        }
+    }
+}
+
 /// Sleeps `wait`, or less when the session closes meanwhile (the caller then checks).
 async fn wait_unless_closed(closing: &mut watch::Receiver<bool>, wait: Duration) {
     tokio::select! {
@@ -184,6 +203,46 @@ impl super::sessions::Session {
 }
 
 impl Runtime {
+    /// A call a policy rule held, decided as the session's eval case declares for that
+    /// rule, through the same path a human's decision takes (`approval.resolved`, and the
+    /// replay of an approved call): its outcome, or `None` when the case decides nothing
+    /// for that rule (or the decision could not be made) and the call stays held.
+    async fn decide_held(
+        &self,
+        tenant: &str,
+        session: &std::sync::Arc<std::sync::Mutex<Session>>,
+        dispatched: &Dispatched,
+    ) -> Option<Outcome> {
+        let decisions = lock(session).decisions.clone()?;
+        let Some(Envelope::ApprovalRequired { approval_id, .. }) = dispatched.envelope() else {
+            return None;
+        };
+        let call = dispatched.call();
+        let Ok(Verdict::Approval { rule_id, .. }) =
+            self.inner.config.policy.evaluate_raw(&call.tool, &call.input)
+        else {
+            return None;
+        };
+        let verdict = *decisions.rules.get(&rule_id)?;
+        let decided = self
+            .decide_any(tenant, approval_id, verdict, Some(decisions.by.clone()), None)
+            .await;
+        match (verdict, decided) {
+            (_, Err(err)) => {
+                tracing::warn!(approval = %approval_id, error = %err.error.message, "an eval case's decision could not be applied; the call stays held");
+                None
+            }
+            (ApprovalVerdict::Approve, Ok(view)) => view.replay,
+            (ApprovalVerdict::Deny, Ok(_)) => Some(Outcome::Envelope(Box::new(Envelope::PolicyDenied {
+                message: format!(
+                    "{} denied this call, held for approval by rule {rule_id}",
+                    decisions.by
+                ),
+                rule_id,
+            }))),
+        }
+    }
+
     /// `POST /v1/sessions/:id/send` without streaming.
     pub async fn send(
         &self,
@@ -390,7 +449,11 @@ impl Runtime {
                     ));
                     break 'run;
                 }
-                let rec = record(&dispatched);
+                let held = matches!(dispatched.envelope(), Some(Envelope::ApprovalRequired { .. }));
+                let mut rec = record(&dispatched);
+                if held && let Some(outcome) = self.decide_held(tenant, &session, &dispatched).await {
+                    answer(&mut rec, outcome);
+                }
                 if scripted {
                     answered.push((
                         (rec.id.clone(), rec.tool_name.clone(), rec.input.clone()),
@@ -409,7 +472,7 @@ impl Runtime {
                     args: made.input.clone(),
                     result: RawJson::from_value(&rec.output),
                     duration: made.duration,
-                    needs_approval: rec.error_code.as_deref() == Some("approval_required"),
+                    needs_approval: held,
                 });
                 result.tool_calls.push(rec);
             }

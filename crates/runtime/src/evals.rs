@@ -4,13 +4,14 @@
 //! the pass-rate history, the suite documents and their store documents.
 
 use super::log::{Budget, EventLog};
-use super::sessions::new_id;
+use super::approvals::Verdict;
+use super::sessions::{CaseDecisions, new_id};
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use serde_json::Value;
 use spyglass_eval::assert::{CaseRun, evaluate, skipped};
 use spyglass_eval::history::{EvalHistory, HistorySettings};
 use spyglass_eval::report::Counts;
-use spyglass_eval::suite::{PlannedCase, Suite, plan, planned_attempts, suite_from_request};
+use spyglass_eval::suite::{CaseDecision, PlannedCase, Suite, plan, planned_attempts, suite_from_request};
 use spyglass_protocol::envelope::codes;
 use spyglass_protocol::events::{
     AgentEvalCompleted, EvalRunCompleted, EvalRunStarted, EvalScope, EvalStatus, Event,
@@ -554,6 +555,41 @@ fn check_no_commands(suites: &[Suite]) -> Result<(), ApiErrorWithStatus> {
     Ok(())
 }
 
+/// A case's `decisions` name rules of this runtime's policy that hold calls for approval;
+/// any other rule id is refused (400 `invalid_suite`) before anything runs, naming the
+/// case and the rule.
+fn check_decisions(
+    suites: &[Suite],
+    policy: &super::policy::Policy,
+) -> Result<(), ApiErrorWithStatus> {
+    use super::policy::Action;
+    for (index, suite) in suites.iter().enumerate() {
+        for case in &suite.cases {
+            let unknown = case.decisions.keys().find(|rule| {
+                !policy
+                    .rules
+                    .iter()
+                    .any(|r| &r.id == *rule && r.action == Action::Approval)
+            });
+            if let Some(rule) = unknown {
+                return Err(ApiErrorWithStatus {
+                    status: 400,
+                    error: ApiError::new(
+                        codes::INVALID_SUITE,
+                        format!(
+                            "{}: case {:?}: decisions names rule {rule:?}, which is no rule of this runtime's policy that holds calls for approval",
+                            suite.file, case.id
+                        ),
+                    )
+                    .with_field(format!("/suites/{index}"))
+                    .with_index(index),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// An attempt that produced no result, and why.
 fn no_result(error: String, duration_ms: f64) -> CaseRun {
     CaseRun {
@@ -616,6 +652,7 @@ impl Runtime {
         if !self.inner.config.allow_command_assertions {
             check_no_commands(&suites)?;
         }
+        check_decisions(&suites, &self.inner.config.policy)?;
         let repeat = request.repeat.unwrap_or(1);
         if repeat == 0 {
             return Err(bad_request("/repeat", "repeat must be at least 1"));
@@ -893,6 +930,24 @@ impl RunJob {
                 return (None, no_result(error, 0.0));
             }
         };
+        if !case.decisions.is_empty()
+            && let Ok(held) = rt.session(tenant, &session.id)
+        {
+            lock(&held).decisions = Some(Arc::new(CaseDecisions {
+                by: format!("eval:{}/{}", planned.suite.name, case.id),
+                rules: case
+                    .decisions
+                    .iter()
+                    .map(|(rule, decision)| {
+                        let verdict = match decision {
+                            CaseDecision::Approve => Verdict::Approve,
+                            CaseDecision::Deny => Verdict::Deny,
+                        };
+                        (rule.clone(), verdict)
+                    })
+                    .collect(),
+            }));
+        }
         let limit = case
             .timeout_ms
             .map_or(rt.inner.config.eval_case_timeout, Duration::from_millis);

@@ -88,6 +88,17 @@ pub(crate) struct Session {
     /// The last `send` run's model, usage and cost, and every run's added up.
     pub last_run: Option<LastRun>,
     pub runs: RunTotals,
+    /// An eval case's decisions for the calls a policy rule holds (`CaseDecisions`); none
+    /// for any other session, whose held calls wait for a human.
+    pub decisions: Option<Arc<CaseDecisions>>,
+}
+
+/// What an eval case decides, as a human would, for the calls a policy rule holds during
+/// its run: the verdict per rule id, and who decided (`eval:SUITE/CASE`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CaseDecisions {
+    pub by: String,
+    pub rules: BTreeMap<String, super::approvals::Verdict>,
 }
 
 impl Session {
@@ -812,6 +823,7 @@ impl Runtime {
             counters_due: false,
             last_run: None,
             runs: RunTotals::default(),
+            decisions: None,
         };
         let body = SessionCreatedBody {
             id: session.id.clone(),

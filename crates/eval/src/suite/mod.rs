@@ -53,6 +53,7 @@ use super::assert::JsonPath;
 use serde_json::{Map, Value};
 use spyglass_protocol::glob::glob_match;
 use spyglass_protocol::rest::ModelScript;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 use thiserror::Error;
@@ -81,6 +82,16 @@ pub struct Case {
     pub skip: Option<String>,
     pub timeout_ms: Option<u64>,
     pub assertions: Vec<Assertion>,
+    /// Per policy rule id, how the run decides the calls that rule holds for approval, as
+    /// a human would (`decisions`, the suite's defaults merged in); empty: they stay held.
+    pub decisions: BTreeMap<String, CaseDecision>,
+}
+
+/// How a case decides a call a policy rule held for approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaseDecision {
+    Approve,
+    Deny,
 }
 
 impl Case {

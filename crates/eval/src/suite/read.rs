@@ -3,18 +3,18 @@
 
 use super::place::{Place, shape, usable_id};
 use super::shapes::{
-    Command, Commands, Count, Flag, Given, Items, Name, Operation, RawAssert, RawCase, RawDefaults,
+    Command, Commands, Count, Decisions, Flag, Given, Items, Name, Operation, RawAssert, RawCase, RawDefaults,
     RawJsonPath, RawPrompted, RawSchema, Sequence, Skip, Strings, Table, Tbl, Text, Texts,
 };
 use super::{
-    ArgCheck, Assertion, COMMAND_TIMEOUT_MS, Case, CaseRef, CommandSpec, JsonPathCheck,
+    ArgCheck, Assertion, COMMAND_TIMEOUT_MS, Case, CaseDecision, CaseRef, CommandSpec, JsonPathCheck,
     MAX_COMMAND_TIMEOUT_MS, MAX_NESTING, OperationExpectation, PromptCheck, PromptTest,
     SchemaCheck, SequenceExpectation, Suite, SuiteError, SuiteErrorKind,
 };
 use crate::assert::JsonPath;
 use serde_json::{Map, Value};
 use spyglass_protocol::rest::ModelScript;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// Builds a suite from an already-parsed document (a JSON body, say): its shape read by
@@ -87,6 +87,7 @@ struct Defaults {
     servers: Option<Vec<String>>,
     metadata: Map<String, Value>,
     timeout_ms: Option<u64>,
+    decisions: BTreeMap<String, CaseDecision>,
 }
 
 fn read_defaults(at: &Place<'_>, raw: RawDefaults) -> Result<Defaults, SuiteError> {
@@ -101,6 +102,7 @@ fn read_defaults(at: &Place<'_>, raw: RawDefaults) -> Result<Defaults, SuiteErro
             .map(|Table(metadata)| metadata)
             .unwrap_or_default(),
         timeout_ms: raw.timeout_ms.map(|Count(ms)| ms),
+        decisions: raw.decisions.map(|Decisions(d)| d).unwrap_or_default(),
     })
 }
 
@@ -160,6 +162,10 @@ fn read_case(
     if timeout_ms == Some(0) {
         return Err(at.invalid(Some("timeout_ms"), "must be greater than 0"));
     }
+    let mut decisions = defaults.decisions.clone();
+    if let Some(Decisions(own)) = raw.decisions {
+        decisions.extend(own);
+    }
     let assertions = match raw.assert {
         None => Vec::new(),
         Some(Tbl(assert)) => read_assertions(&at.nested("assert"), assert, 0)?,
@@ -174,6 +180,7 @@ fn read_case(
         skip,
         timeout_ms,
         assertions,
+        decisions,
     })
 }
 

@@ -5,7 +5,9 @@ use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
+use super::CaseDecision;
 use spyglass_protocol::rest::ModelScript;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -41,6 +43,8 @@ pub(super) struct RawDefaults {
     pub(super) metadata: Option<Table>,
     #[serde(default, deserialize_with = "given")]
     pub(super) timeout_ms: Option<Count>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) decisions: Option<Decisions>,
 }
 
 #[derive(Deserialize)]
@@ -64,6 +68,8 @@ pub(super) struct RawCase {
     pub(super) skip: Option<Skip>,
     #[serde(default, deserialize_with = "given")]
     pub(super) timeout_ms: Option<Count>,
+    #[serde(default, deserialize_with = "given")]
+    pub(super) decisions: Option<Decisions>,
     #[serde(default, deserialize_with = "given")]
     pub(super) assert: Option<Tbl<RawAssert>>,
 }
@@ -280,6 +286,60 @@ impl<'de> Deserialize<'de> for Skip {
                 Ok(Skip(Some(reason.to_owned())))
             }
             refuse!(WHAT; int, float, unit, seq, map);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `decisions = { rule = "approve" }`: per policy rule id, how the case decides the calls
+/// that rule holds for approval (a value's error names `decisions.rule`).
+pub(super) struct Decisions(pub(super) BTreeMap<String, CaseDecision>);
+
+/// `"approve"` or `"deny"`.
+struct OneDecision(CaseDecision);
+
+impl<'de> Deserialize<'de> for OneDecision {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const WHAT: &str = "\"approve\" or \"deny\"";
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = OneDecision;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(WHAT)
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<OneDecision, E> {
+                match text {
+                    "approve" => Ok(OneDecision(CaseDecision::Approve)),
+                    "deny" => Ok(OneDecision(CaseDecision::Deny)),
+                    other => Err(E::custom(format_args!(
+                        "expected {WHAT}, found {other:?}"
+                    ))),
+                }
+            }
+            refuse!(WHAT; bool, int, float, unit, seq, map);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Decisions {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const WHAT: &str = "a table of policy rule ids to \"approve\" or \"deny\"";
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Decisions;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(WHAT)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Decisions, A::Error> {
+                let mut out = BTreeMap::new();
+                while let Some(rule) = map.next_key::<String>()? {
+                    let OneDecision(decision) = map.next_value()?;
+                    out.insert(rule, decision);
+                }
+                Ok(Decisions(out))
+            }
+            refuse!(WHAT; bool, int, float, str, unit, seq);
         }
         d.deserialize_any(V)
     }

@@ -270,6 +270,7 @@ impl Runtime {
                     counters_due: false,
                     last_run: counts.last_run.clone(),
                     runs: counts.runs.clone(),
+                    decisions: None,
                 },
             ));
         }
