@@ -9,6 +9,7 @@ mod bounded_tables;
 mod budgets;
 mod eval_calls;
 mod eval_compose;
+mod eval_decisions;
 mod eval_fake;
 mod eval_runner;
 mod eval_suite;

@@ -218,14 +218,23 @@ impl Runtime {
             return None;
         };
         let call = dispatched.call();
-        let Ok(Verdict::Approval { rule_id, .. }) =
-            self.inner.config.policy.evaluate_raw(&call.tool, &call.input)
+        let Ok(Verdict::Approval { rule_id, .. }) = self
+            .inner
+            .config
+            .policy
+            .evaluate_raw(&call.tool, &call.input)
         else {
             return None;
         };
         let verdict = *decisions.rules.get(&rule_id)?;
         let decided = self
-            .decide_any(tenant, approval_id, verdict, Some(decisions.by.clone()), None)
+            .decide_any(
+                tenant,
+                approval_id,
+                verdict,
+                Some(decisions.by.clone()),
+                None,
+            )
             .await;
         match (verdict, decided) {
             (_, Err(err)) => {
@@ -233,13 +242,15 @@ impl Runtime {
                 None
             }
             (ApprovalVerdict::Approve, Ok(view)) => view.replay,
-            (ApprovalVerdict::Deny, Ok(_)) => Some(Outcome::Envelope(Box::new(Envelope::PolicyDenied {
-                message: format!(
-                    "{} denied this call, held for approval by rule {rule_id}",
-                    decisions.by
-                ),
-                rule_id,
-            }))),
+            (ApprovalVerdict::Deny, Ok(_)) => {
+                Some(Outcome::Envelope(Box::new(Envelope::PolicyDenied {
+                    message: format!(
+                        "{} denied this call, held for approval by rule {rule_id}",
+                        decisions.by
+                    ),
+                    rule_id,
+                })))
+            }
         }
     }
 
@@ -449,9 +460,13 @@ impl Runtime {
                     ));
                     break 'run;
                 }
-                let held = matches!(dispatched.envelope(), Some(Envelope::ApprovalRequired { .. }));
+                let held = matches!(
+                    dispatched.envelope(),
+                    Some(Envelope::ApprovalRequired { .. })
+                );
                 let mut rec = record(&dispatched);
-                if held && let Some(outcome) = self.decide_held(tenant, &session, &dispatched).await {
+                if held && let Some(outcome) = self.decide_held(tenant, &session, &dispatched).await
+                {
                     answer(&mut rec, outcome);
                 }
                 if scripted {

@@ -3,15 +3,17 @@
 //! emitted as `agent.eval.completed`; plus `EvalState`, which owns the per-tenant run table,
 //! the pass-rate history, the suite documents and their store documents.
 
-use super::log::{Budget, EventLog};
 use super::approvals::Verdict;
+use super::log::{Budget, EventLog};
 use super::sessions::{CaseDecisions, new_id};
 use super::{ApiErrorWithStatus, Runtime, lock, persist};
 use serde_json::Value;
 use spyglass_eval::assert::{CaseRun, evaluate, skipped};
 use spyglass_eval::history::{EvalHistory, HistorySettings};
 use spyglass_eval::report::Counts;
-use spyglass_eval::suite::{CaseDecision, PlannedCase, Suite, plan, planned_attempts, suite_from_request};
+use spyglass_eval::suite::{
+    CaseDecision, PlannedCase, Suite, plan, planned_attempts, suite_from_request,
+};
 use spyglass_protocol::envelope::codes;
 use spyglass_protocol::events::{
     AgentEvalCompleted, EvalRunCompleted, EvalRunStarted, EvalScope, EvalStatus, Event,

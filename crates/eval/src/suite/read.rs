@@ -3,13 +3,14 @@
 
 use super::place::{Place, shape, usable_id};
 use super::shapes::{
-    Command, Commands, Count, Decisions, Flag, Given, Items, Name, Operation, RawAssert, RawCase, RawDefaults,
-    RawJsonPath, RawPrompted, RawSchema, Sequence, Skip, Strings, Table, Tbl, Text, Texts,
+    Command, Commands, Count, Decisions, Flag, Given, Items, Name, Operation, RawAssert, RawCase,
+    RawDefaults, RawJsonPath, RawPrompted, RawSchema, Sequence, Skip, Strings, Table, Tbl, Text,
+    Texts,
 };
 use super::{
-    ArgCheck, Assertion, COMMAND_TIMEOUT_MS, Case, CaseDecision, CaseRef, CommandSpec, JsonPathCheck,
-    MAX_COMMAND_TIMEOUT_MS, MAX_NESTING, OperationExpectation, PromptCheck, PromptTest,
-    SchemaCheck, SequenceExpectation, Suite, SuiteError, SuiteErrorKind,
+    ArgCheck, Assertion, COMMAND_TIMEOUT_MS, Case, CaseDecision, CaseRef, CommandSpec,
+    JsonPathCheck, MAX_COMMAND_TIMEOUT_MS, MAX_NESTING, OperationExpectation, PromptCheck,
+    PromptTest, SchemaCheck, SequenceExpectation, Suite, SuiteError, SuiteErrorKind,
 };
 use crate::assert::JsonPath;
 use serde_json::{Map, Value};

@@ -1,11 +1,11 @@
 //! The serde shapes of a suite file: each table's keys (unknown keys refused by serde) and
 //! the typed values that name a wrong kind in the suite's words ("expected a string, found …").
 
+use super::CaseDecision;
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
-use super::CaseDecision;
 use spyglass_protocol::rest::ModelScript;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -311,9 +311,7 @@ impl<'de> Deserialize<'de> for OneDecision {
                 match text {
                     "approve" => Ok(OneDecision(CaseDecision::Approve)),
                     "deny" => Ok(OneDecision(CaseDecision::Deny)),
-                    other => Err(E::custom(format_args!(
-                        "expected {WHAT}, found {other:?}"
-                    ))),
+                    other => Err(E::custom(format_args!("expected {WHAT}, found {other:?}"))),
                 }
             }
             refuse!(WHAT; bool, int, float, unit, seq, map);
