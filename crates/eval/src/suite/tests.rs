@@ -910,3 +910,53 @@ fn a_command_list_of_argv_lists_is_one_command_each() {
         "payments.toml: case \"a\": assert.command[0]: the list is empty: name the program to run"
     );
 }
+
+#[test]
+fn decisions_merge_over_the_defaults_per_rule() {
+    let suite = parse_suite(
+        "d.toml",
+        r#"
+suite = "d"
+[defaults]
+decisions = { big = "approve", refunds = "deny" }
+[[case]]
+id = "a"
+input = "x"
+decisions = { big = "deny" }
+[[case]]
+id = "b"
+input = "x"
+"#,
+    )
+    .unwrap();
+    let decided = |i: usize| {
+        suite.cases[i]
+            .decisions
+            .iter()
+            .map(|(rule, d)| (rule.as_str(), *d))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        decided(0),
+        [("big", CaseDecision::Deny), ("refunds", CaseDecision::Deny)]
+    );
+    assert_eq!(
+        decided(1),
+        [
+            ("big", CaseDecision::Approve),
+            ("refunds", CaseDecision::Deny)
+        ]
+    );
+}
+
+#[test]
+fn a_decision_other_than_approve_or_deny_names_its_rule() {
+    let e =
+        err("suite = \"d\"\n[[case]]\nid = \"a\"\ninput = \"x\"\ndecisions = { big = \"yes\" }\n");
+    assert_eq!(
+        e.to_string(),
+        "payments.toml: case \"a\": decisions.big: expected \"approve\" or \"deny\", found \"yes\""
+    );
+    let e = err("suite = \"d\"\n[[case]]\nid = \"a\"\ninput = \"x\"\ndecisions = \"approve\"\n");
+    assert!(e.to_string().contains("decisions: expected a table"), "{e}");
+}
